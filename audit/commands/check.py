@@ -1,0 +1,33 @@
+"""``wireup check``: prove the contracts compose; exit 0 clean, 1 error findings, 2 unreadable input."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._common import add_output_arguments, add_selection_arguments, emit, root_of, split_list
+
+NAME = "check"
+HELP = "check the contracts and kernels statically (shapes, wiring, ISV, invariants, ABI)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_output_arguments(p)
+    add_selection_arguments(p)
+    p.add_argument("--require-evidence", action="store_true", help="fail for every kernel whose current source has no passing GPU verification record")
+    p.add_argument("--changed-since", metavar="REV", help="check only contracts and kernels changed since git revision REV and everything downstream of them")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import check
+    from ..printers import render
+
+    options = {"require_evidence": args.require_evidence, "changed_since": args.changed_since}
+    if args.require_evidence:
+        options["escalate"] = ("EVIDENCE_STALE", "EVIDENCE_MISSING")
+    result = check(root_of(args), split_list(args.select), split_list(args.ignore), options=options)
+    if args.changed_since:
+        from ..changes import limit_to_changed
+
+        result = limit_to_changed(result, root_of(args), args.changed_since)
+    emit(render(result, args.format), args.output)
+    return result.exit_code

@@ -1,0 +1,178 @@
+"""Dim expressions: parsing, free names, evaluation and symbolic comparison.
+
+Shapes, launch geometry and scalar values are written as small integer expressions over named dims:
+``"SH2 + 6"``, ``"ceil_div(B, 256)"``, ``"min(ceil_div(B, 64), 32)"``, ``"slot(AUX_LABEL_SCALE_EMA)"``.
+Allowed: integers, names, ``+ - * // %``, unary minus, parentheses and the calls ``ceil_div``,
+``min``, ``max`` and ``slot``. Anything else is rejected when the contract loads.
+
+Runtime dims (``B`` from 1 to 65536) stay symbolic. Two expressions are equal when they agree at a set
+of probe points for the runtime dims (range ends plus a few odd values): the expressions are integer
+polynomials with floor divisions, and for contract-sized expressions agreement at these probes
+is what equality means in practice.
+
+>>> e = parse_expr("ceil_div(B, 256) * 2")
+>>> e.evaluate({"B": 300})
+4
+>>> sorted(e.names)
+['B']
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+class ExprError(ValueError):
+    """An expression that is not a valid dim expression; the message says why."""
+
+
+_FUNCS = {"ceil_div": 2, "min": None, "max": None, "slot": 1}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """A parsed dim expression. ``text`` is the source; ``tree`` a nested tuple; ``names`` its free dims."""
+
+    text: str
+    tree: object
+    names: frozenset[str] = field(default=frozenset())
+    slots: frozenset[str] = field(default=frozenset())
+
+    def evaluate(self, env: Mapping[str, int], slot_index: Mapping[str, int] | None = None) -> int:
+        """Integer value with every free name taken from ``env`` (KeyError names a missing one)."""
+        return _eval(self.tree, env, slot_index or {})
+
+    @property
+    def constant(self) -> int | None:
+        """The value when the expression has no free names, else None."""
+        if self.names or self.slots:
+            return None
+        return _eval(self.tree, {}, {})
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_expr(source: str | int) -> Expr:
+    """Parse an integer, or the text of a dim expression, into an :class:`Expr`."""
+    if isinstance(source, bool):
+        raise ExprError(f"expected an integer or a dim expression, found the boolean {str(source).lower()}")
+    if isinstance(source, int):
+        return Expr(str(source), ("int", source))
+    text = str(source).strip()
+    if not text:
+        raise ExprError("expected a dim expression, found an empty string")
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise ExprError(f'"{text}" is not a valid dim expression') from None
+    names: set[str] = set()
+    slots: set[str] = set()
+    tree = _convert(node, text, names, slots)
+    return Expr(text, tree, frozenset(names), frozenset(slots))
+
+
+def _convert(node: ast.AST, text: str, names: set[str], slots: set[str]) -> object:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, int):
+            raise ExprError(f'"{text}" uses {node.value!r}; dim expressions take integers only')
+        return ("int", node.value)
+    if isinstance(node, ast.Name):
+        names.add(node.id)
+        return ("name", node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return ("neg", _convert(node.operand, text, names, slots))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
+        return _convert(node.operand, text, names, slots)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return (
+            _BINOPS[type(node.op)],
+            _convert(node.left, text, names, slots),
+            _convert(node.right, text, names, slots),
+        )
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        fname = node.func.id
+        if fname not in _FUNCS:
+            raise ExprError(
+                f'"{text}" calls "{fname}"; the functions are "ceil_div", "min", "max" and "slot"'
+            )
+        arity = _FUNCS[fname]
+        if (arity is not None and len(node.args) != arity) or (arity is None and len(node.args) < 2):
+            raise ExprError(f'"{text}" calls "{fname}" with {len(node.args)} argument(s)')
+        if fname == "slot":
+            arg = node.args[0]
+            if not isinstance(arg, ast.Name):
+                raise ExprError(f'"{text}": slot() takes the name of an ISV slot')
+            slots.add(arg.id)
+            return ("slot", arg.id)
+        return (fname, *(_convert(a, text, names, slots) for a in node.args))
+    raise ExprError(f'"{text}" is not a dim expression (integers, dim names, + - * // %, ceil_div, min, max)')
+
+
+def _eval(t: object, env: Mapping[str, int], slots: Mapping[str, int]) -> int:
+    op = t[0]  # type: ignore[index]
+    if op == "int":
+        return t[1]  # type: ignore[index]
+    if op == "name":
+        return env[t[1]]  # type: ignore[index]
+    if op == "slot":
+        return slots[t[1]]  # type: ignore[index]
+    if op == "neg":
+        return -_eval(t[1], env, slots)  # type: ignore[index]
+    args = [_eval(a, env, slots) for a in t[1:]]  # type: ignore[index]
+    if op == "+":
+        return args[0] + args[1]
+    if op == "-":
+        return args[0] - args[1]
+    if op == "*":
+        return args[0] * args[1]
+    if op == "//":
+        if args[1] == 0:
+            raise ZeroDivisionError("division by zero in a dim expression")
+        return args[0] // args[1]
+    if op == "%":
+        if args[1] == 0:
+            raise ZeroDivisionError("modulo by zero in a dim expression")
+        return args[0] % args[1]
+    if op == "ceil_div":
+        if args[1] == 0:
+            raise ZeroDivisionError("ceil_div by zero in a dim expression")
+        return -(-args[0] // args[1])
+    if op == "min":
+        return min(args)
+    if op == "max":
+        return max(args)
+    raise AssertionError(op)
+
+
+def probe_points(runtime: Mapping[str, tuple[int, int]]) -> list[dict[str, int]]:
+    """Assignments of the runtime dims at which symbolic shapes are compared.
+
+    Each runtime dim takes its range ends and three interior odd values; dims vary together in a
+    few offset patterns so that swapped dims are told apart.
+    """
+    if not runtime:
+        return [{}]
+    names = sorted(runtime)
+    picks: dict[str, list[int]] = {}
+    for n, (lo, hi) in runtime.items():
+        cand = [lo, hi, lo + (hi - lo) // 3, lo + (hi - lo) // 2 + 1, lo + 2 * (hi - lo) // 3 + 3]
+        vals = []
+        for v in cand:
+            v = min(max(v, lo), hi)
+            if v not in vals:
+                vals.append(v)
+        picks[n] = vals
+    width = max(len(v) for v in picks.values())
+    points = []
+    for shift in range(width):
+        points.append({n: picks[n][(i + shift) % len(picks[n])] for i, n in enumerate(names)})
+    return points
+
+
+def format_shape(shape: tuple[Expr, ...]) -> str:
+    """``[B, SH2 + 6]`` as written in the contract."""
+    return "[" + ", ".join(e.text for e in shape) + "]"

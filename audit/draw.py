@@ -1,0 +1,110 @@
+"""Drawings of the chain: Mermaid (GitHub renders it) and Graphviz DOT, one diagram per schedule.
+
+Kernels are boxes labelled with their stage, buffers are rounded nodes, ISV slots hexagons; edges follow
+the data in launch order.
+
+>>> print(mermaid(cs, "aux_heads_forward"))    # doctest: +SKIP
+flowchart LR
+  k0["strided_gather<br/><small>producer</small>"]
+"""
+
+from __future__ import annotations
+
+import re
+
+from .graph import Wiring
+from .model import ContractSet
+
+
+def _ident(prefix: str, name: str, ids: dict[str, str]) -> str:
+    key = f"{prefix}:{name}"
+    if key not in ids:
+        ids[key] = f"{prefix}{len(ids)}"
+    return ids[key]
+
+
+def _label(text: str) -> str:
+    return re.sub(r'["<>]', "", text)
+
+
+def schedule_edges(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> list[tuple[str, str, str]]:
+    """``(from node, to node, kind)`` for one schedule, nodes as ``kernel:X`` / ``buffer:Y`` / ``slot:Z``."""
+    w = wiring or Wiring(cs)
+    edges: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(a: str, b: str, kind: str) -> None:
+        if (a, b) not in seen:
+            seen.add((a, b))
+            edges.append((a, b, kind))
+
+    reads = {(st, s) for st, _, s, _ in w.slot_reads.get(schedule, [])}
+    for acc in w.accesses.get(schedule, []):
+        if acc.kernel is None:
+            add(f"zero:{acc.buffer}", f"buffer:{acc.buffer}", "zero")
+            continue
+        if acc.reads:
+            add(f"buffer:{acc.buffer}", f"kernel:{acc.kernel}", acc.mode)
+        if acc.writes:
+            add(f"kernel:{acc.kernel}", f"buffer:{acc.buffer}", acc.mode)
+    for step, kernel, slot, _prev in w.slot_reads.get(schedule, []):
+        add(f"slot:{slot}", f"kernel:{kernel}", "isv-read")
+    for step, kernel, slot in w.slot_writes.get(schedule, []):
+        add(f"kernel:{kernel}", f"slot:{slot}", "isv-write")
+    _ = reads
+    return edges
+
+
+def mermaid(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:
+    """A Mermaid flowchart of one schedule."""
+    ids: dict[str, str] = {}
+    lines = ["flowchart LR"]
+    declared: set[str] = set()
+    for a, b, kind in schedule_edges(cs, schedule, wiring):
+        for node in (a, b):
+            if node in declared:
+                continue
+            declared.add(node)
+            kind_, name = node.split(":", 1)
+            nid = _ident(kind_[0], name, ids)
+            if kind_ == "kernel":
+                k = cs.kernel_map.get(name)
+                stage = k.stage if k else "?"
+                lines.append(f'  {nid}["{_label(name)}<br/><small>{stage}</small>"]:::{stage}')
+            elif kind_ == "buffer":
+                lines.append(f'  {nid}("{_label(name)}")')
+            elif kind_ == "slot":
+                lines.append(f'  {nid}{{{{"ISV {_label(name)}"}}}}')
+            else:
+                lines.append(f'  {nid}[/"zero"/]')
+        arrow = "-.->" if kind in ("isv-read", "isv-write") else ("==>" if kind == "accumulate" else "-->")
+        label = "|+=|" if kind == "accumulate" else ""
+        lines.append(f"  {_ident(a.split(':', 1)[0][0], a.split(':', 1)[1], ids)} {arrow}{label} {_ident(b.split(':', 1)[0][0], b.split(':', 1)[1], ids)}")
+    lines += [
+        "  classDef producer fill:#e8f4ea,stroke:#3a7d44",
+        "  classDef forward fill:#e6effa,stroke:#2f5d9b",
+        "  classDef loss fill:#fdf0e0,stroke:#b5651d",
+        "  classDef backward fill:#f6e6f4,stroke:#8e3a87",
+        "  classDef reduce fill:#f0f0f0,stroke:#555",
+        "  classDef optimizer fill:#fff7d6,stroke:#9a7b00",
+        "  classDef other fill:#ffffff,stroke:#999",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def dot(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:
+    """A Graphviz digraph of one schedule."""
+    lines = [f'digraph "{_label(schedule)}" {{', "  rankdir=LR;", '  node [fontname="Helvetica"];']
+    shapes = {"kernel": "box", "buffer": "ellipse", "slot": "hexagon", "zero": "plaintext"}
+    declared: set[str] = set()
+    for a, b, kind in schedule_edges(cs, schedule, wiring):
+        for node in (a, b):
+            if node not in declared:
+                declared.add(node)
+                kind_, name = node.split(":", 1)
+                label = "zero" if kind_ == "zero" else name
+                lines.append(f'  "{node}" [label="{_label(label)}", shape={shapes[kind_]}];')
+        style = ' [style=dashed]' if kind.startswith("isv") else (' [label="+="]' if kind == "accumulate" else "")
+        lines.append(f'  "{a}" -> "{b}"{style};')
+    lines.append("}")
+    return "\n".join(lines) + "\n"

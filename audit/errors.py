@@ -1,0 +1,59 @@
+"""Public exceptions and the exit codes the CLI maps them to.
+
+User errors (a contract that cannot be read, a bad flag, a missing tool) and internal errors stay
+apart: everything a user can cause derives from :class:`UserError`, carries a one-sentence message
+that names file, key and line where there is one, and is printed without a traceback. Anything else
+is a bug in wireup and is allowed to show its traceback.
+
+>>> raise ContractError("contracts/isv.toml", 12, "isv.slot[3].role", 'expected one of "ema", ...')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of every ``wireup`` command."""
+
+    CLEAN = 0
+    FINDINGS = 1
+    USAGE = 2
+
+
+class UserError(Exception):
+    """A problem the user can fix; printed as one sentence, exit code 2."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UsageError(UserError):
+    """A bad command line or configuration value."""
+
+
+class EnvironmentProblem(UserError):
+    """A tool, device or package the command needs is missing (nvcc, a GPU, PyCUDA)."""
+
+
+@dataclass(frozen=True)
+class ContractProblem:
+    """One unreadable or ill-typed value in a contract file."""
+
+    path: str
+    line: int | None
+    key: str
+    message: str
+
+    def render(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        key = f" {self.key}:" if self.key else ""
+        return f"{where}:{key} {self.message}"
+
+
+class ContractError(UserError):
+    """One or more contract files could not be turned into a model (syntax, types, unknown keys)."""
+
+    def __init__(self, problems: list[ContractProblem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(p.render() for p in self.problems))

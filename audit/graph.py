@@ -1,0 +1,233 @@
+"""The wiring of a contract set: every launch resolved against its kernel and buffers, and the
+data-flow graph (networkx) with kernels, buffers and ISV slots as nodes.
+
+Edges follow the data: a buffer or slot a kernel reads points at the kernel, a kernel points at what it
+writes. Path and no-path invariants, schedule cycles and the Mermaid / DOT drawings are all read off
+this graph. Everything here is static: no GPU, no compiler.
+
+>>> w = Wiring(cs)                                      # doctest: +SKIP
+>>> w.path("kernel:aux_trade_outcome_backward", "buffer:q_encoder_dx")   # doctest: +SKIP
+None
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .dims import Expr
+from .model import Binding, ContractSet, Kernel, Schedule, Step, TensorParam
+from .shapes import bind_local_dims, probe_envs
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+@dataclass(frozen=True)
+class Access:
+    """One read or write of a buffer by a schedule step."""
+
+    schedule: str
+    step: int
+    kernel: str | None  # None for a zero step
+    param: str | None
+    buffer: str
+    mode: str  # "read", "write", "accumulate", "inout", "zero"
+
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("read", "accumulate", "inout")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("write", "accumulate", "inout", "zero")
+
+
+@dataclass
+class Launch:
+    """A launch step resolved: its kernel, bindings and the dim environments it runs under."""
+
+    schedule: Schedule
+    step: Step
+    kernel: Kernel | None
+    envs: list[dict[str, int]] = field(default_factory=list)
+    dim_problems: list[str] = field(default_factory=list)
+
+    def bound(self) -> list[tuple[TensorParam, Binding]]:
+        """(tensor parameter, its binding) for every bound, non-NULL tensor parameter that exists."""
+        if self.kernel is None:
+            return []
+        out = []
+        for p in self.kernel.tensors:
+            b = self.step.binding(p.name)
+            if b is not None and not b.is_null:
+                out.append((p, b))
+        return out
+
+
+_MODE = {"in": "read", "out": "write", "inout": "inout", "accumulate": "accumulate"}
+
+
+class Wiring:
+    """Launches, buffer accesses and ISV slot accesses of every schedule, and the data-flow graph."""
+
+    def __init__(self, cs: ContractSet):
+        self.cs = cs
+        self.envs = probe_envs(cs)
+        self.launches: dict[str, list[Launch]] = {}
+        self.accesses: dict[str, list[Access]] = {}
+        self.slot_reads: dict[str, list[tuple[int, str, str, bool]]] = {}  # schedule -> (step, kernel, slot, previous)
+        self.slot_writes: dict[str, list[tuple[int, str, str]]] = {}
+        self.launched: set[str] = set()
+        for sched in cs.schedule_map.values():
+            self._resolve(sched)
+
+    def _resolve(self, sched: Schedule) -> None:
+        launches: list[Launch] = []
+        acc: list[Access] = []
+        reads: list[tuple[int, str, str, bool]] = []
+        writes: list[tuple[int, str, str]] = []
+        buffers = self.cs.buffer_map
+        for step in sched.steps:
+            if step.zero:
+                acc.append(Access(sched.name, step.index, None, None, step.zero, "zero"))
+                continue
+            kernel = self.cs.kernel_map.get(step.launch or "")
+            launch = Launch(sched, step, kernel)
+            launches.append(launch)
+            if kernel is None:
+                continue
+            self.launched.add(kernel.name)
+            pairs = []
+            for p, b in launch.bound():
+                buf = buffers.get(b.buffer or "")
+                target = b.view if b.view is not None else (buf.shape if buf else None)
+                if target is not None:
+                    pairs.append((p.name, p.shape, target))
+                acc.append(Access(sched.name, step.index, kernel.name, p.name, b.buffer or "", _MODE[p.role]))
+            explicit: dict[str, Expr] = dict(step.dims)
+            launch.envs, launch.dim_problems = bind_local_dims(kernel.dims, pairs, explicit, self.envs)
+            for r in kernel.isv_reads:
+                reads.append((step.index, kernel.name, r.slot, r.previous_step))
+            for w in kernel.isv_writes:
+                writes.append((step.index, kernel.name, w))
+        self.launches[sched.name] = launches
+        self.accesses[sched.name] = acc
+        self.slot_reads[sched.name] = reads
+        self.slot_writes[sched.name] = writes
+
+    # -- schedule order -----------------------------------------------------------------------------
+    @functools.cached_property
+    def before(self) -> dict[str, set[str]]:
+        """Schedule -> every schedule it (transitively) comes after, by its declared ``after``."""
+        out: dict[str, set[str]] = {}
+        scheds = self.cs.schedule_map
+
+        def walk(name: str, seen: tuple[str, ...]) -> set[str]:
+            if name in out:
+                return out[name]
+            result: set[str] = set()
+            for dep in scheds[name].after if name in scheds else ():
+                if dep in seen or dep not in scheds:
+                    continue
+                result.add(dep)
+                result |= walk(dep, (*seen, dep))
+            out[name] = result
+            return result
+
+        for name in scheds:
+            walk(name, (name,))
+        return out
+
+    @functools.cached_property
+    def writers(self) -> dict[str, list[Access]]:
+        """Buffer -> every write to it, over all schedules."""
+        out: dict[str, list[Access]] = {}
+        for accs in self.accesses.values():
+            for a in accs:
+                if a.writes:
+                    out.setdefault(a.buffer, []).append(a)
+        return out
+
+    @functools.cached_property
+    def readers(self) -> dict[str, list[Access]]:
+        out: dict[str, list[Access]] = {}
+        for accs in self.accesses.values():
+            for a in accs:
+                if a.reads:
+                    out.setdefault(a.buffer, []).append(a)
+        return out
+
+    # -- graph --------------------------------------------------------------------------------------
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """Data flow over all schedules: ``kernel:X``, ``buffer:Y`` and ``slot:Z`` nodes."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for k in self.cs.kernel_map.values():
+            g.add_node(f"kernel:{k.name}", kind="kernel", stage=k.stage)
+        for b in self.cs.buffer_map.values():
+            g.add_node(f"buffer:{b.name}", kind="buffer")
+        for s in self.cs.slot_map:
+            g.add_node(f"slot:{s}", kind="slot")
+        for accs in self.accesses.values():
+            for a in accs:
+                if a.kernel is None:
+                    continue
+                if a.reads:
+                    g.add_edge(f"buffer:{a.buffer}", f"kernel:{a.kernel}")
+                if a.writes:
+                    g.add_edge(f"kernel:{a.kernel}", f"buffer:{a.buffer}")
+        for name, reads in self.slot_reads.items():
+            for _, kernel, slot, _prev in reads:
+                g.add_edge(f"slot:{slot}", f"kernel:{kernel}")
+            for _, kernel, slot in self.slot_writes[name]:
+                g.add_edge(f"kernel:{kernel}", f"slot:{slot}")
+        return g
+
+    def node(self, name: str) -> str | None:
+        """The graph node a name refers to (``kernel:``/``buffer:``/``slot:`` prefixes disambiguate)."""
+        if ":" in name:
+            return name if name in self.graph else None
+        hits = [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in self.graph]
+        return hits[0] if len(hits) == 1 else None
+
+    def ambiguous(self, name: str) -> list[str]:
+        return [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in self.graph]
+
+    def path(self, src: str, dst: str) -> list[str] | None:
+        import networkx as nx
+
+        try:
+            return nx.shortest_path(self.graph, src, dst)
+        except (nx.NetworkXNoPath, nx.NodeNotFound):
+            return None
+
+    @functools.cached_property
+    def schedule_graph(self) -> nx.DiGraph:
+        """Schedules with an edge T -> S when S is declared after T or reads what only T produces."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for s in self.cs.schedule_map.values():
+            g.add_node(s.name)
+            for dep in s.after:
+                if dep in self.cs.schedule_map:
+                    g.add_edge(dep, s.name, why="after")
+        buffers = self.cs.buffer_map
+        for sname, accs in self.accesses.items():
+            own = {a.buffer for a in accs if a.writes}
+            for a in accs:
+                if not a.reads or a.buffer in own:
+                    continue
+                buf = buffers.get(a.buffer)
+                if buf is None or buf.is_external:
+                    continue
+                producers = {w.schedule for w in self.writers.get(a.buffer, []) if w.schedule != sname}
+                if len(producers) == 1:
+                    (p,) = producers
+                    if not g.has_edge(p, sname):
+                        g.add_edge(p, sname, why=f'reads "{a.buffer}"')
+        return g

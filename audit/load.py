@@ -1,0 +1,627 @@
+"""TOML contracts -> :class:`~audit.model.ContractSet`.
+
+Every ``*.toml`` under the contracts folder is read (sorted by path). A file may hold any of the
+top-level tables ``[dims]``, ``[[buffer]]``, ``[[kernel]]``, ``[isv]``, ``[[schedule]]`` and
+``[[invariant]]``. Loading checks syntax and types only: a value of the wrong type, an unknown key (a
+typo), an unknown dtype / role / stage, or an expression that does not parse is a
+:class:`~audit.errors.ContractError` (exit 2) naming file, key path and line. Whether names resolve,
+shapes agree and schedules compose is the rules' business (findings, exit 1).
+
+>>> cs = load_contracts(Path("contracts"))        # doctest: +SKIP
+>>> [k.name for k in cs.kernels][:2]              # doctest: +SKIP
+['aux_heads_loss_ema_update', 'aux_label_scale_ema_update']
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .dims import Expr, ExprError, parse_expr
+from .errors import ContractError, ContractProblem
+from .model import (
+    BUFFER_KINDS,
+    DTYPES,
+    INVARIANT_KINDS,
+    NULL,
+    ROLES,
+    SLOT_ROLES,
+    STAGES,
+    Acknowledgement,
+    Binding,
+    Buffer,
+    ContractSet,
+    Dim,
+    Invariant,
+    IsvLayout,
+    IsvParam,
+    IsvRead,
+    Kernel,
+    Loc,
+    Mask,
+    Param,
+    Property,
+    ScalarParam,
+    Schedule,
+    Slot,
+    SourceFile,
+    Step,
+    TensorParam,
+    Tolerance,
+)
+
+_MISSING = object()
+_TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant")
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean (true or false)",
+    list: "an array",
+    dict: "a table",
+}
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+def _choices(options: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(f'"{o}"' for o in options)
+
+
+class _Loader:
+    def __init__(self, root: Path):
+        self.root = root
+        self.problems: list[ContractProblem] = []
+
+    # -- problem reporting ------------------------------------------------------------------------
+    def problem(self, loc: Loc, message: str) -> None:
+        self.problems.append(ContractProblem(loc.file, loc.line, loc.key_text, message))
+
+    # -- typed access -------------------------------------------------------------------------------
+    def table(self, value: Any, loc: Loc, what: str) -> dict | None:
+        if not isinstance(value, dict):
+            self.problem(loc, f"expected {what} (a table), found {_describe(value)}.")
+            return None
+        return value
+
+    def keys(self, table: dict, loc: Loc, allowed: tuple[str, ...], what: str) -> None:
+        for key in table:
+            if key not in allowed:
+                self.problem(loc.child(key), f'unknown key "{key}" in {what}; valid keys are {_choices(allowed)}.')
+
+    def get(self, table: dict, loc: Loc, key: str, kind: type, default: Any = _MISSING) -> Any:
+        if key not in table:
+            if default is _MISSING:
+                self.problem(loc, f'missing required key "{key}" ({_TYPE_NAMES[kind]}).')
+                return None
+            return default
+        value = table[key]
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok:
+            self.problem(loc.child(key), f"expected {_TYPE_NAMES[kind]}, found {_describe(value)}.")
+            return None if default is _MISSING else default
+        return value
+
+    def enum(self, table: dict, loc: Loc, key: str, options: tuple[str, ...], default: Any = _MISSING) -> Any:
+        value = self.get(table, loc, key, str, default)
+        if value is None or value is default and default is not _MISSING:
+            return value
+        if value not in options:
+            self.problem(loc.child(key), f'expected one of {_choices(options)}, found "{value}".')
+            return None
+        return value
+
+    def strings(self, table: dict, loc: Loc, key: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(loc.child(key), f"expected an array of strings, found {_describe(value)}.")
+            return ()
+        return tuple(value)
+
+    def expr(self, value: Any, loc: Loc) -> Expr | None:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            self.problem(loc, f"expected an integer or a dim expression string, found {_describe(value)}.")
+            return None
+        try:
+            return parse_expr(value)
+        except ExprError as exc:
+            self.problem(loc, f"{exc}.")
+            return None
+
+    def shape(self, value: Any, loc: Loc) -> tuple[Expr, ...] | None:
+        if not isinstance(value, list):
+            self.problem(loc, f'expected a shape (an array of dims, e.g. ["B", "SH2"]), found {_describe(value)}.')
+            return None
+        out = []
+        for i, v in enumerate(value):
+            e = self.expr(v, loc.child(i))
+            if e is None:
+                return None
+            out.append(e)
+        return tuple(out)
+
+    def triple(self, table: dict, loc: Loc, key: str, default: tuple[int, int, int] | None) -> tuple[Expr, Expr, Expr] | None:
+        if key not in table:
+            if default is None:
+                self.problem(loc, f'missing required key "{key}" (three dim expressions, e.g. ["ceil_div(B, 256)", 1, 1]).')
+                return None
+            return tuple(parse_expr(v) for v in default)  # type: ignore[return-value]
+        value = table[key]
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            value = [value, 1, 1]
+        if not isinstance(value, list) or not 1 <= len(value) <= 3:
+            self.problem(loc.child(key), f"expected an array of one to three dim expressions, found {_describe(value)}.")
+            return None
+        value = list(value) + [1] * (3 - len(value))
+        out = [self.expr(v, loc.child(key, i)) for i, v in enumerate(value)]
+        if any(e is None for e in out):
+            return None
+        return tuple(out)  # type: ignore[return-value]
+
+    # -- sections -----------------------------------------------------------------------------------
+    def dims(self, table: Any, loc: Loc) -> list[Dim]:
+        table = self.table(table, loc, "the [dims] table")
+        if table is None:
+            return []
+        out = []
+        for name, spec in table.items():
+            dl = loc.child(name)
+            if isinstance(spec, bool):
+                self.problem(dl, f"expected an integer, a dim expression or a table, found {_describe(spec)}.")
+            elif isinstance(spec, int):
+                out.append(Dim(name, "fixed", value=spec, loc=dl))
+            elif isinstance(spec, str):
+                e = self.expr(spec, dl)
+                if e is not None:
+                    out.append(Dim(name, "derived", expr=e, loc=dl))
+            elif isinstance(spec, dict):
+                self.keys(spec, dl, ("value", "min", "max", "expr", "doc"), f'dim "{name}"')
+                doc = self.get(spec, dl, "doc", str, "")
+                if "value" in spec:
+                    v = self.get(spec, dl, "value", int)
+                    if v is not None:
+                        out.append(Dim(name, "fixed", value=v, doc=doc, loc=dl.child("value")))
+                elif "expr" in spec:
+                    e = self.expr(spec["expr"], dl.child("expr"))
+                    if e is not None:
+                        out.append(Dim(name, "derived", expr=e, doc=doc, loc=dl.child("expr")))
+                elif "min" in spec or "max" in spec:
+                    lo = self.get(spec, dl, "min", int)
+                    hi = self.get(spec, dl, "max", int)
+                    if lo is not None and hi is not None:
+                        out.append(Dim(name, "runtime", min=lo, max=hi, doc=doc, loc=dl))
+                else:
+                    self.problem(dl, f'dim "{name}" needs "value" (fixed), "min" and "max" (runtime) or "expr" (derived).')
+            else:
+                self.problem(dl, f"expected an integer, a dim expression or a table, found {_describe(spec)}.")
+        return out
+
+    def buffer(self, t: dict, loc: Loc) -> Buffer | None:
+        self.keys(t, loc, ("name", "dtype", "shape", "kind", "external", "grad_of", "doc"), "a [[buffer]]")
+        name = self.get(t, loc, "name", str)
+        dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
+        shape = self.shape(t["shape"], loc.child("shape")) if "shape" in t else self.get(t, loc, "shape", list)
+        kind = self.enum(t, loc, "kind", BUFFER_KINDS, "activation")
+        external = self.get(t, loc, "external", bool, False)
+        grad_of = self.get(t, loc, "grad_of", str, None)
+        doc = self.get(t, loc, "doc", str, "")
+        if None in (name, dtype, shape, kind):
+            return None
+        return Buffer(name, dtype, shape, kind, external, grad_of, doc, loc)
+
+    def param(self, t: Any, loc: Loc, kernel: str) -> Param | None:
+        t = self.table(t, loc, "a parameter")
+        if t is None:
+            return None
+        kind = self.enum(t, loc, "kind", ("tensor", "scalar", "isv"), "tensor")
+        name = self.get(t, loc, "name", str)
+        doc = self.get(t, loc, "doc", str, "")
+        if kind == "isv":
+            self.keys(t, loc, ("name", "kind", "doc"), f'ISV parameter of kernel "{kernel}"')
+            return IsvParam(name, doc, loc) if name else None
+        if kind == "scalar":
+            self.keys(t, loc, ("name", "kind", "dtype", "value", "doc"), f'scalar parameter of kernel "{kernel}"')
+            dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
+            value = self.scalar_value(t.get("value"), loc.child("value"), dtype) if "value" in t else None
+            if name is None or dtype is None:
+                return None
+            return ScalarParam(name, dtype, value, doc, loc)
+        if kind != "tensor":
+            return None
+        self.keys(
+            t,
+            loc,
+            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "doc"),
+            f'tensor parameter of kernel "{kernel}"',
+        )
+        dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
+        shape = self.shape(t["shape"], loc.child("shape")) if "shape" in t else self.get(t, loc, "shape", list)
+        role = self.enum(t, loc, "role", ROLES)
+        mask = None
+        if "mask" in t:
+            ml = loc.child("mask")
+            m = self.table(t["mask"], ml, "mask semantics")
+            if m is not None:
+                self.keys(m, ml, ("skip_value", "zeroes"), "a mask")
+                skip = self.get(m, ml, "skip_value", int)
+                if skip is not None:
+                    mask = Mask(skip, self.strings(m, ml, "zeroes"), ml)
+        saved = self.get(t, loc, "saved", bool, False)
+        partial_of = self.get(t, loc, "partial_of", str, None)
+        optional = self.get(t, loc, "optional", bool, False)
+        if None in (name, dtype, shape, role):
+            return None
+        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, doc, loc)
+
+    def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | None:
+        if dtype and DTYPES[dtype][3] == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(float(value)):
+                self.problem(loc, f"expected a finite number, found {value}.")
+                return None
+            return float(value)
+        if isinstance(value, float):
+            self.problem(loc, f"expected an integer or a dim expression for an integer scalar, found {_describe(value)}.")
+            return None
+        return self.expr(value, loc)
+
+    def kernel(self, t: dict, loc: Loc) -> Kernel | None:
+        allowed = (
+            "name", "source", "entry", "cpp_name", "stage", "phase", "reference", "gradcheck", "grid",
+            "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "nondeterministic", "params",
+            "param", "property", "doc",
+        )  # fmt: skip
+        self.keys(t, loc, allowed, "a [[kernel]]")
+        name = self.get(t, loc, "name", str)
+        label = name or "?"
+        source = self.get(t, loc, "source", str)
+        entry = self.get(t, loc, "entry", str, None)
+        cpp_name = self.get(t, loc, "cpp_name", str, None)
+        if entry and cpp_name:
+            self.problem(loc.child("cpp_name"), f'kernel "{label}" gives both "entry" and "cpp_name"; give one.')
+        stage = self.enum(t, loc, "stage", STAGES)
+        phase = self.get(t, loc, "phase", str, "")
+        reference = self.get(t, loc, "reference", str, None)
+        gradcheck = self.get(t, loc, "gradcheck", str, None)
+        for key, val in (("reference", reference), ("gradcheck", gradcheck)):
+            if val is not None and (val.count(":") != 1 or not all(val.split(":"))):
+                self.problem(loc.child(key), f'expected "module:function", found "{val}".')
+        grid = self.triple(t, loc, "grid", None)
+        block = self.triple(t, loc, "block", None)
+        shared = self.expr(t["shared_bytes"], loc.child("shared_bytes")) if "shared_bytes" in t else None
+        local = self.strings(t, loc, "dims")
+        reads = []
+        raw_reads = t.get("isv_reads", [])
+        if not isinstance(raw_reads, list):
+            self.problem(loc.child("isv_reads"), f"expected an array of slot names, found {_describe(raw_reads)}.")
+            raw_reads = []
+        for i, r in enumerate(raw_reads):
+            rl = loc.child("isv_reads", i)
+            if isinstance(r, str):
+                reads.append(IsvRead(r, False, rl))
+            elif isinstance(r, dict):
+                self.keys(r, rl, ("slot", "previous_step"), "an ISV read")
+                slot = self.get(r, rl, "slot", str)
+                if slot:
+                    reads.append(IsvRead(slot, self.get(r, rl, "previous_step", bool, False), rl))
+            else:
+                self.problem(rl, f'expected a slot name or {{ slot = "...", previous_step = true }}, found {_describe(r)}.')
+        writes = self.strings(t, loc, "isv_writes")
+        tol = None
+        if "nondeterministic" in t:
+            nl = loc.child("nondeterministic")
+            nt = self.table(t["nondeterministic"], nl, "a tolerance table")
+            if nt is not None:
+                self.keys(nt, nl, ("rtol", "atol", "reason"), "nondeterministic")
+                rtol = self.get(nt, nl, "rtol", float)
+                atol = self.get(nt, nl, "atol", float, 0.0)
+                if rtol is not None:
+                    tol = Tolerance(rtol, atol, self.get(nt, nl, "reason", str, ""), nl)
+        params: list[Param] = []
+        key = "params" if "params" in t else "param"
+        raw = t.get(key)
+        if raw is None:
+            self.problem(loc, f'kernel "{label}" has no "params" (the ordered list of its arguments).')
+            raw = []
+        if not isinstance(raw, list):
+            self.problem(loc.child(key), f"expected an array of parameters, found {_describe(raw)}.")
+            raw = []
+        for i, p in enumerate(raw):
+            param = self.param(p, loc.child(key, i), label)
+            if param is not None:
+                params.append(param)
+        props = []
+        raw_props = t.get("property", [])
+        if not isinstance(raw_props, list):
+            raw_props = [raw_props]
+        for i, p in enumerate(raw_props):
+            pl = loc.child("property", i)
+            pt = self.table(p, pl, "a [[kernel.property]]")
+            if pt is None:
+                continue
+            kind = self.get(pt, pl, "kind", str)
+            if kind is not None:
+                props.append(Property(kind, tuple((k, _freeze(v)) for k, v in pt.items() if k != "kind"), pl))
+        doc = self.get(t, loc, "doc", str, "")
+        if None in (name, source, stage, grid, block):
+            return None
+        return Kernel(
+            name=name, source=source, stage=stage, phase=phase, params=tuple(params), grid=grid, block=block,
+            entry=entry if entry or cpp_name else name, cpp_name=cpp_name, shared_bytes=shared,
+            reference=reference, gradcheck=gradcheck, dims=local, isv_reads=tuple(reads), isv_writes=writes,
+            nondeterministic=tol, properties=tuple(props), doc=doc, loc=loc,
+        )  # fmt: skip
+
+    def isv(self, t: Any, loc: Loc) -> IsvLayout | None:
+        t = self.table(t, loc, "the [isv] table")
+        if t is None:
+            return None
+        self.keys(
+            t, loc, ("buffer", "dtype", "total_dim", "reset_events", "fingerprint", "slot", "acknowledge"), "[isv]"
+        )
+        buffer = self.get(t, loc, "buffer", str, "isv")
+        dtype = self.enum(t, loc, "dtype", tuple(DTYPES), "f32")
+        total = self.get(t, loc, "total_dim", int)
+        events = self.strings(t, loc, "reset_events")
+        fp = self.get(t, loc, "fingerprint", str, None)
+        if fp is not None and not _is_fingerprint(fp):
+            self.problem(loc.child("fingerprint"), f'expected "0x" and 16 lowercase hex digits, found "{fp}".')
+        slots = []
+        raw = t.get("slot", [])
+        if not isinstance(raw, list):
+            self.problem(loc.child("slot"), "expected [[isv.slot]] tables.")
+            raw = []
+        for i, s in enumerate(raw):
+            sl = loc.child("slot", i)
+            st = self.table(s, sl, "an [[isv.slot]]")
+            if st is None:
+                continue
+            self.keys(st, sl, ("index", "name", "role", "dtype", "count", "reset", "shared_writers", "doc"), "an [[isv.slot]]")
+            index = self.get(st, sl, "index", int)
+            name = self.get(st, sl, "name", str)
+            role = self.enum(st, sl, "role", SLOT_ROLES)
+            sdtype = self.enum(st, sl, "dtype", tuple(DTYPES), dtype or "f32")
+            count = self.get(st, sl, "count", int, 1)
+            reset: list[tuple[str, float | str]] = []
+            if "reset" in st:
+                rl = sl.child("reset")
+                rt = self.table(st["reset"], rl, "a reset policy (event = value)")
+                for ev, v in (rt or {}).items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v)):
+                        reset.append((ev, float(v)))
+                    elif v == "keep":
+                        reset.append((ev, "keep"))
+                    else:
+                        self.problem(rl.child(ev), f'expected a finite number or "keep", found {_describe(v)}.')
+            writers = self.strings(st, sl, "shared_writers")
+            doc = self.get(st, sl, "doc", str, "")
+            if None in (index, name, role, sdtype, count):
+                continue
+            slots.append(Slot(index, name, role, sdtype, count, tuple(reset), writers, doc, sl))
+        acks = []
+        raw_acks = t.get("acknowledge", [])
+        for i, a in enumerate(raw_acks if isinstance(raw_acks, list) else [raw_acks]):
+            al = loc.child("acknowledge", i)
+            at = self.table(a, al, "an [[isv.acknowledge]]")
+            if at is None:
+                continue
+            self.keys(at, al, ("from", "to", "reason", "migrator"), "an [[isv.acknowledge]]")
+            frm = self.get(at, al, "from", str)
+            to = self.get(at, al, "to", str)
+            reason = self.get(at, al, "reason", str)
+            for k, v in (("from", frm), ("to", to)):
+                if v is not None and not _is_fingerprint(v):
+                    self.problem(al.child(k), f'expected "0x" and 16 lowercase hex digits, found "{v}".')
+            if reason is not None and not reason.strip():
+                self.problem(al.child("reason"), "an acknowledgement needs a reason.")
+            mig: list[tuple[int, int]] = []
+            raw_mig = at.get("migrator", {})
+            mt = self.table(raw_mig, al.child("migrator"), "a migrator (old index = new index)") or {}
+            for k, v in mt.items():
+                if not k.isdigit() or not isinstance(v, int) or isinstance(v, bool):
+                    self.problem(al.child("migrator", k), f'expected "old index" = new index, found "{k}" = {v!r}.')
+                else:
+                    mig.append((int(k), v))
+            if None not in (frm, to, reason):
+                acks.append(Acknowledgement(frm, to, reason, tuple(mig), al))
+        if total is None or dtype is None:
+            return None
+        return IsvLayout(buffer, dtype, total, events, tuple(slots), fp, tuple(acks), loc)
+
+    def schedule(self, t: dict, loc: Loc) -> Schedule | None:
+        self.keys(t, loc, ("name", "stream", "graph_capture", "after", "equivalent_to", "step", "doc"), "a [[schedule]]")
+        name = self.get(t, loc, "name", str)
+        stream = self.get(t, loc, "stream", str, "default")
+        capture = self.get(t, loc, "graph_capture", bool, False)
+        after = self.strings(t, loc, "after")
+        equiv = self.get(t, loc, "equivalent_to", str, None)
+        doc = self.get(t, loc, "doc", str, "")
+        steps = []
+        raw = t.get("step", [])
+        if not isinstance(raw, list):
+            self.problem(loc.child("step"), "expected [[schedule.step]] tables.")
+            raw = []
+        for i, s in enumerate(raw):
+            step = self.step(s, loc.child("step", i), i)
+            if step is not None:
+                steps.append(step)
+        if name is None:
+            return None
+        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc)
+
+    def step(self, s: Any, sl: Loc, index: int) -> Step | None:
+        st = self.table(s, sl, "a [[schedule.step]]")
+        if st is None:
+            return None
+        self.keys(st, sl, ("launch", "zero", "bind", "dims", "args"), "a [[schedule.step]]")
+        launch = self.get(st, sl, "launch", str, None)
+        zero = self.get(st, sl, "zero", str, None)
+        if (launch is None) == (zero is None):
+            self.problem(sl, 'a step needs exactly one of "launch" (a kernel) or "zero" (a buffer to clear).')
+            return None
+        binds: list[tuple[str, Binding]] = []
+        bt = self.table(st.get("bind", {}), sl.child("bind"), "bindings (parameter = buffer)") or {}
+        for pname, target in bt.items():
+            bl = sl.child("bind", pname)
+            if isinstance(target, str):
+                binds.append((pname, Binding(None if target == NULL else target, None, bl)))
+            elif isinstance(target, dict):
+                self.keys(target, bl, ("buffer", "view"), "a binding")
+                buf = self.get(target, bl, "buffer", str)
+                view = self.shape(target["view"], bl.child("view")) if "view" in target else None
+                if buf is not None:
+                    binds.append((pname, Binding(None if buf == NULL else buf, view, bl)))
+            else:
+                self.problem(bl, f'expected a buffer name, "NULL" or {{ buffer = "...", view = [...] }}, found {_describe(target)}.')
+        dims: list[tuple[str, Expr]] = []
+        for dname, dv in (self.table(st.get("dims", {}), sl.child("dims"), "dim bindings") or {}).items():
+            e = self.expr(dv, sl.child("dims", dname))
+            if e is not None:
+                dims.append((dname, e))
+        args: list[tuple[str, Expr | float]] = []
+        for aname, av in (self.table(st.get("args", {}), sl.child("args"), "scalar arguments") or {}).items():
+            al = sl.child("args", aname)
+            if isinstance(av, float):
+                args.append((aname, av))
+            else:
+                e = self.expr(av, al)
+                if e is not None:
+                    args.append((aname, e))
+        return Step(index, launch, zero, tuple(binds), tuple(dims), tuple(args), sl)
+
+    def invariant(self, t: dict, loc: Loc) -> Invariant | None:
+        self.keys(t, loc, ("name", "kind", "from", "to", "reason"), "an [[invariant]]")
+        name = self.get(t, loc, "name", str)
+        kind = self.enum(t, loc, "kind", INVARIANT_KINDS)
+        sources = self.strings(t, loc, "from")
+        targets = self.strings(t, loc, "to")
+        if not sources:
+            self.problem(loc, 'an invariant needs "from" (kernels, buffers or slots).')
+        if not targets:
+            self.problem(loc, 'an invariant needs "to" (kernels, buffers or slots).')
+        reason = self.get(t, loc, "reason", str, "")
+        if None in (name, kind) or not sources or not targets:
+            return None
+        return Invariant(name, kind, sources, targets, reason, loc)
+
+    # -- files --------------------------------------------------------------------------------------
+    def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
+        try:
+            data = tomllib.loads(src.text)
+        except tomllib.TOMLDecodeError as exc:
+            msg = str(exc)
+            line = None
+            if "(at line " in msg:
+                try:
+                    line = int(msg.rsplit("(at line ", 1)[1].split(",")[0])
+                except ValueError:
+                    line = None
+                msg = msg.rsplit(" (at line ", 1)[0]
+            self.problems.append(ContractProblem(src.path, line, "", f"not valid TOML: {msg}."))
+            return
+        root = Loc(src, ())
+        for key, value in data.items():
+            loc = root.child(key)
+            if key not in _TOP_KEYS:
+                self.problem(loc, f'unknown top-level key "{key}"; contract files hold {_choices(_TOP_KEYS)}.')
+            elif key == "dims":
+                acc["dims"].extend(self.dims(value, loc))
+            elif key == "isv":
+                layout = self.isv(value, loc)
+                if layout is not None:
+                    acc["isv"].append(layout)
+            else:
+                items = value if isinstance(value, list) else [value]
+                build = getattr(self, key)
+                for i, item in enumerate(items):
+                    il = loc.child(i) if isinstance(value, list) else loc
+                    t = self.table(item, il, f"a [[{key}]] table")
+                    if t is not None:
+                        obj = build(t, il)
+                        if obj is not None:
+                            acc[key].append(obj)
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple((k, _freeze(x)) for k, x in v.items())
+    return v
+
+
+def _is_fingerprint(s: str) -> bool:
+    return len(s) == 18 and s.startswith("0x") and all(c in "0123456789abcdef" for c in s[2:])
+
+
+def contract_files(folder: Path) -> list[Path]:
+    """Every ``*.toml`` under ``folder``, sorted by relative path (the load order)."""
+    return sorted(folder.rglob("*.toml"), key=lambda p: p.relative_to(folder).as_posix())
+
+
+def load_contracts(folder: Path, root: Path | None = None, texts: dict[str, str] | None = None) -> ContractSet:
+    """Load every contract file under ``folder`` (paths in messages are relative to ``root``).
+
+    ``texts`` (relative path -> text) loads from memory instead, e.g. contracts read from a git revision.
+    Raises :class:`ContractError` listing every problem found.
+    """
+    root = (root or folder.parent).resolve()
+    loader = _Loader(root)
+    acc: dict[str, list] = {k: [] for k in _TOP_KEYS}
+    files: list[str] = []
+    if texts is None:
+        if not folder.is_dir():
+            raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder does not exist.")])
+        texts = {}
+        for path in contract_files(folder):
+            rel = _rel(path, root)
+            try:
+                texts[rel] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                loader.problems.append(ContractProblem(rel, None, "", f"cannot be read ({exc})."))
+    for rel in sorted(texts):
+        files.append(rel)
+        loader.load_file(SourceFile(rel, texts[rel]), acc)
+    if len(acc["isv"]) > 1:
+        second = acc["isv"][1]
+        loader.problem(second.loc, f'a second [isv] table; the layout is already declared in "{acc["isv"][0].loc.file}".')
+    if loader.problems:
+        raise ContractError(loader.problems)
+    return ContractSet(
+        root=root,
+        dims=tuple(acc["dims"]),
+        buffers=tuple(acc["buffer"]),
+        kernels=tuple(acc["kernel"]),
+        schedules=tuple(acc["schedule"]),
+        invariants=tuple(acc["invariant"]),
+        isv=acc["isv"][0] if acc["isv"] else None,
+        files=tuple(files),
+    )
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()

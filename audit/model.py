@@ -1,0 +1,481 @@
+"""The contract model: immutable dataclasses built by :mod:`audit.load` from the TOML contracts.
+
+Nothing downstream reads TOML. Every object carries a :class:`Loc` (file and key path) so that any
+finding can point at a file and line; the line itself is computed only when a message needs it.
+Locations are excluded from equality, so a model loaded from re-serialised contracts compares equal.
+
+>>> from audit.load import load_contracts
+>>> cs = load_contracts(Path("."))            # doctest: +SKIP
+>>> cs.kernel("aux_trunk_forward").stage
+'forward'
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Union
+
+from ._tomlpos import line_of, locate_lines
+from .dims import Expr
+
+DTYPES = {
+    # name: (bytes, numpy name, C type, kind)
+    "f32": (4, "float32", "float", "float"),
+    "f64": (8, "float64", "double", "float"),
+    "f16": (2, "float16", "__half", "float"),
+    "bf16": (2, "uint16", "__nv_bfloat16", "float"),
+    "i8": (1, "int8", "signed char", "int"),
+    "u8": (1, "uint8", "unsigned char", "int"),
+    "i16": (2, "int16", "short", "int"),
+    "i32": (4, "int32", "int", "int"),
+    "u32": (4, "uint32", "unsigned int", "int"),
+    "i64": (8, "int64", "long long", "int"),
+    "u64": (8, "uint64", "unsigned long long", "int"),
+}
+ROLES = ("in", "out", "inout", "accumulate")
+STAGES = ("producer", "forward", "loss", "backward", "reduce", "optimizer", "other")
+BUFFER_KINDS = (
+    "input", "parameter", "activation", "label", "loss", "partial", "gradient",
+    "accumulator", "optimizer_state", "scratch",
+)  # fmt: skip
+SLOT_ROLES = ("ema", "scale", "divisor", "sum", "counter", "fingerprint", "padding", "flag", "value")
+MULTIPLICATIVE_ROLES = ("scale", "divisor")
+ADDITIVE_ROLES = ("sum", "counter")
+INVARIANT_KINDS = ("path", "no_path")
+NULL = "NULL"
+
+
+class SourceFile:
+    """One contract file's text; key-path line numbers are computed once, on first use."""
+
+    __slots__ = ("path", "text", "_lines")
+
+    def __init__(self, path: str, text: str):
+        self.path = path
+        self.text = text
+        self._lines: dict | None = None
+
+    def line(self, key_path: tuple) -> int | None:
+        if self._lines is None:
+            self._lines = locate_lines(self.text)
+        return line_of(self._lines, key_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Loc:
+    """Where a value came from: a contract file (relative to the root) and a TOML key path."""
+
+    source: SourceFile | None
+    key: tuple = ()
+
+    @property
+    def file(self) -> str:
+        return self.source.path if self.source else ""
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line(self.key) if self.source else None
+
+    def child(self, *key: object) -> Loc:
+        return Loc(self.source, self.key + key)
+
+    @property
+    def key_text(self) -> str:
+        """``kernel[2].params[4].dtype`` (indices as the TOML arrays number them)."""
+        out = ""
+        for part in self.key:
+            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        return out
+
+    def __str__(self) -> str:
+        line = self.line
+        return f"{self.file}:{line}" if line else self.file
+
+
+NOWHERE = Loc(None)
+
+
+def _loc() -> Loc:
+    return field(default=NOWHERE, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------------------------------------------
+# dims and ISV
+
+
+@dataclass(frozen=True, slots=True)
+class Dim:
+    """A named dim: fixed (``value``), runtime (``min``..``max``) or derived (``expr``)."""
+
+    name: str
+    kind: str  # "fixed" | "runtime" | "derived"
+    value: int | None = None
+    min: int | None = None
+    max: int | None = None
+    expr: Expr | None = None
+    doc: str = ""
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One ISV slot (or a contiguous group of ``count`` slots starting at ``index``)."""
+
+    index: int
+    name: str
+    role: str
+    dtype: str = "f32"
+    count: int = 1
+    reset: tuple[tuple[str, float | str], ...] = ()  # (event, value or "keep"), in file order
+    shared_writers: tuple[str, ...] = ()
+    doc: str = ""
+    loc: Loc = _loc()
+
+    @property
+    def indices(self) -> range:
+        return range(self.index, self.index + self.count)
+
+    def reset_value(self, event: str) -> float | str | None:
+        for ev, v in self.reset:
+            if ev == event:
+                return v
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledgement:
+    """An explicit acceptance of an ISV layout change (``from`` -> ``to`` fingerprint) with its reason."""
+
+    from_fingerprint: str
+    to_fingerprint: str
+    reason: str
+    migrator: tuple[tuple[int, int], ...] = ()  # old index -> new index, where a migrator exists
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class IsvLayout:
+    """The ISV layout: slots, total dimension, reset events and the pinned fingerprint."""
+
+    buffer: str
+    dtype: str
+    total_dim: int
+    reset_events: tuple[str, ...]
+    slots: tuple[Slot, ...]
+    fingerprint: str | None = None
+    acknowledgements: tuple[Acknowledgement, ...] = ()
+    loc: Loc = _loc()
+
+    def slot(self, name: str) -> Slot | None:
+        for s in self.slots:
+            if s.name == name:
+                return s
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# kernels
+
+
+@dataclass(frozen=True, slots=True)
+class Mask:
+    """Row mask semantics of an integer tensor: rows whose value is ``skip_value`` are skipped."""
+
+    skip_value: int
+    zeroes: tuple[str, ...] = ()  # outputs whose skipped rows must be exactly zero
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class TensorParam:
+    """A pointer argument: dtype, symbolic shape, role and the contract facts about it."""
+
+    name: str
+    dtype: str
+    shape: tuple[Expr, ...]
+    role: str
+    mask: Mask | None = None
+    saved: bool = False
+    partial_of: str | None = None
+    optional: bool = False
+    doc: str = ""
+    loc: Loc = _loc()
+
+    kind = "tensor"
+
+    @property
+    def writes(self) -> bool:
+        return self.role != "in"
+
+    @property
+    def reads(self) -> bool:
+        return self.role != "out"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarParam:
+    """A by-value argument: dtype and its value (a dim expression for integers, a number for floats)."""
+
+    name: str
+    dtype: str
+    value: Expr | float | None = None
+    doc: str = ""
+    loc: Loc = _loc()
+
+    kind = "scalar"
+
+
+@dataclass(frozen=True, slots=True)
+class IsvParam:
+    """The ISV device pointer argument."""
+
+    name: str
+    doc: str = ""
+    loc: Loc = _loc()
+
+    kind = "isv"
+    dtype = "f32"
+
+
+Param = Union[TensorParam, ScalarParam, IsvParam]
+
+
+@dataclass(frozen=True, slots=True)
+class IsvRead:
+    """An ISV slot a kernel reads; ``previous_step`` marks a deliberate read of last step's value."""
+
+    slot: str
+    previous_step: bool = False
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Tolerance:
+    """How far two runs of a nondeterministic kernel may differ (atomics), and why."""
+
+    rtol: float
+    atol: float
+    reason: str = ""
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    """A declared contract property the runner checks (e.g. ``unit_scale``)."""
+
+    kind: str
+    options: tuple[tuple[str, object], ...] = ()
+    loc: Loc = _loc()
+
+    def get(self, key: str, default: object = None) -> object:
+        for k, v in self.options:
+            if k == key:
+                return v
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """One kernel: where it lives, what it computes (reference) and its ordered parameters."""
+
+    name: str
+    source: str
+    stage: str
+    phase: str
+    params: tuple[Param, ...]
+    grid: tuple[Expr, Expr, Expr]
+    block: tuple[Expr, Expr, Expr]
+    entry: str | None = None  # extern "C" symbol
+    cpp_name: str | None = None  # C++ function, e.g. "ns::scale<float>"; the build resolves its mangled name
+    shared_bytes: Expr | None = None
+    reference: str | None = None
+    gradcheck: str | None = None
+    dims: tuple[str, ...] = ()  # kernel-local dims, bound per launch
+    isv_reads: tuple[IsvRead, ...] = ()
+    isv_writes: tuple[str, ...] = ()
+    nondeterministic: Tolerance | None = None
+    properties: tuple[Property, ...] = ()
+    doc: str = ""
+    loc: Loc = _loc()
+
+    @property
+    def symbol(self) -> str:
+        """The name the contract gives for the entry point (extern "C" name or C++ name)."""
+        return self.entry or self.cpp_name or self.name
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+    @property
+    def tensors(self) -> tuple[TensorParam, ...]:
+        return tuple(p for p in self.params if isinstance(p, TensorParam))
+
+
+# ---------------------------------------------------------------------------------------------------
+# buffers, schedules, invariants
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """A device buffer the schedules bind to tensor parameters."""
+
+    name: str
+    dtype: str
+    shape: tuple[Expr, ...]
+    kind: str
+    external: bool = False
+    grad_of: str | None = None
+    doc: str = ""
+    loc: Loc = _loc()
+
+    @property
+    def is_external(self) -> bool:
+        """Provided from outside the schedules (host inputs, parameters, other subsystems)."""
+        return self.external or self.kind in ("input", "parameter")
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What a launch binds to one tensor parameter: a buffer (optionally viewed as another shape) or NULL."""
+
+    buffer: str | None  # None means NULL
+    view: tuple[Expr, ...] | None = None
+    loc: Loc = _loc()
+
+    @property
+    def is_null(self) -> bool:
+        return self.buffer is None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One schedule step: a kernel launch, or a memset of a buffer to zero."""
+
+    index: int
+    launch: str | None = None
+    zero: str | None = None
+    bind: tuple[tuple[str, Binding], ...] = ()
+    dims: tuple[tuple[str, Expr], ...] = ()
+    args: tuple[tuple[str, Expr | float], ...] = ()
+    loc: Loc = _loc()
+
+    def binding(self, param: str) -> Binding | None:
+        for k, b in self.bind:
+            if k == param:
+                return b
+        return None
+
+    def arg(self, param: str) -> Expr | float | None:
+        for k, v in self.args:
+            if k == param:
+                return v
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A named, ordered list of launches on one stream, possibly captured into a CUDA graph."""
+
+    name: str
+    steps: tuple[Step, ...]
+    stream: str = "default"
+    graph_capture: bool = False
+    after: tuple[str, ...] = ()
+    equivalent_to: str | None = None
+    doc: str = ""
+    loc: Loc = _loc()
+
+    @property
+    def launches(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.launch)
+
+
+@dataclass(frozen=True, slots=True)
+class Invariant:
+    """A structural query over the data-flow graph: ``path`` or ``no_path`` between node sets."""
+
+    name: str
+    kind: str
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    reason: str = ""
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True)
+class ContractSet:
+    """Everything the contracts under one root declare."""
+
+    root: Path
+    dims: tuple[Dim, ...] = ()
+    buffers: tuple[Buffer, ...] = ()
+    kernels: tuple[Kernel, ...] = ()
+    schedules: tuple[Schedule, ...] = ()
+    invariants: tuple[Invariant, ...] = ()
+    isv: IsvLayout | None = None
+    files: tuple[str, ...] = field(default=(), compare=False)
+
+    # lookups (first definition wins; duplicates are reported by a rule)
+    @functools.cached_property
+    def dim_map(self) -> dict[str, Dim]:
+        out: dict[str, Dim] = {}
+        for d in self.dims:
+            out.setdefault(d.name, d)
+        return out
+
+    @functools.cached_property
+    def buffer_map(self) -> dict[str, Buffer]:
+        out: dict[str, Buffer] = {}
+        for b in self.buffers:
+            out.setdefault(b.name, b)
+        return out
+
+    @functools.cached_property
+    def kernel_map(self) -> dict[str, Kernel]:
+        out: dict[str, Kernel] = {}
+        for k in self.kernels:
+            out.setdefault(k.name, k)
+        return out
+
+    @functools.cached_property
+    def schedule_map(self) -> dict[str, Schedule]:
+        out: dict[str, Schedule] = {}
+        for s in self.schedules:
+            out.setdefault(s.name, s)
+        return out
+
+    @functools.cached_property
+    def slot_map(self) -> dict[str, Slot]:
+        out: dict[str, Slot] = {}
+        if self.isv:
+            for s in self.isv.slots:
+                out.setdefault(s.name, s)
+        return out
+
+    def kernel(self, name: str) -> Kernel:
+        return self.kernel_map[name]
+
+    @functools.cached_property
+    def fixed_env(self) -> dict[str, int]:
+        """Values of fixed and derived dims (derived ones that evaluate); runtime dims are absent."""
+        from .shapes import resolve_fixed_dims
+
+        return resolve_fixed_dims(self)[0]
+
+    @functools.cached_property
+    def runtime_ranges(self) -> dict[str, tuple[int, int]]:
+        return {
+            d.name: (d.min, d.max)
+            for d in self.dim_map.values()
+            if d.kind == "runtime" and d.min is not None and d.max is not None
+        }
+
+    @functools.cached_property
+    def slot_indices(self) -> dict[str, int]:
+        return {name: s.index for name, s in self.slot_map.items()}
+

@@ -1,0 +1,44 @@
+"""JUnit XML: one testcase per rule per kernel or schedule, failed where that pair has findings.
+
+Rules that did not run become skipped testcases carrying the reason.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from ..findings import CheckResult, Severity
+
+
+def render_junit(result: CheckResult, tool: str = "wireup check") -> str:
+    subjects = result.subjects
+    suite = ET.Element("testsuite", name=tool)
+    total = failures = skipped = 0
+    by_pair: dict[tuple[str, str], list] = {}
+    for f in result.findings:
+        by_pair.setdefault((f.rule, f.subject or "contracts"), []).append(f)
+    for rule_id in result.ran:
+        names = list(dict.fromkeys([*subjects.get(rule_id, []), *(s for r, s in by_pair if r == rule_id)]))
+        for subject in names or ["contracts"]:
+            case = ET.SubElement(suite, "testcase", classname=f"wireup.{rule_id}", name=f"{rule_id}[{subject}]")
+            total += 1
+            found = by_pair.get((rule_id, subject), [])
+            errors = [f for f in found if f.severity is Severity.ERROR]
+            if errors:
+                failures += 1
+                fail = ET.SubElement(case, "failure", message=errors[0].message, type=rule_id)
+                fail.text = "\n".join(f"{f.location}: {f.message}" for f in found)
+            elif found:
+                out = ET.SubElement(case, "system-out")
+                out.text = "\n".join(f"{f.location}: {f.severity.value}: {f.message}" for f in found)
+    for nr in result.not_run:
+        case = ET.SubElement(suite, "testcase", classname=f"wireup.{nr.rule}", name=nr.rule)
+        ET.SubElement(case, "skipped", message=f"not run: {nr.reason}")
+        total += 1
+        skipped += 1
+    suite.set("tests", str(total))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

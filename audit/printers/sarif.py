@@ -1,0 +1,68 @@
+"""SARIF 2.1.0 with rule metadata (ID, purpose, category, default level) for code-scanning UIs."""
+
+from __future__ import annotations
+
+import json
+
+from ..findings import CheckResult, Severity
+
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def render_sarif(result: CheckResult, tool: str = "wireup check") -> str:
+    from .. import __version__
+    from ..rules import iter_rules
+
+    rules = list(iter_rules())
+    index = {r.id: i for i, r in enumerate(rules)}
+    driver = {
+        "name": "wireup",
+        "version": __version__,
+        "informationUri": "https://github.com/wireup-audit/wireup",
+        "rules": [
+            {
+                "id": r.id,
+                "name": "".join(part.capitalize() for part in r.id.split("_")),
+                "shortDescription": {"text": r.purpose},
+                "fullDescription": {"text": r.purpose},
+                "defaultConfiguration": {"level": _LEVEL[r.severity]},
+                "properties": {"category": r.category, "tags": [r.category]},
+            }
+            for r in rules
+        ],
+    }
+    results = []
+    for f in result.findings:
+        res: dict = {
+            "ruleId": f.rule,
+            "level": _LEVEL[f.severity],
+            "message": {"text": f.message},
+        }
+        if f.rule in index:
+            res["ruleIndex"] = index[f.rule]
+        if f.file:
+            loc: dict = {"artifactLocation": {"uri": f.file, "uriBaseId": "SRCROOT"}}
+            if f.line:
+                loc["region"] = {"startLine": f.line}
+            res["locations"] = [{"physicalLocation": loc}]
+        if f.subject:
+            res["properties"] = {"subject": f.subject, "key": f.key}
+        results.append(res)
+    notifications = [
+        {"level": "note", "message": {"text": f"{n.rule} not run: {n.reason}"}, "descriptor": {"id": n.rule}}
+        for n in result.not_run
+    ]
+    doc = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": driver},
+                "originalUriBaseIds": {"SRCROOT": {"uri": "./"}},
+                "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"

@@ -1,0 +1,21 @@
+"""Plain text: ``path:line: RULE message``, one finding per line, then a summary."""
+
+from __future__ import annotations
+
+from ..findings import CheckResult, Severity
+
+
+def render_text(result: CheckResult, tool: str = "wireup check") -> str:
+    lines = []
+    for f in result.findings:
+        tag = f.rule if f.severity is Severity.ERROR else f"{f.rule} ({f.severity.value})"
+        lines.append(f"{f.location}: {tag} {f.message}")
+    for nr in result.not_run:
+        lines.append(f"not run: {nr.rule}: {nr.reason}")
+    errors = len(result.errors)
+    warnings = sum(1 for f in result.findings if f.severity is Severity.WARNING)
+    summary = f"{tool}: {errors} error(s), {warnings} warning(s); {len(result.ran)} rule(s) ran"
+    if result.not_run:
+        summary += f", {len(result.not_run)} not run"
+    lines.append(summary + ".")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,182 @@
+"""The rule object, the registry and the engine that runs selected rules over a contract set.
+
+A rule is one declarative object: a stable SCREAMING_SNAKE ``id``, a one-sentence ``purpose``, a
+``category`` and a default ``severity``, plus a check function that takes a :class:`CheckContext` and
+yields :class:`Hit` s. Rules are registered with the :func:`rule` decorator in the modules of this
+package; :data:`REGISTRY` lists them all. Configuration and the CLI select and ignore rules by ID or by
+category.
+
+>>> @rule("DEAD_KERNEL", "A kernel in no schedule has no launcher.", "wiring")
+... def check_dead_kernels(ctx):
+...     for k in ctx.cs.kernels:
+...         if k.name not in ctx.wiring.launched:
+...             yield Hit(f'Kernel "{k.name}" is in no schedule.', k.loc, k.name)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ..findings import CheckResult, Finding, NotRun, Severity, make_finding
+from ..model import ContractSet, Loc
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..graph import Wiring
+
+CATEGORIES = ("schema", "wiring", "isv", "layout", "invariants", "build", "evidence", "launchers")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """What a check function yields: a message, where it points, and what it is about."""
+
+    message: str
+    loc: Loc | None = None
+    subject: str = ""
+    severity: Severity | None = None  # overrides the rule's default
+
+
+class RuleNotRun(Exception):
+    """Raised by a check that cannot run here (no nvcc, no build); the reason is shown as "not run"."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One check: stable ID, one-sentence purpose, category, default severity and check function."""
+
+    id: str
+    purpose: str
+    category: str
+    severity: Severity
+    check: Callable[[CheckContext], Iterable[Hit]] = field(repr=False)
+    replaced_by: str | None = None  # retired IDs keep their name and point at their replacement
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        out = []
+        for hit in self.check(ctx):
+            sev = hit.severity or self.severity
+            if self.id in ctx.escalate:
+                sev = Severity.ERROR
+            out.append(make_finding(self.id, sev, hit.message, hit.loc, hit.subject, self.category))
+        return out
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def rule(id: str, purpose: str, category: str, severity: Severity = Severity.ERROR) -> Callable:
+    """Register the decorated check function as a rule."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown rule category {category!r}")
+
+    def register(fn: Callable[[CheckContext], Iterable[Hit]]) -> Callable:
+        if id in REGISTRY:
+            raise ValueError(f"rule {id} registered twice")
+        REGISTRY[id] = Rule(id, purpose, category, severity, fn)
+        return fn
+
+    return register
+
+
+@dataclass
+class CheckContext:
+    """What a check function may look at. Facts the rule needs but nobody gathered raise RuleNotRun."""
+
+    cs: ContractSet
+    config: Config | None = None
+    facts: dict[str, Any] = field(default_factory=dict)  # "build", "evidence", "launchers", ...
+    options: dict[str, Any] = field(default_factory=dict)
+    escalate: frozenset[str] = frozenset()  # rule IDs whose warnings count as errors for this run
+    providers: dict[str, Callable[[CheckContext], Any]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def wiring(self) -> Wiring:
+        from ..graph import Wiring
+
+        return Wiring(self.cs)
+
+    def fact(self, name: str) -> Any:
+        """A gathered fact (build results, evidence...), computed on first use by its provider."""
+        if name not in self.facts and name in self.providers:
+            try:
+                self.facts[name] = self.providers[name](self)
+            except RuleNotRun as exc:
+                self.facts[name] = NotRun("", str(exc))
+        value = self.facts.get(name)
+        if isinstance(value, NotRun) or value is None:
+            reason = value.reason if isinstance(value, NotRun) else f"no {name} facts were gathered"
+            raise RuleNotRun(reason)
+        return value
+
+
+def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
+    """Rules chosen by ID or category (``select`` empty means all), minus ``ignore``."""
+    _load_rule_modules()
+    known = set(REGISTRY) | set(CATEGORIES)
+    for token in (*select, *ignore):
+        if token not in known:
+            valid = ", ".join(sorted(CATEGORIES))
+            raise UsageError(
+                f'Unknown rule or category "{token}"; categories are {valid} and rule IDs are listed by "wireup rules".'
+            )
+    chosen = [
+        r
+        for r in REGISTRY.values()
+        if r.replaced_by is None
+        and (not select or r.id in select or r.category in select)
+        and r.id not in ignore
+        and r.category not in ignore
+    ]
+    return chosen
+
+
+def run_rules(ctx: CheckContext, rules: Sequence[Rule]) -> CheckResult:
+    """Run ``rules`` and collect findings, sorted by file, line and rule."""
+    result = CheckResult()
+    universe = _subjects(ctx.cs)
+    for r in rules:
+        try:
+            result.findings.extend(r.run(ctx))
+            result.ran.append(r.id)
+            result.subjects[r.id] = universe.get(r.category, [])
+        except RuleNotRun as exc:
+            result.not_run.append(NotRun(r.id, str(exc)))
+    result.findings.sort(key=Finding.sort_key)
+    return result
+
+
+def _subjects(cs: ContractSet) -> dict[str, list[str]]:
+    """What the rules of each category examine: the JUnit printer makes one testcase per pair."""
+    kernels = [k.name for k in cs.kernels]
+    schedules = [s.name for s in cs.schedules]
+    return {
+        "schema": kernels + schedules,
+        "wiring": kernels + schedules,
+        "isv": ["isv"],
+        "layout": ["isv"],
+        "invariants": [i.name for i in cs.invariants],
+        "build": kernels,
+        "evidence": kernels + schedules,
+        "launchers": kernels,
+    }
+
+
+def iter_rules() -> Iterator[Rule]:
+    _load_rule_modules()
+    yield from sorted(REGISTRY.values(), key=lambda r: (CATEGORIES.index(r.category), r.id))
+
+
+_LOADED = False
+
+
+def _load_rule_modules() -> None:
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from . import build, evidence, invariants, isv, layout, launchers, schema, wiring  # noqa: F401

@@ -1,0 +1,1 @@
+"""Rules of category build (filled in as that part of wireup lands)."""

@@ -1,0 +1,1 @@
+"""Rules of category launchers (filled in as that part of wireup lands)."""

@@ -1,0 +1,1 @@
+"""Rules of category layout (filled in as that part of wireup lands)."""

@@ -1,0 +1,302 @@
+"""Schema rules: names resolve, nothing is declared twice, dims are sane, paths stay inside the root."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..dims import Expr
+from ..model import ScalarParam, TensorParam
+from ..shapes import value_at
+from ._base import CheckContext, Hit, rule
+
+INT32_MAX = 2**31 - 1
+_INT_RANGES = {
+    "i8": (-(2**7), 2**7 - 1), "u8": (0, 2**8 - 1), "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1), "u32": (0, 2**32 - 1), "i64": (-(2**63), 2**63 - 1), "u64": (0, 2**64 - 1),
+}  # fmt: skip
+
+
+@rule("DUPLICATE_NAME", "Every dim, buffer, kernel, slot, schedule, invariant and parameter name is declared once.", "schema")
+def check_duplicates(ctx: CheckContext) -> Iterator[Hit]:
+    cs = ctx.cs
+    groups = [
+        ("Dim", cs.dims),
+        ("Buffer", cs.buffers),
+        ("Kernel", cs.kernels),
+        ("Schedule", cs.schedules),
+        ("Invariant", cs.invariants),
+        ("ISV slot", cs.isv.slots if cs.isv else ()),
+    ]
+    for what, items in groups:
+        first: dict[str, object] = {}
+        for item in items:
+            prev = first.get(item.name)
+            if prev is None:
+                first[item.name] = item
+            else:
+                yield Hit(f'{what} "{item.name}" is declared twice; the first declaration is at {prev.loc}.', item.loc, item.name)
+    for k in cs.kernels:
+        seen: dict[str, object] = {}
+        for p in k.params:
+            if p.name in seen:
+                yield Hit(f'Kernel "{k.name}" has two parameters named "{p.name}".', p.loc, k.name)
+            seen[p.name] = p
+        for d in k.dims:
+            if d in cs.dim_map:
+                yield Hit(f'Kernel "{k.name}" declares local dim "{d}", which shadows the global dim of that name.', k.loc.child("dims"), k.name)
+
+
+def _dim_names_ok(expr: Expr, known: set[str]) -> list[str]:
+    return sorted(n for n in expr.names if n not in known)
+
+
+@rule("UNKNOWN_DIM", "Shapes, geometry and scalar values use only declared dims (global or the kernel's local dims).", "schema")
+def check_unknown_dims(ctx: CheckContext) -> Iterator[Hit]:
+    cs = ctx.cs
+    glob = set(cs.dim_map)
+    for b in cs.buffers:
+        for i, e in enumerate(b.shape):
+            for n in _dim_names_ok(e, glob):
+                yield Hit(f'Buffer "{b.name}" shape uses "{n}", which is not a declared dim.', b.loc.child("shape", i), b.name)
+    for k in cs.kernels:
+        known = glob | set(k.dims)
+        for label, exprs, key in (("grid", k.grid, "grid"), ("block", k.block, "block")):
+            for i, e in enumerate(exprs):
+                for n in _dim_names_ok(e, known):
+                    yield Hit(f'Kernel "{k.name}" {label} uses "{n}", which is not a declared dim.', k.loc.child(key, i), k.name)
+        if k.shared_bytes is not None:
+            for n in _dim_names_ok(k.shared_bytes, known):
+                yield Hit(f'Kernel "{k.name}" shared_bytes uses "{n}", which is not a declared dim.', k.loc.child("shared_bytes"), k.name)
+        for p in k.params:
+            if isinstance(p, TensorParam):
+                for i, e in enumerate(p.shape):
+                    for n in _dim_names_ok(e, known):
+                        yield Hit(
+                            f'Kernel "{k.name}" parameter "{p.name}" shape uses "{n}", which is not a declared dim.',
+                            p.loc.child("shape", i), k.name,
+                        )  # fmt: skip
+            elif isinstance(p, ScalarParam) and isinstance(p.value, Expr):
+                for n in _dim_names_ok(p.value, known):
+                    yield Hit(f'Kernel "{k.name}" parameter "{p.name}" value uses "{n}", which is not a declared dim.', p.loc.child("value"), k.name)
+    for s in cs.schedules:
+        for step in s.steps:
+            for _, b in step.bind:
+                for i, e in enumerate(b.view or ()):
+                    for n in _dim_names_ok(e, glob):
+                        yield Hit(f'Schedule "{s.name}" step {step.index + 1} view uses "{n}", which is not a declared dim.', b.loc.child("view", i), s.name)
+            for name, e in step.dims:
+                for n in _dim_names_ok(e, glob):
+                    yield Hit(f'Schedule "{s.name}" step {step.index + 1} dim "{name}" uses "{n}", which is not a declared dim.', step.loc.child("dims", name), s.name)
+
+
+@rule("UNKNOWN_BUFFER", "Every buffer a schedule binds, zeroes or a contract refers to is declared.", "schema")
+def check_unknown_buffers(ctx: CheckContext) -> Iterator[Hit]:
+    cs = ctx.cs
+    bufs = cs.buffer_map
+    valid = _suggest(bufs)
+    for s in cs.schedules:
+        for step in s.steps:
+            if step.zero and step.zero not in bufs:
+                yield Hit(f'Schedule "{s.name}" step {step.index + 1} zeroes "{step.zero}", which is not a declared buffer{valid(step.zero)}.', step.loc.child("zero"), s.name)
+            for pname, b in step.bind:
+                if b.buffer is not None and b.buffer not in bufs:
+                    yield Hit(
+                        f'Schedule "{s.name}" binds "{step.launch}" parameter "{pname}" to "{b.buffer}", which is not a declared buffer{valid(b.buffer)}.',
+                        b.loc, s.name,
+                    )  # fmt: skip
+    for b in cs.buffers:
+        if b.grad_of and b.grad_of not in bufs:
+            yield Hit(f'Buffer "{b.name}" is the gradient of "{b.grad_of}", which is not a declared buffer.', b.loc.child("grad_of"), b.name)
+    for k in cs.kernels:
+        for p in k.tensors:
+            if p.partial_of and p.partial_of not in bufs:
+                yield Hit(
+                    f'Kernel "{k.name}" parameter "{p.name}" is a partial of "{p.partial_of}", which is not a declared buffer.',
+                    p.loc.child("partial_of"), k.name,
+                )  # fmt: skip
+
+
+@rule("UNKNOWN_SLOT", "Every ISV slot a kernel reads, writes or passes by index exists in the layout.", "schema")
+def check_unknown_slots(ctx: CheckContext) -> Iterator[Hit]:
+    cs = ctx.cs
+    slots = cs.slot_map
+    valid = _suggest(slots)
+    for k in cs.kernels:
+        for r in k.isv_reads:
+            if r.slot not in slots:
+                yield Hit(f'Kernel "{k.name}" reads ISV slot "{r.slot}", which is not in the layout{valid(r.slot)}.', r.loc, k.name)
+        for i, w in enumerate(k.isv_writes):
+            if w not in slots:
+                yield Hit(f'Kernel "{k.name}" writes ISV slot "{w}", which is not in the layout{valid(w)}.', k.loc.child("isv_writes", i), k.name)
+        for p in k.params:
+            if isinstance(p, ScalarParam) and isinstance(p.value, Expr):
+                for sname in sorted(p.value.slots):
+                    if sname not in slots:
+                        yield Hit(f'Kernel "{k.name}" parameter "{p.name}" passes slot "{sname}", which is not in the layout{valid(sname)}.', p.loc.child("value"), k.name)
+    for s in cs.isv.slots if cs.isv else ():
+        for i, w in enumerate(s.shared_writers):
+            if w not in cs.kernel_map:
+                yield Hit(f'ISV slot "{s.name}" lists shared writer "{w}", which is not a declared kernel.', s.loc.child("shared_writers", i), s.name)
+
+
+@rule("UNKNOWN_KERNEL", "Every kernel a schedule launches is declared.", "schema")
+def check_unknown_kernels(ctx: CheckContext) -> Iterator[Hit]:
+    kernels = ctx.cs.kernel_map
+    valid = _suggest(kernels)
+    for s in ctx.cs.schedules:
+        for step in s.steps:
+            if step.launch and step.launch not in kernels:
+                yield Hit(f'Schedule "{s.name}" step {step.index + 1} launches "{step.launch}", which is not a declared kernel{valid(step.launch)}.', step.loc.child("launch"), s.name)
+        for i, dep in enumerate(s.after):
+            if dep not in ctx.cs.schedule_map:
+                yield Hit(f'Schedule "{s.name}" comes after "{dep}", which is not a declared schedule.', s.loc.child("after", i), s.name)
+        if s.equivalent_to and s.equivalent_to not in ctx.cs.schedule_map:
+            yield Hit(f'Schedule "{s.name}" is equivalent to "{s.equivalent_to}", which is not a declared schedule.', s.loc.child("equivalent_to"), s.name)
+
+
+@rule("UNKNOWN_PARAM", "Bindings, launch arguments and mask lists name parameters the kernel has.", "schema")
+def check_unknown_params(ctx: CheckContext) -> Iterator[Hit]:
+    for s in ctx.cs.schedules:
+        for step in s.steps:
+            k = ctx.cs.kernel_map.get(step.launch or "")
+            if k is None:
+                continue
+            names = [p.name for p in k.params]
+            for pname, b in step.bind:
+                p = k.param(pname)
+                if p is None:
+                    yield Hit(f'Schedule "{s.name}" binds "{pname}", but kernel "{k.name}" has no such parameter (it has {_list(names)}).', b.loc, s.name)
+                elif not isinstance(p, TensorParam):
+                    yield Hit(f'Schedule "{s.name}" binds "{pname}" of kernel "{k.name}" to a buffer, but it is a {p.kind} parameter.', b.loc, s.name)
+            for aname, _ in step.args:
+                p = k.param(aname)
+                if not isinstance(p, ScalarParam):
+                    yield Hit(f'Schedule "{s.name}" passes argument "{aname}", but kernel "{k.name}" has no scalar parameter of that name.', step.loc.child("args", aname), s.name)
+            for dname, _ in step.dims:
+                if dname not in k.dims:
+                    yield Hit(f'Schedule "{s.name}" binds dim "{dname}", but kernel "{k.name}" has no local dim of that name.', step.loc.child("dims", dname), s.name)
+    for k in ctx.cs.kernels:
+        for p in k.tensors:
+            if p.mask:
+                for i, z in enumerate(p.mask.zeroes):
+                    target = k.param(z)
+                    if not isinstance(target, TensorParam) or target.role == "in":
+                        yield Hit(f'Kernel "{k.name}" mask on "{p.name}" zeroes "{z}", which is not an output parameter of the kernel.', p.mask.loc.child("zeroes", i), k.name)
+
+
+@rule("UNBOUND_PARAM", "Every launch binds every tensor parameter (NULL only where the parameter is optional) and every scalar has a value.", "schema")
+def check_unbound(ctx: CheckContext) -> Iterator[Hit]:
+    for s in ctx.cs.schedules:
+        for step in s.steps:
+            k = ctx.cs.kernel_map.get(step.launch or "")
+            if k is None:
+                continue
+            for p in k.params:
+                if isinstance(p, TensorParam):
+                    b = step.binding(p.name)
+                    if b is None:
+                        yield Hit(f'Schedule "{s.name}" launches "{k.name}" without binding parameter "{p.name}".', step.loc, s.name)
+                    elif b.is_null and not p.optional:
+                        yield Hit(f'Schedule "{s.name}" binds NULL to "{k.name}" parameter "{p.name}", which is not optional.', b.loc, s.name)
+                elif isinstance(p, ScalarParam) and p.value is None and step.arg(p.name) is None:
+                    yield Hit(f'Schedule "{s.name}" launches "{k.name}" without a value for scalar "{p.name}" (give "value" in the contract or "args" in the step).', step.loc, s.name)
+
+
+@rule("DIM_RANGE", "Dims are positive and fit a 32-bit launch: fixed values in 1..2^31-1, runtime ranges ordered.", "schema")
+def check_dim_ranges(ctx: CheckContext) -> Iterator[Hit]:
+    cs = ctx.cs
+    env = cs.fixed_env
+    for d in cs.dims:
+        if d.kind == "fixed" and d.value is not None and not 1 <= d.value <= INT32_MAX:
+            yield Hit(f'Dim "{d.name}" is {d.value}; a dim must be between 1 and {INT32_MAX}.', d.loc, d.name)
+        elif d.kind == "runtime" and d.min is not None and d.max is not None:
+            if d.min < 1:
+                yield Hit(f'Runtime dim "{d.name}" has min {d.min}; it must be at least 1.', d.loc.child("min"), d.name)
+            if d.max < d.min:
+                yield Hit(f'Runtime dim "{d.name}" has max {d.max} below its min {d.min}.', d.loc.child("max"), d.name)
+            if d.max > INT32_MAX:
+                yield Hit(f'Runtime dim "{d.name}" has max {d.max}; a dim must fit in {INT32_MAX}.', d.loc.child("max"), d.name)
+        elif d.kind == "derived" and d.name in env and not 1 <= env[d.name] <= INT32_MAX:
+            yield Hit(f'Derived dim "{d.name}" = "{d.expr}" evaluates to {env[d.name]}; a dim must be between 1 and {INT32_MAX}.', d.loc, d.name)
+    from ..shapes import resolve_fixed_dims
+
+    for name, sentence in resolve_fixed_dims(cs)[1]:
+        yield Hit(sentence, cs.dim_map[name].loc, name)
+
+
+@rule("SCALAR_RANGE", "Scalar argument values fit their dtype at every probed batch size.", "schema")
+def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
+    slots = ctx.cs.slot_indices
+    for launches in ctx.wiring.launches.values():
+        for launch in launches:
+            k = launch.kernel
+            if k is None:
+                continue
+            for p in k.params:
+                if not isinstance(p, ScalarParam) or p.dtype not in _INT_RANGES:
+                    continue
+                value = launch.step.arg(p.name) or p.value
+                if not isinstance(value, Expr):
+                    continue
+                lo, hi = _INT_RANGES[p.dtype]
+                for env in launch.envs:
+                    v = value_at(value, env, slots)
+                    if v is not None and not lo <= v <= hi:
+                        yield Hit(
+                            f'Kernel "{k.name}" scalar "{p.name}" = "{value}" is {v} in schedule "{launch.schedule.name}", outside the range of {p.dtype}.',
+                            p.loc, k.name,
+                        )  # fmt: skip
+                        break
+
+
+def _inside(root: Path, rel: str) -> str | None:
+    """None when ``rel`` stays inside ``root``; otherwise why not."""
+    if os.path.isabs(rel):
+        return "is an absolute path"
+    p = Path(rel)
+    if ".." in p.parts:
+        norm = os.path.normpath(rel)
+        if norm.startswith(".."):
+            return 'leaves the project root through ".."'
+    try:
+        real = (root / p).resolve()
+        real.relative_to(root.resolve())
+    except ValueError:
+        return "resolves outside the project root (through a symbolic link)"
+    return None
+
+
+@rule("PATH_OUTSIDE_ROOT", "Paths in contracts resolve inside the project root: no absolute paths, no escaping '..' or symlinks.", "schema")
+def check_paths(ctx: CheckContext) -> Iterator[Hit]:
+    root = ctx.cs.root
+    for k in ctx.cs.kernels:
+        why = _inside(root, k.source)
+        if why:
+            yield Hit(f'Kernel "{k.name}" source "{k.source}" {why}; sources must lie inside the project root.', k.loc.child("source"), k.name)
+
+
+@rule("SOURCE_MISSING", "Every kernel's source file exists.", "schema")
+def check_sources_exist(ctx: CheckContext) -> Iterator[Hit]:
+    root = ctx.cs.root
+    for k in ctx.cs.kernels:
+        if _inside(root, k.source):
+            continue
+        if not (root / k.source).is_file():
+            yield Hit(f'Kernel "{k.name}" source "{k.source}" does not exist.', k.loc.child("source"), k.name)
+
+
+def _suggest(names: dict) -> object:
+    import difflib
+
+    def hint(name: str) -> str:
+        close = difflib.get_close_matches(name, list(names), n=1)
+        return f' (did you mean "{close[0]}"?)' if close else ""
+
+    return hint
+
+
+def _list(names: list[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
+

@@ -1,0 +1,337 @@
+"""Wiring rules: the schedules compose end to end.
+
+Producers come before consumers, shapes and dtypes agree across every binding with dims bound over the
+whole chain, saved tensors flow from a forward to a backward, per-sample partials are reduced,
+accumulators are zeroed before their first ``+=``, every kernel is launched somewhere, launch geometry is
+legal, and schedules do not depend on each other in a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+
+from ..dims import Expr
+from ..graph import Launch
+from ..shapes import numel, shape_key, value_at
+from ._base import CheckContext, Hit, rule
+
+MAX_SHARED_BYTES = 227 * 1024  # sm_90 opt-in maximum per block
+
+
+def show_shape(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> str:
+    """``[B, 262]``: dims that are the same at every probe are shown as numbers, runtime ones as written."""
+    parts = []
+    for e in shape:
+        vals = {value_at(e, env) for env in envs}
+        parts.append(str(vals.pop()) if len(vals) == 1 and None not in vals else e.text)
+    return "[" + ", ".join(parts) + "]"
+
+
+@rule("SHAPE_MISMATCH", "Each tensor parameter's shape, with dims bound across the chain, equals the shape of the buffer bound to it.", "wiring")
+def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for sname, launches in w.launches.items():
+        producer: dict[str, tuple[Launch, str]] = {}  # buffer -> (launch, param) that last wrote it with a matching shape
+        for launch in launches:
+            k = launch.kernel
+            if k is None:
+                continue
+            for p, b in launch.bound():
+                buf = cs.buffer_map.get(b.buffer or "")
+                if buf is None:
+                    continue
+                target = b.view if b.view is not None else buf.shape
+                got = shape_key(p.shape, launch.envs)
+                want = shape_key(target, w.envs)
+                if got is None or want is None or got == want:
+                    if got is not None and got == want and p.writes:
+                        producer[buf.name] = (launch, p.name)
+                    continue
+                have = show_shape(p.shape, launch.envs)
+                decl = show_shape(target, w.envs)
+                prev = producer.get(buf.name)
+                if p.reads and prev is not None:
+                    pl, pp = prev
+                    yield Hit(
+                        f'Kernel "{pl.kernel.name}" parameter "{pp}" has shape {decl} but its consumer "{k.name}" '
+                        f'expects {have} for parameter "{p.name}" (buffer "{buf.name}", schedule "{sname}").',
+                        p.loc.child("shape"), k.name,
+                    )  # fmt: skip
+                else:
+                    what = f'views buffer "{buf.name}" as {decl}' if b.view is not None else f'binds buffer "{buf.name}" of shape {decl}'
+                    yield Hit(
+                        f'Kernel "{k.name}" parameter "{p.name}" has shape {have} but schedule "{sname}" {what}.',
+                        p.loc.child("shape"), k.name,
+                    )  # fmt: skip
+
+
+@rule("VIEW_SIZE_MISMATCH", "A view of a buffer has exactly as many elements as the buffer.", "wiring")
+def check_views(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for s in cs.schedules:
+        for step in s.steps:
+            for pname, b in step.bind:
+                buf = cs.buffer_map.get(b.buffer or "")
+                if b.view is None or buf is None:
+                    continue
+                for env in w.envs:
+                    v = [value_at(e, env) for e in b.view]
+                    full = [value_at(e, env) for e in buf.shape]
+                    if None in v or None in full:
+                        break
+                    if numel(v) != numel(full):
+                        yield Hit(
+                            f'Schedule "{s.name}" views buffer "{buf.name}" {show_shape(buf.shape, w.envs)} as '
+                            f"{show_shape(b.view, w.envs)}, which has {numel(v)} elements instead of {numel(full)} at {_at(env, cs)}.",
+                            b.loc.child("view"), s.name,
+                        )  # fmt: skip
+                        break
+
+
+@rule("DTYPE_MISMATCH", "Each tensor parameter's dtype equals the dtype of the buffer bound to it.", "wiring")
+def check_dtypes(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for sname, launches in w.launches.items():
+        for launch in launches:
+            for p, b in launch.bound():
+                buf = cs.buffer_map.get(b.buffer or "")
+                if buf is not None and buf.dtype != p.dtype:
+                    yield Hit(
+                        f'Kernel "{launch.kernel.name}" parameter "{p.name}" is {p.dtype} but schedule "{sname}" binds buffer "{buf.name}" of dtype {buf.dtype}.',
+                        p.loc.child("dtype"), launch.kernel.name,
+                    )  # fmt: skip
+
+
+@rule("DIM_BINDING_CONFLICT", "A kernel's local dims bind to one value per launch.", "wiring")
+def check_dim_binding(ctx: CheckContext) -> Iterator[Hit]:
+    for sname, launches in ctx.wiring.launches.items():
+        for launch in launches:
+            for problem in launch.dim_problems:
+                yield Hit(f'In schedule "{sname}" step {launch.step.index + 1}, kernel "{launch.kernel.name}" {problem}.', launch.step.loc, launch.kernel.name)
+            if launch.kernel is None:
+                continue
+            for d in launch.kernel.dims:
+                if any(d not in env for env in launch.envs):
+                    yield Hit(
+                        f'In schedule "{sname}" step {launch.step.index + 1}, local dim "{d}" of kernel "{launch.kernel.name}" is bound by no parameter and no "dims" entry.',
+                        launch.step.loc, launch.kernel.name,
+                    )  # fmt: skip
+
+
+@rule("CONSUMED_BEFORE_PRODUCED", "Every buffer a launch reads is produced earlier in its schedule, by a schedule it comes after, or is a declared external input.", "wiring")
+def check_produced_before_consumed(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for sname, accesses in w.accesses.items():
+        written: set[str] = set()
+        later = {a.buffer: a for a in reversed(accesses) if a.writes}
+        for a in accesses:
+            if a.reads and a.buffer not in written:
+                buf = cs.buffer_map.get(a.buffer)
+                if buf is not None and not buf.is_external and not _produced_before(w, sname, a.buffer):
+                    launch = _launch(w, sname, a.step)
+                    loc = launch.step.binding(a.param).loc if launch and a.param else None
+                    other = sorted({x.schedule for x in w.writers.get(a.buffer, []) if x.schedule != sname})
+                    if a.mode == "accumulate":
+                        pass  # reported by ACCUMULATOR_NOT_ZEROED
+                    elif a.buffer in later and later[a.buffer].step > a.step:
+                        p = later[a.buffer]
+                        yield Hit(
+                            f'Kernel "{a.kernel}" reads buffer "{a.buffer}" at step {a.step + 1} of schedule "{sname}" before its producer "{p.kernel or "zero"}" writes it at step {p.step + 1}.',
+                            loc, a.kernel or sname,
+                        )  # fmt: skip
+                    elif other:
+                        yield Hit(
+                            f'Kernel "{a.kernel}" reads buffer "{a.buffer}" in schedule "{sname}", which is produced in schedule "{other[0]}" but "{sname}" is not declared after it.',
+                            loc, a.kernel or sname,
+                        )  # fmt: skip
+                    else:
+                        yield Hit(
+                            f'Kernel "{a.kernel}" reads buffer "{a.buffer}" in schedule "{sname}" but nothing produces it and it is not declared as an external input.',
+                            loc, a.kernel or sname,
+                        )  # fmt: skip
+            if a.writes:
+                written.add(a.buffer)
+
+
+def _produced_before(w, sname: str, buffer: str) -> bool:
+    return any(x.schedule in w.before.get(sname, ()) for x in w.writers.get(buffer, []))
+
+
+def _launch(w, sname: str, step: int) -> Launch | None:
+    for launch in w.launches.get(sname, []):
+        if launch.step.index == step:
+            return launch
+    return None
+
+
+@rule("ACCUMULATOR_NOT_ZEROED", "A buffer bound to an accumulate (+=) parameter is zeroed or overwritten earlier in the same schedule.", "wiring")
+def check_accumulators(ctx: CheckContext) -> Iterator[Hit]:
+    w = ctx.wiring
+    for sname, accesses in w.accesses.items():
+        initialised: set[str] = set()
+        reported: set[str] = set()
+        for a in accesses:
+            if a.mode == "accumulate" and a.buffer not in initialised and a.buffer not in reported:
+                reported.add(a.buffer)
+                launch = _launch(w, sname, a.step)
+                loc = launch.step.binding(a.param).loc if launch and a.param else None
+                yield Hit(
+                    f'Kernel "{a.kernel}" adds into buffer "{a.buffer}" (parameter "{a.param}") at step {a.step + 1} of schedule "{sname}", but nothing zeroes it earlier in that schedule.',
+                    loc, a.kernel or sname,
+                )  # fmt: skip
+            if a.mode in ("zero", "write"):
+                initialised.add(a.buffer)
+            elif a.mode == "accumulate":
+                initialised.add(a.buffer)  # later += after the first are fine once it was zeroed
+
+
+@rule("SAVED_FOR_BACKWARD", "Tensors saved for backward are produced by a forward kernel and read by a backward kernel.", "wiring")
+def check_saved(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for k in cs.kernels:
+        for p in k.tensors:
+            if p.saved and k.stage != "forward":
+                yield Hit(f'Kernel "{k.name}" saves "{p.name}" for backward, but it is a {k.stage} kernel, not a forward one.', p.loc.child("saved"), k.name)
+            if p.saved and p.role == "in":
+                yield Hit(f'Kernel "{k.name}" saves "{p.name}" for backward, but the parameter is an input.', p.loc.child("saved"), k.name)
+    for sname, launches in w.launches.items():
+        for launch in launches:
+            for p, b in launch.bound():
+                if not p.saved:
+                    continue
+                readers = w.readers.get(b.buffer or "", [])
+                if not any(cs.kernel_map[r.kernel].stage == "backward" for r in readers if r.kernel in cs.kernel_map):
+                    yield Hit(
+                        f'Kernel "{launch.kernel.name}" saves "{p.name}" into buffer "{b.buffer}" in schedule "{sname}", but no backward kernel reads that buffer.',
+                        p.loc.child("saved"), launch.kernel.name,
+                    )  # fmt: skip
+
+
+@rule("PARTIAL_WITHOUT_REDUCER", "Every per-sample partial is read by a reduce kernel that writes the gradient of its parameter.", "wiring")
+def check_partials(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for sname, launches in w.launches.items():
+        allowed = {sname, *w.before.get(sname, ())}
+        for launch in launches:
+            for p, b in launch.bound():
+                if not p.partial_of:
+                    continue
+                reducers = [
+                    r for r in w.readers.get(b.buffer or "", [])
+                    if r.kernel in cs.kernel_map and cs.kernel_map[r.kernel].stage == "reduce"
+                    and (r.schedule != sname or r.step > launch.step.index)
+                    and (r.schedule in allowed or sname in w.before.get(r.schedule, ()))
+                ]  # fmt: skip
+                if not reducers:
+                    yield Hit(
+                        f'Kernel "{launch.kernel.name}" writes per-sample partial "{p.name}" of "{p.partial_of}" into buffer "{b.buffer}" in schedule "{sname}", but no later reduce kernel reads it.',
+                        p.loc.child("partial_of"), launch.kernel.name,
+                    )  # fmt: skip
+                    continue
+                grads = set()
+                for r in reducers:
+                    for acc in w.accesses[r.schedule]:
+                        if acc.step == r.step and acc.writes:
+                            buf = cs.buffer_map.get(acc.buffer)
+                            if buf is not None and buf.grad_of:
+                                grads.add(buf.grad_of)
+                if p.partial_of not in grads:
+                    yield Hit(
+                        f'Kernel "{launch.kernel.name}" partial "{p.name}" of "{p.partial_of}" is reduced in schedule "{sname}", but no reducer writes a buffer declared as the gradient of "{p.partial_of}".',
+                        p.loc.child("partial_of"), launch.kernel.name,
+                    )  # fmt: skip
+
+
+@rule("DEAD_KERNEL", "Every kernel is launched by some schedule; a kernel in no schedule has no launcher and is dead code.", "wiring")
+def check_dead(ctx: CheckContext) -> Iterator[Hit]:
+    for k in ctx.cs.kernels:
+        if k.name not in ctx.wiring.launched:
+            yield Hit(f'Kernel "{k.name}" is in no schedule: it has no launcher and is dead code.', k.loc, k.name)
+
+
+@rule("SCHEDULE_CYCLE", "Schedules do not depend on each other in a cycle (declared order plus data dependencies).", "wiring")
+def check_cycles(ctx: CheckContext) -> Iterator[Hit]:
+    import networkx as nx
+
+    g = ctx.wiring.schedule_graph
+    reported: set[frozenset[str]] = set()
+    for comp in nx.strongly_connected_components(g):
+        if len(comp) < 2 and not any(g.has_edge(n, n) for n in comp):
+            continue
+        key = frozenset(comp)
+        if key in reported:
+            continue
+        reported.add(key)
+        cycle = nx.find_cycle(g.subgraph(comp))
+        text = " -> ".join(f'"{u}"' for u, _ in cycle) + f' -> "{cycle[0][0]}"'
+        whys = "; ".join(f'"{v}" {g.edges[u, v]["why"]}' if g.edges[u, v]["why"] != "after" else f'"{v}" is after "{u}"' for u, v in cycle)
+        first = ctx.cs.schedule_map[cycle[0][0]]
+        yield Hit(f"Schedules depend on each other in a cycle: {text} ({whys}).", first.loc, first.name)
+
+
+@rule("LAUNCH_GEOMETRY", "Grid, block and shared memory are positive and within sm_90 limits at every probed size.", "wiring")
+def check_geometry(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+    for sname, launches in w.launches.items():
+        for launch in launches:
+            k = launch.kernel
+            if k is None:
+                continue
+            for env in launch.envs:
+                grid = [value_at(e, env) for e in k.grid]
+                block = [value_at(e, env) for e in k.block]
+                shared = value_at(k.shared_bytes, env) if k.shared_bytes is not None else 0
+                if None in grid or None in block or shared is None:
+                    break
+                problem = _geometry_problem(grid, block, shared)
+                if problem:
+                    yield Hit(f'Kernel "{k.name}" in schedule "{sname}" at {_at(env, cs)}: {problem}.', k.loc.child("grid"), k.name)
+                    break
+
+
+def _geometry_problem(grid: list[int], block: list[int], shared: int) -> str | None:
+    if min(grid) < 1:
+        return f"grid {grid} has a dimension below 1"
+    if min(block) < 1:
+        return f"block {block} has a dimension below 1"
+    if block[0] * block[1] * block[2] > 1024:
+        return f"block {block} has {block[0] * block[1] * block[2]} threads, more than 1024"
+    if block[2] > 64 or block[0] > 1024 or block[1] > 1024:
+        return f"block {block} exceeds the per-dimension limits (1024, 1024, 64)"
+    if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
+        return f"grid {grid} exceeds the limits (2^31-1, 65535, 65535)"
+    if shared < 0 or shared > MAX_SHARED_BYTES:
+        return f"dynamic shared memory {shared} bytes is outside 0..{MAX_SHARED_BYTES}"
+    return None
+
+
+@rule("EQUIVALENCE_OUTPUTS", "A schedule declared equivalent to another writes the same gradient and loss buffers.", "wiring")
+def check_equivalence(ctx: CheckContext) -> Iterator[Hit]:
+    cs, w = ctx.cs, ctx.wiring
+
+    def outputs(name: str) -> set[str]:
+        out = set()
+        for a in w.accesses.get(name, []):
+            buf = cs.buffer_map.get(a.buffer)
+            if a.writes and a.kernel and buf is not None and buf.kind in ("gradient", "loss"):
+                out.add(a.buffer)
+        return out
+
+    for s in cs.schedules:
+        if not s.equivalent_to or s.equivalent_to not in cs.schedule_map:
+            continue
+        mine, theirs = outputs(s.name), outputs(s.equivalent_to)
+        if mine != theirs:
+            missing = sorted(theirs - mine)
+            extra = sorted(mine - theirs)
+            parts = []
+            if missing:
+                parts.append("does not write " + ", ".join(f'"{m}"' for m in missing))
+            if extra:
+                parts.append("also writes " + ", ".join(f'"{m}"' for m in extra))
+            yield Hit(f'Schedule "{s.name}" is declared equivalent to "{s.equivalent_to}" but {" and ".join(parts)}.', s.loc.child("equivalent_to"), s.name)
+
+
+def _at(env: Mapping[str, int], cs) -> str:
+    names = sorted(cs.runtime_ranges)
+    return ", ".join(f"{n} = {env[n]}" for n in names if n in env) or "the declared dims"

@@ -1,0 +1,174 @@
+"""Dim values and shape comparison across a contract set.
+
+Fixed dims have values; derived dims are evaluated from them; runtime dims (``B``) stay symbolic and are
+sampled at probe points (see :func:`audit.dims.probe_points`). A shape is compared by its values at every
+probe environment, so ``[B, SH2 + 6]`` equals ``[B, 262]`` when ``SH2 = 256`` and differs from ``[B, 256]``.
+
+>>> envs = probe_envs(cs)                          # doctest: +SKIP
+>>> shape_key(kernel.param("h_s2").shape, envs)    # doctest: +SKIP
+((1, 256), (65536, 256), ...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .dims import Expr, probe_points
+
+if TYPE_CHECKING:
+    from .model import ContractSet
+
+
+def resolve_fixed_dims(cs: ContractSet) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Values of fixed dims and of derived dims that depend only on fixed ones.
+
+    Returns ``(env, problems)``; each problem is ``(dim name, sentence)`` for a derived dim that refers
+    to an unknown name, is part of a cycle, or fails to evaluate.
+    """
+    env: dict[str, int] = {}
+    problems: list[tuple[str, str]] = []
+    dims = cs.dim_map
+    for d in dims.values():
+        if d.kind == "fixed" and d.value is not None:
+            env[d.name] = d.value
+    state: dict[str, str] = {}
+
+    def visit(name: str, chain: tuple[str, ...]) -> bool:
+        """True when the derived dim ``name`` evaluates to a constant."""
+        d = dims.get(name)
+        if d is None:
+            return False
+        if d.kind != "derived":
+            return name in env
+        if state.get(name) == "done":
+            return name in env
+        if name in chain:
+            cyc = " -> ".join((*chain[chain.index(name) :], name))
+            problems.append((name, f'Derived dim "{name}" depends on itself: {cyc}.'))
+            state[name] = "done"
+            return False
+        ok = True
+        assert d.expr is not None
+        for ref in sorted(d.expr.names):
+            if ref not in dims:
+                problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" uses "{ref}", which is not a declared dim.'))
+                ok = False
+            elif not visit(ref, (*chain, name)) and dims[ref].kind != "runtime":
+                ok = False
+        if ok and all(r in env for r in d.expr.names):
+            try:
+                env[name] = d.expr.evaluate(env)
+            except ZeroDivisionError as exc:
+                problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" cannot be evaluated: {exc}.'))
+        state[name] = "done"
+        return name in env
+
+    for d in dims.values():
+        if d.kind == "derived":
+            visit(d.name, ())
+    return env, problems
+
+
+def probe_envs(cs: ContractSet) -> list[dict[str, int]]:
+    """Full dim environments (fixed, runtime probe values, derived) at which shapes are compared."""
+    cached = cs.__dict__.get("_probe_envs")
+    if cached is not None:
+        return cached
+    fixed = cs.fixed_env
+    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in fixed]
+    envs = []
+    for point in probe_points(cs.runtime_ranges):
+        env = dict(fixed)
+        env.update(point)
+        for _ in range(len(derived) + 1):  # derived-on-runtime dims, in dependency order by iteration
+            progressed = False
+            for d in derived:
+                if d.name in env or d.expr is None:
+                    continue
+                if all(n in env for n in d.expr.names):
+                    try:
+                        env[d.name] = d.expr.evaluate(env)
+                        progressed = True
+                    except ZeroDivisionError:
+                        pass
+            if not progressed:
+                break
+        envs.append(env)
+    cs.__dict__["_probe_envs"] = envs
+    return envs
+
+
+def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple[tuple[int, ...], ...] | None:
+    """The shape's values at every probe environment, or None when a name is unbound."""
+    out = []
+    for env in envs:
+        try:
+            out.append(tuple(e.evaluate(env) for e in shape))
+        except (KeyError, ZeroDivisionError):
+            return None
+    return tuple(out)
+
+
+def value_at(expr: Expr, env: Mapping[str, int], slots: Mapping[str, int] | None = None) -> int | None:
+    """``expr`` evaluated in ``env``, or None when it cannot be."""
+    try:
+        return expr.evaluate(env, slots)
+    except (KeyError, ZeroDivisionError):
+        return None
+
+
+def numel(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def bind_local_dims(
+    local: Sequence[str],
+    pairs: Sequence[tuple[str, Sequence[Expr], Sequence[Expr]]],
+    explicit: Mapping[str, Expr],
+    envs: Sequence[Mapping[str, int]],
+) -> tuple[list[dict[str, int]], list[str]]:
+    """Bind a kernel's local dims for one launch, per probe environment.
+
+    ``pairs`` holds ``(param name, param shape, bound buffer shape)``. A param dim that is a bare local
+    name binds to the buffer's dim at that position; explicit ``dims = {N = ...}`` on the launch win.
+    Returns the extended environments and one sentence per conflict.
+    """
+    problems: list[str] = []
+    out_envs: list[dict[str, int]] = []
+    reported: set[str] = set()
+    for env in envs:
+        e = dict(env)
+        source: dict[str, str] = {}
+        for name, expr in explicit.items():
+            try:
+                e[name] = expr.evaluate(env)
+                source[name] = f'the launch\'s dims ({name} = "{expr.text}")'
+            except (KeyError, ZeroDivisionError):
+                pass
+        for pname, pshape, bshape in pairs:
+            if len(pshape) != len(bshape):
+                continue
+            for i, (pe, be) in enumerate(zip(pshape, bshape)):
+                tree = pe.tree
+                if not (isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local):
+                    continue
+                name = tree[1]
+                try:
+                    v = be.evaluate(env)
+                except (KeyError, ZeroDivisionError):
+                    continue
+                if name in e and name in source and e[name] != v and name not in reported:
+                    reported.add(name)
+                    problems.append(
+                        f'dim "{name}" is bound to {e[name]} by {source[name]} but to {v} by parameter '
+                        f'"{pname}" (dim {i}, "{be.text}")'
+                    )
+                elif name not in e:
+                    e[name] = v
+                    source[name] = f'parameter "{pname}" (dim {i}, "{be.text}")'
+        out_envs.append(e)
+    return out_envs, problems
