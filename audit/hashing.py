@@ -1,0 +1,88 @@
+"""Content hashes that tie build outputs and GPU evidence to the exact sources they came from.
+
+A kernel's *source hash* covers its ``.cu`` file and every header it includes with ``#include "..."``
+(found next to the including file or in the include folders), recursively, by relative path and bytes.
+A *contract hash* covers the kernel's contract as loaded (its canonical JSON form), so editing a shape or
+a tolerance also invalidates evidence.
+
+>>> source_hash(Path("kernels/aux_trunk_kernel.cu"), [Path("kernels")], root=Path("."))   # doctest: +SKIP
+'3f2a...'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
+    """``source`` and every local header it includes, transitively, in a stable order."""
+    seen: dict[Path, None] = {}
+    stack = [source.resolve()]
+    while stack:
+        path = stack.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen[path] = None
+        data = path.read_bytes()
+        for m in _INCLUDE.finditer(data):
+            name = m.group(1).decode("utf-8", "replace")
+            for d in (path.parent, *include_dirs):
+                cand = (d / name).resolve()
+                if cand.is_file():
+                    stack.append(cand)
+                    break
+    return sorted(seen, key=lambda p: p.as_posix())
+
+
+def files_hash(paths: Iterable[Path], root: Path, extra: Iterable[str] = ()) -> str:
+    """sha256 over (relative path, bytes) of each file, plus ``extra`` strings (flags, versions)."""
+    h = hashlib.sha256()
+    root = root.resolve()
+    for p in paths:
+        try:
+            rel = p.resolve().relative_to(root).as_posix()
+        except ValueError:
+            rel = p.name
+        h.update(rel.encode() + b"\0")
+        h.update(p.read_bytes())
+        h.update(b"\0")
+    for e in extra:
+        h.update(e.encode() + b"\0")
+    return h.hexdigest()
+
+
+def source_hash(source: Path, include_dirs: Sequence[Path], root: Path) -> str:
+    """Hash of a kernel source and its local headers."""
+    return files_hash(include_closure(source, include_dirs), root)
+
+
+def canonical(obj: Any) -> Any:
+    """A JSON-ready form of a model object with locations dropped (they are not part of meaning)."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in fields(obj):
+            if f.name == "loc" or not f.compare:
+                continue
+            out[f.name] = canonical(getattr(obj, f.name))
+        out["__type__"] = type(obj).__name__
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [canonical(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): canonical(v) for k, v in obj.items()}
+    if hasattr(obj, "text") and hasattr(obj, "tree"):  # dims.Expr
+        return obj.text
+    return obj
+
+
+def contract_hash(obj: Any) -> str:
+    """sha256 of the canonical JSON of a model object (a kernel, a schedule...)."""
+    return hashlib.sha256(json.dumps(canonical(obj), sort_keys=True, default=str).encode()).hexdigest()
