@@ -1,0 +1,50 @@
+"""Shared test configuration: GPU and nvcc markers skip with a clear reason where the tool is absent."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def gpu_reason() -> str | None:
+    """None when an NVIDIA GPU is usable here, else why not."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "no NVIDIA GPU on this machine (nvidia-smi not found); GPU tests run on the device machine"
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"nvidia-smi failed ({exc}); no usable GPU"
+    if out.returncode != 0 or "GPU" not in out.stdout:
+        return "nvidia-smi lists no GPU; GPU tests run on the device machine"
+    return None
+
+
+@functools.cache
+def nvcc_reason() -> str | None:
+    return None if shutil.which("nvcc") else "nvcc is not on PATH (install the CUDA toolkit or the nvidia-cuda-nvcc wheel)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            reason = gpu_reason()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+        if item.get_closest_marker("nvcc") is not None:
+            reason = nvcc_reason()
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def repo() -> Path:
+    """The repository root (its contracts and kernels are the shipped subject)."""
+    return REPO
