@@ -50,6 +50,8 @@ from .model import (
     Step,
     TensorParam,
     Tolerance,
+    Values,
+    VerifySpec,
 )
 
 _MISSING = object()
@@ -180,6 +182,59 @@ class _Loader:
             return None
         return tuple(out)  # type: ignore[return-value]
 
+    def values(self, t: dict, loc: Loc, what: str) -> Values | None:
+        if "values" not in t:
+            return None
+        vl = loc.child("values")
+        v = self.table(t["values"], vl, "a value domain")
+        if v is None:
+            return None
+        self.keys(v, vl, ("choices", "weights", "min", "max", "scale"), f"the value domain of {what}")
+        nums = []
+        for key in ("choices", "weights"):
+            raw = v.get(key, [])
+            if not isinstance(raw, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in raw):
+                self.problem(vl.child(key), f"expected an array of numbers, found {_describe(raw)}.")
+                raw = []
+            nums.append(tuple(float(x) for x in raw))
+        choices, weights = nums
+        if weights and len(weights) != len(choices):
+            self.problem(vl.child("weights"), f"expected {len(choices)} weights (one per choice), found {len(weights)}.")
+        bounds = []
+        for key in ("min", "max"):
+            raw = v.get(key)
+            if raw is None:
+                bounds.append(None)
+            elif isinstance(raw, float):
+                bounds.append(raw)
+            else:
+                bounds.append(self.expr(raw, vl.child(key)))
+        scale = self.get(v, vl, "scale", float, None)
+        return Values(choices, weights, bounds[0], bounds[1], scale, vl)
+
+    def verify_spec(self, t: dict, loc: Loc, kernel: str) -> VerifySpec:
+        if "verify" not in t:
+            return VerifySpec()
+        vl = loc.child("verify")
+        v = self.table(t["verify"], vl, "a [kernel.verify] table")
+        if v is None:
+            return VerifySpec()
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch"), f'[kernel.verify] of "{kernel}"')
+        dims: list[tuple[str, tuple[int, ...]]] = []
+        for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
+            if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
+                self.problem(vl.child("dims", name), f"expected a non-empty array of integers, found {_describe(vals)}.")
+                continue
+            dims.append((name, tuple(vals)))
+        return VerifySpec(
+            rowwise=self.get(v, vl, "rowwise", bool, False),
+            dims=tuple(dims),
+            rtol=self.get(v, vl, "rtol", float, None),
+            atol=self.get(v, vl, "atol", float, None),
+            max_batch=self.get(v, vl, "max_batch", int, None),
+            loc=vl,
+        )
+
     # -- sections -----------------------------------------------------------------------------------
     def dims(self, table: Any, loc: Loc) -> list[Dim]:
         table = self.table(table, loc, "the [dims] table")
@@ -219,17 +274,18 @@ class _Loader:
         return out
 
     def buffer(self, t: dict, loc: Loc) -> Buffer | None:
-        self.keys(t, loc, ("name", "dtype", "shape", "kind", "external", "grad_of", "doc"), "a [[buffer]]")
+        self.keys(t, loc, ("name", "dtype", "shape", "kind", "external", "grad_of", "values", "doc"), "a [[buffer]]")
         name = self.get(t, loc, "name", str)
         dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
         shape = self.shape(t["shape"], loc.child("shape")) if "shape" in t else self.get(t, loc, "shape", list)
         kind = self.enum(t, loc, "kind", BUFFER_KINDS, "activation")
         external = self.get(t, loc, "external", bool, False)
         grad_of = self.get(t, loc, "grad_of", str, None)
+        values = self.values(t, loc, f'buffer "{name}"')
         doc = self.get(t, loc, "doc", str, "")
         if None in (name, dtype, shape, kind):
             return None
-        return Buffer(name, dtype, shape, kind, external, grad_of, doc, loc)
+        return Buffer(name, dtype, shape, kind, external, grad_of, values, doc, loc)
 
     def param(self, t: Any, loc: Loc, kernel: str) -> Param | None:
         t = self.table(t, loc, "a parameter")
@@ -253,7 +309,7 @@ class _Loader:
         self.keys(
             t,
             loc,
-            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "doc"),
+            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc"),
             f'tensor parameter of kernel "{kernel}"',
         )
         dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
@@ -271,9 +327,10 @@ class _Loader:
         saved = self.get(t, loc, "saved", bool, False)
         partial_of = self.get(t, loc, "partial_of", str, None)
         optional = self.get(t, loc, "optional", bool, False)
+        values = self.values(t, loc, f'parameter "{name}"')
         if None in (name, dtype, shape, role):
             return None
-        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, doc, loc)
+        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc)
 
     def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | None:
         if dtype and DTYPES[dtype][3] == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -290,7 +347,7 @@ class _Loader:
         allowed = (
             "name", "source", "entry", "cpp_name", "stage", "phase", "reference", "gradcheck", "grid",
             "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "nondeterministic", "params",
-            "param", "property", "doc",
+            "param", "property", "verify", "doc",
         )  # fmt: skip
         self.keys(t, loc, allowed, "a [[kernel]]")
         name = self.get(t, loc, "name", str)
@@ -363,6 +420,7 @@ class _Loader:
             kind = self.get(pt, pl, "kind", str)
             if kind is not None:
                 props.append(Property(kind, tuple((k, _freeze(v)) for k, v in pt.items() if k != "kind"), pl))
+        verify = self.verify_spec(t, loc, label)
         doc = self.get(t, loc, "doc", str, "")
         if None in (name, source, stage, grid, block):
             return None
@@ -370,7 +428,7 @@ class _Loader:
             name=name, source=source, stage=stage, phase=phase, params=tuple(params), grid=grid, block=block,
             entry=entry if entry or cpp_name else name, cpp_name=cpp_name, shared_bytes=shared,
             reference=reference, gradcheck=gradcheck, dims=local, isv_reads=tuple(reads), isv_writes=writes,
-            nondeterministic=tol, properties=tuple(props), doc=doc, loc=loc,
+            nondeterministic=tol, properties=tuple(props), verify=verify, doc=doc, loc=loc,
         )  # fmt: skip
 
     def isv(self, t: Any, loc: Loc) -> IsvLayout | None:

@@ -189,6 +189,34 @@ class Mask:
 
 
 @dataclass(frozen=True, slots=True)
+class Values:
+    """The domain the runner draws a tensor's test data from.
+
+    ``choices`` (with optional ``weights``) for flags and labels, or ``min``/``max`` (dim expressions
+    for integers, numbers for floats), or ``scale`` (standard deviation of normal float data).
+    """
+
+    choices: tuple[float, ...] = ()
+    weights: tuple[float, ...] = ()
+    min: Expr | float | None = None
+    max: Expr | float | None = None
+    scale: float | None = None
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class VerifySpec:
+    """How the GPU runner verifies a kernel beyond the defaults (see docs/verification.md)."""
+
+    rowwise: bool = False  # output row b depends only on input row b (+ non-batch inputs): large B is checked on sampled rows
+    dims: tuple[tuple[str, tuple[int, ...]], ...] = ()  # verify at each of these values of fixed dims, e.g. K = [2, 3]
+    rtol: float | None = None  # relative-norm tolerance override
+    atol: float | None = None  # elementwise absolute tolerance override (relative to max |ref|)
+    max_batch: int | None = None  # largest batch the float64 reference is run at in full
+    loc: Loc = _loc()
+
+
+@dataclass(frozen=True, slots=True)
 class TensorParam:
     """A pointer argument: dtype, symbolic shape, role and the contract facts about it."""
 
@@ -200,6 +228,7 @@ class TensorParam:
     saved: bool = False
     partial_of: str | None = None
     optional: bool = False
+    values: Values | None = None
     doc: str = ""
     loc: Loc = _loc()
 
@@ -297,6 +326,7 @@ class Kernel:
     isv_writes: tuple[str, ...] = ()
     nondeterministic: Tolerance | None = None
     properties: tuple[Property, ...] = ()
+    verify: VerifySpec = VerifySpec()
     doc: str = ""
     loc: Loc = _loc()
 
@@ -330,6 +360,7 @@ class Buffer:
     kind: str
     external: bool = False
     grad_of: str | None = None
+    values: Values | None = None
     doc: str = ""
     loc: Loc = _loc()
 
