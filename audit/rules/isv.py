@@ -17,7 +17,7 @@ def check_slot_indices(ctx: CheckContext) -> Iterator[Hit]:
         return
     if isv.total_dim < 1:
         yield Hit(f"The ISV total dimension is {isv.total_dim}; it must be at least 1.", isv.loc.child("total_dim"), "isv")
-    owner: dict[int, str] = {}
+    earlier: list = []  # slots with a valid count, in declaration order
     for s in isv.slots:
         if s.count < 1:
             yield Hit(f'ISV slot "{s.name}" has count {s.count}; it must be at least 1.', s.loc.child("count"), s.name)
@@ -25,11 +25,17 @@ def check_slot_indices(ctx: CheckContext) -> Iterator[Hit]:
         if s.index < 0 or s.index + s.count > isv.total_dim:
             span = f"index {s.index}" if s.count == 1 else f"indices {s.index}..{s.index + s.count - 1}"
             yield Hit(f'ISV slot "{s.name}" has {span}, outside the total dimension {isv.total_dim}.', s.loc.child("index"), s.name)
-        for i in s.indices:
-            if i in owner and owner[i] != s.name:
-                yield Hit(f'ISV slot "{s.name}" has index {i}, already taken by slot "{owner[i]}".', s.loc.child("index"), s.name)
-                break
-            owner.setdefault(i, s.name)
+        # the first index of s that an earlier slot already holds (spans compared as intervals: counts can be huge)
+        clash = min((max(s.index, t.index) for t in earlier if _overlap(s, t)), default=None)
+        if clash is not None:
+            owner = next(t for t in earlier if t.index <= clash < t.index + t.count)
+            if owner.name != s.name:
+                yield Hit(f'ISV slot "{s.name}" has index {clash}, already taken by slot "{owner.name}".', s.loc.child("index"), s.name)
+        earlier.append(s)
+
+
+def _overlap(a, b) -> bool:
+    return a.index < b.index + b.count and b.index < a.index + a.count
 
 
 @rule("SLOT_GAP", "Every ISV index belongs to a slot (declare unused indices as padding).", "isv", Severity.WARNING)
@@ -37,10 +43,23 @@ def check_slot_gaps(ctx: CheckContext) -> Iterator[Hit]:
     isv = ctx.cs.isv
     if isv is None:
         return
-    used = {i for s in isv.slots for i in s.indices}
-    missing = [i for i in range(isv.total_dim) if i not in used]
-    if missing:
-        yield Hit(f"ISV indices {_ranges(missing)} belong to no slot; declare them as padding.", isv.loc.child("total_dim"), "isv")
+    gaps, start = [], 0  # (first, last) index runs no slot covers, by interval arithmetic
+    for lo, hi in sorted((s.index, s.index + s.count) for s in isv.slots if s.count >= 1):
+        if lo > start:
+            gaps.append((start, min(lo, isv.total_dim) - 1))
+        start = max(start, hi)
+        if start >= isv.total_dim:
+            break
+    if start < isv.total_dim:
+        gaps.append((start, isv.total_dim - 1))
+    gaps = [(a, b) for a, b in gaps if a <= b]
+    if gaps:
+        text = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in gaps)
+        if len(gaps) == 1 and gaps[0][0] == gaps[0][1]:
+            message = f"ISV index {text} belongs to no slot; declare it as padding."
+        else:
+            message = f"ISV indices {text} belong to no slot; declare them as padding."
+        yield Hit(message, isv.loc.child("total_dim"), "isv")
 
 
 @rule("RESET_POLICY", "Every slot has a reset value for every declared reset event, and for no other event.", "isv")
@@ -141,14 +160,3 @@ def check_isv_access(ctx: CheckContext) -> Iterator[Hit]:
                 for slot in sorted(p.value.slots - touched):
                     yield Hit(f'Kernel "{k.name}" parameter "{p.name}" passes slot "{slot}", which the kernel does not declare in isv_reads or isv_writes.', p.loc.child("value"), k.name)
 
-
-def _ranges(values: list[int]) -> str:
-    out, start, prev = [], values[0], values[0]
-    for v in values[1:] + [None]:  # type: ignore[list-item]
-        if v is not None and v == prev + 1:
-            prev = v
-            continue
-        out.append(str(start) if start == prev else f"{start}..{prev}")
-        if v is not None:
-            start = prev = v
-    return ", ".join(out)

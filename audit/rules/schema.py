@@ -89,6 +89,12 @@ def check_unknown_dims(ctx: CheckContext) -> Iterator[Hit]:
             for name, e in step.dims:
                 for n in _dim_names_ok(e, glob):
                     yield Hit(f'Schedule "{s.name}" step {step.index + 1} dim "{name}" uses "{n}", which is not a declared dim.', step.loc.child("dims", name), s.name)
+            k = cs.kernel_map.get(step.launch or "")
+            local = set(k.dims) if k else set()
+            for name, e in step.args:
+                if isinstance(e, Expr):
+                    for n in _dim_names_ok(e, glob | local):
+                        yield Hit(f'Schedule "{s.name}" step {step.index + 1} argument "{name}" uses "{n}", which is not a declared dim.', step.loc.child("args", name), s.name)
 
 
 @rule("UNKNOWN_BUFFER", "Every buffer a schedule binds, zeroes or a contract refers to is declared.", "schema")
@@ -135,6 +141,16 @@ def check_unknown_slots(ctx: CheckContext) -> Iterator[Hit]:
                 for sname in sorted(p.value.slots):
                     if sname not in slots:
                         yield Hit(f'Kernel "{k.name}" parameter "{p.name}" passes slot "{sname}", which is not in the layout{valid(sname)}.', p.loc.child("value"), k.name)
+    for sched in cs.schedules:
+        for step in sched.steps:
+            for name, e in step.args:
+                if isinstance(e, Expr):
+                    for sname in sorted(e.slots):
+                        if sname not in slots:
+                            yield Hit(
+                                f'Schedule "{sched.name}" step {step.index + 1} argument "{name}" passes slot "{sname}", which is not in the layout{valid(sname)}.',
+                                step.loc.child("args", name), sched.name,
+                            )  # fmt: skip
     for s in cs.isv.slots if cs.isv else ():
         for i, w in enumerate(s.shared_writers):
             if w not in cs.kernel_map:

@@ -283,25 +283,27 @@ def check_geometry(ctx: CheckContext) -> Iterator[Hit]:
                 shared = value_at(k.shared_bytes, env) if k.shared_bytes is not None else 0
                 if None in grid or None in block or shared is None:
                     break
-                problem = _geometry_problem(grid, block, shared)
-                if problem:
-                    yield Hit(f'Kernel "{k.name}" in schedule "{sname}" at {_at(env, cs)}: {problem}.', k.loc.child("grid"), k.name)
+                found = _geometry_problem(grid, block, shared)
+                if found:
+                    key, problem = found
+                    yield Hit(f'Kernel "{k.name}" in schedule "{sname}" at {_at(env, cs)}: {problem}.', k.loc.child(key), k.name)
                     break
 
 
-def _geometry_problem(grid: list[int], block: list[int], shared: int) -> str | None:
+def _geometry_problem(grid: list[int], block: list[int], shared: int) -> tuple[str, str] | None:
+    """``(contract key, what is wrong)`` for the first illegal launch dimension, or None."""
     if min(grid) < 1:
-        return f"grid {grid} has a dimension below 1"
+        return "grid", f"grid {grid} has a dimension below 1"
     if min(block) < 1:
-        return f"block {block} has a dimension below 1"
+        return "block", f"block {block} has a dimension below 1"
     if block[0] * block[1] * block[2] > 1024:
-        return f"block {block} has {block[0] * block[1] * block[2]} threads, more than 1024"
+        return "block", f"block {block} has {block[0] * block[1] * block[2]} threads, more than 1024"
     if block[2] > 64 or block[0] > 1024 or block[1] > 1024:
-        return f"block {block} exceeds the per-dimension limits (1024, 1024, 64)"
+        return "block", f"block {block} exceeds the per-dimension limits (1024, 1024, 64)"
     if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
-        return f"grid {grid} exceeds the limits (2^31-1, 65535, 65535)"
+        return "grid", f"grid {grid} exceeds the limits (2^31-1, 65535, 65535)"
     if shared < 0 or shared > MAX_SHARED_BYTES:
-        return f"dynamic shared memory {shared} bytes is outside 0..{MAX_SHARED_BYTES}"
+        return "shared_bytes", f"dynamic shared memory {shared} bytes is outside 0..{MAX_SHARED_BYTES}"
     return None
 
 
