@@ -1,0 +1,915 @@
+"""Everything the audit report shows, gathered into plain objects the templates read.
+
+Nothing here reads the clock: dates come from evidence records and git only, and every list is in a
+fixed order (contract order, phases in natural order, findings by file and line), so the same inputs give
+the same report byte for byte. Parts that belong to other subsystems (the build, the layout diff,
+mutation testing, the launcher scan) are optional: where one is missing or cannot run here the report
+says so ("not built here", "not available", "not run") instead of failing.
+
+>>> cfg, cs = load_project(Path("."))                          # doctest: +SKIP
+>>> report = collect_report(cfg, cs, ReportOptions())          # doctest: +SKIP
+>>> report.verdict.level                                       # doctest: +SKIP
+'incomplete'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..config import Config
+from ..dims import Expr, format_shape
+from ..errors import UserError
+from ..evidence import Freshness, freshness, load_records
+from ..findings import CheckResult, Finding, NotRun, Severity
+from ..graph import Wiring
+from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
+from ..shapes import bind_local_dims, value_at
+from .history import FileHistory, GitHistory
+from .prototype import c_prototype
+
+#: A runtime dim's representative value when ``--at`` does not give one: a typical training batch,
+#: clamped into the dim's declared range.
+DEFAULT_RUNTIME_VALUE = 4096
+
+OK, WARN, BAD, NONE = "ok", "warn", "bad", "none"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the caller chose: ``base`` revision for the layout diff, runtime dim values, history."""
+
+    base: str | None = None
+    at: tuple[tuple[str, int], ...] = ()
+    history: bool = True
+
+
+@dataclass
+class Status:
+    """One cell of a kernel's status row: ``state`` is ok / warn / bad / none, ``text`` the words."""
+
+    state: str
+    text: str
+
+
+@dataclass
+class ParamRow:
+    index: int
+    name: str
+    kind: str
+    dtype: str
+    shape: str = ""
+    bound: str = ""
+    role: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GeometryRow:
+    where: str
+    grid: str
+    block: str
+    shared: str
+
+
+@dataclass
+class BuildView:
+    state: str  # ok | failed | not_built | unavailable
+    text: str
+    cubin: str = ""
+    cubin_size: int | None = None
+    registers: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+    shared_static_bytes: int | None = None
+    stack_frame: int | None = None
+
+
+@dataclass
+class CheckRow:
+    name: str
+    verdict: str
+    size: str
+    max_abs_err: str
+    max_rel_err: str
+    rel_norm_err: str
+    detail: str
+
+
+@dataclass
+class EvidenceView:
+    status: str  # verified | stale | missing | failed
+    reason: str = ""
+    device: str = ""
+    date: str = ""
+    backend: str = ""
+    sizes: list[str] = field(default_factory=list)
+    checks: list[CheckRow] = field(default_factory=list)
+
+
+@dataclass
+class Survivor:
+    id: str
+    equivalent: bool
+    reason: str
+    diff: str
+
+
+@dataclass
+class MutationView:
+    mutants: int
+    caught: int
+    score: str
+    by_check: list[tuple[str, Any]]
+    survivors: list[Survivor]
+    device: str
+    date: str
+
+
+@dataclass
+class HostRef:
+    file: str
+    line: int
+    kind: str
+    text: str
+
+
+@dataclass
+class KernelView:
+    """One kernel as the report shows it."""
+
+    name: str
+    anchor: str
+    phase: str
+    stage: str
+    doc: str
+    source: str
+    symbol: str
+    contract: str  # file:line of its [[kernel]] table
+    contract_file: str
+    prototype: str
+    params: list[ParamRow]
+    masks: list[str]
+    isv_reads: list[str]
+    isv_writes: list[str]
+    saved: list[str]
+    partials: list[str]
+    geometry_expr: GeometryRow
+    geometry: list[GeometryRow]
+    launch_sites: list[str]
+    host_refs: list[HostRef] | None
+    build: BuildView
+    evidence: EvidenceView
+    mutation: MutationView | None
+    source_history: FileHistory
+    contract_history: FileHistory
+    findings: list[Finding]
+    compiled: Status
+    checked: Status
+    wired: Status
+    verified: Status
+
+
+@dataclass
+class PhaseView:
+    name: str
+    anchor: str
+    kernels: list[KernelView]
+
+
+@dataclass
+class StepRow:
+    number: int
+    what: str  # "launch" | "zero"
+    target: str
+    bindings: str
+
+
+@dataclass
+class ScheduleView:
+    name: str
+    anchor: str
+    doc: str
+    stream: str
+    graph_capture: bool
+    after: list[str]
+    equivalent_to: str | None
+    steps: list[StepRow]
+    mermaid: str
+    evidence: EvidenceView
+
+
+@dataclass
+class SlotRow:
+    index: str
+    name: str
+    count: int
+    dtype: str
+    role: str
+    resets: list[str]
+    readers: list[str]
+    writers: list[str]
+    doc: str
+
+
+@dataclass
+class LayoutChangeRow:
+    rule: str
+    message: str
+    old_index: str
+    new_index: str
+    slot: str
+
+
+@dataclass
+class LayoutDiffView:
+    base: str
+    state: str  # ok | unavailable | error
+    text: str = ""  # why there is no diff (state != ok)
+    lines: list[str] = field(default_factory=list)  # verdict, fingerprint old -> new, migrator
+    changes: list[LayoutChangeRow] = field(default_factory=list)
+
+
+@dataclass
+class IsvView:
+    buffer: str
+    dtype: str
+    total_dim: int
+    events: list[str]
+    slots: list[SlotRow]
+    pinned: str
+    computed: str  # "" when the layout package is not available
+    fingerprint_note: str
+    diff: LayoutDiffView | None
+
+
+@dataclass
+class EvidenceGap:
+    kind: str
+    name: str
+    status: str
+    reason: str
+
+
+@dataclass
+class Verdict:
+    level: str  # pass | incomplete | fail
+    headline: str
+    reasons: list[str]
+
+
+@dataclass
+class Report:
+    """The whole report; the templates in ``audit/report/templates`` render it."""
+
+    title: str
+    verdict: Verdict
+    totals: list[tuple[str, Status]]
+    phases: list[PhaseView]
+    kernels: list[KernelView]
+    schedules: list[ScheduleView]
+    isv: IsvView | None
+    findings: list[Finding]
+    not_run: list[NotRun]
+    errors: int
+    warnings: int
+    rules_ran: int
+    evidence_gaps: list[EvidenceGap]
+    build_note: str
+    toolchain: str
+    representative: str
+    launchers: list[str]
+    unaudited: list[HostRef]
+    mutation_run: bool
+    history: bool
+    inputs: list[str]
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def collect_report(cfg: Config, cs: ContractSet, options: ReportOptions = ReportOptions()) -> Report:
+    """Gather every fact the report shows (runs ``wireup check``, the build and the evidence lookup)."""
+    from ..api import check
+
+    wiring = Wiring(cs)
+    result = check(cfg.root, config=cfg, contracts=cs)
+    history = GitHistory.open(cfg.root, options.history)
+    history.prefetch(sorted({k.source for k in cs.kernels} | {k.loc.file for k in cs.kernels if k.loc.file}))
+    build, build_note, toolchain = _build(cfg, cs)
+    fresh = freshness(cs, cfg, load_records(cfg.path(cfg.evidence)))
+    env, representative = _representative_env(cs, dict(options.at))
+    scan = _launcher_scan(cfg, cs)
+    mutation_dir = cfg.path(cfg.reports) / "mutation"
+
+    kernels = [
+        _kernel_view(cfg, cs, k, wiring, result, history, build, fresh, env, scan, mutation_dir)
+        for k in cs.kernel_map.values()
+    ]
+    phases: dict[str, list[KernelView]] = {}
+    for kv in kernels:
+        phases.setdefault(kv.phase or "unphased", []).append(kv)
+    phase_views = [
+        PhaseView(name, anchor(f"phase {name}"), phases[name]) for name in sorted(phases, key=phase_sort_key)
+    ]
+    ordered = [kv for p in phase_views for kv in p.kernels]
+    schedules = [_schedule_view(cs, s, wiring, fresh) for s in cs.schedule_map.values()]
+    isv = _isv_view(cfg, cs, wiring, options.base)
+    errors = len(result.errors)
+    warnings = sum(1 for f in result.findings if f.severity is Severity.WARNING)
+    gaps = [
+        EvidenceGap(f.kind, f.subject, f.status, f.reason)
+        for key, f in sorted(fresh.items(), key=lambda kv: (kv[1].kind != "kernel", kv[1].subject))
+        if f.status != "verified"
+    ]
+    report = Report(
+        title="Wire-up audit",
+        verdict=Verdict("", "", []),
+        totals=[],
+        phases=phase_views,
+        kernels=ordered,
+        schedules=schedules,
+        isv=isv,
+        findings=list(result.findings),
+        not_run=sorted(result.not_run, key=lambda n: n.rule),
+        errors=errors,
+        warnings=warnings,
+        rules_ran=len(result.ran),
+        evidence_gaps=gaps,
+        build_note=build_note,
+        toolchain=toolchain,
+        representative=representative,
+        launchers=list(cfg.launchers),
+        unaudited=scan.unaudited if scan is not None else [],
+        mutation_run=any(kv.mutation is not None for kv in kernels),
+        history=history.available,
+        inputs=_inputs(cfg),
+    )
+    report.totals = _totals(report)
+    report.verdict = _verdict(report, fresh)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------------
+# small helpers the templates use too
+
+
+def anchor(text: str) -> str:
+    """The id GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens.
+
+    >>> anchor("Phase A1")
+    'phase-a1'
+    """
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def phase_sort_key(name: str) -> tuple:
+    """Natural order: A1, A2, ..., A10, B; kernels without a phase come last.
+
+    >>> sorted(["B", "A10", "A2", "unphased", "A1"], key=phase_sort_key)
+    ['A1', 'A2', 'A10', 'B', 'unphased']
+    """
+    if name == "unphased":
+        return (1,)
+    parts = re.split(r"(\d+)", name)
+    return (0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p))
+
+
+def format_bytes(n: int | None) -> str:
+    """``25,392 B (24.8 KiB)``; small sizes in bytes only."""
+    if n is None:
+        return "n/a"
+    if n < 1024:
+        return f"{n} B"
+    return f"{n:,} B ({n / 1024:.1f} KiB)"
+
+
+def format_error(x: Any) -> str:
+    if x is None:
+        return ""
+    try:
+        return f"{float(x):.2e}"
+    except (TypeError, ValueError):
+        return str(x)
+
+
+def _scrub(text: str, root: Path) -> str:
+    """``text`` with the project's absolute path cut out: the report must not depend on the checkout's place."""
+    root_text = str(root.resolve())
+    return text.replace(root_text + "/", "").replace(f'"{root_text}"', '"."').replace(root_text, ".")
+
+
+def _inputs(cfg: Config) -> list[str]:
+    return [f"{cfg.contracts}/", f"{cfg.kernels}/", f"{cfg.evidence}/", f"{cfg.reports}/mutation/"]
+
+
+# ---------------------------------------------------------------------------------------------------
+# dims
+
+
+def _representative_env(cs: ContractSet, at: Mapping[str, int]) -> tuple[dict[str, int], str]:
+    """Fixed dims, each runtime dim at its representative value, and the derived dims that follow."""
+    env = dict(cs.fixed_env)
+    shown = []
+    for name, (lo, hi) in sorted(cs.runtime_ranges.items()):
+        value = at.get(name, min(max(DEFAULT_RUNTIME_VALUE, lo), hi))
+        env[name] = value
+        shown.append(f"{name} = {value}")
+    for name, value in sorted(at.items()):
+        if name not in cs.runtime_ranges:
+            env[name] = value
+            shown.append(f"{name} = {value}")
+    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in env and d.expr is not None]
+    for _ in range(len(derived)):
+        for d in derived:
+            if d.name not in env and all(n in env for n in d.expr.names):
+                v = value_at(d.expr, env)
+                if v is not None:
+                    env[d.name] = v
+    return env, ", ".join(shown)
+
+
+def _values(exprs: Sequence[Expr], env: Mapping[str, int], slots: Mapping[str, int]) -> str:
+    out = []
+    for e in exprs:
+        v = value_at(e, env, slots)
+        out.append(str(v) if v is not None else e.text)
+    return "[" + ", ".join(out) + "]"
+
+
+def _bound_shape(shape: Sequence[Expr], env: Mapping[str, int]) -> str:
+    """``[B, 256]`` for ``[B, SH2]``: fixed and derived dims as numbers, runtime and local ones as written."""
+    return _values(shape, env, {})
+
+
+# ---------------------------------------------------------------------------------------------------
+# kernels
+
+
+def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, result: CheckResult, history: GitHistory, build, fresh, rep_env, scan, mutation_dir) -> KernelView:
+    fixed = cs.fixed_env
+    slots = cs.slot_indices
+    params = []
+    masks, saved, partials = [], [], []
+    for i, p in enumerate(k.params):
+        if isinstance(p, TensorParam):
+            notes = []
+            if p.mask is not None:
+                text = f"mask: rows where {p.name} = {p.mask.skip_value} are skipped"
+                if p.mask.zeroes:
+                    text += "; their rows of " + ", ".join(p.mask.zeroes) + " are exactly zero"
+                notes.append(text)
+                masks.append(f"{p.name}: {text[6:]}")
+            if p.saved:
+                notes.append("saved for backward")
+                saved.append(p.name)
+            if p.partial_of:
+                notes.append(f"per-sample partial of {p.partial_of}")
+                partials.append(f"{p.name} → {p.partial_of}")
+            if p.optional:
+                notes.append("optional (may be NULL)")
+            if p.doc:
+                notes.append(p.doc)
+            shape = format_shape(p.shape)
+            bound = _bound_shape(p.shape, fixed)
+            params.append(ParamRow(i, p.name, "tensor", p.dtype, shape, bound if bound != shape else "", p.role, notes))
+        elif isinstance(p, ScalarParam):
+            if isinstance(p.value, Expr):
+                v = value_at(p.value, fixed, slots)
+                value = p.value.text + (f" = {v}" if v is not None and str(v) != p.value.text else "")
+            elif p.value is None:
+                value = "(no value)"
+            else:
+                value = repr(p.value)
+            params.append(ParamRow(i, p.name, "scalar", p.dtype, "", "", f"value {value}", [p.doc] if p.doc else []))
+        elif isinstance(p, IsvParam):
+            params.append(ParamRow(i, p.name, "isv", "f32", f"[{cs.isv.total_dim}]" if cs.isv else "", "", "ISV pointer", [p.doc] if p.doc else []))
+    reads = [
+        f"{r.slot} ({slots[r.slot]})" + (" — previous step's value" if r.previous_step else "") if r.slot in slots else r.slot
+        for r in k.isv_reads
+    ]
+    writes = [f"{w} ({slots[w]})" if w in slots else w for w in k.isv_writes]
+
+    expr_row = GeometryRow(
+        "expression", format_shape(k.grid), format_shape(k.block), k.shared_bytes.text if k.shared_bytes else "0"
+    )
+    geometry, sites = _geometry(cs, k, wiring, rep_env)
+    findings = [f for f in result.findings if f.subject == k.name]
+    ev = _evidence_view(fresh.get(k.name))
+    build_view = _build_view(build, k)
+    host = scan.references.get(k.name, []) if scan is not None else None
+    host_refs = [HostRef(r.file, r.line, r.kind, r.text) for r in host] if host is not None else None
+    mutation = _mutation_view(mutation_dir / f"{k.name}.json")
+
+    return KernelView(
+        name=k.name,
+        anchor=anchor(k.name),
+        phase=k.phase,
+        stage=k.stage,
+        doc=k.doc,
+        source=k.source,
+        symbol=k.symbol,
+        contract=str(k.loc),
+        contract_file=k.loc.file,
+        prototype=c_prototype(k),
+        params=params,
+        masks=masks,
+        isv_reads=reads,
+        isv_writes=writes,
+        saved=saved,
+        partials=partials,
+        geometry_expr=expr_row,
+        geometry=geometry,
+        launch_sites=sites,
+        host_refs=host_refs,
+        build=build_view,
+        evidence=ev,
+        mutation=mutation,
+        source_history=history.of(k.source),
+        contract_history=history.of(k.loc.file) if k.loc.file else FileHistory("", "not in git"),
+        findings=findings,
+        compiled=_compiled_status(build_view),
+        checked=_checked_status(findings),
+        wired=_wired_status(sites, host_refs, bool(cfg.launchers)),
+        verified=_verified_status(ev),
+    )
+
+
+def _geometry(cs: ContractSet, k: Kernel, wiring: Wiring, env: dict[str, int]) -> tuple[list[GeometryRow], list[str]]:
+    """Geometry values at the representative dims, one row per distinct launch configuration."""
+    rows: dict[tuple[str, str, str], list[str]] = {}
+    sites = []
+    slots = cs.slot_indices
+    for sname, launches in wiring.launches.items():
+        for launch in launches:
+            if launch.kernel is None or launch.kernel.name != k.name:
+                continue
+            site = f"{sname} step {launch.step.index + 1}"
+            sites.append(site)
+            local_env = env
+            if k.dims:
+                pairs = []
+                for p, b in launch.bound():
+                    buf = cs.buffer_map.get(b.buffer or "")
+                    target = b.view if b.view is not None else (buf.shape if buf else None)
+                    if target is not None:
+                        pairs.append((p.name, p.shape, target))
+                envs, _ = bind_local_dims(k.dims, pairs, dict(launch.step.dims), [env])
+                local_env = envs[0]
+            key = (
+                _values(k.grid, local_env, slots),
+                _values(k.block, local_env, slots),
+                format_bytes(value_at(k.shared_bytes, local_env, slots)) if k.shared_bytes else "0 B",
+            )
+            rows.setdefault(key, []).append(site)
+    if not rows:
+        key = (_values(k.grid, env, slots), _values(k.block, env, slots),
+               format_bytes(value_at(k.shared_bytes, env, slots)) if k.shared_bytes else "0 B")  # fmt: skip
+        rows[key] = ["(not launched)"]
+    out = [GeometryRow(_sites_text(where), grid, block, shared) for (grid, block, shared), where in rows.items()]
+    return out, sites
+
+
+def _sites_text(sites: list[str]) -> str:
+    """``aux_heads_backward steps 16, 18; aux_heads_backward_fused step 8`` for a list of launch sites."""
+    per: dict[str, list[str]] = {}
+    for site in sites:
+        name, sep, step = site.rpartition(" step ")
+        if not sep:
+            return "; ".join(sites)
+        per.setdefault(name, []).append(step)
+    return "; ".join(f"{name} step{'s' if len(steps) > 1 else ''} {', '.join(steps)}" for name, steps in per.items())
+
+
+def _compiled_status(b: BuildView) -> Status:
+    if b.state == "ok":
+        return Status(OK, format_bytes(b.cubin_size) if b.cubin_size is not None else "compiled")
+    if b.state == "failed":
+        return Status(BAD, "compile failed")
+    return Status(NONE, b.text)
+
+
+def _checked_status(findings: list[Finding]) -> Status:
+    relevant = [f for f in findings if f.category not in ("evidence", "launchers")]
+    errors = sum(1 for f in relevant if f.severity is Severity.ERROR)
+    warnings = sum(1 for f in relevant if f.severity is Severity.WARNING)
+    if errors:
+        return Status(BAD, f"{errors} error{'s' if errors != 1 else ''}")
+    if warnings:
+        return Status(WARN, f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return Status(OK, "clean")
+
+
+def _wired_status(sites: list[str], host_refs: list[HostRef] | None, scanned: bool) -> Status:
+    if not sites:
+        return Status(BAD, "dead code — no launcher (in no schedule)")
+    if scanned and host_refs is not None and not any(r.kind == "launch" for r in host_refs):
+        return Status(BAD, "dead code — no launcher (no host code launches it)")
+    if len(sites) == 1:
+        return Status(OK, sites[0])
+    per_schedule: dict[str, int] = {}
+    for site in sites:
+        name = site.rsplit(" step ", 1)[0]
+        per_schedule[name] = per_schedule.get(name, 0) + 1
+    return Status(OK, ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in per_schedule.items()))
+
+
+def _verified_status(ev: EvidenceView) -> Status:
+    if ev.status == "verified":
+        return Status(OK, f"{ev.device or 'GPU'}, {ev.date[:10]}" if ev.date else (ev.device or "verified"))
+    if ev.status == "failed":
+        return Status(BAD, "failed" + (f" ({ev.date[:10]})" if ev.date else ""))
+    if ev.status == "stale":
+        return Status(WARN, "stale" + (f" (last {ev.date[:10]})" if ev.date else ""))
+    return Status(WARN, "missing")
+
+
+# ---------------------------------------------------------------------------------------------------
+# build
+
+
+def _build(cfg: Config, cs: ContractSet) -> tuple[Any, str, str]:
+    """(build result or None, why there is none, toolchain line)."""
+    try:
+        from ..build import build_kernels
+    except ImportError:
+        return None, "build support is not available in this installation", ""
+    try:
+        result = build_kernels(cfg, cs)
+    except UserError as exc:  # EnvironmentProblem: nvcc missing, and other problems the user can fix
+        return None, f"not built here: {_scrub(str(exc), cfg.root)}", ""
+    parts = []
+    version = _first_line(getattr(result, "nvcc_version", ""))
+    if version:
+        parts.append(f"nvcc {version}")
+    arch = getattr(result, "arch", "") or cfg.arch
+    parts.append(f"arch {arch}")
+    flags = getattr(result, "flags", None) or cfg.nvcc_flags
+    parts.append("flags " + " ".join(str(f) for f in flags))
+    return result, "", ", ".join(parts)
+
+
+def _first_line(text: Any) -> str:
+    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""  # nvcc --version ends with its release line
+
+
+def _build_view(build: Any, k: Kernel) -> BuildView:
+    cubin = PurePosixPath(k.source).with_suffix(".cubin").name
+    if build is None:
+        return BuildView("not_built", "not built here", cubin)
+    try:
+        try:
+            source_build, entry = build.kernel(k)
+        except (TypeError, KeyError, AttributeError):
+            source_build, entry = build.kernel(k.name)
+    except Exception:  # noqa: BLE001 - a kernel the build does not know is shown, not fatal
+        return BuildView("not_built", "no build result", cubin)
+    if not getattr(source_build, "ok", False):
+        return BuildView("failed", "compile failed", cubin)
+    view = BuildView("ok", "compiled", cubin, getattr(source_build, "cubin_size", None))
+    if entry is not None:
+        view.registers = getattr(entry, "registers", None)
+        view.spill_stores = getattr(entry, "spill_stores", None)
+        view.spill_loads = getattr(entry, "spill_loads", None)
+        view.shared_static_bytes = getattr(entry, "shared_static_bytes", None)
+        view.stack_frame = getattr(entry, "stack_frame", None)
+    return view
+
+
+# ---------------------------------------------------------------------------------------------------
+# evidence and mutation
+
+
+def device_name(device: Any) -> str:
+    """The device's name from an evidence record's ``device`` table."""
+    if isinstance(device, Mapping):
+        for key in ("name", "device", "model"):
+            if device.get(key):
+                return str(device[key])
+        return ""
+    return str(device or "")
+
+
+def _evidence_view(f: Freshness | None) -> EvidenceView:
+    if f is None:
+        return EvidenceView("missing", "no source file to verify")
+    rec = f.record
+    if rec is None:
+        return EvidenceView(f.status, f.reason)
+    checks = [
+        CheckRow(c.name, c.verdict, c.size, format_error(c.max_abs_err), format_error(c.max_rel_err), format_error(c.rel_norm_err), c.detail)
+        for c in rec.checks
+    ]
+    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks)
+
+
+def _mutation_view(path: Path) -> MutationView | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        mutants = int(data.get("mutants", 0))
+        caught = int(data.get("caught", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    score = f"{caught} of {mutants} caught ({100.0 * caught / mutants:.0f}%)" if mutants else "no mutants"
+    by_check = sorted((str(k), v) for k, v in (data.get("by_check") or {}).items())
+    survivors = [
+        Survivor(str(s.get("id", "")), bool(s.get("equivalent", False)), str(s.get("reason", "")), str(s.get("diff", "")))
+        for s in data.get("survivors") or []
+        if isinstance(s, Mapping)
+    ]
+    return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")))
+
+
+# ---------------------------------------------------------------------------------------------------
+# launchers
+
+
+def _launcher_scan(cfg: Config, cs: ContractSet) -> Any:
+    if not cfg.launchers:
+        return None
+    try:
+        from ..launchers import scan_launchers
+    except ImportError:
+        return None
+    return scan_launchers(cfg, cs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# schedules
+
+
+def _schedule_view(cs: ContractSet, s: Schedule, wiring: Wiring, fresh: Mapping[str, Freshness]) -> ScheduleView:
+    from ..draw import mermaid
+
+    steps = []
+    for st in s.steps:
+        if st.zero:
+            steps.append(StepRow(st.index + 1, "zero", st.zero, ""))
+            continue
+        binds = []
+        for pname, b in st.bind:
+            target = "NULL" if b.is_null else (b.buffer or "")
+            if b.view is not None:
+                target += f" as {format_shape(b.view)}"
+            binds.append(f"{pname} = {target}")
+        binds += [f"{n} = {e.text}" for n, e in st.dims]
+        steps.append(StepRow(st.index + 1, "launch", st.launch or "", ", ".join(binds)))
+    return ScheduleView(
+        name=s.name,
+        anchor=anchor(f"schedule {s.name}"),
+        doc=s.doc,
+        stream=s.stream,
+        graph_capture=s.graph_capture,
+        after=list(s.after),
+        equivalent_to=s.equivalent_to,
+        steps=steps,
+        mermaid=mermaid(cs, s.name, wiring),
+        evidence=_evidence_view(fresh.get(f"schedule:{s.name}")),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# ISV
+
+
+def _format_reset(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    f = float(value)
+    return repr(0.0 if f == 0.0 else f)
+
+
+def _isv_view(cfg: Config, cs: ContractSet, wiring: Wiring, base: str | None) -> IsvView | None:
+    isv = cs.isv
+    if isv is None:
+        return None
+    readers: dict[str, set[str]] = {}
+    writers: dict[str, set[str]] = {}
+    for k in cs.kernels:
+        for r in k.isv_reads:
+            readers.setdefault(r.slot, set()).add(k.name)
+        for w in k.isv_writes:
+            writers.setdefault(w, set()).add(k.name)
+    rows = []
+    for s in sorted(isv.slots, key=lambda s: (s.index, s.name)):
+        index = str(s.index) if s.count == 1 else f"{s.index}–{s.index + s.count - 1}"
+        rows.append(SlotRow(
+            index, s.name, s.count, s.dtype, s.role, [_format_reset(s.reset_value(ev)) for ev in isv.reset_events],
+            sorted(readers.get(s.name, ())), sorted(writers.get(s.name, ())), s.doc,
+        ))  # fmt: skip
+    try:
+        from ..layout import fingerprint
+    except ImportError:
+        fingerprint = None
+    computed = fingerprint(isv) if fingerprint is not None else ""
+    pinned = isv.fingerprint or ""
+    if not computed:
+        note = "the layout package is not available here, so the fingerprint was not computed"
+    elif not pinned:
+        note = "no fingerprint is pinned in the contract"
+    elif pinned == computed:
+        note = "the pinned fingerprint matches the layout"
+    else:
+        note = f"the pinned fingerprint {pinned} differs from the layout's {computed}"
+    diff = _layout_diff(cfg, cs, base) if base else None
+    return IsvView(isv.buffer, isv.dtype, isv.total_dim, list(isv.reset_events), rows, pinned, computed, note, diff)
+
+
+def _layout_diff(cfg: Config, cs: ContractSet, base: str) -> LayoutDiffView:
+    try:
+        from ..layout import diff_layouts, load_layout_at_revision
+    except ImportError:
+        return LayoutDiffView(base, "unavailable", "the layout diff is not available in this installation")
+    try:
+        old = load_layout_at_revision(base, cfg.root, cfg.contracts)
+    except UserError as exc:  # an unknown revision, no layout there, contracts that do not load
+        return LayoutDiffView(base, "error", _scrub(" ".join(str(exc).split()), cfg.root).rstrip("."))
+    d = diff_layouts(old, cs.isv)
+    changes = [
+        LayoutChangeRow(c.rule, c.message, _idx(c.old_index), _idx(c.new_index), c.slot or "") for c in d.changes
+    ]
+    return LayoutDiffView(base, "ok", "", d.summary_lines(), changes)
+
+
+def _idx(v: Any) -> str:
+    return "—" if v is None else str(v)
+
+
+# ---------------------------------------------------------------------------------------------------
+# totals and verdict
+
+
+def _count(kernels: list[KernelView], attr: str, state: str) -> int:
+    return sum(1 for kv in kernels if getattr(kv, attr).state == state)
+
+
+def _totals(r: Report) -> list[tuple[str, Status]]:
+    ks = r.kernels
+    n = len(ks)
+    out = []
+    built = _count(ks, "compiled", OK)
+    failed = _count(ks, "compiled", BAD)
+    if r.build_note:
+        out.append(("compiled", Status(NONE, r.build_note)))
+    else:
+        out.append(("compiled", Status(BAD if failed else OK, f"{built} of {n}" + (f", {failed} failed" if failed else "") + (f" ({r.toolchain})" if r.toolchain else ""))))
+    clean = _count(ks, "checked", OK)
+    # evidence warnings have a row of their own; they do not make the contract check any less clean
+    contract_warnings = sum(1 for f in r.findings if f.severity is Severity.WARNING and f.category != "evidence")
+    state = BAD if r.errors else (WARN if clean < n or contract_warnings else OK)
+    out.append(("contract checked", Status(state, f"{clean} of {n} kernels clean; wireup check: {r.errors} error(s), {r.warnings} warning(s)")))
+    wired = _count(ks, "wired", OK)
+    out.append(("wired", Status(OK if wired == n else BAD, f"{wired} of {n} launched" + (f", {n - wired} dead code" if wired < n else ""))))
+    verified = _count(ks, "verified", OK)
+    stale = sum(1 for kv in ks if kv.evidence.status == "stale")
+    missing = sum(1 for kv in ks if kv.evidence.status == "missing")
+    vfailed = sum(1 for kv in ks if kv.evidence.status == "failed")
+    state = BAD if vfailed else (OK if verified == n else WARN)
+    out.append(("GPU-verified", Status(state, f"{verified} of {n} ({stale} stale, {missing} missing, {vfailed} failed)")))
+    mutated = [kv for kv in ks if kv.mutation is not None]
+    if mutated:
+        caught = sum(kv.mutation.caught for kv in mutated)
+        total = sum(kv.mutation.mutants for kv in mutated)
+        score = f"{caught} of {total} mutants caught" + (f" ({100.0 * caught / total:.0f}%)" if total else "")
+        out.append(("mutation score", Status(OK if caught == total else WARN, f"{score} over {len(mutated)} of {n} kernels")))
+    else:
+        out.append(("mutation score", Status(NONE, "not run")))
+    return out
+
+
+def _verdict(r: Report, fresh: Mapping[str, Freshness]) -> Verdict:
+    reasons_fail, reasons_open = [], []
+    n = len(r.kernels)
+    if r.errors:
+        reasons_fail.append(f"wireup check reports {r.errors} error(s)")
+    failed_ev = sorted(f.subject for f in fresh.values() if f.status == "failed")
+    if failed_ev:
+        reasons_fail.append("GPU verification failed for " + ", ".join(failed_ev))
+    build_failed = [kv.name for kv in r.kernels if kv.compiled.state == BAD]
+    if build_failed:
+        reasons_fail.append("compile failed for " + ", ".join(build_failed))
+    dead = [kv.name for kv in r.kernels if kv.wired.state != OK]
+    if dead:
+        reasons_open.append(f"{len(dead)} kernel(s) are dead code with no launcher: " + ", ".join(dead))
+    unverified = [kv for kv in r.kernels if kv.evidence.status in ("stale", "missing")]
+    if unverified:
+        stale = sum(1 for kv in unverified if kv.evidence.status == "stale")
+        reasons_open.append(f"{len(unverified)} of {n} kernels lack current GPU evidence ({stale} stale, {len(unverified) - stale} missing)")
+    if r.build_note:
+        reasons_open.append(f"the build facts are missing ({r.build_note})")
+    if reasons_fail:
+        return Verdict("fail", "not wired up", reasons_fail + reasons_open)
+    if reasons_open:
+        return Verdict("incomplete", "statically sound, not yet fully proven", reasons_open)
+    return Verdict("pass", "wired up and GPU-verified", [f"all {n} kernels compile, pass the contract check, are launched and have current GPU evidence"])
