@@ -24,20 +24,15 @@ the history this needs, so it is refused (``fetch-depth: 0`` in CI).
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..changes import git_output as _git
 from ..errors import EnvironmentProblem
 
 #: Commit and blob ids are cut to a fixed length: git's own abbreviation grows with the repository,
 #: which would change the report without any change to what it describes.
 ID_LENGTH = 10
-
-# Options that keep ``git log`` output independent of the user's configuration.
-_GIT_CONFIG = ("-c", "log.showSignature=false", "-c", "log.follow=false", "-c", "core.quotePath=false",
-               "-c", "i18n.logOutputEncoding=UTF-8")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -151,19 +146,3 @@ class GitHistory:
             found = Commit(parts[0][:ID_LENGTH], parts[1], parts[2].strip())
             break
         return FileHistory(rel, "tracked", blob[:ID_LENGTH], found)
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    """stdout of a git command (stripped), or None when git is missing or the command fails."""
-    env = dict(os.environ, LC_ALL="C", GIT_PAGER="cat")
-    env.pop("GIT_DIR", None)
-    try:
-        proc = subprocess.run(
-            ["git", *_GIT_CONFIG, *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8",
-            errors="replace", env=env, timeout=60,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.strip()
