@@ -1,0 +1,84 @@
+"""``wireup init``: scaffold contracts for the ``__global__`` kernels of existing CUDA sources.
+
+    wireup init kernels/aux_trunk_kernel.cu                      # prints the contract
+    wireup init kernels/aux_trunk_kernel.cu -o contracts/kernels/aux_trunk.toml
+
+Parameters, their order, kinds and dtypes come from the signatures; shapes, grid and integer scalar
+values are left as "TODO" (an undeclared dim, so ``wireup check`` fails until they are filled in).
+Integer scalars named like a dim the project already declares get that dim. Exit 0 written, 1 when a
+file holds no ``__global__`` function, 2 for unreadable input or an existing output without --force.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import UsageError
+from ._common import root_of
+
+NAME = "init"
+HELP = "scaffold contracts for the __global__ kernels of CUDA sources (shapes left as TODO)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("sources", nargs="+", metavar="FILE.cu", help="CUDA sources to read")
+    p.add_argument("--output", "-o", metavar="FILE", help="write the contracts to FILE (default: print them)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..config import load_config
+    from ..errors import ContractError
+    from ..load import load_contracts
+    from ..scaffold import parse_kernels, scaffold_contracts
+
+    cfg = load_config(root_of(args))
+    known_dims: tuple[str, ...] = ()
+    existing: dict[str, str] = {}
+    try:  # contracts that do not load yet must not stop a scaffold
+        cs = load_contracts(cfg.contracts_dir, cfg.root)
+        known_dims = tuple(cs.dim_map)
+        existing = {k.name: str(k.loc) for k in cs.kernels}
+    except ContractError:
+        pass
+    parts = []
+    empty = []
+    for src in args.sources:
+        path = Path(src)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f'"{src}" cannot be read ({getattr(exc, "strerror", None) or exc}).') from None
+        try:
+            rel = path.resolve().relative_to(cfg.root).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+            print(f'wireup init: "{src}" is outside the project root "{cfg.root}"; contracts name sources inside it, so move it or fix "source".', file=sys.stderr)
+        kernels = parse_kernels(text)
+        if not kernels:
+            empty.append(src)
+            continue
+        for k in kernels:
+            if k.name in existing:
+                print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
+        parts.append(scaffold_contracts(kernels, rel, known_dims))
+        print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
+    for src in empty:
+        print(f'wireup init: "{src}" declares no __global__ function (a kernel declared through a macro is not seen).', file=sys.stderr)
+    if not parts:
+        return 1
+    text = "\n".join(parts)
+    if args.output:
+        out = Path(args.output)
+        if out.exists() and not args.force:
+            raise UsageError(f'"{args.output}" exists; pass --force to overwrite it or choose another --output.')
+        from ..atomic import write_text_atomic
+
+        write_text_atomic(out, text)
+        print(f"wireup init: wrote {args.output}; fill in every TODO, then run wireup check.", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 1 if empty else 0

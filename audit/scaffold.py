@@ -1,0 +1,325 @@
+"""``wireup init``: read the ``__global__`` functions of a CUDA source and scaffold their contracts.
+
+The parser reads C/CUDA declarations, not the C preprocessor: comments and string literals are removed,
+``#`` lines dropped, then each ``__global__`` declaration is taken apart -- ``extern "C"`` (on the
+declaration or as a block), ``template <...>``, namespaces, attributes such as ``__launch_bounds__(256)``
+and ``__cluster_dims__(1, 1, 8)``, multi-line parameter lists, ``const float* __restrict__ x``,
+``float *x``, ``float x[]``, ``long long``, ``int64_t``, ``unsigned``... A kernel declared by a macro is
+not seen.
+
+The contract it writes has the parameters (names, order, kind and dtype from the signature; pointers
+become tensors, role "in" when the data is ``const`` and "out" otherwise) and leaves what a signature
+cannot tell as the placeholder ``TODO``: shapes (``shape = ["TODO"]``), the grid, integer scalar values.
+``TODO`` parses as a dim name that is not declared, so ``wireup check`` fails (``UNKNOWN_DIM``) until
+every one is filled in.
+
+>>> [k.name for k in parse_kernels('extern "C" __global__ void f(const float* x, int n) {}')]
+['f']
+>>> print(scaffold_contracts(parse_kernels('extern "C" __global__ void f(const float* x, int n) {}'), "k.cu").splitlines()[4])
+name = "f"
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .launchers import lex
+
+TODO = "TODO"
+
+#: C spellings (qualifiers removed, words sorted) -> contract dtype.
+_C_DTYPES = {
+    "float": "f32", "double": "f64", "__half": "f16", "half": "f16",
+    "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16", "__bfloat16": "bf16",
+    "int": "i32", "signed": "i32", "int signed": "i32", "int32_t": "i32",
+    "unsigned": "u32", "int unsigned": "u32", "uint32_t": "u32", "uint": "u32",
+    "long long": "i64", "int long long": "i64", "long": "i64", "int long": "i64", "long long signed": "i64",
+    "int64_t": "i64", "ptrdiff_t": "i64", "ssize_t": "i64", "long long int signed": "i64",
+    "long long unsigned": "u64", "int long long unsigned": "u64", "long unsigned": "u64", "int long unsigned": "u64",
+    "uint64_t": "u64", "size_t": "u64",
+    "short": "i16", "int short": "i16", "int16_t": "i16", "short signed": "i16",
+    "char": "i8", "char signed": "i8", "int8_t": "i8",
+    "char unsigned": "u8", "uint8_t": "u8", "bool": "u8",
+}  # fmt: skip
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__", "struct", "class",
+               "typename", "register", "enum"}  # fmt: skip
+_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "__noinline__",
+               "__forceinline__", "static", "inline", "__inline__", "void", "extern", "__global__", "extern_C"}  # fmt: skip
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|::|\d[\w.]*|\S")
+_ISV_NAME = re.compile(r"^isv(?:_dev)?(?:_ptr)?$|^isv_dev_ptr$")
+
+
+@dataclass
+class CParam:
+    """One parameter as written: its name, C base type, pointer depth and whether the data is const."""
+
+    name: str
+    ctype: str
+    pointer: int
+    const_data: bool
+    dtype: str | None
+    template_type: bool = False
+
+    @property
+    def kind(self) -> str:
+        if self.pointer and _ISV_NAME.match(self.name) and self.dtype == "f32":
+            return "isv"
+        return "tensor" if self.pointer else "scalar"
+
+
+@dataclass
+class CKernel:
+    """A ``__global__`` function: name, qualified C++ name, parameters and what surrounds it."""
+
+    name: str
+    line: int
+    extern_c: bool
+    namespace: tuple[str, ...] = ()
+    template: str | None = None
+    launch_bounds: str | None = None
+    params: list[CParam] = field(default_factory=list)
+
+    @property
+    def cpp_name(self) -> str:
+        ns = "::".join(n for n in self.namespace if n)
+        base = f"{ns}::{self.name}" if ns else self.name
+        return base + ("<TODO>" if self.template else "")
+
+
+def _strip(text: str) -> str:
+    """Code with comments, string literals and preprocessor lines blanked (line numbers kept)."""
+    text = re.sub(r'\bextern\s*"C(?:\+\+)?"', lambda m: "extern_C" + " " * (len(m.group(0)) - 8) if '"C"' in m.group(0) else m.group(0), text)
+    _, code = lex(text, "c")
+    lines = code.split("\n")
+    cont = False
+    for i, line in enumerate(lines):
+        if cont or line.lstrip().startswith("#"):
+            cont = line.rstrip().endswith("\\")
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+def parse_kernels(text: str) -> list[CKernel]:
+    """Every ``__global__`` function declared or defined in ``text``, in file order (one per name)."""
+    code = _strip(text)
+    tokens = [(m.group(0), code.count("\n", 0, m.start()) + 1) for m in _TOKEN.finditer(code)]
+    out: dict[str, CKernel] = {}
+    scopes: list[tuple[str, str]] = []  # (kind, name): "namespace", "extern_c", "other"
+    i = 0
+    decl_start = 0
+    while i < len(tokens):
+        tok, line = tokens[i]
+        if tok == "namespace":
+            j = i + 1
+            name = ""
+            while j < len(tokens) and tokens[j][0] not in ("{", ";", "="):
+                name += tokens[j][0]
+                j += 1
+            if j < len(tokens) and tokens[j][0] == "{":
+                scopes.append(("namespace", name))
+                i = j + 1
+                decl_start = i
+                continue
+        if tok == "extern_C" and i + 1 < len(tokens) and tokens[i + 1][0] == "{":
+            scopes.append(("extern_c", ""))
+            i += 2
+            decl_start = i
+            continue
+        if tok == "{":
+            # a body: skip it whole (kernels are declared at namespace scope)
+            depth, j = 1, i + 1
+            while j < len(tokens) and depth:
+                depth += {"{": 1, "}": -1}.get(tokens[j][0], 0)
+                j += 1
+            i = j
+            decl_start = i
+            continue
+        if tok == "}":
+            if scopes:
+                scopes.pop()
+            i += 1
+            decl_start = i
+            continue
+        if tok == ";":
+            i += 1
+            decl_start = i
+            continue
+        if tok == "__global__":
+            k, end = _declaration(tokens, decl_start, i, scopes)
+            if k is not None and k.name not in out:
+                out[k.name] = k
+            i = max(end, i + 1)
+            decl_start = i
+            continue
+        i += 1
+    return list(out.values())
+
+
+def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, int]:
+    before = [t for t, _ in tokens[start:at]]
+    extern_c = "extern_C" in before or any(kind == "extern_c" for kind, _ in scopes)
+    template = None
+    if "template" in before:
+        k = before.index("template")
+        template = " ".join(before[k + 1 :])
+    j = at + 1
+    launch_bounds = None
+    name = None
+    qualifier: list[str] = []  # "ns::" parts of an out-of-namespace definition
+    while j < len(tokens):
+        tok = tokens[j][0]
+        if tok == "::" and name is not None:
+            qualifier.append(name)
+            name = None
+            j += 1
+            continue
+        if tok in ("__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec") and j + 1 < len(tokens) and tokens[j + 1][0] == "(":
+            close = _match(tokens, j + 1)
+            if tok == "__launch_bounds__":
+                launch_bounds = " ".join(t for t, _ in tokens[j + 2 : close]).replace(" , ", ", ")
+            j = close + 1
+            continue
+        if tok == "[" and j + 1 < len(tokens) and tokens[j + 1][0] == "[":  # [[attribute]]
+            while j < len(tokens) and not (tokens[j][0] == "]" and j + 1 < len(tokens) and tokens[j + 1][0] == "]"):
+                j += 1
+            j += 2
+            continue
+        if tok == "(":
+            break
+        if re.match(r"[A-Za-z_]", tok) and tok not in _ATTRIBUTES:
+            if name is not None:
+                qualifier = []  # that was the return type or a qualifier word, not a scope
+            name = tok  # the last identifier before the parameter list
+        if tok in (";", "{"):
+            return None, j
+        j += 1
+    if name is None or j >= len(tokens):
+        return None, j
+    close = _match(tokens, j)
+    params = _params(tokens[j + 1 : close], template)
+    namespace = tuple(n for kind, n in scopes if kind == "namespace") + tuple(qualifier)
+    return CKernel(name, tokens[at][1], extern_c, namespace, template, launch_bounds, params), close + 1
+
+
+def _match(tokens, open_at: int) -> int:
+    depth = 0
+    for j in range(open_at, len(tokens)):
+        t = tokens[j][0]
+        if t == "(":
+            depth += 1
+        elif t == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    return len(tokens) - 1
+
+
+def _params(toks, template: str | None) -> list[CParam]:
+    parts: list[list[str]] = [[]]
+    depth = 0
+    for t, _ in toks:
+        if t in ("(", "[", "{", "<"):
+            depth += 1
+        elif t in (")", "]", "}", ">"):
+            depth -= 1
+        if t == "," and depth == 0:
+            parts.append([])
+        else:
+            parts[-1].append(t)
+    if parts == [[]] or parts == [["void"]]:
+        return []
+    template_names = set(re.findall(r"(?:typename|class)\s+([A-Za-z_]\w*)", template or ""))
+    return [_param(p, i, template_names) for i, p in enumerate(parts)]
+
+
+def _param(toks: list[str], index: int, template_names: set[str]) -> CParam:
+    if "=" in toks:
+        toks = toks[: toks.index("=")]
+    pointer = toks.count("*") + toks.count("&")
+    if "[" in toks:  # float x[] or float x[16]
+        pointer += 1
+        toks = toks[: toks.index("[")]
+    first_star = toks.index("*") if "*" in toks else len(toks)
+    const_data = "const" in toks[:first_star]
+    words = [t for t in toks if t not in _QUALIFIERS and t not in ("*", "&")]
+    name = f"arg{index}"
+    if len(words) >= 2 and re.match(r"[A-Za-z_]", words[-1]) and words[-1] not in ("int", "long", "short", "char", "unsigned", "signed"):
+        name = words.pop()
+    ctype = " ".join(words).replace(" :: ", "::")
+    key = " ".join(sorted(w for w in words if w != "::"))
+    dtype = _C_DTYPES.get(key) or _C_DTYPES.get(ctype)
+    return CParam(name, ctype, pointer, const_data, dtype, ctype in template_names)
+
+
+# ---------------------------------------------------------------------------------------------------
+# writing contracts
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _guess_stage(name: str) -> str:
+    n = name.lower()
+    for word, stage in (("backward", "backward"), ("forward", "forward"), ("loss", "loss"), ("reduce", "reduce"),
+                        ("adam", "optimizer"), ("sgd", "optimizer"), ("optim", "optimizer"), ("label", "producer"),
+                        ("gather", "producer")):  # fmt: skip
+        if word in n:
+            return stage
+    return "other"
+
+
+def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = ()) -> str:
+    """The ``[[kernel]]`` table for ``k`` (``source`` as the contract should name it)."""
+    dims = set(known_dims)
+    lines = [f"# Scaffolded by `wireup init` from {source}:{k.line}. Replace every \"TODO\"; `wireup check` fails until they are gone."]
+    lines.append("[[kernel]]")
+    lines.append(f"name = {_toml_str(k.name)}")
+    lines.append(f"source = {_toml_str(source)}")
+    if k.extern_c and not k.template:
+        lines.append(f"entry = {_toml_str(k.name)}")
+    else:
+        lines.append(f"cpp_name = {_toml_str(k.cpp_name)}  # TODO: the instantiation the host launches" if k.template else f"cpp_name = {_toml_str(k.cpp_name)}")
+    lines.append(f'stage = "{_guess_stage(k.name)}"  # TODO: check (producer, forward, loss, backward, reduce, optimizer, other)')
+    lines.append('phase = ""')
+    lines.append(f'grid = ["{TODO}", 1, 1]')
+    bounds = (k.launch_bounds or "").split(",")[0].strip()
+    if bounds.isdigit():
+        lines.append(f"block = [{bounds}, 1, 1]  # from __launch_bounds__({k.launch_bounds})")
+    else:
+        note = f"  # __launch_bounds__({k.launch_bounds})" if k.launch_bounds else ""
+        lines.append(f'block = ["{TODO}", 1, 1]{note}')
+    lines.append('doc = ""')
+    lines.append("params = [")
+    for p in k.params:
+        dtype, note = p.dtype or TODO, ""
+        if p.template_type:
+            dtype, note = "f32", f"  # TODO: dtype of template parameter {p.ctype}"
+        elif p.dtype is None:
+            note = f'  # TODO: C type "{p.ctype}" has no contract dtype'
+        if p.kind == "isv":
+            lines.append(f'  {{ name = {_toml_str(p.name)}, kind = "isv" }},')
+        elif p.kind == "tensor":
+            role = "in" if p.const_data else "out"
+            if p.pointer > 1 and not note:
+                note = "  # TODO: a pointer to pointers; contracts describe flat device buffers"
+            elif role == "out" and not note:
+                note = "  # TODO: out, inout or accumulate?"
+            lines.append(f'  {{ name = {_toml_str(p.name)}, dtype = "{dtype}", shape = ["{TODO}"], role = "{role}" }},{note}')
+        else:
+            # an integer scalar named like a declared dim is that dim; anything else is left to fill in
+            value = _toml_str(p.name) if p.name in dims and dtype[0] in "iu" else f'"{TODO}"'
+            if dtype in ("f32", "f64", "f16", "bf16") and not note:
+                note = "  # TODO: the value passed (a number)"
+            lines.append(f'  {{ name = {_toml_str(p.name)}, kind = "scalar", dtype = "{dtype}", value = {value} }},{note}')
+    lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def scaffold_contracts(kernels: Iterable[CKernel], source: str, known_dims: Iterable[str] = ()) -> str:
+    """Contracts for every kernel of one source, as the text of one TOML file."""
+    dims = tuple(known_dims)
+    header = f"# Contracts scaffolded by `wireup init` from {source}.\n"
+    return header + "\n" + "\n".join(scaffold_contract(k, source, dims) for k in kernels)
