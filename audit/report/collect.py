@@ -292,12 +292,15 @@ class Report:
 # ---------------------------------------------------------------------------------------------------
 
 
-def collect_report(cfg: Config, cs: ContractSet, options: ReportOptions = ReportOptions()) -> Report:
-    """Gather every fact the report shows (runs ``wireup check``, the build and the evidence lookup)."""
+def collect_report(
+    cfg: Config, cs: ContractSet, options: ReportOptions = ReportOptions(), check_result: CheckResult | None = None
+) -> Report:
+    """Gather every fact the report shows (runs ``wireup check`` unless ``check_result`` is given, the
+    build and the evidence lookup)."""
     from ..api import check
 
     wiring = Wiring(cs)
-    result = check(cfg.root, config=cfg, contracts=cs)
+    result = check_result if check_result is not None else check(cfg.root, config=cfg, contracts=cs)
     history = GitHistory.open(cfg.root, options.history)
     history.prefetch(sorted({k.source for k in cs.kernels} | {k.loc.file for k in cs.kernels if k.loc.file}))
     build, build_note, toolchain = _build(cfg, cs)
