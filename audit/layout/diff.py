@@ -36,7 +36,11 @@ VERDICTS = (COMPATIBLE, MIGRATABLE, INCOMPATIBLE)  # in order of severity
 
 @dataclass(frozen=True)
 class ChangeKind:
-    """One kind of layout change: stable ID, what changed, its effect on checkpoints, its verdict."""
+    """One kind of layout change: stable ID, what changed, its effect on checkpoints, its verdict.
+
+    >>> CHANGE_KINDS["SLOT_APPENDED"].verdict
+    'migratable'
+    """
 
     id: str
     what: str
@@ -130,6 +134,7 @@ class LayoutDiff:
         return 1 if self.breaking else 0
 
     def severity(self, change: LayoutChange) -> Severity:
+        """Error for an unacknowledged break, warning for an acknowledged one, note when compatible."""
         if change.verdict == COMPATIBLE:
             return Severity.NOTE
         return Severity.WARNING if self.acknowledged is not None else Severity.ERROR
@@ -143,6 +148,7 @@ class LayoutDiff:
         return CheckResult(findings=findings, ran=list(CHANGE_KINDS), subjects={k: ["isv"] for k in CHANGE_KINDS})
 
     def verdict_line(self) -> str:
+        """``verdict: migratable (acknowledged in contracts/isv.toml:125: "...")``."""
         line = f"verdict: {self.verdict}"
         if self.verdict == COMPATIBLE:
             return line + " (old checkpoints load as they are)"
@@ -152,10 +158,12 @@ class LayoutDiff:
         return line + f" (not acknowledged: add an [[isv.acknowledge]] from {self.old_fingerprint} to {self.new_fingerprint} with a reason)"
 
     def fingerprint_line(self) -> str:
+        """``fingerprint: 0x940390f49558c7e8 -> 0x9d2828b683dc5492``."""
         same = " (unchanged)" if self.old_fingerprint == self.new_fingerprint else ""
         return f"fingerprint: {self.old_fingerprint} -> {self.new_fingerprint}{same}"
 
     def migrator_line(self) -> str:
+        """``migrator: old 0..106 -> new 0..106; rewrite ...; initialise ...`` (runs of pairs compressed)."""
         if self.verdict == COMPATIBLE:
             return "migrator: none needed"
         if self.verdict == INCOMPATIBLE:
