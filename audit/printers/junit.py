@@ -5,9 +5,17 @@ Rules that did not run become skipped testcases carrying the reason.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from ..findings import CheckResult, Severity
+
+# characters XML 1.0 cannot carry at all, not even escaped; contract names can hold them ("\u0001")
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text)
 
 
 def render_junit(result: CheckResult, tool: str = "wireup check") -> str:
@@ -40,5 +48,9 @@ def render_junit(result: CheckResult, tool: str = "wireup check") -> str:
     suite.set("failures", str(failures))
     suite.set("errors", "0")
     suite.set("skipped", str(skipped))
+    for el in suite.iter():
+        el.attrib = {k: _xml(v) for k, v in el.attrib.items()}
+        if el.text:
+            el.text = _xml(el.text)
     ET.indent(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from ..findings import CheckResult, Severity
 
@@ -42,7 +43,8 @@ def render_sarif(result: CheckResult, tool: str = "wireup check") -> str:
         if f.rule in index:
             res["ruleIndex"] = index[f.rule]
         if f.file:
-            loc: dict = {"artifactLocation": {"uri": f.file, "uriBaseId": "SRCROOT"}}
+            # a SARIF uri is a URI reference: spaces, "%", "#" and non-ASCII in file names are percent-encoded
+            loc: dict = {"artifactLocation": {"uri": quote(f.file, safe="/"), "uriBaseId": "SRCROOT"}}
             if f.line:
                 loc["region"] = {"startLine": f.line}
             res["locations"] = [{"physicalLocation": loc}]
