@@ -1,0 +1,350 @@
+"""The audit report: content, determinism, --check, HTML escaping and the git-history scheme.
+
+Most tests render a small five-kernel project (tests/data/report/mini) copied to a temporary folder,
+with the build switched off (``no_nvcc``) so that they stay fast; one test marked ``nvcc`` renders the
+build facts for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.api import load_project
+from audit.cli import main
+from audit.errors import EnvironmentProblem
+from audit.evidence import CheckOutcome, EvidenceRecord, kernel_source_hash, write_record
+from audit.hashing import contract_hash
+from audit.report import ReportOptions, c_prototype, collect_report, render_report
+from audit.report.collect import phase_sort_key
+from audit.report.render import md, report_diff
+
+DATA = Path(__file__).parent / "data" / "report"
+
+
+def copy_project(tmp_path: Path, name: str = "mini") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(DATA / name, dst, ignore=shutil.ignore_patterns(".wireup-cache", "reports"))
+    return dst
+
+
+@pytest.fixture
+def no_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build behaves as on a machine without nvcc (fast; the nvcc test renders real build facts)."""
+
+    def missing(*args, **kwargs):
+        raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
+
+    import audit.build
+    import audit.build.facts
+
+    monkeypatch.setattr(audit.build, "build_kernels", missing)
+    monkeypatch.setattr(audit.build.facts, "build_kernels", missing)
+
+
+def render(root: Path, fmt: str = "md", **options) -> str:
+    cfg, cs = load_project(root)
+    return render_report(collect_report(cfg, cs, ReportOptions(**options)), fmt)
+
+
+def git(root: Path, *args: str) -> str:
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.com", GIT_AUTHOR_DATE="2026-12-01T10:00:00Z",
+        GIT_COMMITTER_DATE="2026-12-01T10:00:00Z",
+    )  # fmt: skip
+    out = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def git_project(tmp_path: Path) -> Path:
+    root = copy_project(tmp_path)
+    (root / ".gitignore").write_text(".wireup-cache/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first chain")
+    return root
+
+
+MERMAID_NODE = re.compile(r'^  [a-z]\d+(\[".*"\]|\(".*"\)|\{\{".*"\}\}|\[/".*"/\])(:::\w+)?$')
+MERMAID_EDGE = re.compile(r"^  ([a-z]\d+) (-->|==>|-\.->)(\|[^|]*\|)? ([a-z]\d+)$")
+
+
+def mermaid_blocks(text: str) -> list[list[str]]:
+    return [block.strip("\n").splitlines() for block in re.findall(r"^```mermaid\n(.*?)^```$", text, re.S | re.M)]
+
+
+def assert_valid_mermaid(lines: list[str]) -> None:
+    assert lines[0] == "flowchart LR"
+    declared, edges = set(), 0
+    for line in lines[1:]:
+        if line.startswith("  classDef "):
+            continue
+        node, edge = MERMAID_NODE.match(line), MERMAID_EDGE.match(line)
+        assert node or edge, f"not a Mermaid node or edge line: {line!r}"
+        if node:
+            declared.add(line.split()[0].split("[")[0].split("(")[0].split("{")[0])
+        else:
+            edges += 1
+            assert edge.group(1) in declared and edge.group(4) in declared, line
+    assert declared and edges
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_shipped_report_names_every_kernel_and_draws_each_schedule(repo: Path, no_nvcc: None) -> None:
+    text = render(repo, history=False)
+    cfg, cs = load_project(repo)
+    headings = set(re.findall(r"^### (\S+)$", text, re.M))
+    assert {k.name for k in cs.kernels} <= headings
+    for k in cs.kernels:
+        assert f'extern "C" __global__ void {k.symbol}(' in text
+    blocks = mermaid_blocks(text)
+    assert len(blocks) == len(cs.schedules)
+    for lines in blocks:
+        assert_valid_mermaid(lines)
+    phases = re.findall(r"^## Phase (\S+)$", text, re.M)
+    assert phases == sorted(phases, key=phase_sort_key) and "A1" in phases and "B" in phases
+    assert "not built here" in text
+
+
+def test_mini_report_content(tmp_path: Path, no_nvcc: None) -> None:
+    text = render(copy_project(tmp_path), history=False)
+    assert re.findall(r"^## Phase (\S+)$", text, re.M) == ["A1", "A2", "A10", "B"]
+    assert "| 0 | `x` | tensor | f32 | `[B, N]` | `[B, 8]` | in |" in text  # dims bound
+    assert "| 4 | `scale_slot` | scalar | i32 |  |  | value slot(LABEL_SCALE) = 0 |" in text
+    assert "mask: rows where labels = -1 are skipped; their rows of dW_partial are exactly zero" in text
+    assert "- **ISV reads:** LABEL_SCALE (0), LOSS_EMA (1)" in text
+    assert "- **ISV writes:** LOSS_EMA (1)" in text
+    assert "- **Saved for backward:** `h`" in text
+    assert "- **Per-sample partials:** dW_partial → W" in text
+    # geometry: the expression, then its value at the representative B (4096 clamped to the range 1..1024)
+    assert "Launch geometry values are given at B = 1024." in text
+    assert "| train step 1 | `[8, 1, 1]` | `[128, 1, 1]` | 0 B |" in text
+    assert "| train step 6 | `[1, 1, 1]` | `[256, 1, 1]` | 0 B |" in text  # local dim M = N * N = 64
+    assert "**Build:** ➖ not built here." in text
+    assert "**Mutation score:** not run" in text
+    assert "| `make_labels` | kernel | ⚠️ missing | no GPU verification record |" in text
+    assert "wire-up" not in text.lower() or "Wire-up audit" in text
+
+
+def test_representative_dims_can_be_chosen(tmp_path: Path, no_nvcc: None) -> None:
+    text = render(copy_project(tmp_path), history=False, at=(("B", 300),))
+    assert "Launch geometry values are given at B = 300." in text
+    assert "| train step 1 | `[3, 1, 1]` | `[128, 1, 1]` | 0 B |" in text
+
+
+def test_rendering_is_deterministic_and_independent_of_the_checkout_path(tmp_path: Path, no_nvcc: None) -> None:
+    a = copy_project(tmp_path / "one")
+    b = copy_project(tmp_path / "elsewhere" / "two")
+    first = render(a).encode()
+    assert render(a).encode() == first
+    assert render(b).encode() == first
+    assert str(tmp_path) not in first.decode()
+
+
+def test_c_prototype_from_contract(tmp_path: Path) -> None:
+    _, cs = load_project(copy_project(tmp_path))
+    assert c_prototype(cs.kernel("loss")) == (
+        'extern "C" __global__ void loss(\n'
+        "    const float* __restrict__ h,\n"
+        "    const int* __restrict__ labels,\n"
+        "    float* __restrict__ loss,\n"
+        "    float* __restrict__ isv,\n"
+        "    int scale_slot,\n"
+        "    int ema_slot,\n"
+        "    int B,\n"
+        "    int N);"
+    )
+
+
+def test_md_filter_keeps_tables_intact() -> None:
+    assert md("a | b") == "a \\| b"
+    assert md("<img src=x>") == "&lt;img src=x>"
+    assert md("two\nlines") == "two lines"
+
+
+# ---------------------------------------------------------------------------------------------------
+# --check
+
+
+def test_report_check_exit_codes(tmp_path: Path, no_nvcc: None, capsys: pytest.CaptureFixture[str]) -> None:
+    root = copy_project(tmp_path)
+    assert main(["report", "--root", str(root), "--check"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["report", "--root", str(root)]) == 0
+    report = root / "reports" / "dqn-wire-up-audit.md"
+    assert report.is_file()
+    capsys.readouterr()
+    assert main(["report", "--root", str(root), "--check"]) == 0
+    assert "is up to date" in capsys.readouterr().err
+
+    kernels = root / "contracts" / "kernels.toml"
+    kernels.write_text(kernels.read_text().replace("h = x @ W^T | saved for backward", "h = x @ W^T"))
+    assert main(["report", "--root", str(root), "--check"]) == 1
+    out = capsys.readouterr()
+    assert "is out of date" in out.err
+    assert "-> h = x @ W^T \\| saved for backward" in out.out
+    assert "+> h = x @ W^T" in out.out
+    assert out.out.startswith("--- reports/dqn-wire-up-audit.md (committed)")
+
+
+def test_report_diff_is_short() -> None:
+    old = "\n".join(f"line {i}" for i in range(500)) + "\n"
+    new = "\n".join(f"line {i}" if i % 3 else f"changed {i}" for i in range(500)) + "\n"
+    diff = report_diff(old, new, "r.md", limit=20)
+    assert len(diff) == 21 and diff[-1].startswith("... ")
+    assert report_diff(old, old) == []
+    assert report_diff("a\n", "a") != []
+
+
+def test_report_html_escapes_contract_strings(tmp_path: Path, no_nvcc: None) -> None:
+    root = copy_project(tmp_path)
+    kernels = root / "contracts" / "kernels.toml"
+    kernels.write_text(
+        kernels.read_text()
+        + '\n[[kernel]]\nname = "<script>alert(1)</script>"\nsource = "kernels/labels_kernel.cu"\nentry = "make_labels"\n'
+        'stage = "producer"\nphase = "<b>P</b>"\ngrid = [1, 1, 1]\nblock = [128, 1, 1]\ndoc = "<img src=x onerror=alert(2)>"\n'
+        'params = [\n  { name = "x", dtype = "f32", shape = ["B", "N"], role = "in" },\n'
+        '  { name = "labels", dtype = "i32", shape = ["B"], role = "out" },\n'
+        '  { name = "B", kind = "scalar", dtype = "i32", value = "B" },\n  { name = "N", kind = "scalar", dtype = "i32", value = "N" },\n]\n'
+    )
+    html = render(root, "html", history=False)
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "<b>P</b>" not in html
+    assert '<pre class="mermaid">' in html and "<script" not in html  # no mermaid script unless asked
+    text = render(root, "md", history=False)
+    # Markdown: raw HTML only where GitHub shows it as text (code spans and fences), escaped elsewhere
+    prose = re.sub(r"`[^`]*`", "", re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M))
+    assert "<script>" not in prose and "<img" not in prose and "<b>" not in prose
+    assert "### &lt;script>alert(1)&lt;/script>" in text
+
+
+def test_html_is_self_contained_and_optionally_loads_mermaid(tmp_path: Path, no_nvcc: None) -> None:
+    cfg, cs = load_project(copy_project(tmp_path))
+    report = collect_report(cfg, cs, ReportOptions(history=False))
+    html = render_report(report, "html")
+    assert html.startswith("<!DOCTYPE html>") and "<style>" in html and "http" not in html.split("<body>")[0]
+    with_js = render_report(report, "html", mermaid_js="https://cdn.example/mermaid.esm.min.mjs")
+    assert 'import mermaid from "https://cdn.example/mermaid.esm.min.mjs";' in with_js
+
+
+def test_user_templates_override_the_shipped_ones(tmp_path: Path, no_nvcc: None, capsys: pytest.CaptureFixture[str]) -> None:
+    root = copy_project(tmp_path)
+    custom = tmp_path / "templates"
+    custom.mkdir()
+    (custom / "report.md.j2").write_text("{% for k in r.kernels %}{{ k.name }} {{ k.compiled.text }}\n{% endfor %}")
+    assert main(["report", "--root", str(root), "--templates", str(custom), "-o", "-", "--no-history"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "make_labels not built here"
+    assert main(["report", "--root", str(root), "--templates", str(tmp_path / "nope")]) == 2
+    assert 'templates folder "' in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------
+# evidence and mutation
+
+
+def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) -> None:
+    root = copy_project(tmp_path)
+    cfg, cs = load_project(root)
+    k = cs.kernel("forward")
+    write_record(cfg.path(cfg.evidence), EvidenceRecord(
+        subject="forward", kind="kernel", backend="pycuda", verdict="pass",
+        source_hash=kernel_source_hash(cs, cfg, k), contract_hash=contract_hash(k),
+        device={"name": "NVIDIA H200", "cc": "9.0"}, date="2026-12-02T14:03:11Z", sizes=["B=1", "B=1024"],
+        checks=[CheckOutcome("reference", "pass", "", "B=1024", 3.1e-7, 2.5e-6, 1.2e-7)],
+    ))  # fmt: skip
+    write_record(cfg.path(cfg.evidence), EvidenceRecord(
+        subject="loss", kind="kernel", backend="pycuda", verdict="pass", source_hash="0" * 64, contract_hash="0" * 64,
+        device={"name": "NVIDIA H200"}, date="2026-11-30T09:00:00Z",
+    ))  # fmt: skip
+    mutation = root / "reports" / "mutation"
+    mutation.mkdir(parents=True)
+    (mutation / "backward.json").write_text(json.dumps({
+        "kernel": "backward", "mutants": 4, "caught": 3, "by_check": {"reference": 2, "mask": 1},
+        "survivors": [{"id": "M3", "diff": "-    g * x\n+    g * x * 1.0f", "equivalent": True, "reason": "multiplies by one"}],
+        "device": {"name": "NVIDIA H200"}, "date": "2026-12-02",
+    }))  # fmt: skip
+    text = render(root, history=False)
+    assert "**GPU verification:** ✅ verified on NVIDIA H200, 2026-12-02T14:03:11Z (pycuda backend; sizes B=1, B=1024)" in text
+    assert "| reference | ✅ pass | B=1024 | 3.10e-07 | 2.50e-06 | 1.20e-07 |  |" in text
+    assert "| [`forward`](#forward) | forward | ➖ not built here | ✅ clean | ✅ train step 2 | ✅ NVIDIA H200, 2026-12-02 | not run |" in text
+    assert "**GPU verification:** ⚠️ stale: its source changed since its last GPU verification (2026-11-30)" in text
+    assert "**Mutation score:** 3 of 4 caught (75%) on NVIDIA H200, 2026-12-02 — caught by mask: 1, reference: 2" in text
+    assert "- `M3` (equivalent): multiplies by one" in text
+    assert "| mutation score | ⚠️ 3 of 4 mutants caught (75%) over 1 of 5 kernels |" in text
+    assert "| GPU-verified | ⚠️ 1 of 5 (1 stale, 3 missing, 0 failed) |" in text
+
+
+# ---------------------------------------------------------------------------------------------------
+# git history: stable once committed
+
+
+def test_history_is_stable_across_the_commit_that_adds_the_report(tmp_path: Path, no_nvcc: None, capsys: pytest.CaptureFixture[str]) -> None:
+    root = git_project(tmp_path)
+    first = git(root, "rev-parse", "HEAD")[:10]
+    src = root / "kernels" / "forward_kernel.cu"
+    src.write_text(src.read_text().replace("float acc = 0.0f;", "float acc = 0.0f;  // fp32 accumulation"))
+    assert main(["report", "--root", str(root)]) == 0
+    text = (root / "reports" / "dqn-wire-up-audit.md").read_text()
+    blob = git(root, "hash-object", "kernels/forward_kernel.cu")[:10]
+    assert f'**History:** source blob {blob} · supersedes {first} 2026-12-01 "first chain"' in text
+    assert "contract `contracts/kernels.toml` blob" in text and "· first version" in text
+
+    # the kernel change and its report in one commit: the committed report is current on a clean tree
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "forward: comment the accumulation, re-render the report")
+    capsys.readouterr()
+    assert main(["report", "--root", str(root), "--check"]) == 0, capsys.readouterr().out
+    # an unrelated later commit does not make it stale either
+    (root / "NOTES.md").write_text("unrelated\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "notes")
+    assert main(["report", "--root", str(root), "--check"]) == 0, capsys.readouterr().out
+    # ...and neither does a clean clone of it
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
+    assert main(["report", "--root", str(clone), "--check"]) == 0, capsys.readouterr().out
+
+
+def test_history_outside_git_and_in_a_shallow_clone(tmp_path: Path, no_nvcc: None, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = copy_project(tmp_path / "plain")
+    assert "**History:** source not in git · contract `contracts/kernels.toml` not in git" in render(plain)
+    root = git_project(tmp_path)
+    (root / "NOTES.md").write_text("x\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "second")
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{root}", str(shallow)], check=True)
+    assert main(["report", "--root", str(shallow), "--check"]) == 2
+    assert "shallow" in capsys.readouterr().err
+    assert main(["report", "--root", str(shallow), "--check", "--no-history"]) == 1  # runs; the report is not there
+
+
+def test_layout_diff_against_a_base_revision(tmp_path: Path, no_nvcc: None) -> None:
+    root = git_project(tmp_path)
+    isv = root / "contracts" / "isv.toml"
+    isv.write_text(isv.read_text().replace('name = "RESERVED"\nrole = "padding"\ncount = 2', 'name = "RESERVED"\nrole = "padding"\ncount = 2\ndoc = "spare"'))
+    text = render(root, base="HEAD")
+    assert "**Layout diff against `HEAD`:**" in text
+    assert "- verdict: compatible" in text
+    text = render(root, base="no-such-rev")
+    assert '**Layout diff against `no-such-rev`:** Git revision "no-such-rev" does not name a commit' in text
+    assert str(tmp_path) not in text
+
+
+@pytest.mark.nvcc
+def test_build_facts_in_the_report(tmp_path: Path) -> None:
+    text = render(copy_project(tmp_path), history=False)
+    assert re.search(r"\*\*Build:\*\* cubin `forward_kernel\.cubin` [\d,]+ B( \([\d.]+ KiB\))? · \d+ registers · static shared", text)
+    assert re.search(r"\| compiled \| ✅ 5 of 5 \(nvcc ", text)
