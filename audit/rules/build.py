@@ -1,1 +1,271 @@
-"""Rules of category build (filled in as that part of wireup lands)."""
+"""Build rules: every kernel compiles, exports the entry its contract names, takes the contract's
+parameters (the ABI) and fits its launches.
+
+They read the ``build`` fact (:func:`audit.build.facts.build_facts`): the cached nvcc/ptxas build of
+every kernel source. Without nvcc they are reported as not run, never as passed. A kernel whose source
+does not compile is reported once by COMPILE_ERROR and skipped by the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..findings import Severity
+from ..model import Kernel, Loc, SourceFile
+from ..shapes import value_at
+from ._base import CheckContext, Hit, rule
+
+if TYPE_CHECKING:
+    from ..build import BuildResult, EntryInfo, SourceBuild
+
+REGISTERS_PER_BLOCK = 65536  # every architecture from sm_50 to sm_120
+# The most shared memory one block may use (static + dynamic, with the opt-in attribute), per arch.
+SHARED_PER_BLOCK = {
+    70: 98304, 72: 49152, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376,
+    90: 232448, 100: 232448, 101: 232448, 103: 232448, 110: 232448, 120: 101376, 121: 101376,
+}  # fmt: skip
+
+
+class _CudaLine(SourceFile):
+    """A location in a ``.cu`` file at a known line (compiler diagnostics), not a TOML key path."""
+
+    __slots__ = ("_at",)
+
+    def __init__(self, path: str, line: int | None):
+        super().__init__(path, "")
+        self._at = line
+
+    def line(self, key_path: tuple) -> int | None:
+        return self._at
+
+
+def _build(ctx: CheckContext) -> BuildResult:
+    return ctx.fact("build")
+
+
+def _compiled(ctx: CheckContext) -> Iterator[tuple[Kernel, SourceBuild, EntryInfo | None]]:
+    """(kernel, its source build, its entry) for every kernel whose source was built and compiled."""
+    build = _build(ctx)
+    for k in ctx.cs.kernels:
+        sb = build.source_of(k)
+        if sb is None or not sb.ok:
+            continue
+        yield k, sb, build.kernel(k)[1]
+
+
+@rule("COMPILE_ERROR", "Every kernel source compiles with nvcc and ptxas for the configured architecture.", "build")
+def check_compiles(ctx: CheckContext) -> Iterator[Hit]:
+    build = _build(ctx)
+    for k in ctx.cs.kernels:
+        sb = build.source_of(k)
+        if sb is None or sb.ok:
+            continue
+        diag = sb.first_error
+        if diag is not None:
+            text = diag.render().rstrip(".")
+            loc = Loc(_CudaLine(diag.file, diag.line)) if diag.file and diag.line else k.loc.child("source")
+        else:
+            lines = [ln.strip() for ln in sb.log.splitlines() if ln.strip()]
+            text = f"{sb.source}: " + (lines[0].rstrip(".") if lines else "nvcc failed without a message")
+            loc = k.loc.child("source")
+        yield Hit(f'Kernel "{k.name}" does not compile: {text}.', loc, k.name)
+
+
+@rule("ENTRY_MISSING", "The entry (extern \"C\" symbol) or cpp_name each kernel contract names is in its compiled module.", "build")
+def check_entries(ctx: CheckContext) -> Iterator[Hit]:
+    for k, sb, entry in _compiled(ctx):
+        if entry is not None:
+            continue
+        have = _entry_list(sb)
+        if k.cpp_name:
+            hint = ""
+            if any(s.startswith("_Z") and e.demangled is None for s, e in sb.entries.items()):
+                hint = "; c++filt was not found, so mangled names could not be read"
+            elif "<" in k.cpp_name:
+                hint = "; a template kernel is compiled only for its explicit instantiations (template __global__ void f<T>(...);)"
+            yield Hit(
+                f'Kernel "{k.name}" cpp_name "{k.cpp_name}" matches no entry of the compiled module of "{sb.source}", {have}{hint}.',
+                k.loc.child("cpp_name"),
+                k.name,
+            )
+            continue
+        symbol = k.entry or k.name
+        hint = ""
+        for e in sb.entries.values():
+            if e.demangled and _function_of(e.demangled) == symbol:
+                hint = f'; "{symbol}" is there as the C++ function "{e.demangled}": declare it extern "C", or give cpp_name = "{symbol}" instead of entry'
+                break
+        yield Hit(
+            f'Kernel "{k.name}" entry "{symbol}" is not in the compiled module of "{sb.source}", {have}{hint}.',
+            k.loc.child("entry"),
+            k.name,
+        )
+
+
+@rule("ABI_MISMATCH", "Each compiled entry takes the contract's parameters in order, with matching sizes and classes (pointer, integer, float).", "build")
+def check_abi(ctx: CheckContext) -> Iterator[Hit]:
+    """Counts, order, size and class of parameters; see :mod:`audit.build.abi` for what PTX can show
+    (an 8-byte integer scalar and a pointer are both ``.u64`` and are treated as compatible)."""
+    from ..build.abi import compare_params
+
+    for k, sb, entry in _compiled(ctx):
+        if entry is None:
+            continue
+        names = _source_names(ctx, k, sb) if len(entry.params) != len(k.params) else None
+        for problem in compare_params(k, entry.params, names):
+            yield Hit(problem.message, problem.loc, k.name)
+
+
+@rule("LAUNCH_RESOURCES", "Every launch fits the compiled kernel: registers x threads, static + dynamic shared memory and __launch_bounds__ within the architecture's per-block limits.", "build")
+def check_launch_resources(ctx: CheckContext) -> Iterator[Hit]:
+    build = _build(ctx)
+    arch = build.arch
+    shared_limit = SHARED_PER_BLOCK.get(_arch_number(arch))
+    for k, sb, entry in _compiled(ctx):
+        if entry is None:
+            continue
+        reported: set[str] = set()
+        for where, env in _launch_points(ctx, k):
+            block = [value_at(e, env) for e in k.block]
+            if None in block:
+                continue
+            threads = block[0] * block[1] * block[2]
+            if entry.required_threads and "req" not in reported:
+                req = list(entry.required_threads) + [1] * (3 - len(entry.required_threads))
+                if block != req:
+                    reported.add("req")
+                    yield Hit(
+                        f'Kernel "{k.name}" is launched with block {block}{where} but was compiled for exactly {req} '
+                        "(.reqntid); the launch would fail.",
+                        k.loc.child("block"),
+                        k.name,
+                    )
+            if entry.max_threads and threads > entry.max_threads and "max" not in reported:
+                reported.add("max")
+                yield Hit(
+                    f'Kernel "{k.name}" is launched with {threads} threads per block{where} but was compiled for at most '
+                    f"{entry.max_threads} (__launch_bounds__); the launch would fail.",
+                    k.loc.child("block"),
+                    k.name,
+                )
+            if entry.registers and "regs" not in reported:
+                need = registers_per_block(entry.registers, threads)
+                if need > REGISTERS_PER_BLOCK:
+                    reported.add("regs")
+                    yield Hit(
+                        f'Kernel "{k.name}" uses {entry.registers} registers per thread, so a block of {threads} threads'
+                        f"{where} needs {need} registers, more than the {REGISTERS_PER_BLOCK} available to one block on "
+                        f'{arch}; the launch would fail with "too many resources requested for launch".',
+                        k.loc.child("block"),
+                        k.name,
+                    )
+            if shared_limit is not None and "smem" not in reported:
+                dynamic = value_at(k.shared_bytes, env) if k.shared_bytes is not None else 0
+                if dynamic is None:
+                    continue
+                total = entry.shared_static_bytes + dynamic
+                if total > shared_limit:
+                    reported.add("smem")
+                    at = _at(ctx, k, env)
+                    yield Hit(
+                        f'Kernel "{k.name}" needs {entry.shared_static_bytes} bytes of static shared memory plus {dynamic} '
+                        f"bytes dynamic{at}{where}: {total} bytes, more than the {shared_limit} available to one block "
+                        f"on {arch}; the launch would fail.",
+                        k.loc.child("shared_bytes") if k.shared_bytes is not None else k.loc,
+                        k.name,
+                    )
+
+
+@rule("REGISTER_SPILLS", "Compiled kernels do not spill registers to local memory.", "build", Severity.WARNING)
+def check_spills(ctx: CheckContext) -> Iterator[Hit]:
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or not (entry.spill_stores or entry.spill_loads):
+            continue
+        yield Hit(
+            f'Kernel "{k.name}" spills registers to local memory: {entry.spill_stores} bytes of spill stores and '
+            f"{entry.spill_loads} bytes of spill loads at {entry.registers} registers per thread.",
+            k.loc,
+            k.name,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def registers_per_block(registers: int, threads: int) -> int:
+    """Registers a block occupies: each warp allocates in units of 256 (8 per thread), whole warps.
+
+    >>> registers_per_block(134, 1024)
+    139264
+    """
+    per_warp = -(-registers * 32 // 256) * 256
+    return per_warp * -(-threads // 32)
+
+
+def _arch_number(arch: str) -> int:
+    digits = "".join(c for c in arch.split("_", 1)[-1] if c.isdigit())
+    return int(digits) if digits else 0
+
+
+def _launch_points(ctx: CheckContext, k: Kernel) -> Iterator[tuple[str, dict[str, int]]]:
+    """(where, dim environment) of every launch of ``k``; its probe sizes where no schedule launches it."""
+    found = False
+    for sname, launches in ctx.wiring.launches.items():
+        for launch in launches:
+            if launch.kernel is None or launch.kernel.name != k.name:
+                continue
+            for env in launch.envs:
+                found = True
+                yield f' in step {launch.step.index + 1} of schedule "{sname}"', env
+    if not found:
+        for env in ctx.wiring.envs:
+            yield "", env
+
+
+def _at(ctx: CheckContext, k: Kernel, env: dict[str, int]) -> str:
+    names = sorted(n for n in (k.shared_bytes.names if k.shared_bytes else ()) if n in ctx.cs.runtime_ranges)
+    return (" at " + ", ".join(f"{n} = {env[n]}" for n in names if n in env)) if names else ""
+
+
+def _entry_list(sb: SourceBuild) -> str:
+    if not sb.entries:
+        return "which has no __global__ entries"
+    shown = [f'"{e.display_name}"' for _, e in sorted(sb.entries.items())]
+    more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
+    return "whose entries are " + ", ".join(shown[:8]) + more
+
+
+def _function_of(demangled: str) -> str:
+    """``void ns::f<float>(float*)`` -> ``ns::f<float>``; ``f(int)`` -> ``f``."""
+    head = demangled.split("(", 1)[0].strip()
+    depth, start = 0, 0
+    for i, c in enumerate(head):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == " " and depth == 0:
+            start = i + 1  # what precedes the last top-level space is the return type
+    return head[start:]
+
+
+def _source_names(ctx: CheckContext, k: Kernel, sb: SourceBuild) -> list[str | None] | None:
+    """Parameter names of the kernel's definition in its source or local headers (messages only)."""
+    from pathlib import Path
+
+    from ..build.abi import function_name, source_param_names
+    from ..hashing import include_closure
+
+    cfg = ctx.config
+    path = Path(sb.source) if sb.source != k.source else ctx.cs.root / k.source
+    dirs = [cfg.path(d) for d in cfg.include_dirs] if cfg else []
+    try:
+        files = [path.resolve(), *[p for p in include_closure(path, dirs) if p != path.resolve()]]
+        for f in files:
+            names = source_param_names(f.read_text(errors="replace"), function_name(k))
+            if names is not None:
+                return names
+    except OSError:
+        return None
+    return None

@@ -1,0 +1,265 @@
+"""What a build produces: per source a :class:`SourceBuild`, per compiled ``.entry`` an :class:`EntryInfo`.
+
+Everything here is plain data that round-trips through the ``build.json`` of a cache entry, so a cached
+build rebuilds these objects without starting any tool.
+
+>>> sb, entry = result.kernel(cs.kernel("aux_trunk_forward"))     # doctest: +SKIP
+>>> entry.registers, [p.ptx_type for p in entry.params][:2]       # doctest: +SKIP
+(79, ['u64', 'u64'])
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import Kernel
+
+_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8}
+
+
+@dataclass(frozen=True)
+class PtxParam:
+    """One ``.param`` of a PTX ``.entry``, in declaration order.
+
+    ``size`` is the parameter's byte size (``.b8 p[16]`` is 16 bytes); ``is_pointer_hint`` is True
+    where the PTX marks the parameter ``.ptr`` (newer nvcc versions do for some pointers, most do not).
+
+    >>> PtxParam(0, "u64", 8, None, False).type_bytes
+    8
+    """
+
+    index: int
+    ptx_type: str  # "u64", "s32", "f32", "b8", ...
+    size: int
+    align: int | None = None
+    is_pointer_hint: bool = False
+
+    @property
+    def type_bytes(self) -> int:
+        """Bytes of one element of the PTX type (``b8`` -> 1)."""
+        return _TYPE_BYTES.get(re.sub(r"\D", "", self.ptx_type), self.size)
+
+    @property
+    def is_array(self) -> bool:
+        """A by-value aggregate, declared as a byte array (``.align 8 .b8 p[16]``)."""
+        return self.size != self.type_bytes
+
+    def describe(self) -> str:
+        """``a .u32 (4 bytes)``, ``a .b8[16] (16 bytes)``: how messages name a compiled parameter."""
+        if self.is_array:
+            return f"a .{self.ptx_type}[{self.size // max(self.type_bytes, 1)}] ({self.size} bytes)"
+        return f"a .{self.ptx_type} ({self.size} byte{'s' if self.size != 1 else ''})"
+
+
+@dataclass(frozen=True)
+class EntryInfo:
+    """One compiled kernel entry: its symbol, PTX parameter list and ptxas resource usage.
+
+    ``symbol`` is the name in the PTX and cubin (the C name of an ``extern "C"`` kernel, else the
+    mangled C++ name); ``demangled`` is the C++ signature for mangled names (via c++filt), else None.
+    ``max_threads`` / ``required_threads`` come from ``.maxntid`` (``__launch_bounds__``) and
+    ``.reqntid``; ``const_bytes`` is None where ptxas does not report constant banks (CUDA 13 on sm_90).
+
+    >>> EntryInfo("k", None, [], registers=32).registers
+    32
+    """
+
+    symbol: str
+    demangled: str | None
+    params: list[PtxParam]
+    registers: int | None = None
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_frame: int = 0
+    shared_static_bytes: int = 0
+    const_bytes: int | None = None
+    max_threads: int | None = None
+    required_threads: tuple[int, ...] | None = None
+
+    @property
+    def display_name(self) -> str:
+        return self.demangled or self.symbol
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One compiler message: ``file`` relative to the project root where it lies inside it.
+
+    >>> Diagnostic("kernels/x.cu", 42, "error", 'identifier "foo" is undefined').render()
+    'kernels/x.cu:42: error: identifier "foo" is undefined'
+    """
+
+    file: str | None
+    line: int | None
+    severity: str  # "error" | "warning" | "remark"
+    message: str
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}: " if self.file and self.line else (f"{self.file}: " if self.file else "")
+        return f"{where}{self.severity}: {self.message}"
+
+
+@dataclass
+class SourceBuild:
+    """The build of one kernel source: its PTX and cubin (in the cache), log, diagnostics and entries.
+
+    ``source`` is the path as the contract writes it (or the override path); ``key`` the cache key;
+    ``cached`` whether this run found it in the cache; ``seconds`` the wall time this run spent on it.
+
+    >>> sb = result.sources["kernels/aux_trunk_kernel.cu"]      # doctest: +SKIP
+    >>> sb.ok, sorted(sb.entries)                              # doctest: +SKIP
+    (True, ['aux_trunk_backward', 'aux_trunk_forward'])
+    """
+
+    source: str
+    ok: bool
+    cubin: Path | None
+    ptx: Path | None
+    log: str
+    diagnostics: list[Diagnostic]
+    entries: dict[str, EntryInfo]
+    cached: bool
+    key: str
+    cubin_sha256: str | None = None
+    cubin_size: int | None = None
+    seconds: float = 0.0
+
+    @property
+    def first_error(self) -> Diagnostic | None:
+        for d in self.diagnostics:
+            if d.severity == "error":
+                return d
+        return None
+
+    # -- the build.json of a cache entry --------------------------------------------------------------
+    def to_meta(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "ok": self.ok,
+            "cubin": self.cubin.name if self.cubin else None,
+            "ptx": self.ptx.name if self.ptx else None,
+            "log": self.log,
+            "diagnostics": [asdict(d) for d in self.diagnostics],
+            "entries": {name: _entry_meta(e) for name, e in self.entries.items()},
+            "key": self.key,
+            "cubin_sha256": self.cubin_sha256,
+            "cubin_size": self.cubin_size,
+        }
+
+    @classmethod
+    def from_meta(cls, meta: dict[str, Any], folder: Path, source: str) -> SourceBuild:
+        entries = {}
+        for name, e in meta["entries"].items():
+            params = [PtxParam(**p) for p in e.pop("params")]
+            req = e.pop("required_threads")
+            entries[name] = EntryInfo(params=params, required_threads=tuple(req) if req else None, **e)
+        return cls(
+            source=source,
+            ok=meta["ok"],
+            cubin=folder / meta["cubin"] if meta["cubin"] else None,
+            ptx=folder / meta["ptx"] if meta["ptx"] else None,
+            log=meta["log"],
+            diagnostics=[Diagnostic(**d) for d in meta["diagnostics"]],
+            entries=entries,
+            cached=True,
+            key=meta["key"],
+            cubin_sha256=meta["cubin_sha256"],
+            cubin_size=meta["cubin_size"],
+        )
+
+
+def _entry_meta(e: EntryInfo) -> dict[str, Any]:
+    d = asdict(e)
+    d["required_threads"] = list(e.required_threads) if e.required_threads else None
+    return d
+
+
+@dataclass
+class BuildResult:
+    """Every source a build covered, and how to find a contract kernel's compiled entry in them.
+
+    >>> result = build_kernels(cfg, cs)                           # doctest: +SKIP
+    >>> sb, entry = result.kernel(cs.kernel("strided_gather"))    # doctest: +SKIP
+    >>> result.compiled, result.cached                            # doctest: +SKIP
+    (0, 11)
+    """
+
+    sources: dict[str, SourceBuild]
+    arch: str
+    flags: list[str]
+    nvcc_version: str
+    include_dirs: list[str] = field(default_factory=list)
+    overrides: dict[str, str] = field(default_factory=dict)  # kernel name -> key in ``sources``
+    seconds: float = 0.0
+
+    @property
+    def compiled(self) -> int:
+        return sum(1 for s in self.sources.values() if not s.cached)
+
+    @property
+    def cached(self) -> int:
+        return sum(1 for s in self.sources.values() if s.cached)
+
+    @property
+    def cubin_hashes(self) -> dict[str, str]:
+        """Source path -> sha256 of its cubin, for every source that compiled."""
+        return {k: s.cubin_sha256 for k, s in self.sources.items() if s.cubin_sha256}
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.sources.values())
+
+    def source_of(self, k: Kernel) -> SourceBuild | None:
+        """The build of ``k``'s source (or its override), or None where this build did not cover it."""
+        return self.sources.get(self.overrides.get(k.name, k.source))
+
+    def kernel(self, k: Kernel) -> tuple[SourceBuild, EntryInfo | None]:
+        """``k``'s source build and its compiled entry (None where the module has no such entry).
+
+        An ``entry`` is looked up by its C symbol; a ``cpp_name`` such as ``"ns::scale<float>"`` matches
+        the entry whose demangled signature is ``[return type] ns::scale<float>(...)``; a ``cpp_name``
+        with a parameter list matches the whole signature. Raises KeyError where the build did not cover
+        the kernel's source (it does not exist, or was not selected).
+        """
+        sb = self.source_of(k)
+        if sb is None:
+            raise KeyError(f'kernel "{k.name}": source "{self.overrides.get(k.name, k.source)}" was not built')
+        if k.cpp_name:
+            return sb, match_cpp_name(sb.entries, k.cpp_name)
+        return sb, sb.entries.get(k.entry or k.name)
+
+
+def normalize_cpp(text: str) -> str:
+    """C++ text with whitespace dropped around punctuation: ``"f<float, 4>"`` == ``"f<float,4>"``."""
+    text = re.sub(r"\s+", " ", text.strip())
+    return re.sub(r" ?([^\w\s]) ?", r"\1", text)
+
+
+def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | None:
+    """The entry whose demangled signature names ``cpp_name`` (first by symbol where several do).
+
+    >>> e = EntryInfo("_ZN2ns5scaleIfEEvPfi", "void ns::scale<float>(float*, int)", [])
+    >>> match_cpp_name({e.symbol: e}, "ns::scale<float>") is e
+    True
+    """
+    want = normalize_cpp(cpp_name)
+    full = "(" in want
+    for symbol in sorted(entries):
+        e = entries[symbol]
+        if not e.demangled:
+            continue
+        have = normalize_cpp(e.demangled)
+        if full:
+            # template functions demangle with their return type first: drop it before comparing
+            if have == want or have.endswith(" " + want):
+                return e
+            continue
+        at = have.find(want + "(")
+        # the name must start the signature or follow the return type, never sit in the parameter list
+        if at == 0 or (at > 0 and have[at - 1] == " " and "(" not in have[:at]):
+            return e
+    return None

@@ -1,0 +1,497 @@
+"""The kernel build (audit.build), the build rules and ``wireup build``.
+
+Parser and ABI tests run everywhere on checked-in snippets (tests/data/build/{ptx,ptxas,diagnostics});
+tests marked ``nvcc`` compile the fixture project (tests/data/build/project, one small kernel per rule)
+and a copy of the shipped kernels, each into a temporary cache, once per module.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from audit.api import check, load_project
+from audit.build import BuildResult, EntryInfo, PtxParam, build_kernels
+from audit.build import _compile as compile_mod
+from audit.build.abi import compare_params, source_param_names
+from audit.build._parse import normalize_ptx_files, parse_diagnostics, parse_ptx_entries, parse_ptxas_resources
+from audit.build._toolchain import NVCC_MISSING, parse_nvcc_version, ptxas_options
+from audit.build._types import match_cpp_name
+from audit.cli import main
+from audit.errors import EnvironmentProblem
+from audit.load import load_contracts
+from audit.rules.build import registers_per_block
+
+DATA = Path(__file__).parent / "data" / "build"
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# parsers (no nvcc)
+
+
+def test_ptx_entries_give_ordered_params_with_sizes_and_classes():
+    entries = parse_ptx_entries((DATA / "ptx" / "entries.ptx").read_text())
+    assert sorted(entries) == ["_ZN2ns2tkILi4EEEvPi", "fixed_block", "mix", "none"]
+    mix = entries["mix"]
+    assert [(p.index, p.ptx_type, p.size, p.align) for p in mix.params] == [
+        (0, "u64", 8, None),
+        (1, "b8", 16, 8),  # a by-value struct
+        (2, "b8", 2, 2),  # a __half
+        (3, "u64", 8, None),
+        (4, "f64", 8, None),
+        (5, "u8", 1, None),
+        (6, "u16", 2, None),
+    ]
+    assert mix.params[1].is_array and not mix.params[0].is_array
+    assert mix.max_threads == 256 and mix.required_threads is None
+    assert entries["none"].params == [] and entries["none"].max_threads is None
+    assert entries["_ZN2ns2tkILi4EEEvPi"].max_threads == 64
+    fixed = entries["fixed_block"]
+    assert fixed.params[0] == PtxParam(0, "u64", 8, 4, True)
+    assert fixed.params[1].ptx_type == "s32"
+    assert fixed.required_threads == (128, 2, 1)
+
+
+def test_ptxas_resources_cuda13_with_spills():
+    r = parse_ptxas_resources((DATA / "ptxas" / "cuda13_sm90.log").read_text())
+    assert r["heavy"]["registers"] == 134 and r["heavy"]["spill_stores"] == 0
+    assert r["heavy_capped"] == {
+        "registers": 32, "spill_stores": 900, "spill_loads": 1052, "stack_frame": 824,
+        "shared_static_bytes": 0, "const_bytes": None,
+    }  # fmt: skip
+    assert r["small_block"]["registers"] == 8
+
+
+def test_ptxas_resources_cuda13_shared_memory():
+    r = parse_ptxas_resources((DATA / "ptxas" / "cuda13_smem.log").read_text())
+    assert (r["aux_trunk_forward"]["registers"], r["aux_trunk_forward"]["shared_static_bytes"]) == (79, 25600)
+    assert r["aux_trunk_backward"]["shared_static_bytes"] == 1024
+
+
+def test_ptxas_resources_cuda12_constant_banks_and_device_functions():
+    r = parse_ptxas_resources((DATA / "ptxas" / "cuda12_cmem.log").read_text())
+    k = r["_Z6kernelPfi"]
+    # the callee's frame (16 bytes, spills) is listed inside the entry but is not the entry's own
+    assert (k["stack_frame"], k["spill_stores"], k["registers"]) == (8, 0, 10)
+    assert (k["shared_static_bytes"], k["const_bytes"]) == (1024, 368)
+    assert r["plain"]["const_bytes"] == 352 and r["plain"]["shared_static_bytes"] == 0
+    assert "_Z6helperPf" not in r
+
+
+def test_diagnostics_front_end_error_and_warning():
+    d = parse_diagnostics((DATA / "diagnostics" / "front_end.log").read_text())
+    assert [(x.file, x.line, x.severity) for x in d] == [("kernels/broken.cu", 4, "error"), ("kernels/broken.cu", 5, "warning")]
+    assert d[0].render() == 'kernels/broken.cu:4: error: identifier "undefined_name" is undefined'
+
+
+def test_diagnostics_missing_header_ptxas_and_nvcc_fatal(tmp_path):
+    d = parse_diagnostics((DATA / "diagnostics" / "missing_header.log").read_text())
+    assert d[0].render() == "kernels/noinc.cu:1: error: nothere.cuh: No such file or directory"
+    d = parse_diagnostics((DATA / "diagnostics" / "ptxas.log").read_text(), ptx_source="kernels/bad.cu")
+    assert len(d) == 2  # "Ptx assembly aborted" is noise
+    assert d[0].render() == "kernels/bad.cu: error: ptxas: Unknown modifier '.instr' (line 6 of the generated PTX)"
+    d = parse_diagnostics((DATA / "diagnostics" / "nvcc_fatal.log").read_text(), ptx_source="kernels/x.cu")
+    assert d[0].render() == "kernels/x.cu: error: nvcc: Unsupported gpu architecture 'sm_99'"
+    # absolute paths inside the root come back relative
+    log = f"{tmp_path}/kernels/x.cu(3): error: expected a \";\""
+    assert parse_diagnostics(log, tmp_path)[0].file == "kernels/x.cu"
+
+
+def test_ptx_file_directives_lose_the_checkout_location():
+    ptx = '\t.file\t1 "/w/repo/kernels/x.cu"\n\t.file\t2 "/usr/local/cuda/include/y.h", 1700000000, 1234\n'
+    assert normalize_ptx_files(ptx, ["/w/repo"]) == '\t.file\t1 "kernels/x.cu"\n\t.file\t2 "/usr/local/cuda/include/y.h"\n'
+
+
+def test_nvcc_flags_that_belong_to_ptxas_are_forwarded():
+    assert ptxas_options(["-O3", "-lineinfo", "-std=c++17"]) == ["--generate-line-info"]
+    assert ptxas_options(["-G", "-Xptxas", "-dlcm=cg,-v", "-maxrregcount=64"]) == ["--device-debug", "-dlcm=cg", "-v", "--maxrregcount", "64"]
+    assert parse_nvcc_version("Cuda compilation tools, release 13.0, V13.0.88\nBuild cuda_13.0.r13.0/compiler.36424714_0\n") == (
+        "13.0.88 (cuda_13.0.r13.0/compiler.36424714_0)"
+    )
+
+
+def test_cpp_name_matches_the_demangled_signature_not_the_parameter_list():
+    e1 = EntryInfo("_ZN2ns5scaleIfEEvPT_S1_i", "void ns::scale<float>(float*, float, int)", [])
+    e2 = EntryInfo("_ZN2ns4plusEPf", "ns::plus(float*)", [])
+    e3 = EntryInfo("_Z4callPFvN2ns5scaleEE", "call(void (*)(ns::scale))", [])
+    entries = {e.symbol: e for e in (e1, e2, e3)}
+    assert match_cpp_name(entries, "ns::scale<float>") is e1
+    assert match_cpp_name(entries, "ns::scale< float >") is e1
+    assert match_cpp_name(entries, "ns::scale<float>(float*, float, int)") is e1
+    assert match_cpp_name(entries, "ns::scale<double>") is None
+    assert match_cpp_name(entries, "ns::plus") is e2
+    assert match_cpp_name(entries, "ns::scale") is None  # appears only inside call()'s parameters
+
+
+def test_registers_are_allocated_per_warp_in_units_of_256():
+    assert registers_per_block(64, 1024) == 65536
+    assert registers_per_block(65, 1024) == 73728  # 65 rounds up to 72 per thread
+    assert registers_per_block(134, 1024) == 139264
+    assert registers_per_block(255, 33) == 2 * 8192
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the ABI comparison (no nvcc): pinned messages
+
+_ABI_CONTRACT = """
+[dims]
+B = { min = 1, max = 64 }
+
+[[kernel]]
+name = "k"
+source = "kernels/k.cu"
+stage = "forward"
+grid = [1, 1, 1]
+block = [256, 1, 1]
+params = [
+  { name = "x", dtype = "f32", shape = ["B"], role = "in" },
+  { name = "W", dtype = "f32", shape = ["B"], role = "in" },
+  { name = "y", dtype = "f32", shape = ["B"], role = "out" },
+  { name = "B", kind = "scalar", dtype = "i32", value = "B" },
+  { name = "stride", kind = "scalar", dtype = "i32", value = 4 },
+  { name = "alpha", kind = "scalar", dtype = "f32", value = 0.5 },
+  { name = "seed", kind = "scalar", dtype = "u64", value = 7 },
+]
+"""
+
+
+def _abi_kernel():
+    cs = load_contracts(Path("contracts"), Path("/nonexistent"), texts={"contracts/k.toml": _ABI_CONTRACT})
+    return cs.kernel("k")
+
+
+def _ptx(*types: str) -> list[PtxParam]:
+    return [PtxParam(i, t, int(re.sub(r"\D", "", t)) // 8) for i, t in enumerate(types)]
+
+
+FULL = ("u64", "u64", "u64", "u32", "u32", "f32", "u64")
+
+
+def test_abi_matching_lists_have_no_problem_and_u64_scalar_is_compatible_with_pointers():
+    k = _abi_kernel()
+    assert compare_params(k, _ptx(*FULL)) == []
+    assert compare_params(k, _ptx("b64", "u64", "s64", "s32", "b32", "b32", "s64")) == []
+
+
+def test_abi_dropped_last_parameter():
+    k = _abi_kernel()
+    (p,) = compare_params(k, _ptx(*FULL[:6]))
+    assert p.message == (
+        'Kernel "k" parameter 7 "seed" is a scalar u64 (8 bytes) in the contract but the compiled entry '
+        "takes 6 parameters and has none at position 7."
+    )
+    assert p.loc.key_text == "kernel[0].params[6]" and p.loc.line == 18
+
+
+def test_abi_dropped_middle_parameter_named_by_the_source():
+    k = _abi_kernel()
+    compiled = _ptx("u64", "u64", "u64", "u32", "f32", "u64")
+    # B and stride are both i32: without names either may be the missing one
+    (p,) = compare_params(k, compiled)
+    assert p.message == (
+        'Kernel "k" declares 7 parameters but the compiled entry takes 6: one of parameters 4 "B", 5 "stride" is not in it.'
+    )
+    (p,) = compare_params(k, compiled, ["x", "W", "y", "B", "alpha", "seed"])
+    assert p.message == (
+        'Kernel "k" parameter 5 "stride" is a scalar i32 (4 bytes) in the contract but is not in the compiled entry, '
+        "which takes 6 parameters where the contract declares 7."
+    )
+
+
+def test_abi_extra_parameter():
+    k = _abi_kernel()
+    (p,) = compare_params(k, _ptx("u64", "u64", "u64", "u32", "u32", "f32", "f64", "u64"))
+    assert p.message == (
+        'Kernel "k" declares 7 parameters but the compiled entry takes 8: its parameter 7, a .f64 (8 bytes), is not in the contract.'
+    )
+    (p,) = compare_params(k, _ptx("u64", "u64", "u64", "u32", "u32", "f32", "f32", "u64"))
+    assert p.message == (
+        'Kernel "k" declares 7 parameters but the compiled entry takes 8: one of its parameters 6, 7 is not in the contract.'
+    )
+    names = ["x", "W", "y", "B", "n_rows", "stride", "alpha", "seed"]
+    (p,) = compare_params(k, _ptx("u64", "u64", "u64", "u32", "u32", "u32", "f32", "u64"), names)
+    assert p.message == (
+        'Kernel "k" declares 7 parameters but the compiled entry takes 8: its parameter 5 "n_rows", a .u32 (4 bytes), is not in the contract.'
+    )
+
+
+def test_abi_size_and_class_mismatch():
+    k = _abi_kernel()
+    problems = compare_params(k, _ptx("u64", "u64", "u32", "u32", "u32", "u32", "u64"))
+    assert [p.message for p in problems] == [
+        'Kernel "k" parameter 3 "y" is a pointer (8 bytes) in the contract but the compiled entry takes a .u32 (4 bytes) at position 3.',
+        'Kernel "k" parameter 6 "alpha" is a scalar f32 (4 bytes) in the contract but the compiled entry takes a .u32 (4 bytes) at position 6.',
+    ]
+
+
+def test_abi_two_missing_parameters_report_the_first_difference():
+    k = _abi_kernel()
+    (p,) = compare_params(k, _ptx("u64", "u32", "u32", "f32", "u64"))
+    assert p.message == (
+        'Kernel "k" declares 7 parameters but the compiled entry takes 5; the first difference is parameter 2 "W": '
+        "a pointer (8 bytes) in the contract, a .u32 (4 bytes) in the compiled entry."
+    )
+
+
+def test_source_param_names_reads_the_definition():
+    src = (DATA / "project" / "kernels" / "scale_template.cu").read_text()
+    assert source_param_names(src, "scale") == ["x", "a", "n"]
+    src = (DATA / "abi" / "strided_gather_dropped.cu").read_text()
+    assert source_param_names(src, "strided_gather") == ["src", "dst", "B", "col"]
+    assert source_param_names("void f(int);", "f") is None
+    assert source_param_names('extern "C" __global__ void k(float*, int n) {}', "k") == [None, "n"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# without nvcc
+
+
+def _no_nvcc(monkeypatch):
+    monkeypatch.setattr(compile_mod, "find_nvcc", lambda: None)
+
+
+def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path, capsys):
+    project = _copy_project(DATA / "project", tmp_path / "p", tmp_path / "cache")
+    _no_nvcc(monkeypatch)
+    cfg, cs = load_project(project)
+    with pytest.raises(EnvironmentProblem, match=re.escape("`pip install nvidia-cuda-nvcc-cu12` and put its bin folder on PATH.")):
+        build_kernels(cfg, cs)
+    assert main(["build", "--root", str(project)]) == 2
+    assert capsys.readouterr().err == f"error: {NVCC_MISSING}\n"
+    result = check(project, select=["build"])
+    assert result.ran == [] and {n.rule for n in result.not_run} == {
+        "COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS",
+    }  # fmt: skip
+    assert {n.reason for n in result.not_run} == {NVCC_MISSING}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# with nvcc: the fixture project
+
+
+def _copy_project(src: Path, dst: Path, cache: Path) -> Path:
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".wireup-cache", "__pycache__"))
+    with (dst / "wireup.toml").open("a") as fh:
+        fh.write(f'cache = "{cache.as_posix()}"\n')
+    return dst
+
+
+@pytest.fixture(scope="module")
+def fixture_build(tmp_path_factory) -> tuple[Path, BuildResult]:
+    base = tmp_path_factory.mktemp("fixture")
+    project = _copy_project(DATA / "project", base / "project", base / "cache")
+    cfg, cs = load_project(project)
+    return project, build_kernels(cfg, cs, jobs=2)
+
+
+def _findings(project: Path, rule: str):
+    result = check(project, select=["build"])
+    assert not result.not_run
+    return [f for f in result.findings if f.rule == rule]
+
+
+@pytest.mark.nvcc
+def test_cpp_name_resolves_to_the_mangled_symbol(fixture_build):
+    project, result = fixture_build
+    cfg, cs = load_project(project)
+    sb, entry = result.kernel(cs.kernel("scale_f32"))
+    assert sb.ok and sb.source == "kernels/scale_template.cu"
+    assert entry is not None and entry.symbol.startswith("_ZN7fixture5scaleIfEE")
+    assert entry.demangled == "void fixture::scale<float>(float*, float, int)"
+    assert [p.ptx_type for p in entry.params] == ["u64", "f32", "u32"]
+    assert not [f for f in _findings(project, "ABI_MISMATCH") if f.subject == "scale_f32"]
+
+
+@pytest.mark.nvcc
+def test_entry_missing_for_an_uninstantiated_template(fixture_build):
+    project, _ = fixture_build
+    (f,) = _findings(project, "ENTRY_MISSING")
+    assert (f.file, f.line, f.subject) == ("contracts/fixture.toml", 43, "scale_f64")
+    assert f.message == (
+        'Kernel "scale_f64" cpp_name "fixture::scale<double>" matches no entry of the compiled module of '
+        '"kernels/scale_template.cu", whose entries are "void fixture::scale<float>(float*, float, int)"; '
+        "a template kernel is compiled only for its explicit instantiations (template __global__ void f<T>(...);)."
+    )
+
+
+@pytest.mark.nvcc
+def test_compile_error_quotes_the_first_error_at_its_line(fixture_build):
+    project, result = fixture_build
+    assert result.sources["kernels/broken.cu"].ok is False
+    (f,) = _findings(project, "COMPILE_ERROR")
+    assert (f.file, f.line, f.subject) == ("kernels/broken.cu", 7, "broken")
+    assert f.message == 'Kernel "broken" does not compile: kernels/broken.cu:7: error: identifier "scale_factor" is undefined.'
+
+
+@pytest.mark.nvcc
+def test_launch_resources_registers_times_threads_and_launch_bounds(fixture_build):
+    project, result = fixture_build
+    found = {f.subject: f for f in _findings(project, "LAUNCH_RESOURCES")}
+    assert sorted(found) == ["heavy", "small_block"]  # heavy_capped fits: 32 registers x 1024 threads
+    heavy = found["heavy"]
+    regs = result.sources["kernels/register_heavy.cu"].entries["heavy"].registers
+    assert regs > 64
+    assert heavy.message == (
+        f'Kernel "heavy" uses {regs} registers per thread, so a block of 1024 threads in step 1 of schedule "fixture" '
+        f"needs {registers_per_block(regs, 1024)} registers, more than the 65536 available to one block on sm_90; "
+        'the launch would fail with "too many resources requested for launch".'
+    )
+    assert (heavy.file, heavy.key) == ("contracts/fixture.toml", "kernel[2].block")
+    assert found["small_block"].message == (
+        'Kernel "small_block" is launched with 256 threads per block in step 2 of schedule "fixture" but was compiled '
+        "for at most 128 (__launch_bounds__); the launch would fail."
+    )
+
+
+@pytest.mark.nvcc
+def test_register_spills_is_a_warning(fixture_build):
+    project, result = fixture_build
+    (f,) = _findings(project, "REGISTER_SPILLS")
+    e = result.sources["kernels/register_heavy.cu"].entries["heavy_capped"]
+    assert f.subject == "heavy_capped" and f.severity.value == "warning"
+    assert e.spill_stores > 0 and e.registers <= 32
+    assert f.message.startswith('Kernel "heavy_capped" spills registers to local memory: ')
+
+
+@pytest.mark.nvcc
+def test_source_override_compiles_the_replacement(fixture_build):
+    project, _ = fixture_build
+    cfg, cs = load_project(project)
+    override = DATA / "overrides" / "scale_broken.cu"
+    result = build_kernels(cfg, cs, sources=["scale_f32"], source_overrides={"scale_f32": override})
+    assert list(result.sources) == [str(override)]
+    sb, entry = result.kernel(cs.kernel("scale_f32"))
+    assert sb.source == str(override) and not sb.ok and entry is None
+    err = sb.first_error
+    assert (Path(err.file).name, err.line) == ("scale_broken.cu", 6) and 'identifier "missing_offset" is undefined' in err.message
+    found = check(project, select=["COMPILE_ERROR"], options={"source_overrides": {"scale_f32": override}}).findings
+    assert [(f.subject, Path(f.file).name, f.line) for f in found] == [("scale_f32", "scale_broken.cu", 6), ("broken", "broken.cu", 7)]
+
+
+@pytest.mark.nvcc
+def test_cli_build_prints_sources_table_and_summary(fixture_build, capsys):
+    project, _ = fixture_build
+    assert main(["build", "--root", str(project), "--kernel", "scale_f32,heavy"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("cached    kernels/scale_template.cu  ") and out[1].startswith("cached    kernels/register_heavy.cu  ")
+    assert re.match(r"^kernel +entry +cubin B +regs +smem B +stack B +spill st/ld B$", out[3])
+    assert re.match(r"^heavy +heavy +\d+ +\d+ +0 +0 +0/0$", out[5])
+    assert re.match(r"^0 compiled, 2 cached in \d+\.\d\d s$", out[-1])
+    assert main(["build", "--root", str(project), "--kernel", "broken"]) == 1
+    cap = capsys.readouterr()
+    assert 'error: kernels/broken.cu:7: error: identifier "scale_factor" is undefined' in cap.err
+    assert "1 source does not compile: kernels/broken.cu" in cap.out
+
+
+@pytest.mark.nvcc
+def test_damaged_cache_entry_is_rebuilt_and_an_interrupted_build_leaves_nothing(fixture_build, tmp_path, monkeypatch):
+    project, result = fixture_build
+    cfg, cs = load_project(project)
+    cache = tmp_path / "cache"
+    shutil.copytree(cfg.path(cfg.cache), cache)
+    from audit.config import with_overrides
+
+    cfg = with_overrides(cfg, cache=str(cache))
+    sb = result.sources["kernels/scale_template.cu"]
+    (cache / "build" / "sm_90" / sb.key / sb.cubin.name).unlink()
+    again = build_kernels(cfg, cs, sources=["scale_f32"])
+    assert (again.compiled, again.sources["kernels/scale_template.cu"].cubin_sha256) == (1, sb.cubin_sha256)
+
+    # interrupt the ptxas step of a build into an empty cache: no entry and no temporary folder remain
+    calls = []
+    real_run = compile_mod._run
+
+    def interrupted(cmd, cwd):
+        calls.append(Path(cmd[0]).name)
+        if Path(cmd[0]).name == "ptxas":
+            raise KeyboardInterrupt
+        return real_run(cmd, cwd)
+
+    monkeypatch.setattr(compile_mod, "_run", interrupted)
+    fresh = with_overrides(cfg, cache=str(tmp_path / "fresh"))
+    with pytest.raises(KeyboardInterrupt):
+        build_kernels(fresh, cs, sources=["small_block"], jobs=1)
+    assert calls == ["nvcc", "ptxas"]
+    assert [p.name for p in (tmp_path / "fresh" / "build" / "sm_90").iterdir()] == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# with nvcc: the shipped kernels
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory) -> tuple[Path, Path, BuildResult, float]:
+    """A copy of the repository's contracts and kernels, built once into a module-wide cache."""
+    base = tmp_path_factory.mktemp("shipped")
+    project = base / "project"
+    project.mkdir()
+    shutil.copytree(REPO / "contracts", project / "contracts")
+    shutil.copytree(REPO / "kernels", project / "kernels")
+    cache = base / "cache"
+    (project / "wireup.toml").write_text(f'cache = "{cache.as_posix()}"\n')
+    cfg, cs = load_project(project)
+    t0 = time.perf_counter()
+    result = build_kernels(cfg, cs, jobs=2)
+    return project, cache, result, time.perf_counter() - t0
+
+
+@pytest.mark.nvcc
+def test_shipped_kernels_compile_and_a_second_build_starts_no_process(shipped, monkeypatch):
+    project, _, first, _ = shipped
+    cfg, cs = load_project(project)
+    sources = {k.source for k in cs.kernels}
+    assert set(first.sources) == sources
+    assert [s for s, sb in first.sources.items() if not sb.ok] == []
+    assert first.compiled == len(sources) and first.cached == 0
+    for k in cs.kernels:
+        assert first.kernel(k)[1] is not None, k.name
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a cached build started a process: {args[:1]}")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", no_process)
+    t0 = time.perf_counter()
+    second = build_kernels(cfg, cs)
+    elapsed = time.perf_counter() - t0
+    assert (second.compiled, second.cached) == (0, len(sources))
+    assert second.cubin_hashes == first.cubin_hashes
+    assert elapsed < 1.0, f"a fully cached build took {elapsed:.3f} s"
+
+
+@pytest.mark.nvcc
+def test_cubin_hash_does_not_depend_on_the_checkout_location(shipped, tmp_path):
+    project, _, first, _ = shipped
+    elsewhere = tmp_path / "another" / "checkout"
+    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns("wireup.toml"))
+    (elsewhere / "wireup.toml").write_text(f'cache = "{(tmp_path / "cache").as_posix()}"\n')
+    cfg, cs = load_project(elsewhere)
+    again = build_kernels(cfg, cs, sources=["strided_gather"])
+    src = cs.kernel("strided_gather").source
+    assert again.compiled == 1
+    assert again.sources[src].key == first.sources[src].key
+    assert again.sources[src].cubin_sha256 == first.sources[src].cubin_sha256
+
+
+@pytest.mark.nvcc
+def test_dropping_a_parameter_from_a_kernel_is_an_abi_mismatch(shipped, tmp_path, capsys):
+    project, _, _, _ = shipped
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy)
+    assert main(["check", "--root", str(copy), "--select", "ABI_MISMATCH,COMPILE_ERROR,ENTRY_MISSING"]) == 0
+    capsys.readouterr()
+    shutil.copy(DATA / "abi" / "strided_gather_dropped.cu", copy / "kernels" / "strided_gather_kernel.cu")
+    assert main(["check", "--root", str(copy)]) == 1
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if " ABI_MISMATCH " in ln]
+    assert len(lines) == 1
+    assert re.match(r"^contracts/kernels/label_producers\.toml:\d+: ABI_MISMATCH ", lines[0])
+    assert lines[0].endswith(
+        'Kernel "strided_gather" parameter 4 "row_stride" is a scalar i32 (4 bytes) in the contract but is not in '
+        "the compiled entry, which takes 4 parameters where the contract declares 5."
+    )
