@@ -111,6 +111,7 @@ class _Scanner:
                     self.advance()
                 self.skip_ws(False)
                 sub = path + tuple(key)
+                self._parents(sub, key_line)
                 self.lines[sub] = key_line
                 self.read_value(sub)
         elif c == "[":
@@ -134,6 +135,11 @@ class _Scanner:
         else:
             while self.i < len(self.s) and self.s[self.i] not in ",]}\n#":
                 self.i += 1
+
+    def _parents(self, path: Path, line: int) -> None:
+        """Tables created implicitly by a dotted key or header (``[a.b]`` makes ``a``) start where first named."""
+        for end in range(1, len(path)):
+            self.lines.setdefault(path[:end], line)
 
     # -- document ----------------------------------------------------------------------------------
     def resolve(self, parts: list[str]) -> Path:
@@ -162,6 +168,7 @@ class _Scanner:
                 n = self.aot_count.get(base, 0)
                 self.aot_count[base] = n + 1
                 prefix = base + (n,)
+                self._parents(base, line)
                 self.lines.setdefault(base, line)
                 self.lines[prefix] = line
             elif self.peek() == "[":
@@ -170,6 +177,7 @@ class _Scanner:
                 parts = self.read_key()
                 self.advance()  # ]
                 prefix = self.resolve(parts)
+                self._parents(prefix, line)
                 self.lines.setdefault(prefix, line)
             else:
                 line = self.line
@@ -179,6 +187,7 @@ class _Scanner:
                     self.advance()
                 self.skip_ws(False)
                 path = prefix + tuple(key)
+                self._parents(path, line)
                 self.lines[path] = line
                 self.read_value(path)
 

@@ -65,17 +65,33 @@ def parse_expr(source: str | int) -> Expr:
     text = str(source).strip()
     if not text:
         raise ExprError("expected a dim expression, found an empty string")
+    if "\x00" in text:  # ast.parse raises ValueError or SyntaxError for it, depending on the Python
+        raise ExprError(f'"{_clip(text)}" contains a NUL character; it is not a valid dim expression')
     try:
         node = ast.parse(text, mode="eval").body
     except SyntaxError:
-        raise ExprError(f'"{text}" is not a valid dim expression') from None
+        raise ExprError(f'"{_clip(text)}" is not a valid dim expression') from None
+    except (RecursionError, MemoryError):
+        raise ExprError(f'"{_clip(text)}" is too long or too deeply nested to be a dim expression') from None
     names: set[str] = set()
     slots: set[str] = set()
-    tree = _convert(node, text, names, slots)
+    tree = _convert(node, _clip(text), names, slots)
     return Expr(text, tree, frozenset(names), frozenset(slots))
 
 
-def _convert(node: ast.AST, text: str, names: set[str], slots: set[str]) -> object:
+MAX_DEPTH = 64  # operators and calls nested deeper than this are no contract's dim expression
+
+
+def _clip(text: str, width: int = 80) -> str:
+    """``text`` for a message: control characters as ``\\xNN``, shortened (it can be thousands of characters)."""
+    text = "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _convert(node: ast.AST, text: str, names: set[str], slots: set[str], depth: int = 0) -> object:
+    if depth > MAX_DEPTH:
+        raise ExprError(f'"{text}" is nested more than {MAX_DEPTH} levels deep; dim expressions are short')
+    depth += 1
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int):
             raise ExprError(f'"{text}" uses {node.value!r}; dim expressions take integers only')
@@ -84,14 +100,14 @@ def _convert(node: ast.AST, text: str, names: set[str], slots: set[str]) -> obje
         names.add(node.id)
         return ("name", node.id)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return ("neg", _convert(node.operand, text, names, slots))
+        return ("neg", _convert(node.operand, text, names, slots, depth))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.UAdd):
-        return _convert(node.operand, text, names, slots)
+        return _convert(node.operand, text, names, slots, depth)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         return (
             _BINOPS[type(node.op)],
-            _convert(node.left, text, names, slots),
-            _convert(node.right, text, names, slots),
+            _convert(node.left, text, names, slots, depth),
+            _convert(node.right, text, names, slots, depth),
         )
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         fname = node.func.id
@@ -108,7 +124,7 @@ def _convert(node: ast.AST, text: str, names: set[str], slots: set[str]) -> obje
                 raise ExprError(f'"{text}": slot() takes the name of an ISV slot')
             slots.add(arg.id)
             return ("slot", arg.id)
-        return (fname, *(_convert(a, text, names, slots) for a in node.args))
+        return (fname, *(_convert(a, text, names, slots, depth) for a in node.args))
     raise ExprError(f'"{text}" is not a dim expression (integers, dim names, + - * // %, ceil_div, min, max)')
 
 

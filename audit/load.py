@@ -14,6 +14,7 @@ shapes agree and schedules compose is the rules' business (findings, exit 1).
 
 from __future__ import annotations
 
+import difflib
 import math
 import tomllib
 from pathlib import Path
@@ -105,7 +106,9 @@ class _Loader:
     def keys(self, table: dict, loc: Loc, allowed: tuple[str, ...], what: str) -> None:
         for key in table:
             if key not in allowed:
-                self.problem(loc.child(key), f'unknown key "{key}" in {what}; valid keys are {_choices(allowed)}.')
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                self.problem(loc.child(key), f'unknown key "{key}" in {what}{hint}; valid keys are {_choices(allowed)}.')
 
     def get(self, table: dict, loc: Loc, key: str, kind: type, default: Any = _MISSING) -> Any:
         if key not in table:
@@ -140,17 +143,22 @@ class _Loader:
             return ()
         return tuple(value)
 
-    def expr(self, value: Any, loc: Loc) -> Expr | None:
+    def expr(self, value: Any, loc: Loc, slots: bool = False) -> Expr | None:
+        """A dim expression; ``slot(NAME)`` only where ``slots`` (scalar values and launch arguments)."""
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if not isinstance(value, (int, str)) or isinstance(value, bool):
             self.problem(loc, f"expected an integer or a dim expression string, found {_describe(value)}.")
             return None
         try:
-            return parse_expr(value)
+            e = parse_expr(value)
         except ExprError as exc:
             self.problem(loc, f"{exc}.")
             return None
+        if e.slots and not slots:
+            self.problem(loc, f'"{e.text}" uses slot(), which only scalar values and launch arguments may use; expected a dim expression.')
+            return None
+        return e
 
     def shape(self, value: Any, loc: Loc) -> tuple[Expr, ...] | None:
         if not isinstance(value, list):
@@ -341,7 +349,7 @@ class _Loader:
         if isinstance(value, float):
             self.problem(loc, f"expected an integer or a dim expression for an integer scalar, found {_describe(value)}.")
             return None
-        return self.expr(value, loc)
+        return self.expr(value, loc, slots=True)
 
     def kernel(self, t: dict, loc: Loc) -> Kernel | None:
         allowed = (
@@ -563,7 +571,7 @@ class _Loader:
             if isinstance(av, float):
                 args.append((aname, av))
             else:
-                e = self.expr(av, al)
+                e = self.expr(av, al, slots=True)
                 if e is not None:
                     args.append((aname, e))
         return Step(index, launch, zero, tuple(binds), tuple(dims), tuple(args), sl)
@@ -586,7 +594,10 @@ class _Loader:
     # -- files --------------------------------------------------------------------------------------
     def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
         try:
-            data = tomllib.loads(src.text)
+            data = tomllib.loads(src.text.removeprefix("\ufeff"))
+        except RecursionError:
+            self.problems.append(ContractProblem(src.path, None, "", "not valid TOML: arrays or tables are nested too deeply."))
+            return
         except tomllib.TOMLDecodeError as exc:
             msg = str(exc)
             line = None
@@ -602,7 +613,9 @@ class _Loader:
         for key, value in data.items():
             loc = root.child(key)
             if key not in _TOP_KEYS:
-                self.problem(loc, f'unknown top-level key "{key}"; contract files hold {_choices(_TOP_KEYS)}.')
+                close = difflib.get_close_matches(key, _TOP_KEYS, n=1)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                self.problem(loc, f'unknown top-level key "{key}"{hint}; contract files hold {_choices(_TOP_KEYS)}.')
             elif key == "dims":
                 acc["dims"].extend(self.dims(value, loc))
             elif key == "isv":
@@ -635,7 +648,7 @@ def _is_fingerprint(s: str) -> bool:
 
 def contract_files(folder: Path) -> list[Path]:
     """Every ``*.toml`` under ``folder``, sorted by relative path (the load order)."""
-    return sorted(folder.rglob("*.toml"), key=lambda p: p.relative_to(folder).as_posix())
+    return sorted((p for p in folder.rglob("*.toml") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
 
 
 def load_contracts(folder: Path, root: Path | None = None, texts: dict[str, str] | None = None) -> ContractSet:
@@ -650,14 +663,27 @@ def load_contracts(folder: Path, root: Path | None = None, texts: dict[str, str]
     files: list[str] = []
     if texts is None:
         if not folder.is_dir():
-            raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder does not exist.")])
+            what = "is a file, not a folder" if folder.exists() else "does not exist"
+            raise ContractError([ContractProblem(_rel(folder, root), None, "", f"the contracts folder {what}; expected a folder of *.toml contract files.")])
+        paths = contract_files(folder)
+        if not paths:
+            raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder holds no *.toml contract files; expected at least one.")])
         texts = {}
-        for path in contract_files(folder):
+        for path in paths:
             rel = _rel(path, root)
             try:
-                texts[rel] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                loader.problems.append(ContractProblem(rel, None, "", f"cannot be read ({exc})."))
+                raw = path.read_bytes()
+            except OSError as exc:
+                loader.problems.append(ContractProblem(rel, None, "", f"cannot be read ({exc.strerror or exc})."))
+                continue
+            try:
+                texts[rel] = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = raw[: exc.start].count(b"\n") + 1
+                bad = raw[exc.start : exc.start + 1].hex()
+                loader.problems.append(
+                    ContractProblem(rel, line, "", f"expected UTF-8 text, found the byte 0x{bad}, which is not UTF-8; save the file as UTF-8.")
+                )
     for rel in sorted(texts):
         files.append(rel)
         loader.load_file(SourceFile(rel, texts[rel]), acc)

@@ -1,0 +1,2 @@
+// Fixture kernel for the bad-input corpus.
+extern "C" __global__ void scale() {}
