@@ -126,12 +126,13 @@ class GitHistory:
         # content is the version the current one replaced.
         out = _git(
             self.root, "log", "--no-renames", "--no-color", "--raw", "--no-abbrev", "--date=short",
-            "--format=%x1e%H%x1f%ad%x1f%s", "HEAD", "--", rel,
+            "--format=%x00%H%x01%ad%x01%s", "HEAD", "--", rel,
         )  # fmt: skip
         found = None
-        for chunk in (out or "").split("\x1e")[1:]:
+        # NUL and SOH separate records and fields (not \x1e/\x1f: str.strip() counts those as whitespace)
+        for chunk in (out or "").split("\x00")[1:]:
             head, _, rest = chunk.partition("\n")
-            parts = head.split("\x1f")
+            parts = head.split("\x01")
             if len(parts) != 3:
                 continue
             new_blob = None
