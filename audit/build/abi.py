@@ -21,7 +21,7 @@ names the parameter a human dropped. Positions in messages count from 1.
 
 >>> from audit.build import PtxParam
 >>> [p.message for p in compare_params(kernel, [PtxParam(0, "u64", 8)])]   # doctest: +SKIP
-['Kernel "k" parameter 2 "n" is a scalar i32 (4 bytes) in the contract but the compiled entry takes 1 parameters and has none at position 2.']
+['Kernel "k" parameter 2 "n" is a scalar i32 (4 bytes) in the contract but the compiled entry takes 1 parameter and has none at position 2.']
 """
 
 from __future__ import annotations
@@ -120,18 +120,18 @@ def _missing(kernel: Kernel, want: list[Expected], params: Sequence[PtxParam], n
         if i == m:
             return AbiProblem(
                 f'Kernel "{kernel.name}" parameter {i + 1} "{p.name}" is {describe(p)} in the contract but the '
-                f"compiled entry takes {m} parameters and has none at position {i + 1}.",
+                f"compiled entry takes {_count(m)} and has none at position {i + 1}.",
                 p.loc,
             )
         return AbiProblem(
             f'Kernel "{kernel.name}" parameter {i + 1} "{p.name}" is {describe(p)} in the contract but is not in '
-            f"the compiled entry, which takes {m} parameters where the contract declares {n}.",
+            f"the compiled entry, which takes {_count(m)} where the contract declares {n}.",
             p.loc,
         )
     if cands:
         listed = ", ".join(f'{i + 1} "{kernel.params[i].name}"' for i in cands)
         return AbiProblem(
-            f'Kernel "{kernel.name}" declares {n} parameters but the compiled entry takes {m}: one of parameters '
+            f'Kernel "{kernel.name}" declares {_count(n)} but the compiled entry takes {m}: one of parameters '
             f"{listed} is not in it.",
             kernel.loc.child("params"),
         )
@@ -151,14 +151,14 @@ def _extra(kernel: Kernel, want: list[Expected], params: Sequence[PtxParam], nam
         j = cands[0]
         label = f' "{names[j]}"' if names is not None and names[j] else ""
         return AbiProblem(
-            f'Kernel "{kernel.name}" declares {n} parameters but the compiled entry takes {m}: its parameter '
+            f'Kernel "{kernel.name}" declares {_count(n)} but the compiled entry takes {m}: its parameter '
             f"{j + 1}{label}, {params[j].describe()}, is not in the contract.",
             kernel.loc.child("params"),
         )
     if cands:
         listed = ", ".join(str(j + 1) for j in cands)
         return AbiProblem(
-            f'Kernel "{kernel.name}" declares {n} parameters but the compiled entry takes {m}: one of its parameters '
+            f'Kernel "{kernel.name}" declares {_count(n)} but the compiled entry takes {m}: one of its parameters '
             f"{listed} is not in the contract.",
             kernel.loc.child("params"),
         )
@@ -167,7 +167,7 @@ def _extra(kernel: Kernel, want: list[Expected], params: Sequence[PtxParam], nam
 
 def _first_difference(kernel: Kernel, want: list[Expected], params: Sequence[PtxParam]) -> AbiProblem:
     n, m = len(want), len(params)
-    head = f'Kernel "{kernel.name}" declares {n} parameters but the compiled entry takes {m}'
+    head = f'Kernel "{kernel.name}" declares {_count(n)} but the compiled entry takes {m}'
     for i in range(min(n, m)):
         if not compatible(want[i], params[i]):
             p = kernel.params[i]
@@ -181,6 +181,10 @@ def _first_difference(kernel: Kernel, want: list[Expected], params: Sequence[Ptx
         return AbiProblem(f"{head}; contract parameters {m + 1}-{n} ({rest}) have no counterpart in it.", kernel.params[m].loc)
     rest = ", ".join(params[j].describe() for j in range(n, m))
     return AbiProblem(f"{head}; its parameters {n + 1}-{m} ({rest}) are not in the contract.", kernel.loc.child("params"))
+
+
+def _count(n: int) -> str:
+    return f"{n} parameter{'s' if n != 1 else ''}"
 
 
 # -- parameter names from the source -------------------------------------------------------------------------
