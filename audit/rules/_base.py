@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..graph import Wiring
 
-CATEGORIES = ("schema", "wiring", "isv", "layout", "invariants", "build", "evidence", "launchers")
+CATEGORIES = ("schema", "wiring", "isv", "layout", "invariants", "build", "evidence", "launchers", "verify")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,80 @@
+"""Verify rules: what ``wireup verify`` proves on the GPU, one rule per check, read from its facts.
+
+The GPU runner (:mod:`audit.runtime`) records every check of every case; these rules turn the failed
+ones into findings, one per rule and kernel or schedule (the first failing case is quoted, the others
+counted). They need the ``verify`` fact, which only ``wireup verify`` gathers: anywhere else they report
+"not run", never "passed".
+
+>>> [r.id for r in rules()][:3]
+['VERIFY_REFERENCE', 'VERIFY_UNWRITTEN_OUTPUT', 'VERIFY_OUT_OF_BOUNDS']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from ._base import REGISTRY, CheckContext, Hit, Rule, rule
+
+_RULES: list[tuple[str, str]] = [
+    ("VERIFY_REFERENCE", "Every kernel output matches its float64 reference within the documented float32 tolerance, at every size and dims variant."),
+    ("VERIFY_UNWRITTEN_OUTPUT", "A kernel writes every element of every output: none still holds the poison pattern after two runs."),
+    ("VERIFY_OUT_OF_BOUNDS", "A kernel writes nothing into the guard bands around its buffers."),
+    ("VERIFY_INPUT_MODIFIED", "A kernel leaves every input buffer (and a read-only ISV) byte for byte unchanged."),
+    ("VERIFY_NAN", "A kernel produces no NaN or Inf where its float64 reference is finite."),
+    ("VERIFY_GRADCHECK", "A backward kernel's outputs equal central finite differences of its gradient-check loss."),
+    ("VERIFY_MASK_ZERO", "Rows a mask skips are exactly zero in every output the contract lists under mask.zeroes."),
+    ("VERIFY_ALL_SKIP", "A batch whose rows are all skipped gives zeros in the masked outputs and no NaN anywhere."),
+    ("VERIFY_UNIT_SCALE", "A unit_scale property holds: the output stays O(1) for inputs of every declared magnitude once the ISV slot holds their scale."),
+    ("VERIFY_DIVISOR_ZERO", "An ISV scale or divisor slot a kernel reads, set to 0, gives no NaN or Inf."),
+    ("VERIFY_ACCUMULATE", "An accumulate parameter adds to its previous contents instead of overwriting them."),
+    ("VERIFY_DETERMINISM", "Two runs on identical inputs agree bit for bit, or within the declared nondeterministic tolerance."),
+    ("VERIFY_CHAIN", "A schedule run end to end on the device matches the float64 reference chain in every buffer it writes."),
+    ("VERIFY_GRAPH_REPLAY", "A captured CUDA graph replayed after inputs and ISV change in place equals an eager run on the same inputs."),
+    ("VERIFY_EQUIVALENCE", "A schedule declared equivalent to another gives the same losses and gradients from identical inputs."),
+    ("VERIFY_TIMEOUT", "No kernel hangs: every launch finishes within the verify timeout."),
+    ("VERIFY_LAUNCH_ERROR", "Every kernel loads and launches without a CUDA error."),
+    ("SANITIZER_MEMCHECK", "compute-sanitizer memcheck reports no invalid memory access in any kernel."),
+    ("SANITIZER_RACECHECK", "compute-sanitizer racecheck reports no shared-memory data race in any kernel."),
+    ("SANITIZER_INITCHECK", "compute-sanitizer initcheck reports no read of uninitialised device memory."),
+    ("SANITIZER_SYNCCHECK", "compute-sanitizer synccheck reports no invalid barrier use."),
+]
+
+
+def _checker(rule_id: str) -> Callable[[CheckContext], Iterator[Hit]]:
+    def check(ctx: CheckContext) -> Iterator[Hit]:
+        run = ctx.fact("verify")
+        backends = run.backends
+        by_subject: dict[tuple[str, str], list] = {}
+        for r in run.results:
+            for c in r.checks:
+                if c.verdict == "fail" and c.rule == rule_id:
+                    by_subject.setdefault((r.kind, r.subject), []).append(c)
+        for (kind, subject), fails in by_subject.items():
+            first = fails[0]
+            msg = first.message.rstrip(".")
+            cases = list(dict.fromkeys(c.case for c in fails[1:] if c.case and c.case != first.case))
+            if cases:
+                shown = ", ".join(cases[:4]) + (", ..." if len(cases) > 4 else "")
+                msg += f" (and {len(cases)} more case(s): {shown})"
+            failed_on = sorted({c.backend for c in fails})
+            if len(backends) > 1:
+                msg += f" [{', '.join(failed_on)}" + (" only]" if len(failed_on) < len(backends) else "]")
+            loc = None
+            if kind == "kernel" and subject in ctx.cs.kernel_map:
+                loc = ctx.cs.kernel_map[subject].loc
+            elif kind == "schedule" and subject in ctx.cs.schedule_map:
+                loc = ctx.cs.schedule_map[subject].loc
+            yield Hit(msg + ".", loc, subject)
+
+    check.__name__ = f"check_{rule_id.lower()}"
+    return check
+
+
+for _id, _purpose in _RULES:
+    if _id not in REGISTRY:
+        rule(_id, _purpose, "verify")(_checker(_id))
+
+
+def rules() -> list[Rule]:
+    """The verify rules in a stable order."""
+    return [REGISTRY[i] for i, _ in _RULES]

@@ -1,0 +1,16 @@
+"""The GPU runner behind ``wireup verify``: real compiled kernels against float64 references.
+
+Public face: :func:`verify` (select, build, run in supervised workers, judge with the verify rules,
+write evidence) and :class:`VerifyOutcome`. The pieces live in private modules: backends
+(``_backend``, ``_pycuda``, ``_cupy``, ``_emulated``), test data (``_inputs``), guarded memory
+(``_memory``), the tolerance rule (``_compare``), kernel checks (``_kernel``), schedules (``_chain``), the
+worker and its supervisor (``_worker``, ``_supervisor``), compute-sanitizer (``_sanitizer``) and evidence
+(``_evidence``). Importing this package imports no GPU package; the backends do, when opened.
+
+>>> outcome = verify(Path("."), kernels=["strided_gather"], sizes=[1, 37])   # doctest: +SKIP
+>>> outcome.result.exit_code                                                 # doctest: +SKIP
+0
+"""
+
+from ._results import CheckRecord as CheckRecord, SubjectResult as SubjectResult, VerifyRun as VerifyRun
+from ._verify import VerifyOutcome as VerifyOutcome, verify as verify

@@ -1,0 +1,237 @@
+"""The device abstraction every verification check runs through.
+
+A :class:`Backend` allocates and copies device memory, loads cubins, launches kernels with typed
+arguments, synchronises with an error check after every launch, captures a stream into a CUDA graph and
+replays it, times launches with events and describes the device. Three implementations:
+
+* ``pycuda`` (:mod:`audit.runtime._pycuda`): PyCUDA in the primary context (``pycuda.autoprimaryctx``);
+* ``cupy`` (:mod:`audit.runtime._cupy`): CuPy ``RawModule`` / ``RawKernel``;
+* ``emulated`` (:mod:`audit.runtime._emulated`): numpy "device" memory and Python "kernels", for CPU
+  tests only: the whole pipeline runs in CI and tests inject broken kernels.
+
+GPU packages are imported only inside the first two modules, lazily, by :func:`open_backend`.
+
+>>> be = open_backend("emulated")
+>>> ptr = be.alloc(16); be.h2d(ptr, np.arange(4, dtype=np.float32)); be.d2h(ptr, 16).view(np.float32)
+array([0., 1., 2., 3.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# kernel argument kinds -> numpy scalar type (pointers travel as 64-bit unsigned integers)
+ARG_TYPES: dict[str, type] = {
+    "ptr": np.uint64,
+    "i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16,
+    "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64,
+    "f32": np.float32, "f64": np.float64, "f16": np.float16,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One kernel argument: ``kind`` (``ptr`` or a dtype name) and its value.
+
+    >>> Arg("i32", 7).scalar
+    np.int32(7)
+    """
+
+    kind: str
+    value: int | float
+
+    @property
+    def scalar(self) -> np.generic:
+        return ARG_TYPES[self.kind](self.value)
+
+
+class DeviceError(RuntimeError):
+    """A CUDA error: a failed launch, an asynchronous fault found at synchronisation, a failed load.
+
+    ``sticky`` marks errors that poison the context (illegal address, launch failure): the worker reports
+    them and exits so the supervisor can restart it with the remaining subjects.
+    """
+
+    def __init__(self, message: str, sticky: bool = False, code: str = ""):
+        super().__init__(message)
+        self.sticky = sticky
+        self.code = code
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot start here (package missing, no driver, no device); the message says which."""
+
+
+@dataclass
+class LaunchMeta:
+    """What the runner knows about a launch; GPU backends ignore it, the emulated one runs on it."""
+
+    kernel: Any = None  # audit.model.Kernel
+    env: dict[str, int] = field(default_factory=dict)
+    slot_index: dict[str, int] = field(default_factory=dict)
+    isv_dim: int = 0
+    reference: Any = None  # the float64 reference callable, where one is declared
+    label: str = ""  # "aux_trunk_forward B=37 (run A)", for error messages
+
+
+class Graph(abc.ABC):
+    """An instantiated CUDA graph captured from the backend's stream."""
+
+    @abc.abstractmethod
+    def replay(self) -> None: ...
+
+    def close(self) -> None:  # noqa: B027 - optional for implementations
+        pass
+
+
+class Backend(abc.ABC):
+    """Device memory, modules, launches, graphs, timing and device facts (see the module docstring)."""
+
+    name = "abstract"
+
+    # -- lifecycle and facts --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def version(self) -> str: ...
+
+    @abc.abstractmethod
+    def device_info(self) -> dict[str, Any]:
+        """``name``, ``compute_capability`` ("9.0"), ``memory_bytes``, ``driver_version``, ``runtime_version``."""
+
+    def free_memory(self) -> int | None:
+        return None
+
+    def close(self) -> None:  # noqa: B027
+        pass
+
+    # -- memory ---------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def alloc(self, nbytes: int) -> int: ...
+
+    @abc.abstractmethod
+    def free(self, ptr: int) -> None: ...
+
+    @abc.abstractmethod
+    def h2d(self, ptr: int, host: np.ndarray) -> None:
+        """Copy the bytes of the C-contiguous ``host`` array to ``ptr`` (synchronous)."""
+
+    @abc.abstractmethod
+    def d2h(self, ptr: int, nbytes: int) -> np.ndarray:
+        """``nbytes`` bytes at ``ptr`` as a uint8 array (synchronous)."""
+
+    @abc.abstractmethod
+    def d2d(self, dst: int, src: int, nbytes: int) -> None: ...
+
+    @abc.abstractmethod
+    def memset8(self, ptr: int, byte: int, nbytes: int, capture: bool = False) -> None:
+        """Fill bytes; ``capture`` marks a memset enqueued on the capture stream (a schedule's zero step)."""
+
+    @abc.abstractmethod
+    def fill(self, ptr: int, pattern: bytes, count: int) -> None:
+        """Fill ``count`` elements of ``len(pattern)`` (1, 2, 4 or 8) bytes with ``pattern``."""
+
+    # -- modules and launches ---------------------------------------------------------------------------
+    @abc.abstractmethod
+    def load_module(self, path: str) -> Any: ...
+
+    @abc.abstractmethod
+    def get_function(self, module: Any, symbol: str) -> Any: ...
+
+    @abc.abstractmethod
+    def launch(
+        self,
+        fn: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        shared: int,
+        args: list[Arg],
+        meta: LaunchMeta | None = None,
+    ) -> None:
+        """Enqueue one launch on the backend's stream (captured while a capture is open)."""
+
+    @abc.abstractmethod
+    def synchronize(self) -> None:
+        """Wait for the stream; raise :class:`DeviceError` with the CUDA error where one occurred."""
+
+    # -- graphs ---------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def begin_capture(self) -> None: ...
+
+    @abc.abstractmethod
+    def end_capture(self) -> Graph: ...
+
+    # -- timing ---------------------------------------------------------------------------------------
+    def timer(self) -> Any:
+        """An opaque start mark; :meth:`elapsed` turns it into seconds after a synchronize."""
+        return time.perf_counter()
+
+    def elapsed(self, mark: Any) -> float:
+        return time.perf_counter() - mark
+
+    # -- device-side reductions (host fallbacks; GPU backends use the helper cubin) -------------------
+    CHUNK = 64 << 20
+
+    def _chunks(self, ptr: int, nbytes: int, width: int):
+        step = max(width, (self.CHUNK // width) * width)
+        for off in range(0, nbytes - nbytes % width, step):
+            n = min(step, nbytes - nbytes % width - off)
+            yield off, self.d2h(ptr + off, n)
+
+    def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
+        """Number of ``width``-byte words ``w`` at ``ptr`` with ``w & mask == value``."""
+        dt = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+        total = 0
+        for _, chunk in self._chunks(ptr, nbytes, width):
+            w = chunk.view(dt)
+            total += int(np.count_nonzero((w & dt(mask)) == dt(value)))
+        return total
+
+    def hash(self, ptr: int, nbytes: int) -> int:
+        """An order-independent 64-bit hash of the bytes at ``ptr`` (equal bytes give equal hashes)."""
+        total = 0
+        for off, chunk in self._chunks(ptr, nbytes, 4):
+            total = (total + hash_words(chunk.view(np.uint32), off // 4)) & MASK64
+        tail = nbytes % 4
+        if tail:
+            last = np.zeros(4, np.uint8)
+            last[:tail] = self.d2h(ptr + nbytes - tail, tail)
+            total = (total + hash_words(last.view(np.uint32), nbytes // 4)) & MASK64
+        return total
+
+
+MASK64 = (1 << 64) - 1
+
+
+def hash_words(words: np.ndarray, first_index: int = 0) -> int:
+    """Sum over i of splitmix64(index_i << 32 | word_i), mod 2**64 (the helper kernel computes the same)."""
+    if words.size == 0:
+        return 0
+    idx = np.arange(first_index, first_index + words.size, dtype=np.uint64)
+    x = (idx << np.uint64(32)) | words.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+        return int(x.sum(dtype=np.uint64))
+
+
+def open_backend(name: str, **options: Any) -> Backend:
+    """Start the named backend (``pycuda``, ``cupy`` or ``emulated``); raises :class:`BackendUnavailable`."""
+    if name == "pycuda":
+        from ._pycuda import PyCudaBackend
+
+        return PyCudaBackend(**options)
+    if name == "cupy":
+        from ._cupy import CupyBackend
+
+        return CupyBackend(**options)
+    if name == "emulated":
+        from ._emulated import EmulatedBackend
+
+        return EmulatedBackend(**options)
+    raise BackendUnavailable(f'unknown backend "{name}"; the backends are "pycuda", "cupy" and "emulated"')

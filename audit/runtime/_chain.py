@@ -1,0 +1,558 @@
+"""Verification of a schedule: the whole chain end to end, its CUDA-graph replay, its equivalent twin.
+
+At each chain size (default B = 37 and 4096) the schedule runs eagerly on the device (after the
+schedules it is declared ``after``, on shared buffers) exactly as the wiring says: zero steps as memsets,
+views as reinterpretations of one allocation, NULL bindings as null pointers, scalars from the launch
+``args`` or the contract. External inputs and parameters get seeded data, the ISV its reset values, every
+other buffer poison. The same steps run on the host through the float64 references (the reference
+chain), and every buffer the chain writes is compared: losses and parameter gradients first.
+
+Then each ``graph_capture`` schedule is captured into a CUDA graph, the inputs and the ISV are changed in
+place (same device pointers), the graphs are replayed, and the replay must equal an eager run on the same
+new inputs (bitwise, or within the chain tolerance where a launched kernel declares nondeterminism).
+A schedule with ``equivalent_to`` runs from inputs identical to its twin's, and their loss and gradient
+buffers must agree within the chain tolerance.
+
+>>> results = ScheduleVerifier(session, cs.schedule_map["aux_heads_backward"]).run()   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import IsvParam, Kernel, Schedule, ScalarParam, TensorParam
+from ..shapes import bind_local_dims
+from ._backend import Backend, DeviceError
+from ._compare import Tolerance, compare
+from ._inputs import Domain, isv_perturbed, isv_reset, resolve_domain
+from ._memory import Arena, DeviceBuffer
+from ._plan import batch_leading, case_label, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
+from ._reference import ReferenceProblem, call
+from ._results import SubjectResult
+from ._session import LaunchFailure, Session
+
+CHAIN_RTOL = 1e-4  # float32 chains against float64: errors compound over a dozen launches
+CHAIN_ATOL = 1e-4
+CHAIN_BUDGET = 1 << 30  # float64 elements of the reference chain's buffers
+_PRIORITY = {"loss": 0, "gradient": 1}
+
+
+@dataclass
+class PlanStep:
+    schedule: str
+    index: int
+    zero: str | None = None
+    kernel: Kernel | None = None
+    env: dict[str, int] = field(default_factory=dict)
+    bindings: dict[str, tuple[str, tuple[int, ...]] | None] = field(default_factory=dict)  # param -> (buffer, view shape)
+    scalars: dict[str, int | float] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        what = f'zero "{self.zero}"' if self.zero else f'"{self.kernel.name}"'
+        return f'step {self.index} of "{self.schedule}" ({what})'
+
+
+class ScheduleVerifier:
+    """See the module docstring."""
+
+    def __init__(self, session: Session, schedule: Schedule):
+        self.s = session
+        self.cs = session.cs
+        self.sched = schedule
+        self.results = {name: SubjectResult(schedule.name, "schedule", name) for name in session.backends}
+        self.tol = Tolerance.of(CHAIN_RTOL, CHAIN_ATOL)
+        self.isv_name = self.cs.isv.buffer if self.cs.isv else "isv"
+
+    # -- records ------------------------------------------------------------------------------------
+    def add(self, backend: str | None, check: str, verdict: str, case: str, message: str, **nums: Any) -> None:
+        for name, r in self.results.items():
+            if backend is None or name == backend:
+                r.add(check, verdict, case, message, **nums)
+
+    def fail_msg(self, rule: str, label: str, what: str, name: str | None = None) -> str:
+        return f'Schedule "{name or self.sched.name}" fails {rule} at {label}: {what}.'
+
+    def run(self) -> list[SubjectResult]:
+        try:
+            for size in self.s.job.chain_sizes:
+                label = case_label(size, {}, {}, cs=self.cs)
+                why = size_in_range(self.cs, size)
+                if why:
+                    self.add(None, "chain", "not_run", label, f"not run at {label}: {why}")
+                    continue
+                for r in self.results.values():
+                    r.sizes.append(label)
+                self.verify_size(size, label)
+        except LaunchFailure as exc:
+            be = getattr(exc, "backend", None)
+            msg = f'Schedule "{self.sched.name}" fails VERIFY_LAUNCH_ERROR: {exc}.'
+            for name in self.results:
+                if be is None or name == be:
+                    self.add(name, "launch", "fail", getattr(exc, "case", ""), msg)
+            if exc.sticky:
+                exc.results = list(self.results.values())  # type: ignore[attr-defined]
+                raise
+        return list(self.results.values())
+
+    # -- plan ---------------------------------------------------------------------------------------
+    def order(self, name: str) -> list[Schedule]:
+        """``name`` after every schedule it is declared (transitively) after, dependencies first."""
+        scheds = self.cs.schedule_map
+        out: list[str] = []
+
+        def visit(n: str, stack: tuple[str, ...]) -> None:
+            if n in out or n in stack or n not in scheds:
+                return
+            for dep in scheds[n].after:
+                visit(dep, (*stack, n))
+            out.append(n)
+
+        visit(name, ())
+        return [scheds[n] for n in out]
+
+    def plan(self, name: str, env: dict[str, int]) -> tuple[list[PlanStep], str]:
+        """Resolved steps of ``name`` and its predecessors at ``env``, or a reason they cannot be."""
+        steps: list[PlanStep] = []
+        slots = self.s.slot_index
+        for sched in self.order(name):
+            for step in sched.steps:
+                if step.zero:
+                    steps.append(PlanStep(sched.name, step.index, zero=step.zero))
+                    continue
+                k = self.cs.kernel_map.get(step.launch or "")
+                if k is None:
+                    return [], f'step {step.index} of "{sched.name}" launches the unknown kernel "{step.launch}"'
+                ps = PlanStep(sched.name, step.index, kernel=k)
+                pairs = []
+                for p in k.tensors:
+                    b = step.binding(p.name)
+                    if b is None or b.is_null:
+                        ps.bindings[p.name] = None
+                        continue
+                    buf = self.cs.buffer_map.get(b.buffer or "")
+                    if buf is None:
+                        return [], f'step {step.index} of "{sched.name}" binds the unknown buffer "{b.buffer}"'
+                    target = b.view if b.view is not None else buf.shape
+                    pairs.append((p.name, p.shape, target))
+                    ps.bindings[p.name] = (buf.name, shape_of(target, env, slots))
+                envs, problems = bind_local_dims(k.dims, pairs, dict(step.dims), [dict(env)])
+                ps.env = envs[0]
+                if problems:
+                    return [], f'step {step.index} of "{sched.name}": {problems[0]}'
+                for p in k.params:
+                    if isinstance(p, ScalarParam):
+                        try:
+                            v = scalar_value(p, ps.env, slots, step)
+                        except KeyError as exc:
+                            return [], f'step {step.index} of "{sched.name}": scalar "{p.name}" uses the unbound {exc}'
+                        if v is None:
+                            return [], f'step {step.index} of "{sched.name}": scalar "{p.name}" has no value'
+                        ps.scalars[p.name] = float(np.float32(v)) if p.dtype == "f32" else v
+                steps.append(ps)
+        return steps, ""
+
+    def buffers_of(self, steps: list[PlanStep]) -> tuple[list[str], list[str], bool]:
+        """(every buffer touched, the buffers written, whether the ISV is used)."""
+        touched: dict[str, None] = {}
+        written: dict[str, None] = {}
+        isv = False
+        for st in steps:
+            if st.zero:
+                touched.setdefault(st.zero, None)
+                written.setdefault(st.zero, None)
+                continue
+            for p in st.kernel.params:
+                if isinstance(p, IsvParam):
+                    isv = True
+                    if st.kernel.isv_writes:
+                        written.setdefault(self.isv_name, None)
+            for pname, b in st.bindings.items():
+                if b is None:
+                    continue
+                touched.setdefault(b[0], None)
+                if st.kernel.param(pname).role != "in":
+                    written.setdefault(b[0], None)
+        return list(touched), list(written), isv
+
+    # -- data ---------------------------------------------------------------------------------------
+    def initial_data(self, names: list[str], env: dict[str, int], salt: str) -> dict[str, np.ndarray]:
+        out = {}
+        f = self.s.factory
+        for n in names:
+            b = self.cs.buffer_map.get(n)
+            if b is None or not b.is_external:
+                continue
+            shape = shape_of(b.shape, env)
+            probe = TensorParam(b.name, b.dtype, b.shape, "in", values=b.values)
+            dom = resolve_domain(probe, b, shape, env)
+            out[n] = f.tensor("buffer:" + n, b.dtype, shape, dom, batch_leading(b.shape, self.cs), salt)
+        return out
+
+    # -- one size -----------------------------------------------------------------------------------
+    def verify_size(self, size: int, label: str) -> None:
+        env = make_env(self.cs, size)
+        steps, why = self.plan(self.sched.name, env)
+        if why:
+            self.add(None, "chain", "not_run", label, f"not run: {why}")
+            return
+        touched, written, uses_isv = self.buffers_of(steps)
+        shapes = {n: shape_of(self.cs.buffer_map[n].shape, env) for n in touched}
+        total = sum(numel(s) for s in shapes.values())
+        if total > CHAIN_BUDGET:
+            self.add(None, "chain", "not_run", label, f"not run at {label}: the reference chain needs {total:.2e} float64 elements (budget {CHAIN_BUDGET:.2e})")
+            return
+        nbytes = sum(numel(shapes[n]) * np_dtype(self.cs.buffer_map[n].dtype).itemsize for n in touched)
+        with self.s.phase("input_generation"):
+            data = self.initial_data(touched, env, "")
+            isv0 = isv_reset(self.cs, self.s.factory.rng("chain-isv", label)) if uses_isv else None
+        ref_store, ref_why = self.reference_chain(steps, shapes, data, isv0)
+        snapshots: dict[str, dict[str, np.ndarray]] = {}
+        for be in self.s.backends.values():
+            free = be.free_memory()
+            if free is not None and nbytes > 0.85 * free:
+                self.add(be.name, "chain", "not_run", label, f"not run at {label}: needs {nbytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free")
+                continue
+            arena = Arena(be, self.s.job.guard_bytes)
+            try:
+                bufs = self.alloc(arena, touched, shapes, uses_isv)
+                rows = self.sample_rows(shapes, label)
+                self.load(arena, bufs, data, isv0)
+                self.eager(be, arena, bufs, steps, label, check_guards=True)
+                got = self.fetch(arena, bufs, written, rows)
+                snapshots[be.name] = got
+                self.compare_chain(be, label, got, ref_store, ref_why, rows, steps)
+                if any(s.graph_capture for s in self.order(self.sched.name)):
+                    self.graph_replay(be, arena, bufs, steps, written, env, label, uses_isv)
+            finally:
+                arena.free_all()
+        if self.sched.equivalent_to:
+            self.equivalence(size, env, label, snapshots)
+
+    def alloc(self, arena: Arena, names: list[str], shapes: dict[str, tuple[int, ...]], uses_isv: bool) -> dict[str, DeviceBuffer]:
+        bufs = {}
+        for n in names:
+            b = self.cs.buffer_map[n]
+            bufs[n] = arena.alloc(n, np_dtype(b.dtype), shapes[n], bf16=b.dtype == "bf16")
+        if uses_isv:
+            bufs[self.isv_name] = arena.alloc(self.isv_name, np_dtype(self.cs.isv.dtype if self.cs.isv else "f32"), (self.s.isv_dim,))
+        return bufs
+
+    def load(self, arena: Arena, bufs: dict[str, DeviceBuffer], data: dict[str, np.ndarray], isv: np.ndarray | None) -> None:
+        with self.s.phase("transfer"):
+            for n, b in bufs.items():
+                if n == self.isv_name and isv is not None:
+                    arena.upload(b, isv)
+                elif n in data:
+                    arena.upload(b, data[n])
+                else:
+                    arena.poison(b, 0)
+
+    def pointers(self, st: PlanStep, bufs: dict[str, DeviceBuffer]) -> dict[str, int]:
+        ptrs = {p: (bufs[b[0]].ptr if b is not None else 0) for p, b in st.bindings.items()}
+        for p in st.kernel.params:
+            if isinstance(p, IsvParam) and self.isv_name in bufs:
+                ptrs[p.name] = bufs[self.isv_name].ptr
+        return ptrs
+
+    def eager(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], label: str, check_guards: bool) -> None:
+        damaged = False
+        for st in steps:
+            if st.zero:
+                be.memset8(bufs[st.zero].ptr, 0, bufs[st.zero].nbytes)
+                continue
+            ref, _ = self.s.reference(st.kernel)
+            try:
+                self.s.launch(be, st.kernel, st.env, self.pointers(st, bufs), st.scalars, f"{st.label} at {label}", ref)
+            except LaunchFailure as exc:
+                exc.backend = be.name  # type: ignore[attr-defined]
+                exc.case = label  # type: ignore[attr-defined]
+                raise
+            if check_guards and arena.guard:
+                with self.s.phase("checks"):
+                    damage = arena.guard_damage()
+                if damage:
+                    damaged = True
+                    self.add(be.name, "guards", "fail", label, f'Kernel "{st.kernel.name}" fails VERIFY_OUT_OF_BOUNDS at {label} in schedule "{self.sched.name}" ({st.label}): it wrote outside a buffer: {damage[0].describe()}.', output=damage[0].buffer)
+                    arena.restore_guards()
+        if check_guards and arena.guard and not damaged:
+            self.add(be.name, "guards", "pass", label, "guard bands intact after every launch")
+
+    def sample_rows(self, shapes: dict[str, tuple[int, ...]], label: str) -> dict[str, np.ndarray | None]:
+        out: dict[str, np.ndarray | None] = {}
+        rng = self.s.factory.rng(self.sched.name, "rows", label)
+        for n, shp in shapes.items():
+            if numel(shp) <= self.s.fetch_budget or not batch_leading(self.cs.buffer_map[n].shape, self.cs):
+                out[n] = None
+                continue
+            B = shp[0]
+            rows = {0, B - 1} | set(rng.choice(B, size=min(32, B), replace=False).tolist())
+            out[n] = np.array(sorted(rows), dtype=np.int64)
+        return out
+
+    def fetch(self, arena: Arena, bufs: dict[str, DeviceBuffer], names: list[str], rows: dict[str, np.ndarray | None]) -> dict[str, np.ndarray]:
+        out = {}
+        with self.s.phase("transfer"):
+            for n in names:
+                b = bufs[n]
+                r = rows.get(n)
+                if r is not None:
+                    out[n] = arena.download_rows(b, r)
+                elif b.count <= max(self.s.fetch_budget, self.s.reference_budget):
+                    out[n] = arena.download(b).copy()
+        return out
+
+    # -- the float64 reference chain ----------------------------------------------------------------
+    def reference_chain(self, steps: list[PlanStep], shapes: dict[str, tuple[int, ...]], data: dict[str, np.ndarray],
+                        isv: np.ndarray | None) -> tuple[dict[str, np.ndarray] | None, str]:  # fmt: skip
+        store = _Store(self.cs, shapes)
+        for n, a in data.items():
+            store.put(n, a)
+        if isv is not None:
+            store[self.isv_name] = isv.astype(np.float64)
+        # schedules this one runs after (the forward pass) are shared by every later schedule: reuse their
+        # reference state instead of recomputing it per schedule
+        cache = self.s.__dict__.setdefault("_chain_prefix_cache", {})
+        names = list(dict.fromkeys(st.schedule for st in steps))
+        size_key = tuple(sorted((k, v) for k, v in shapes.items()))
+        start = 0
+        for i in range(len(names) - 1, 0, -1):
+            hit = cache.get((tuple(names[:i]), size_key))
+            if hit is not None:
+                store.arrays.update(hit)
+                start = sum(1 for st in steps if st.schedule in names[:i])
+                break
+        with self.s.phase("reference"):
+            for i, st in enumerate(steps):
+                if i < start:
+                    continue
+                if i > 0 and st.schedule != steps[i - 1].schedule and len(names) > 1:
+                    prefix = tuple(dict.fromkeys(x.schedule for x in steps[:i]))
+                    cache[(prefix, size_key)] = dict(store.arrays)
+                if st.zero:
+                    store.zero(st.zero)
+                    continue
+                k = st.kernel
+                ref, why = self.s.reference(k)
+                if ref is None:
+                    return None, f"{st.label}: {why}"
+                kwargs: dict[str, Any] = {}
+                for p in k.params:
+                    if isinstance(p, TensorParam):
+                        b = st.bindings.get(p.name)
+                        if b is not None and p.role != "out":
+                            kwargs[p.name] = store[b[0]].reshape(b[1])
+                    elif isinstance(p, ScalarParam):
+                        kwargs[p.name] = st.scalars[p.name]
+                    elif isinstance(p, IsvParam):
+                        kwargs[p.name] = store[self.isv_name]
+                kwargs["include_optional"] = all(st.bindings.get(p.name) is not None for p in k.tensors if p.optional)
+                try:
+                    res = call(ref, k.reference, **kwargs)
+                except ReferenceProblem as exc:
+                    return None, f"{st.label}: {exc}"
+                for p in k.params:
+                    if isinstance(p, TensorParam) and p.role != "in":
+                        b = st.bindings.get(p.name)
+                        if b is None:
+                            continue
+                        if p.name not in res:
+                            return None, f'{st.label}: the reference returns no "{p.name}"'
+                        store.put(b[0], np.asarray(res[p.name]))
+                    elif isinstance(p, IsvParam) and p.name in res:
+                        store[self.isv_name] = np.asarray(res[p.name], dtype=np.float64).reshape(-1)
+        return store.arrays, ""
+
+    def compare_chain(self, be: Backend, label: str, got: dict[str, np.ndarray], ref: dict[str, np.ndarray] | None, why: str,
+                      rows: dict[str, np.ndarray | None], steps: list[PlanStep]) -> None:  # fmt: skip
+        if ref is None:
+            self.add(be.name, "chain", "not_run", label, f"not run: the reference chain cannot be built: {why}")
+            return
+        writer = {}
+        for st in steps:
+            if st.kernel is not None:
+                for pname, b in st.bindings.items():
+                    if b is not None and st.kernel.param(pname).role != "in":
+                        writer[b[0]] = st
+                if st.kernel.isv_writes:
+                    writer[self.isv_name] = st
+        order = sorted(got, key=lambda n: (_PRIORITY.get(self.cs.buffer_map[n].kind if n in self.cs.buffer_map else "", 9), n))
+        worst = None
+        with self.s.phase("compare"):
+            for n in order:
+                want = ref[n]
+                r = rows.get(n)
+                if r is not None:
+                    want = want[r]
+                cmp = compare(got[n], want, self.tol)
+                if worst is None or (cmp.rel_norm or 0) > (worst[1].rel_norm or 0):
+                    worst = (n, cmp)
+                if not cmp.ok:
+                    kind = self.cs.buffer_map[n].kind if n in self.cs.buffer_map else "ISV"
+                    by = f', last written by "{writer[n].kernel.name}" at {writer[n].label.split(" (")[0]}' if n in writer else ""
+                    sampled = f" (on {len(r)} sampled rows)" if r is not None else ""
+                    self.add(be.name, "chain", "fail", label, self.fail_msg(
+                        "VERIFY_CHAIN", label, f'buffer "{n}" ({kind}{by}) has {cmp.describe()} against the float64 reference chain{sampled}'),
+                        output=n, rel_norm_err=_fin(cmp.rel_norm), max_abs_err=_fin(cmp.max_abs))  # fmt: skip
+                    return
+        nums = {"rel_norm_err": _fin(worst[1].rel_norm), "max_abs_err": _fin(worst[1].max_abs)} if worst else {}
+        self.add(be.name, "chain", "pass", label, f"{len(got)} written buffer(s) match the float64 reference chain", output=worst[0] if worst else None, **nums)
+
+    # -- graph capture ------------------------------------------------------------------------------
+    def graph_replay(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], written: list[str],
+                     env: dict[str, int], label: str, uses_isv: bool) -> None:  # fmt: skip
+        data2 = self.initial_data([n for n in bufs if n in self.cs.buffer_map], env, "replay")
+        isv2 = isv_perturbed(self.cs, self.s.factory.rng(self.sched.name, "isv-replay", label)) if uses_isv else None
+        names = [n for n in written if n in bufs]
+        if uses_isv and self.isv_name in bufs and self.isv_name not in names:
+            names.append(self.isv_name)
+        nondet = any(st.kernel is not None and st.kernel.nondeterministic is not None for st in steps)
+        rows = self.sample_rows({n: bufs[n].shape for n in names}, label + "replay")
+        graphs = []
+        try:
+            for sched in self.order(self.sched.name):
+                part = [st for st in steps if st.schedule == sched.name]
+                be.begin_capture()
+                try:
+                    for st in part:
+                        if st.zero:
+                            be.memset8(bufs[st.zero].ptr, 0, bufs[st.zero].nbytes, capture=True)
+                        else:
+                            ref, _ = self.s.reference(st.kernel)
+                            self.s.enqueue(be, st.kernel, st.env, self.pointers(st, bufs), st.scalars, f"{st.label} at {label} (captured)", ref)
+                finally:
+                    graph = be.end_capture()
+                graphs.append(graph)
+            # new inputs and ISV in place (same pointers), non-inputs poisoned, then replay
+            self.load(arena, bufs, data2, isv2)
+            self.s.emit({"event": "launch", "subject": self.s.current, "backend": be.name, "what": f"graph replay of {self.sched.name} at {label}"})
+            with self.s.phase("graph"):
+                for g in graphs:
+                    g.replay()
+                be.synchronize()
+        except (DeviceError, LaunchFailure) as exc:
+            sticky = getattr(exc, "sticky", False)
+            self.add(be.name, "graph_replay", "fail", label, self.fail_msg("VERIFY_GRAPH_REPLAY", label, f"capturing or replaying the CUDA graph failed ({exc})"))
+            if sticky:
+                raise LaunchFailure(f"graph replay at {label} failed ({exc})", True) from None
+            return
+        finally:
+            for g in graphs:
+                try:
+                    g.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        damage = arena.guard_damage() if arena.guard else []
+        if damage:
+            self.add(be.name, "guards", "fail", label, f'Schedule "{self.sched.name}" fails VERIFY_OUT_OF_BOUNDS at {label} (graph replay): {damage[0].describe()}.', output=damage[0].buffer)
+            arena.restore_guards()
+        with self.s.phase("checks"):
+            h_replay = {n: arena.hash(bufs[n]) for n in names}
+        got_replay = self.fetch(arena, bufs, names, rows) if nondet else {}
+        self.load(arena, bufs, data2, isv2)
+        self.eager(be, arena, bufs, steps, label + " (eager, new inputs)", check_guards=False)
+        with self.s.phase("checks"):
+            h_eager = {n: arena.hash(bufs[n]) for n in names}
+        differ = [n for n in names if h_replay[n] != h_eager[n]]
+        if not differ:
+            self.add(be.name, "graph_replay", "pass", label, "graph replay equals eager bit for bit on new inputs")
+            return
+        if nondet:
+            got_eager = self.fetch(arena, bufs, differ, rows)
+            for n in differ:
+                if n in got_replay and n in got_eager:
+                    cmp = compare(got_replay[n], got_eager[n].astype(np.float64), self.tol)
+                    if not cmp.ok:
+                        self.add(be.name, "graph_replay", "fail", label, self.fail_msg(
+                            "VERIFY_GRAPH_REPLAY", label, f'after changing inputs and ISV in place, the replayed graph gives buffer "{n}" '
+                            f"with {cmp.describe()} against an eager run on the same inputs"), output=n)  # fmt: skip
+                        return
+            self.add(be.name, "graph_replay", "pass", label, "graph replay equals eager within the chain tolerance (nondeterministic kernels)")
+            return
+        self.add(be.name, "graph_replay", "fail", label, self.fail_msg(
+            "VERIFY_GRAPH_REPLAY", label, f'after changing inputs and ISV in place, the replayed graph and an eager run on the same inputs '
+            f'differ bitwise in buffer "{differ[0]}"' + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else "")), output=differ[0])  # fmt: skip
+
+    # -- equivalence --------------------------------------------------------------------------------
+    def equivalence(self, size: int, env: dict[str, int], label: str, mine: dict[str, dict[str, np.ndarray]]) -> None:
+        other = self.cs.schedule_map.get(self.sched.equivalent_to or "")
+        if other is None:
+            self.add(None, "equivalence", "not_run", label, f'equivalent_to names the unknown schedule "{self.sched.equivalent_to}"')
+            return
+        steps, why = self.plan(other.name, env)
+        if why:
+            self.add(None, "equivalence", "not_run", label, f'not run: schedule "{other.name}": {why}')
+            return
+        touched, written, uses_isv = self.buffers_of(steps)
+        my_steps, _ = self.plan(self.sched.name, env)
+        _, my_written, _ = self.buffers_of(my_steps)
+        common = [n for n in written if n in my_written and n in self.cs.buffer_map and self.cs.buffer_map[n].kind in ("loss", "gradient")]
+        if not common:
+            self.add(None, "equivalence", "not_run", label, f'schedules "{self.sched.name}" and "{other.name}" write no common loss or gradient buffer')
+            return
+        shapes = {n: shape_of(self.cs.buffer_map[n].shape, env) for n in touched}
+        data = self.initial_data(touched, env, "")
+        isv0 = isv_reset(self.cs, self.s.factory.rng("chain-isv", label)) if uses_isv else None
+        for be in self.s.backends.values():
+            if be.name not in mine:
+                continue
+            arena = Arena(be, self.s.job.guard_bytes)
+            try:
+                bufs = self.alloc(arena, touched, shapes, uses_isv)
+                self.load(arena, bufs, data, isv0)
+                self.eager(be, arena, bufs, steps, f"{label} (equivalent schedule {other.name})", check_guards=True)
+                theirs = self.fetch(arena, bufs, common, {})
+            finally:
+                arena.free_all()
+            for n in common:
+                if n not in mine[be.name]:
+                    continue
+                cmp = compare(mine[be.name][n], theirs[n].astype(np.float64), self.tol)
+                if not cmp.ok:
+                    self.add(be.name, "equivalence", "fail", label, self.fail_msg(
+                        "VERIFY_EQUIVALENCE", label, f'buffer "{n}" differs from schedule "{other.name}" (declared equivalent) with {cmp.describe()}'),
+                        output=n, rel_norm_err=_fin(cmp.rel_norm), max_abs_err=_fin(cmp.max_abs))  # fmt: skip
+                    break
+            else:
+                self.add(be.name, "equivalence", "pass", label, f'{len(common)} loss/gradient buffer(s) equal schedule "{other.name}" within the chain tolerance')
+
+
+class _Store:
+    """The reference chain's buffers (float64 / int64), created on first use: a buffer read before any
+    write reads as NaN (floats) so the comparison shows it, and nothing is allocated twice."""
+
+    def __init__(self, cs: Any, shapes: dict[str, tuple[int, ...]]):
+        self.cs = cs
+        self.shapes = shapes
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def _int(self, n: str) -> bool:
+        b = self.cs.buffer_map.get(n)
+        return b is not None and np_dtype(b.dtype).kind in "iu" and b.dtype != "bf16"
+
+    def __getitem__(self, n: str) -> np.ndarray:
+        if n not in self.arrays:
+            shp = self.shapes[n]
+            self.arrays[n] = np.full(shp, -(2**62), np.int64) if self._int(n) else np.full(shp, np.nan)
+        return self.arrays[n]
+
+    def __setitem__(self, n: str, a: np.ndarray) -> None:
+        self.arrays[n] = a
+
+    def put(self, n: str, a: np.ndarray) -> None:
+        shp = self.shapes.get(n, a.shape)
+        if self._int(n):
+            a = np.rint(a).astype(np.int64) if a.dtype.kind == "f" else a.astype(np.int64, copy=False)
+        else:
+            a = a.astype(np.float64, copy=False)
+        self.arrays[n] = a.reshape(shp)
+
+    def zero(self, n: str) -> None:
+        self.arrays[n] = np.zeros(self.shapes[n], np.int64 if self._int(n) else np.float64)
+
+
+def _fin(x: float | None) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) else None

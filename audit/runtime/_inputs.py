@@ -1,0 +1,194 @@
+"""Seeded test data from the contracts: value domains, realistic magnitudes, sparse masks, the ISV.
+
+Every tensor a kernel reads is drawn from its value domain (``values`` on the parameter, else on the
+buffer a launch binds to it):
+
+* ``choices`` (+ ``weights``): flags and labels; ``min``/``max``: integers in [min, max] (dim expressions,
+  so ``max = "K - 1"`` follows a ``K`` variant) or uniform floats; ``scale``: normal floats of that
+  standard deviation;
+* without a domain: floats are N(0, 1), times 1/sqrt(fan_in) for a weight (a buffer of kind ``parameter``
+  with two or more dims, fan_in = its last dim) and 0.1 for a bias (a one-dim parameter); integers are
+  uniform in [1, 16].
+
+A parameter with a ``mask`` gets rows valid with probability 1-5% (the realistic sparse rate of
+trade-close labels) and ``skip_value`` elsewhere; the edge cases all-skip and all-valid are separate
+cases. Data for a batch-leading tensor is generated once at the largest size and sliced, so every size
+and every kernel that reads a same-named tensor reuse it (generation is a real cost at B = 65536).
+
+>>> f = InputFactory(seed=0, max_rows=64)
+>>> f.tensor("x", "f32", (37, 4), Domain(scale=2.0), batch=True).shape
+(37, 4)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dims import Expr
+from ..model import DTYPES, MULTIPLICATIVE_ROLES, Buffer, ContractSet, TensorParam, Values
+from ._plan import np_dtype
+
+VALID_RATE = (0.01, 0.05)
+DEFAULT_INT_RANGE = (1, 16)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A resolved value domain (numbers only; dim expressions already evaluated)."""
+
+    choices: tuple[float, ...] = ()
+    weights: tuple[float, ...] = ()
+    lo: float | None = None
+    hi: float | None = None
+    scale: float | None = None
+
+    def key(self) -> tuple:
+        return (self.choices, self.weights, self.lo, self.hi, self.scale)
+
+
+def resolve_domain(
+    param: TensorParam, buffer: Buffer | None, shape: tuple[int, ...], env: Mapping[str, int]
+) -> Domain:
+    """The domain of ``param`` at ``env``: its own values, else its buffer's, else the defaults above."""
+    vals: Values | None = param.values or (buffer.values if buffer is not None else None)
+    is_float = DTYPES[param.dtype][3] == "float"
+    if vals is not None and (vals.choices or vals.min is not None or vals.max is not None or vals.scale is not None):
+        lo = _num(vals.min, env)
+        hi = _num(vals.max, env)
+        if vals.choices:
+            return Domain(choices=tuple(vals.choices), weights=tuple(vals.weights))
+        if lo is not None or hi is not None:
+            if lo is None:
+                lo = hi - 1 if not is_float else hi - 1.0
+            if hi is None:
+                hi = lo + (15 if not is_float else 1.0)
+            return Domain(lo=lo, hi=hi)
+        return Domain(scale=float(vals.scale))
+    if not is_float:
+        return Domain(lo=DEFAULT_INT_RANGE[0], hi=DEFAULT_INT_RANGE[1])
+    if buffer is not None and buffer.kind == "parameter":
+        if len(shape) >= 2 and shape[-1] > 0:
+            return Domain(scale=float(1.0 / np.sqrt(shape[-1])))
+        return Domain(scale=0.1)
+    return Domain(scale=1.0)
+
+
+def _num(v: Expr | float | None, env: Mapping[str, int]) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, Expr):
+        return float(v.evaluate(env))
+    return float(v)
+
+
+def _seed_of(*parts: object) -> int:
+    h = hashlib.sha256(repr(parts).encode()).digest()
+    return int.from_bytes(h[:8], "little")
+
+
+class InputFactory:
+    """Deterministic, cached test data: the same (seed, name, domain, shape) gives the same array."""
+
+    def __init__(self, seed: int, max_rows: int = 1):
+        self.seed = int(seed)
+        self.max_rows = max(1, int(max_rows))
+        self._cache: dict[tuple, np.ndarray] = {}
+        self.generated_elements = 0
+
+    def rng(self, *key: object) -> np.random.Generator:
+        return np.random.default_rng(_seed_of(self.seed, *key))
+
+    def tensor(
+        self, name: str, dtype: str, shape: tuple[int, ...], domain: Domain, batch: bool, salt: str = ""
+    ) -> np.ndarray:
+        """Data for one tensor; ``batch`` tensors are slices of one array generated at the largest size."""
+        if batch and shape:
+            rows = max(self.max_rows, shape[0])
+            key = (name, dtype, tuple(shape[1:]), domain.key(), salt)
+            cached = self._cache.get(key)
+            if cached is None or cached.shape[0] < shape[0]:
+                cached = self._draw(key, dtype, (rows, *shape[1:]), domain)
+                self._cache[key] = cached
+            return cached[: shape[0]]
+        key = (name, dtype, tuple(shape), domain.key(), salt)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._draw(key, dtype, tuple(shape), domain)
+            self._cache[key] = cached
+        return cached
+
+    def _draw(self, key: tuple, dtype: str, shape: tuple[int, ...], d: Domain) -> np.ndarray:
+        rng = self.rng("tensor", *key)
+        npd = np_dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64))
+        self.generated_elements += n
+        if d.choices:
+            p = np.asarray(d.weights, dtype=np.float64) if d.weights else None
+            if p is not None:
+                p = p / p.sum()
+            out = rng.choice(np.asarray(d.choices, dtype=np.float64), size=n, p=p)
+        elif d.lo is not None:
+            if npd.kind in "iu":
+                lo, hi = int(np.ceil(d.lo)), int(np.floor(d.hi))
+                out = rng.integers(lo, max(lo, hi) + 1, size=n, dtype=np.int64)
+            else:
+                out = rng.uniform(d.lo, d.hi, size=n).astype(np.float32 if npd.itemsize <= 4 else np.float64)
+        else:
+            scale = d.scale if d.scale is not None else 1.0
+            if npd.kind in "iu":
+                out = np.rint(rng.standard_normal(n) * scale)
+            elif npd.itemsize <= 4:
+                out = rng.standard_normal(n, dtype=np.float32) * np.float32(scale)
+            else:
+                out = rng.standard_normal(n) * scale
+        if npd == np.uint16 and dtype == "bf16":
+            f = np.asarray(out, dtype=np.float32)
+            return (f.view(np.uint32) >> 16).astype(np.uint16).reshape(shape)
+        return np.asarray(out).astype(npd).reshape(shape)
+
+    def mask_rows(self, key: tuple, rows: int) -> np.ndarray:
+        """Boolean validity per row at the realistic sparse rate (1-5%, drawn per key)."""
+        rng = self.rng("mask", *key)
+        rate = rng.uniform(*VALID_RATE)
+        return rng.random(rows) < rate
+
+
+def apply_mask(values: np.ndarray, valid: np.ndarray, skip_value: int) -> np.ndarray:
+    """``values`` with every row whose ``valid`` is False set to ``skip_value``."""
+    out = np.array(values, copy=True)
+    out[~valid] = skip_value
+    return out
+
+
+def isv_reset(cs: ContractSet, rng: np.random.Generator, event: str | None = None) -> np.ndarray:
+    """The ISV after the first reset event (``keep`` slots random), in the layout's dtype."""
+    lay = cs.isv
+    if lay is None:
+        return np.zeros(0, np.float32)
+    event = event or (lay.reset_events[0] if lay.reset_events else None)
+    out = rng.standard_normal(lay.total_dim)
+    for s in lay.slots:
+        v = s.reset_value(event) if event else None
+        for i in s.indices:
+            if 0 <= i < lay.total_dim and isinstance(v, (int, float)):
+                out[i] = float(v)
+    return out.astype(np_dtype(lay.dtype))
+
+
+def isv_perturbed(cs: ContractSet, rng: np.random.Generator) -> np.ndarray:
+    """The ISV from its reset policy, then perturbed: scale and divisor slots random positive (0.1..10),
+    every other slot random N(0, 1); kernels must not rely on reset values."""
+    out = isv_reset(cs, rng).astype(np.float64)
+    lay = cs.isv
+    if lay is None:
+        return out.astype(np.float32)
+    for s in lay.slots:
+        for i in s.indices:
+            if not 0 <= i < lay.total_dim:
+                continue
+            out[i] = 10.0 ** rng.uniform(-1.0, 1.0) if s.role in MULTIPLICATIVE_ROLES else rng.standard_normal()
+    return out.astype(np_dtype(lay.dtype))

@@ -1,0 +1,910 @@
+"""Verification of one kernel: reference comparison, poison and guards, contract properties, gradients.
+
+For every size (and dims variant, and local-dim binding) a *case* is built from the contracts: seeded
+inputs, the perturbed ISV, scalar values, and whether the float64 reference runs in full or on sampled
+rows. Each backend then runs the case:
+
+* run A: inputs uploaded, outputs poisoned; guards, unmodified inputs, the reference comparison, masked
+  rows zero (and for an all-skip case: zero outputs, no NaN anywhere);
+* run B: same inputs, the other poison pattern: nothing left unwritten, bitwise determinism (or within
+  the declared ``nondeterministic`` tolerance);
+* run C (``accumulate`` parameters): other initial contents, the result moves by exactly that much;
+* run D (optional parameters): NULL pointers, the other outputs still match the reference.
+
+Then the gradient check (``gradcheck`` cases against central differences), ``unit_scale`` properties and
+ISV scale/divisor slots at zero.
+
+>>> results = KernelVerifier(session, cs.kernel("aux_trunk_forward")).run()   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..gradcheck import central_difference, random_directions
+from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorParam
+from ._backend import Backend
+from ._compare import Comparison, Tolerance, compare, within
+from ._inputs import apply_mask, isv_perturbed, resolve_domain
+from ._memory import Arena, DeviceBuffer
+from ._plan import (
+    GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, local_bindings, make_env,
+    np_dtype, numel, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim,
+)  # fmt: skip
+from ._reference import ReferenceProblem, call
+from ._results import SubjectResult
+from ._session import LaunchFailure, Session
+
+F32_EPS = float(np.finfo(np.float32).eps)
+GRAD_RTOL = 1e-3  # gradient check: relative to the finite difference
+GRAD_ATOL = 1e-4  # gradient check: relative to the gradient's scale (max |fd| or ||g||_2)
+GRAD_ELEMENTWISE_MAX = 64  # primals up to this many elements are checked element by element
+GRAD_DIRECTIONS = 4
+SAMPLE_RANDOM_ROWS = 32
+SAMPLE_VALID_ROWS = 64
+SAMPLE_SKIPPED_ROWS = 16
+TILE_EDGES = (31, 32, 63, 64, 127, 128, 255, 256)
+PROBE_SIZE = 37
+
+
+@dataclass
+class Case:
+    """One set of inputs for one dim environment."""
+
+    label: str
+    size: int
+    env: dict[str, int]
+    variant: dict[str, int]
+    local: LocalBinding
+    mask_variant: str
+    shapes: dict[str, tuple[int, ...]]
+    scalars: dict[str, int | float]
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    init2: dict[str, np.ndarray] = field(default_factory=dict)
+    isv: np.ndarray | None = None
+    valid: np.ndarray | None = None  # row validity of the masked parameter
+    rows: np.ndarray | None = None  # sampled rows (None: the reference runs in full)
+    ref_mode: str | None = "full"  # "full" | "rows" | None (not run)
+    ref_reason: str = ""
+    _ref: dict[str, np.ndarray] | None = None
+    _ref_error: str | None = None
+
+
+class KernelVerifier:
+    """See the module docstring."""
+
+    def __init__(self, session: Session, kernel: Kernel):
+        self.s = session
+        self.cs = session.cs
+        self.k = kernel
+        self.results = {name: SubjectResult(kernel.name, "kernel", name) for name in session.backends}
+        self.ref, self.ref_why = session.reference(kernel)
+        self.grad, self.grad_why = session.gradcheck_fn(kernel)
+        self.mask_param = next((p for p in kernel.tensors if p.mask is not None), None)
+        self.written = [p for p in kernel.tensors if p.role != "in"]
+        self.isv_param = next((p for p in kernel.params if isinstance(p, IsvParam)), None)
+        self.isv_written = bool(kernel.isv_writes) and self.isv_param is not None
+        self.tol = Tolerance.of(kernel.verify.rtol, kernel.verify.atol)
+        self._sample_mode: dict[tuple, tuple[str | None, str]] = {}
+        self.sizes_run: list[str] = []
+
+    # -- records ------------------------------------------------------------------------------------
+    def add(self, backend: str | None, check: str, verdict: str, case: str, message: str, **nums: Any) -> None:
+        for name, r in self.results.items():
+            if backend is None or name == backend:
+                r.add(check, verdict, case, message, **nums)
+
+    def fail_msg(self, rule: str, case: Case | str, what: str) -> str:
+        label = case.label if isinstance(case, Case) else case
+        return f'Kernel "{self.k.name}" fails {rule} at {label}: {what}.'
+
+    def note(self, text: str) -> None:
+        for r in self.results.values():
+            if text not in r.notes:
+                r.notes.append(text)
+
+    # -- driver -------------------------------------------------------------------------------------
+    def run(self) -> list[SubjectResult]:
+        current_backend = None
+        try:
+            for variant in dims_variants(self.k, self.cs):
+                for size in self.s.job.sizes:
+                    self.verify_size(size, variant)
+                if self.grad is not None:
+                    self.gradcheck(variant)
+                elif self.grad_why:
+                    self.add(None, "gradcheck", "fail", case_label(None, variant, {}, cs=self.cs), self.fail_msg("VERIFY_GRADCHECK", "its gradient check", self.grad_why))
+            self.unit_scale()
+            self.divisor_zero()
+        except LaunchFailure as exc:
+            current_backend = getattr(exc, "backend", None)
+            msg = f'Kernel "{self.k.name}" fails VERIFY_LAUNCH_ERROR: {exc}.'
+            for name in self.results:
+                if current_backend is None or name == current_backend:
+                    self.add(name, "launch", "fail", getattr(exc, "case", ""), msg)
+                else:
+                    self.add(name, "launch", "not_run", "", f"stopped after a launch failure on {current_backend}")
+            if exc.sticky:
+                raise
+        finally:
+            for r in self.results.values():
+                r.sizes = list(dict.fromkeys(self.sizes_run))
+        return list(self.results.values())
+
+    def launch(self, backend: Backend, case: Case, ptrs: dict[str, int], run: str) -> None:
+        try:
+            self.s.launch(backend, self.k, case.env, ptrs, case.scalars, f"{case.label} (run {run})", self.ref)
+        except LaunchFailure as exc:
+            exc.backend = backend.name  # type: ignore[attr-defined]
+            exc.case = case.label  # type: ignore[attr-defined]
+            raise
+
+    # -- cases --------------------------------------------------------------------------------------
+    def verify_size(self, size: int, variant: dict[str, int]) -> None:
+        why = size_in_range(self.cs, size)
+        label0 = case_label(size, variant, {}, cs=self.cs)
+        if why:
+            self.add(None, "reference", "not_run", label0, f"not run at {label0}: {why}")
+            return
+        env0 = make_env(self.cs, size, variant)
+        bindings, note = local_bindings(self.cs, self.k, env0, self.s.wiring)
+        if note:
+            self.note(note)
+        if not bindings:
+            self.add(None, "reference", "not_run", label0, f"not run: {note}")
+            return
+        for lb in bindings:
+            self.verify_binding(size, variant, lb)
+
+    def base_case(self, size: int, variant: dict[str, int], lb: LocalBinding, mask_variant: str = "mixed",
+                  extra: str = "") -> Case | str:  # fmt: skip
+        """The inputs of one case, or a sentence saying why it cannot be built."""
+        env = {**make_env(self.cs, size, variant), **lb.values}
+        label = case_label(size, variant, lb.values, extra or ("" if mask_variant == "mixed" else mask_variant.replace("_", "-")), cs=self.cs)
+        try:
+            shapes = {p.name: shape_of(p.shape, env, self.s.slot_index) for p in self.k.tensors}
+        except KeyError as exc:
+            return f"dim {exc} of a parameter shape is unbound at {label}"
+        scalars: dict[str, int | float] = {}
+        for p in self.k.params:
+            if isinstance(p, ScalarParam):
+                try:
+                    v = scalar_value(p, env, self.s.slot_index, lb.step)
+                except KeyError as exc:
+                    return f'scalar "{p.name}" uses the unbound dim or slot {exc}'
+                if v is None:
+                    return f'scalar "{p.name}" has no value in the contract or the launch'
+                if p.dtype == "f32":
+                    v = float(np.float32(v))
+                scalars[p.name] = v
+        case = Case(label, size, env, dict(variant), lb, mask_variant, shapes, scalars)
+        f = self.s.factory
+        with self.s.phase("input_generation"):
+            for p in self.k.tensors:
+                if p.role == "out":
+                    continue
+                shape = shapes[p.name]
+                dom = resolve_domain(p, lb.buffers.get(p.name), shape, env)
+                batch = batch_leading(p.shape, self.cs)
+                salt = "init1" if p.role in ("inout", "accumulate") else ""
+                data = f.tensor(p.name, p.dtype, shape, dom, batch, salt)
+                if p.mask is not None:
+                    rows = shape[0] if shape else 1
+                    valid = f.mask_rows((self.k.name, p.name, size, tuple(sorted(variant.items()))), rows)
+                    if mask_variant == "all_skip":
+                        valid[:] = False
+                    elif mask_variant == "all_valid":
+                        valid[:] = True
+                    data = apply_mask(data.reshape(rows, -1) if shape else data.reshape(1, -1), valid, p.mask.skip_value).reshape(shape)
+                    if p is self.mask_param:
+                        case.valid = valid
+                case.inputs[p.name] = data
+                if p.role == "accumulate":
+                    case.init2[p.name] = f.tensor(p.name, p.dtype, shape, dom, batch, "init2")
+            if self.isv_param is not None:
+                case.isv = isv_perturbed(self.cs, f.rng(self.k.name, "isv", label))
+        return case
+
+    def verify_binding(self, size: int, variant: dict[str, int], lb: LocalBinding) -> None:
+        case = self.base_case(size, variant, lb)
+        if isinstance(case, str):
+            self.add(None, "reference", "not_run", case_label(size, variant, lb.values, cs=self.cs), f"not run: {case}")
+            return
+        in_elems = sum(numel(case.shapes[p.name]) for p in self.k.tensors if p.role != "out")
+        if in_elems > self.s.input_budget:
+            self.add(None, "reference", "not_run", case.label, f"not run at {case.label}: inputs too large ({in_elems:.2e} elements; the budget is {self.s.input_budget:.2e})")
+            return
+        nbytes = sum(numel(case.shapes[p.name]) * np_dtype(p.dtype).itemsize for p in self.k.tensors)
+        for be in self.s.backends.values():
+            free = be.free_memory()
+            if free is not None and nbytes > 0.85 * free:
+                self.add(be.name, "reference", "not_run", case.label, f"not run at {case.label}: needs {nbytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free")
+                return
+        self.decide_reference(case)
+        self.sizes_run.append(case.label.split(" ")[0])
+        variants = ["mixed"] + (["all_skip", "all_valid"] if self.mask_param is not None else [])
+        for mv in variants:
+            c = case if mv == "mixed" else self.base_case(size, variant, lb, mv)
+            if isinstance(c, str):
+                continue
+            if c is not case:
+                c.ref_mode, c.ref_reason = case.ref_mode, case.ref_reason
+                if case.ref_mode == "rows":
+                    c.rows = self.sample_rows(c)
+            for be in self.s.backends.values():
+                self.run_case(be, c, full=(mv == "mixed"))
+
+    def decide_reference(self, case: Case) -> None:
+        """Full reference, sampled rows (rowwise kernels), or not run (too large)."""
+        if self.ref is None:
+            case.ref_mode, case.ref_reason = None, self.ref_why
+            return
+        elems = sum(numel(s) for s in case.shapes.values())
+        mb = self.k.verify.max_batch
+        # rowwise kernels switch to sampled rows early: the rows are as telling and far cheaper
+        budget = self.s.rowwise_budget if self.k.verify.rowwise else self.s.reference_budget
+        full = (case.size <= mb) if mb is not None else elems <= budget
+        if full:
+            case.ref_mode = "full"
+            return
+        if not self.k.verify.rowwise:
+            case.ref_mode = None
+            limit = f"max_batch = {mb}" if mb is not None else f"the budget is {self.s.reference_budget:.2e} elements"
+            case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements; {limit}; the kernel is not rowwise)"
+            return
+        not_rows = [p.name for p in self.written if not batch_leading(p.shape, self.cs)]
+        if self.isv_written:
+            not_rows.append(self.isv_param.name)
+        if not_rows:
+            case.ref_mode = None
+            case.ref_reason = f'not run at {case.label}: reference too large ({elems:.2e} elements) and output(s) {", ".join(chr(34) + n + chr(34) for n in not_rows)} have no batch rows to sample'
+            return
+        mode, why = self.sample_mode(case)
+        if mode is None:
+            case.ref_mode = None
+            case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements) and {why}"
+            return
+        case.ref_mode = "rows"
+        case.rows = self.sample_rows(case)
+
+    def sample_rows(self, case: Case) -> np.ndarray:
+        """First, last, tile edges, random rows, every valid (masked-in) row up to a cap, some skipped rows."""
+        B = case.size
+        rng = self.s.factory.rng(self.k.name, "rows", case.label)
+        rows = {0, B - 1} | {e for e in TILE_EDGES if e < B}
+        rows |= set(rng.choice(B, size=min(SAMPLE_RANDOM_ROWS, B), replace=False).tolist())
+        if case.valid is not None:
+            valid = np.flatnonzero(case.valid)
+            skipped = np.flatnonzero(~case.valid)
+            rows |= set(rng.choice(valid, size=min(SAMPLE_VALID_ROWS, valid.size), replace=False).tolist()) if valid.size else set()
+            rows |= set(rng.choice(skipped, size=min(SAMPLE_SKIPPED_ROWS, skipped.size), replace=False).tolist()) if skipped.size else set()
+        return np.array(sorted(rows), dtype=np.int64)
+
+    # -- the reference --------------------------------------------------------------------------------
+    def reference_kwargs(self, case: Case, rows: np.ndarray | None, mode: str = "full") -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        for p in self.k.tensors:
+            if p.role == "out":
+                continue
+            a = case.inputs[p.name]
+            if rows is not None and batch_leading(p.shape, self.cs):
+                a = a[rows]
+            kwargs[p.name] = a.astype(np.int64) if a.dtype.kind in "iu" else a.astype(np.float64)
+        for p in self.k.params:
+            if isinstance(p, ScalarParam):
+                v = case.scalars[p.name]
+                if rows is not None and mode == "rows" and uses_runtime_dim(p.value, self.cs):
+                    env = dict(case.env)
+                    for n in runtime_dims(self.cs):
+                        env[n] = len(rows)
+                    v = scalar_value(p, env, self.s.slot_index, case.local.step)
+                kwargs[p.name] = v
+            elif isinstance(p, IsvParam):
+                kwargs[p.name] = case.isv.astype(np.float64)
+        kwargs["include_optional"] = True
+        return kwargs
+
+    def reference_of(self, case: Case) -> dict[str, np.ndarray]:
+        if case._ref_error:
+            raise ReferenceProblem(case._ref_error)
+        if case._ref is None:
+            mode = self._sample_mode.get(self._mode_key(case), ("full", ""))[0] if case.rows is not None else "full"
+            kwargs = self.reference_kwargs(case, case.rows, mode or "full")
+            try:
+                with self.s.phase("reference"):
+                    res = call(self.ref, self.k.reference, **kwargs)
+            except ReferenceProblem as exc:
+                case._ref_error = str(exc)
+                raise
+            if not isinstance(res, dict):
+                case._ref_error = f'"{self.k.reference}" returned {type(res).__name__}, not a dict of outputs'
+                raise ReferenceProblem(case._ref_error)
+            case._ref = {k: np.asarray(v) for k, v in res.items()}
+        return case._ref
+
+    def _mode_key(self, case: Case) -> tuple:
+        return (tuple(sorted(case.variant.items())), tuple(sorted(case.local.values.items())))
+
+    def sample_mode(self, case: Case) -> tuple[str | None, str]:
+        """How to call the reference on sampled rows, found by comparing with a full call at a small size.
+
+        "full": row slices with the full-size scalars (1/B normalisers stay right); "rows": row slices with
+        the runtime-dim scalars set to the number of rows (the reference shapes arrays by B). Neither
+        matching means the reference cannot be evaluated on sampled rows.
+        """
+        key = self._mode_key(case)
+        if key in self._sample_mode:
+            return self._sample_mode[key]
+        probe = self.base_case(PROBE_SIZE, case.variant, case.local, "mixed")
+        result: tuple[str | None, str]
+        if isinstance(probe, str):
+            result = (None, f"the sampling probe at {PROBE_SIZE} rows cannot be built: {probe}")
+        else:
+            rows = np.array(sorted({0, 3, 17, PROBE_SIZE - 1} | set(np.flatnonzero(probe.valid)[:2].tolist() if probe.valid is not None else [])))
+            try:
+                with self.s.phase("reference"):
+                    full = call(self.ref, self.k.reference, **self.reference_kwargs(probe, None))
+            except ReferenceProblem as exc:
+                full, result = None, (None, f"the reference fails at {PROBE_SIZE} rows ({exc})")
+            if full is not None:
+                result = (None, "")
+                problems = []
+                for mode in ("full", "rows"):
+                    try:
+                        with self.s.phase("reference"):
+                            part = call(self.ref, self.k.reference, **self.reference_kwargs(probe, rows, mode))
+                    except ReferenceProblem as exc:
+                        problems.append(f"with {mode}-size scalars it raises ({exc})")
+                        continue
+                    bad = [p.name for p in self.written if p.name in full and not _rows_match(part.get(p.name), np.asarray(full[p.name]), rows)]
+                    if not bad:
+                        result = (mode, "")
+                        break
+                    problems.append(f'with {mode}-size scalars it disagrees with the full call on "{bad[0]}"')
+                if result[0] is None:
+                    result = (None, "the reference cannot be evaluated on sampled rows: " + "; ".join(problems))
+                elif result[0] == "rows":
+                    self.note(
+                        f'reference "{self.k.reference}" is called on sampled rows with the runtime-dim scalars set to the '
+                        "number of rows (it shapes its arrays by the scalar, not the arrays); checked against a full call"
+                    )
+                else:
+                    self.note(f'reference "{self.k.reference}" is called on sampled rows with full-size scalars; checked against a full call')
+        if result[0] is None:
+            self.note(result[1])
+        self._sample_mode[key] = result
+        return result
+
+    # -- one case on one backend ----------------------------------------------------------------------
+    def run_case(self, be: Backend, case: Case, full: bool) -> None:
+        s = self.s
+        R = self.results[be.name]
+        arena = Arena(be, s.job.guard_bytes)
+        try:
+            with s.phase("transfer"):
+                bufs = self.alloc(arena, case)
+            ptrs = {n: b.ptr for n, b in bufs.items()}
+            with s.phase("transfer"):
+                self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
+                in_hashes = {n: arena.hash(bufs[n]) for n in self.read_only_names()}
+            self.launch(be, case, ptrs, "A")
+            self.check_guards(be, arena, case, "A")
+            modified = self.check_inputs(be, arena, bufs, in_hashes, case)
+            with s.phase("transfer"):
+                outs_a = self.fetch(arena, bufs, case)
+                nonfinite = {n: arena.count_nonfinite(bufs[n]) for n in self.written_names()}
+                poison_a = {p.name: arena.count_poison(bufs[p.name], 0) for p in self.written if p.role == "out"}
+            self.check_reference(be, case, outs_a, nonfinite)
+            self.check_mask_zero(be, case, outs_a)
+            if case.mask_variant == "all_skip":
+                self.check_all_skip(be, arena, bufs, case)
+            if not full:
+                return
+            with s.phase("transfer"):
+                hashes_a = {n: arena.hash(bufs[n]) for n in self.written_names()}
+                self.prepare(arena, bufs, case, poison=1, init="init1", first=modified)
+            self.launch(be, case, ptrs, "B")
+            self.check_guards(be, arena, case, "B")
+            with s.phase("transfer"):
+                poison_b = {p.name: arena.count_poison(bufs[p.name], 1) for p in self.written if p.role == "out"}
+            unwritten = self.check_written(be, case, poison_a, poison_b)
+            self.check_determinism(be, arena, bufs, case, hashes_a, outs_a, unwritten)
+            if any(p.role == "accumulate" for p in self.k.tensors):
+                with s.phase("transfer"):
+                    self.prepare(arena, bufs, case, poison=0, init="init2", first=False)
+                self.launch(be, case, ptrs, "C")
+                self.check_guards(be, arena, case, "C")
+                self.check_accumulate(be, arena, bufs, case, outs_a)
+            optional = [p.name for p in self.k.tensors if p.optional]
+            if optional:
+                with s.phase("transfer"):
+                    self.prepare(arena, bufs, case, poison=0, init="init1", first=False)
+                null_ptrs = {n: (0 if n in optional else v) for n, v in ptrs.items()}
+                self.launch(be, case, null_ptrs, "D, optional outputs NULL")
+                self.check_guards(be, arena, case, "D")
+                with s.phase("transfer"):
+                    outs_d = self.fetch(arena, bufs, case, skip=set(optional))
+                    nonfinite_d = {n: arena.count_nonfinite(bufs[n]) for n in self.written_names() if n not in optional}
+                self.check_reference(be, case, outs_d, nonfinite_d, suffix=" with its optional outputs NULL")
+        finally:
+            arena.free_all()
+
+    def written_names(self) -> list[str]:
+        names = [p.name for p in self.written]
+        if self.isv_written:
+            names.append(self.isv_param.name)
+        return names
+
+    def read_only_names(self) -> list[str]:
+        names = [p.name for p in self.k.tensors if p.role == "in"]
+        if self.isv_param is not None and not self.isv_written:
+            names.append(self.isv_param.name)
+        return names
+
+    def alloc(self, arena: Arena, case: Case) -> dict[str, DeviceBuffer]:
+        bufs = {}
+        for p in self.k.tensors:
+            bufs[p.name] = arena.alloc(p.name, np_dtype(p.dtype), case.shapes[p.name], bf16=p.dtype == "bf16")
+        if self.isv_param is not None:
+            bufs[self.isv_param.name] = arena.alloc(self.isv_param.name, np_dtype(self.cs.isv.dtype if self.cs.isv else "f32"), (self.s.isv_dim,))
+        return bufs
+
+    def prepare(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, poison: int, init: str, first: bool) -> None:
+        for p in self.k.tensors:
+            b = bufs[p.name]
+            if p.role == "out":
+                arena.poison(b, poison)
+            elif p.role == "in":
+                if first:
+                    arena.upload(b, case.inputs[p.name])
+            elif init == "init2" and p.name in case.init2:
+                arena.upload(b, case.init2[p.name])
+            else:
+                arena.upload(b, case.inputs[p.name])
+        if self.isv_param is not None and (first or self.isv_written):
+            arena.upload(bufs[self.isv_param.name], case.isv)
+
+    def fetch(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, skip: set[str] = frozenset()) -> dict[str, np.ndarray]:
+        out = {}
+        for n in self.written_names():
+            if n in skip:
+                continue
+            b = bufs[n]
+            p = self.k.param(n)
+            if case.rows is not None and isinstance(p, TensorParam) and batch_leading(p.shape, self.cs):
+                out[n] = arena.download_rows(b, case.rows)
+            elif b.count <= max(self.s.fetch_budget, self.s.reference_budget):
+                out[n] = arena.download(b)
+        return out
+
+    # -- checks -------------------------------------------------------------------------------------
+    def check_guards(self, be: Backend, arena: Arena, case: Case, run: str) -> None:
+        if not arena.guard:
+            if run == "A":
+                self.add(be.name, "guards", "not_run", case.label, "guard bands are off (memcheck watches the allocation bounds)")
+            return
+        with self.s.phase("checks"):
+            damage = arena.guard_damage()
+        if damage:
+            what = damage[0].describe()
+            more = f" (and {len(damage) - 1} more band(s))" if len(damage) > 1 else ""
+            self.add(be.name, "guards", "fail", case.label, self.fail_msg("VERIFY_OUT_OF_BOUNDS", f"{case.label} (run {run})", f"it wrote outside a buffer: {what}{more}"), output=damage[0].buffer)
+            arena.restore_guards()
+        elif run == "A":
+            self.add(be.name, "guards", "pass", case.label, "guard bands intact")
+
+    def check_inputs(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], before: dict[str, int], case: Case) -> bool:
+        with self.s.phase("checks"):
+            changed = [n for n, h in before.items() if arena.hash(bufs[n]) != h]
+        if changed:
+            b = bufs[changed[0]]
+            host = arena.download(b) if b.count <= self.s.fetch_budget else None
+            detail = ""
+            if host is not None:
+                want = case.inputs.get(changed[0]) if changed[0] in case.inputs else case.isv
+                diff = np.flatnonzero(host.reshape(-1).view(np.uint8) != np.ascontiguousarray(want).reshape(-1).view(np.uint8)) if want is not None else np.array([])
+                if diff.size:
+                    detail = f" ({diff.size} byte(s) changed, first at byte {int(diff[0])})"
+            others = f' (and {", ".join(chr(34) + c + chr(34) for c in changed[1:])})' if len(changed) > 1 else ""
+            self.add(be.name, "inputs_unmodified", "fail", case.label, self.fail_msg("VERIFY_INPUT_MODIFIED", case, f'input "{changed[0]}"{others} changed during the launch{detail}'), output=changed[0])
+            return True
+        self.add(be.name, "inputs_unmodified", "pass", case.label, "inputs unmodified")
+        return False
+
+    def check_reference(self, be: Backend, case: Case, outs: dict[str, np.ndarray], nonfinite: dict[str, int], suffix: str = "") -> None:
+        label = case.label + suffix.replace(" with its optional outputs NULL", ", optional outputs NULL")
+        sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
+        if case.ref_mode is None:
+            self.add(be.name, "reference", "not_run", label, case.ref_reason or "no reference")
+            # NaN is never right, reference or not
+            bad = [n for n, c in nonfinite.items() if c]
+            if bad:
+                self.add(be.name, "finite", "fail", label, self.fail_msg("VERIFY_NAN", label, f'output "{bad[0]}" has {nonfinite[bad[0]]} NaN/Inf element(s)'), output=bad[0])
+            return
+        try:
+            ref = self.reference_of(case)
+        except ReferenceProblem as exc:
+            self.add(be.name, "reference", "fail", label, self.fail_msg("VERIFY_REFERENCE", label, f"the float64 reference cannot be evaluated: {exc}"))
+            return
+        with self.s.phase("compare"):
+            worst: tuple[str, Comparison] | None = None
+            fail: tuple[str, Comparison | str] | None = None
+            nan_fail: tuple[str, str] | None = None
+            for n, got in outs.items():
+                if n not in ref:
+                    fail = fail or (n, f'the reference returns no "{n}" (it returns {", ".join(sorted(ref)) or "nothing"})')
+                    continue
+                want = np.asarray(ref[n])
+                p = self.k.param(n)
+                integer = isinstance(p, TensorParam) and np_dtype(p.dtype).kind in "iu" and p.dtype != "bf16"
+                cmp = compare(got, want, self.tol, integer=integer)
+                if cmp.status == "nonfinite":
+                    nan_fail = nan_fail or (n, f'output "{n}" has {cmp.describe()}{sampled}')
+                elif not cmp.ok:
+                    fail = fail or (n, cmp)
+                if worst is None or (cmp.rel_norm or 0) > (worst[1].rel_norm or 0):
+                    worst = (n, cmp)
+                if case.rows is not None and nonfinite.get(n) and np.isfinite(want).all() and cmp.status != "nonfinite":
+                    nan_fail = nan_fail or (n, f'output "{n}" has {nonfinite[n]} NaN/Inf element(s) outside the sampled rows where the reference rows are finite')
+        if nan_fail:
+            self.add(be.name, "finite", "fail", label, self.fail_msg("VERIFY_NAN", label, nan_fail[1]), output=nan_fail[0])
+        else:
+            self.add(be.name, "finite", "pass", label, "no NaN/Inf")
+        nums = {}
+        if worst is not None:
+            c = worst[1]
+            nums = {"rel_norm_err": _finite(c.rel_norm), "max_abs_err": _finite(c.max_abs), "max_rel_err": _finite(c.max_rel)}
+        if fail:
+            n, c = fail
+            what = c if isinstance(c, str) else f'output "{n}" has {c.describe()} against the float64 reference{sampled}'
+            if not isinstance(c, str):
+                nums = {"rel_norm_err": _finite(c.rel_norm), "max_abs_err": _finite(c.max_abs), "max_rel_err": _finite(c.max_rel)}
+            self.add(be.name, "reference", "fail", label, self.fail_msg("VERIFY_REFERENCE", label, what), output=n, **nums)
+        elif not nan_fail:
+            self.add(be.name, "reference", "pass", label, f"matches the float64 reference{sampled}", output=worst[0] if worst else None, **nums)
+
+    def check_mask_zero(self, be: Backend, case: Case, outs: dict[str, np.ndarray]) -> None:
+        p = self.mask_param
+        if p is None or not p.mask.zeroes or case.valid is None:
+            return
+        skipped = ~case.valid if case.rows is None else ~case.valid[case.rows]
+        if not skipped.any():
+            if case.mask_variant == "mixed":
+                self.add(be.name, "mask_zero", "not_run", case.label, "no skipped rows in this case")
+            return
+        for n in p.mask.zeroes:
+            got = outs.get(n)
+            if got is None:
+                continue
+            rows = got.reshape(got.shape[0], -1)[skipped] if got.ndim and got.shape[0] == skipped.size else None
+            if rows is None:
+                continue
+            nz = np.flatnonzero(np.any(rows != 0, axis=1) | np.any(np.isnan(rows), axis=1))
+            if nz.size:
+                row_ids = np.flatnonzero(skipped) if case.rows is None else case.rows[skipped]
+                first = int(row_ids[nz[0]])
+                mx = float(np.nanmax(np.abs(rows[nz[0]].astype(np.float64)))) if rows.dtype.kind == "f" else float(np.abs(rows[nz[0]]).max())
+                self.add(be.name, "mask_zero", "fail", case.label, self.fail_msg(
+                    "VERIFY_MASK_ZERO", case, f'output "{n}" is not zero on {nz.size} of {int(skipped.sum())} skipped row(s) '
+                    f'(label {p.mask.skip_value}; first row {first}, max |value| {mx:.1e})'), output=n)  # fmt: skip
+                return
+        self.add(be.name, "mask_zero", "pass", case.label, "skipped rows are exact zeros")
+
+    def check_all_skip(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case) -> None:
+        p = self.mask_param
+        with self.s.phase("checks"):
+            for n in p.mask.zeroes:
+                if n in bufs:
+                    nz = arena.count_nonzero(bufs[n])
+                    if nz:
+                        self.add(be.name, "all_skip", "fail", case.label, self.fail_msg("VERIFY_ALL_SKIP", case, f'output "{n}" has {nz} non-zero element(s) although every row is skipped'), output=n)
+                        return
+            for n in self.written_names():
+                nf = arena.count_nonfinite(bufs[n])
+                if nf:
+                    self.add(be.name, "all_skip", "fail", case.label, self.fail_msg("VERIFY_ALL_SKIP", case, f'output "{n}" has {nf} NaN/Inf element(s) when every row is skipped'), output=n)
+                    return
+        self.add(be.name, "all_skip", "pass", case.label, "all-skip batch: zeros and no NaN")
+
+    def check_written(self, be: Backend, case: Case, pa: dict[str, int], pb: dict[str, int]) -> set[str]:
+        unwritten = {n for n in pa if pa[n] and pb.get(n)}
+        if unwritten:
+            n = sorted(unwritten)[0]
+            total = numel(case.shapes[n])
+            self.add(be.name, "written", "fail", case.label, self.fail_msg(
+                "VERIFY_UNWRITTEN_OUTPUT", case, f'output "{n}" has {min(pa[n], pb[n])} of {total} element(s) never written '
+                "(they still hold the poison pattern after two runs)"), output=n)  # fmt: skip
+        else:
+            self.add(be.name, "written", "pass", case.label, "every output element written")
+        return unwritten
+
+    def check_determinism(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case,
+                          hashes_a: dict[str, int], outs_a: dict[str, np.ndarray], unwritten: set[str]) -> None:  # fmt: skip
+        nd = self.k.nondeterministic
+        with self.s.phase("checks"):
+            names = [n for n in self.written_names() if n not in unwritten]
+            differ = [n for n in names if arena.hash(bufs[n]) != hashes_a[n]]
+        if not differ:
+            self.add(be.name, "determinism", "pass", case.label, "two runs agree bit for bit")
+            return
+        if nd is None:
+            self.add(be.name, "determinism", "fail", case.label, self.fail_msg(
+                "VERIFY_DETERMINISM", case, f'two runs on identical inputs differ bitwise in output "{differ[0]}" '
+                "and the kernel declares no [kernel.nondeterministic] tolerance"), output=differ[0])  # fmt: skip
+            return
+        with self.s.phase("transfer"):
+            outs_b = self.fetch(arena, bufs, case)
+        for n in differ:
+            if n not in outs_a or n not in outs_b:
+                continue
+            ok, mx, nbad = within(outs_b[n], outs_a[n], nd.rtol, nd.atol)
+            if not ok:
+                self.add(be.name, "determinism", "fail", case.label, self.fail_msg(
+                    "VERIFY_DETERMINISM", case, f'two runs differ in output "{n}" by up to {mx:.1e} ({nbad} element(s) beyond '
+                    f"the declared rtol {nd.rtol:g} / atol {nd.atol:g})"), output=n, max_abs_err=mx)  # fmt: skip
+                return
+        self.add(be.name, "determinism", "pass", case.label, f"two runs agree within the declared tolerance (rtol {nd.rtol:g}, atol {nd.atol:g})")
+
+    def check_accumulate(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, outs_a: dict[str, np.ndarray]) -> None:
+        nd = self.k.nondeterministic
+        with self.s.phase("transfer"):
+            outs_c = self.fetch(arena, bufs, case)
+        for p in self.k.tensors:
+            if p.role != "accumulate" or p.name not in outs_c or p.name not in outs_a:
+                continue
+            i1, i2 = case.inputs[p.name], case.init2[p.name]
+            if case.rows is not None and batch_leading(p.shape, self.cs):
+                i1, i2 = i1[case.rows], i2[case.rows]
+            a = outs_a[p.name].astype(np.float64)
+            c = outs_c[p.name].astype(np.float64)
+            d_in = i2.astype(np.float64) - i1.astype(np.float64)
+            d_out = c - a
+            bound = 2 * F32_EPS * (np.abs(a) + np.abs(c) + np.abs(i1) + np.abs(i2)) + 1e-30
+            if nd is not None:
+                bound = bound + nd.atol + nd.rtol * (np.abs(a) + np.abs(c))
+            err = np.abs(d_out - d_in)
+            err = np.where(np.isfinite(err), err, np.inf)
+            bad = err > bound.reshape(err.shape)
+            if bad.any():
+                self.add(be.name, "accumulate", "fail", case.label, self.fail_msg(
+                    "VERIFY_ACCUMULATE", case, f'"{p.name}" does not add to its previous contents: two runs from contents that differ by '
+                    f"up to {float(np.abs(d_in).max()):.1e} give results that differ by up to {float(np.abs(d_out[np.isfinite(d_out)]).max() if np.isfinite(d_out).any() else np.nan):.1e} "
+                    f"({int(bad.sum())} of {bad.size} element(s) off)"), output=p.name, max_abs_err=_finite(float(err.max())))  # fmt: skip
+                return
+        self.add(be.name, "accumulate", "pass", case.label, "accumulate outputs add to their previous contents")
+
+    # -- gradient check -----------------------------------------------------------------------------
+    def gradcheck(self, variant: dict[str, int]) -> None:
+        for size in GRADCHECK_SIZES:
+            label = case_label(size, variant, {}, "gradcheck", cs=self.cs)
+            env = make_env(self.cs, size, variant)
+            if self.k.dims:
+                bindings, _ = local_bindings(self.cs, self.k, env, self.s.wiring)
+                if not bindings:
+                    self.add(None, "gradcheck", "not_run", label, "no launch binds the kernel's local dims")
+                    return
+                env.update(bindings[0].values)
+            try:
+                with self.s.phase("gradcheck"):
+                    gc = call(self.grad, self.k.gradcheck, rng=self.s.factory.rng(self.k.name, "gradcheck", label), dims=dict(env))
+            except ReferenceProblem as exc:
+                self.add(None, "gradcheck", "fail", label, self.fail_msg("VERIFY_GRADCHECK", label, f"the gradient-check case cannot be built: {exc}"))
+                continue
+            case = self.grad_case(gc, env, variant, label)
+            if isinstance(case, str):
+                self.add(None, "gradcheck", "fail", label, self.fail_msg("VERIFY_GRADCHECK", label, case))
+                continue
+            with self.s.phase("gradcheck"):
+                fds = self.finite_differences(gc, label)
+            for be in self.s.backends.values():
+                arena = Arena(be, self.s.job.guard_bytes)
+                try:
+                    bufs = self.alloc(arena, case)
+                    self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
+                    self.launch(be, case, {n: b.ptr for n, b in bufs.items()}, "gradcheck")
+                    self.check_guards(be, arena, case, "gradcheck")
+                    outs = {n: arena.download(bufs[n]) for n in gc.grads if n in bufs}
+                finally:
+                    arena.free_all()
+                self.compare_gradients(be, gc, outs, fds, label)
+
+    def grad_case(self, gc: Any, env: dict[str, int], variant: dict[str, int], label: str) -> Case | str:
+        shapes = {p.name: shape_of(p.shape, env, self.s.slot_index) for p in self.k.tensors}
+        scalars: dict[str, int | float] = {}
+        for p in self.k.params:
+            if isinstance(p, ScalarParam):
+                v = gc.inputs.get(p.name)
+                if v is None:
+                    v = scalar_value(p, env, self.s.slot_index)
+                if v is None:
+                    return f'scalar "{p.name}" has no value'
+                scalars[p.name] = float(np.float32(v)) if p.dtype == "f32" else int(v)
+        case = Case(label, int(env.get(runtime_dims(self.cs)[0], 0)) if runtime_dims(self.cs) else 0, env, variant, LocalBinding({}), "mixed", shapes, scalars)
+        for p in self.k.tensors:
+            if p.role == "out":
+                continue
+            if p.name not in gc.inputs:
+                return f'the gradient-check case has no input "{p.name}"'
+            a = np.asarray(gc.inputs[p.name])
+            if a.size != numel(shapes[p.name]):
+                return f'the gradient-check case gives "{p.name}" {a.size} element(s) where the contract shape {list(shapes[p.name])} has {numel(shapes[p.name])}'
+            case.inputs[p.name] = a.reshape(shapes[p.name]).astype(np_dtype(p.dtype))
+        if self.isv_param is not None:
+            v = gc.inputs.get(self.isv_param.name)
+            case.isv = (np.asarray(v) if v is not None else isv_perturbed(self.cs, self.s.factory.rng(self.k.name, "isv", label))).astype(np.float32)
+        for n in gc.grads:
+            if n not in shapes:
+                return f'the gradient-check case names "{n}", which is not a tensor parameter'
+        return case
+
+    def finite_differences(self, gc: Any, label: str) -> dict[str, Any]:
+        """Per primal: elementwise central differences (small) or (directions, their differences)."""
+        out: dict[str, Any] = {}
+        rng = self.s.factory.rng(self.k.name, "fd", label)
+        for target in {t.primal for t in gc.grads.values()}:
+            primal = np.asarray(gc.primals[target], dtype=np.float64)
+            if primal.size <= GRAD_ELEMENTWISE_MAX:
+                fd = np.empty(primal.size)
+                for e in range(primal.size):
+                    d = np.zeros(primal.size)
+                    d[e] = 1.0
+                    fd[e] = central_difference(gc.loss, gc.primals, target, d.reshape(primal.shape))
+                out[target] = ("elementwise", fd.reshape(primal.shape))
+            else:
+                dirs = random_directions(rng, primal.shape, GRAD_DIRECTIONS)
+                out[target] = ("directions", [(d, central_difference(gc.loss, gc.primals, target, d)) for d in dirs])
+        return out
+
+    def compare_gradients(self, be: Backend, gc: Any, outs: dict[str, np.ndarray], fds: dict[str, Any], label: str) -> None:
+        worst = 0.0
+        for name, target in gc.grads.items():
+            if name not in outs:
+                continue
+            got = outs[name].astype(np.float64)
+            if not np.isfinite(got).all():
+                self.add(be.name, "gradcheck", "fail", label, self.fail_msg("VERIFY_GRADCHECK", label, f'output "{name}" has NaN/Inf'), output=name)
+                return
+            g = target.reduced(got).reshape(np.shape(gc.primals[target.primal]))
+            kind, data = fds[target.primal]
+            if kind == "elementwise":
+                fd = data
+                scale = float(np.abs(fd).max())
+                err = np.abs(g - fd)
+                bound = GRAD_ATOL * scale + GRAD_RTOL * np.abs(fd) + 1e-12
+                ratio = float((err / bound).max())
+                worst = max(worst, ratio)
+                if ratio > 1:
+                    i = np.unravel_index(int(np.argmax(err / bound)), fd.shape)
+                    self.add(be.name, "gradcheck", "fail", label, self.fail_msg(
+                        "VERIFY_GRADCHECK", label, f'output "{name}" (gradient of "{target.primal}") is {g[i]:.6g} at {list(i)} where '
+                        f"central differences give {fd[i]:.6g} (max abs error {float(err.max()):.1e})"), output=name, max_abs_err=float(err.max()))  # fmt: skip
+                    return
+            else:
+                gnorm = float(np.linalg.norm(g))
+                for d, fd in data:
+                    an = float(np.sum(g * d))
+                    err = abs(an - fd)
+                    bound = GRAD_RTOL * abs(fd) + GRAD_ATOL * gnorm + 1e-12
+                    worst = max(worst, err / bound)
+                    if err > bound:
+                        self.add(be.name, "gradcheck", "fail", label, self.fail_msg(
+                            "VERIFY_GRADCHECK", label, f'output "{name}" (gradient of "{target.primal}") projects to {an:.6g} on a random '
+                            f"direction where central differences give {fd:.6g} (relative error {err / max(abs(fd), 1e-300):.1e})"),
+                            output=name, max_abs_err=err)  # fmt: skip
+                        return
+        self.add(be.name, "gradcheck", "pass", label, f"gradients match central differences (worst {worst:.2f} of the tolerance)")
+
+    # -- properties ---------------------------------------------------------------------------------
+    def property_size(self) -> int | None:
+        sizes = [s for s in self.s.job.sizes if 1 < s <= 4096 and not size_in_range(self.cs, s)]
+        return max(sizes) if sizes else (min(self.s.job.sizes) if self.s.job.sizes else None)
+
+    def first_binding(self, size: int) -> LocalBinding | None:
+        env0 = make_env(self.cs, size, {})
+        bindings, _ = local_bindings(self.cs, self.k, env0, self.s.wiring)
+        return bindings[0] if bindings else None
+
+    def run_once(self, be: Backend, case: Case, run: str) -> tuple[Arena, dict[str, DeviceBuffer]]:
+        arena = Arena(be, self.s.job.guard_bytes)
+        bufs = self.alloc(arena, case)
+        self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
+        self.launch(be, case, {n: b.ptr for n, b in bufs.items()}, run)
+        self.check_guards(be, arena, case, run)
+        return arena, bufs
+
+    def unit_scale(self) -> None:
+        props = [p for p in self.k.properties if p.kind == "unit_scale"]
+        if not props:
+            return
+        size = self.property_size()
+        lb = self.first_binding(size) if size else None
+        for prop in props:
+            inp, slot, outp = prop.get("input"), prop.get("slot"), prop.get("output")
+            mags = [float(m) for m in (prop.get("magnitudes") or (1e-3, 5e3))]
+            bound = float(prop.get("bound", 100.0))
+            sl = self.cs.slot_map.get(str(slot))
+            if lb is None or not isinstance(self.k.param(str(inp)), TensorParam) or not isinstance(self.k.param(str(outp)), TensorParam) or sl is None or self.isv_param is None:
+                self.add(None, "unit_scale", "not_run", "", f'the unit_scale property of "{self.k.name}" names an input, output or slot the kernel does not have')
+                continue
+            for m in mags:
+                case = self.base_case(size, {}, lb, extra=f"|{inp}| ~ {m:g}")
+                if isinstance(case, str):
+                    self.add(None, "unit_scale", "not_run", "", f"not run: {case}")
+                    continue
+                x = self.s.factory.rng(self.k.name, "unit", m).standard_normal(case.shapes[str(inp)]).astype(np.float32) * np.float32(m)
+                case.inputs[str(inp)] = x
+                case.isv = case.isv.copy()
+                case.isv[list(sl.indices)] = np.float32(np.abs(x.astype(np.float64)).mean())
+                for be in self.s.backends.values():
+                    arena, bufs = self.run_once(be, case, "unit scale")
+                    try:
+                        out = arena.download(bufs[str(outp)]).astype(np.float64).reshape(-1)
+                    finally:
+                        arena.free_all()
+                    big = float(np.max(np.abs(out))) if out.size else 0.0
+                    if not np.isfinite(out).all() or big > bound:
+                        self.add(be.name, "unit_scale", "fail", case.label, self.fail_msg(
+                            "VERIFY_UNIT_SCALE", case, f'output "{outp}" is {big:.1e} for "{inp}" of magnitude {m:g} with ISV slot '
+                            f'"{slot}" holding mean |{inp}| (bound {bound:g})'), output=str(outp), max_abs_err=_finite(big))  # fmt: skip
+                    else:
+                        self.add(be.name, "unit_scale", "pass", case.label, f'output "{outp}" is {big:.2e} (bound {bound:g})', max_abs_err=big)
+
+    def divisor_zero(self) -> None:
+        if self.isv_param is None:
+            return
+        slots = []
+        for r in self.k.isv_reads:
+            sl = self.cs.slot_map.get(r.slot)
+            if sl is not None and sl.role in MULTIPLICATIVE_ROLES and sl not in slots:
+                slots.append(sl)
+        if not slots:
+            return
+        sizes = [s for s in self.s.job.sizes if not size_in_range(self.cs, s) and s <= 4096]
+        sizes = sorted({min(sizes), max(sizes)}) if sizes else []
+        for size in sizes:
+            lb = self.first_binding(size)
+            if lb is None:
+                continue
+            for sl in slots:
+                case = self.base_case(size, {}, lb, extra=f"{sl.name} = 0")
+                if isinstance(case, str):
+                    continue
+                case.isv = case.isv.copy()
+                case.isv[list(sl.indices)] = 0
+                for be in self.s.backends.values():
+                    arena, bufs = self.run_once(be, case, "divisor zero")
+                    try:
+                        bad = [(n, arena.count_nonfinite(bufs[n])) for n in self.written_names()]
+                    finally:
+                        arena.free_all()
+                    bad = [(n, c) for n, c in bad if c]
+                    if bad:
+                        self.add(be.name, "divisor_zero", "fail", case.label, self.fail_msg(
+                            "VERIFY_DIVISOR_ZERO", case, f'with ISV slot "{sl.name}" ({sl.role}) at 0, output "{bad[0][0]}" has '
+                            f"{bad[0][1]} NaN/Inf element(s)"), output=bad[0][0])  # fmt: skip
+                    else:
+                        self.add(be.name, "divisor_zero", "pass", case.label, f'slot "{sl.name}" at 0 gives no NaN/Inf')
+
+
+def _finite(x: float | None) -> float | None:
+    if x is None:
+        return None
+    return float(x) if np.isfinite(x) else None
+
+
+def _rows_match(part: Any, full: np.ndarray, rows: np.ndarray) -> bool:
+    if part is None:
+        return False
+    part = np.asarray(part, dtype=np.float64)
+    try:
+        want = full[rows].astype(np.float64)
+    except (IndexError, TypeError):
+        return False
+    if part.size != want.size:
+        return False
+    part = part.reshape(want.shape)
+    scale = float(np.nanmax(np.abs(want))) if want.size and np.isfinite(want).any() else 0.0
+    return bool(np.allclose(part, want, rtol=1e-9, atol=1e-12 * max(scale, 1e-300), equal_nan=True))

@@ -1,0 +1,208 @@
+"""Device buffers with guard bands and poison: out-of-bounds writes and unwritten outputs are caught
+without a sanitizer.
+
+Every buffer is one allocation ``[guard | data | guard]``: 4 KiB guard bands filled with a position-
+dependent byte pattern sit right before and right after the data (the data starts 256-byte aligned, as
+cudaMalloc's would, so vectorised float4 paths run as in production). After every launch the guards are
+read back: a changed byte is an out-of-bounds write, named by buffer, side and offset. Outputs are filled
+before the launch with a distinctive quiet NaN (float) or sentinel (integer) so that an element the
+kernel never wrote is found; two runs use two different patterns, so a legitimately written value that
+happens to equal one pattern is never mistaken for an unwritten one.
+
+>>> arena = Arena(backend, guard_bytes=4096)                   # doctest: +SKIP
+>>> buf = arena.alloc("h_out", np.float32, (37, 256))         # doctest: +SKIP
+>>> arena.poison(buf, 0); arena.guard_damage()                # doctest: +SKIP
+[]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._backend import Backend
+
+GUARD_BYTES = 4096
+_ALIGN = 256
+
+# two poison patterns per element width and kind: (float, integer)
+_POISON = {
+    ("f", 8): (0x7FF8DEADDEADDEAD, 0x7FF8BEEFBEEFBEEF),
+    ("f", 4): (0x7FC0DEAD, 0x7FC0BEEF),
+    ("f", 2): (0x7E5A, 0x7E3C),
+    ("i", 8): (0x5A5AA5A55A5AA5A5, 0xA5A55A5AA5A55A5A),
+    ("i", 4): (0x5A5AA5A5, 0xA5A55A5A),
+    ("i", 2): (0x5AA5, 0xA55A),
+    ("i", 1): (0x5A, 0xA5),
+}
+
+
+def poison_word(dtype: np.dtype, which: int, bf16: bool = False) -> int:
+    """The poison bit pattern ``which`` (0 or 1) for ``dtype`` (bf16 stored as uint16 uses a bf16 NaN)."""
+    dtype = np.dtype(dtype)
+    if bf16:
+        return (0x7FDA, 0x7FDB)[which]
+    kind = "f" if dtype.kind == "f" else "i"
+    return _POISON[(kind, dtype.itemsize)][which]
+
+
+def guard_pattern(n: int) -> np.ndarray:
+    return ((np.arange(n, dtype=np.uint32) * 167 + 0x3D) & 0xFF).astype(np.uint8)
+
+
+@dataclass
+class DeviceBuffer:
+    """One guarded allocation: ``ptr`` is where the data starts."""
+
+    name: str
+    base: int
+    ptr: int
+    nbytes: int
+    guard: int
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    bf16: bool = False
+
+    @property
+    def count(self) -> int:
+        return self.nbytes // max(self.dtype.itemsize, 1)
+
+    @property
+    def row_bytes(self) -> int:
+        if not self.shape:
+            return self.nbytes
+        return self.nbytes // max(self.shape[0], 1)
+
+
+@dataclass(frozen=True)
+class GuardDamage:
+    buffer: str
+    side: str  # "before" | "after"
+    offset: int  # bytes from the data start of the changed byte nearest the data (negative before it)
+    count: int  # changed bytes in that band
+    size: int = 0  # the buffer's size in bytes
+
+    def describe(self) -> str:
+        if self.side == "after":
+            return (
+                f'{self.count} byte(s) of the guard band after "{self.buffer}" changed (first at byte '
+                f"{self.offset}, the buffer has {self.size} bytes)"
+            )
+        return f'{self.count} byte(s) of the guard band before "{self.buffer}" changed (nearest at byte {self.offset})'
+
+
+class Arena:
+    """The buffers of one case or chain, with their guard bands (see the module docstring)."""
+
+    def __init__(self, backend: Backend, guard_bytes: int = GUARD_BYTES):
+        self.backend = backend
+        self.guard = int(guard_bytes)
+        if self.guard % _ALIGN:
+            self.guard += _ALIGN - self.guard % _ALIGN
+        self.buffers: dict[str, DeviceBuffer] = {}
+        self._pattern = guard_pattern(self.guard) if self.guard else None
+
+    def alloc(self, name: str, dtype: np.dtype, shape: tuple[int, ...], bf16: bool = False) -> DeviceBuffer:
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        base = self.backend.alloc(self.guard * 2 + max(nbytes, 1))
+        buf = DeviceBuffer(name, base, base + self.guard, nbytes, self.guard, dtype, tuple(shape), bf16)
+        if self.guard:
+            self.backend.h2d(base, self._pattern)
+            self.backend.h2d(buf.ptr + nbytes, self._pattern)
+        self.buffers[name] = buf
+        return buf
+
+    def free_all(self) -> None:
+        for b in self.buffers.values():
+            try:
+                self.backend.free(b.base)
+            except Exception:  # noqa: BLE001 - a poisoned context cannot free; the process exits anyway
+                pass
+        self.buffers.clear()
+
+    # -- contents -----------------------------------------------------------------------------------
+    def upload(self, buf: DeviceBuffer, data: np.ndarray) -> None:
+        arr = np.ascontiguousarray(data, dtype=buf.dtype)
+        if arr.nbytes != buf.nbytes:
+            raise ValueError(f'"{buf.name}": {arr.nbytes} bytes of data for a {buf.nbytes}-byte buffer')
+        if buf.nbytes:
+            self.backend.h2d(buf.ptr, arr)
+
+    def poison(self, buf: DeviceBuffer, which: int = 0) -> None:
+        if buf.nbytes:
+            word = poison_word(buf.dtype, which, buf.bf16)
+            self.backend.fill(buf.ptr, int(word).to_bytes(buf.dtype.itemsize, "little"), buf.count)
+
+    def zero(self, buf: DeviceBuffer) -> None:
+        if buf.nbytes:
+            self.backend.memset8(buf.ptr, 0, buf.nbytes)
+
+    def download(self, buf: DeviceBuffer) -> np.ndarray:
+        if not buf.nbytes:
+            return np.zeros(buf.shape, buf.dtype)
+        return self.backend.d2h(buf.ptr, buf.nbytes).view(buf.dtype).reshape(buf.shape)
+
+    def download_rows(self, buf: DeviceBuffer, rows: np.ndarray) -> np.ndarray:
+        """Rows ``rows`` of a batch-leading buffer (one small copy per row; rows are contiguous)."""
+        rb = buf.row_bytes
+        out = np.empty((len(rows), rb), np.uint8)
+        for i, r in enumerate(rows):
+            out[i] = self.backend.d2h(buf.ptr + int(r) * rb, rb)
+        return out.reshape(-1).view(buf.dtype).reshape((len(rows), *buf.shape[1:]))
+
+    # -- device-side inspection ---------------------------------------------------------------------
+    def hash(self, buf: DeviceBuffer) -> int:
+        return self.backend.hash(buf.ptr, buf.nbytes) if buf.nbytes else 0
+
+    def count_poison(self, buf: DeviceBuffer, which: int) -> int:
+        if not buf.nbytes:
+            return 0
+        w = buf.dtype.itemsize
+        return self.backend.count_masked(buf.ptr, buf.nbytes, w, (1 << (8 * w)) - 1, poison_word(buf.dtype, which, buf.bf16))
+
+    def count_nonfinite(self, buf: DeviceBuffer) -> int:
+        """NaN or Inf elements of a float buffer (0 for integer buffers)."""
+        if not buf.nbytes or (buf.dtype.kind != "f" and not buf.bf16):
+            return 0
+        w = buf.dtype.itemsize
+        exp = {8: 0x7FF0000000000000, 4: 0x7F800000, 2: 0x7F80 if buf.bf16 else 0x7C00}[w]
+        return self.backend.count_masked(buf.ptr, buf.nbytes, w, exp, exp)
+
+    def count_nonzero(self, buf: DeviceBuffer) -> int:
+        """Elements that are not (+-)0."""
+        if not buf.nbytes:
+            return 0
+        w = buf.dtype.itemsize
+        if buf.dtype.kind == "f" or buf.bf16:
+            mask = (1 << (8 * w - 1)) - 1  # drop the sign bit: -0.0 counts as zero
+        else:
+            mask = (1 << (8 * w)) - 1
+        return buf.count - self.backend.count_masked(buf.ptr, buf.nbytes, w, mask, 0)
+
+    def guard_damage(self, names: list[str] | None = None) -> list[GuardDamage]:
+        """Every guard band that no longer holds its pattern."""
+        if not self.guard:
+            return []
+        out = []
+        for b in self.buffers.values():
+            if names is not None and b.name not in names:
+                continue
+            before = self.backend.d2h(b.base, self.guard)
+            after = self.backend.d2h(b.ptr + b.nbytes, self.guard)
+            for side, got in (("before", before), ("after", after)):
+                bad = np.flatnonzero(got != self._pattern)
+                if bad.size:
+                    # report the changed byte nearest the data: the likeliest off-by-one
+                    first = int(bad[-1]) - self.guard if side == "before" else b.nbytes + int(bad[0])
+                    out.append(GuardDamage(b.name, side, first, int(bad.size), b.nbytes))
+        return out
+
+    def restore_guards(self) -> None:
+        """Rewrite every guard band (after damage was reported, so later checks start clean)."""
+        if not self.guard:
+            return
+        for b in self.buffers.values():
+            self.backend.h2d(b.base, self._pattern)
+            self.backend.h2d(b.ptr + b.nbytes, self._pattern)

@@ -1,0 +1,103 @@
+"""compute-sanitizer: run the workers under a tool and turn its report into per-kernel records.
+
+``wireup verify --sanitizer memcheck`` runs each worker as ``compute-sanitizer --tool memcheck
+--error-exitcode 86 --log-file LOG python -m audit.runtime._worker ...``; every report block in LOG
+("Invalid __global__ write of size 4 bytes ... at strided_gather+0x90 in strided_gather_kernel.cu:12")
+is attributed to the kernel whose symbol, C++ name or contract name it quotes. Under memcheck the guard
+bands are switched off so an out-of-bounds access meets the allocation boundary the tool watches.
+
+>>> parse_report(text, symbols)      # doctest: +SKIP
+{'strided_gather': [SanitizerReport(...)]}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+_PREFIX = re.compile(r"^=+ ?")
+_AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(.+?)\+0x[0-9a-f]+(?: in (\S+))?")
+_SKIP = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Saved host backtrace", "Host Frame", "Target application returned")
+
+
+@dataclass
+class SanitizerReport:
+    header: str  # "Invalid __global__ write of size 4 bytes"
+    function: str | None  # as the tool prints it
+    where: str | None  # file:line
+    detail: str  # "by thread (36,0,0) in block (0,0,0)" ...
+
+
+def _norm(s: str) -> str:
+    s = re.sub(r"\s+", " ", s.strip())
+    return re.sub(r" ?([^\w\s]) ?", r"\1", s)
+
+
+def sanitizer_command(tool: str, exe: str, log: Path) -> list[str]:
+    cmd = [exe, "--tool", tool, "--error-exitcode", "86", "--log-file", str(log), "--print-limit", "200"]
+    if tool == "racecheck":
+        cmd += ["--racecheck-report", "all"]
+    return cmd
+
+
+def parse_blocks(text: str) -> list[SanitizerReport]:
+    blocks: list[list[str]] = []
+    for raw in text.splitlines():
+        if not raw.startswith("="):
+            continue
+        body = _PREFIX.sub("", raw)
+        if not body.strip():
+            continue
+        indented = body.startswith(" ") or body.startswith("\t")
+        if not indented:
+            if any(body.startswith(s) for s in _SKIP) or body.startswith("Program hit"):
+                blocks.append(["__skip__"])
+                continue
+            blocks.append([body.strip()])
+        elif blocks:
+            blocks[-1].append(body.strip())
+    out = []
+    for b in blocks:
+        if b[0] == "__skip__":
+            continue
+        header = re.sub(r"^Error: ", "", b[0])
+        fn, where = None, None
+        for line in b:
+            m = _AT.search(line)
+            if m:
+                fn, where = m.group(1).strip(), m.group(2)
+                break
+        detail = next((ln for ln in b[1:] if ln.startswith("by thread") or ln.startswith("Address")), "")
+        out.append(SanitizerReport(header, fn, where, detail))
+    return out
+
+
+def attribute(reports: list[SanitizerReport], kernels: dict[str, list[str]]) -> dict[str, list[SanitizerReport]]:
+    """Reports per kernel; ``kernels`` maps a kernel name to the names it may appear under (symbol,
+    demangled signature, C++ name). Reports that name no known kernel go under ""."""
+    out: dict[str, list[SanitizerReport]] = {}
+    for r in reports:
+        owner = ""
+        if r.function:
+            f = _norm(r.function)
+            for k, names in kernels.items():
+                for n in names:
+                    if not n:
+                        continue
+                    nn = _norm(n)
+                    if f == nn or f.startswith(nn + "(") or (" " + nn + "(") in (" " + f) or f.endswith(" " + nn):
+                        owner = k
+                        break
+                if owner:
+                    break
+        out.setdefault(owner, []).append(r)
+    return out
+
+
+def describe(tool: str, reps: list[SanitizerReport]) -> str:
+    r = reps[0]
+    where = f" at {r.where}" if r.where else (f" in {r.function}" if r.function else "")
+    detail = f" ({r.detail}" + (f"; {len(reps)} report(s))" if len(reps) > 1 else ")") if r.detail else (f" ({len(reps)} report(s))" if len(reps) > 1 else "")
+    return f'compute-sanitizer {tool} reports "{r.header}"{where}{detail}'

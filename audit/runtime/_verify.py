@@ -1,0 +1,304 @@
+"""``verify()``: the library face of ``wireup verify`` (select, build, run supervised, judge, record).
+
+>>> outcome = verify(Path("."), kernels=["strided_gather"], sizes=[1, 37])    # doctest: +SKIP
+>>> outcome.result.exit_code                                                  # doctest: +SKIP
+0
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import EnvironmentProblem, UsageError
+from ..findings import CheckResult, NotRun
+from ._plan import DEFAULT_CHAIN_SIZES, DEFAULT_SIZES
+from ._results import CHECK_RULES, CheckRecord, SubjectResult, VerifyRun
+from ._session import JobSpec
+
+SANITIZER_TIMEOUT_FACTOR = 20
+SANITIZER_SIZES = (1, 37, 300)
+SANITIZER_CHAIN_SIZES = (37,)
+
+
+@dataclass
+class VerifyOutcome:
+    """Findings (``result``), the facts behind them (``run``) and the evidence written."""
+
+    result: CheckResult
+    run: VerifyRun
+    evidence: list[Path] = field(default_factory=list)
+    evidence_skipped: list[str] = field(default_factory=list)
+
+
+def select_subjects(cs: Any, kernels: Sequence[str], schedules: Sequence[str]) -> list[list[str]]:
+    for n in kernels:
+        if n not in cs.kernel_map:
+            valid = ", ".join(f'"{k}"' for k in cs.kernel_map)
+            raise UsageError(f'--kernel "{n}" is not a kernel of the contracts; the kernels are {valid}.')
+    for n in schedules:
+        if n not in cs.schedule_map:
+            valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
+            raise UsageError(f'--schedule "{n}" is not a schedule of the contracts; the schedules are {valid}.')
+    if not kernels and not schedules:
+        kernels = [k.name for k in cs.kernels]
+        schedules = [s.name for s in cs.schedules]
+    return [["kernel", k] for k in dict.fromkeys(kernels)] + [["schedule", s] for s in dict.fromkeys(schedules)]
+
+
+def build_modules(cfg: Any, cs: Any, subjects: list[list[str]], arch: str | None, overrides: Mapping[str, Path] | None,
+                  progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], Any]:  # fmt: skip
+    """Compile what the subjects launch; per kernel its cubin and entry symbol, or the error that stops it."""
+    from ..build import build_kernels
+
+    names: dict[str, None] = {}
+    for kind, name in subjects:
+        if kind == "kernel":
+            names[name] = None
+        else:
+            sched = cs.schedule_map[name]
+            order = [sched]
+            seen = {name}
+            while order:
+                s = order.pop()
+                for st in s.launches:
+                    names[st.launch] = None
+                for dep in s.after:
+                    if dep in cs.schedule_map and dep not in seen:
+                        seen.add(dep)
+                        order.append(cs.schedule_map[dep])
+                if s.equivalent_to in cs.schedule_map and s.equivalent_to not in seen:
+                    seen.add(s.equivalent_to)
+                    order.append(cs.schedule_map[s.equivalent_to])
+    names = {n: None for n in names if n in cs.kernel_map}
+    result = build_kernels(cfg, cs, arch=arch, sources=list(names), source_overrides=dict(overrides or {}), progress=progress)
+    modules: dict[str, dict[str, Any]] = {}
+    for n in names:
+        k = cs.kernel(n)
+        try:
+            sb, entry = result.kernel(k)
+        except KeyError as exc:
+            modules[n] = {"error": f"its source was not built ({exc.args[0]})"}
+            continue
+        if not sb.ok or sb.cubin is None:
+            first = sb.first_error
+            modules[n] = {"error": f'its source "{sb.source}" failed to compile' + (f" ({first.render()})" if first else "")}
+        elif entry is None:
+            modules[n] = {"error": f'its cubin has no entry point for "{k.symbol}" (entries: {", ".join(sorted(sb.entries)) or "none"})'}
+        else:
+            modules[n] = {"cubin": str(sb.cubin), "symbol": entry.symbol, "names": [entry.symbol, entry.demangled or "", k.cpp_name or "", k.name]}
+    return modules, result
+
+
+def verify(
+    root: Path | None = None,
+    kernels: Sequence[str] = (),
+    schedules: Sequence[str] = (),
+    backends: Sequence[str] = ("auto",),
+    seed: int = 0,
+    sizes: Sequence[int] | None = None,
+    chain_sizes: Sequence[int] | None = None,
+    sanitizer: str | None = None,
+    evidence: bool = True,
+    timeout: float = 60.0,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    emulated: Mapping[str, Any] | None = None,
+    plugins: Sequence[str] = (),
+    in_process: bool | None = None,
+    source_overrides: Mapping[str, Path] | None = None,
+    budgets: Mapping[str, int] | None = None,
+    config: Any = None,
+) -> VerifyOutcome:
+    """Verify kernels and schedules on the GPU (or the emulated backend); see docs/verification.md.
+
+    ``emulated`` (a mapping of symbol -> Python kernel, possibly empty) selects the emulated backend, for
+    CPU tests; ``plugins`` names ``module:function`` hooks that register emulated kernels in a worker.
+    """
+    from ..api import load_project
+
+    t_start = time.perf_counter()
+    progress = progress or (lambda ev: None)
+    cfg, cs = load_project(root, config)
+    subjects = select_subjects(cs, kernels, schedules)
+    timing: dict[str, float] = {}
+    use_emulated = emulated is not None or "emulated" in backends
+    if sanitizer is not None and sanitizer not in ("memcheck", "racecheck", "initcheck", "synccheck"):
+        raise UsageError(f'--sanitizer "{sanitizer}" is not a compute-sanitizer tool; the tools are "memcheck", "racecheck", "initcheck" and "synccheck".')
+    sanitizer_exe = None
+    if use_emulated:
+        names = ["emulated"]
+        arch = None
+    else:
+        from ._probe import find_sanitizer, probe
+
+        pr = probe(list(backends))
+        if pr.reason:
+            raise EnvironmentProblem(pr.reason)
+        names, arch = pr.backends, pr.arch
+        if sanitizer:
+            sanitizer_exe = find_sanitizer()
+            if sanitizer_exe is None:
+                raise EnvironmentProblem(f"wireup verify --sanitizer {sanitizer} needs compute-sanitizer; it was not found on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin.")
+        if arch and cfg.arch and cfg.arch.rstrip("a").rstrip("f") == arch:
+            arch = cfg.arch  # keep the configured variant (sm_90a) where it fits this device
+    if sizes is None:
+        sizes = SANITIZER_SIZES if sanitizer else DEFAULT_SIZES
+    if chain_sizes is None:
+        chain_sizes = SANITIZER_CHAIN_SIZES if sanitizer else DEFAULT_CHAIN_SIZES
+    for s in [*sizes, *chain_sizes]:
+        if int(s) < 1:
+            raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
+
+    run = VerifyRun(seed=int(seed), sizes=[int(s) for s in sizes])
+    helper = None
+    if use_emulated:
+        modules = {k.name: {"symbol": k.symbol, "names": [k.symbol, k.cpp_name or "", k.name]} for k in cs.kernels}
+    else:
+        t = time.perf_counter()
+        modules, build = build_modules(cfg, cs, subjects, arch, source_overrides, lambda line: progress({"event": "build", "line": line}))
+        run.build = build
+        timing["compile"] = time.perf_counter() - t
+        from ._helpers import helper_cubin
+
+        cubin, why = helper_cubin(cfg.path(cfg.cache), build.arch)
+        helper = str(cubin) if cubin else None
+        if why:
+            run.notes.append(why)
+    job = JobSpec(
+        root=str(cfg.root), backends=names, subjects=subjects, seed=int(seed), sizes=[int(s) for s in sizes],
+        chain_sizes=[int(s) for s in chain_sizes], modules=modules, helper_cubin=helper,
+        guard_bytes=0 if sanitizer == "memcheck" else 4096, python_paths=[str(cfg.path(p)) for p in cfg.reference_paths],
+        plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}),
+    )  # fmt: skip
+    if in_process is None:
+        in_process = use_emulated and not plugins
+    if in_process:
+        from ._emulated import EmulatedBackend
+        from ._runner import environment_of, run_job
+
+        bes = None
+        if use_emulated:
+            bes = {"emulated": EmulatedBackend(kernels=dict(emulated or {}))}
+        envs: dict[str, Any] = {}
+
+        def emit(ev: dict[str, Any]) -> None:
+            if ev.get("event") == "hello":
+                envs.update(ev["environments"])
+            if ev.get("event") == "bye":
+                for k2, v in ev.get("timing", {}).items():
+                    timing[k2] = timing.get(k2, 0.0) + float(v)
+            progress(ev)
+
+        run.results = run_job(job, emit, backends=bes, cs=cs, cfg=cfg)
+        from ._results import EnvironmentInfo
+
+        run.environments = {n: EnvironmentInfo.from_dict(e) for n, e in envs.items()}
+    else:
+        from ._supervisor import run_supervised
+
+        wrapper = None
+        if sanitizer:
+            from ._sanitizer import sanitizer_command
+
+            logdir = cfg.path(cfg.cache) / "runtime" / "sanitizer"
+            logdir.mkdir(parents=True, exist_ok=True)
+
+            def wrapper(n: int) -> tuple[list[str], Path]:
+                log = logdir / f"{sanitizer}-{n}.log"
+                log.unlink(missing_ok=True)
+                return sanitizer_command(sanitizer, sanitizer_exe, log), log
+
+        factor = SANITIZER_TIMEOUT_FACTOR if sanitizer else 1
+        sup = run_supervised(job, timeout * factor, progress, wrapper)
+        run.results = sup.results
+        run.environments = sup.environments
+        for k2, v in sup.timing.items():
+            timing[k2] = timing.get(k2, 0.0) + v
+        run.notes.extend(sup.notes)
+        if sanitizer:
+            add_sanitizer_records(run, sanitizer, sup.sanitizer_logs, modules, names)
+    timing["wall"] = time.perf_counter() - t_start
+    run.timing = timing
+
+    result = judge(run, cs, cfg)
+    outcome = VerifyOutcome(result, run)
+    if evidence and not sanitizer:
+        from ._evidence import write_evidence
+
+        skip = set(source_overrides or {})
+        for s in cs.schedules:
+            if any(st.launch in skip for st in s.launches):
+                skip.add(s.name)
+        outcome.evidence, outcome.evidence_skipped = write_evidence(run, cs, cfg, cfg.path(cfg.evidence), skip)
+    return outcome
+
+
+def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: dict[str, dict[str, Any]], backends: list[str]) -> None:
+    from ._sanitizer import attribute, describe, parse_blocks
+
+    reports = []
+    for log in logs:
+        try:
+            reports += parse_blocks(log.read_text(errors="replace"))
+        except OSError:
+            continue
+    names = {k: [x for x in v.get("names", []) if x] for k, v in modules.items()}
+    by_kernel = attribute(reports, names)
+    check = f"sanitizer_{tool}"
+    rule = CHECK_RULES[check]
+    kernels_run = [r.subject for r in run.results if r.kind == "kernel"]
+    launched = set(kernels_run) | {k for k in names if any(r.kind == "schedule" for r in run.results)}
+    for k in sorted(launched):
+        reps = by_kernel.get(k)
+        for b in backends:
+            target = next((r for r in run.results if r.subject == k and r.kind == "kernel" and r.backend == b), None)
+            if target is None:
+                if not reps:
+                    continue
+                target = SubjectResult(k, "kernel", b)
+                run.results.append(target)
+            if reps:
+                target.add(check, "fail", "", f'Kernel "{k}" fails {rule}: {describe(tool, reps)}.')
+            else:
+                target.add(check, "pass", "", f"compute-sanitizer {tool}: no reports")
+    if by_kernel.get(""):
+        r = SubjectResult("compute-sanitizer", "kernel", backends[0])
+        r.add(check, "fail", "", f"compute-sanitizer {tool} reports an error in no known kernel: {describe(tool, by_kernel[''])}.")
+        run.results.append(r)
+
+
+def judge(run: VerifyRun, cs: Any, cfg: Any) -> CheckResult:
+    """Findings from the verify rules over the run's facts, plus not-run notes and subjects per rule."""
+    from ..rules import CheckContext, run_rules
+    from ..rules import verify as verify_rules
+
+    rules = verify_rules.rules()
+    ctx = CheckContext(cs, cfg, facts={"verify": run})
+    result = run_rules(ctx, rules)
+    subjects = run.subjects()
+    for r in rules:
+        result.subjects[r.id] = subjects
+    result.not_run.extend(not_run_notes(run))
+    return result
+
+
+def not_run_notes(run: VerifyRun) -> list[NotRun]:
+    """One entry per (rule, subject) with the first reason and how many cases it covers."""
+    grouped: dict[tuple[str, str], list[CheckRecord]] = {}
+    failed_subjects = set()
+    for r in run.results:
+        for c in r.checks:
+            if c.verdict == "not_run":
+                grouped.setdefault((c.rule, r.subject), []).append(c)
+            elif c.verdict == "fail":
+                failed_subjects.add((c.rule, r.subject))
+    out = []
+    for (rule, subject), recs in grouped.items():
+        first = recs[0]
+        reasons = list(dict.fromkeys(c.message for c in recs))
+        more = f" (and {len(reasons) - 1} more case(s))" if len(reasons) > 1 else ""
+        out.append(NotRun(rule, f'{subject}: {first.message}{more}'))
+    return out

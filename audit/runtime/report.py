@@ -1,0 +1,96 @@
+"""How ``wireup verify`` shows its work: progress lines while it runs, a summary table, a JSON section.
+
+>>> print(summary_table(outcome))        # doctest: +SKIP
+subject                      backend  passed  failed  not run  max rel err  time
+aux_trunk_forward            pycuda       18       0        0      3.1e-07  0.4 s
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TextIO
+
+
+class Progress:
+    """Progress callback: one line per compiled source and per verified subject, on ``stream``."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("event")
+        line = None
+        if kind == "build":
+            line = f"build    {ev.get('line', '').strip()}"
+        elif kind == "subject_done":
+            r = ev["result"]
+            checks = r.get("checks", [])
+            p = sum(1 for c in checks if c["verdict"] == "pass")
+            f = sum(1 for c in checks if c["verdict"] == "fail")
+            n = sum(1 for c in checks if c["verdict"] == "not_run")
+            verdict = "FAIL" if f else ("ok" if p else "not run")
+            line = f"verify   {r['kind']:<8} {r['subject']} [{r['backend']}] {verdict}: {p} passed, {f} failed, {n} not run ({r.get('duration_s', 0):.1f} s)"
+        elif kind == "timeout":
+            line = f"verify   timeout in {ev.get('subject')} during {ev.get('what')}; restarting the worker"
+        if line:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+
+def _max_rel(checks: list[Any]) -> float | None:
+    vals = [c.rel_norm_err for c in checks if c.verdict == "pass" and c.check in ("reference", "chain") and c.rel_norm_err is not None]
+    return max(vals) if vals else None
+
+
+def summary_table(outcome: Any) -> str:
+    run = outcome.run
+    rows = [("subject", "backend", "passed", "failed", "not run", "max rel err", "time")]
+    for r in run.results:
+        mr = _max_rel(r.checks)
+        rows.append((
+            f"{'schedule:' if r.kind == 'schedule' else ''}{r.subject}", r.backend, str(len(r.passed)), str(len(r.failed)),
+            str(len(r.not_run)), f"{mr:.1e}" if mr is not None else "-", f"{r.duration_s:.1f} s",
+        ))  # fmt: skip
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1])] + [row[i].rjust(widths[i]) for i in range(2, len(row))]
+        lines.append("  ".join(cells).rstrip())
+    t = run.timing
+    keys = ("compile", "context_start", "module_load", "input_generation", "transfer", "kernel", "reference", "compare", "checks", "gradcheck", "graph", "wall")
+    parts = [f"{k} {t[k]:.1f} s" for k in keys if k in t]
+    out = "\n" + "\n".join(lines) + "\n"
+    if parts:
+        out += "time: " + ", ".join(parts) + "\n"
+    if outcome.evidence:
+        out += f"evidence: {len(outcome.evidence)} record(s) written\n"
+    for s in outcome.evidence_skipped:
+        out += f"evidence: {s}\n"
+    for n in run.notes:
+        out += f"note: {n}\n"
+    notes = sorted({n for r in run.results for n in r.notes})
+    for n in notes:
+        out += f"note: {n}\n"
+    return out
+
+
+def verify_json(rendered: str, outcome: Any) -> str:
+    doc = json.loads(rendered)
+    run = outcome.run
+    doc["verify"] = {
+        "seed": run.seed,
+        "sizes": run.sizes,
+        "timing": run.timing,
+        "environments": {k: v.to_dict() for k, v in run.environments.items()},
+        "subjects": [
+            {
+                "subject": r.subject, "kind": r.kind, "backend": r.backend, "verdict": r.verdict,
+                "passed": len(r.passed), "failed": len(r.failed), "not_run": len(r.not_run),
+                "max_rel_err": _max_rel(r.checks), "duration_s": r.duration_s, "timing": r.timing, "notes": r.notes,
+            }  # fmt: skip
+            for r in run.results
+        ],
+        "evidence": [str(p) for p in outcome.evidence],
+        "notes": run.notes,
+    }
+    return json.dumps(doc, indent=2) + "\n"
