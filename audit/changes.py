@@ -126,10 +126,13 @@ def compute_changes(cfg: Config, cs: ContractSet, rev: str) -> ChangeSet:
     old = _old_contracts(cfg, base)
     removed: set[str] = set()
     if old is not None:
-        for attr in ("kernel_map", "buffer_map", "schedule_map", "slot_map", "dim_map"):
-            c, r = _differs(getattr(old, attr), getattr(cs, attr))
-            target = {"kernel_map": ch.kernels, "buffer_map": ch.buffers, "schedule_map": ch.schedules,
-                      "slot_map": ch.slots, "dim_map": ch.dims}[attr]  # fmt: skip
+        pairs = (
+            (old.kernel_map, cs.kernel_map, ch.kernels), (old.buffer_map, cs.buffer_map, ch.buffers),
+            (old.schedule_map, cs.schedule_map, ch.schedules), (old.slot_map, cs.slot_map, ch.slots),
+            (old.dim_map, cs.dim_map, ch.dims),
+        )  # fmt: skip
+        for old_map, new_map, target in pairs:
+            c, r = _differs(old_map, new_map)
             target |= c
             removed |= r
         old_inv = {i.name: i for i in old.invariants}

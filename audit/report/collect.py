@@ -284,7 +284,6 @@ class Report:
     representative: str
     launchers: list[str]
     unaudited: list[HostRef]
-    mutation_run: bool
     history: bool
     inputs: list[str]
 
@@ -321,12 +320,12 @@ def collect_report(
     ]
     ordered = [kv for p in phase_views for kv in p.kernels]
     schedules = [_schedule_view(cs, s, wiring, fresh) for s in cs.schedule_map.values()]
-    isv = _isv_view(cfg, cs, wiring, options.base)
+    isv = _isv_view(cfg, cs, options.base)
     errors = len(result.errors)
     warnings = sum(1 for f in result.findings if f.severity is Severity.WARNING)
     gaps = [
         EvidenceGap(f.kind, f.subject, f.status, f.reason)
-        for key, f in sorted(fresh.items(), key=lambda kv: (kv[1].kind != "kernel", kv[1].subject))
+        for _, f in sorted(fresh.items(), key=lambda kv: (kv[1].kind != "kernel", kv[1].subject))
         if f.status != "verified"
     ]
     report = Report(
@@ -348,7 +347,6 @@ def collect_report(
         representative=representative,
         launchers=list(cfg.launchers),
         unaudited=scan.unaudited if scan is not None else [],
-        mutation_run=any(kv.mutation is not None for kv in kernels),
         history=history.available,
         inputs=_inputs(cfg),
     )
@@ -503,7 +501,8 @@ def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, result: CheckResult, histor
         "expression", format_shape(k.grid), format_shape(k.block), k.shared_bytes.text if k.shared_bytes else "0"
     )
     geometry, sites = _geometry(cs, k, wiring, rep_env)
-    findings = [f for f in result.findings if f.subject == k.name]
+    # evidence findings repeat what the GPU verification line says; the Findings section lists them all
+    findings = [f for f in result.findings if f.subject == k.name and f.category != "evidence"]
     ev = _evidence_view(fresh.get(k.name))
     build_view = _build_view(build, k)
     host = scan.references.get(k.name, []) if scan is not None else None
@@ -599,7 +598,7 @@ def _compiled_status(b: BuildView) -> Status:
 
 
 def _checked_status(findings: list[Finding]) -> Status:
-    relevant = [f for f in findings if f.category not in ("evidence", "launchers")]
+    relevant = [f for f in findings if f.category != "launchers"]  # launchers have the "wired" column
     errors = sum(1 for f in relevant if f.severity is Severity.ERROR)
     warnings = sum(1 for f in relevant if f.severity is Severity.WARNING)
     if errors:
@@ -647,20 +646,7 @@ def _build(cfg: Config, cs: ContractSet) -> tuple[Any, str, str]:
         result = build_kernels(cfg, cs)
     except UserError as exc:  # EnvironmentProblem: nvcc missing, and other problems the user can fix
         return None, f"not built here: {_scrub(str(exc), cfg.root)}", ""
-    parts = []
-    version = _first_line(getattr(result, "nvcc_version", ""))
-    if version:
-        parts.append(f"nvcc {version}")
-    arch = getattr(result, "arch", "") or cfg.arch
-    parts.append(f"arch {arch}")
-    flags = getattr(result, "flags", None) or cfg.nvcc_flags
-    parts.append("flags " + " ".join(str(f) for f in flags))
-    return result, "", ", ".join(parts)
-
-
-def _first_line(text: Any) -> str:
-    lines = [ln.strip() for ln in str(text or "").splitlines() if ln.strip()]
-    return lines[-1] if lines else ""  # nvcc --version ends with its release line
+    return result, "", f"nvcc {result.nvcc_version}, arch {result.arch}, flags {' '.join(result.flags)}"
 
 
 def _build_view(build: Any, k: Kernel) -> BuildView:
@@ -668,21 +654,18 @@ def _build_view(build: Any, k: Kernel) -> BuildView:
     if build is None:
         return BuildView("not_built", "not built here", cubin)
     try:
-        try:
-            source_build, entry = build.kernel(k)
-        except (TypeError, KeyError, AttributeError):
-            source_build, entry = build.kernel(k.name)
-    except Exception:  # noqa: BLE001 - a kernel the build does not know is shown, not fatal
+        source_build, entry = build.kernel(k)
+    except KeyError:  # its source does not exist (SOURCE_MISSING says so)
         return BuildView("not_built", "no build result", cubin)
-    if not getattr(source_build, "ok", False):
+    if not source_build.ok:
         return BuildView("failed", "compile failed", cubin)
-    view = BuildView("ok", "compiled", cubin, getattr(source_build, "cubin_size", None))
+    view = BuildView("ok", "compiled", cubin, source_build.cubin_size)
     if entry is not None:
-        view.registers = getattr(entry, "registers", None)
-        view.spill_stores = getattr(entry, "spill_stores", None)
-        view.spill_loads = getattr(entry, "spill_loads", None)
-        view.shared_static_bytes = getattr(entry, "shared_static_bytes", None)
-        view.stack_frame = getattr(entry, "stack_frame", None)
+        view.registers = entry.registers
+        view.spill_stores = entry.spill_stores
+        view.spill_loads = entry.spill_loads
+        view.shared_static_bytes = entry.shared_static_bytes
+        view.stack_frame = entry.stack_frame
     return view
 
 
@@ -793,7 +776,7 @@ def _format_reset(value: Any) -> str:
     return repr(0.0 if f == 0.0 else f)
 
 
-def _isv_view(cfg: Config, cs: ContractSet, wiring: Wiring, base: str | None) -> IsvView | None:
+def _isv_view(cfg: Config, cs: ContractSet, base: str | None) -> IsvView | None:
     isv = cs.isv
     if isv is None:
         return None

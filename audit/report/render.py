@@ -107,7 +107,7 @@ def render_report(report: Report, fmt: str = "md", templates: str | Path | None 
 
 
 def tidy(text: str, markdown: bool) -> str:
-    """Trailing spaces dropped, runs of blank lines outside code fences folded to one, one final newline."""
+    """Trailing spaces dropped, (Markdown) runs of blank lines outside code fences folded to one, one final newline."""
     out: list[str] = []
     in_fence = None
     for line in text.splitlines():
@@ -118,7 +118,7 @@ def tidy(text: str, markdown: bool) -> str:
                 in_fence = m.group(1)
             elif line == in_fence:
                 in_fence = None
-        if not line and in_fence is None and out and not out[-1]:
+        if markdown and not line and in_fence is None and out and not out[-1]:
             continue
         out.append(line)
     while out and not out[-1]:

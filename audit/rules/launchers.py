@@ -38,10 +38,9 @@ def _globs(ctx: CheckContext) -> str:
 def check_no_launcher(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
     for k in ctx.cs.kernel_map.values():
-        refs = scan.references.get(k.name, [])
-        if any(r.kind == "launch" for r in refs):
+        if scan.launched(k.name):
             continue
-        other = [r for r in refs if r.kind in ("build", "load")]
+        other = [r for r in scan.references.get(k.name, []) if r.kind in ("build", "load")]
         tail = ""
         if other:
             r = other[0]
