@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -348,3 +349,23 @@ def test_build_facts_in_the_report(tmp_path: Path) -> None:
     text = render(copy_project(tmp_path), history=False)
     assert re.search(r"\*\*Build:\*\* cubin `forward_kernel\.cubin` [\d,]+ B( \([\d.]+ KiB\))? · \d+ registers · static shared", text)
     assert re.search(r"\| compiled \| ✅ 5 of 5 \(nvcc ", text)
+
+
+def test_report_check_imports_no_repository_or_gpu_code(tmp_path: Path) -> None:
+    """--check runs in CI on untrusted branches: it must not import references, the runtime or GPU packages."""
+    root = copy_project(tmp_path)
+    script = (
+        "import sys\n"
+        "import audit.build, audit.build.facts\n"
+        "from audit.errors import EnvironmentProblem\n"
+        "def missing(*a, **k):\n"
+        "    raise EnvironmentProblem('nvcc switched off')\n"
+        "audit.build.build_kernels = audit.build.facts.build_kernels = missing\n"
+        "from audit.cli import main\n"
+        f"rc = main(['report', '--root', {str(root)!r}, '--check'])\n"
+        "bad = sorted(m for m in sys.modules if m.startswith(('audit.references', 'audit.runtime', 'pycuda', 'cupy', 'torch')))\n"
+        "print(rc, bad)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, env=env, check=True)
+    assert out.stdout.strip() == "1 []"
