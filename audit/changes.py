@@ -66,6 +66,7 @@ class ChangeSet:
     invariants: set[str] = field(default_factory=set)
     dims: set[str] = field(default_factory=set)
     isv: bool = False  # the layout's header (total dim, dtype, events) changed
+    layout: bool = False  # the layout changed at all (header or a slot), not merely a slot downstream
 
     @property
     def names(self) -> set[str]:
@@ -189,6 +190,8 @@ def compute_changes(cfg: Config, cs: ContractSet, rev: str) -> ChangeSet:
         if ({r.slot for r in k.isv_reads} | set(k.isv_writes)) & removed:
             ch.kernels.add(k.name)
 
+    removed_slots = removed & {s.name for s in old.isv.slots} if old is not None and old.isv is not None else set()
+    ch.layout = ch.isv or bool(ch.slots) or bool(removed_slots)  # before slots downstream are added below
     w = Wiring(cs)
     g = w.graph
     seeds = {f"kernel:{n}" for n in ch.kernels} | {f"slot:{n}" for n in ch.slots} | {f"buffer:{n}" for n in ch.buffers}
@@ -234,11 +237,11 @@ def limit_to_changed(result: CheckResult, root: Path | None, rev: str) -> CheckR
             return True
         layout_wide = f.subject == "isv" or (f.category in ("isv", "layout") and f.subject not in cs.slot_map)
         if layout_wide:  # about the layout as a whole
-            return ch.isv or bool(ch.slots)
+            return ch.layout
         return not f.subject and f.file in touched
 
     kept = [f for f in result.findings if keep(f)]
-    subjects = {rule: [s for s in subs if s in names or (s == "isv" and (ch.isv or ch.slots))] for rule, subs in result.subjects.items()}
+    subjects = {rule: [s for s in subs if s in names or (s == "isv" and ch.layout)] for rule, subs in result.subjects.items()}
     print(
         f"wireup check --changed-since {rev}: {len(ch.files)} changed file(s); checking {len(ch.kernels)} kernel(s), "
         f"{len(ch.schedules)} schedule(s) and {len(ch.invariants)} invariant(s) changed or downstream "

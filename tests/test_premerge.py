@@ -169,6 +169,7 @@ def test_changed_kernel_source_selects_it_and_everything_downstream(repo_with_hi
     assert ch.kernels == {"forward", "loss", "backward", "reduce"}
     assert "make_labels" not in ch.kernels and ch.schedules == {"train"}
     assert {"h", "loss", "dW_partial", "dW"} <= ch.buffers and "LOSS_EMA" in ch.slots
+    assert not ch.layout  # a slot downstream of a kernel is not a layout change
 
 
 def test_changed_contract_is_compared_object_by_object(repo_with_history: Path) -> None:
@@ -180,6 +181,10 @@ def test_changed_contract_is_compared_object_by_object(repo_with_history: Path) 
     ch = compute_changes(cfg, cs, "main")
     assert ch.files == ["contracts/extra.toml", "contracts/kernels.toml"]
     assert ch.kernels == {"reduce"} and ch.buffers == {"unused", "dW"}
+    isv = root / "contracts" / "isv.toml"
+    isv.write_text(isv.read_text().replace("reset = { ColdStart = 0.0, FoldReset = 0.0 }\n\n[[isv.slot]]\nindex = 2", "reset = { ColdStart = 0.0, FoldReset = 1.0 }\n\n[[isv.slot]]\nindex = 2"))
+    ch = compute_changes(cfg, load_project(root)[1], "main")
+    assert ch.layout and "LOSS_EMA" in ch.slots and "loss" in ch.kernels  # its reader is downstream
 
 
 def test_changed_since_errors(repo_with_history: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
