@@ -4,9 +4,9 @@
 //   m         = (1 / B) * sum_b |labels[b]|
 //   isv[slot] = (1 - alpha) * isv[slot] + alpha * m          (slot = AUX_LABEL_SCALE_EMA)
 //   labels [B], isv [ISV_TOTAL_DIM]
-//   Launch: grid = (1, 1, 1), block = (256, 1, 1). Thread t sums |labels| over rows t, t + nt, ... in
-//   double (kUnroll loads in flight); a shared-memory tree (one __syncthreads per level) finishes the
-//   sum in a fixed order, and thread 0 blends it in. B <= 0 or a slot outside [0, ISV_TOTAL_DIM):
+//   Launch: grid = (1, 1, 1), block = (256, 1, 1). Thread t sums |labels| over the row quads 4t .. 4t+3,
+//   4(t + nt) .., ... in double (float4 loads, kQuads quads in flight); a shared-memory tree (one
+//   __syncthreads per level) finishes the sum in a fixed order, and thread 0 blends it in. B <= 0 or a slot outside [0, ISV_TOTAL_DIM):
 //   the ISV is left unchanged.
 //
 // aux_heads_loss_ema_update (HEALTH_DIAG, after both losses)
@@ -24,7 +24,7 @@
 
 namespace {
 constexpr int kThreads = 256;
-constexpr int kUnroll = 8;
+constexpr int kQuads = 8;
 }  // namespace
 
 __device__ __forceinline__ float ema_blend(float old, float value, float alpha) {
@@ -39,16 +39,20 @@ aux_label_scale_ema_update(const float* __restrict__ labels, float* __restrict__
     const int nt = blockDim.x;
 
     double sum = 0.0;
-    for (int base = tid; base < B; base += kUnroll * nt) {
-        float v[kUnroll];
+    const int vec_rows = aligned16(labels) ? (B / 4) * 4 : 0;
+    const float4* l4 = reinterpret_cast<const float4*>(labels);
+    for (int q0 = tid; q0 < vec_rows / 4; q0 += kQuads * nt) {
+        float4 v[kQuads];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-            const int b = base + u * nt;
-            v[u] = b < B ? __ldg(labels + b) : 0.0f;
+        for (int u = 0; u < kQuads; ++u) {
+            const int q = q0 + u * nt;
+            v[u] = q < vec_rows / 4 ? __ldg(l4 + q) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) sum += (double)fabsf(v[u]);
+        for (int u = 0; u < kQuads; ++u)
+            sum += ((double)fabsf(v[u].x) + (double)fabsf(v[u].y)) + ((double)fabsf(v[u].z) + (double)fabsf(v[u].w));
     }
+    for (int b = vec_rows + tid; b < B; b += nt) sum += (double)fabsf(__ldg(labels + b));
 
     // Shared-memory tree, fixed shape for a given blockDim.x: deterministic.
     partial[tid] = sum;

@@ -6,17 +6,43 @@
 //   loss[0]        = sum_{valid b} CE_b / B_valid,   exactly 0 when B_valid == 0 (never NaN)
 //   logits [B, K], labels [B] (i32, mask skip_value = -1), loss [1], valid_count [1] (i32)
 //
-// Launch: grid = (1, 1, 1), block = (256, 1, 1). Thread t takes rows t, t + nt, t + 2nt, ... in that
-// order (labels read kUnroll rows at a time to keep loads in flight), accumulating CE in double; the
-// block then sums with a fixed-shape shared-memory tree. Same inputs -> same bits (deterministic).
-// Skipped rows cost one label load: their logits are never read.
+// Launch: grid = (1, 1, 1), block = (1024, 1, 1). Thread t takes the label quads 4t .. 4t+3,
+// 4(t + nt) .., ... (int4 loads, kQuads quads = 4*kQuads rows in flight per thread), reads the logits of
+// its valid rows only, and accumulates CE in double; the block then sums with a fixed-shape
+// shared-memory tree. Same inputs and launch -> same bits (deterministic). Skipped rows cost a quarter of
+// an int4 load: their logits are never read.
 // K outside [1, AUX_K_MAX] writes loss = NaN and valid_count = 0. Labels outside [0, K) other than
 // -1 are treated as skipped (never read out of the row).
 #include "aux_common.cuh"
 
 namespace {
-constexpr int kThreads = 256;
-constexpr int kUnroll = 8;
+constexpr int kThreads = 1024;
+constexpr int kQuads = 4;
+
+// Adds CE_b of row b to (ce_sum, count) when its label is valid.
+__device__ __forceinline__ void add_row(const float* __restrict__ logits, int b, int label, int K, double& ce_sum,
+                                        int& count) {
+    if (label < 0 || label >= K) return;
+    const float* row = logits + (size_t)b * K;
+    float l[AUX_K_MAX];
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < AUX_K_MAX; ++k)
+        if (k < K) {
+            l[k] = __ldg(row + k);
+            m = fmaxf(m, l[k]);
+        }
+    float s = 0.0f;
+    float picked = 0.0f;
+#pragma unroll
+    for (int k = 0; k < AUX_K_MAX; ++k)
+        if (k < K) {
+            s += expf(l[k] - m);
+            if (k == label) picked = l[k];
+        }
+    ce_sum += (double)((m - picked) + logf(s));  // logsumexp - logit[label]
+    ++count;
+}
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads)
@@ -32,37 +58,26 @@ aux_trade_outcome_loss_reduce(const float* __restrict__ logits, const int* __res
     double ce_sum = 0.0;
     int count = 0;
     if (k_ok) {
-        for (int base = tid; base < B; base += kUnroll * nt) {
-            int lab[kUnroll];
+        // Rows [0, vec_rows) by int4 quads when aligned; the rest one by one.
+        const int vec_rows = aligned16(labels) ? (B / 4) * 4 : 0;
+        const int4* quads = reinterpret_cast<const int4*>(labels);
+        for (int q0 = tid; q0 < vec_rows / 4; q0 += kQuads * nt) {
+            int4 lab[kQuads];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                const int b = base + u * nt;
-                lab[u] = b < B ? __ldg(labels + b) : -1;
+            for (int u = 0; u < kQuads; ++u) {
+                const int q = q0 + u * nt;
+                lab[u] = q < vec_rows / 4 ? __ldg(quads + q) : make_int4(-1, -1, -1, -1);
             }
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                if (lab[u] < 0 || lab[u] >= K) continue;
-                const float* row = logits + (size_t)(base + u * nt) * K;
-                float l[AUX_K_MAX];
-                float m = -INFINITY;
-#pragma unroll
-                for (int k = 0; k < AUX_K_MAX; ++k)
-                    if (k < K) {
-                        l[k] = __ldg(row + k);
-                        m = fmaxf(m, l[k]);
-                    }
-                float s = 0.0f;
-                float picked = 0.0f;
-#pragma unroll
-                for (int k = 0; k < AUX_K_MAX; ++k)
-                    if (k < K) {
-                        s += expf(l[k] - m);
-                        if (k == lab[u]) picked = l[k];
-                    }
-                ce_sum += (double)((m - picked) + logf(s));
-                ++count;
+            for (int u = 0; u < kQuads; ++u) {
+                const int b = 4 * (q0 + u * nt);
+                add_row(logits, b + 0, lab[u].x, K, ce_sum, count);
+                add_row(logits, b + 1, lab[u].y, K, ce_sum, count);
+                add_row(logits, b + 2, lab[u].z, K, ce_sum, count);
+                add_row(logits, b + 3, lab[u].w, K, ce_sum, count);
             }
         }
+        for (int b = vec_rows + tid; b < B; b += nt) add_row(logits, b, __ldg(labels + b), K, ce_sum, count);
     }
 
     const int total = block_sum_i32(count, scratch_i32);

@@ -15,7 +15,9 @@
 //                                                   passes NULL and reduces dz^T x with aux_weight_grad_reduce)
 //   dh_accum [B, SH2], h [B, SH2], x [B, E], dW_partial [B, SH2, E] (optional), db_partial [B, SH2]
 //   There is deliberately no dx output: aux gradients never reach the Q encoder.
-//   Launch: grid = (B, 1, 1), block = (256, 1, 1); block b owns row b (features in chunks of blockDim.x).
+//   Launch: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1); block x owns rows 8x .. 8x+7. Without
+//   dW_partial the rows are one contiguous span, handled elementwise with float4 accesses; with it, each
+//   row's dz is staged in shared memory (features in chunks of blockDim.x) for the outer product.
 #include "aux_common.cuh"
 #include "sgemm_tile.cuh"
 
@@ -30,6 +32,7 @@ constexpr int kFwdTN = 4;
 static_assert((kFwdBM / kFwdTM) * (kFwdBN / kFwdTN) == kFwdThreads, "one register tile per thread");
 
 constexpr int kBwdThreads = 256;
+constexpr int kBwdRowsPerBlock = 8;
 
 }  // namespace
 
@@ -81,27 +84,50 @@ aux_trunk_backward(const float* __restrict__ dh_accum, const float* __restrict__
                    float* __restrict__ dW_partial, float* __restrict__ db_partial, int B, int E, int SH2) {
     __shared__ float dz_s[kBwdThreads];
 
-    const int row = blockIdx.x;
-    if (row >= B) return;  // block-uniform: no barrier is skipped by part of a block
+    const int row0 = blockIdx.x * kBwdRowsPerBlock;
+    if (row0 >= B) return;  // block-uniform
+    const int rows = B - row0 < kBwdRowsPerBlock ? B - row0 : kBwdRowsPerBlock;
     const int tid = threadIdx.x;
-    const int nt = blockDim.x;  // <= kBwdThreads by __launch_bounds__ (a larger launch is refused)
-    const size_t rbase = (size_t)row * SH2;
-    const float* xrow = x + (size_t)row * E;
+    const int nt = blockDim.x;  // <= kBwdThreads by __launch_bounds__
 
-    for (int j0 = 0; j0 < SH2; j0 += nt) {
-        const int j = j0 + tid;
-        float dz = 0.0f;
-        if (j < SH2) {
-            dz = dh_accum[rbase + j] * elu_grad_from_output(h[rbase + j]);
-            db_partial[rbase + j] = dz;
+    if (dW_partial == nullptr) {
+        // db_partial = dh_accum * ELU'(h) over the contiguous span of this block's rows.
+        const size_t base = (size_t)row0 * SH2;
+        const int n = rows * SH2;
+        if (SH2 % 4 == 0 && aligned16(dh_accum) && aligned16(h) && aligned16(db_partial)) {
+            const float4* d4 = reinterpret_cast<const float4*>(dh_accum + base);
+            const float4* h4 = reinterpret_cast<const float4*>(h + base);
+            float4* o4 = reinterpret_cast<float4*>(db_partial + base);
+            for (int e = tid; e < n / 4; e += nt) {
+                const float4 d = __ldg(d4 + e);
+                const float4 hv = __ldg(h4 + e);
+                o4[e] = make_float4(d.x * elu_grad_from_output(hv.x), d.y * elu_grad_from_output(hv.y),
+                                    d.z * elu_grad_from_output(hv.z), d.w * elu_grad_from_output(hv.w));
+            }
+        } else {
+            for (int e = tid; e < n; e += nt)
+                db_partial[base + e] = __ldg(dh_accum + base + e) * elu_grad_from_output(__ldg(h + base + e));
         }
-        if (dW_partial == nullptr) continue;
+        return;
+    }
 
-        // Outer product of this chunk of dz with the whole x row: dW_partial[row, j0 .. j0+jn-1, :].
-        dz_s[tid] = dz;
-        __syncthreads();
-        const int jn = SH2 - j0 < nt ? SH2 - j0 : nt;
-        block_outer_product(dW_partial + ((size_t)row * SH2 + j0) * E, dz_s, xrow, jn, E);
-        __syncthreads();  // dz_s is rewritten by the next chunk
+    for (int r = 0; r < rows; ++r) {
+        const int row = row0 + r;
+        const size_t rbase = (size_t)row * SH2;
+        const float* xrow = x + (size_t)row * E;
+        for (int j0 = 0; j0 < SH2; j0 += nt) {
+            const int j = j0 + tid;
+            float dz = 0.0f;
+            if (j < SH2) {
+                dz = __ldg(dh_accum + rbase + j) * elu_grad_from_output(__ldg(h + rbase + j));
+                db_partial[rbase + j] = dz;
+            }
+            // Outer product of this chunk of dz with the whole x row: dW_partial[row, j0 .. j0+jn-1, :].
+            dz_s[tid] = dz;
+            __syncthreads();
+            const int jn = SH2 - j0 < nt ? SH2 - j0 : nt;
+            block_outer_product(dW_partial + (rbase + j0) * E, dz_s, xrow, jn, E);
+            __syncthreads();  // dz_s is rewritten by the next chunk
+        }
     }
 }

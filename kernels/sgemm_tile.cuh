@@ -188,3 +188,47 @@ __device__ __forceinline__ void mainloop(float (&acc)[TM][TN], LoaderA& la, Load
 }
 
 }  // namespace sgemm
+
+// ---- asynchronous copies (sm_80+): global -> shared without a register round trip ----
+namespace sgemm {
+
+// 16-byte cp.async; src_bytes < 16 zero-fills the rest (src_bytes == 0: pure zero fill, nothing read).
+__device__ __forceinline__ void cp_async16(float* smem_dst, const float* gmem_src, int src_bytes) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem_src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending)); }
+
+// One BK slice of a row-major [K, ncols] matrix (column index contiguous) copied as-is into s[k][col]
+// for COLS columns starting at col0: with cp.async when `vec`, else with plain loads and stores.
+// Out-of-range rows / columns are zero-filled.
+// `t` is the calling thread's index among the NT threads that share the copy.
+template <int COLS, int BK, int NT, int LD>
+__device__ __forceinline__ void copy_ncontig_slice(float (*s)[LD], const float* __restrict__ src, int ld, int ncols,
+                                                   int K, int col0, int k0, bool vec, int t) {
+    constexpr int kF4PerRow = COLS / 4;
+    constexpr int kSlots = COLS * BK / 4;
+    static_assert(COLS % 4 == 0 && LD % 4 == 0, "rows must stay 16-byte aligned");
+#pragma unroll
+    for (int f0 = 0; f0 < kSlots; f0 += NT) {
+        const int f = f0 + t;
+        if (kSlots % NT != 0 && f >= kSlots) break;
+        const int k = f / kF4PerRow;
+        const int c = (f % kF4PerRow) * 4;
+        const int gk = k0 + k;
+        const int gc = col0 + c;
+        float* dst = &s[k][c];
+        if (vec) {
+            const bool in = gk < K && gc < ncols;
+            cp_async16(dst, in ? src + (size_t)gk * ld + gc : src, in ? 16 : 0);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                dst[e] = (gk < K && gc + e < ncols) ? __ldg(src + (size_t)gk * ld + gc + e) : 0.0f;
+        }
+    }
+}
+
+}  // namespace sgemm

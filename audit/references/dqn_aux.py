@@ -251,14 +251,15 @@ def aux_trade_outcome_backward(
     **_,
 ) -> dict[str, np.ndarray]:
     """Softmax-CE gradient of valid rows back through Linear -> ELU -> Linear; skipped rows are exact zeros."""
-    B, K = int(B), int(K)
+    K = int(K)
     h_s2, h1, W1, W2 = _f64(h_s2), _f64(h1), _f64(W1), _f64(W2)
-    probs = _f64(probs).reshape(B, K)
-    labels = np.asarray(labels).astype(np.int64)[:B]
+    rows_in = h1.shape[0]  # B, or fewer when a runner checks sampled rows (the mean uses valid_count)
+    probs = _f64(probs).reshape(rows_in, K)
+    labels = np.asarray(labels).astype(np.int64).reshape(-1)[:rows_in]
     b_valid = int(np.asarray(valid_count).reshape(-1)[0])
     valid = _valid_mask(labels, K) & (b_valid > 0)
 
-    onehot = np.zeros((B, K))
+    onehot = np.zeros((rows_in, K))
     rows = np.nonzero(valid)[0]
     onehot[rows, labels[rows]] = 1.0
     dl = np.where(valid[:, None], (probs - onehot) / max(b_valid, 1), 0.0)
@@ -473,13 +474,13 @@ def aux_next_bar_backward_gradcheck(
 
 def aux_param_grad_reduce(*, partial, grad, B: int, N: int, **_) -> dict[str, np.ndarray]:
     """grad += sum_b partial[b, :] (partial viewed as [B, N])."""
-    B, N = int(B), int(N)
-    p = _f64(partial).reshape(B, N)
+    N = int(N)
+    p = _f64(partial).reshape(-1, N)
     g = _f64(grad).reshape(-1)
     return {"grad": g + p.sum(axis=0)}
 
 
 def aux_weight_grad_reduce(*, dz, x, B: int, M: int, N: int, **_) -> dict[str, np.ndarray]:
     """dW = dz^T x, the batch sum of the per-sample outer products dz[b] x[b]^T."""
-    B, M, N = int(B), int(M), int(N)
-    return {"dW": _f64(dz).reshape(B, M).T @ _f64(x).reshape(B, N)}
+    M, N = int(M), int(N)
+    return {"dW": _f64(dz).reshape(-1, M).T @ _f64(x).reshape(-1, N)}
