@@ -74,7 +74,9 @@ class _Scanner:
         while True:
             self.skip_ws(False)
             c = self.peek()
-            if c in "\"'":
+            if c == '"':
+                parts.append(_unescape(self.read_string()))
+            elif c == "'":
                 parts.append(self.read_string())
             else:
                 j = self.i
@@ -190,6 +192,37 @@ class _Scanner:
                 self._parents(path, line)
                 self.lines[path] = line
                 self.read_value(path)
+
+
+_SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def _unescape(raw: str) -> str:
+    """The value of a basic string's body (as a quoted key is matched against tomllib's keys)."""
+    if "\\" not in raw:
+        return raw
+    out, i = [], 0
+    while i < len(raw):
+        c = raw[i]
+        if c != "\\" or i + 1 >= len(raw):
+            out.append(c)
+            i += 1
+            continue
+        e = raw[i + 1]
+        if e in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[e])
+            i += 2
+        elif e in "uU":
+            n = 4 if e == "u" else 8
+            try:
+                out.append(chr(int(raw[i + 2 : i + 2 + n], 16)))
+            except ValueError:
+                out.append(raw[i : i + 2 + n])
+            i += 2 + n
+        else:
+            out.append(raw[i : i + 2])
+            i += 2
+    return "".join(out)
 
 
 def _escaped(s: str, pos: int) -> bool:
