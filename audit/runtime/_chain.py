@@ -36,7 +36,7 @@ from ._session import LaunchFailure, Session
 
 CHAIN_RTOL = 1e-4  # float32 chains against float64: errors compound over a dozen launches
 CHAIN_ATOL = 1e-4
-CHAIN_BUDGET = 1 << 30  # float64 elements of the reference chain's buffers
+CHAIN_BUDGET = 1 << 28  # float64 elements of the reference chain's buffers (2 GiB)
 _PRIORITY = {"loss": 0, "gradient": 1}
 
 
@@ -202,14 +202,16 @@ class ScheduleVerifier:
         touched, written, uses_isv = self.buffers_of(steps)
         shapes = {n: shape_of(self.cs.buffer_map[n].shape, env) for n in touched}
         total = sum(numel(s) for s in shapes.values())
-        if total > CHAIN_BUDGET:
-            self.add(None, "chain", "not_run", label, f"not run at {label}: the reference chain needs {total:.2e} float64 elements (budget {CHAIN_BUDGET:.2e})")
-            return
+        big = total > CHAIN_BUDGET
         nbytes = sum(numel(shapes[n]) * np_dtype(self.cs.buffer_map[n].dtype).itemsize for n in touched)
         with self.s.phase("input_generation"):
             data = self.initial_data(touched, env, "")
             isv0 = isv_reset(self.cs, self.s.factory.rng("chain-isv", label)) if uses_isv else None
-        ref_store, ref_why = self.reference_chain(steps, shapes, data, isv0)
+        if big:
+            # the device run, graph replay and equivalence still run; only the float64 chain is skipped
+            ref_store, ref_why = None, f"the reference chain needs {total:.2e} float64 elements at {label} (budget {CHAIN_BUDGET:.2e})"
+        else:
+            ref_store, ref_why = self.reference_chain(steps, shapes, data, isv0)
         snapshots: dict[str, dict[str, np.ndarray]] = {}
         for be in self.s.backends.values():
             free = be.free_memory()
@@ -369,7 +371,7 @@ class ScheduleVerifier:
     def compare_chain(self, be: Backend, label: str, got: dict[str, np.ndarray], ref: dict[str, np.ndarray] | None, why: str,
                       rows: dict[str, np.ndarray | None], steps: list[PlanStep]) -> None:  # fmt: skip
         if ref is None:
-            self.add(be.name, "chain", "not_run", label, f"not run: the reference chain cannot be built: {why}")
+            self.add(be.name, "chain", "not_run", label, f"not run: {why}" if "budget" in why else f"not run: the reference chain cannot be built: {why}")
             return
         writer = {}
         for st in steps:

@@ -8,7 +8,7 @@ buffer a launch binds to it):
   standard deviation;
 * without a domain: floats are N(0, 1), times 1/sqrt(fan_in) for a weight (a buffer of kind ``parameter``
   with two or more dims, fan_in = its last dim) and 0.1 for a bias (a one-dim parameter); integers are
-  uniform in [1, 16].
+  uniform in 0..9 (as docs/contracts.md says).
 
 A parameter with a ``mask`` gets rows valid with probability 1-5% (the realistic sparse rate of
 trade-close labels) and ``skip_value`` elsewhere; the edge cases all-skip and all-valid are separate
@@ -33,7 +33,7 @@ from ..model import DTYPES, MULTIPLICATIVE_ROLES, Buffer, ContractSet, TensorPar
 from ._plan import np_dtype
 
 VALID_RATE = (0.01, 0.05)
-DEFAULT_INT_RANGE = (1, 16)
+DEFAULT_INT_RANGE = (0, 9)  # docs/contracts.md: "integers uniform in 0..9"
 
 
 @dataclass(frozen=True)

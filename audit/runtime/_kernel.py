@@ -71,6 +71,7 @@ class Case:
     ref_reason: str = ""
     _ref: dict[str, np.ndarray] | None = None
     _ref_error: str | None = None
+    _ref_null: dict[str, np.ndarray] | None = None
 
 
 class KernelVerifier:
@@ -190,6 +191,10 @@ class KernelVerifier:
                 dom = resolve_domain(p, lb.buffers.get(p.name), shape, env)
                 batch = batch_leading(p.shape, self.cs)
                 salt = "init1" if p.role in ("inout", "accumulate") else ""
+                if not batch:
+                    # small tensors (weights, counts) get a fresh draw per case, so that one unlucky draw (a
+                    # count of 0, say) cannot hide a bug at every size
+                    salt += f"@{size}:{sorted(variant.items())}"
                 data = f.tensor(p.name, p.dtype, shape, dom, batch, salt)
                 if p.mask is not None:
                     rows = shape[0] if shape else 1
@@ -203,7 +208,7 @@ class KernelVerifier:
                         case.valid = valid
                 case.inputs[p.name] = data
                 if p.role == "accumulate":
-                    case.init2[p.name] = f.tensor(p.name, p.dtype, shape, dom, batch, "init2")
+                    case.init2[p.name] = f.tensor(p.name, p.dtype, shape, dom, batch, "init2" + salt[5:])
             if self.isv_param is not None:
                 case.isv = isv_perturbed(self.cs, f.rng(self.k.name, "isv", label))
         return case
@@ -325,6 +330,22 @@ class KernelVerifier:
             case._ref = {k: np.asarray(v) for k, v in res.items()}
         return case._ref
 
+    def reference_without(self, case: Case, null: list[str]) -> dict[str, np.ndarray]:
+        """The reference with optional inputs left out (they are NULL pointers) and optional outputs off."""
+        key = "_ref_null"
+        cached = getattr(case, key, None)
+        if cached is None:
+            mode = self._sample_mode.get(self._mode_key(case), ("full", ""))[0] if case.rows is not None else "full"
+            kwargs = self.reference_kwargs(case, case.rows, mode or "full")
+            for n in null:
+                kwargs.pop(n, None)
+            kwargs["include_optional"] = False
+            with self.s.phase("reference"):
+                res = call(self.ref, self.k.reference, **kwargs)
+            cached = {k: np.asarray(v) for k, v in res.items()}
+            setattr(case, key, cached)
+        return cached
+
     def _mode_key(self, case: Case) -> tuple:
         return (tuple(sorted(case.variant.items())), tuple(sorted(case.local.values.items())))
 
@@ -428,7 +449,8 @@ class KernelVerifier:
                 with s.phase("transfer"):
                     outs_d = self.fetch(arena, bufs, case, skip=set(optional))
                     nonfinite_d = {n: arena.count_nonfinite(bufs[n]) for n in self.written_names() if n not in optional}
-                self.check_reference(be, case, outs_d, nonfinite_d, suffix=" with its optional outputs NULL")
+                null_inputs = [p.name for p in self.k.tensors if p.optional and p.role != "out"]
+                self.check_reference(be, case, outs_d, nonfinite_d, suffix=" with its optional outputs NULL", null=null_inputs)
         finally:
             arena.free_all()
 
@@ -514,8 +536,9 @@ class KernelVerifier:
         self.add(be.name, "inputs_unmodified", "pass", case.label, "inputs unmodified")
         return False
 
-    def check_reference(self, be: Backend, case: Case, outs: dict[str, np.ndarray], nonfinite: dict[str, int], suffix: str = "") -> None:
-        label = case.label + suffix.replace(" with its optional outputs NULL", ", optional outputs NULL")
+    def check_reference(self, be: Backend, case: Case, outs: dict[str, np.ndarray], nonfinite: dict[str, int], suffix: str = "",
+                        null: list[str] | None = None) -> None:  # fmt: skip
+        label = case.label + suffix.replace(" with its optional outputs NULL", ", optional pointers NULL")
         sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
         if case.ref_mode is None:
             self.add(be.name, "reference", "not_run", label, case.ref_reason or "no reference")
@@ -525,7 +548,7 @@ class KernelVerifier:
                 self.add(be.name, "finite", "fail", label, self.fail_msg("VERIFY_NAN", label, f'output "{bad[0]}" has {nonfinite[bad[0]]} NaN/Inf element(s)'), output=bad[0])
             return
         try:
-            ref = self.reference_of(case)
+            ref = self.reference_of(case) if not null else self.reference_without(case, null)
         except ReferenceProblem as exc:
             self.add(be.name, "reference", "fail", label, self.fail_msg("VERIFY_REFERENCE", label, f"the float64 reference cannot be evaluated: {exc}"))
             return

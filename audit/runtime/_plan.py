@@ -23,7 +23,7 @@ from ..model import DTYPES, Buffer, ContractSet, Kernel, ScalarParam, Step, Tens
 from ..shapes import bind_local_dims
 
 DEFAULT_SIZES = (1, 37, 300, 4096, 65536)
-DEFAULT_CHAIN_SIZES = (37, 4096)
+DEFAULT_CHAIN_SIZES = (37, 300, 4096)
 GRADCHECK_SIZES = (16, 37)
 MAX_LOCAL_BINDINGS = 8
 

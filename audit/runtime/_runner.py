@@ -85,6 +85,9 @@ def run_job(job: JobSpec, emit: Emit, backends: dict[str, Backend] | None = None
             for r in res:
                 emit({"event": "subject_done", "result": r.to_dict()})
             results.extend(res)
+            if all(b.name == "emulated" for b in backends.values()):
+                session.poisoned = None  # numpy memory has no context to lose: carry on
+                continue
             emit({"event": "poisoned", "subject": name, "reason": str(exc)})
             break
         for r in res:

@@ -111,6 +111,7 @@ def verify(
     source_overrides: Mapping[str, Path] | None = None,
     budgets: Mapping[str, int] | None = None,
     config: Any = None,
+    python_paths: Sequence[str] = (),
 ) -> VerifyOutcome:
     """Verify kernels and schedules on the GPU (or the emulated backend); see docs/verification.md.
 
@@ -170,7 +171,7 @@ def verify(
     job = JobSpec(
         root=str(cfg.root), backends=names, subjects=subjects, seed=int(seed), sizes=[int(s) for s in sizes],
         chain_sizes=[int(s) for s in chain_sizes], modules=modules, helper_cubin=helper,
-        guard_bytes=0 if sanitizer == "memcheck" else 4096, python_paths=[str(cfg.path(p)) for p in cfg.reference_paths],
+        guard_bytes=0 if sanitizer == "memcheck" else 4096, python_paths=[str(cfg.path(p)) for p in cfg.reference_paths] + [str(p) for p in python_paths],
         plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}),
     )  # fmt: skip
     if in_process is None:

@@ -1,0 +1,274 @@
+"""The PyCUDA backend: cubins through ``pycuda.driver.module_from_file`` in the primary context.
+
+``pycuda.autoprimaryctx`` (never ``pycuda.autoinit``: a process mixing autoinit and CuPy hung at exit)
+retains the device's primary context, the one CuPy and the CUDA runtime use, so both backends can share a
+process. Launches go to one blocking stream; every launch is followed by a stream synchronise whose
+error (with the CUDA error name) becomes a :class:`~audit.runtime._backend.DeviceError`. Graphs are
+captured through the driver API (:mod:`audit.runtime._cuda_graph`) where PyCUDA has no wrapper.
+
+>>> be = PyCudaBackend(helper_cubin=".wireup-cache/runtime/helpers-sm_90-....cubin")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._backend import Backend, BackendUnavailable, DeviceError, Graph
+from ._helpers import HELPER_THREADS, helper_blocks
+
+_STICKY = ("illegal address", "illegal memory", "launch failed", "unspecified launch failure", "misaligned", "illegal instruction",
+           "hardware stack", "launch timeout", "timed out", "exception", "trap", "assert")  # fmt: skip
+
+
+def _sticky(msg: str) -> bool:
+    m = msg.lower()
+    return any(s in m for s in _STICKY)
+
+
+class _NativeGraph(Graph):
+    def __init__(self, exe: Any, stream: Any):
+        self.exe = exe
+        self.stream = stream
+
+    def replay(self) -> None:
+        self.exe.launch(self.stream)
+
+
+class PyCudaBackend(Backend):
+    name = "pycuda"
+
+    def __init__(self, helper_cubin: str | None = None, **_: Any):
+        try:
+            import pycuda.driver as drv
+        except ImportError as exc:
+            raise BackendUnavailable(f"PyCUDA is not installed ({exc})") from None
+        try:
+            import pycuda.autoprimaryctx as apc
+        except Exception as exc:  # noqa: BLE001 - driver errors of any kind mean no usable device
+            raise BackendUnavailable(f"PyCUDA cannot start a CUDA context ({exc})") from None
+        self.drv = drv
+        self.device = apc.device
+        self.context = apc.context
+        self.stream = drv.Stream()
+        self._allocs: dict[int, Any] = {}
+        self._capture: Any = None
+        self._capturing = False
+        self._scratch = drv.mem_alloc(8)
+        self._helpers: dict[str, Any] = {}
+        if helper_cubin:
+            try:
+                mod = drv.module_from_file(helper_cubin)
+                for w in (8, 16, 32, 64):
+                    self._helpers[f"count{w}"] = mod.get_function(f"wireup_count_masked_u{w}")
+                self._helpers["hash"] = mod.get_function("wireup_hash_u32")
+                self._helper_module = mod
+            except drv.Error:
+                self._helpers = {}
+
+    def _err(self, exc: Exception, what: str) -> DeviceError:
+        msg = f"{what}: {exc}"
+        return DeviceError(msg, sticky=_sticky(str(exc)), code=type(exc).__name__)
+
+    # -- facts ----------------------------------------------------------------------------------------
+    def version(self) -> str:
+        import pycuda
+
+        return f"pycuda {pycuda.VERSION_TEXT}"
+
+    def device_info(self) -> dict[str, Any]:
+        drv = self.drv
+        major, minor = self.device.compute_capability()
+        dv = drv.get_driver_version()
+        return {
+            "name": self.device.name(),
+            "compute_capability": f"{major}.{minor}",
+            "memory_bytes": int(self.device.total_memory()),
+            "driver_version": f"{dv // 1000}.{(dv % 1000) // 10}",
+            "runtime_version": "driver API; PyCUDA built against CUDA " + ".".join(str(x) for x in drv.get_version()),
+        }
+
+    def free_memory(self) -> int | None:
+        try:
+            return int(self.drv.mem_get_info()[0])
+        except self.drv.Error:
+            return None
+
+    # -- memory ---------------------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> int:
+        try:
+            a = self.drv.mem_alloc(max(int(nbytes), 1))
+        except self.drv.Error as exc:
+            raise self._err(exc, f"allocating {nbytes} bytes") from None
+        self._allocs[int(a)] = a
+        return int(a)
+
+    def free(self, ptr: int) -> None:
+        a = self._allocs.pop(int(ptr), None)
+        if a is not None:
+            a.free()
+
+    def h2d(self, ptr: int, host: np.ndarray) -> None:
+        try:
+            self.drv.memcpy_htod(int(ptr), np.ascontiguousarray(host))
+        except self.drv.Error as exc:
+            raise self._err(exc, "copying to the device") from None
+
+    def d2h(self, ptr: int, nbytes: int) -> np.ndarray:
+        out = np.empty(int(nbytes), np.uint8)
+        try:
+            self.drv.memcpy_dtoh(out, int(ptr))
+        except self.drv.Error as exc:
+            raise self._err(exc, "copying from the device") from None
+        return out
+
+    def d2d(self, dst: int, src: int, nbytes: int) -> None:
+        self.drv.memcpy_dtod(int(dst), int(src), int(nbytes))
+
+    def memset8(self, ptr: int, byte: int, nbytes: int, capture: bool = False) -> None:
+        try:
+            if capture or self._capturing:
+                self.drv.memset_d8_async(int(ptr), byte & 0xFF, int(nbytes), self.stream)
+            else:
+                self.drv.memset_d8(int(ptr), byte & 0xFF, int(nbytes))
+        except self.drv.Error as exc:
+            raise self._err(exc, "memset") from None
+
+    def fill(self, ptr: int, pattern: bytes, count: int) -> None:
+        drv = self.drv
+        w = len(pattern)
+        word = int.from_bytes(pattern, "little")
+        try:
+            if w == 1:
+                drv.memset_d8(int(ptr), word, int(count))
+            elif w == 2:
+                drv.memset_d16(int(ptr), word, int(count))
+            elif w == 4:
+                drv.memset_d32(int(ptr), word, int(count))
+            else:
+                # two strided 32-bit memsets write the low and the high words of every 8-byte element
+                drv.memset_d2d32(int(ptr), 8, word & 0xFFFFFFFF, 1, int(count))
+                drv.memset_d2d32(int(ptr) + 4, 8, word >> 32, 1, int(count))
+        except drv.Error:
+            chunk = np.frombuffer(pattern * min(int(count), 1 << 20), np.uint8)
+            done = 0
+            while done < count:
+                n = min(int(count) - done, 1 << 20)
+                self.h2d(int(ptr) + done * w, chunk[: n * w])
+                done += n
+
+    # -- modules and launches -------------------------------------------------------------------------
+    def load_module(self, path: str) -> Any:
+        try:
+            return self.drv.module_from_file(str(path))
+        except self.drv.Error as exc:
+            raise self._err(exc, f'loading "{path}"') from None
+
+    def get_function(self, module: Any, symbol: str) -> Any:
+        try:
+            return module.get_function(symbol)
+        except self.drv.Error as exc:
+            raise self._err(exc, f'looking up "{symbol}"') from None
+
+    def launch(self, fn: Any, grid, block, shared: int, args, meta=None) -> None:
+        drv = self.drv
+        try:
+            if shared > 48 * 1024:
+                fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared))
+            fn(*[a.scalar for a in args], grid=tuple(int(g) for g in grid), block=tuple(int(b) for b in block),
+               shared=int(shared), stream=self.stream)  # fmt: skip
+        except drv.Error as exc:
+            raise self._err(exc, "cuLaunchKernel") from None
+
+    def synchronize(self) -> None:
+        try:
+            self.stream.synchronize()
+        except self.drv.Error as exc:
+            raise self._err(exc, "cuStreamSynchronize") from None
+
+    # -- graphs ---------------------------------------------------------------------------------------
+    def _handle(self) -> int:
+        for attr in ("handle", "handle_int"):
+            h = getattr(self.stream, attr, None)
+            if h is not None:
+                return int(h() if callable(h) else h)
+        raise DeviceError("PyCUDA exposes no stream handle to capture")
+
+    def begin_capture(self) -> None:
+        if hasattr(self.stream, "begin_capture"):
+            try:
+                self.stream.begin_capture()
+                self._capture = "native"
+                self._capturing = True
+                return
+            except (AttributeError, TypeError, self.drv.Error):
+                pass
+        from ._cuda_graph import DriverCapture
+
+        self._capture = DriverCapture(self._handle())
+        self._capture.begin()
+        self._capturing = True
+
+    def end_capture(self) -> Graph:
+        cap, self._capture = self._capture, None
+        self._capturing = False
+        if cap == "native":
+            g = self.stream.end_capture()
+            return _NativeGraph(g.instantiate(), self.stream)
+        if cap is None:
+            raise DeviceError("no capture is open")
+        return cap.end()
+
+    # -- timing ---------------------------------------------------------------------------------------
+    def timer(self) -> Any:
+        ev = self.drv.Event()
+        ev.record(self.stream)
+        return ev
+
+    def elapsed(self, mark: Any) -> float:
+        end = self.drv.Event()
+        end.record(self.stream)
+        end.synchronize()
+        return end.time_since(mark) / 1000.0
+
+    # -- device-side inspection -----------------------------------------------------------------------
+    def _run_helper(self, fn: Any, args: list, n: int) -> int:
+        drv = self.drv
+        drv.memset_d8(int(self._scratch), 0, 8)
+        fn(*args, np.uint64(int(self._scratch)), grid=(helper_blocks(n), 1, 1), block=(HELPER_THREADS, 1, 1), stream=self.stream)
+        self.stream.synchronize()
+        out = np.empty(1, np.uint64)
+        drv.memcpy_dtoh(out, int(self._scratch))
+        return int(out[0])
+
+    def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
+        fn = self._helpers.get(f"count{width * 8}")
+        if fn is None or int(ptr) % width:
+            return super().count_masked(ptr, nbytes, width, mask, value)
+        n = int(nbytes) // width
+        if n == 0:
+            return 0
+        t = np.uint64 if width == 8 else np.uint32
+        try:
+            return self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), t(mask), t(value)], n)
+        except self.drv.Error as exc:
+            raise self._err(exc, "the count helper kernel") from None
+
+    def hash(self, ptr: int, nbytes: int) -> int:
+        fn = self._helpers.get("hash")
+        if fn is None or int(ptr) % 4:
+            return super().hash(ptr, nbytes)
+        from ._backend import MASK64, hash_words
+
+        n = int(nbytes) // 4
+        try:
+            total = self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), np.uint64(0)], n) if n else 0
+        except self.drv.Error as exc:
+            raise self._err(exc, "the hash helper kernel") from None
+        tail = int(nbytes) % 4
+        if tail:
+            last = np.zeros(4, np.uint8)
+            last[:tail] = self.d2h(int(ptr) + int(nbytes) - tail, tail)
+            total = (total + hash_words(last.view(np.uint32), n)) & MASK64
+        return total
