@@ -74,10 +74,42 @@ def parse_blocks(text: str) -> list[SanitizerReport]:
     return out
 
 
+def base_name(text: str) -> str:
+    """The unqualified function name in a symbol or signature: ``void ns::f<float, (int)4>(int*)`` -> ``f``."""
+    depth = 0
+    cut = len(text)
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            cut = i
+            break
+    head = text[:cut]
+    out, depth = [], 0
+    for ch in head:  # drop template arguments
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    head = "".join(out).strip()
+    return head.split(" ")[-1].split("::")[-1]
+
+
 def attribute(reports: list[SanitizerReport], kernels: dict[str, list[str]]) -> dict[str, list[SanitizerReport]]:
     """Reports per kernel; ``kernels`` maps a kernel name to the names it may appear under (symbol,
-    demangled signature, C++ name). Reports that name no known kernel go under ""."""
+    demangled signature, C++ name). A report is matched on the full name first, then on the unqualified
+    function name where exactly one kernel has it (the tool may print template arguments differently).
+    Reports that name no known kernel go under ""."""
     out: dict[str, list[SanitizerReport]] = {}
+    bases: dict[str, set[str]] = {}
+    for k, names in kernels.items():
+        for n in names:
+            if n:
+                bases.setdefault(base_name(n), set()).add(k)
     for r in reports:
         owner = ""
         if r.function:
@@ -92,6 +124,10 @@ def attribute(reports: list[SanitizerReport], kernels: dict[str, list[str]]) -> 
                         break
                 if owner:
                     break
+            if not owner:
+                cands = bases.get(base_name(r.function), set())
+                if len(cands) == 1:
+                    owner = next(iter(cands))
         out.setdefault(owner, []).append(r)
     return out
 

@@ -182,6 +182,8 @@ class Session:
         grid, block, shared = self.geometry(kernel, env)
         args = self.args_for(kernel, pointers, scalars)
         meta = LaunchMeta(kernel, dict(env), self.slot_index, self.isv_dim, reference, label)
+        if kernel.name not in label:
+            label = f"{kernel.name} {label}"
         self.last_launch = f"{label} grid={grid} block={block} shared={shared}"
         self.emit({"event": "launch", "subject": self.current, "backend": backend.name, "what": self.last_launch})
         t0 = backend.timer()

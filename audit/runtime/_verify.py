@@ -112,11 +112,14 @@ def verify(
     budgets: Mapping[str, int] | None = None,
     config: Any = None,
     python_paths: Sequence[str] = (),
+    evidence_dir: Path | None = None,
 ) -> VerifyOutcome:
     """Verify kernels and schedules on the GPU (or the emulated backend); see docs/verification.md.
 
     ``emulated`` (a mapping of symbol -> Python kernel, possibly empty) selects the emulated backend, for
     CPU tests; ``plugins`` names ``module:function`` hooks that register emulated kernels in a worker.
+    Evidence goes to the configured evidence folder, or ``evidence_dir``; an emulated run proves nothing
+    about a GPU and writes evidence only to an explicit ``evidence_dir`` (tests).
     """
     from ..api import load_project
 
@@ -226,14 +229,17 @@ def verify(
 
     result = judge(run, cs, cfg)
     outcome = VerifyOutcome(result, run)
+    if use_emulated and evidence_dir is None:
+        evidence = False
     if evidence and not sanitizer:
         from ._evidence import write_evidence
 
         skip = set(source_overrides or {})
-        for s in cs.schedules:
-            if any(st.launch in skip for st in s.launches):
-                skip.add(s.name)
-        outcome.evidence, outcome.evidence_skipped = write_evidence(run, cs, cfg, cfg.path(cfg.evidence), skip)
+        for sched in cs.schedules:
+            if any(st.launch in skip for st in sched.launches):
+                skip.add(sched.name)
+        folder = Path(evidence_dir) if evidence_dir is not None else cfg.path(cfg.evidence)
+        outcome.evidence, outcome.evidence_skipped = write_evidence(run, cs, cfg, folder, skip)
     return outcome
 
 
