@@ -21,7 +21,7 @@ _BARE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 class _Scanner:
     def __init__(self, text: str):
-        self.s = text
+        self.s = text.removeprefix("\ufeff")  # a byte order mark is not TOML (and moves no line)
         self.i = 0
         self.line = 1
         self.lines: dict[Path, int] = {}
@@ -106,6 +106,7 @@ class _Scanner:
                     continue
                 if not self.peek():
                     return
+                start = self.i
                 key_line = self.line
                 key = self.read_key()
                 self.skip_ws(False)
@@ -116,6 +117,8 @@ class _Scanner:
                 self._parents(sub, key_line)
                 self.lines[sub] = key_line
                 self.read_value(sub)
+                if self.i == start:  # not TOML: make progress
+                    self.advance()
         elif c == "[":
             self.advance()
             index = 0
@@ -129,10 +132,13 @@ class _Scanner:
                     continue
                 if not self.peek():
                     return
+                start = self.i
                 self.lines[path + (index,)] = self.line
                 self.read_value(path + (index,))
                 index += 1
-        elif c in "\"'":
+                if self.i == start:  # not TOML: make progress
+                    self.advance()
+        elif c and c in "\"'":
             self.read_string()
         else:
             while self.i < len(self.s) and self.s[self.i] not in ",]}\n#":
@@ -160,6 +166,7 @@ class _Scanner:
             self.skip_ws(True)
             if self.i >= len(self.s):
                 return self.lines
+            start = self.i
             if self.s.startswith("[[", self.i):
                 line = self.line
                 self.advance(2)
@@ -192,6 +199,8 @@ class _Scanner:
                 self._parents(path, line)
                 self.lines[path] = line
                 self.read_value(path)
+            if self.i == start:  # text tomllib would reject: step over it rather than loop forever
+                self.advance()
 
 
 _SIMPLE_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}

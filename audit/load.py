@@ -594,7 +594,7 @@ class _Loader:
     # -- files --------------------------------------------------------------------------------------
     def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
         try:
-            data = tomllib.loads(src.text.removeprefix("\ufeff"))
+            data = tomllib.loads(src.text)
         except RecursionError:
             self.problems.append(ContractProblem(src.path, None, "", "not valid TOML: arrays or tables are nested too deeply."))
             return
@@ -686,7 +686,7 @@ def load_contracts(folder: Path, root: Path | None = None, texts: dict[str, str]
                 )
     for rel in sorted(texts):
         files.append(rel)
-        loader.load_file(SourceFile(rel, texts[rel]), acc)
+        loader.load_file(SourceFile(rel, texts[rel].removeprefix("\ufeff")), acc)  # a BOM is no TOML
     if len(acc["isv"]) > 1:
         second = acc["isv"][1]
         loader.problem(second.loc, f'a second [isv] table; the layout is already declared in "{acc["isv"][0].loc.file}".')

@@ -156,3 +156,13 @@ def test_bad_shape_expressions(value: str, message: str) -> None:
         load_contracts(Path("contracts"), Path("."), texts={"contracts/x.toml": text})
     (problem,) = info.value.problems
     assert (problem.path, problem.line, problem.key, problem.message) == ("contracts/x.toml", 7, "buffer[0].shape[1]", message)
+
+
+def test_a_byte_order_mark_is_ignored_and_lines_stay_right() -> None:
+    text = '\ufeff[dims]\nB = { min = 1, max = 8 }\n\n[[buffer]]\nname = "x"\ndtype = "f31"\nshape = ["B"]\n'
+    with pytest.raises(ContractError) as info:
+        load_contracts(Path("contracts"), Path("."), texts={"contracts/x.toml": text})
+    (problem,) = info.value.problems
+    assert (problem.line, problem.key) == (6, "buffer[0].dtype")
+    cs = load_contracts(Path("contracts"), Path("."), texts={"contracts/x.toml": text.replace("f31", "f32")})
+    assert [b.name for b in cs.buffers] == ["x"] and cs.buffers[0].loc.line == 4

@@ -138,3 +138,17 @@ def test_launch_geometry_points_at_the_grid_when_the_grid_is_wrong() -> None:
         f'contracts/kernels.toml:60: Kernel "backward" in schedule "{s}" at B = 1: grid [1, 70000, 1] exceeds the limits (2^31-1, 65535, 65535).'
         for s in ("backward", "backward_fused")
     ]
+
+
+def test_derived_dims_of_runtime_dims_stay_in_range_at_every_probe() -> None:
+    old = 'H = { value = 32, doc = "hidden width" }\n'
+    lines = check_variant("DIM_RANGE", "contracts/buffers.toml", old, old + 'R = "B - 10"\nOK = "B + H"\n')
+    assert lines == ['contracts/buffers.toml:6: Derived dim "R" = "B - 10" evaluates to -9 at B = 1; a dim must be between 1 and 2147483647.']
+
+
+def test_scalar_range_checks_launch_arguments_where_they_are_given() -> None:
+    old = 'launch = "reduce"\n'
+    lines = check_variant("SCALAR_RANGE", "contracts/schedules.toml", old, old + 'args = { N = "H * D * 2000000" }\n')
+    assert lines == ['contracts/schedules.toml:39: Kernel "reduce" scalar "N" = "H * D * 2000000" is 4096000000 in schedule "backward", outside the range of i32.']
+    lines = check_variant("SCALAR_RANGE", "contracts/schedules.toml", old, old + "args = { N = 2.5 }\n")
+    assert lines == ['contracts/schedules.toml:39: Schedule "backward" step 4 passes the number 2.5 to scalar "N" of kernel "reduce", which is an integer (i32).']

@@ -8,8 +8,10 @@ exactly ``tomllib``'s key paths, each on that line.
 
 from __future__ import annotations
 
+import signal
 import tomllib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -240,3 +242,24 @@ def test_multi_line_strings_move_the_line_count() -> None:
     lines = locate_lines(text)
     assert (lines[("a",)], lines[("b",)], lines[("c",)]) == (1, 4, 6)
     assert ("d",) not in lines
+
+
+def test_a_byte_order_mark_moves_nothing() -> None:
+    assert locate_lines("\ufeff[dims]\nB = 1\n") == {("dims",): 1, ("dims", "B"): 2}
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM to bound the run")
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.text(st.sampled_from("[]{}=,.\"'#\n\\ ab1\ufeff"), max_size=30))
+def test_scanning_any_text_terminates(text: str) -> None:
+    # the scanner only runs on text tomllib accepted, but it must never spin on anything else
+    def stuck(*_):
+        raise AssertionError(f"locate_lines does not terminate on {text!r}")
+
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
+    try:
+        locate_lines(text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

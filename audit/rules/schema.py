@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..dims import Expr
 from ..model import ScalarParam, TensorParam
-from ..shapes import value_at
+from ..shapes import probe_envs, value_at
 from ._base import CheckContext, Hit, rule
 
 INT32_MAX = 2**31 - 1
@@ -236,6 +236,17 @@ def check_dim_ranges(ctx: CheckContext) -> Iterator[Hit]:
                 yield Hit(f'Runtime dim "{d.name}" has max {d.max}; a dim must fit in {INT32_MAX}.', d.loc.child("max"), d.name)
         elif d.kind == "derived" and d.name in env and not 1 <= env[d.name] <= INT32_MAX:
             yield Hit(f'Derived dim "{d.name}" = "{d.expr}" evaluates to {env[d.name]}; a dim must be between 1 and {INT32_MAX}.', d.loc, d.name)
+        elif d.kind == "derived" and cs.dim_map.get(d.name) is d:
+            # derived from runtime dims: in range at every probed size, like the shapes it feeds
+            for penv in probe_envs(cs):
+                v = penv.get(d.name)
+                if v is not None and not 1 <= v <= INT32_MAX:
+                    at = ", ".join(f"{n} = {penv[n]}" for n in sorted(cs.runtime_ranges) if n in penv)
+                    yield Hit(
+                        f'Derived dim "{d.name}" = "{d.expr}" evaluates to {v} at {at}; a dim must be between 1 and {INT32_MAX}.',
+                        d.loc, d.name,
+                    )  # fmt: skip
+                    break
     from ..shapes import resolve_fixed_dims
 
     for name, sentence in resolve_fixed_dims(cs)[1]:
@@ -253,7 +264,16 @@ def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
             for p in k.params:
                 if not isinstance(p, ScalarParam) or p.dtype not in _INT_RANGES:
                     continue
-                value = launch.step.arg(p.name) or p.value
+                arg = launch.step.arg(p.name)
+                value = arg if arg is not None else p.value
+                loc = launch.step.loc.child("args", p.name) if arg is not None else p.loc
+                if isinstance(value, float):  # only a launch argument can be a number here; the loader rejects the rest
+                    yield Hit(
+                        f'Schedule "{launch.schedule.name}" step {launch.step.index + 1} passes the number {value} to '
+                        f'scalar "{p.name}" of kernel "{k.name}", which is an integer ({p.dtype}).',
+                        loc, k.name,
+                    )  # fmt: skip
+                    continue
                 if not isinstance(value, Expr):
                     continue
                 lo, hi = _INT_RANGES[p.dtype]
@@ -262,7 +282,7 @@ def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
                     if v is not None and not lo <= v <= hi:
                         yield Hit(
                             f'Kernel "{k.name}" scalar "{p.name}" = "{value}" is {v} in schedule "{launch.schedule.name}", outside the range of {p.dtype}.',
-                            p.loc, k.name,
+                            loc, k.name,
                         )  # fmt: skip
                         break
 
