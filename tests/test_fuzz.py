@@ -251,7 +251,10 @@ def mutated_shipped(draw) -> dict[str, str]:
         fname = draw(st.sampled_from(sorted(files)))
         lines = files[fname].split("\n")
         i = draw(st.integers(0, len(lines) - 1))
-        op = draw(st.sampled_from(["delete", "duplicate", "swap_lines", "swap_values", "retype", "chars"]))
+        op = draw(st.sampled_from(["delete", "duplicate", "swap_lines", "swap_values", "retype", "chars", "encoding"]))
+        if op == "encoding":  # a byte order mark or Windows line endings change no meaning
+            files[fname] = draw(st.sampled_from(["\ufeff" + files[fname], files[fname].replace("\n", "\r\n")]))
+            continue
         if op == "delete":
             del lines[i]
         elif op == "duplicate":

@@ -71,14 +71,19 @@ def test_snapshot(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
 
 @functools.cache
 def sarif_schema_validator():
-    jsonschema = pytest.importorskip("jsonschema")
+    """A validator for the trimmed SARIF schema, or None without jsonschema (the structural asserts remain)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
     schema = json.loads((SNAPSHOTS / "sarif-2.1.0.trimmed.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft7Validator.check_schema(schema)
     return jsonschema.Draft7Validator(schema, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
 
 
 def assert_sarif_well_formed(doc: dict, result_count: int) -> None:
-    sarif_schema_validator().validate(doc)
+    if sarif_schema_validator() is not None:
+        sarif_schema_validator().validate(doc)
     assert doc["version"] == "2.1.0"
     (run,) = doc["runs"]
     driver = run["tool"]["driver"]
@@ -125,6 +130,7 @@ def test_sarif_uri_is_percent_encoded() -> None:
 
 
 def test_sarif_schema_rejects_a_malformed_log() -> None:
+    pytest.importorskip("jsonschema")
     validator = sarif_schema_validator()
     good = json.loads(render(CheckResult(findings=[Finding("DEAD_KERNEL", Severity.ERROR, "m.", "f.toml", 1)]), "sarif"))
     validator.validate(good)
@@ -278,7 +284,8 @@ def test_every_printer_renders_arbitrary_findings(findings: list[Finding], not_r
     assert [f["message"] for f in doc["findings"]] == [f.message for f in findings]
     sarif = json.loads(render(result, "sarif"))
     assert [r["message"]["text"] for r in sarif["runs"][0]["results"]] == [f.message for f in findings]
-    sarif_schema_validator().validate(sarif)
+    if sarif_schema_validator() is not None:
+        sarif_schema_validator().validate(sarif)
     _, cases = junit_cases(render(result, "junit"))
     assert len(cases) >= len(ran) + len(not_run)
     lines = render(result, "github").split("\n")
