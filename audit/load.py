@@ -607,6 +607,12 @@ class _Loader:
                 except ValueError:
                     line = None
                 msg = msg.rsplit(" (at line ", 1)[0]
+            lines = src.text.splitlines()
+            if msg == "Cannot overwrite a value" and line is not None and line <= len(lines) and "=" in lines[line - 1]:
+                # tomllib names no key: take it from the line ("name = ..." given twice in one table)
+                key = lines[line - 1].split("=", 1)[0].strip()
+                quoted = key if key[:1] in "\"'" and key else f'"{key}"'
+                msg = f"{quoted} is given twice in one table; a TOML key can be set once"
             self.problems.append(ContractProblem(src.path, line, "", f"not valid TOML: {msg}."))
             return
         root = Loc(src, ())
