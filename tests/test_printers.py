@@ -291,4 +291,5 @@ def test_every_printer_renders_arbitrary_findings(findings: list[Finding], not_r
     lines = render(result, "github").split("\n")
     assert lines[-1] == "" and len(lines) - 1 == len(findings) + len(not_run)
     text = render(result, "text")
-    assert text.endswith(".\n") and "error(s)" in text.splitlines()[-1]
+    assert text.endswith(".\n") and "error(s)" in text.split("\n")[-2]
+    assert text.count("\n") == len(findings) + len(not_run) + 1, "one line per finding"
