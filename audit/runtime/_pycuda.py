@@ -126,12 +126,18 @@ class PyCudaBackend(Backend):
     def d2d(self, dst: int, src: int, nbytes: int) -> None:
         self.drv.memcpy_dtod(int(dst), int(src), int(nbytes))
 
+    # PyCUDA's memset wrappers take 32-bit counts: a [65536, 256, 256] partial (2**32 floats) would wrap to
+    # zero elements, so every fill goes in chunks of at most 2**30 elements
+    _CHUNK = 1 << 30
+
     def memset8(self, ptr: int, byte: int, nbytes: int, capture: bool = False) -> None:
         try:
-            if capture or self._capturing:
-                self.drv.memset_d8_async(int(ptr), byte & 0xFF, int(nbytes), self.stream)
-            else:
-                self.drv.memset_d8(int(ptr), byte & 0xFF, int(nbytes))
+            for off in range(0, int(nbytes), self._CHUNK):
+                n = min(self._CHUNK, int(nbytes) - off)
+                if capture or self._capturing:
+                    self.drv.memset_d8_async(int(ptr) + off, byte & 0xFF, n, self.stream)
+                else:
+                    self.drv.memset_d8(int(ptr) + off, byte & 0xFF, n)
         except self.drv.Error as exc:
             raise self._err(exc, "memset") from None
 
@@ -140,16 +146,19 @@ class PyCudaBackend(Backend):
         w = len(pattern)
         word = int.from_bytes(pattern, "little")
         try:
-            if w == 1:
-                drv.memset_d8(int(ptr), word, int(count))
-            elif w == 2:
-                drv.memset_d16(int(ptr), word, int(count))
-            elif w == 4:
-                drv.memset_d32(int(ptr), word, int(count))
-            else:
-                # two strided 32-bit memsets write the low and the high words of every 8-byte element
-                drv.memset_d2d32(int(ptr), 8, word & 0xFFFFFFFF, 1, int(count))
-                drv.memset_d2d32(int(ptr) + 4, 8, word >> 32, 1, int(count))
+            for first in range(0, int(count), self._CHUNK):
+                n = min(self._CHUNK, int(count) - first)
+                p = int(ptr) + first * w
+                if w == 1:
+                    drv.memset_d8(p, word, n)
+                elif w == 2:
+                    drv.memset_d16(p, word, n)
+                elif w == 4:
+                    drv.memset_d32(p, word, n)
+                else:
+                    # two strided 32-bit memsets write the low and the high word of every 8-byte element
+                    drv.memset_d2d32(p, 8, word & 0xFFFFFFFF, 1, n)
+                    drv.memset_d2d32(p + 4, 8, word >> 32, 1, n)
         except drv.Error:
             chunk = np.frombuffer(pattern * min(int(count), 1 << 20), np.uint8)
             done = 0

@@ -168,7 +168,7 @@ def run_supervised(
             elif kind == "crash":
                 crash = ev.get("error", "") + "\n" + ev.get("traceback", "")
             elif kind == "unavailable":
-                unavailable = f'{ev.get("backend")}: {ev.get("reason")}'
+                unavailable = f'{ev.get("backend")} backend: {ev.get("reason")}'
             progress(ev)
         if proc.poll() is None:
             try:
