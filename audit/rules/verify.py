@@ -54,7 +54,7 @@ def _checker(rule_id: str) -> Callable[[CheckContext], Iterator[Hit]]:
             msg = first.message.rstrip(".")
             cases = list(dict.fromkeys(c.case for c in fails[1:] if c.case and c.case != first.case))
             if cases:
-                shown = ", ".join(cases[:4]) + (", ..." if len(cases) > 4 else "")
+                shown = "; ".join(cases[:4]) + ("; ..." if len(cases) > 4 else "")
                 msg += f" (and {len(cases)} more case(s): {shown})"
             failed_on = sorted({c.backend for c in fails})
             if len(backends) > 1:

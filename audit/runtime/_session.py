@@ -29,7 +29,7 @@ from ._results import SubjectResult
 
 REFERENCE_BUDGET = 1 << 25  # elements a float64 reference is run on in full (sum over its tensors)
 ROWWISE_BUDGET = 1 << 22  # the same for rowwise kernels, which switch to sampled rows beyond it
-INPUT_BUDGET = 1 << 27  # elements of host-generated input per case
+INPUT_BUDGET = 1 << 26  # elements of host-generated input per case (256 MiB of float32)
 HOST_FETCH_BUDGET = 1 << 24  # elements of one output copied to the host in full (else sampled rows)
 
 

@@ -38,7 +38,7 @@ class Progress:
 
 
 def _max_rel(checks: list[Any]) -> float | None:
-    vals = [c.rel_norm_err for c in checks if c.verdict == "pass" and c.check in ("reference", "chain") and c.rel_norm_err is not None]
+    vals = [c.rel_norm_err for c in checks if c.verdict in ("pass", "fail") and c.check in ("reference", "chain") and c.rel_norm_err is not None]
     return max(vals) if vals else None
 
 
