@@ -97,11 +97,16 @@ def load_config(root: Path | None = None, cwd: Path | None = None) -> Config:
     pp = root / "pyproject.toml"
     if wt.is_file():
         table, source = _read(wt), "wireup.toml"
-        table = table.get("tool", {}).get("wireup", table)
+        tool = table.get("tool")
+        if isinstance(tool, dict) and "wireup" in tool:
+            table, source = tool["wireup"], "wireup.toml [tool.wireup]"
     elif pp.is_file():
         data = _read(pp)
-        if "wireup" in data.get("tool", {}):
-            table, source = data["tool"]["wireup"], "pyproject.toml [tool.wireup]"
+        tool = data.get("tool")
+        if isinstance(tool, dict) and "wireup" in tool:
+            table, source = tool["wireup"], "pyproject.toml [tool.wireup]"
+    if not isinstance(table, dict):
+        raise UsageError(f"{source}: [tool.wireup] must be a table of settings, found {type(table).__name__} {table!r}.")
     cfg = Config(root=root, source=source)
     updates: dict = {}
     for key, value in table.items():
