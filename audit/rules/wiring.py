@@ -30,11 +30,14 @@ def show_shape(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> str:
 @rule("SHAPE_MISMATCH", "Each tensor parameter's shape, with dims bound across the chain, equals the shape of the buffer bound to it.", "wiring")
 def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
     cs, w = ctx.cs, ctx.wiring
+    # buffer -> (launch, param) that last wrote it with a matching shape, per schedule at its end, so a
+    # consumer in a later schedule (a backward reading what the forward saved) can name its producer too
+    final: dict[str, dict[str, tuple[Launch, str]]] = {}
+    mismatches: list[tuple[str, dict[str, tuple[Launch, str]], Launch, object, object, object]] = []
     for sname, launches in w.launches.items():
-        producer: dict[str, tuple[Launch, str]] = {}  # buffer -> (launch, param) that last wrote it with a matching shape
+        producer: dict[str, tuple[Launch, str]] = {}
         for launch in launches:
-            k = launch.kernel
-            if k is None:
+            if launch.kernel is None:
                 continue
             for p, b in launch.bound():
                 buf = cs.buffer_map.get(b.buffer or "")
@@ -47,22 +50,31 @@ def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
                     if got is not None and got == want and p.writes:
                         producer[buf.name] = (launch, p.name)
                     continue
-                have = show_shape(p.shape, launch.envs)
-                decl = show_shape(target, w.envs)
-                prev = producer.get(buf.name)
-                if p.reads and prev is not None:
-                    pl, pp = prev
-                    yield Hit(
-                        f'Kernel "{pl.kernel.name}" parameter "{pp}" has shape {decl} but its consumer "{k.name}" '
-                        f'expects {have} for parameter "{p.name}" (buffer "{buf.name}", schedule "{sname}").',
-                        p.loc.child("shape"), k.name,
-                    )  # fmt: skip
-                else:
-                    what = f'views buffer "{buf.name}" as {decl}' if b.view is not None else f'binds buffer "{buf.name}" of shape {decl}'
-                    yield Hit(
-                        f'Kernel "{k.name}" parameter "{p.name}" has shape {have} but schedule "{sname}" {what}.',
-                        p.loc.child("shape"), k.name,
-                    )  # fmt: skip
+                mismatches.append((sname, dict(producer), launch, p, b, buf))
+        final[sname] = producer
+    for sname, producer, launch, p, b, buf in mismatches:
+        k = launch.kernel
+        target = b.view if b.view is not None else buf.shape
+        have = show_shape(p.shape, launch.envs)
+        decl = show_shape(target, w.envs)
+        prev = producer.get(buf.name)
+        if prev is None:
+            for earlier in sorted(w.before.get(sname, ())):
+                prev = final.get(earlier, {}).get(buf.name) or prev
+        if p.reads and prev is not None:
+            pl, pp = prev
+            where = f'schedule "{sname}"' if pl.schedule.name == sname else f'schedules "{pl.schedule.name}" -> "{sname}"'
+            yield Hit(
+                f'Kernel "{pl.kernel.name}" parameter "{pp}" has shape {decl} but its consumer "{k.name}" '
+                f'expects {have} for parameter "{p.name}" (buffer "{buf.name}", {where}).',
+                p.loc.child("shape"), k.name,
+            )  # fmt: skip
+        else:
+            what = f'views buffer "{buf.name}" as {decl}' if b.view is not None else f'binds buffer "{buf.name}" of shape {decl}'
+            yield Hit(
+                f'Kernel "{k.name}" parameter "{p.name}" has shape {have} but schedule "{sname}" {what}.',
+                p.loc.child("shape"), k.name,
+            )  # fmt: skip
 
 
 @rule("VIEW_SIZE_MISMATCH", "A view of a buffer has exactly as many elements as the buffer.", "wiring")
