@@ -129,6 +129,9 @@ class KernelVerifier:
                 else:
                     self.add(name, "launch", "not_run", "", f"stopped after a launch failure on {current_backend}")
             if exc.sticky:
+                for r in self.results.values():
+                    r.sizes = list(dict.fromkeys(self.sizes_run))
+                exc.results = list(self.results.values())  # type: ignore[attr-defined]
                 raise
         finally:
             for r in self.results.values():
