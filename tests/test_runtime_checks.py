@@ -244,3 +244,21 @@ def test_not_run_is_reported_never_passed(repo_root):
     r = out.run.results[0]
     assert r.not_run and r.verdict == "pass"  # B=1 was compared; B=37 is listed as not run, not as passed
     assert {c.case for c in r.checks if c.check == "reference" and c.verdict == "not_run"} == {"B=37 (K=2)", "B=37 (K=3)", "B=37 (K=2, all-skip)", "B=37 (K=3, all-skip)", "B=37 (K=2, all-valid)", "B=37 (K=3, all-valid)"}
+
+
+def test_out_of_bounds_message_names_buffer_side_and_offset(repo_root):
+    out = run(repo_root, kernels=["strided_gather"], bugs={"strided_gather": writes_past_the_end}, sizes=(1,))
+    (f,) = [f for f in out.result.findings if f.rule == "VERIFY_OUT_OF_BOUNDS"]
+    assert f.message == (
+        'Kernel "strided_gather" fails VERIFY_OUT_OF_BOUNDS at B=1 (run A): it wrote outside a buffer: 4 byte(s) of the '
+        'guard band after "dst" changed (first at byte 4, the buffer has 4 bytes).'
+    )
+
+
+def test_unwritten_message_counts_the_poisoned_elements(repo_root):
+    out = run(repo_root, kernels=["strided_gather"], bugs={"strided_gather": last_row_unwritten}, sizes=(37,))
+    (f,) = [f for f in out.result.findings if f.rule == "VERIFY_UNWRITTEN_OUTPUT"]
+    assert f.message == (
+        'Kernel "strided_gather" fails VERIFY_UNWRITTEN_OUTPUT at B=37: output "dst" has 1 of 37 element(s) never '
+        "written (they still hold the poison pattern after two runs)."
+    )
