@@ -27,7 +27,7 @@ from ..model import IsvParam, Kernel, Schedule, ScalarParam, TensorParam
 from ..shapes import bind_local_dims
 from ._backend import Backend, DeviceError
 from ._compare import Tolerance, compare
-from ._inputs import Domain, isv_perturbed, isv_reset, resolve_domain
+from ._inputs import isv_perturbed, isv_reset, resolve_domain
 from ._memory import Arena, DeviceBuffer
 from ._plan import batch_leading, case_label, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
 from ._reference import ReferenceProblem, call

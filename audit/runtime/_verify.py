@@ -181,7 +181,7 @@ def verify(
         in_process = use_emulated and not plugins
     if in_process:
         from ._emulated import EmulatedBackend
-        from ._runner import environment_of, run_job
+        from ._runner import run_job
 
         bes = None
         if use_emulated:
