@@ -88,3 +88,7 @@ def test_within_for_nondeterministic_runs():
     ok, mx, nbad = within(a, a + 1e-2, 1e-5, 1e-7)
     assert not ok and nbad == 3 and mx == pytest.approx(1e-2)
     assert not within(np.array([np.nan]), np.array([1.0]), 1, 1)[0]
+    # atol is relative to the largest magnitude: a column that cancels to ~0 gets the same absolute slack
+    sums = np.array([256.0, 1e-3])
+    assert within(sums + np.array([1e-5, 1e-5]), sums, 1e-5, 1e-7)[0]
+    assert not within(sums + np.array([0.0, 1e-3]), sums, 1e-5, 1e-7)[0]
