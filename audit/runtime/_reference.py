@@ -31,8 +31,9 @@ def add_paths(paths: list[str]) -> None:
 
 def load_callable(spec: str, paths: list[str]) -> Callable[..., Any]:
     """The function ``spec`` names (``module:function``), imported with ``paths`` first on sys.path."""
-    if spec in _CACHE:
-        return _CACHE[spec]
+    key = f"{spec}@{'|'.join(paths)}"
+    if key in _CACHE:
+        return _CACHE[key]
     add_paths(paths)
     module, _, name = spec.partition(":")
     if not module or not name:
@@ -44,7 +45,7 @@ def load_callable(spec: str, paths: list[str]) -> Callable[..., Any]:
     fn = getattr(mod, name, None)
     if not callable(fn):
         raise ReferenceProblem(f'module "{module}" has no function "{name}"')
-    _CACHE[spec] = fn
+    _CACHE[key] = fn
     return fn
 
 

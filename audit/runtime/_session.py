@@ -190,6 +190,7 @@ class Session:
         try:
             backend.launch(fn, grid, block, shared, args, meta)
             backend.synchronize()
+            self.emit({"event": "launched", "subject": self.current, "backend": backend.name})
         except DeviceError as exc:
             code = f"{exc.code}: " if exc.code else ""
             if exc.sticky:

@@ -152,6 +152,10 @@ def run_supervised(
                 last_launch = f'starting "{ev["subject"]}"'
             elif kind == "launch":
                 last_launch = ev.get("what", last_launch)
+            elif kind == "launched":
+                # the launch finished: a hang from here on is host work (a reference, a check)
+                if not last_launch.startswith("host work after "):
+                    last_launch = "host work after " + last_launch
             elif kind == "subject_done":
                 r = SubjectResult.from_dict(ev["result"])
                 out.results.append(r)
