@@ -1,0 +1,251 @@
+"""The evidence hashes do not move: GPU evidence records are keyed by them.
+
+``kernel_source_hash``, ``contract_hash`` and ``schedule_hashes`` (audit/evidence.py, audit/hashing.py) name
+what a ``wireup verify`` run proved. A change that alters their values (a faster hash, a memo that hashes
+something else) would silently turn every stored record stale, so the values of the shipped repository
+are pinned here, and the memoized paths (``freshness``, repeated calls) are compared with the plain
+definitions on the shipped contracts, the fixture projects and a synthetic project.
+
+The values are pinned as a child process computes them with ``PYTHONHASHSEED=0``: ``hashing.canonical``
+turns a dim expression's ``names``/``slots`` frozensets into text with ``str()``, so the contract hash of
+anything holding an expression of two or more distinct names depends on the interpreter's string-hash
+seed (in the shipped tree: the contract hash of schedule ``aux_heads_backward``, whose views use
+``SH2 * E``). That is how the hashes are defined today; this file pins them, it does not change them.
+
+When a kernel source, a header or a contract of the shipped chain is edited on purpose, its hashes
+change too: regenerate the tables below (the values ``kernel_source_hash``/``contract_hash``/
+``schedule_hashes`` give for the new tree) in the same commit, and say so in its message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.api import load_project
+from audit.evidence import EvidenceRecord, freshness, kernel_source_hash, schedule_hashes
+from audit.hashing import canonical, contract_hash, files_hash, include_closure, source_hash
+
+REPO = Path(__file__).resolve().parents[1]
+
+# kernel -> (source hash, contract hash); schedule -> (source hash, contract hash), of the shipped tree
+KERNELS = {
+    "aux_heads_loss_ema_update": (
+        "cbf4a2823ccb34efb3720d74bbee56a731c9238ea56712ea0a2d220ee87a47ce",
+        "a9c7859cef996a15510c9e8d9211b802b91cffe0e8fb2756c94473d9d902f16d",
+    ),
+    "aux_label_scale_ema_update": (
+        "cbf4a2823ccb34efb3720d74bbee56a731c9238ea56712ea0a2d220ee87a47ce",
+        "2e506af816846c65501f96e79b593efc9eb2723ca614f315d49da765f5f5552e",
+    ),
+    "aux_next_bar_backward": (
+        "6109802801afc66e7338be44b5058b5c0215c4b2d923d98b17ca3565f9177129",
+        "78171c76af1da702015f990adc47cd143853e1b4e8d62c6a7c267860bf8981c8",
+    ),
+    "aux_next_bar_forward": (
+        "5052f572825b6720e614e9b9dceb2641afd95e3ca22077dfcf84160be3ce8264",
+        "9ba709c3992b875d2eeb33381eeddca61b2838cbb69ee099f8d3ffc25bae4852",
+    ),
+    "aux_next_bar_loss_reduce": (
+        "1444e2d0a3e7a80bf56726d697152c12df2ca1f50820f5c983a5dfa444943f1c",
+        "51543d5d4538fe648ea6260b52362e25e2fb52d48484e684626b306ea3da571e",
+    ),
+    "aux_param_grad_reduce": (
+        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "67ecc2f099e4c99ff636eb39587f86cc913dff0d43442b89a6ee16260480f46d",
+    ),
+    "aux_trade_outcome_backward": (
+        "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
+        "cc184cbccfb0a1bfaae5e527a93356560969bffad9afc4454fe32aba86ecfbf1",
+    ),
+    "aux_trade_outcome_forward": (
+        "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
+        "73023b60593635645bba218b6c0f4673156b6080577d2017394ad3f95816077f",
+    ),
+    "aux_trade_outcome_loss_reduce": (
+        "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
+        "5a884c02f17a4cf94992260d5f8e145cc22c1f8ec4568e24f3bda2bfbb185c4a",
+    ),
+    "aux_trunk_backward": (
+        "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
+        "72e36f5b2227b859d2a39f97aa853e47b16e8093fbd71c10c912217ca21f0a2b",
+    ),
+    "aux_trunk_forward": (
+        "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
+        "e1898c958ea7b122eba19956cd84eec3c7c5b64f76a92fa433e7fc8336cb0977",
+    ),
+    "aux_weight_grad_reduce": (
+        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "2f4e0f162a663c29b095d62b130f3b4a602daa114d197c2bd00a8979a6f99260",
+    ),
+    "strided_gather": (
+        "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
+        "d5c91038b02f0b380d754414931d21edff62d84cd7f56252e3dd127626deaa65",
+    ),
+    "trade_outcome_label": (
+        "a6a78063f298d7390b60d10bf10fa8d2b14b278f1bbe01582e1becf9c46a9350",
+        "edbab897e1c8db9e95b3b8b68fdc30eb23190b099512f45c2c4e8dc386df190e",
+    ),
+}
+SCHEDULES = {
+    "aux_heads_backward": (
+        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
+        "6b1d43bd24c981bb718cd279be8a22686364ac801948488a737dc9f7517028e1",
+    ),
+    "aux_heads_backward_fused": (
+        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
+        "f4985c0dd8b9912f833336422ffd6656e971455e3440949681523e23ab488d3c",
+    ),
+    "aux_heads_forward": (
+        "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
+        "4bd0faa5dfde71e1b5c513d76999fa2f5201ec1bd1c6d5af24180b87912c1bb6",
+    ),
+}
+ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
+
+
+# ---------------------------------------------------------------------------------------------------
+# the plain definitions (what audit/evidence.py computed before any memo), for comparison
+
+
+def _plain_schedule_hashes(cs, cfg, schedule) -> tuple[str, str]:
+    root = cs.root
+    kernels = [cs.kernel_map[s.launch] for s in schedule.launches if s.launch in cs.kernel_map]
+    paths: dict[Path, None] = {}
+    for k in kernels:
+        for p in include_closure(root / k.source, [cfg.path(d) for d in cfg.include_dirs]):
+            paths[p] = None
+    src = files_hash(sorted(paths, key=lambda p: p.as_posix()), root)
+    unique = {k.name: k for k in kernels}
+    bufs: set[str] = set()
+    for step in schedule.steps:
+        if step.zero:
+            bufs.add(step.zero)
+        for _, b in step.bind:
+            if b.buffer:
+                bufs.add(b.buffer)
+    con = contract_hash(
+        [schedule, [unique[n] for n in sorted(unique)], cs.isv, [cs.buffer_map[b] for b in sorted(bufs) if b in cs.buffer_map]]
+    )
+    return src, con
+
+
+def _plain_kernel_source_hash(cs, cfg, kernel) -> str:
+    return source_hash(cs.root / kernel.source, [cfg.path(d) for d in cfg.include_dirs], cs.root)
+
+
+def _plain_contract_hash(obj) -> str:
+    return hashlib.sha256(json.dumps(canonical(obj), sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _assert_same_as_plain(root: Path) -> None:
+    cfg, cs = load_project(root)
+    for _ in range(2):  # a second round hits whatever the first one memoized
+        for k in cs.kernels:
+            assert contract_hash(k) == _plain_contract_hash(k), k.name
+            if (cs.root / k.source).is_file():
+                assert kernel_source_hash(cs, cfg, k) == _plain_kernel_source_hash(cs, cfg, k), k.name
+        for s in cs.schedules:
+            assert schedule_hashes(cs, cfg, s) == _plain_schedule_hashes(cs, cfg, s), s.name
+    assert contract_hash(cs.isv) == _plain_contract_hash(cs.isv)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+_CHILD = r"""
+import json, sys
+from pathlib import Path
+from audit.api import load_project
+from audit.evidence import EvidenceRecord, freshness, kernel_source_hash, schedule_hashes
+from audit.hashing import contract_hash
+cfg, cs = load_project(Path(sys.argv[1]))
+out = {"kernels": {}, "schedules": {}, "isv": contract_hash(cs.isv)}
+for k in cs.kernels:
+    out["kernels"][k.name] = [kernel_source_hash(cs, cfg, k), contract_hash(k)]
+for s in cs.schedules:
+    out["schedules"][s.name] = list(schedule_hashes(cs, cfg, s))
+# what freshness() (the memoized path of check and report) accepts: a record of exactly these hashes
+recs = [EvidenceRecord(n, "kernel", "pycuda", "pass", *h, date="2026-01-01") for n, h in out["kernels"].items()]
+recs += [EvidenceRecord(n, "schedule", "pycuda", "pass", *h, date="2026-01-01") for n, h in out["schedules"].items()]
+out["freshness"] = sorted({f.status for f in freshness(cs, cfg, recs).values()})
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict:
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(REPO)], capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_shipped_kernel_hashes_are_pinned(shipped):
+    assert {k: tuple(v) for k, v in shipped["kernels"].items()} == KERNELS
+
+
+def test_shipped_schedule_hashes_are_pinned(shipped):
+    assert {k: tuple(v) for k, v in shipped["schedules"].items()} == SCHEDULES
+    assert shipped["isv"] == ISV
+
+
+def test_freshness_matches_the_pinned_hashes(shipped):
+    """freshness() keys records by exactly the hashes schedule_hashes / kernel_source_hash give."""
+    assert shipped["freshness"] == ["verified"]
+
+
+def test_freshness_in_process_matches_the_plain_definitions():
+    cfg, cs = load_project(REPO)
+    records = []
+    for k in cs.kernels:
+        records.append(EvidenceRecord(k.name, "kernel", "pycuda", "pass", _plain_kernel_source_hash(cs, cfg, k), _plain_contract_hash(k), date="2026-01-01"))
+    for s in cs.schedules:
+        records.append(EvidenceRecord(s.name, "schedule", "pycuda", "pass", *_plain_schedule_hashes(cs, cfg, s), date="2026-01-01"))
+    for _ in range(2):
+        status = freshness(cs, cfg, records)
+        assert len(status) == len(cs.kernels) + len(cs.schedules)
+        assert {f.status for f in status.values()} == {"verified"}
+
+
+@pytest.mark.parametrize("project", [".", "tests/data/generality", "tests/data/report/mini"])
+def test_memoized_hashes_equal_the_plain_definitions(project):
+    root = REPO / project
+    _assert_same_as_plain(root)
+
+
+def test_memoized_hashes_equal_the_plain_definitions_synthetic(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from synth_contracts import write_project
+    finally:
+        sys.path.pop(0)
+    write_project(100, tmp_path)
+    _assert_same_as_plain(tmp_path)
+
+
+def test_a_source_edit_moves_the_hash_between_calls(tmp_path):
+    """Memoizing never hides an edit made between two calls on one loaded contract set."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from synth_contracts import write_project
+    finally:
+        sys.path.pop(0)
+    write_project(10, tmp_path)
+    cfg, cs = load_project(tmp_path)
+    k = cs.kernels[0]
+    s = cs.schedules[0]
+    before_k, before_s = kernel_source_hash(cs, cfg, k), schedule_hashes(cs, cfg, s)
+    src = cs.root / k.source
+    src.write_text(src.read_text() + "\n// edited\n")
+    assert kernel_source_hash(cs, cfg, k) != before_k
+    assert kernel_source_hash(cs, cfg, k) == _plain_kernel_source_hash(cs, cfg, k)
+    assert schedule_hashes(cs, cfg, s) == _plain_schedule_hashes(cs, cfg, s)
+    if any(st.launch == k.name for st in s.steps):
+        assert schedule_hashes(cs, cfg, s)[0] != before_s[0]
