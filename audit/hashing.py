@@ -66,6 +66,10 @@ def source_hash(source: Path, include_dirs: Sequence[Path], root: Path) -> str:
 
 def canonical(obj: Any) -> Any:
     """A JSON-ready form of a model object with locations dropped (they are not part of meaning)."""
+    if hasattr(obj, "text") and hasattr(obj, "tree"):  # dims.Expr: its text is its meaning
+        return obj.text
+    if isinstance(obj, (set, frozenset)):  # sorted: set order depends on the interpreter's hash seed
+        return sorted(canonical(x) for x in obj)
     if is_dataclass(obj) and not isinstance(obj, type):
         out = {}
         for f in fields(obj):
@@ -78,8 +82,6 @@ def canonical(obj: Any) -> Any:
         return [canonical(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): canonical(v) for k, v in obj.items()}
-    if hasattr(obj, "text") and hasattr(obj, "tree"):  # dims.Expr
-        return obj.text
     return obj
 
 
