@@ -17,6 +17,7 @@ the run, never from rendering.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text_atomic
-from .hashing import contract_hash, files_hash, include_closure, source_hash
+from .hashing import canonical, files_hash, include_closure
 
 FORMAT_VERSION = 1
 
@@ -108,22 +109,113 @@ def load_records(folder: Path) -> list[EvidenceRecord]:
 
 
 def kernel_source_hash(cs, cfg, kernel) -> str:
-    root = cs.root
-    return source_hash(root / kernel.source, [cfg.path(d) for d in cfg.include_dirs], root)
+    return _SourceMemo(cs, cfg).kernel(kernel)
 
 
 def schedule_hashes(cs, cfg, schedule) -> tuple[str, str]:
     """(source hash, contract hash) of a schedule: every kernel it launches plus the wiring itself."""
-    root = cs.root
-    kernels = [cs.kernel_map[s.launch] for s in schedule.launches if s.launch in cs.kernel_map]
-    paths: dict[Path, None] = {}
-    for k in kernels:
-        for p in include_closure(root / k.source, [cfg.path(d) for d in cfg.include_dirs]):
-            paths[p] = None
-    src = files_hash(sorted(paths, key=lambda p: p.as_posix()), root)
-    unique = {k.name: k for k in kernels}
-    con = contract_hash([schedule, [unique[n] for n in sorted(unique)], cs.isv, [cs.buffer_map[b] for b in sorted(_buffers(schedule)) if b in cs.buffer_map]])
-    return src, con
+    return _SourceMemo(cs, cfg).schedule(schedule), _schedule_contract_hash(cs, schedule)
+
+
+# The values above are defined by audit/hashing.py (files_hash over include closures, contract_hash over
+# canonical JSON) and must never move: records are keyed by them. What follows only avoids computing the
+# same thing twice. Contract hashes depend on nothing but the (immutable) loaded model, so they are
+# memoized on the ContractSet for as long as it lives; file contents can change between two calls, so
+# include closures and source hashes are memoized for one call (one freshness() or one schedule) only.
+
+
+class _SourceMemo:
+    """Include closures and source hashes of one call: each distinct source is read and hashed once."""
+
+    def __init__(self, cs, cfg):
+        self.root = cs.root
+        self.dirs = [cfg.path(d) for d in cfg.include_dirs]
+        self.closures: dict[str, list[Path]] = {}
+        self.hashes: dict[str, str] = {}
+        self.exists: dict[str, bool] = {}
+        self.kernel_map = cs.kernel_map
+
+    def is_file(self, source: str) -> bool:
+        hit = self.exists.get(source)
+        if hit is None:
+            hit = self.exists[source] = (self.root / source).is_file()
+        return hit
+
+    def closure(self, source: str) -> list[Path]:
+        hit = self.closures.get(source)
+        if hit is None:
+            hit = self.closures[source] = include_closure(self.root / source, self.dirs)
+        return hit
+
+    def kernel(self, kernel) -> str:
+        """``source_hash(root / kernel.source, include dirs, root)``."""
+        hit = self.hashes.get(kernel.source)
+        if hit is None:
+            hit = self.hashes[kernel.source] = files_hash(self.closure(kernel.source), self.root)
+        return hit
+
+    def schedule(self, schedule) -> str:
+        cs_kernels = self.kernel_map
+        paths: dict[Path, None] = {}
+        for s in schedule.steps:
+            k = cs_kernels.get(s.launch) if s.launch else None
+            if k is not None:
+                for p in self.closure(k.source):
+                    paths[p] = None
+        return files_hash(sorted(paths, key=lambda p: p.as_posix()), self.root)
+
+
+def _memo(cs) -> dict:
+    """The contract-hash memo of one loaded contract set (kept in its instance dict, like probe_envs)."""
+    try:
+        return cs.__dict__.setdefault("_evidence_memo", {})
+    except AttributeError:  # not a ContractSet: no memo
+        return {}
+
+
+def _contract_text(memo: dict, obj) -> str:
+    """``json.dumps(canonical(obj), sort_keys=True, default=str)``, the text contract_hash hashes."""
+    hit = memo.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    text = json.dumps(canonical(obj), sort_keys=True, default=str)
+    memo[id(obj)] = (obj, text)  # the object is kept alive with its text, so its id is not reused
+    return text
+
+
+def _kernel_contract_hash(cs, kernel) -> str:
+    """``contract_hash(kernel)``."""
+    memo = _memo(cs)
+    return hashlib.sha256(_contract_text(memo, kernel).encode()).hexdigest()
+
+
+def _schedule_contract_hash(cs, schedule) -> str:
+    """``contract_hash([schedule, [its kernels by name], cs.isv, [its buffers by name]])``.
+
+    json.dumps writes a list as "[" + ", ".join(items) + "]", each item exactly as it dumps alone, so the
+    text of the list is assembled from the memoized texts of its parts: the ISV layout (the largest part)
+    is turned into JSON once per contract set instead of once per schedule.
+    """
+    memo = _memo(cs)
+    key = ("schedule", id(schedule))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is schedule:
+        return hit[1]
+    kmap = cs.kernel_map
+    unique = {}
+    for s in schedule.steps:
+        if s.launch and s.launch in kmap:
+            k = kmap[s.launch]
+            unique[k.name] = k
+    bmap = cs.buffer_map
+    kernels = ", ".join(_contract_text(memo, unique[n]) for n in sorted(unique))
+    buffers = ", ".join(_contract_text(memo, bmap[b]) for b in sorted(_buffers(schedule)) if b in bmap)
+    h = hashlib.sha256()
+    for part in ("[", _contract_text(memo, schedule), ", [", kernels, "], ", _contract_text(memo, cs.isv), ", [", buffers, "]]"):
+        h.update(part.encode())
+    digest = h.hexdigest()
+    memo[key] = (schedule, digest)
+    return digest
 
 
 def _buffers(schedule) -> set[str]:
@@ -155,16 +247,17 @@ def freshness(cs, cfg, records: Iterable[EvidenceRecord], cubin_hashes: Mapping[
     for r in records:
         by_subject.setdefault((r.kind, r.subject), []).append(r)
     out: dict[str, Freshness] = {}
+    files = _SourceMemo(cs, cfg)
     for k in cs.kernels:
-        if not (cs.root / k.source).is_file():
+        if not files.is_file(k.source):
             continue
-        src = kernel_source_hash(cs, cfg, k)
-        con = contract_hash(k)
+        src = files.kernel(k)
+        con = _kernel_contract_hash(cs, k)
         cubin = (cubin_hashes or {}).get(k.source)
         out[k.name] = _status("kernel", k.name, by_subject.get(("kernel", k.name), []), src, con, cubin, k.source)
     for s in cs.schedules:
         try:
-            src, con = schedule_hashes(cs, cfg, s)
+            src, con = files.schedule(s), _schedule_contract_hash(cs, s)
         except OSError:
             continue
         out[f"schedule:{s.name}"] = _status("schedule", s.name, by_subject.get(("schedule", s.name), []), src, con, None, None)
