@@ -5,12 +5,14 @@ write evidence) and :class:`VerifyOutcome`. The pieces live in private modules: 
 (``_backend``, ``_pycuda``, ``_cupy``, ``_emulated``), test data (``_inputs``), guarded memory
 (``_memory``), the tolerance rule (``_compare``), kernel checks (``_kernel``), schedules (``_chain``), the
 worker and its supervisor (``_worker``, ``_supervisor``), compute-sanitizer (``_sanitizer``) and evidence
-(``_evidence``). Importing this package imports no GPU package; the backends do, when opened.
+(``_evidence``). :func:`verify_many` (``_many``) verifies many variants of the kernels (mutants) in a
+few long-lived workers. Importing this package imports no GPU package; the backends do, when opened.
 
 >>> outcome = verify(Path("."), kernels=["strided_gather"], sizes=[1, 37])   # doctest: +SKIP
 >>> outcome.result.exit_code                                                 # doctest: +SKIP
 0
 """
 
+from ._many import Variant as Variant, VariantOutcome as VariantOutcome, gpu_target as gpu_target, verify_many as verify_many
 from ._results import CheckRecord as CheckRecord, SubjectResult as SubjectResult, VerifyRun as VerifyRun
 from ._verify import VerifyOutcome as VerifyOutcome, verify as verify

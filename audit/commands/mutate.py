@@ -1,0 +1,154 @@
+"""``wireup mutate``: mutation testing of the kernels: mutate each kernel's source, compile, verify the
+mutant on the GPU, and report which checks caught it and which mutants survived.
+
+Exit codes: 0 every counted mutant caught or proven equivalent, 1 a survivor is unclassified (a missing
+check or an unproven equivalent) or a mutant could not be verified, 2 no GPU / nvcc / package, or a bad
+argument. ``--list`` needs neither GPU nor compiler.
+
+    wireup mutate strided_gather --list
+    wireup mutate --all --max-mutants 40 --jobs 16
+    wireup mutate aux_trade_outcome_backward --operators ror,guard,sync --sizes 1,37,300
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from ._common import root_of, split_list
+
+NAME = "mutate"
+HELP = "mutation testing: mutate each kernel's source, verify the mutants on the GPU, report what survives"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("kernels", nargs="*", metavar="KERNEL", help="kernels to mutate (names from the contracts)")
+    p.add_argument("--all", action="store_true", help="mutate every kernel of the contracts")
+    p.add_argument("--operators", action="append", default=[], metavar="OP,OP,...", help="only these mutation operators (default: all; see docs/mutation.md)")
+    p.add_argument("--max-mutants", type=int, metavar="N", help="at most N mutants per kernel, chosen deterministically with every operator represented (default: all)")
+    p.add_argument("--list", action="store_true", help="print the mutants and exit (no compiler, no GPU)")
+    p.add_argument("--diff", action="store_true", help="with --list: print each mutant's diff")
+    p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
+    p.add_argument("--workers", type=int, metavar="N", help="verify in N worker processes sharing the GPU (default: one per 4 cores, at most 4)")
+    p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
+    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default 1,37,300; the kernel's gradient check runs as well)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
+    p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
+    p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
+    p.add_argument("--output-dir", metavar="DIR", help="where <kernel>.json is written (default: <reports>/mutation)")
+    p.add_argument("--stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
+
+
+def _ints(values: list[str], flag: str) -> list[int] | None:
+    from ..errors import UsageError
+
+    items = split_list(values)
+    if not items:
+        return None
+    try:
+        return [int(x) for x in items]
+    except ValueError:
+        raise UsageError(f"{flag} takes comma-separated integers, found {','.join(items)!r}.") from None
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _load_callable(spec: str) -> Any:
+    import importlib
+
+    from ..errors import UsageError
+
+    module, _, name = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise UsageError(f'--stand-in "{spec}" cannot be imported ({exc}).') from None
+
+
+class MutateProgress:
+    """Progress on ``stream``: the plan, compile counts, one line per verified mutant."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self.total = 0
+        self.built: dict[str, int] = {}
+        self.done = 0
+        self.t0 = time.perf_counter()
+
+    def write(self, line: str) -> None:
+        self.stream.write(f"{time.perf_counter() - self.t0:7.1f}s  {line}\n")
+        self.stream.flush()
+
+    def __call__(self, ev: dict[str, Any]) -> None:
+        kind = ev.get("event")
+        if kind == "planned":
+            self.total = int(ev["mutants"])
+            self.write(f"mutate   {ev['mutants']} mutant(s) selected of {ev['generated']} generated")
+        elif kind == "mutant_built":
+            self.built[ev["status"]] = self.built.get(ev["status"], 0) + 1
+            n = sum(self.built.values())
+            if n == self.total or n % 50 == 0:
+                self.write(f"compile  {n}/{self.total}  " + ", ".join(f"{k} {v}" for k, v in sorted(self.built.items())))
+        elif kind == "variant_done":
+            self.done += 1
+            failed = ev.get("failed")
+            verdict = "ERROR" if failed is None else ("caught by " + ", ".join(failed) if failed else "SURVIVED")
+            self.write(f"verify   [{self.done}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import load_project
+    from ..errors import EnvironmentProblem, UsageError
+    from ..mutate import plan_mutants, render_list, render_table, run_mutation, write_kernel_json
+
+    root = root_of(args)
+    cfg, cs = load_project(root)
+    names = [k.name for k in cs.kernels] if args.all else []
+    names += [k for k in args.kernels if k not in names]
+    if not names:
+        raise UsageError("wireup mutate needs kernel names or --all; the kernels are " + ", ".join(f'"{k.name}"' for k in cs.kernels) + ".")
+    operators = list(split_list(args.operators)) or None
+    if args.max_mutants is not None and args.max_mutants < 1:
+        raise UsageError(f"--max-mutants takes a positive number, found {args.max_mutants}.")
+    if args.list:
+        generated, selected = plan_mutants(cs, cfg, names, operators, args.max_mutants)
+        flat = [m for ms in selected.values() for m in ms]
+        sys.stdout.write(render_list(flat, {k: len(v) for k, v in generated.items()}, diffs=args.diff))
+        return 0
+    for flag, value in (("--jobs", args.jobs), ("--workers", args.workers)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} takes a positive number, found {value}.")
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")
+    sizes = _ints(args.sizes, "--sizes")
+    stand_in = _load_callable(args.stand_in) if args.stand_in else None
+    # a SIGTERM (`timeout`, a CI cancel) ends the run like Ctrl-C, so the workers are killed, not orphaned
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
+    try:
+        result = run_mutation(
+            root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=args.workers,
+            backends=[args.backend], sizes=sizes or (1, 37, 300), seed=args.seed, launch_timeout=args.timeout,
+            equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
+            progress=MutateProgress(sys.stderr), config=cfg,
+        )  # fmt: skip
+    except EnvironmentProblem as exc:
+        raise EnvironmentProblem(str(exc).replace("wireup verify", "wireup mutate", 1)) from None
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+    out_dir = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
+    written = [write_kernel_json(k, result, out_dir) for k in result.kernels]
+    text = render_table(result)
+    t = result.timing
+    text += f"wrote {len(written)} file(s) to {out_dir}; " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()) + "\n"
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return result.exit_code

@@ -1,0 +1,143 @@
+"""Compiling mutants: each one through the build cache, in parallel; stillborn and identical ones found.
+
+A mutant's source is written to ``<cache>/mutate/<kernel>/<operator>-<line>-<col>-<ordinal>.cu`` (a
+stable path, so a rerun finds every unchanged mutant in the build cache) next to ``original.cu``, an
+unmutated copy compiled the same way. A mutant that does not compile is *stillborn*. One whose PTX
+equals the copy's (after line information, comments and debug sections are dropped, and the other
+kernels of the file left out) is *identical*: the compiler proved it equivalent, so it is neither run
+nor counted (trivial compiler equivalence; ``b + 0`` -> ``b - 0`` is one).
+
+>>> builds = build_mutants(cfg, cs, mutants, arch="sm_90", jobs=16)      # doctest: +SKIP
+>>> builds[mutants[0].key].status                                       # doctest: +SKIP
+'compiled'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..atomic import write_text_atomic
+from ..errors import UsageError
+from ._mutants import Mutant
+
+_INTERNAL = re.compile(r"\d+_INTERNAL_[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]+")
+_ENTRY = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)")
+
+
+@dataclass(frozen=True)
+class MutantBuild:
+    """``status`` is ``compiled``, ``stillborn`` or ``identical``; ``detail`` the first compile error;
+    ``path`` the mutant's source."""
+
+    status: str
+    path: Path
+    detail: str = ""
+    nvcc: str = ""  # the compiler's version
+
+
+def mutant_dir(cfg: Any, kernel: str) -> Path:
+    """Where the mutants of ``kernel`` are written (inside the build cache folder)."""
+    return cfg.path(cfg.cache) / "mutate" / kernel
+
+
+def write_mutant(cfg: Any, m: Mutant) -> Path:
+    """Write the mutant's source (only when it changed) and return its path."""
+    path = mutant_dir(cfg, m.kernel) / f"{m.file_stem}.cu"
+    _write_if_changed(path, m.mutated)
+    return path
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
+    write_text_atomic(path, text)
+
+
+def normalized_ptx(text: str, symbol: str) -> str:
+    """The PTX of entry ``symbol`` and everything but the file's other entries, without comments, line
+    information, debug sections, or the path-derived names of internal-linkage symbols."""
+    out: list[str] = []
+    other_entry = False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(".section"):
+            break  # the debug sections (-lineinfo) come last
+        m = _ENTRY.match(line)
+        if m:
+            other_entry = m.group(1) != symbol
+        if other_entry:
+            if line.startswith("}"):
+                other_entry = False
+            continue
+        if not s or s.startswith(("//", ".loc", ".file")):
+            continue
+        out.append(_INTERNAL.sub("_INTERNAL_", line))
+    return "\n".join(out)
+
+
+def build_mutants(
+    cfg: Any,
+    cs: Any,
+    mutants: Sequence[Mutant],
+    arch: str,
+    jobs: int | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, MutantBuild]:
+    """Compile every mutant (``jobs`` at a time); one :class:`MutantBuild` per mutant key.
+
+    Raises :class:`UsageError` when a kernel's unmutated copy does not compile from the mutant folder
+    (a header found only relative to the kernel's own folder, say), since then no mutant could."""
+    from ..build import build_kernels
+
+    progress = progress or (lambda ev: None)
+    lock = threading.Lock()
+    workers = max(1, jobs or os.cpu_count() or 1)
+    originals = {m.kernel: m.original for m in mutants}
+
+    def baseline(name: str) -> tuple[str, str]:
+        k = cs.kernel(name)
+        path = mutant_dir(cfg, name) / "original.cu"
+        _write_if_changed(path, originals[name])
+        result = build_kernels(cfg, cs, arch=arch, jobs=1, sources=[name], source_overrides={name: path})
+        sb, entry = result.kernel(k)
+        if not sb.ok or entry is None or sb.ptx is None:
+            first = sb.first_error.render() if sb.first_error else "no entry point " + k.symbol
+            raise UsageError(
+                f'The unmutated copy of "{k.source}" at "{path}" does not compile ({first}); mutants are compiled from '
+                f'that folder, so every header a kernel includes must be found through the include folders ("include" in wireup.toml).'
+            )
+        return name, normalized_ptx(sb.ptx.read_text(), entry.symbol)
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:
+        baselines = dict(pool.map(baseline, originals))
+
+    def one(m: Mutant) -> tuple[str, MutantBuild]:
+        k = cs.kernel(m.kernel)
+        path = write_mutant(cfg, m)
+        result = build_kernels(cfg, cs, arch=arch, jobs=1, sources=[m.kernel], source_overrides={m.kernel: path})
+        sb, entry = result.kernel(k)
+        if not sb.ok or sb.cubin is None:
+            first = sb.first_error
+            out = MutantBuild("stillborn", path, first.render() if first else "the compiler failed", result.nvcc_version)
+        elif entry is None:
+            out = MutantBuild("stillborn", path, f'its cubin has no entry point "{k.symbol}"', result.nvcc_version)
+        elif sb.ptx is not None and normalized_ptx(sb.ptx.read_text(), entry.symbol) == baselines[m.kernel]:
+            out = MutantBuild("identical", path, nvcc=result.nvcc_version)
+        else:
+            out = MutantBuild("compiled", path, nvcc=result.nvcc_version)
+        with lock:
+            progress({"event": "mutant_built", "mutant": m.key, "status": out.status, "cached": sb.cached})
+        return m.key, out
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:
+        return dict(pool.map(one, mutants))

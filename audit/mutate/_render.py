@@ -1,0 +1,134 @@
+"""Printers over the same results: the ``--list`` listing, the summary table, and the per-kernel JSON
+record ``reports/mutation/<kernel>.json`` that ``wireup report`` reads.
+
+The JSON is deterministic for a given source, settings and outcome: keys sorted, lists in source order,
+no timings; only ``device``, ``backend``, ``versions`` and ``date`` describe the run itself.
+
+>>> render_list([])
+'0 mutants.\\n'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..atomic import write_text_atomic
+from ._mutants import Mutant
+from ._operators import OPERATORS
+from ._results import KernelMutation, MutationRun
+
+FORMAT = "wireup-mutation-1"
+
+
+def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = None, diffs: bool = False) -> str:
+    """One line per mutant (kernel, id, file:line, before -> after), a count per kernel, and with
+    ``diffs`` each mutant's unified diff."""
+    lines = []
+    kernels = list(dict.fromkeys(m.kernel for m in mutants))
+    width = max((len(m.id) for m in mutants), default=0)
+    for k in kernels:
+        mine = [m for m in mutants if m.kernel == k]
+        ops = {op.id: sum(1 for m in mine if m.operator == op.id) for op in OPERATORS}
+        ops = {o: n for o, n in ops.items() if n}
+        total = (generated or {}).get(k, len(mine))
+        of = f" of {total}" if total != len(mine) else ""
+        lines.append(f"{k}: {len(mine)}{of} mutant(s) in {mine[0].source} (" + ", ".join(f"{o} {n}" for o, n in ops.items()) + ")")
+        for m in mine:
+            lines.append(f"  {m.id.ljust(width)}  {m.source}:{m.line}  {m.summary}")
+            if diffs:
+                lines.extend("    " + x for x in m.diff.rstrip("\n").splitlines())
+    lines.append(f"{len(mutants)} mutant{'s' if len(mutants) != 1 else ''}.")
+    return "\n".join(lines) + "\n"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100.0 * x:.0f}%"
+
+
+def render_table(run: MutationRun, diffs: bool = True) -> str:
+    """The summary table, the checks that caught mutants, stale records, errors, and every unclassified
+    survivor (with its diff)."""
+    head = ("kernel", "selected", "stillborn", "identical", "mutants", "caught", "equivalent", "survived", "score")
+    rows = [head]
+    for k in run.kernels:
+        rows.append((k.kernel, str(k.selected), str(k.count("stillborn")), str(k.count("identical")), str(k.mutants),
+                     str(k.caught), str(k.equivalent), str(len(k.unclassified)), _pct(k.score)))  # fmt: skip
+    tot = {c: sum(int(r[i]) for r in rows[1:]) for i, c in enumerate(head) if 0 < i < len(head) - 1}
+    denom = tot["mutants"] - tot["equivalent"]
+    rows.append(("total", *(str(tot[c]) for c in head[1:-1]), _pct(tot["caught"] / denom if denom > 0 else None)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    out = ["  ".join([r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, len(head))]) for r in rows]
+    by_check: dict[str, int] = {}
+    for k in run.kernels:
+        for rule, n in k.by_check.items():
+            by_check[rule] = by_check.get(rule, 0) + n
+    if by_check:
+        out.append("caught by: " + ", ".join(f"{r} {n}" for r, n in sorted(by_check.items(), key=lambda x: (-x[1], x[0]))))
+    for k in run.kernels:
+        for s in k.stale:
+            out.append(f"warning: {s}")
+        for o in k.errors:
+            out.append(f"error: {k.kernel} {o.mutant.id}: wireup failed while verifying it ({o.detail.splitlines()[0] if o.detail else 'no detail'}).")
+    unclassified = [(k, o) for k in run.kernels for o in k.unclassified]
+    if unclassified:
+        out.append(f"{len(unclassified)} surviving mutant(s): a missing check, or an equivalent mutant not yet proven (record it in the equivalence file):")
+        for k, o in unclassified:
+            out.append(f"  {k.kernel} {o.mutant.id}  {o.mutant.source}:{o.mutant.line}  {o.mutant.summary}")
+            if diffs:
+                out.extend("    " + x for x in o.mutant.diff.rstrip("\n").splitlines())
+    return "\n".join(out) + "\n"
+
+
+def kernel_json(k: KernelMutation, run: MutationRun) -> dict:
+    """The record of one kernel (the keys ``wireup report`` reads: kernel, mutants, caught, by_check,
+    survivors with id/diff/equivalent/reason, device, date; the rest for people and tools)."""
+    survivors = []
+    for o in k.survivors:
+        survivors.append({
+            "id": o.mutant.id, "operator": o.mutant.operator, "line": o.mutant.line, "change": o.mutant.summary,
+            "diff": o.mutant.diff, "equivalent": o.equivalent is not None,
+            "reason": o.equivalent.reason if o.equivalent else "missing check (or unproven equivalent)",
+        })  # fmt: skip
+    results = []
+    for o in k.outcomes:
+        row = {"id": o.mutant.id, "status": o.status}
+        if o.status == "caught":
+            row["checks"] = list(o.checks)
+        if o.status in ("stillborn", "error") and o.detail:
+            row["detail"] = o.detail.splitlines()[0][:300]
+        results.append(row)
+    return {
+        "format": FORMAT,
+        "kernel": k.kernel,
+        "source": k.source,
+        "source_sha256": k.source_sha256,
+        "generated": k.generated,
+        "selected": k.selected,
+        "stillborn": k.count("stillborn"),
+        "identical": k.count("identical"),
+        "errors": len(k.errors),
+        "mutants": k.mutants,
+        "caught": k.caught,
+        "equivalent": k.equivalent,
+        "survived": len(k.unclassified),
+        "score": round(k.score, 4) if k.score is not None else None,
+        "by_check": k.by_check,
+        "by_operator": k.by_operator,
+        "survivors": survivors,
+        "results": results,
+        "stale_equivalences": list(k.stale),
+        "settings": run.settings,
+        "device": run.device,
+        "backend": run.backend,
+        "versions": run.versions,
+        "date": run.date,
+    }
+
+
+def write_kernel_json(k: KernelMutation, run: MutationRun, folder: Path) -> Path:
+    """Write ``<folder>/<kernel>.json`` atomically; returns its path."""
+    path = folder / f"{k.kernel}.json"
+    write_text_atomic(path, json.dumps(kernel_json(k, run), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return path

@@ -1,0 +1,220 @@
+"""``run_mutation()``: generate, compile and verify the mutants of the selected kernels, then classify.
+
+1. Generate every mutant of each kernel's own source (:mod:`audit.mutate._operators`) and keep at most
+   ``max_mutants`` per kernel (a deterministic selection that keeps every operator represented).
+2. Find the GPU (before anything is compiled) and compile every mutant, ``jobs`` at a time, through the
+   build cache; drop the stillborn and the identical ones (:mod:`audit.mutate._build`).
+3. Verify each compiled mutant, for its own kernel only, at quick sizes, in ``workers`` long-lived
+   workers (:func:`audit.runtime.verify_many`); a kernel's verification stops after its first failing
+   case (the checks that failed are recorded); a hang ends at ``launch_timeout`` and counts as caught
+   by VERIFY_TIMEOUT.
+4. Classify survivors with the equivalence records, and count.
+
+``stand_in`` replaces steps 2-3's code with emulated Python kernels, one mapping per mutant, for CPU
+tests of the accounting: no compiler, no GPU.
+
+>>> run = run_mutation(Path("."), ["strided_gather"], jobs=16, workers=4)    # doctest: +SKIP
+>>> run.kernels[0].caught, run.kernels[0].mutants                          # doctest: +SKIP
+(9, 9)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import UsageError
+from ._build import build_mutants
+from ._equivalent import DEFAULT_FILE, load_records, match_records
+from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
+from ._results import KernelMutation, MutantOutcome, MutationRun
+
+QUICK_SIZES = (1, 37, 300)
+DEFAULT_LAUNCH_TIMEOUT = 5.0
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+def default_workers() -> int:
+    """Verification workers by default: one per 4 CPU cores, at most 4 (host work, references and
+    comparisons, dominates a mutant's verification; 4 contexts share one GPU comfortably)."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[str] | None = None,
+                 max_mutants: int | None = None) -> tuple[dict[str, list[Mutant]], dict[str, list[Mutant]]]:  # fmt: skip
+    """Per kernel, every generated mutant and the selected ones (see :func:`select_mutants`).
+
+    Raises :class:`UsageError` for an unknown kernel or operator, or a kernel whose source cannot be read
+    or does not define its entry."""
+    from ._scope import Source
+
+    check_operators(operators)
+    unknown = [k for k in kernels if k not in cs.kernel_map]
+    if unknown:
+        valid = ", ".join(f'"{k}"' for k in cs.kernel_map)
+        raise UsageError(f'"{unknown[0]}" is not a kernel of the contracts; the kernels are {valid}.')
+    dims = [d.name for d in cs.dim_map.values() if d.kind == "runtime"] or ["B"]
+    generated: dict[str, list[Mutant]] = {}
+    selected: dict[str, list[Mutant]] = {}
+    for name in dict.fromkeys(kernels):
+        k = cs.kernel(name)
+        path = cfg.path(k.source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f'Kernel "{name}" has source "{k.source}", which cannot be read ({exc.strerror}).') from None
+        if Source.parse(text).entry(k.symbol) is None:
+            raise UsageError(f'Kernel "{name}": "{k.source}" defines no function "{k.symbol}" to mutate.')
+        ms = mutants_of_source(text, k.symbol, k.source, name, operators, dims)
+        generated[name] = ms
+        selected[name] = select_mutants(ms, max_mutants)
+    return generated, selected
+
+
+def run_mutation(
+    root: Path | None,
+    kernels: Sequence[str],
+    operators: Sequence[str] | None = None,
+    max_mutants: int | None = None,
+    jobs: int | None = None,
+    workers: int | None = None,
+    backends: Sequence[str] = ("auto",),
+    sizes: Sequence[int] = QUICK_SIZES,
+    seed: int = 0,
+    launch_timeout: float = DEFAULT_LAUNCH_TIMEOUT,
+    timeout: float | None = None,
+    equivalent_file: Path | None = None,
+    stand_in: Callable[[Mutant], Mapping[str, Any]] | None = None,
+    progress: Progress | None = None,
+    config: Any = None,
+) -> MutationRun:
+    """Mutate, compile, verify and classify (see the module docstring)."""
+    from ..api import load_project
+    from ..runtime import Variant, gpu_target, verify_many
+
+    progress = progress or (lambda ev: None)
+    t_start = time.perf_counter()
+    timing: dict[str, float] = {}
+    date = datetime.now(UTC).isoformat(timespec="seconds")
+    cfg, cs = load_project(root, config)
+    for s in sizes:
+        if int(s) < 1:
+            raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
+    if max_mutants is not None and max_mutants < 1:
+        raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
+    generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
+    eq_path = equivalent_file or DEFAULT_FILE
+    records = load_records(eq_path)
+    timing["generate"] = time.perf_counter() - t_start
+    all_selected = [m for ms in selected.values() for m in ms]
+    progress({"event": "planned", "mutants": len(all_selected), "generated": sum(len(v) for v in generated.values())})
+
+    if stand_in is None:
+        names, arch = gpu_target(backends, cfg)
+        t = time.perf_counter()
+        builds = build_mutants(cfg, cs, all_selected, arch, jobs, progress)
+        timing["compile"] = time.perf_counter() - t
+        statuses = {key: b.status for key, b in builds.items()}
+        details = {key: b.detail for key, b in builds.items()}
+        paths = {key: b.path for key, b in builds.items()}
+        nvcc = next((b.nvcc for b in builds.values() if b.nvcc), "")
+    else:
+        names, arch = ["emulated"], None
+        statuses = {m.key: "compiled" for m in all_selected}
+        details, paths, nvcc = {}, {}, ""
+
+    # interleave the kernels so the heavy ones do not all queue at the end
+    order = [m for group in _round_robin(list(selected.values())) for m in group]
+    to_run = [m for m in order if statuses[m.key] == "compiled"]
+    variants = [
+        Variant(m.key, (m.kernel,), {m.kernel: paths[m.key]} if m.key in paths else {}, stand_in(m) if stand_in else None)
+        for m in to_run
+    ]  # fmt: skip
+    t = time.perf_counter()
+    outs = verify_many(
+        cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
+        launch_timeout=launch_timeout, workers=workers or default_workers(), first_failure=True, jobs=jobs,
+        progress=progress, config=cfg,
+    )  # fmt: skip
+    timing["verify"] = time.perf_counter() - t
+    by_key = {o.id: o for o in outs}
+
+    results: list[KernelMutation] = []
+    for name, ms in selected.items():
+        k = cs.kernel(name)
+        matched, stale = match_records(name, generated[name], records)
+        outcomes = []
+        for m in ms:
+            st = statuses[m.key]
+            if st != "compiled":
+                outcomes.append(MutantOutcome(m, st, detail=details.get(m.key, "")))
+                continue
+            o = by_key[m.key]
+            if o.error:
+                outcomes.append(MutantOutcome(m, "error", detail=o.error, seconds=o.seconds))
+                continue
+            rules = tuple(o.failed_rules)
+            if rules:
+                first = next((f.message for f in o.outcome.result.findings if f.severity.value == "error"), "")
+                outcomes.append(MutantOutcome(m, "caught", rules, first, seconds=o.seconds))
+            else:
+                outcomes.append(MutantOutcome(m, "survived", equivalent=matched.get(m.id), seconds=o.seconds))
+        text = ms[0].original if ms else cfg.path(k.source).read_text(encoding="utf-8")
+        per_op: dict[str, int] = {}
+        for m in generated[name]:
+            per_op[m.operator] = per_op.get(m.operator, 0) + 1
+        results.append(KernelMutation(name, k.source, hashlib.sha256(text.encode()).hexdigest(), len(generated[name]), per_op, outcomes, stale))
+
+    run = MutationRun(results, settings={
+        "sizes": [int(s) for s in sizes], "seed": int(seed), "operators": sorted(check_operators(operators)),
+        "max_mutants": max_mutants, "launch_timeout_s": launch_timeout, "first_failure": True,
+        "equivalent_file": _display(eq_path, cfg.root),
+    }, date=date)  # fmt: skip
+    _run_facts(run, outs, arch, nvcc)
+    timing["wall"] = time.perf_counter() - t_start
+    run.timing = timing
+    return run
+
+
+def _round_robin(groups: list[list[Mutant]]) -> list[list[Mutant]]:
+    out: list[list[Mutant]] = []
+    queues = [list(g) for g in groups]
+    while any(queues):
+        out.append([q.pop(0) for q in queues if q])
+    return out
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _run_facts(run: MutationRun, outs: Sequence[Any], arch: str | None, nvcc: str) -> None:
+    """Device, backend and versions: the compiler's, and those of the first verified variant's run."""
+    run.versions = {"wireup": __version__}
+    if arch:
+        run.versions["arch"] = arch
+    if nvcc:
+        run.versions["nvcc"] = nvcc
+    for o in outs:
+        if o.outcome is None or not o.outcome.run.environments:
+            continue
+        name, env = next(iter(o.outcome.run.environments.items()))
+        run.backend = name
+        run.device = {k: v for k, v in env.device.items() if v not in (None, "")}
+        if env.backend_version:
+            run.versions["backend"] = env.backend_version
+        if env.driver_version:
+            run.versions["driver"] = env.driver_version
+        if env.runtime_version:
+            run.versions["runtime"] = env.runtime_version
+        break

@@ -1,0 +1,207 @@
+"""Where a kernel's mutations may land: the body of its entry function and of the functions and types of
+the same file that the entry reaches, never another kernel of that file.
+
+:func:`find_functions` finds every function definition at namespace or class scope (with its owning
+struct, and whether it is ``__global__``); :func:`reachable_bodies` starts from the entry and follows
+every identifier that names a function or a struct of the file (a struct brings all its member
+functions: ``Dz1Loader la{...}`` passed to a header's main loop still runs ``Dz1Loader::load``).
+Headers are not followed: what a kernel shares with others through a header is mutated nowhere, so a
+mutant always stays private to the kernel under test. :class:`Source` also marks template angle brackets,
+so ``reinterpret_cast<float4*>`` is never read as two comparisons.
+
+>>> src = Source.parse('__device__ int sq(int x) { return x * x; }\\n'
+...                    'extern "C" __global__ void k(int* o) { o[0] = sq(3); }\\n'
+...                    'extern "C" __global__ void other(int* o) { o[0] = 1; }')
+>>> [f.name for f in src.reachable_bodies("k")]
+['sq', 'k']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._tokens import Token, tokenize
+
+# words that can precede "(" without naming a function being defined
+_NOT_FUNCTIONS = frozenset(
+    "if for while switch catch return sizeof alignof decltype static_assert __launch_bounds__ __cluster_dims__ "
+    "__align__ alignas __attribute__ __declspec noexcept throw new delete operator".split()
+)
+_AFTER_PARAMS = frozenset({"const", "noexcept", "override", "final", "volatile", "mutable", "&", "&&"})
+
+
+@dataclass
+class Function:
+    """A function definition: its name, owning struct (or None), ``__global__`` or not, and token indices
+    of its body braces (``open`` and ``close``)."""
+
+    name: str
+    owner: str | None
+    is_global: bool
+    open: int
+    close: int = -1
+    line: int = 0
+
+
+@dataclass
+class Source:
+    """A tokenized kernel source with its functions, structs and template brackets."""
+
+    text: str
+    tokens: list[Token]
+    functions: list[Function] = field(default_factory=list)
+    structs: set[str] = field(default_factory=set)
+    template_brackets: set[int] = field(default_factory=set)  # token indices of template "<" and ">"
+    match: dict[int, int] = field(default_factory=dict)  # bracket token index -> its partner
+
+    @classmethod
+    def parse(cls, text: str) -> Source:
+        src = cls(text, tokenize(text))
+        src._match_brackets()
+        src._find_functions()
+        src._find_templates()
+        return src
+
+    # -- structure ------------------------------------------------------------------------------------
+    def _match_brackets(self) -> None:
+        stack: list[int] = []
+        pairs = {")": "(", "]": "[", "}": "{"}
+        for i, t in enumerate(self.tokens):
+            if t.kind != "punct":
+                continue
+            if t.text in "([{":
+                stack.append(i)
+            elif t.text in pairs:
+                # tolerate unbalanced code: pop to the nearest opener of the right kind
+                while stack and self.tokens[stack[-1]].text != pairs[t.text]:
+                    stack.pop()
+                if stack:
+                    j = stack.pop()
+                    self.match[i] = j
+                    self.match[j] = i
+
+    def _find_functions(self) -> None:
+        toks = self.tokens
+        scopes: list[tuple[str, str | None, Function | None]] = []  # (kind, struct name, function)
+        stmt_start = 0
+        i = 0
+        while i < len(toks):
+            t = toks[i]
+            in_code = any(k == "function" for k, _, _ in scopes)
+            if t.text == "{" and t.kind == "punct":
+                if in_code:
+                    scopes.append(("block", None, None))
+                else:
+                    kind, name, fn = self._classify_brace(stmt_start, i, scopes)
+                    if fn is not None:
+                        self.functions.append(fn)
+                    if kind == "class" and name:
+                        self.structs.add(name)
+                    scopes.append((kind, name, fn))
+                stmt_start = i + 1
+            elif t.text == "}" and t.kind == "punct":
+                if scopes:
+                    kind, _, fn = scopes.pop()
+                    if fn is not None:
+                        fn.close = i
+                stmt_start = i + 1
+            elif t.text == ";" and t.kind == "punct" and not in_code:
+                stmt_start = i + 1
+            i += 1
+
+    def _classify_brace(self, start: int, i: int, scopes) -> tuple[str, str | None, Function | None]:
+        toks = self.tokens
+        words = [t.text for t in toks[start:i]]
+        if "namespace" in words:
+            return "namespace", None, None
+        if words[:2] == ["extern", '"C"'] and len(words) == 2:
+            return "namespace", None, None
+        j = i - 1
+        while j >= start and toks[j].text in _AFTER_PARAMS:
+            j -= 1
+        if j >= start and toks[j].text == ")" and j in self.match:
+            k = self.match[j] - 1
+            if k >= start and toks[k].kind == "ident" and toks[k].text not in _NOT_FUNCTIONS:
+                owner = next((n for kind, n, _ in reversed(scopes) if kind == "class"), None)
+                return "function", None, Function(toks[k].text, owner, "__global__" in words, i, line=toks[k].line)
+        for kw in ("struct", "class", "union"):
+            if kw in words and "=" not in words[: words.index(kw)]:
+                after = words[words.index(kw) + 1 :]
+                name = next((w for w in after if w.isidentifier() and not w.startswith("__")), None)
+                return "class", name, None
+        return "other", None, None
+
+    def _find_templates(self) -> None:
+        """Mark ``<`` ... ``>`` pairs that are template argument lists (see :meth:`_template_close`)."""
+        toks = self.tokens
+        for i, t in enumerate(toks):
+            if t.text == "<" and t.kind == "punct" and i > 0 and (toks[i - 1].kind == "ident" or toks[i - 1].text == "template"):
+                close = self._template_close(i)
+                if close is not None:
+                    self.template_brackets.update((i, close))
+
+    def _template_close(self, i: int) -> int | None:
+        """The ``>`` closing a template list opened at ``i``, or None when ``<`` is a comparison: the list
+        must close before any ``;``, brace, ``&&``, ``||``, ``?`` or unmatched ``)`` / ``]``, and be followed
+        by ``(``, ``::``, ``{``, ``>``, ``)``, ``,``, ``;`` or a name."""
+        toks = self.tokens
+        depth = 1
+        j = i + 1
+        while j < len(toks):
+            x = toks[j].text
+            if toks[j].kind == "punct":
+                if x in ("(", "["):
+                    j = self.match.get(j, j)
+                elif x in (";", "{", "}", "&&", "||", "?", ")", "]", "="):
+                    return None
+                elif x == "<" and toks[j - 1].kind == "ident":
+                    depth += 1
+                elif x in (">", ">>"):
+                    depth -= 1 if x == ">" else 2
+                    if depth <= 0:
+                        nxt = toks[j + 1] if j + 1 < len(toks) else None
+                        if nxt is None or nxt.kind == "ident" or nxt.text in ("(", "::", "{", ">", ")", ",", ";", "*", "&"):
+                            return j
+                        return None
+            j += 1
+        return None
+
+    # -- reachability ---------------------------------------------------------------------------------
+    def entry(self, symbol: str) -> Function | None:
+        """The ``__global__`` function named ``symbol`` (else any function of that name)."""
+        named = [f for f in self.functions if f.name == symbol and f.close > f.open]
+        return next((f for f in named if f.is_global), named[0] if named else None)
+
+    def reachable_bodies(self, symbol: str) -> list[Function]:
+        """The entry and every function of this file it reaches (see the module docstring), in file order;
+        empty when the file defines no such entry."""
+        entry = self.entry(symbol)
+        if entry is None:
+            return []
+        by_name: dict[str, list[Function]] = {}
+        by_owner: dict[str, list[Function]] = {}
+        for f in self.functions:
+            if f.close <= f.open or (f.is_global and f is not entry):
+                continue
+            by_name.setdefault(f.name, []).append(f)
+            if f.owner:
+                by_owner.setdefault(f.owner, []).append(f)
+        seen: list[Function] = [entry]
+        todo = [entry]
+        while todo:
+            f = todo.pop()
+            for t in self.tokens[f.open + 1 : f.close]:
+                if t.kind != "ident":
+                    continue
+                for g in by_name.get(t.text, []) + by_owner.get(t.text, []):
+                    if g not in seen:
+                        seen.append(g)
+                        todo.append(g)
+        return sorted(seen, key=lambda f: f.open)
+
+    def body_indices(self, symbol: str) -> list[int]:
+        """Token indices inside the reachable bodies (braces excluded), in order."""
+        out: list[int] = []
+        for f in self.reachable_bodies(symbol):
+            out.extend(range(f.open + 1, f.close))
+        return sorted(set(out))

@@ -1,0 +1,393 @@
+"""wireup mutate: operators on small CUDA snippets, the tokenizer and scope rules, ids and diffs, the
+selection, equivalence records, ``--list`` on every shipped kernel, and the whole pipeline on the
+emulated backend with stand-in kernels (accounting, JSON, exit codes). ``nvcc`` tests compile every
+mutant of two small kernels; the GPU run is tests/gpu/test_mutate_gpu.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.api import load_project
+from audit.cli import main
+from audit.errors import UsageError
+from audit.mutate import (
+    OPERATORS,
+    mutants_of_source,
+    normalized_ptx,
+    plan_mutants,
+    run_mutation,
+    select_mutants,
+)
+from audit.mutate._equivalent import DEFAULT_FILE, load_records, match_records, parse_records
+from audit.mutate._tokens import TokenizeError, tokenize
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data" / "mutate"
+
+
+def changes(src: str, operator: str, symbol: str = "k") -> list[tuple[str, str]]:
+    """(id, changed line of the mutant) for every mutant of ``operator``."""
+    out = []
+    for m in mutants_of_source(src, symbol, "k.cu", operators=[operator]):
+        out.append((m.id, m.before_after[1]))
+    return out
+
+
+def kernel(body: str, params: str = "float* y, const float* x, int B, int cnt") -> str:
+    return f'extern "C" __global__ void k({params}) {{\n{body}\n}}\n'
+
+
+# ---------------------------------------------------------------------------------------------------
+# one operator at a time
+
+
+def test_aor_swaps_binary_arithmetic_only():
+    src = kernel("    float* p = y + 1;\n    y[0] = -x[0] * x[1] / x[2];")
+    assert changes(src, "aor") == [
+        ("aor:2:18:0", "float* p = y - 1;"),
+        ("aor:3:18:0", "y[0] = -x[0] / x[1] / x[2];"),
+        ("aor:3:25:0", "y[0] = -x[0] * x[1] * x[2];"),
+    ]  # the unary minus and the pointer declarator stay
+
+
+def test_ror_swaps_comparisons_but_not_template_brackets():
+    src = kernel("    if (B < cnt && B != 2) y[0] = reinterpret_cast<const float4*>(x)[0].x;\n    y[1] = f<3>(B) >= 1;")
+    assert changes(src, "ror") == [
+        ("ror:2:11:0", "if (B <= cnt && B != 2) y[0] = reinterpret_cast<const float4*>(x)[0].x;"),
+        ("ror:2:22:0", "if (B < cnt && B == 2) y[0] = reinterpret_cast<const float4*>(x)[0].x;"),
+        ("ror:3:20:0", "y[1] = f<3>(B) > 1;"),
+    ]
+
+
+def test_loop_moves_the_bound_inwards():
+    src = kernel("    for (int i = 0; i < B * 2; ++i) y[i] = 0;\n    int h = 8;\n    while (h > 1) h >>= 1;")
+    assert changes(src, "loop") == [
+        ("loop:2:23:0", "for (int i = 0; i < (B * 2) - 1; ++i) y[i] = 0;"),
+        ("loop:4:14:0", "while (h > 1 + 1) h >>= 1;"),
+    ]
+
+
+def test_guard_deletes_early_exits_and_unguards_bodies():
+    src = kernel("    if (B <= 0) return;\n    if (cnt > 0) { y[0] = 1; continue; }\n    if (B > 4) y[1] = 2;\n    if (B > 5) y[2] = 3; else y[2] = 4;")
+    got = changes(src, "guard")
+    assert got == [("guard:2:5:0", ";"), ("guard:3:5:0", ";"), ("guard:4:5:0", "y[1] = 2;")]  # no mutant of the if with an else
+
+
+def test_jump_removes_statements_but_not_no_ops():
+    src = kernel("    for (int r = 0; r < B; ++r) {\n        if (r == 1) { y[r] = 0; continue; }\n        y[r] = 1;\n        continue;\n    }\n    return;")
+    assert changes(src, "jump") == [("jump:3:33:0", "if (r == 1) { y[r] = 0; ; }")]  # the loop's last continue and the final return are no-ops
+
+
+def test_accum_turns_accumulations_into_overwrites():
+    src = kernel("    y[0] += x[0];\n    y[1] = fmaf(x[0], x[1], y[1]);\n    atomicAdd(y + 2, x[3]);")
+    assert changes(src, "accum") == [
+        ("accum:2:10:0", "y[0] = x[0];"),
+        ("accum:3:12:0", "y[1] = (x[0]) * (x[1]);"),
+        ("accum:4:5:0", "(*(y + 2) = (x[3]));"),
+    ]
+
+
+def test_sync_removes_barriers_and_waits():
+    src = kernel("    __syncthreads();\n    cluster.sync();\n    sgemm::cp_async_wait<2>();\n    int n = __syncthreads_count(1);")
+    assert changes(src, "sync") == [("sync:2:5:0", ";"), ("sync:3:13:0", ";"), ("sync:4:12:0", ";")]
+
+
+def test_norm_drops_a_float_divisor_or_replaces_a_count_by_the_batch_size():
+    src = kernel("    const float s = x[0];\n    y[0] = (x[1] - 1.0f) / (float)cnt;\n    y[1] = x[2] / s;\n    y[2] = B / 4;")
+    assert changes(src, "norm") == [
+        ("norm:3:26:0", "y[0] = (x[1] - 1.0f);"),
+        ("norm:3:26:1", "y[0] = (x[1] - 1.0f) / (float)B;"),
+        ("norm:4:17:0", "y[1] = x[2];"),
+    ]  # B / 4 is an integer division, not a normaliser
+
+
+def test_clamp_keeps_the_first_argument():
+    assert changes(kernel("    y[0] = fmaxf(x[0], 1e-6f) + min(B, cnt);"), "clamp") == [
+        ("clamp:2:12:0", "y[0] = (x[0]) + min(B, cnt);"),
+        ("clamp:2:33:0", "y[0] = fmaxf(x[0], 1e-6f) + (B);"),
+    ]
+
+
+def test_const_scales_non_zero_float_literals_by_ten():
+    assert changes(kernel("    y[0] = 2.0f * x[0] + 0.0f + 1e-6f + 3;"), "const") == [
+        ("const:2:12:0", "y[0] = 20.0f * x[0] + 0.0f + 1e-6f + 3;"),
+        ("const:2:12:1", "y[0] = 0.2f * x[0] + 0.0f + 1e-6f + 3;"),
+        ("const:2:33:0", "y[0] = 2.0f * x[0] + 0.0f + 1e-5f + 3;"),
+        ("const:2:33:1", "y[0] = 2.0f * x[0] + 0.0f + 1e-7f + 3;"),
+    ]
+
+
+def test_swap_exchanges_the_operands_of_whole_subtractions_and_divisions():
+    src = kernel("    y[0] = (x[0] - x[1]) * 2;\n    y[1] = x[0] * x[1] - x[2];\n    y[2] = B ? x[3] / x[4] : 0;")
+    assert changes(src, "swap") == [("swap:2:18:0", "y[0] = (x[1] - x[0]) * 2;"), ("swap:4:21:0", "y[2] = B ? x[4] / x[3] : 0;")]
+
+
+def test_every_operator_has_an_id_purpose_and_example():
+    assert [op.id for op in OPERATORS] == ["aor", "ror", "loop", "guard", "jump", "accum", "sync", "norm", "clamp", "const", "swap"]
+    for op in OPERATORS:
+        assert op.purpose.endswith(".") and op.example and "->" in op.example
+
+
+# ---------------------------------------------------------------------------------------------------
+# tokenizer and scope
+
+
+def test_comments_strings_and_directives_are_never_mutated():
+    src = (
+        '#define TWICE(a) ((a) + (a))\n#pragma unroll 4\nextern "C" __global__ void k(float* y, int B) {\n'
+        '    /* y[0] = B + 1; */ const char* s = "B < 1 + 2";  // B - 1\n    char c = \'+\';\n#pragma unroll\n'
+        "    y[0] = B + 1;\n}\n"
+    )
+    ms = mutants_of_source(src, "k", "k.cu")
+    assert [m.id for m in ms] == ["aor:7:14:0"]
+    assert [t.text for t in tokenize(src) if t.kind == "string"] == ['"C"', '"B < 1 + 2"']
+
+
+def test_tokenizer_keeps_positions_and_reports_unterminated_literals():
+    toks = tokenize("a\n  += 1.5e-3f;")
+    assert [(t.text, t.line, t.col) for t in toks] == [("a", 1, 1), ("+=", 2, 3), ("1.5e-3f", 2, 6), (";", 2, 13)]
+    with pytest.raises(TokenizeError, match="unterminated string literal at line 2"):
+        tokenize('x\n"abc\n')
+
+
+def test_only_the_entry_and_what_it_reaches_in_the_same_file_are_mutated():
+    src = (
+        "__device__ int sq(int v) { return v * v; }\n__device__ int unused(int v) { return v + 1; }\n"
+        "struct L { __device__ void load(int* p) { p[0] = 1 + 2; } };\n"
+        'extern "C" __global__ void other(int* o) { o[0] = sq(1) + 5; }\n'
+        'extern "C" __global__ void k(int* o) { L l; l.load(o); o[1] = sq(o[2]) - 3; }\n'
+    )
+    lines = sorted({m.line for m in mutants_of_source(src, "k", "k.cu")})
+    assert lines == [1, 3, 5]  # sq, L::load and k itself; never unused() or the other kernel
+    assert mutants_of_source(src, "missing", "k.cu") == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# ids, diffs, determinism, selection
+
+
+def test_ids_are_stable_and_the_diff_is_unified():
+    src = (REPO / "kernels" / "strided_gather_kernel.cu").read_text()
+    a = mutants_of_source(src, "strided_gather", "kernels/strided_gather_kernel.cu")
+    b = mutants_of_source(src, "strided_gather", "kernels/strided_gather_kernel.cu")
+    assert [m.id for m in a] == [m.id for m in b] and [m.diff for m in a] == [m.diff for m in b]
+    assert all(re.fullmatch(r"[a-z]+:\d+:\d+:\d+", m.id) for m in a)
+    assert len({m.mutated for m in a}) == len(a)  # no two mutants with the same text
+    m = next(m for m in a if m.id == "ror:11:59:0")
+    assert m.diff == (
+        "--- a/kernels/strided_gather_kernel.cu\n+++ b/kernels/strided_gather_kernel.cu\n@@ -10,3 +10,3 @@\n"
+        " strided_gather(const float* __restrict__ src, float* __restrict__ dst, int B, int row_stride, int col) {\n"
+        "-    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x)\n"
+        "+    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b <= B; b += gridDim.x * blockDim.x)\n"
+        "         dst[b] = __ldg(src + (size_t)b * row_stride + col);\n"
+    )
+
+
+def test_selection_is_deterministic_capped_and_keeps_every_operator():
+    cfg, cs = load_project(REPO)
+    generated, _ = plan_mutants(cs, cfg, ["aux_trade_outcome_backward"])
+    ms = generated["aux_trade_outcome_backward"]
+    ops = {m.operator for m in ms}
+    picked = select_mutants(ms, 20)
+    assert len(picked) == 20 and picked == select_mutants(ms, 20)
+    assert {m.operator for m in picked} == ops
+    assert picked == [m for m in ms if m in picked]  # source order
+    assert select_mutants(ms, None) == ms and select_mutants(ms, 10_000) == ms
+
+
+def test_unknown_operator_and_kernel_are_usage_errors():
+    cfg, cs = load_project(REPO)
+    with pytest.raises(UsageError, match=r'--operators "xor" is not a mutation operator; the operators are "aor", "ror", '):
+        plan_mutants(cs, cfg, ["strided_gather"], ["xor"])
+    with pytest.raises(UsageError, match=r'"nope" is not a kernel of the contracts; the kernels are "aux_label_scale_ema_update"'):
+        plan_mutants(cs, cfg, ["nope"])
+
+
+@pytest.mark.parametrize("name", [k.name for k in load_project(REPO)[1].kernels])
+def test_every_shipped_kernel_has_mutants(name):
+    cfg, cs = load_project(REPO)
+    generated, selected = plan_mutants(cs, cfg, [name])
+    assert selected[name] == generated[name] and len(generated[name]) >= 5
+    assert {m.operator for m in generated[name]} >= {"aor", "ror"}
+
+
+def test_list_command_prints_every_mutant_without_gpu_or_compiler(capsys):
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "strided_gather: 9 mutant(s) in kernels/strided_gather_kernel.cu (aor 6, ror 1, loop 1, accum 1)"
+    assert "  ror:11:59:0    kernels/strided_gather_kernel.cu:11  " in out and out.endswith("9 mutants.\n")
+    assert main(["mutate", "--root", str(REPO), "--all", "--list", "--max-mutants", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "aux_trade_outcome_backward: 12 of 210 mutant(s)" in out
+
+
+def test_mutate_without_kernels_names_the_choices(capsys):
+    assert main(["mutate", "--root", str(REPO)]) == 2
+    assert capsys.readouterr().err.startswith('error: wireup mutate needs kernel names or --all; the kernels are "aux_label_scale_ema_update", ')
+
+
+# ---------------------------------------------------------------------------------------------------
+# equivalence records
+
+
+def test_equivalence_records_need_their_keys():
+    with pytest.raises(UsageError, match=r'^e.toml:1: equivalent\[0\] needs a non-empty string "reason"; the keys are "kernel", "id"'):
+        parse_records('[[equivalent]]\nkernel = "k"\nid = "ror:1:1:0"\ncode = "x"\n', "e.toml")
+    with pytest.raises(UsageError, match=r'^e.toml:1: equivalent\[0\] needs exactly one of "id" and "lines"'):
+        parse_records('[[equivalent]]\nkernel = "k"\ncode = "x"\nreason = "r"\n', "e.toml")
+    with pytest.raises(UsageError, match=r"^e.toml:1: equivalent\[0\] has id 'ror:1'; a mutant id reads"):
+        parse_records('[[equivalent]]\nkernel = "k"\nid = "ror:1"\ncode = "x"\nreason = "r"\n', "e.toml")
+    with pytest.raises(UsageError, match=r'^e.toml:1: unknown key "other"; the file holds only \[\[equivalent\]\] tables.'):
+        parse_records('other = 1\n', "e.toml")
+
+
+def test_equivalence_records_match_by_id_and_line_and_go_stale_when_the_source_changes():
+    src = kernel("    y[0] = x[0] + 1;\n    y[1] = x[1] - 2;\n    y[2] = x[2] * 3;")
+    ms = mutants_of_source(src, "k", "k.cu", "k", operators=["aor"])
+    recs = parse_records(
+        '[[equivalent]]\nkernel = "k"\nid = "aor:2:17:0"\ncode = "y[0] = x[0] + 1;"\nreason = "r1"\n'
+        '[[equivalent]]\nkernel = "k"\nid = "aor:3:17:0"\ncode = "y[1] = x[1] + 2;"\nreason = "r2"\n'
+        '[[equivalent]]\nkernel = "k"\nlines = [4, 4]\ncode = "y[2] = x[2] * 3;"\nreason = "r3"\n'
+        '[[equivalent]]\nkernel = "k"\nid = "aor:9:1:0"\ncode = "nothing"\nreason = "r4"\n'
+        '[[equivalent]]\nkernel = "other"\nid = "aor:9:1:0"\ncode = "nothing"\nreason = "r5"\n',
+        "e.toml",
+    )
+    matched, stale = match_records("k", ms, recs)
+    assert {i: r.reason for i, r in matched.items()} == {"aor:2:17:0": "r1", "aor:4:17:0": "r3"}
+    assert stale == [
+        'e.toml:6: equivalence record "aor:3:17:0" of kernel "k" quotes "y[1] = x[1] + 2;" but line 3 now reads "y[1] = x[1] - 2;"; '
+        "the source changed, so the record is ignored until it is re-checked.",
+        'e.toml:16: equivalence record "aor:9:1:0" of kernel "k" names no mutant of its current source; re-check it against `wireup mutate k --list`.',
+    ]
+
+
+def test_shipped_equivalence_records_are_current():
+    cfg, cs = load_project(REPO)
+    records = load_records(DEFAULT_FILE)
+    assert records, "the shipped file holds the proven equivalents of the shipped kernels"
+    kernels = sorted({r.kernel for r in records})
+    generated, _ = plan_mutants(cs, cfg, kernels)
+    for name in kernels:
+        matched, stale = match_records(name, generated[name], records)
+        assert stale == []
+        assert matched
+
+
+def test_normalized_ptx_ignores_line_info_comments_debug_sections_and_other_entries():
+    a = (
+        "//\n// Generated\n.version 9.0\n.visible .entry k(\n.param .u64 p\n)\n{\n\t.loc 1 3 5\n\tadd.s32 %r1, %r2, 1;\n}\n"
+        ".visible .entry other(\n)\n{\n\tret;\n}\n"
+        "\t.file 1 \"/tmp/a.cu\"\n\t.section .debug_str\n{\n.b8 95,90,78,51,52,95,73,78\n}\n"
+    )
+    b = a.replace(".loc 1 3 5", ".loc 1 3 9").replace("/tmp/a.cu", "/tmp/b.cu").replace("ret;", "exit;").replace("95,90", "1,2")
+    assert normalized_ptx(a, "k") == normalized_ptx(b, "k")
+    assert normalized_ptx(a, "k") != normalized_ptx(a.replace("%r2, 1", "%r2, 2"), "k")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the pipeline on the emulated backend (stand-in kernels, no compiler, no GPU)
+
+
+def _wrong(launch):
+    out = launch.run_reference()
+    launch.write_outputs({k: v * 1.5 for k, v in out.items()})
+
+
+def test_pipeline_counts_caught_survivors_and_equivalents(tmp_path):
+    eq = tmp_path / "eq.toml"
+    eq.write_text(
+        '[[equivalent]]\nkernel = "strided_gather"\nid = "loop:11:59:0"\n'
+        'code = "for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < B; b += gridDim.x * blockDim.x)"\nreason = "proof"\n'
+    )
+    survive = {"loop:11:59:0", "accum:11:66:0"}
+    run = run_mutation(REPO, ["strided_gather"], equivalent_file=eq, stand_in=lambda m: {} if m.id in survive else {m.kernel: _wrong})
+    (k,) = run.kernels
+    assert (k.generated, k.selected, k.mutants, k.caught, k.equivalent, len(k.unclassified)) == (9, 9, 9, 7, 1, 1)
+    assert k.by_check == {"VERIFY_REFERENCE": 7}
+    assert k.score == pytest.approx(7 / 8)
+    assert [o.mutant.id for o in k.unclassified] == ["accum:11:66:0"]
+    assert run.exit_code == 1
+    assert run.backend == "emulated" and run.settings["sizes"] == [1, 37, 300]
+
+
+def test_pipeline_json_is_what_the_report_reads(tmp_path, capsys):
+    from audit.report.collect import _mutation_view
+
+    sys.path.insert(0, str(DATA))
+    try:
+        code = main(["mutate", "--root", str(REPO), "strided_gather", "trade_outcome_label", "--stand-in", "stand_in:by_operator",
+                     "--output-dir", str(tmp_path)])  # fmt: skip
+    finally:
+        sys.path.remove(str(DATA))
+    assert code == 1  # the stand-in's loop mutant of trade_outcome_label has no equivalence record
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["kernel", "selected", "stillborn", "identical", "mutants", "caught", "equivalent", "survived", "score"]
+    assert "strided_gather              9          0          0        9       7           1         1    88%" in out
+    data = json.loads((tmp_path / "strided_gather.json").read_text())
+    assert {"kernel", "mutants", "caught", "by_check", "survivors", "device", "date"} <= set(data)
+    assert [(s["id"], s["equivalent"]) for s in data["survivors"]] == [("loop:11:59:0", False), ("accum:11:66:0", True)]
+    assert data["survivors"][0]["reason"] == "missing check (or unproven equivalent)"
+    assert data["survivors"][0]["diff"].startswith("--- a/kernels/strided_gather_kernel.cu\n")
+    view = _mutation_view(tmp_path / "strided_gather.json")
+    assert view.score == "7 of 9 caught (78%)" and view.by_check == [("VERIFY_REFERENCE", 7)]
+    assert [s.equivalent for s in view.survivors] == [False, True]
+
+
+def test_json_is_deterministic_but_for_the_date(tmp_path):
+    from audit.mutate import kernel_json
+
+    runs = [run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {m.kernel: _wrong}) for _ in range(2)]
+    a, b = (kernel_json(r.kernels[0], r) for r in runs)
+    a.pop("date"), b.pop("date")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert runs[0].exit_code == 0
+
+
+def test_no_gpu_is_one_sentence_and_exit_2(monkeypatch, capsys):
+    from audit.runtime import _probe
+
+    monkeypatch.setattr(_probe, "device_arch", lambda: (None, "no CUDA driver"))
+    assert main(["mutate", "--root", str(REPO), "strided_gather"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "error: wireup mutate needs an NVIDIA GPU and PyCUDA or CuPy; none was found (no CUDA driver)."
+
+
+# ---------------------------------------------------------------------------------------------------
+# nvcc: every mutant of two small kernels compiles
+
+
+@pytest.mark.nvcc
+def test_every_mutant_of_the_small_kernels_compiles(tmp_path):
+    from audit.config import with_overrides
+    from audit.mutate import build_mutants
+
+    cfg, cs = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    _, selected = plan_mutants(cs, cfg, ["strided_gather", "trade_outcome_label"])
+    ms = [m for v in selected.values() for m in v]
+    builds = build_mutants(cfg, cs, ms, cfg.arch, jobs=4)
+    assert {k: b.status for k, b in builds.items() if b.status != "compiled"} == {}
+    path = builds[ms[0].key].path
+    assert path.parent == tmp_path / "cache" / "mutate" / "strided_gather" and path.read_text() == ms[0].mutated
+
+
+@pytest.mark.nvcc
+def test_compiled_pipeline_drops_identical_mutants_before_verifying(tmp_path, monkeypatch):
+    """The real compile step, then the emulated backend (the reference stands in for every mutant)."""
+    from audit import runtime
+    from audit.config import with_overrides
+
+    cfg, _ = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    run = run_mutation(REPO, ["aux_trade_outcome_loss_reduce"], operators=["aor"], config=cfg)
+    (k,) = run.kernels
+    identical = [o.mutant.id for o in k.outcomes if o.status == "identical"]
+    assert identical == ["aor:74:35:0"]  # b + 0 -> b - 0: the compiler proves it equivalent
+    assert (k.selected, k.count("stillborn"), k.mutants, k.caught) == (24, 0, 23, 0)
+    assert run.versions["nvcc"] and run.versions["arch"] == cfg.arch

@@ -1,0 +1,70 @@
+"""``audit.runtime.verify_many`` on the emulated backend: many variants in one process or in a few
+supervised workers, first-failure stopping, hangs, crashes and lost contexts (the stand-in kernels of
+tests/data/mutate/plugins.py), and the order and shape of the outcomes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from audit.runtime import Variant, verify_many
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGINS = str(REPO / "tests" / "data" / "mutate")
+
+
+def _wrong(launch):
+    out = launch.run_reference()
+    launch.write_outputs({k: v * 1.5 for k, v in out.items()})
+
+
+def test_in_process_variants_share_one_backend_kind_and_keep_their_order():
+    variants = [
+        Variant("ok", ("strided_gather",)),
+        Variant("bad", ("strided_gather",), emulated={"strided_gather": _wrong}),
+        Variant("two", ("strided_gather", "trade_outcome_label"), emulated={"trade_outcome_label": _wrong}),
+    ]
+    events = []
+    outs = verify_many(REPO, variants, backends=["emulated"], sizes=[1, 37], progress=events.append)
+    assert [o.id for o in outs] == ["ok", "bad", "two"]
+    assert [o.failed_rules for o in outs] == [[], ["VERIFY_REFERENCE"], ["VERIFY_REFERENCE"]]
+    assert [f.subject for f in outs[2].outcome.result.errors] == ["trade_outcome_label"]
+    assert outs[0].outcome.run.environments["emulated"].device["name"] == "emulated (numpy)"
+    done = [e for e in events if e["event"] == "variant_done"]
+    assert [(e["variant"], e["failed"]) for e in done] == [("ok", []), ("bad", ["VERIFY_REFERENCE"]), ("two", ["VERIFY_REFERENCE"])]
+
+
+def test_first_failure_stops_after_the_first_failing_case():
+    v = [Variant("bad", ("aux_trade_outcome_backward",), emulated={"aux_trade_outcome_backward": _wrong})]
+    every = verify_many(REPO, v, backends=["emulated"], sizes=[1, 37], first_failure=False)[0]
+    first = verify_many(REPO, v, backends=["emulated"], sizes=[1, 37], first_failure=True)[0]
+    assert "VERIFY_GRADCHECK" in every.failed_rules and first.failed_rules == ["VERIFY_ACCUMULATE", "VERIFY_REFERENCE"]
+    checks = first.outcome.run.results[0].checks
+    assert {c.case.split(",")[0] for c in checks} == {"B=1 (K=2)"}  # nothing after the case that failed
+    assert len(checks) < len(every.outcome.run.results[0].checks) / 4
+
+
+def test_workers_survive_hangs_crashes_and_lost_contexts():
+    names = ["wrong", "equivalent", "hang", "equivalent", "illegal_address", "equivalent", "segfault", "wrong"]
+    variants = [Variant(f"{n}-{i}", ("strided_gather",), plugins=(f"plugins:{n}",)) for i, n in enumerate(names)]
+    events = []
+    outs = verify_many(REPO, variants, backends=["emulated"], sizes=[1, 37], first_failure=True, workers=2, launch_timeout=1.5,
+                       timeout=60, python_paths=[PLUGINS], progress=events.append)  # fmt: skip
+    assert [o.failed_rules for o in outs] == [
+        ["VERIFY_REFERENCE"], [], ["VERIFY_TIMEOUT"], [], ["VERIFY_LAUNCH_ERROR"], [], ["VERIFY_LAUNCH_ERROR"], ["VERIFY_REFERENCE"],
+    ]  # fmt: skip
+    assert all(o.error is None for o in outs)
+    hang = outs[2].outcome.result.errors[0].message
+    assert hang.startswith('Kernel "strided_gather" fails VERIFY_TIMEOUT: no progress for 1.5 s during strided_gather B=1 (run A) grid=(1, 1, 1)')
+    assert hang.endswith("; the worker was killed and restarted.")
+    died = outs[6].outcome.result.errors[0].message
+    assert died.startswith('Kernel "strided_gather" fails VERIFY_LAUNCH_ERROR: the worker died (signal 11) during strided_gather B=1 (run A)')
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in outs[4].outcome.result.errors[0].message
+    assert sorted(e["variant"] for e in events if e["event"] == "variant_done") == sorted(v.id for v in variants)
+
+
+def test_an_internal_error_is_no_verdict():
+    outs = verify_many(REPO, [Variant("x", ("strided_gather",), plugins=("no_such_module:f",)), Variant("y", ("strided_gather",), plugins=("plugins:wrong",))],
+                       backends=["emulated"], sizes=[1], python_paths=[PLUGINS])  # fmt: skip
+    assert outs[0].error.startswith("ReferenceProblem: ") and "no_such_module" in outs[0].error
+    assert outs[0].failed_rules == [] and outs[0].outcome.run.notes[0].startswith("internal error: ")
+    assert outs[1].failed_rules == ["VERIFY_REFERENCE"]  # a fresh worker took over
