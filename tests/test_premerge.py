@@ -40,7 +40,7 @@ def test_plugin_is_inert_unless_enabled(pytester: pytest.Pytester) -> None:
     copy_mini(pytester.path)
     break_make_labels(pytester.path)
     pytester.makepyfile("def test_plain():\n    assert True\n")
-    result = pytester.runpytest("-p", "audit.pytest_plugin")
+    result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin")
     result.assert_outcomes(passed=1)
     assert "wireup" not in result.stdout.str()
 
@@ -50,7 +50,7 @@ def test_plugin_collects_one_item_per_rule_and_subject(pytester: pytest.Pytester
     break_make_labels(pytester.path)
     pytester.makepyfile("def test_plain():\n    assert True\n")
     pytester.makeini("[pytest]\nwireup = true\nwireup_select = wiring\n")
-    result = pytester.runpytest("-p", "audit.pytest_plugin", "-p", "no:cacheprovider")
+    result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin", "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] == 1 and outcomes["passed"] > 20
     result.stdout.fnmatch_lines([
@@ -60,18 +60,18 @@ def test_plugin_collects_one_item_per_rule_and_subject(pytester: pytest.Pytester
     ])  # fmt: skip
     assert "Traceback" not in result.stdout.str()
     # -k and -m select among the collected checks like among any tests
-    result = pytester.runpytest("-p", "audit.pytest_plugin", "-p", "no:cacheprovider", "-k", "SHAPE_MISMATCH and not forward", "-m", "wireup")
+    result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin", "-p", "no:cacheprovider", "-k", "SHAPE_MISMATCH and not forward", "-m", "wireup")
     result.assert_outcomes(failed=1, passed=4, deselected=outcomes["failed"] + outcomes["passed"] - 5)
 
 
 def test_plugin_skips_rules_that_cannot_run_and_reports_contract_errors(pytester: pytest.Pytester) -> None:
     copy_mini(pytester.path)
     pytester.makeini("[pytest]\nwireup_select = launchers\n")
-    result = pytester.runpytest("-p", "audit.pytest_plugin", "--wireup", "-rs")
+    result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin", "--wireup", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*not run here: no launcher scan is configured*"])
     (pytester.path / "contracts" / "dims.toml").write_text("[dims]\nB = { min = 1, max = 1024 }\nN = { vaule = 8 }\n")
-    result = pytester.runpytest("-p", "audit.pytest_plugin", "--wireup")
+    result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin", "--wireup")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(['contracts/dims.toml:3: dims.N.vaule: unknown key "vaule" in dim "N"*'])
 
