@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -144,3 +146,28 @@ def test_isv_from_reset_policy_then_perturbed(shipped):
     scales = [i for s in cs.isv.slots if s.role in ("scale", "divisor") for i in s.indices]
     assert (pert[scales] > 0).all() and (pert[scales] != 1.0).all()
     assert (pert[[0, 1, 104]] != 0).all()
+
+
+def test_wide_batch_tensors_are_drawn_at_the_requested_rows_only():
+    """Found on the H200: a [B, 65536] partial was drawn at the largest B (4.3e9 elements) before the
+    input budget was consulted, so aux_param_grad_reduce hit the 60 s watchdog. Prefix sharing across
+    sizes stops where the largest batch would exceed the budget."""
+    f = InputFactory(seed=0, max_rows=65536, max_elements=1000)
+    dom = Domain()
+    small = f.tensor("partial", "f32", (3, 500), dom, batch=True)
+    assert small.shape == (3, 500)
+    assert f.generated_elements == 1500
+    roomy = InputFactory(seed=0, max_rows=100, max_elements=1000)
+    narrow = roomy.tensor("grad", "f32", (3, 2), dom, batch=True)
+    assert narrow.shape == (3, 2) and roomy.generated_elements == 200  # drawn at the largest batch, sliced
+
+
+def test_over_budget_cases_are_refused_before_any_data_is_drawn():
+    cfg, cs = load_project(Path(__file__).resolve().parents[1])
+    from audit.runtime._verify import verify
+
+    out = verify(cs.root, kernels=["aux_param_grad_reduce"], emulated={}, evidence=False, in_process=True,
+                 sizes=[4096], budgets={"input": 1 << 20})  # fmt: skip
+    assert out.result.exit_code == 0
+    notes = [c for s in out.run.results for c in s.checks if c.verdict == "not_run"]
+    assert any("inputs too large at B=4096" in c.message for c in notes), [c.message for c in notes][:5]

@@ -102,6 +102,7 @@ class Session:
         self.rowwise_budget = int(b.get("rowwise", ROWWISE_BUDGET))
         self.input_budget = int(b.get("input", INPUT_BUDGET))
         self.fetch_budget = int(b.get("fetch", HOST_FETCH_BUDGET))
+        self.factory.max_elements = self.input_budget
         self.poisoned: str | None = None
 
     # -- timing -------------------------------------------------------------------------------------
