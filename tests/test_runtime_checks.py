@@ -75,6 +75,17 @@ def writes_past_the_end(launch):
     launch.view(ptr + 4 * launch.scalar("B"), np.float32, 1)[0] = 1.0  # dst[B] = ...: the guard band
 
 
+def copies_one_past_the_end(launch):
+    """The broken gather's off-by-one (``b <= B``): dst[B] = src[B * stride + col], a word read from just past
+    one buffer's end written just past another's; with one guard pattern for every buffer this rewrote the
+    bytes already there and went unseen on the H200."""
+    launch.default()
+    b, stride, col = launch.scalar("B"), launch.scalar("row_stride"), launch.scalar("col")
+    src = int(launch.arg("src").value) + 4 * (b * stride + col)
+    dst = int(launch.arg("dst").value) + 4 * b
+    launch.view(dst, np.float32, 1)[0] = launch.view(src, np.float32, 1)[0]
+
+
 def modifies_its_input(launch):
     launch.default()
     launch.tensor("src")[0, 0] = 42.0
@@ -160,6 +171,7 @@ CASES = [
     ("off_by_one_row", "strided_gather", last_row_unwritten, "VERIFY_UNWRITTEN_OUTPUT"),
     ("nan", "aux_trunk_forward", nan_output, "VERIFY_NAN"),
     ("oob", "strided_gather", writes_past_the_end, "VERIFY_OUT_OF_BOUNDS"),
+    ("oob_copy", "strided_gather", copies_one_past_the_end, "VERIFY_OUT_OF_BOUNDS"),
     ("input_modified", "strided_gather", modifies_its_input, "VERIFY_INPUT_MODIFIED"),
     ("nondeterminism", "aux_trunk_forward", nondeterministic, "VERIFY_DETERMINISM"),
     ("all_skip", "aux_trade_outcome_loss_reduce", nan_when_all_skipped, "VERIFY_ALL_SKIP"),

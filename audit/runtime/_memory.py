@@ -47,8 +47,12 @@ def poison_word(dtype: np.dtype, which: int, bf16: bool = False) -> int:
     return _POISON[(kind, dtype.itemsize)][which]
 
 
-def guard_pattern(n: int) -> np.ndarray:
-    return ((np.arange(n, dtype=np.uint32) * 167 + 0x3D) & 0xFF).astype(np.uint8)
+def guard_pattern(n: int, salt: int = 0) -> np.ndarray:
+    """The byte pattern of one guard band. ``salt`` differs per buffer and side: with one pattern for all
+    bands, an off-by-one kernel that copies the first word past one buffer's end into the first word
+    past another's (``dst[B] = src[B * stride]``) writes back exactly the bytes already there, and the
+    out-of-bounds write goes unseen (found on the H200 with a broken strided_gather)."""
+    return ((np.arange(n, dtype=np.uint32) * 167 + 0x3D + 97 * salt) & 0xFF).astype(np.uint8)
 
 
 @dataclass
@@ -63,6 +67,7 @@ class DeviceBuffer:
     dtype: np.dtype
     shape: tuple[int, ...]
     bf16: bool = False
+    salt: int = 0  # selects the guard patterns: 2 * salt before the data, 2 * salt + 1 after it
 
     @property
     def count(self) -> int:
@@ -101,18 +106,22 @@ class Arena:
         if self.guard % _ALIGN:
             self.guard += _ALIGN - self.guard % _ALIGN
         self.buffers: dict[str, DeviceBuffer] = {}
-        self._pattern = guard_pattern(self.guard) if self.guard else None
+        self._allocated = 0
 
     def alloc(self, name: str, dtype: np.dtype, shape: tuple[int, ...], bf16: bool = False) -> DeviceBuffer:
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         base = self.backend.alloc(self.guard * 2 + max(nbytes, 1))
-        buf = DeviceBuffer(name, base, base + self.guard, nbytes, self.guard, dtype, tuple(shape), bf16)
+        self._allocated += 1
+        buf = DeviceBuffer(name, base, base + self.guard, nbytes, self.guard, dtype, tuple(shape), bf16, self._allocated)
         if self.guard:
-            self.backend.h2d(base, self._pattern)
-            self.backend.h2d(buf.ptr + nbytes, self._pattern)
+            self.backend.h2d(base, self.pattern(buf, "before"))
+            self.backend.h2d(buf.ptr + nbytes, self.pattern(buf, "after"))
         self.buffers[name] = buf
         return buf
+
+    def pattern(self, buf: DeviceBuffer, side: str) -> np.ndarray:
+        return guard_pattern(self.guard, 2 * buf.salt + (side == "after"))
 
     def free_all(self) -> None:
         for b in self.buffers.values():
@@ -192,7 +201,7 @@ class Arena:
             before = self.backend.d2h(b.base, self.guard)
             after = self.backend.d2h(b.ptr + b.nbytes, self.guard)
             for side, got in (("before", before), ("after", after)):
-                bad = np.flatnonzero(got != self._pattern)
+                bad = np.flatnonzero(got != self.pattern(b, side))
                 if bad.size:
                     # report the changed byte nearest the data: the likeliest off-by-one
                     first = int(bad[-1]) - self.guard if side == "before" else b.nbytes + int(bad[0])
@@ -204,5 +213,5 @@ class Arena:
         if not self.guard:
             return
         for b in self.buffers.values():
-            self.backend.h2d(b.base, self._pattern)
-            self.backend.h2d(b.ptr + b.nbytes, self._pattern)
+            self.backend.h2d(b.base, self.pattern(b, "before"))
+            self.backend.h2d(b.ptr + b.nbytes, self.pattern(b, "after"))
