@@ -20,6 +20,7 @@ is what equality means in practice.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -57,12 +58,27 @@ class Expr:
 
 
 def parse_expr(source: str | int) -> Expr:
-    """Parse an integer, or the text of a dim expression, into an :class:`Expr`."""
+    """Parse an integer, or the text of a dim expression, into an :class:`Expr`.
+
+    Results are memoized by source (an :class:`Expr` is immutable, so equal sources share one): a large
+    contract set writes the same few thousand expressions hundreds of thousands of times.
+    """
     if isinstance(source, bool):
         raise ExprError(f"expected an integer or a dim expression, found the boolean {str(source).lower()}")
     if isinstance(source, int):
-        return Expr(str(source), ("int", source))
-    text = str(source).strip()
+        return _parse_int(source)
+    return _parse_text(str(source))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_int(source: int) -> Expr:
+    return Expr(str(source), ("int", source))
+
+
+@functools.lru_cache(maxsize=16384)
+def _parse_text(source: str) -> Expr:
+    """An expression's text parsed (errors are raised, never cached)."""
+    text = source.strip()
     if not text:
         raise ExprError("expected a dim expression, found an empty string")
     if "\x00" in text:  # ast.parse raises ValueError or SyntaxError for it, depending on the Python
@@ -75,7 +91,7 @@ def parse_expr(source: str | int) -> Expr:
         raise ExprError(f'"{_clip(text)}" is too long or too deeply nested to be a dim expression') from None
     names: set[str] = set()
     slots: set[str] = set()
-    tree = _convert(node, _clip(text), names, slots)
+    tree = _convert(node, text, names, slots)
     return Expr(text, tree, frozenset(names), frozenset(slots))
 
 
@@ -89,12 +105,13 @@ def _clip(text: str, width: int = 80) -> str:
 
 
 def _convert(node: ast.AST, text: str, names: set[str], slots: set[str], depth: int = 0) -> object:
+    """The tuple tree of ``node``; ``text`` (the whole expression) is clipped only for a message."""
     if depth > MAX_DEPTH:
-        raise ExprError(f'"{text}" is nested more than {MAX_DEPTH} levels deep; dim expressions are short')
+        raise ExprError(f'"{_clip(text)}" is nested more than {MAX_DEPTH} levels deep; dim expressions are short')
     depth += 1
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int):
-            raise ExprError(f'"{text}" uses {node.value!r}; dim expressions take integers only')
+            raise ExprError(f'"{_clip(text)}" uses {node.value!r}; dim expressions take integers only')
         return ("int", node.value)
     if isinstance(node, ast.Name):
         names.add(node.id)
@@ -113,19 +130,19 @@ def _convert(node: ast.AST, text: str, names: set[str], slots: set[str], depth: 
         fname = node.func.id
         if fname not in _FUNCS:
             raise ExprError(
-                f'"{text}" calls "{fname}"; the functions are "ceil_div", "min", "max" and "slot"'
+                f'"{_clip(text)}" calls "{fname}"; the functions are "ceil_div", "min", "max" and "slot"'
             )
         arity = _FUNCS[fname]
         if (arity is not None and len(node.args) != arity) or (arity is None and len(node.args) < 2):
-            raise ExprError(f'"{text}" calls "{fname}" with {len(node.args)} argument(s)')
+            raise ExprError(f'"{_clip(text)}" calls "{fname}" with {len(node.args)} argument(s)')
         if fname == "slot":
             arg = node.args[0]
             if not isinstance(arg, ast.Name):
-                raise ExprError(f'"{text}": slot() takes the name of an ISV slot')
+                raise ExprError(f'"{_clip(text)}": slot() takes the name of an ISV slot')
             slots.add(arg.id)
             return ("slot", arg.id)
         return (fname, *(_convert(a, text, names, slots, depth) for a in node.args))
-    raise ExprError(f'"{text}" is not a dim expression (integers, dim names, + - * // %, ceil_div, min, max)')
+    raise ExprError(f'"{_clip(text)}" is not a dim expression (integers, dim names, + - * // %, ceil_div, min, max)')
 
 
 def _eval(t: object, env: Mapping[str, int], slots: Mapping[str, int]) -> int:

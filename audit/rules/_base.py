@@ -137,15 +137,18 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
 
 def run_rules(ctx: CheckContext, rules: Sequence[Rule]) -> CheckResult:
     """Run ``rules`` and collect findings, sorted by file, line and rule."""
+    from ..load import gc_paused
+
     result = CheckResult()
     universe = _subjects(ctx.cs)
-    for r in rules:
-        try:
-            result.findings.extend(r.run(ctx))
-            result.ran.append(r.id)
-            result.subjects[r.id] = universe.get(r.category, [])
-        except RuleNotRun as exc:
-            result.not_run.append(NotRun(r.id, str(exc)))
+    with gc_paused():  # the wiring and the rules' facts are large, long-lived and acyclic
+        for r in rules:
+            try:
+                result.findings.extend(r.run(ctx))
+                result.ran.append(r.id)
+                result.subjects[r.id] = universe.get(r.category, [])
+            except RuleNotRun as exc:
+                result.not_run.append(NotRun(r.id, str(exc)))
     result.findings.sort(key=Finding.sort_key)
     return result
 
