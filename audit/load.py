@@ -204,15 +204,15 @@ class _Loader:
         v = self.table(t["values"], vl, "a value domain")
         if v is None:
             return None
-        self.keys(v, vl, ("choices", "weights", "min", "max", "scale"), f"the value domain of {what}")
+        self.keys(v, vl, ("choices", "weights", "min", "max", "scale", "include"), f"the value domain of {what}")
         nums = []
-        for key in ("choices", "weights"):
+        for key in ("choices", "weights", "include"):
             raw = v.get(key, [])
             if not isinstance(raw, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in raw):
                 self.problem(vl.child(key), f"expected an array of numbers, found {_describe(raw)}.")
                 raw = []
             nums.append(tuple(float(x) for x in raw))
-        choices, weights = nums
+        choices, weights, include = nums
         if weights and len(weights) != len(choices):
             self.problem(vl.child("weights"), f"expected {len(choices)} weights (one per choice), found {len(weights)}.")
         bounds = []
@@ -225,7 +225,7 @@ class _Loader:
             else:
                 bounds.append(self.expr(raw, vl.child(key)))
         scale = self.get(v, vl, "scale", float, None)
-        return Values(choices, weights, bounds[0], bounds[1], scale, vl)
+        return Values(choices, weights, bounds[0], bounds[1], scale, include, vl)
 
     def verify_spec(self, t: dict, loc: Loc, kernel: str) -> VerifySpec:
         if "verify" not in t:

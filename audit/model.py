@@ -194,6 +194,8 @@ class Values:
 
     ``choices`` (with optional ``weights``) for flags and labels, or ``min``/``max`` (dim expressions
     for integers, numbers for floats), or ``scale`` (standard deviation of normal float data).
+    ``include`` lists edge values (thresholds, exact zeros) mixed into the data at a small rate, so a
+    ``<`` that should be ``<=`` is caught at the boundary that random data never hits.
     """
 
     choices: tuple[float, ...] = ()
@@ -201,6 +203,7 @@ class Values:
     min: Expr | float | None = None
     max: Expr | float | None = None
     scale: float | None = None
+    include: tuple[float, ...] = ()
     loc: Loc = _loc()
 
 

@@ -119,6 +119,8 @@ def _values(v: Values) -> dict[str, Any]:
         out["max"] = v.max
     if v.scale is not None:
         out["scale"] = v.scale
+    if v.include:
+        out["include"] = v.include
     return out
 
 

@@ -312,7 +312,7 @@ def test_pipeline_counts_caught_survivors_and_equivalents(tmp_path):
     assert k.score == pytest.approx(7 / 8)
     assert [o.mutant.id for o in k.unclassified] == ["accum:11:66:0"]
     assert run.exit_code == 1
-    assert run.backend == "emulated" and run.settings["sizes"] == [1, 37, 300]
+    assert run.backend == "emulated" and run.settings["sizes"] == [1, 37, 300, 4096]
 
 
 def test_pipeline_json_is_what_the_report_reads(tmp_path, capsys):

@@ -86,6 +86,16 @@ def copies_one_past_the_end(launch):
     launch.view(dst, np.float32, 1)[0] = launch.view(src, np.float32, 1)[0]
 
 
+def threshold_inclusive(launch):
+    """``r <= -flat_threshold`` where the kernel must use ``<``: differs only at the threshold itself, which
+    the contract's ``values.include`` puts into the data (a mutant that survived the first H200 run)."""
+    closed = launch.tensor("trade_closed")
+    r = launch.tensor("realized_return")
+    thr = np.float32(launch.scalar("flat_threshold"))
+    label = np.where(r <= -thr, 0, np.where(r > thr, 2, 1))
+    launch.tensor("labels")[...] = np.where(closed == 0, -1, label).astype(np.int32)
+
+
 def modifies_its_input(launch):
     launch.default()
     launch.tensor("src")[0, 0] = 42.0
@@ -172,6 +182,7 @@ CASES = [
     ("nan", "aux_trunk_forward", nan_output, "VERIFY_NAN"),
     ("oob", "strided_gather", writes_past_the_end, "VERIFY_OUT_OF_BOUNDS"),
     ("oob_copy", "strided_gather", copies_one_past_the_end, "VERIFY_OUT_OF_BOUNDS"),
+    ("threshold", "trade_outcome_label", threshold_inclusive, "VERIFY_REFERENCE", (4096,)),
     ("input_modified", "strided_gather", modifies_its_input, "VERIFY_INPUT_MODIFIED"),
     ("nondeterminism", "aux_trunk_forward", nondeterministic, "VERIFY_DETERMINISM"),
     ("all_skip", "aux_trade_outcome_loss_reduce", nan_when_all_skipped, "VERIFY_ALL_SKIP"),
@@ -182,9 +193,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("kernel", "bug", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_each_check_fails_on_its_bug(repo_root, kernel, bug, rule):
-    out = run(repo_root, kernels=[kernel], bugs={kernel: bug})
+@pytest.mark.parametrize(("kernel", "bug", "rule", "sizes"), [(*c[1:4], c[4] if len(c) > 4 else SMALL) for c in CASES], ids=[c[0] for c in CASES])
+def test_each_check_fails_on_its_bug(repo_root, kernel, bug, rule, sizes):
+    out = run(repo_root, kernels=[kernel], bugs={kernel: bug}, sizes=sizes)
     found = rules(out)
     assert rule in found, (rule, [f.message for f in out.result.findings])
     assert out.result.exit_code == 1

@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
     p.add_argument("--workers", type=int, metavar="N", help="verify in N worker processes sharing the GPU (default: one per 4 cores, at most 4)")
     p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
-    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default 1,37,300; the kernel's gradient check runs as well)")
+    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default 1,37,300,4096; the kernel's gradient check runs as well; surviving removed barriers are re-run under racecheck)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
@@ -101,12 +101,14 @@ class MutateProgress:
             failed = ev.get("failed")
             verdict = "ERROR" if failed is None else ("caught by " + ", ".join(failed) if failed else "SURVIVED")
             self.write(f"verify   [{self.done}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
+        elif kind == "racecheck":
+            self.write(f"race     {ev['variant']}  {ev['verdict']} under compute-sanitizer racecheck")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
     from ..errors import EnvironmentProblem, UsageError
-    from ..mutate import plan_mutants, render_list, render_table, run_mutation, write_kernel_json
+    from ..mutate import QUICK_SIZES, plan_mutants, render_list, render_table, run_mutation, write_kernel_json
 
     root = root_of(args)
     cfg, cs = load_project(root)
@@ -135,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_mutation(
             root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=args.workers,
-            backends=[args.backend], sizes=sizes or (1, 37, 300), seed=args.seed, launch_timeout=args.timeout,
+            backends=[args.backend], sizes=sizes or QUICK_SIZES, seed=args.seed, launch_timeout=args.timeout,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
             progress=MutateProgress(sys.stderr), config=cfg,
         )  # fmt: skip

@@ -45,9 +45,10 @@ class Domain:
     lo: float | None = None
     hi: float | None = None
     scale: float | None = None
+    include: tuple[float, ...] = ()
 
     def key(self) -> tuple:
-        return (self.choices, self.weights, self.lo, self.hi, self.scale)
+        return (self.choices, self.weights, self.lo, self.hi, self.scale, self.include)
 
 
 def resolve_domain(
@@ -55,6 +56,13 @@ def resolve_domain(
 ) -> Domain:
     """The domain of ``param`` at ``env``: its own values, else its buffer's, else the defaults above."""
     vals: Values | None = param.values or (buffer.values if buffer is not None else None)
+    domain = _resolve(vals, param, buffer, shape, env)
+    if vals is not None and vals.include:
+        domain = Domain(domain.choices, domain.weights, domain.lo, domain.hi, domain.scale, tuple(vals.include))
+    return domain
+
+
+def _resolve(vals: Values | None, param: TensorParam, buffer: Buffer | None, shape: tuple[int, ...], env: Mapping[str, int]) -> Domain:
     is_float = DTYPES[param.dtype][3] == "float"
     if vals is not None and (vals.choices or vals.min is not None or vals.max is not None or vals.scale is not None):
         lo = _num(vals.min, env)
@@ -150,6 +158,14 @@ class InputFactory:
                 out = rng.standard_normal(n, dtype=np.float32) * np.float32(scale)
             else:
                 out = rng.standard_normal(n) * scale
+        if d.include and n:
+            # edge values at a quarter of the positions (at least one per value where there is room): dense
+            # enough that an edge value meets a rare flag in another input (a closed trade, 3% of rows) at
+            # a real batch size, sparse enough that the rest of the data stays random
+            out = np.array(out, copy=True)
+            k = max(len(d.include), n // 4)
+            pos = rng.choice(n, size=min(k, n), replace=False)
+            out[pos] = np.resize(np.asarray(d.include, dtype=np.float64), pos.size).astype(out.dtype)
         if npd == np.uint16 and dtype == "bf16":
             f = np.asarray(out, dtype=np.float32)
             return (f.view(np.uint32) >> 16).astype(np.uint16).reshape(shape)
