@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from .dims import Expr
 from .model import Binding, ContractSet, Kernel, Schedule, Step, TensorParam
-from .shapes import bind_local_dims, probe_envs
+from .shapes import ShapeKeys, bind_local_dims, probe_envs
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -56,14 +56,30 @@ class Launch:
 
     def bound(self) -> list[tuple[TensorParam, Binding]]:
         """(tensor parameter, its binding) for every bound, non-NULL tensor parameter that exists."""
-        if self.kernel is None:
-            return []
-        out = []
-        for p in self.kernel.tensors:
-            b = self.step.binding(p.name)
+        cached = self.__dict__.get("_bound")
+        if cached is None:
+            cached = self.__dict__["_bound"] = _bound(self.kernel, self.step)
+        return list(cached)
+
+    @property
+    def base_envs(self) -> bool:
+        """True when the launch binds no local dim: its ``envs`` equal (as copies) the wiring's probe envs."""
+        return self.__dict__.get("_base_envs", False)
+
+
+def _bound(kernel: Kernel | None, step: Step) -> list[tuple[TensorParam, Binding]]:
+    if kernel is None:
+        return []
+    binds: dict[str, Binding] = {}
+    for name, b in step.bind:
+        binds.setdefault(name, b)  # the first binding of a name, as Step.binding finds it
+    out = []
+    for p in kernel.params:
+        if isinstance(p, TensorParam):
+            b = binds.get(p.name)
             if b is not None and not b.is_null:
                 out.append((p, b))
-        return out
+    return out
 
 
 _MODE = {"in": "read", "out": "write", "inout": "inout", "accumulate": "accumulate"}
@@ -108,6 +124,8 @@ class Wiring:
                 acc.append(Access(sched.name, step.index, kernel.name, p.name, b.buffer or "", _MODE[p.role]))
             explicit: dict[str, Expr] = dict(step.dims)
             launch.envs, launch.dim_problems = bind_local_dims(kernel.dims, pairs, explicit, self.envs)
+            if not kernel.dims and not explicit:
+                launch.__dict__["_base_envs"] = True
             for r in kernel.isv_reads:
                 reads.append((step.index, kernel.name, r.slot, r.previous_step))
             for w in kernel.isv_writes:
@@ -116,6 +134,11 @@ class Wiring:
         self.accesses[sched.name] = acc
         self.slot_reads[sched.name] = reads
         self.slot_writes[sched.name] = writes
+
+    @functools.cached_property
+    def base_shape_key(self) -> ShapeKeys:
+        """``shape_key(shape, self.envs)``, memoized per shape (also right for a launch whose ``base_envs``)."""
+        return ShapeKeys(self.envs)
 
     # -- schedule order -----------------------------------------------------------------------------
     @functools.cached_property
@@ -161,41 +184,67 @@ class Wiring:
 
     # -- graph --------------------------------------------------------------------------------------
     @functools.cached_property
-    def graph(self) -> nx.DiGraph:
-        """Data flow over all schedules: ``kernel:X``, ``buffer:Y`` and ``slot:Z`` nodes."""
-        import networkx as nx
-
-        g = nx.DiGraph()
+    def _node_list(self) -> list[tuple[str, dict[str, str]]]:
+        """The declared nodes with their attributes, in the order the graph adds them."""
+        nodes: list[tuple[str, dict[str, str]]] = []
         for k in self.cs.kernel_map.values():
-            g.add_node(f"kernel:{k.name}", kind="kernel", stage=k.stage)
+            nodes.append((f"kernel:{k.name}", {"kind": "kernel", "stage": k.stage}))
         for b in self.cs.buffer_map.values():
-            g.add_node(f"buffer:{b.name}", kind="buffer")
+            nodes.append((f"buffer:{b.name}", {"kind": "buffer"}))
         for s in self.cs.slot_map:
-            g.add_node(f"slot:{s}", kind="slot")
+            nodes.append((f"slot:{s}", {"kind": "slot"}))
+        return nodes
+
+    @functools.cached_property
+    def _edge_list(self) -> list[tuple[str, str]]:
+        """Every data-flow edge, in the order the graph adds them (repeats included)."""
+        edges: list[tuple[str, str]] = []
+        add = edges.append
         for accs in self.accesses.values():
             for a in accs:
                 if a.kernel is None:
                     continue
                 if a.reads:
-                    g.add_edge(f"buffer:{a.buffer}", f"kernel:{a.kernel}")
+                    add((f"buffer:{a.buffer}", f"kernel:{a.kernel}"))
                 if a.writes:
-                    g.add_edge(f"kernel:{a.kernel}", f"buffer:{a.buffer}")
+                    add((f"kernel:{a.kernel}", f"buffer:{a.buffer}"))
         for name, reads in self.slot_reads.items():
             for _, kernel, slot, _prev in reads:
-                g.add_edge(f"slot:{slot}", f"kernel:{kernel}")
+                add((f"slot:{slot}", f"kernel:{kernel}"))
             for _, kernel, slot in self.slot_writes[name]:
-                g.add_edge(f"kernel:{kernel}", f"slot:{slot}")
+                add((f"kernel:{kernel}", f"slot:{slot}"))
+        return edges
+
+    @functools.cached_property
+    def nodes(self) -> frozenset[str]:
+        """The nodes of :attr:`graph` (declared ones and every edge's ends), without building it."""
+        out = {n for n, _ in self._node_list}
+        for u, v in self._edge_list:
+            out.add(u)
+            out.add(v)
+        return frozenset(out)
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """Data flow over all schedules: ``kernel:X``, ``buffer:Y`` and ``slot:Z`` nodes."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(self._node_list)
+        g.add_edges_from(self._edge_list)
         return g
 
     def node(self, name: str) -> str | None:
         """The graph node a name refers to (``kernel:``/``buffer:``/``slot:`` prefixes disambiguate)."""
+        nodes = self.nodes
         if ":" in name:
-            return name if name in self.graph else None
-        hits = [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in self.graph]
+            return name if name in nodes else None
+        hits = [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in nodes]
         return hits[0] if len(hits) == 1 else None
 
     def ambiguous(self, name: str) -> list[str]:
-        return [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in self.graph]
+        nodes = self.nodes
+        return [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in nodes]
 
     def path(self, src: str, dst: str) -> list[str] | None:
         import networkx as nx

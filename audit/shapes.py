@@ -110,6 +110,29 @@ def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple
     return tuple(out)
 
 
+class ShapeKeys:
+    """:func:`shape_key` at one fixed list of environments, memoized per shape.
+
+    A shape is keyed by the identities of its expressions: equal expression texts share one
+    :class:`~audit.dims.Expr` (``parse_expr`` memoizes them), so the many equal shapes of a large contract
+    set are evaluated once. The first shape of each key is kept, so those expressions stay alive and their
+    ids cannot be reused while the memo lives.
+    """
+
+    def __init__(self, envs: Sequence[Mapping[str, int]]):
+        self.envs = envs
+        self._memo: dict[tuple[int, ...], tuple[object, tuple[tuple[int, ...], ...] | None]] = {}
+
+    def __call__(self, shape: Sequence[Expr]) -> tuple[tuple[int, ...], ...] | None:
+        ids = tuple(map(id, shape))
+        hit = self._memo.get(ids)
+        if hit is not None:
+            return hit[1]
+        key = shape_key(shape, self.envs)
+        self._memo[ids] = (shape, key)
+        return key
+
+
 def value_at(expr: Expr, env: Mapping[str, int], slots: Mapping[str, int] | None = None) -> int | None:
     """``expr`` evaluated in ``env``, or None when it cannot be."""
     try:
@@ -137,6 +160,8 @@ def bind_local_dims(
     name binds to the buffer's dim at that position; explicit ``dims = {N = ...}`` on the launch win.
     Returns the extended environments and one sentence per conflict.
     """
+    if not local and not explicit:  # nothing to bind (most launches): the environments as they are
+        return [dict(env) for env in envs], []
     problems: list[str] = []
     out_envs: list[dict[str, int]] = []
     reported: set[str] = set()

@@ -18,6 +18,7 @@ def check_slot_indices(ctx: CheckContext) -> Iterator[Hit]:
     if isv.total_dim < 1:
         yield Hit(f"The ISV total dimension is {isv.total_dim}; it must be at least 1.", isv.loc.child("total_dim"), "isv")
     earlier: list = []  # slots with a valid count, in declaration order
+    overlapping = _any_overlap(isv.slots)  # without any, no slot can clash (and the search is quadratic)
     for s in isv.slots:
         if s.count < 1:
             yield Hit(f'ISV slot "{s.name}" has count {s.count}; it must be at least 1.', s.loc.child("count"), s.name)
@@ -26,7 +27,7 @@ def check_slot_indices(ctx: CheckContext) -> Iterator[Hit]:
             span = f"index {s.index}" if s.count == 1 else f"indices {s.index}..{s.index + s.count - 1}"
             yield Hit(f'ISV slot "{s.name}" has {span}, outside the total dimension {isv.total_dim}.', s.loc.child("index"), s.name)
         # the first index of s that an earlier slot already holds (spans compared as intervals: counts can be huge)
-        clash = min((max(s.index, t.index) for t in earlier if _overlap(s, t)), default=None)
+        clash = min((max(s.index, t.index) for t in earlier if _overlap(s, t)), default=None) if overlapping else None
         if clash is not None:
             owner = next(t for t in earlier if t.index <= clash < t.index + t.count)
             if owner.name != s.name:
@@ -36,6 +37,16 @@ def check_slot_indices(ctx: CheckContext) -> Iterator[Hit]:
 
 def _overlap(a, b) -> bool:
     return a.index < b.index + b.count and b.index < a.index + a.count
+
+
+def _any_overlap(slots) -> bool:
+    """Whether any two slots with a valid count share an index: sort by first index, sweep the ends."""
+    end = None
+    for lo, hi in sorted((s.index, s.index + s.count) for s in slots if s.count >= 1):
+        if end is not None and lo < end:
+            return True
+        end = hi if end is None else max(end, hi)
+    return False
 
 
 @rule("SLOT_GAP", "Every ISV index belongs to a slot (declare unused indices as padding).", "isv", Severity.WARNING)

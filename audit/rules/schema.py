@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..dims import Expr
@@ -49,7 +49,10 @@ def check_duplicates(ctx: CheckContext) -> Iterator[Hit]:
 
 
 def _dim_names_ok(expr: Expr, known: set[str]) -> list[str]:
-    return sorted(n for n in expr.names if n not in known)
+    names = expr.names
+    if not names or names <= known:  # the common case, without sorting
+        return []
+    return sorted(n for n in names if n not in known)
 
 
 @rule("UNKNOWN_DIM", "Shapes, geometry and scalar values use only declared dims (global or the kernel's local dims).", "schema")
@@ -61,7 +64,7 @@ def check_unknown_dims(ctx: CheckContext) -> Iterator[Hit]:
             for n in _dim_names_ok(e, glob):
                 yield Hit(f'Buffer "{b.name}" shape uses "{n}", which is not a declared dim.', b.loc.child("shape", i), b.name)
     for k in cs.kernels:
-        known = glob | set(k.dims)
+        known = glob | set(k.dims) if k.dims else glob
         for label, exprs, key in (("grid", k.grid, "grid"), ("block", k.block, "block")):
             for i, e in enumerate(exprs):
                 for n in _dim_names_ok(e, known):
@@ -256,6 +259,9 @@ def check_dim_ranges(ctx: CheckContext) -> Iterator[Hit]:
 @rule("SCALAR_RANGE", "Scalar argument values fit their dtype at every probed batch size.", "schema")
 def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
     slots = ctx.cs.slot_indices
+    # launches that bind no local dim all run at the probe environments: the first out-of-range value of
+    # an expression there depends only on the expression (equal texts share one Expr) and the dtype
+    at_base: dict[tuple[int, str], tuple[Expr, int | None]] = {}
     for launches in ctx.wiring.launches.values():
         for launch in launches:
             k = launch.kernel
@@ -266,25 +272,42 @@ def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
                     continue
                 arg = launch.step.arg(p.name)
                 value = arg if arg is not None else p.value
-                loc = launch.step.loc.child("args", p.name) if arg is not None else p.loc
                 if isinstance(value, float):  # only a launch argument can be a number here; the loader rejects the rest
                     yield Hit(
                         f'Schedule "{launch.schedule.name}" step {launch.step.index + 1} passes the number {value} to '
                         f'scalar "{p.name}" of kernel "{k.name}", which is an integer ({p.dtype}).',
-                        loc, k.name,
+                        _scalar_loc(launch, p, arg), k.name,
                     )  # fmt: skip
                     continue
                 if not isinstance(value, Expr):
                     continue
-                lo, hi = _INT_RANGES[p.dtype]
-                for env in launch.envs:
-                    v = value_at(value, env, slots)
-                    if v is not None and not lo <= v <= hi:
-                        yield Hit(
-                            f'Kernel "{k.name}" scalar "{p.name}" = "{value}" is {v} in schedule "{launch.schedule.name}", outside the range of {p.dtype}.',
-                            loc, k.name,
-                        )  # fmt: skip
-                        break
+                if launch.base_envs:
+                    key = (id(value), p.dtype)
+                    hit = at_base.get(key)
+                    if hit is None:
+                        hit = at_base[key] = (value, _first_out_of_range(value, p.dtype, launch.envs, slots))
+                    v = hit[1]
+                else:
+                    v = _first_out_of_range(value, p.dtype, launch.envs, slots)
+                if v is not None:
+                    yield Hit(
+                        f'Kernel "{k.name}" scalar "{p.name}" = "{value}" is {v} in schedule "{launch.schedule.name}", outside the range of {p.dtype}.',
+                        _scalar_loc(launch, p, arg), k.name,
+                    )  # fmt: skip
+
+
+def _scalar_loc(launch, p: ScalarParam, arg: object):
+    return launch.step.loc.child("args", p.name) if arg is not None else p.loc
+
+
+def _first_out_of_range(value: Expr, dtype: str, envs, slots) -> int | None:
+    """The first value of ``value`` (in probe order) outside the range of ``dtype``, or None."""
+    lo, hi = _INT_RANGES[dtype]
+    for env in envs:
+        v = value_at(value, env, slots)
+        if v is not None and not lo <= v <= hi:
+            return v
+    return None
 
 
 def _inside(root: Path, rel: str) -> str | None:
@@ -304,11 +327,23 @@ def _inside(root: Path, rel: str) -> str | None:
     return None
 
 
+def _inside_memo(root: Path) -> Callable[[str], str | None]:
+    """:func:`_inside` for one rule run: each distinct source path is resolved once (kernels share a few)."""
+    memo: dict[str, str | None] = {}
+
+    def inside(rel: str) -> str | None:
+        if rel not in memo:
+            memo[rel] = _inside(root, rel)
+        return memo[rel]
+
+    return inside
+
+
 @rule("PATH_OUTSIDE_ROOT", "Paths in contracts resolve inside the project root: no absolute paths, no escaping '..' or symlinks.", "schema")
 def check_paths(ctx: CheckContext) -> Iterator[Hit]:
-    root = ctx.cs.root
+    inside = _inside_memo(ctx.cs.root)
     for k in ctx.cs.kernels:
-        why = _inside(root, k.source)
+        why = inside(k.source)
         if why:
             yield Hit(f'Kernel "{k.name}" source "{k.source}" {why}; sources must lie inside the project root.', k.loc.child("source"), k.name)
 
@@ -316,10 +351,14 @@ def check_paths(ctx: CheckContext) -> Iterator[Hit]:
 @rule("SOURCE_MISSING", "Every kernel's source file exists.", "schema")
 def check_sources_exist(ctx: CheckContext) -> Iterator[Hit]:
     root = ctx.cs.root
+    inside = _inside_memo(root)
+    exists: dict[str, bool] = {}
     for k in ctx.cs.kernels:
-        if _inside(root, k.source):
+        if inside(k.source):
             continue
-        if not (root / k.source).is_file():
+        if k.source not in exists:
+            exists[k.source] = (root / k.source).is_file()
+        if not exists[k.source]:
             yield Hit(f'Kernel "{k.name}" source "{k.source}" does not exist.', k.loc.child("source"), k.name)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from ..dims import Expr
 from ..graph import Launch
+from ..model import Kernel
 from ..shapes import numel, shape_key, value_at
 from ._base import CheckContext, Hit, rule
 
@@ -34,6 +35,7 @@ def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
     # consumer in a later schedule (a backward reading what the forward saved) can name its producer too
     final: dict[str, dict[str, tuple[Launch, str]]] = {}
     mismatches: list[tuple[str, dict[str, tuple[Launch, str]], Launch, object, object, object]] = []
+    base_key = w.base_shape_key
     for sname, launches in w.launches.items():
         producer: dict[str, tuple[Launch, str]] = {}
         for launch in launches:
@@ -44,8 +46,8 @@ def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
                 if buf is None:
                     continue
                 target = b.view if b.view is not None else buf.shape
-                got = shape_key(p.shape, launch.envs)
-                want = shape_key(target, w.envs)
+                got = base_key(p.shape) if launch.base_envs else shape_key(p.shape, launch.envs)
+                want = base_key(target)
                 if got is None or want is None or got == want:
                     if got is not None and got == want and p.writes:
                         producer[buf.name] = (launch, p.name)
@@ -80,24 +82,40 @@ def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
 @rule("VIEW_SIZE_MISMATCH", "A view of a buffer has exactly as many elements as the buffer.", "wiring")
 def check_views(ctx: CheckContext) -> Iterator[Hit]:
     cs, w = ctx.cs, ctx.wiring
+    # the outcome depends only on the two shapes' expressions (equal texts share one Expr); each key keeps
+    # its shapes alive so that their ids are not reused
+    memo: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[object, object, tuple | None]] = {}
     for s in cs.schedules:
         for step in s.steps:
             for pname, b in step.bind:
                 buf = cs.buffer_map.get(b.buffer or "")
                 if b.view is None or buf is None:
                     continue
-                for env in w.envs:
-                    v = [value_at(e, env) for e in b.view]
-                    full = [value_at(e, env) for e in buf.shape]
-                    if None in v or None in full:
-                        break
-                    if numel(v) != numel(full):
-                        yield Hit(
-                            f'Schedule "{s.name}" views buffer "{buf.name}" {show_shape(buf.shape, w.envs)} as '
-                            f"{show_shape(b.view, w.envs)}, which has {numel(v)} elements instead of {numel(full)} at {_at(env, cs)}.",
-                            b.loc.child("view"), s.name,
-                        )  # fmt: skip
-                        break
+                key = (tuple(map(id, b.view)), tuple(map(id, buf.shape)))
+                hit = memo.get(key)
+                if hit is None:
+                    hit = memo[key] = (b.view, buf.shape, _view_mismatch(b.view, buf.shape, w.envs))
+                found = hit[2]
+                if found is not None:
+                    env, got, want = found
+                    yield Hit(
+                        f'Schedule "{s.name}" views buffer "{buf.name}" {show_shape(buf.shape, w.envs)} as '
+                        f"{show_shape(b.view, w.envs)}, which has {got} elements instead of {want} at {_at(env, cs)}.",
+                        b.loc.child("view"), s.name,
+                    )  # fmt: skip
+
+
+def _view_mismatch(view, shape, envs) -> tuple[Mapping[str, int], int, int] | None:
+    """(environment, elements of the view, elements of the buffer) at the first probe where they differ;
+    None when they never do or a size does not evaluate (the search stops there)."""
+    for env in envs:
+        v = [value_at(e, env) for e in view]
+        full = [value_at(e, env) for e in shape]
+        if None in v or None in full:
+            return None
+        if numel(v) != numel(full):
+            return env, numel(v), numel(full)
+    return None
 
 
 @rule("DTYPE_MISMATCH", "Each tensor parameter's dtype equals the dtype of the buffer bound to it.", "wiring")
@@ -284,22 +302,40 @@ def check_cycles(ctx: CheckContext) -> Iterator[Hit]:
 @rule("LAUNCH_GEOMETRY", "Grid, block and shared memory are positive and within sm_90 limits at every probed size.", "wiring")
 def check_geometry(ctx: CheckContext) -> Iterator[Hit]:
     cs, w = ctx.cs, ctx.wiring
+    # launches that bind no local dim all run at the probe environments: their result depends only on the
+    # geometry expressions, keyed by identity (equal texts share one Expr) and kept alive with the kernel
+    at_base: dict[tuple[int, ...], tuple[Kernel, tuple[dict[str, int], tuple[str, str]] | None]] = {}
     for sname, launches in w.launches.items():
         for launch in launches:
             k = launch.kernel
             if k is None:
                 continue
-            for env in launch.envs:
-                grid = [value_at(e, env) for e in k.grid]
-                block = [value_at(e, env) for e in k.block]
-                shared = value_at(k.shared_bytes, env) if k.shared_bytes is not None else 0
-                if None in grid or None in block or shared is None:
-                    break
-                found = _geometry_problem(grid, block, shared)
-                if found:
-                    key, problem = found
-                    yield Hit(f'Kernel "{k.name}" in schedule "{sname}" at {_at(env, cs)}: {problem}.', k.loc.child(key), k.name)
-                    break
+            if launch.base_envs:
+                geo = (*map(id, k.grid), *map(id, k.block), id(k.shared_bytes))
+                hit = at_base.get(geo)
+                if hit is None:
+                    hit = at_base[geo] = (k, _first_geometry_problem(k, launch.envs))
+                first = hit[1]
+            else:
+                first = _first_geometry_problem(k, launch.envs)
+            if first is not None:
+                env, (key, problem) = first
+                yield Hit(f'Kernel "{k.name}" in schedule "{sname}" at {_at(env, cs)}: {problem}.', k.loc.child(key), k.name)
+
+
+def _first_geometry_problem(k: Kernel, envs) -> tuple[dict[str, int], tuple[str, str]] | None:
+    """The first environment (in probe order) at which ``k``'s launch is illegal, and why; None when none
+    is, or when one does not evaluate (the search stops there)."""
+    for env in envs:
+        grid = [value_at(e, env) for e in k.grid]
+        block = [value_at(e, env) for e in k.block]
+        shared = value_at(k.shared_bytes, env) if k.shared_bytes is not None else 0
+        if None in grid or None in block or shared is None:
+            return None
+        found = _geometry_problem(grid, block, shared)
+        if found:
+            return env, found
+    return None
 
 
 def _geometry_problem(grid: list[int], block: list[int], shared: int) -> tuple[str, str] | None:
