@@ -18,6 +18,7 @@ import contextlib
 import difflib
 import gc
 import math
+import re
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,14 @@ from .model import (
     Values,
     VerifySpec,
 )
+
+try:  # an optional compiled TOML parser (installed with the "fast" extra); tomllib stays the reference
+    import rtoml as _rtoml
+
+    if tuple(int(x) for x in _rtoml.VERSION.split(".")[:2]) < (0, 14):  # older ones crash on deep nesting
+        _rtoml = None
+except (ImportError, AttributeError, ValueError):
+    _rtoml = None
 
 _MISSING = object()
 _TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant")
@@ -600,7 +609,7 @@ class _Loader:
     # -- files --------------------------------------------------------------------------------------
     def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
         try:
-            data = tomllib.loads(src.text)
+            data = _parse_toml(src.text)
         except RecursionError:
             self.problems.append(ContractProblem(src.path, None, "", "not valid TOML: arrays or tables are nested too deeply."))
             return
@@ -644,6 +653,55 @@ class _Loader:
                         obj = build(t, il)
                         if obj is not None:
                             acc[key].append(obj)
+
+
+# rtoml 0.14 reads TOML 1.1, tomllib TOML 1.0. Both give identical values for every text in the subset
+# below, so rtoml parses only texts that pass these lexical screens (a false alarm only costs speed), and
+# tomllib parses everything else and everything rtoml rejects, so that errors keep tomllib's messages:
+# control characters and CR (rtoml keeps CRLF inside multi-line strings), \x and \e escapes, times
+# (seconds are optional in 1.1; offsets come back as another tzinfo class), a trailing comma or a line
+# break inside an inline table (1.1 only). rtoml refuses nesting deeper than tomllib does.
+_FAST_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_FAST_ESCAPE = re.compile(r"\\[xXeE]")
+_FAST_TIME = re.compile(r":\d")
+_FAST_TRAILING_COMMA = re.compile(r",[ \t\n]*+(?:#[^\n]*+[ \t\n]*+)*+\}")
+_STRINGS_AND_COMMENTS = re.compile(
+    r'"""(?:[^"\\]++|\\[\s\S]|"(?!""))*+"{3,5}'
+    r"|'''(?:[^']++|'(?!''))*+'{3,5}"
+    r'|"(?:[^"\\\n]++|\\.)*+"'
+    r"|'[^'\n]*+'"
+    r"|#[^\n]*+"
+)
+_ONE_LINE_TABLE = re.compile(r"\{[^{}\n]*+\}")
+
+
+def _rtoml_agrees(text: str) -> bool:
+    """Whether ``text`` is in the subset of TOML where rtoml and tomllib give the same result."""
+    if _FAST_CONTROL.search(text) or _FAST_ESCAPE.search(text) or _FAST_TRAILING_COMMA.search(text):
+        return False
+    for m in _FAST_TIME.finditer(text):
+        if m.start() and text[m.start() - 1].isdigit():
+            return False
+    if "{" not in text and "}" not in text:
+        return True
+    # every inline table on one line: strip strings and comments (in a text rtoml accepts they are
+    # well formed, so this tokenizes it exactly), drop innermost one-line tables until none is left
+    bare = _STRINGS_AND_COMMENTS.sub("", text)
+    while True:
+        bare, n = _ONE_LINE_TABLE.subn("", bare)
+        if not n:
+            break
+    return "{" not in bare and "}" not in bare
+
+
+def _parse_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads(text)``, by rtoml where it is installed and agrees; tomllib's errors otherwise."""
+    if _rtoml is not None and _rtoml_agrees(text):
+        try:
+            return _rtoml.loads(text)
+        except Exception:  # noqa: BLE001 - anything rtoml refuses, tomllib decides (with its message)
+            pass
+    return tomllib.loads(text)
 
 
 def _freeze(v: Any) -> Any:
