@@ -125,7 +125,36 @@ def load_config(root: Path | None = None, cwd: Path | None = None) -> Config:
         if key == "generated":
             value = tuple((str(k), str(v)) for k, v in value.items())
         updates[key] = value
-    return replace(cfg, **updates)
+    cfg = replace(cfg, **updates)
+    _refuse_escaping_paths(cfg)
+    return cfg
+
+
+# keys whose paths must resolve inside the project root; "cache" (a build output) may live anywhere
+_ROOTED = ("contracts", "kernels", "reports", "evidence", "report", "templates")
+
+
+def _refuse_escaping_paths(cfg: Config) -> None:
+    """Config paths stay inside the root, so a pull request cannot point the checker at other files."""
+    import os
+
+    checks = [(k, getattr(cfg, k)) for k in _ROOTED if getattr(cfg, k)]
+    checks += [("include", v) for v in cfg.include] + [("reference_paths", v) for v in cfg.reference_paths]
+    checks += [("generated", v) for _, v in cfg.generated]
+    root = cfg.root.resolve()
+    for key, rel in checks:
+        why = None
+        if os.path.isabs(rel):
+            why = "is an absolute path"
+        elif os.path.normpath(rel).startswith(".."):
+            why = 'leaves the project root through ".."'
+        else:
+            try:
+                (root / rel).resolve().relative_to(root)
+            except ValueError:
+                why = "resolves outside the project root (through a symbolic link)"
+        if why:
+            raise UsageError(f'{cfg.source}: key "{key}" ("{rel}") {why}; paths must stay inside the project root.')
 
 
 def _read(path: Path) -> dict:
