@@ -56,11 +56,11 @@ KERNELS = {
     ),
     "aux_param_grad_reduce": (
         "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
-        "fc9381d1008161738587173329e1d34b676458e4a26a1fc11f76c772bbe16add",
+        "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "8d2ebdd0e04c3e96052aa3aed69c7796a4d388d7b10ea52fcee48c686e77d74f",
+        "d7b6c8168286d5701fc3177b4713db2cb3c30c1fbb35288f9cfe2e00b5ff08dc",
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
@@ -68,7 +68,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
-        "1f25da7ab2c80937992f19a9ef1d09f33a36b373ca752aa4e4830e3b01ae5d14",
+        "f7cec3a0aed12b230ff5a579a5be63d98ac10514ecdcd24bd93acf6937eff2b2",
     ),
     "aux_trunk_backward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
@@ -88,21 +88,21 @@ KERNELS = {
     ),
     "trade_outcome_label": (
         "a6a78063f298d7390b60d10bf10fa8d2b14b278f1bbe01582e1becf9c46a9350",
-        "427a8df4e86c995b4b6051e01da3396bab88f76f21e064db486e17d132604b6d",
+        "37167c35bdb4e33072c2f0e82ce1b97376ef419f9f5c467c7ca49364203c5114",
     ),
 }
 SCHEDULES = {
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "25a7b98fa74e5fb0b4a3c574525a5c780eb5ace80afd3607fc8ba4e21673e1c5",
+        "988f936f286167633f9266e789b7c7c781e17ef5a345943269103624d6a645a0",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "f5863e5fff93e311823a12dd10d09ad6d4ff006a842b97c8b7d69282b9563ace",
+        "c00b5accd727798d79f8e35e28d68b0139bfd750fd28d4375eecbfb864193e29",
     ),
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "c3b6616abff27b637031104e24f651020744b003362b999ee663338c73272f64",
+        "f2cbe201d82bd0a7a400508eba56107bbdd9d2affa830b3930426b424f5a8859",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
