@@ -88,6 +88,17 @@ _MODE = {"in": "read", "out": "write", "inout": "inout", "accumulate": "accumula
 class Wiring:
     """Launches, buffer accesses and ISV slot accesses of every schedule, and the data-flow graph."""
 
+    @classmethod
+    def of(cls, cs: ContractSet) -> Wiring:
+        """The wiring of ``cs``, built once per contract set (both are immutable once built)."""
+        memo = getattr(cs, "__dict__", None)
+        if memo is None:
+            return cls(cs)
+        w = memo.get("_wiring")
+        if w is None:
+            w = memo["_wiring"] = cls(cs)
+        return w
+
     def __init__(self, cs: ContractSet):
         self.cs = cs
         self.envs = probe_envs(cs)
@@ -134,6 +145,16 @@ class Wiring:
         self.accesses[sched.name] = acc
         self.slot_reads[sched.name] = reads
         self.slot_writes[sched.name] = writes
+
+    @functools.cached_property
+    def launches_by_kernel(self) -> dict[str, list[tuple[str, Launch]]]:
+        """Kernel name -> (schedule, launch) of every launch of it, in schedule and step order."""
+        out: dict[str, list[tuple[str, Launch]]] = {}
+        for sname, launches in self.launches.items():
+            for launch in launches:
+                if launch.kernel is not None:
+                    out.setdefault(launch.kernel.name, []).append((sname, launch))
+        return out
 
     @functools.cached_property
     def base_shape_key(self) -> ShapeKeys:

@@ -128,6 +128,7 @@ class MutationView:
     survivors: list[Survivor]
     device: str
     date: str
+    counted: int | None = None  # the score's denominator: mutants - equivalent; None when not scored
 
 
 @dataclass
@@ -296,9 +297,16 @@ def collect_report(
 ) -> Report:
     """Gather every fact the report shows (runs ``wireup check`` unless ``check_result`` is given, the
     build and the evidence lookup)."""
+    from ..load import gc_paused
+
+    with gc_paused():  # a large, long-lived, acyclic object graph (see audit.load.gc_paused)
+        return _collect_report(cfg, cs, options, check_result)
+
+
+def _collect_report(cfg: Config, cs: ContractSet, options: ReportOptions, check_result: CheckResult | None) -> Report:
     from ..api import check
 
-    wiring = Wiring(cs)
+    wiring = Wiring.of(cs)  # the check below uses the same one
     result = check_result if check_result is not None else check(cfg.root, config=cfg, contracts=cs)
     history = GitHistory.open(cfg.root, options.history)
     history.prefetch(sorted({k.source for k in cs.kernels} | {k.loc.file for k in cs.kernels if k.loc.file}))
@@ -308,8 +316,11 @@ def collect_report(
     scan = _launcher_scan(cfg, cs)
     mutation_dir = cfg.path(cfg.reports) / "mutation"
 
+    findings_of: dict[str, list[Finding]] = {}  # subject -> its findings, in the result's order
+    for f in result.findings:
+        findings_of.setdefault(f.subject, []).append(f)
     kernels = [
-        _kernel_view(cfg, cs, k, wiring, result, history, build, fresh, env, scan, mutation_dir)
+        _kernel_view(cfg, cs, k, wiring, findings_of.get(k.name, []), history, build, fresh, env, scan, mutation_dir)
         for k in cs.kernel_map.values()
     ]
     phases: dict[str, list[KernelView]] = {}
@@ -453,7 +464,7 @@ def _bound_shape(shape: Sequence[Expr], env: Mapping[str, int]) -> str:
 # kernels
 
 
-def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, result: CheckResult, history: GitHistory, build, fresh, rep_env, scan, mutation_dir) -> KernelView:
+def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding], history: GitHistory, build, fresh, rep_env, scan, mutation_dir) -> KernelView:
     fixed = cs.fixed_env
     slots = cs.slot_indices
     params = []
@@ -502,7 +513,7 @@ def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, result: CheckResult, histor
     )
     geometry, sites = _geometry(cs, k, wiring, rep_env)
     # evidence findings repeat what the GPU verification line says; the Findings section lists them all
-    findings = [f for f in result.findings if f.subject == k.name and f.category != "evidence"]
+    findings = [f for f in own_findings if f.category != "evidence"]
     ev = _evidence_view(fresh.get(k.name))
     build_view = _build_view(build, k)
     host = scan.references.get(k.name, []) if scan is not None else None
@@ -548,28 +559,25 @@ def _geometry(cs: ContractSet, k: Kernel, wiring: Wiring, env: dict[str, int]) -
     rows: dict[tuple[str, str, str], list[str]] = {}
     sites = []
     slots = cs.slot_indices
-    for sname, launches in wiring.launches.items():
-        for launch in launches:
-            if launch.kernel is None or launch.kernel.name != k.name:
-                continue
-            site = f"{sname} step {launch.step.index + 1}"
-            sites.append(site)
-            local_env = env
-            if k.dims:
-                pairs = []
-                for p, b in launch.bound():
-                    buf = cs.buffer_map.get(b.buffer or "")
-                    target = b.view if b.view is not None else (buf.shape if buf else None)
-                    if target is not None:
-                        pairs.append((p.name, p.shape, target))
-                envs, _ = bind_local_dims(k.dims, pairs, dict(launch.step.dims), [env])
-                local_env = envs[0]
-            key = (
-                _values(k.grid, local_env, slots),
-                _values(k.block, local_env, slots),
-                format_bytes(value_at(k.shared_bytes, local_env, slots)) if k.shared_bytes else "0 B",
-            )
-            rows.setdefault(key, []).append(site)
+    for sname, launch in wiring.launches_by_kernel.get(k.name, ()):  # indexed once, not a scan per kernel
+        site = f"{sname} step {launch.step.index + 1}"
+        sites.append(site)
+        local_env = env
+        if k.dims:
+            pairs = []
+            for p, b in launch.bound():
+                buf = cs.buffer_map.get(b.buffer or "")
+                target = b.view if b.view is not None else (buf.shape if buf else None)
+                if target is not None:
+                    pairs.append((p.name, p.shape, target))
+            envs, _ = bind_local_dims(k.dims, pairs, dict(launch.step.dims), [env])
+            local_env = envs[0]
+        key = (
+            _values(k.grid, local_env, slots),
+            _values(k.block, local_env, slots),
+            format_bytes(value_at(k.shared_bytes, local_env, slots)) if k.shared_bytes else "0 B",
+        )
+        rows.setdefault(key, []).append(site)
     if not rows:
         key = (_values(k.grid, env, slots), _values(k.block, env, slots),
                format_bytes(value_at(k.shared_bytes, env, slots)) if k.shared_bytes else "0 B")  # fmt: skip
@@ -703,16 +711,28 @@ def _mutation_view(path: Path) -> MutationView | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         mutants = int(data.get("mutants", 0))
         caught = int(data.get("caught", 0))
+        equivalent = int(data.get("equivalent") or 0)
     except (OSError, ValueError, TypeError, AttributeError):
         return None
-    score = f"{caught} of {mutants} caught ({100.0 * caught / mutants:.0f}%)" if mutants else "no mutants"
+    # the run's score is caught / (mutants - equivalent); a record without one (an older format) is caught / mutants
+    counted: int | None = mutants - equivalent if "score" in data else mutants
+    baseline = data.get("baseline", "pass")
+    if baseline != "pass":
+        rules = ", ".join(dict.fromkeys(str(f).split(":", 1)[0] for f in data.get("baseline_findings") or [])) or baseline
+        score, counted = f"not scored: the unmutated kernel fails its checks in that run ({rules})", None
+    elif "score" in data and data["score"] is None:
+        score, counted = "not scored (no mutant counts)" if mutants - equivalent <= 0 else "not scored", None
+    elif counted:
+        score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%)" + (f"; {equivalent} equivalent" if "score" in data and equivalent else "")
+    else:
+        score = "no mutants"
     by_check = sorted((str(k), v) for k, v in (data.get("by_check") or {}).items())
     survivors = [
         Survivor(str(s.get("id", "")), bool(s.get("equivalent", False)), str(s.get("reason", "")), str(s.get("diff", "")))
         for s in data.get("survivors") or []
         if isinstance(s, Mapping)
     ]
-    return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")))
+    return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")), counted)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -865,10 +885,13 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
     out.append(("GPU-verified", Status(state, f"{verified} of {n} ({stale} stale, {missing} missing, {vfailed} failed)")))
     mutated = [kv for kv in ks if kv.mutation is not None]
     if mutated:
-        caught = sum(kv.mutation.caught for kv in mutated)
-        total = sum(kv.mutation.mutants for kv in mutated)
+        scored = [kv.mutation for kv in mutated if kv.mutation.counted is not None]
+        unscored = len(mutated) - len(scored)
+        caught = sum(m.caught for m in scored)
+        total = sum(m.counted or 0 for m in scored)
         score = f"{caught} of {total} mutants caught" + (f" ({100.0 * caught / total:.0f}%)" if total else "")
-        out.append(("mutation score", Status(OK if caught == total else WARN, f"{score} over {len(mutated)} of {n} kernels")))
+        text = f"{score} over {len(scored)} of {n} kernels" + (f"; {unscored} not scored" if unscored else "")
+        out.append(("mutation score", Status(OK if caught == total and not unscored else WARN, text)))
     else:
         out.append(("mutation score", Status(NONE, "not run")))
     return out

@@ -98,7 +98,7 @@ class CheckContext:
     def wiring(self) -> Wiring:
         from ..graph import Wiring
 
-        return Wiring(self.cs)
+        return Wiring.of(self.cs)
 
     def fact(self, name: str) -> Any:
         """A gathered fact (build results, evidence...), computed on first use by its provider."""

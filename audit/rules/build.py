@@ -211,13 +211,10 @@ def _arch_number(arch: str) -> int:
 def _launch_points(ctx: CheckContext, k: Kernel) -> Iterator[tuple[str, dict[str, int]]]:
     """(where, dim environment) of every launch of ``k``; its probe sizes where no schedule launches it."""
     found = False
-    for sname, launches in ctx.wiring.launches.items():
-        for launch in launches:
-            if launch.kernel is None or launch.kernel.name != k.name:
-                continue
-            for env in launch.envs:
-                found = True
-                yield f' in step {launch.step.index + 1} of schedule "{sname}"', env
+    for sname, launch in ctx.wiring.launches_by_kernel.get(k.name, ()):  # indexed once, not a scan per kernel
+        for env in launch.envs:
+            found = True
+            yield f' in step {launch.step.index + 1} of schedule "{sname}"', env
     if not found:
         for env in ctx.wiring.envs:
             yield "", env
