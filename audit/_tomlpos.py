@@ -14,14 +14,26 @@ inline tables, nested arrays, all four string forms and comments.
 
 from __future__ import annotations
 
+import re
+
 Path = tuple[object, ...]
 
-_BARE = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+# The scanner's inner loops as regular expressions over the same characters (one C call per run of
+# characters instead of one Python step per character); the hot methods keep the text, its length and
+# the position in locals.
+_WS = re.compile(r"(?:[ \t\r]+|#[^\n]*)*")
+_WS_NL = re.compile(r"(?:[ \t\r\n]+|#[^\n]*)*")
+_WS_START = frozenset(" \t\r#")
+_WS_NL_START = frozenset(" \t\r\n#")
+_BARE_RUN = re.compile(r"[A-Za-z0-9_-]*")
+_SCALAR = re.compile(r"[^,\]}\n#]*")
+_BASIC_BODY = re.compile(r'(?:[^"\\]+|\\[\s\S])*')
 
 
 class _Scanner:
     def __init__(self, text: str):
         self.s = text.removeprefix("\ufeff")  # a byte order mark is not TOML (and moves no line)
+        self.n = len(self.s)
         self.i = 0
         self.line = 1
         self.lines: dict[Path, int] = {}
@@ -29,23 +41,31 @@ class _Scanner:
 
     # -- low level -------------------------------------------------------------------------------
     def peek(self) -> str:
-        return self.s[self.i] if self.i < len(self.s) else ""
+        return self.s[self.i] if self.i < self.n else ""
 
     def advance(self, n: int = 1) -> None:
-        chunk = self.s[self.i : self.i + n]
-        self.line += chunk.count("\n")
+        if n == 1:
+            if self.i < self.n and self.s[self.i] == "\n":
+                self.line += 1
+        else:
+            self.line += self.s.count("\n", self.i, self.i + n)
         self.i += n
 
     def skip_ws(self, newlines: bool) -> None:
-        while self.i < len(self.s):
-            c = self.s[self.i]
-            if c in " \t\r" or (newlines and c == "\n"):
-                self.advance()
-            elif c == "#":
-                while self.i < len(self.s) and self.s[self.i] != "\n":
-                    self.i += 1
-            else:
+        i = self.i
+        if i >= self.n:
+            return
+        s = self.s
+        if newlines:
+            if s[i] not in _WS_NL_START:
                 return
+            end = _WS_NL.match(s, i).end()
+            self.line += s.count("\n", i, end)
+        else:
+            if s[i] not in _WS_START:
+                return
+            end = _WS.match(s, i).end()
+        self.i = end
 
     def read_string(self) -> str:
         s = self.s
@@ -62,87 +82,95 @@ class _Scanner:
             self.advance(end + 3 - self.i)
             return value
         q = s[self.i]
-        j = self.i + 1
-        while j < len(s) and s[j] != q:
-            j += 2 if (q == '"' and s[j] == "\\") else 1
+        if q == '"':
+            j = _BASIC_BODY.match(s, self.i + 1).end()
+            if j < len(s) and s[j] == "\\":  # a lone backslash ends the text: stepped over like an escape
+                j += 2
+        else:
+            j = s.find(q, self.i + 1)
+            if j == -1:
+                j = len(s)
         value = s[self.i + 1 : j]
         self.advance(j + 1 - self.i)
         return value
 
     def read_key(self) -> list[str]:
         parts: list[str] = []
+        s, n = self.s, self.n
         while True:
             self.skip_ws(False)
-            c = self.peek()
+            c = s[self.i] if self.i < n else ""
             if c == '"':
                 parts.append(_unescape(self.read_string()))
             elif c == "'":
                 parts.append(self.read_string())
             else:
-                j = self.i
-                while j < len(self.s) and self.s[j] in _BARE:
-                    j += 1
-                parts.append(self.s[self.i : j])
+                j = _BARE_RUN.match(s, self.i).end() if self.i < n else self.i
+                parts.append(s[self.i : j])
                 self.i = j
             self.skip_ws(False)
-            if self.peek() == ".":
-                self.advance()
+            if self.i < n and s[self.i] == ".":
+                self.i += 1
                 continue
             return parts
 
     # -- values ------------------------------------------------------------------------------------
     def read_value(self, path: Path) -> None:
-        self.lines.setdefault(path, self.line)
-        c = self.peek()
+        lines = self.lines
+        lines.setdefault(path, self.line)
+        s, n = self.s, self.n
+        c = s[self.i] if self.i < n else ""
         if c == "{":
-            self.advance()
+            self.i += 1
             while True:
                 self.skip_ws(True)
-                if self.peek() == "}":
-                    self.advance()
+                c = s[self.i] if self.i < n else ""
+                if c == "}":
+                    self.i += 1
                     return
-                if self.peek() == ",":
-                    self.advance()
+                if c == ",":
+                    self.i += 1
                     continue
-                if not self.peek():
+                if not c:
                     return
                 start = self.i
                 key_line = self.line
                 key = self.read_key()
                 self.skip_ws(False)
-                if self.peek() == "=":
-                    self.advance()
+                if self.i < n and s[self.i] == "=":
+                    self.i += 1
                 self.skip_ws(False)
                 sub = path + tuple(key)
                 self._parents(sub, key_line)
-                self.lines[sub] = key_line
+                lines[sub] = key_line
                 self.read_value(sub)
                 if self.i == start:  # not TOML: make progress
                     self.advance()
         elif c == "[":
-            self.advance()
+            self.i += 1
             index = 0
             while True:
                 self.skip_ws(True)
-                if self.peek() == "]":
-                    self.advance()
+                c = s[self.i] if self.i < n else ""
+                if c == "]":
+                    self.i += 1
                     return
-                if self.peek() == ",":
-                    self.advance()
+                if c == ",":
+                    self.i += 1
                     continue
-                if not self.peek():
+                if not c:
                     return
                 start = self.i
-                self.lines[path + (index,)] = self.line
-                self.read_value(path + (index,))
+                sub = path + (index,)
+                lines[sub] = self.line
+                self.read_value(sub)
                 index += 1
                 if self.i == start:  # not TOML: make progress
                     self.advance()
-        elif c and c in "\"'":
+        elif c == '"' or c == "'":
             self.read_string()
-        else:
-            while self.i < len(self.s) and self.s[self.i] not in ",]}\n#":
-                self.i += 1
+        elif c:
+            self.i = _SCALAR.match(s, self.i).end()
 
     def _parents(self, path: Path, line: int) -> None:
         """Tables created implicitly by a dotted key or header (``[a.b]`` makes ``a``) start where first named."""
