@@ -68,6 +68,7 @@ except (ImportError, AttributeError, ValueError):
     _rtoml = None
 
 _MISSING = object()
+_DTYPE_NAMES = tuple(DTYPES)
 _TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant")
 _TYPE_NAMES = {
     str: "a string",
@@ -123,12 +124,14 @@ class _Loader:
                 self.problem(loc.child(key), f'unknown key "{key}" in {what}{hint}; valid keys are {_choices(allowed)}.')
 
     def get(self, table: dict, loc: Loc, key: str, kind: type, default: Any = _MISSING) -> Any:
-        if key not in table:
+        value = table.get(key, _MISSING)
+        if value is _MISSING:
             if default is _MISSING:
                 self.problem(loc, f'missing required key "{key}" ({_TYPE_NAMES[kind]}).')
                 return None
             return default
-        value = table[key]
+        if type(value) is kind:  # the common case (a bool is no int here, an int no float)
+            return value
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
@@ -138,6 +141,9 @@ class _Loader:
         return value
 
     def enum(self, table: dict, loc: Loc, key: str, options: tuple[str, ...], default: Any = _MISSING) -> Any:
+        value = table.get(key)
+        if type(value) is str and value in options:  # the common case; defaults are valid options
+            return value
         value = self.get(table, loc, key, str, default)
         if value is None or value is default and default is not _MISSING:
             return value
@@ -300,7 +306,7 @@ class _Loader:
     def buffer(self, t: dict, loc: Loc) -> Buffer | None:
         self.keys(t, loc, ("name", "dtype", "shape", "kind", "external", "grad_of", "values", "doc"), "a [[buffer]]")
         name = self.get(t, loc, "name", str)
-        dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
+        dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
         shape = self.shape(t["shape"], loc, ("shape",)) if "shape" in t else self.get(t, loc, "shape", list)
         kind = self.enum(t, loc, "kind", BUFFER_KINDS, "activation")
         external = self.get(t, loc, "external", bool, False)
@@ -323,7 +329,7 @@ class _Loader:
             return IsvParam(name, doc, loc) if name else None
         if kind == "scalar":
             self.keys(t, loc, ("name", "kind", "dtype", "value", "doc"), f'scalar parameter of kernel "{kernel}"')
-            dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
+            dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
             value = self.scalar_value(t.get("value"), loc.child("value"), dtype) if "value" in t else None
             if name is None or dtype is None:
                 return None
@@ -336,7 +342,7 @@ class _Loader:
             ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc"),
             f'tensor parameter of kernel "{kernel}"',
         )
-        dtype = self.enum(t, loc, "dtype", tuple(DTYPES))
+        dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
         shape = self.shape(t["shape"], loc, ("shape",)) if "shape" in t else self.get(t, loc, "shape", list)
         role = self.enum(t, loc, "role", ROLES)
         mask = None
@@ -463,7 +469,7 @@ class _Loader:
             t, loc, ("buffer", "dtype", "total_dim", "reset_events", "fingerprint", "slot", "acknowledge"), "[isv]"
         )
         buffer = self.get(t, loc, "buffer", str, "isv")
-        dtype = self.enum(t, loc, "dtype", tuple(DTYPES), "f32")
+        dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES, "f32")
         total = self.get(t, loc, "total_dim", int)
         events = self.strings(t, loc, "reset_events")
         fp = self.get(t, loc, "fingerprint", str, None)
@@ -483,7 +489,7 @@ class _Loader:
             index = self.get(st, sl, "index", int)
             name = self.get(st, sl, "name", str)
             role = self.enum(st, sl, "role", SLOT_ROLES)
-            sdtype = self.enum(st, sl, "dtype", tuple(DTYPES), dtype or "f32")
+            sdtype = self.enum(st, sl, "dtype", _DTYPE_NAMES, dtype or "f32")
             count = self.get(st, sl, "count", int, 1)
             reset: list[tuple[str, float | str]] = []
             if "reset" in st:
