@@ -334,7 +334,8 @@ def test_pipeline_json_is_what_the_report_reads(tmp_path, capsys):
     assert data["survivors"][0]["reason"] == "missing check (or unproven equivalent)"
     assert data["survivors"][0]["diff"].startswith("--- a/kernels/strided_gather_kernel.cu\n")
     view = _mutation_view(tmp_path / "strided_gather.json")
-    assert view.score == "7 of 9 caught (78%)" and view.by_check == [("VERIFY_REFERENCE", 7)]
+    assert view.score == "7 of 8 caught (88%; 1 equivalent mutant not counted)" and view.by_check == [("VERIFY_REFERENCE", 7)]
+    assert view.counted == 8  # the JSON's score: caught / (mutants - equivalent)
     assert [s.equivalent for s in view.survivors] == [False, True]
 
 
@@ -391,3 +392,133 @@ def test_compiled_pipeline_drops_identical_mutants_before_verifying(tmp_path, mo
     assert identical == ["aor:74:35:0"]  # b + 0 -> b - 0: the compiler proves it equivalent
     assert (k.selected, k.count("stillborn"), k.mutants, k.caught) == (24, 0, 23, 0)
     assert run.versions["nvcc"] and run.versions["arch"] == cfg.arch
+
+
+# ---------------------------------------------------------------------------------------------------
+# the baseline: the unmutated kernel, verified in the same call with the same settings
+
+
+def wrong_baseline(kernel):
+    """``--baseline-stand-in``: the unmutated kernel itself fails VERIFY_REFERENCE."""
+    return {kernel: _wrong}
+
+
+def test_a_passing_baseline_is_recorded_and_changes_nothing(tmp_path):
+    run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {m.kernel: _wrong})
+    (k,) = run.kernels
+    assert k.baseline == "pass" and k.scored and k.baseline_findings == []
+    assert (k.mutants, k.caught, k.score, k.count("not_scored")) == (9, 9, 1.0, 0)
+    assert run.exit_code == 0
+    from audit.mutate import kernel_json
+
+    data = kernel_json(k, run)
+    assert (data["baseline"], data["baseline_findings"], data["not_scored"], data["score"]) == ("pass", [], 0, 1.0)
+
+
+def test_a_failing_baseline_leaves_the_kernel_unscored(tmp_path):
+    calls = []
+
+    def baseline(name):
+        calls.append(name)
+        return {name: _wrong} if name == "strided_gather" else {}
+
+    eq = tmp_path / "none.toml"
+    run = run_mutation(REPO, ["strided_gather", "trade_outcome_label"], stand_in=lambda m: {} if m.operator == "loop" else {m.kernel: _wrong},
+                       baseline_stand_in=baseline, equivalent_file=eq, sizes=(1, 37))  # fmt: skip
+    assert calls == ["strided_gather", "trade_outcome_label"]
+    bad, good = run.kernels
+    assert bad.baseline == "fail" and not bad.scored
+    assert bad.baseline_findings and all(f.startswith("VERIFY_REFERENCE: ") for f in bad.baseline_findings)
+    assert {o.status for o in bad.outcomes} == {"not_scored"}
+    assert (bad.mutants, bad.caught, bad.equivalent, len(bad.unclassified), bad.score, bad.count("not_scored")) == (0, 0, 0, 0, None, 9)
+    assert bad.outcomes[0].detail == "not scored (the unmutated kernel fails these checks: VERIFY_REFERENCE)"
+    # the other kernel is scored as usual: its loop mutant survives, unclassified
+    assert good.baseline == "pass" and good.score == pytest.approx(11 / 12)
+    assert run.exit_code == 1
+
+    from audit.mutate import kernel_json, render_table
+
+    data = kernel_json(bad, run)
+    assert (data["baseline"], data["score"], data["mutants"], data["caught"], data["not_scored"]) == ("fail", None, 0, 0, 9)
+    assert data["baseline_findings"][0].startswith("VERIFY_REFERENCE: ")
+    assert data["survivors"] == []
+    assert {r["status"] for r in data["results"]} == {"not_scored"}
+    assert data["results"][0]["detail"] == "not scored (the unmutated kernel fails these checks: VERIFY_REFERENCE)"
+    assert data["by_operator"]["aor"]["not_scored"] == 6
+    assert kernel_json(good, run)["baseline"] == "pass"
+    table = render_table(run)
+    row = next(line for line in table.splitlines() if line.startswith("strided_gather"))
+    assert row.split()[-2:] == ["not", "scored"] and row.split()[1:8] == ["9", "0", "0", "0", "0", "0", "0"]
+    assert ("not scored: strided_gather: the unmutated kernel, verified with the same settings, fails VERIFY_REFERENCE, so a check "
+            "catches every mutant trivially; its 9 verified mutant(s) are not scored.") in table
+    total = next(line for line in table.splitlines() if line.startswith("total"))
+    assert total.split()[-1] == "92%"  # 11 of 12: the unscored kernel counts nothing
+
+
+def test_a_failing_baseline_on_the_command_line_exits_1_and_says_so(tmp_path, capsys):
+    sys.path.insert(0, str(DATA))
+    try:
+        code = main(["mutate", "--root", str(REPO), "strided_gather", "--stand-in", "stand_in:by_operator",
+                     "--baseline-stand-in", f"{__name__}:wrong_baseline", "--sizes", "1,37", "--output-dir", str(tmp_path)])  # fmt: skip
+    finally:
+        sys.path.remove(str(DATA))
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "baseline strided_gather/baseline  FAILS VERIFY_REFERENCE: not scored" in captured.err
+    assert "not scored: strided_gather:" in captured.out
+    data = json.loads((tmp_path / "strided_gather.json").read_text())
+    assert (data["baseline"], data["score"], data["survivors"]) == ("fail", None, [])
+    assert data["settings"]["sizes"] == [1, 37]
+
+
+def test_a_baseline_that_wireup_cannot_verify_is_not_scored_either():
+    from audit.mutate._run import _baseline
+    from audit.runtime import VariantOutcome
+
+    assert _baseline(VariantOutcome("k/baseline", error="Traceback ...\nboom")) == ("error", ["error: Traceback ..."])
+    from audit.mutate._results import not_scored_reason
+
+    assert not_scored_reason("error", ["error: x"]) == "not scored (wireup failed while verifying the unmutated kernel)"
+    assert not_scored_reason("pass", []) == ""
+
+
+def test_racecheck_runs_the_baseline_of_each_kernel_with_a_surviving_barrier_mutant(monkeypatch, tmp_path):
+    """The racecheck pass (GPU only) checks the unmutated copy too: a hazard it reports itself would
+    'catch' every surviving sync mutant, so it makes the baseline fail."""
+    from types import SimpleNamespace
+
+    from audit import runtime
+    from audit.mutate._run import _racecheck
+
+    cfg, cs = load_project(REPO)
+    ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync"])[1]["aux_label_scale_ema_update"]][:2]
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    seen = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        seen.append((kernels[0], source_overrides[kernels[0]].name, sanitizer, tuple(sizes)))
+        hazard = source_overrides[kernels[0]] in (original, paths[ms[0].key])
+        f = SimpleNamespace(rule="SANITIZER_RACECHECK", message="a hazard", severity=SimpleNamespace(value="error"))
+        return SimpleNamespace(result=SimpleNamespace(findings=[f] if hazard else []))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    found, bases = _racecheck(cfg, ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, lambda ev: None)
+    assert sorted(seen) == sorted([("aux_label_scale_ema_update", p.name, "racecheck", (37, 300)) for p in [original, *paths.values()]])
+    assert found == {ms[0].key: (("SANITIZER_RACECHECK",), "a hazard")}
+    assert bases == {"aux_label_scale_ema_update": [("SANITIZER_RACECHECK", "a hazard")]}
+
+
+def test_the_report_shows_an_unscored_kernel_as_not_scored(tmp_path):
+    from audit.report.collect import _mutation_view
+
+    run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {m.kernel: _wrong}, baseline_stand_in=wrong_baseline, sizes=(1,))
+    from audit.mutate import write_kernel_json
+
+    path = write_kernel_json(run.kernels[0], run, tmp_path)
+    view = _mutation_view(path)
+    assert view.score == "not scored: the unmutated kernel fails its checks in that run (VERIFY_REFERENCE)"
+    assert view.counted is None and view.survivors == []
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps({**data, "baseline": "pass", "mutants": 0}))
+    assert _mutation_view(path).score == "not scored (no mutant counts)"

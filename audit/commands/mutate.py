@@ -2,8 +2,9 @@
 mutant on the GPU, and report which checks caught it and which mutants survived.
 
 Exit codes: 0 every counted mutant caught or proven equivalent, 1 a survivor is unclassified (a missing
-check or an unproven equivalent) or a mutant could not be verified, 2 no GPU / nvcc / package, or a bad
-argument. ``--list`` needs neither GPU nor compiler.
+check or an unproven equivalent), a mutant could not be verified, or a kernel's unmutated baseline fails
+its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argument. ``--list`` needs
+neither GPU nor compiler.
 
     wireup mutate strided_gather --list
     wireup mutate --all --max-mutants 40 --jobs 16
@@ -42,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
     p.add_argument("--output-dir", metavar="DIR", help="where <kernel>.json is written (default: <reports>/mutation)")
     p.add_argument("--stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
+    p.add_argument("--baseline-stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
 
 
 def _ints(values: list[str], flag: str) -> list[int] | None:
@@ -97,8 +99,12 @@ class MutateProgress:
             if n == self.total or n % 50 == 0:
                 self.write(f"compile  {n}/{self.total}  " + ", ".join(f"{k} {v}" for k, v in sorted(self.built.items())))
         elif kind == "variant_done":
-            self.done += 1
             failed = ev.get("failed")
+            if str(ev["variant"]).endswith("/baseline"):
+                verdict = "ERROR" if failed is None else ("FAILS " + ", ".join(failed) + ": not scored" if failed else "passes")
+                self.write(f"baseline {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
+                return
+            self.done += 1
             verdict = "ERROR" if failed is None else ("caught by " + ", ".join(failed) if failed else "SURVIVED")
             self.write(f"verify   [{self.done}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
         elif kind == "racecheck":
@@ -131,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")
     sizes = _ints(args.sizes, "--sizes")
     stand_in = _load_callable(args.stand_in) if args.stand_in else None
+    baseline_stand_in = _load_callable(args.baseline_stand_in) if args.baseline_stand_in else None
     # a SIGTERM (`timeout`, a CI cancel) ends the run like Ctrl-C, so the workers are killed, not orphaned
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
@@ -139,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
             root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=args.workers,
             backends=[args.backend], sizes=sizes or QUICK_SIZES, seed=args.seed, launch_timeout=args.timeout,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
-            progress=MutateProgress(sys.stderr), config=cfg,
+            progress=MutateProgress(sys.stderr), config=cfg, baseline_stand_in=baseline_stand_in,
         )  # fmt: skip
     except EnvironmentProblem as exc:
         raise EnvironmentProblem(str(exc).replace("wireup verify", "wireup mutate", 1)) from None
@@ -154,3 +161,4 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(text)
     sys.stdout.flush()
     return result.exit_code
+

@@ -72,16 +72,17 @@ class Classification:
     reason: str
 
 
-def load_records(path: Path) -> list[EquivalenceRecord]:
+def load_records(path: Path, name: str | None = None) -> list[EquivalenceRecord]:
     """The records of ``path``; a missing file has none. Raises :class:`UsageError` (file and line) for a
-    file that is not TOML or a record without a required string key."""
+    file that is not TOML or a record without a required string key. ``name`` is how messages name the
+    file (default: ``path`` as given)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise UsageError(f'The equivalence file "{path}" cannot be read ({exc.strerror}).') from None
-    return parse_records(text, str(path))
+    return parse_records(text, name or str(path))
 
 
 def parse_records(text: str, name: str) -> list[EquivalenceRecord]:

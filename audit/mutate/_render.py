@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..atomic import write_text_atomic
 from ._mutants import Mutant
@@ -20,6 +21,7 @@ from ._operators import OPERATORS
 from ._results import KernelMutation, MutationRun
 
 FORMAT = "wireup-mutation-1"
+UNCLASSIFIED = "missing check (or unproven equivalent)"
 
 
 def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = None, diffs: bool = False) -> str:
@@ -47,6 +49,14 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100.0 * x:.0f}%"
 
 
+def survivor_row(m: Mutant, record: Any = None) -> dict:
+    """A survivor of the JSON record: the mutant and its classification (an equivalence record or none)."""
+    return {
+        "id": m.id, "operator": m.operator, "line": m.line, "change": m.summary, "diff": m.diff,
+        "equivalent": record is not None, "reason": record.reason if record is not None else UNCLASSIFIED,
+    }  # fmt: skip
+
+
 def render_table(run: MutationRun, diffs: bool = True) -> str:
     """The summary table, the checks that caught mutants, stale records, errors, and every unclassified
     survivor (with its diff)."""
@@ -54,7 +64,7 @@ def render_table(run: MutationRun, diffs: bool = True) -> str:
     rows = [head]
     for k in run.kernels:
         rows.append((k.kernel, str(k.selected), str(k.count("stillborn")), str(k.count("identical")), str(k.mutants),
-                     str(k.caught), str(k.equivalent), str(len(k.unclassified)), _pct(k.score)))  # fmt: skip
+                     str(k.caught), str(k.equivalent), str(len(k.unclassified)), _pct(k.score) if k.scored else "not scored"))  # fmt: skip
     tot = {c: sum(int(r[i]) for r in rows[1:]) for i, c in enumerate(head) if 0 < i < len(head) - 1}
     denom = tot["mutants"] - tot["equivalent"]
     rows.append(("total", *(str(tot[c]) for c in head[1:-1]), _pct(tot["caught"] / denom if denom > 0 else None)))
@@ -67,6 +77,12 @@ def render_table(run: MutationRun, diffs: bool = True) -> str:
     if by_check:
         out.append("caught by: " + ", ".join(f"{r} {n}" for r, n in sorted(by_check.items(), key=lambda x: (-x[1], x[0]))))
     for k in run.kernels:
+        if not k.scored:
+            n = k.count("not_scored")
+            out.append(f"not scored: {k.kernel}: the unmutated kernel, verified with the same settings, "
+                       + ("could not be verified" if k.baseline == "error" else "fails " + ", ".join(dict.fromkeys(f.split(":", 1)[0] for f in k.baseline_findings)))
+                       + f", so a check catches every mutant trivially; its {n} verified mutant(s) are not scored. Fix the kernel or its contract first.")  # fmt: skip
+            out.extend(f"  {line.splitlines()[0] if line else ''}" for line in k.baseline_findings[:5])
         for s in k.stale:
             out.append(f"warning: {s}")
         for o in k.errors:
@@ -84,24 +100,21 @@ def render_table(run: MutationRun, diffs: bool = True) -> str:
 def kernel_json(k: KernelMutation, run: MutationRun) -> dict:
     """The record of one kernel (the keys ``wireup report`` reads: kernel, mutants, caught, by_check,
     survivors with id/diff/equivalent/reason, device, date; the rest for people and tools)."""
-    survivors = []
-    for o in k.survivors:
-        survivors.append({
-            "id": o.mutant.id, "operator": o.mutant.operator, "line": o.mutant.line, "change": o.mutant.summary,
-            "diff": o.mutant.diff, "equivalent": o.equivalent is not None,
-            "reason": o.equivalent.reason if o.equivalent else "missing check (or unproven equivalent)",
-        })  # fmt: skip
+    survivors = [survivor_row(o.mutant, o.equivalent) for o in k.survivors]
     results = []
     for o in k.outcomes:
         row = {"id": o.mutant.id, "status": o.status}
         if o.status == "caught":
             row["checks"] = list(o.checks)
-        if o.status in ("stillborn", "error") and o.detail:
+        if o.status in ("stillborn", "error", "not_scored") and o.detail:
             row["detail"] = o.detail.splitlines()[0][:300]
         results.append(row)
     return {
         "format": FORMAT,
         "kernel": k.kernel,
+        "baseline": k.baseline,
+        "baseline_findings": [f.splitlines()[0][:300] if f else "" for f in k.baseline_findings],
+        "not_scored": k.count("not_scored"),
         "source": k.source,
         "source_sha256": k.source_sha256,
         "generated": k.generated,

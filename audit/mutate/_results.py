@@ -7,6 +7,11 @@ kept), else it is a *missing check (or unproven equivalent)*. Mutants that do no
 (*stillborn*) or compile to the original's code (*identical*) are listed but not counted; an *error*
 (wireup itself failed while verifying the mutant) is no verdict and is reported on its own.
 
+Each kernel's *baseline*, the unmutated kernel verified with the same settings in the same run, must
+pass: a check that fails without any mutation "catches" every mutant trivially. When it fails (or cannot
+be verified) the kernel is not scored: its verified mutants are *not_scored*, none counts, and the score
+is None.
+
 The score is ``caught / (mutants - equivalent)``, where ``mutants`` counts the caught and surviving
 mutants.
 
@@ -24,7 +29,22 @@ from ._equivalent import EquivalenceRecord
 from ._mutants import Mutant
 from ._operators import OPERATORS
 
-STATUSES = ("caught", "survived", "stillborn", "identical", "error")
+STATUSES = ("caught", "survived", "stillborn", "identical", "error", "not_scored")
+BASELINES = ("pass", "fail", "error")  # the unmutated kernel: passed, failed a check, or could not be verified
+
+
+def not_scored_reason(baseline: str, findings: list[str]) -> str:
+    """Why a kernel whose baseline is ``baseline`` is not scored ("" when it passed).
+
+    >>> not_scored_reason("fail", ["VERIFY_REFERENCE: off", "VERIFY_NAN: nan"])
+    'not scored (the unmutated kernel fails these checks: VERIFY_REFERENCE, VERIFY_NAN)'
+    """
+    if baseline == "pass":
+        return ""
+    if baseline == "error":
+        return "not scored (wireup failed while verifying the unmutated kernel)"
+    rules = list(dict.fromkeys(f.split(":", 1)[0] for f in findings)) or ["?"]
+    return "not scored (the unmutated kernel fails these checks: " + ", ".join(rules) + ")"
 
 
 @dataclass
@@ -55,6 +75,18 @@ class KernelMutation:
     generated_by_operator: dict[str, int]
     outcomes: list[MutantOutcome]
     stale: list[str] = field(default_factory=list)  # stale equivalence records, one sentence each
+    baseline: str = "pass"  # one of BASELINES: the unmutated kernel's verdict at the run's settings
+    baseline_findings: list[str] = field(default_factory=list)  # "RULE: message" per failed check of the baseline
+
+    @property
+    def scored(self) -> bool:
+        """False when the unmutated kernel itself fails (or could not be verified): no mutant counts."""
+        return self.baseline == "pass"
+
+    @property
+    def not_scored_reason(self) -> str:
+        """Why the kernel is not scored ("" when it is)."""
+        return not_scored_reason(self.baseline, self.baseline_findings)
 
     def count(self, status: str) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -90,7 +122,9 @@ class KernelMutation:
 
     @property
     def score(self) -> float | None:
-        """caught / (mutants - equivalent), or None when no mutant counts."""
+        """caught / (mutants - equivalent), or None when no mutant counts or the kernel is not scored."""
+        if not self.scored:
+            return None
         n = self.mutants - self.equivalent
         return self.caught / n if n > 0 else None
 
@@ -133,5 +167,6 @@ class MutationRun:
 
     @property
     def exit_code(self) -> int:
-        """1 when a survivor is unclassified or a mutant could not be verified, else 0."""
-        return 1 if any(k.unclassified or k.errors for k in self.kernels) else 0
+        """1 when a survivor is unclassified, a mutant could not be verified or a kernel's unmutated baseline
+        fails, else 0."""
+        return 1 if any(k.unclassified or k.errors or not k.scored for k in self.kernels) else 0

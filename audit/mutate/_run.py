@@ -7,11 +7,15 @@
 3. Verify each compiled mutant, for its own kernel only, at quick sizes, in ``workers`` long-lived
    workers (:func:`audit.runtime.verify_many`); a kernel's verification stops after its first failing
    case (the checks that failed are recorded); a hang ends at ``launch_timeout`` and counts as caught
-   by VERIFY_TIMEOUT.
-4. Classify survivors with the equivalence records, and count.
+   by VERIFY_TIMEOUT. The unmutated kernel (its *baseline*, the copy the mutants are compared with) is
+   one more variant of the same call, so it is verified with exactly the same sizes, seed, backends and
+   first-failure rule; where surviving ``sync`` mutants are re-run under racecheck, so is the baseline.
+4. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
+   Classify the other kernels' survivors with the equivalence records, and count.
 
 ``stand_in`` replaces steps 2-3's code with emulated Python kernels, one mapping per mutant, for CPU
-tests of the accounting: no compiler, no GPU.
+tests of the accounting: no compiler, no GPU (``baseline_stand_in`` maps a kernel name to the baseline's
+stand-ins; by default the baseline runs the emulated reference and passes).
 
 >>> run = run_mutation(Path("."), ["strided_gather"], jobs=16, workers=4)    # doctest: +SKIP
 >>> run.kernels[0].caught, run.kernels[0].mutants                          # doctest: +SKIP
@@ -30,11 +34,12 @@ from typing import Any
 
 from .. import __version__
 from ..errors import UsageError
-from ._build import build_mutants
+from ._build import build_mutants, mutant_dir
 from ._equivalent import DEFAULT_FILE, load_records, match_records
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
-from ._results import KernelMutation, MutantOutcome, MutationRun
+from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
 
+BASELINE = "baseline"  # the variant id of a kernel's unmutated copy: "<kernel>/baseline" (a mutant id has colons)
 QUICK_SIZES = (1, 37, 300, 4096)  # 4096: unrolled and multi-block paths only run at a real batch
 RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racecheck at these sizes
 DEFAULT_LAUNCH_TIMEOUT = 5.0
@@ -61,7 +66,6 @@ def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[
     if unknown:
         valid = ", ".join(f'"{k}"' for k in cs.kernel_map)
         raise UsageError(f'"{unknown[0]}" is not a kernel of the contracts; the kernels are {valid}.')
-    dims = [d.name for d in cs.dim_map.values() if d.kind == "runtime"] or ["B"]
     generated: dict[str, list[Mutant]] = {}
     selected: dict[str, list[Mutant]] = {}
     for name in dict.fromkeys(kernels):
@@ -73,10 +77,17 @@ def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[
             raise UsageError(f'Kernel "{name}" has source "{k.source}", which cannot be read ({exc.strerror}).') from None
         if Source.parse(text).entry(k.symbol) is None:
             raise UsageError(f'Kernel "{name}": "{k.source}" defines no function "{k.symbol}" to mutate.')
-        ms = mutants_of_source(text, k.symbol, k.source, name, operators, dims)
+        ms = kernel_mutants(cs, name, text, operators)
         generated[name] = ms
         selected[name] = select_mutants(ms, max_mutants)
     return generated, selected
+
+
+def kernel_mutants(cs: Any, name: str, text: str, operators: Sequence[str] | None = None) -> list[Mutant]:
+    """Every mutant of kernel ``name`` whose source reads ``text`` (``operators`` restricts them)."""
+    k = cs.kernel(name)
+    dims = [d.name for d in cs.dim_map.values() if d.kind == "runtime"] or ["B"]
+    return mutants_of_source(text, k.symbol, k.source, name, operators, dims)
 
 
 def run_mutation(
@@ -95,6 +106,7 @@ def run_mutation(
     stand_in: Callable[[Mutant], Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
     config: Any = None,
+    baseline_stand_in: Callable[[str], Mapping[str, Any]] | None = None,
 ) -> MutationRun:
     """Mutate, compile, verify and classify (see the module docstring)."""
     from ..api import load_project
@@ -112,7 +124,7 @@ def run_mutation(
         raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
     generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
     eq_path = equivalent_file or DEFAULT_FILE
-    records = load_records(eq_path)
+    records = load_records(eq_path, _display(eq_path, cfg.root))
     timing["generate"] = time.perf_counter() - t_start
     all_selected = [m for ms in selected.values() for m in ms]
     progress({"event": "planned", "mutants": len(all_selected), "generated": sum(len(v) for v in generated.values())})
@@ -138,6 +150,17 @@ def run_mutation(
         Variant(m.key, (m.kernel,), {m.kernel: paths[m.key]} if m.key in paths else {}, stand_in(m) if stand_in else None)
         for m in to_run
     ]  # fmt: skip
+    # the unmutated copy of every kernel, verified in the same call with the same settings: a check that
+    # fails without any mutation would "catch" every mutant
+    originals: dict[str, Path] = {}
+    for name in selected:
+        copy = mutant_dir(cfg, name) / "original.cu"
+        if stand_in is None and copy.is_file():
+            originals[name] = copy
+        variants.append(Variant(
+            f"{name}/{BASELINE}", (name,), {name: originals[name]} if name in originals else {},
+            (baseline_stand_in(name) if baseline_stand_in else {}) if stand_in else None,
+        ))  # fmt: skip
     t = time.perf_counter()
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
@@ -146,19 +169,30 @@ def run_mutation(
     )  # fmt: skip
     timing["verify"] = time.perf_counter() - t
     by_key = {o.id: o for o in outs}
+    baselines = {name: _baseline(by_key[f"{name}/{BASELINE}"]) for name in selected}
     raced: dict[str, tuple[tuple[str, ...], str]] = {}
     if stand_in is None:
         # a removed barrier rarely changes numbers on one run; a survivor of the sync operator is run again
-        # under compute-sanitizer racecheck, as the missing-__syncthreads broken fixture is
+        # under compute-sanitizer racecheck, as the missing-__syncthreads broken fixture is, and so is the
+        # unmutated copy of its kernel (a race it has itself would "catch" every such survivor)
         survivors = [m for m in to_run if m.operator == "sync" and by_key[m.key].error is None and not by_key[m.key].failed_rules]
         t = time.perf_counter()
-        raced = _racecheck(cfg, survivors, paths, names, seed, progress)
+        raced, raced_originals = _racecheck(cfg, survivors, paths, originals, names, seed, progress)
         timing["racecheck"] = time.perf_counter() - t
+        for name, hit in raced_originals.items():
+            if baselines[name][0] == "pass" and hit is not None:
+                baselines[name] = ("fail", [f"{rule}: {message}" for rule, message in hit])
 
     results: list[KernelMutation] = []
     for name, ms in selected.items():
         k = cs.kernel(name)
-        matched, stale = match_records(name, generated[name], records)
+        text = ms[0].original if ms else cfg.path(k.source).read_text(encoding="utf-8")
+        # records are matched against the mutants of every operator, so a run restricted by --operators
+        # does not report the records of the other operators stale
+        every = generated[name] if operators is None else kernel_mutants(cs, name, text)
+        matched, stale = match_records(name, every, records)
+        baseline, baseline_findings = baselines[name]
+        unscored = not_scored_reason(baseline, baseline_findings)
         outcomes = []
         for m in ms:
             st = statuses[m.key]
@@ -172,18 +206,19 @@ def run_mutation(
             rules = tuple(o.failed_rules)
             if not rules and m.key in raced:
                 rules, first = raced[m.key]
-                outcomes.append(MutantOutcome(m, "caught", rules, first, seconds=o.seconds))
-                continue
-            if rules:
+            elif rules:
                 first = next((f.message for f in o.outcome.result.findings if f.severity.value == "error"), "")
+            if unscored:
+                outcomes.append(MutantOutcome(m, "not_scored", rules, unscored, seconds=o.seconds))
+            elif rules:
                 outcomes.append(MutantOutcome(m, "caught", rules, first, seconds=o.seconds))
             else:
                 outcomes.append(MutantOutcome(m, "survived", equivalent=matched.get(m.id), seconds=o.seconds))
-        text = ms[0].original if ms else cfg.path(k.source).read_text(encoding="utf-8")
         per_op: dict[str, int] = {}
         for m in generated[name]:
             per_op[m.operator] = per_op.get(m.operator, 0) + 1
-        results.append(KernelMutation(name, k.source, hashlib.sha256(text.encode()).hexdigest(), len(generated[name]), per_op, outcomes, stale))
+        results.append(KernelMutation(name, k.source, hashlib.sha256(text.encode()).hexdigest(), len(generated[name]), per_op, outcomes, stale,
+                                      baseline=baseline, baseline_findings=baseline_findings))  # fmt: skip
 
     run = MutationRun(results, settings={
         "sizes": [int(s) for s in sizes], "seed": int(seed), "operators": sorted(check_operators(operators)),
@@ -196,28 +231,46 @@ def run_mutation(
     return run
 
 
-def _racecheck(cfg: Any, mutants: Sequence[Mutant], paths: Mapping[str, Path], backends: Sequence[str], seed: int,
-               progress: Progress) -> dict[str, tuple[tuple[str, ...], str]]:  # fmt: skip
-    """Mutant key -> (failed rule IDs, first message) for the mutants racecheck catches."""
+def _baseline(o: Any) -> tuple[str, list[str]]:
+    """("pass" | "fail" | "error", ["RULE: message", ...]) of a kernel's unmutated copy."""
+    if o.error:
+        return "error", [f"error: {o.error.splitlines()[0] if o.error.strip() else 'no detail'}"]
+    if not o.failed_rules:
+        return "pass", []
+    return "fail", [f"{f.rule}: {f.message}" for f in o.outcome.result.findings if f.severity.value == "error"]
+
+
+def _racecheck(cfg: Any, mutants: Sequence[Mutant], paths: Mapping[str, Path], originals: Mapping[str, Path], backends: Sequence[str],
+               seed: int, progress: Progress) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
+    """Under compute-sanitizer racecheck at :data:`RACE_SIZES`: mutant key -> (failed rule IDs, first
+    message) for the mutants racecheck catches, and kernel -> the (rule, message) findings of its
+    unmutated copy (None where it passes) for every kernel with a mutant racechecked."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..runtime import verify
 
-    def one(m: Mutant) -> tuple[str, tuple[tuple[str, ...], str] | None]:
-        out = verify(cfg.root, kernels=[m.kernel], backends=list(backends)[:1], seed=seed, sizes=RACE_SIZES, chain_sizes=(),
-                     sanitizer="racecheck", evidence=False, source_overrides={m.kernel: paths[m.key]}, config=cfg)  # fmt: skip
-        errors = [f for f in out.result.findings if f.severity.value == "error"]
-        progress({"event": "racecheck", "variant": m.key, "verdict": "caught" if errors else "survived"})
-        if not errors:
-            return m.key, None
-        return m.key, (tuple(dict.fromkeys(f.rule for f in errors)), errors[0].message)
+    def one(job: tuple[str, str, Path]) -> tuple[str, list[tuple[str, str]]]:
+        key, kernel, source = job
+        out = verify(cfg.root, kernels=[kernel], backends=list(backends)[:1], seed=seed, sizes=RACE_SIZES, chain_sizes=(),
+                     sanitizer="racecheck", evidence=False, source_overrides={kernel: source}, config=cfg)  # fmt: skip
+        errors = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
+        progress({"event": "racecheck", "variant": key, "verdict": ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}")
+                  else ("caught" if errors else "survived")})  # fmt: skip
+        return key, errors
 
+    todo = [m for m in mutants if m.key in paths]
+    jobs = [(f"{k}/{BASELINE}", k, originals[k]) for k in dict.fromkeys(m.kernel for m in todo) if k in originals]
+    jobs += [(m.key, m.kernel, paths[m.key]) for m in todo]
     found: dict[str, tuple[tuple[str, ...], str]] = {}
+    bases: dict[str, list[tuple[str, str]] | None] = {}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        for key, hit in pool.map(one, [m for m in mutants if m.key in paths]):
-            if hit is not None:
-                found[key] = hit
-    return found
+        for key, errors in pool.map(one, jobs):
+            kernel, _, rest = key.partition("/")
+            if rest == BASELINE:
+                bases[kernel] = errors or None
+            elif errors:
+                found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
+    return found, bases
 
 
 def _round_robin(groups: list[list[Mutant]]) -> list[list[Mutant]]:
@@ -242,7 +295,7 @@ def _run_facts(run: MutationRun, outs: Sequence[Any], arch: str | None, nvcc: st
         run.versions["arch"] = arch
     if nvcc:
         run.versions["nvcc"] = nvcc
-    for o in outs:
+    for o in sorted(outs, key=lambda o: o.id.endswith(f"/{BASELINE}")):  # a mutant's run first, as before
         if o.outcome is None or not o.outcome.run.environments:
             continue
         name, env = next(iter(o.outcome.run.environments.items()))

@@ -723,7 +723,8 @@ def _mutation_view(path: Path) -> MutationView | None:
     elif "score" in data and data["score"] is None:
         score, counted = "not scored (no mutant counts)" if mutants - equivalent <= 0 else "not scored", None
     elif counted:
-        score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%)" + (f"; {equivalent} equivalent" if "score" in data and equivalent else "")
+        eq = f"; {equivalent} equivalent mutant{'s' if equivalent != 1 else ''} not counted" if "score" in data and equivalent else ""
+        score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%{eq})"
     else:
         score = "no mutants"
     by_check = sorted((str(k), v) for k, v in (data.get("by_check") or {}).items())
