@@ -3,12 +3,13 @@ mutant on the GPU, and report which checks caught it and which mutants survived.
 
 Exit codes: 0 every counted mutant caught or proven equivalent, 1 a survivor is unclassified (a missing
 check or an unproven equivalent), a mutant could not be verified, or a kernel's unmutated baseline fails
-its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argument. ``--list`` needs
-neither GPU nor compiler.
+its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argument. ``--list`` and
+``--reclassify`` need neither GPU nor compiler.
 
     wireup mutate strided_gather --list
     wireup mutate --all --max-mutants 40 --jobs 16
     wireup mutate aux_trade_outcome_backward --operators ror,guard,sync --sizes 1,37,300
+    wireup mutate --reclassify                      # apply equivalent.toml to reports/mutation/*.json
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
     p.add_argument("--output-dir", metavar="DIR", help="where <kernel>.json is written (default: <reports>/mutation)")
+    p.add_argument("--reclassify", action="store_true", help="re-read the recorded results (<reports>/mutation/*.json, or --output-dir) and the equivalence records, and rewrite each result's classification of its survivors and its score (no compiler, no GPU)")
     p.add_argument("--stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
     p.add_argument("--baseline-stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
 
@@ -118,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
 
     root = root_of(args)
     cfg, cs = load_project(root)
+    if args.reclassify:
+        return _reclassify(args, cfg, cs)
     names = [k.name for k in cs.kernels] if args.all else []
     names += [k for k in args.kernels if k not in names]
     if not names:
@@ -162,3 +166,23 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     return result.exit_code
 
+
+def _reclassify(args: argparse.Namespace, cfg: Any, cs: Any) -> int:
+    """``--reclassify``: the recorded results, reclassified with the current equivalence records."""
+    from ..errors import UsageError
+    from ..mutate._reclassify import reclassify, reclassify_exit_code, render_reclassified
+
+    if args.all and args.kernels:
+        raise UsageError("--reclassify takes kernel names or --all (every recorded result), not both.")
+    conflicting = [f for f, v in (("--list", args.list), ("--max-mutants", args.max_mutants), ("--operators", args.operators),
+                                  ("--sizes", args.sizes), ("--stand-in", args.stand_in)) if v]  # fmt: skip
+    if conflicting:
+        raise UsageError(f"--reclassify re-reads recorded results; {conflicting[0]} belongs to a run.")
+    folder = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
+    results = reclassify(folder, cfg, cs, args.kernels, Path(args.equivalent) if args.equivalent else None)
+    if not results:
+        raise UsageError(f'--reclassify: no mutation results (*.json) in "{folder}"; run `wireup mutate` first.')
+    sys.stdout.write(render_reclassified(results))
+    changed = sum(1 for r in results if r.changed)
+    sys.stdout.write(f"reclassified {len(results)} file(s) in {folder}: {changed} rewritten.\n")
+    return reclassify_exit_code(results)
