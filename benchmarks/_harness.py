@@ -185,6 +185,14 @@ def host_info() -> dict[str, object]:
     return info
 
 
+def toml_parser(env: Mapping[str, str] | None = None) -> str:
+    """Which TOML parser ``wireup`` uses in a child with ``env``: "rtoml X.Y.Z" (the optional fast path of
+    audit/load.py, where rtoml is importable) or "tomllib"."""
+    code = "import audit.load as L; r = getattr(L, '_rtoml', None); print('rtoml ' + r.VERSION if r else 'tomllib')"
+    r = run_child([python(), "-c", code], env=env, cwd=REPO, timeout=120)
+    return r.stdout.strip() or f"unknown ({r.stderr.strip()[-200:]})"
+
+
 def write_json(path: str | None, data: object) -> None:
     """Write ``data`` as JSON to ``path`` (``-`` for stdout); nothing when ``path`` is None."""
     if not path:

@@ -40,6 +40,7 @@ from _harness import (  # noqa: E402
     python,
     run_child,
     summarize_runs,
+    toml_parser,
     wireup,
     write_json,
 )
@@ -183,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="wireup-pyc-") as pyc:
         env_as_is = child_env()
         env_pyc = child_env(bytecode_cache=Path(pyc))
+        parser = toml_parser(env_pyc)
+        print(f"TOML parser in the children: {parser}")
         variants = {
             "python -c pass": ([python(), "-c", "pass"], env_as_is),
             "wireup check (environment as is)": ([*wireup(), "check"], env_as_is),
@@ -244,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     write_json(args.json, {
         "benchmark": "check_latency",
         "host": host,
+        "toml_parser": parser,
         "load_average_after": host_after,
         "command": [*pin, *wireup(), "check"],
         "runs": args.runs,

@@ -41,6 +41,7 @@ from _harness import (  # noqa: E402
     python,
     run_child,
     summarize_runs,
+    toml_parser,
     wireup,
     write_json,
 )
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report-runs-large", type=int, default=1, help="runs of wireup report at 10,000 kernels (default 1: minutes each)")
     ap.add_argument("--cpu", type=int, default=0, help="core to pin the children to (default 0; -1: none)")
     ap.add_argument("--no-report", action="store_true", help="skip wireup report (and its build warm-up)")
+    ap.add_argument("--report-sizes", help="run wireup report only at these sizes (default: every size)")
     ap.add_argument("--profile-top", type=int, default=25)
     ap.add_argument("--keep", metavar="DIR", help="write the projects under DIR and keep them")
     ap.add_argument("--json", metavar="PATH", help="write every number to PATH as JSON")
@@ -129,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(args.keep) if args.keep else Path(tmp_ctx.name)
     base.mkdir(parents=True, exist_ok=True)
     env = child_env(bytecode_cache=base / "pyc")
+    parser = toml_parser(env)
+    print(f"TOML parser in the children: {parser}")
+    report_sizes = {int(x) for x in args.report_sizes.split(",")} if args.report_sizes else None
     have = {"check": True, "layout": available("layout", env), "report": (not args.no_report) and available("report", env)}
     if not have["layout"]:
         print("wireup layout: not available in this checkout (skipped)")
@@ -148,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         if have["layout"]:
             commands["layout_diff"] = [*wireup(), "layout", "diff", str(old), str(new)]
-        if have["report"]:
+        if have["report"] and (report_sizes is None or n in report_sizes):
             b = run_child([*pin, *wireup(), "build", "--root", str(proj), "--jobs", "2"], env=env, cwd=REPO, timeout=3600)
             builds[n] = {"wall_s": b.wall, "cpu_s_incl_children": b.cpu, "rc": b.rc,
                          "sources": projects[n]["kernel_sources"], "tail": b.stdout.strip().splitlines()[-1:]}
@@ -228,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     host_after = host_info()["load_average_1_5_15"]
     print(f"load average after: {host_after}")
     write_json(args.json, {
-        "benchmark": "scaling", "host": host, "load_average_after": host_after, "pin": pin,
+        "benchmark": "scaling", "host": host, "toml_parser": parser, "report_sizes": sorted(report_sizes) if report_sizes else sizes, "load_average_after": host_after, "pin": pin,
         "sizes": sizes, "projects": projects, "available": have, "results": results,
         "growth": grow, "build_warmup": builds, "phases_largest": split, "profile_largest": prof,
         "target": {"kernels": TARGET_N, "seconds": TARGET_S}, "verdict": verdict,
