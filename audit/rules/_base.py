@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..graph import Wiring
 
 CATEGORIES = ("schema", "wiring", "isv", "layout", "invariants", "build", "evidence", "launchers", "verify")
+RUN_ONLY = ("verify",)  # categories judged only by the command that gathers their facts
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,8 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
         r
         for r in REGISTRY.values()
         if r.replaced_by is None
-        and (not select or r.id in select or r.category in select)
+        # the "verify" rules judge a GPU run (wireup verify); a static check never runs them
+        and (r.id in select or r.category in select if r.category in RUN_ONLY else (not select or r.id in select or r.category in select))
         and r.id not in ignore
         and r.category not in ignore
     ]
@@ -182,4 +184,4 @@ def _load_rule_modules() -> None:
     if _LOADED:
         return
     _LOADED = True
-    from . import build, evidence, invariants, isv, layout, launchers, schema, wiring  # noqa: F401
+    from . import build, evidence, invariants, isv, layout, launchers, schema, verify, wiring  # noqa: F401
