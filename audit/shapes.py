@@ -81,22 +81,28 @@ def probe_envs(cs: ContractSet) -> list[dict[str, int]]:
     for point in probe_points(cs.runtime_ranges):
         env = dict(fixed)
         env.update(point)
-        for _ in range(len(derived) + 1):  # derived-on-runtime dims, in dependency order by iteration
-            progressed = False
-            for d in derived:
-                if d.name in env or d.expr is None:
-                    continue
-                if all(n in env for n in d.expr.names):
-                    try:
-                        env[d.name] = d.expr.evaluate(env)
-                        progressed = True
-                    except ZeroDivisionError:
-                        pass
-            if not progressed:
-                break
-        envs.append(env)
+        envs.append(fill_derived(env, derived))
     cs.__dict__["_probe_envs"] = envs
     return envs
+
+
+def fill_derived(env: dict[str, int], derived: Sequence) -> dict[str, int]:
+    """``env`` with every derived dim whose names it binds evaluated, in dependency order (by iteration:
+    a derived dim may use another); one that divides by zero stays unbound."""
+    for _ in range(len(derived) + 1):
+        progressed = False
+        for d in derived:
+            if d.name in env or d.expr is None:
+                continue
+            if all(n in env for n in d.expr.names):
+                try:
+                    env[d.name] = d.expr.evaluate(env)
+                    progressed = True
+                except ZeroDivisionError:
+                    pass
+        if not progressed:
+            break
+    return env
 
 
 def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple[tuple[int, ...], ...] | None:

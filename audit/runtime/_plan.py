@@ -20,7 +20,7 @@ import numpy as np
 
 from ..dims import Expr
 from ..model import DTYPES, Buffer, ContractSet, Kernel, ScalarParam, Step, TensorParam
-from ..shapes import bind_local_dims
+from ..shapes import bind_local_dims, fill_derived
 
 DEFAULT_SIZES = (1, 37, 300, 4096, 65536)
 DEFAULT_CHAIN_SIZES = (37, 300, 4096)
@@ -59,20 +59,7 @@ def make_env(cs: ContractSet, size: int | None, overrides: Mapping[str, int] | N
         for n in runtime_dims(cs):
             env[n] = int(size)
     derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.expr is not None and d.name not in (overrides or {})]
-    for _ in range(len(derived) + 1):
-        progressed = False
-        for d in derived:
-            if d.name in env:
-                continue
-            if all(n in env for n in d.expr.names):
-                try:
-                    env[d.name] = d.expr.evaluate(env)
-                    progressed = True
-                except ZeroDivisionError:
-                    pass
-        if not progressed:
-            break
-    return env
+    return fill_derived(env, derived)
 
 
 def size_in_range(cs: ContractSet, size: int) -> str | None:
