@@ -290,6 +290,16 @@ def _trade_outcome_labels(rng: np.random.Generator, B: int, K: int) -> np.ndarra
     return labels
 
 
+# both heads' backward kernels: per-sample partials of the two Linear layers, and the gradient into the trunk
+_HEAD_GRADS = {
+    "dW1_partial": GradTarget("W1", "sum0"),
+    "db1_partial": GradTarget("b1", "sum0"),
+    "dW2_partial": GradTarget("W2", "sum0"),
+    "db2_partial": GradTarget("b2", "sum0"),
+    "dh_s2_aux_out": GradTarget("h_s2", "none"),
+}
+
+
 def aux_trade_outcome_backward_gradcheck(
     rng: np.random.Generator, dims: Mapping[str, int], labels: np.ndarray | None = None
 ) -> GradCheckCase:
@@ -335,13 +345,7 @@ def aux_trade_outcome_backward_gradcheck(
         },
         primals=primals,
         loss=loss,
-        grads={
-            "dW1_partial": GradTarget("W1", "sum0"),
-            "db1_partial": GradTarget("b1", "sum0"),
-            "dW2_partial": GradTarget("W2", "sum0"),
-            "db2_partial": GradTarget("b2", "sum0"),
-            "dh_s2_aux_out": GradTarget("h_s2", "none"),
-        },
+        grads=dict(_HEAD_GRADS),
     )
 
 
@@ -458,13 +462,7 @@ def aux_next_bar_backward_gradcheck(
         },
         primals=primals,
         loss=loss,
-        grads={
-            "dW1_partial": GradTarget("W1", "sum0"),
-            "db1_partial": GradTarget("b1", "sum0"),
-            "dW2_partial": GradTarget("W2", "sum0"),
-            "db2_partial": GradTarget("b2", "sum0"),
-            "dh_s2_aux_out": GradTarget("h_s2", "none"),
-        },
+        grads=dict(_HEAD_GRADS),
     )
 
 

@@ -89,6 +89,17 @@ class Graph(abc.ABC):
         pass
 
 
+class StreamGraph(Graph):
+    """A graph whose executable is replayed with ``launch(stream)`` (PyCUDA's GraphExec, CuPy's Graph)."""
+
+    def __init__(self, executable: Any, stream: Any):
+        self.executable = executable
+        self.stream = stream
+
+    def replay(self) -> None:
+        self.executable.launch(self.stream)
+
+
 class Backend(abc.ABC):
     """Device memory, modules, launches, graphs, timing and device facts (see the module docstring)."""
 

@@ -14,18 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import MASK64, Backend, BackendUnavailable, DeviceError, Graph, hash_words
+from ._backend import MASK64, Backend, BackendUnavailable, DeviceError, Graph, StreamGraph, hash_words
 from ._helpers import HELPER_THREADS, helper_blocks
 from ._pycuda import _sticky
-
-
-class _CupyGraph(Graph):
-    def __init__(self, graph: Any, stream: Any):
-        self.graph = graph
-        self.stream = stream
-
-    def replay(self) -> None:
-        self.graph.launch(self.stream)
 
 
 class CupyBackend(Backend):
@@ -180,7 +171,7 @@ class CupyBackend(Backend):
         self._capturing = False
         try:
             if cap == "native":
-                return _CupyGraph(self.stream.end_capture(), self.stream)
+                return StreamGraph(self.stream.end_capture(), self.stream)
             if cap is None:
                 raise DeviceError("no capture is open")
             return cap.end()

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Backend, BackendUnavailable, DeviceError, Graph
+from ._backend import Backend, BackendUnavailable, DeviceError, Graph, StreamGraph
 from ._helpers import HELPER_THREADS, helper_blocks
 
 _STICKY = ("illegal address", "illegal memory", "launch failed", "unspecified launch failure", "misaligned", "illegal instruction",
@@ -25,15 +25,6 @@ _STICKY = ("illegal address", "illegal memory", "launch failed", "unspecified la
 def _sticky(msg: str) -> bool:
     m = msg.lower()
     return any(s in m for s in _STICKY)
-
-
-class _NativeGraph(Graph):
-    def __init__(self, exe: Any, stream: Any):
-        self.exe = exe
-        self.stream = stream
-
-    def replay(self) -> None:
-        self.exe.launch(self.stream)
 
 
 class PyCudaBackend(Backend):
@@ -224,7 +215,7 @@ class PyCudaBackend(Backend):
         self._capturing = False
         if cap == "native":
             g = self.stream.end_capture()
-            return _NativeGraph(g.instantiate(), self.stream)
+            return StreamGraph(g.instantiate(), self.stream)
         if cap is None:
             raise DeviceError("no capture is open")
         return cap.end()
