@@ -265,9 +265,11 @@ def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path, capsys):
     assert main(["build", "--root", str(project)]) == 2
     assert capsys.readouterr().err == f"error: {NVCC_MISSING}\n"
     result = check(project, select=["build"])
-    assert result.ran == [] and {n.rule for n in result.not_run} == {
-        "COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS",
+    # LOCAL_ARRAY_BOUNDS reads the sources and needs no compiler; the others are not run, never passed
+    assert result.ran == ["LOCAL_ARRAY_BOUNDS"] and {n.rule for n in result.not_run} == {
+        "COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS", "STORE_RACE",
     }  # fmt: skip
+    assert [f.rule for f in result.findings] == ["LOCAL_ARRAY_BOUNDS"]
     assert {n.reason for n in result.not_run} == {NVCC_MISSING}
 
 
@@ -357,6 +359,33 @@ def test_register_spills_is_a_warning(fixture_build):
     assert f.subject == "heavy_capped" and f.severity.value == "warning"
     assert e.spill_stores > 0 and e.registers <= 32
     assert f.message.startswith('Kernel "heavy_capped" spills registers to local memory: ')
+
+
+@pytest.mark.nvcc
+def test_store_race_finds_the_slot_every_lane_blends_and_not_the_one_thread_0_does(fixture_build):
+    project, _ = fixture_build
+    (f,) = _findings(project, "STORE_RACE")
+    assert (f.file, f.line, f.subject) == ("kernels/ema_slots.cu", 12, "ema_every_lane")
+    assert re.fullmatch(
+        re.escape('Kernel "ema_every_lane" stores to global memory at an address that is the same for every thread of a block '
+                  "(kernels/ema_slots.cu:12, st.global.f32 [") + r"%rd\d+\], %f\d+" + re.escape(") from more than one thread: a write "
+                  "race; guard it so one thread stores (if (threadIdx.x == 0)), or use an atomic."),
+        f.message,
+    ), f.message  # fmt: skip
+
+
+def test_local_array_bounds_finds_the_loop_one_quad_too_far_without_a_compiler(tmp_path, monkeypatch):
+    project = _copy_project(DATA / "project", tmp_path / "p", tmp_path / "cache")
+    _no_nvcc(monkeypatch)
+    (f,) = [f for f in check(project, select=["LOCAL_ARRAY_BOUNDS"]).findings]
+    assert (f.file, f.line, f.subject) == ("kernels/quads_overrun.cu", 11, "quads_overrun")
+    assert f.message == (
+        '"v[u]" indexes the local array "v" of 4 elements (declared at line 7) with u = 0 .. 4 (the loop at line 9): '
+        "index 4 is out of bounds, undefined behaviour the compiler may hide."
+    )
+    # quads_ok.cu is the same kernel with the bound in place
+    ok, bad = ((DATA / "project" / "kernels" / n).read_text().splitlines() for n in ("quads_ok.cu", "quads_overrun.cu"))
+    assert [(a, b) for a, b in zip(ok, bad) if a != b][-1] == ("    for (int u = 0; u < kQuads; ++u) {", "    for (int u = 0; u <= kQuads; ++u) {")
 
 
 @pytest.mark.nvcc

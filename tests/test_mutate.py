@@ -312,7 +312,7 @@ def test_pipeline_counts_caught_survivors_and_equivalents(tmp_path):
     assert k.score == pytest.approx(7 / 8)
     assert [o.mutant.id for o in k.unclassified] == ["accum:11:66:0"]
     assert run.exit_code == 1
-    assert run.backend == "emulated" and run.settings["sizes"] == [1, 37, 300, 4096]
+    assert run.backend == "emulated" and run.settings["sizes"] == [1, 37, 300, 4096, 4103, 65536]
 
 
 def test_pipeline_json_is_what_the_report_reads(tmp_path, capsys):
@@ -386,7 +386,7 @@ def test_compiled_pipeline_drops_identical_mutants_before_verifying(tmp_path, mo
     cfg, _ = load_project(REPO)
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
     monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
-    run = run_mutation(REPO, ["aux_trade_outcome_loss_reduce"], operators=["aor"], config=cfg)
+    run = run_mutation(REPO, ["aux_trade_outcome_loss_reduce"], operators=["aor"], config=cfg, sanitizers=(), slowdown=False)
     (k,) = run.kernels
     identical = [o.mutant.id for o in k.outcomes if o.status == "identical"]
     assert identical == ["aor:74:35:0"]  # b + 0 -> b - 0: the compiler proves it equivalent
@@ -488,7 +488,7 @@ def test_racecheck_runs_the_baseline_of_each_kernel_with_a_surviving_barrier_mut
     from types import SimpleNamespace
 
     from audit import runtime
-    from audit.mutate._run import _racecheck
+    from audit.mutate._run import _sanitize
 
     cfg, cs = load_project(REPO)
     ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync"])[1]["aux_label_scale_ema_update"]][:2]
@@ -503,7 +503,7 @@ def test_racecheck_runs_the_baseline_of_each_kernel_with_a_surviving_barrier_mut
         return SimpleNamespace(result=SimpleNamespace(findings=[f] if hazard else []))
 
     monkeypatch.setattr(runtime, "verify", fake_verify)
-    found, bases = _racecheck(cfg, ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, lambda ev: None)
+    found, bases = _sanitize(cfg, "racecheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, lambda ev: None)
     assert sorted(seen) == sorted([("aux_label_scale_ema_update", p.name, "racecheck", (37, 300)) for p in [original, *paths.values()]])
     assert found == {ms[0].key: (("SANITIZER_RACECHECK",), "a hazard")}
     assert bases == {"aux_label_scale_ema_update": [("SANITIZER_RACECHECK", "a hazard")]}
@@ -522,3 +522,138 @@ def test_the_report_shows_an_unscored_kernel_as_not_scored(tmp_path):
     data = json.loads(path.read_text())
     path.write_text(json.dumps({**data, "baseline": "pass", "mutants": 0}))
     assert _mutation_view(path).score == "not scored (no mutant counts)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# after the numeric checks: MUTATE_SLOWDOWN and the compute-sanitizer passes of the survivors
+
+
+def _slow(launch):
+    import time as _time
+
+    _time.sleep(0.02)  # the reference's numbers, 20 ms late: far more work for the same results
+    launch.write_outputs(launch.run_reference())
+
+
+def test_a_survivor_far_slower_than_its_baseline_is_caught_by_mutate_slowdown(tmp_path):
+    slow, same = "loop:11:59:0", "accum:11:66:0"
+    stand_in = {slow: {"strided_gather": _slow}, same: {}}
+    run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: stand_in.get(m.id, {m.kernel: _wrong}),
+                       equivalent_file=tmp_path / "none.toml", sizes=(1, 37), slowdown=True)  # fmt: skip
+    (k,) = run.kernels
+    by_id = {o.mutant.id: o for o in k.outcomes}
+    assert by_id[slow].status == "caught" and by_id[slow].checks == ("MUTATE_SLOWDOWN",)
+    assert re.fullmatch(r"its launch at B=(1|37)\S* on emulated takes \d+(\.\d+)? ms, \d+ times the unmutated kernel's [\d.]+ (ms|us): "
+                        r"the same results for far more work", by_id[slow].detail), by_id[slow].detail  # fmt: skip
+    assert by_id[same].status == "survived"  # the same cost: no slowdown
+    assert k.by_check == {"MUTATE_SLOWDOWN": 1, "VERIFY_REFERENCE": 7}
+    assert run.settings["slowdown"] == {"ratio": 10.0, "seconds": 0.001}
+    # off by default without a GPU: emulated timings say nothing about kernels
+    run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: stand_in.get(m.id, {m.kernel: _wrong}),
+                       equivalent_file=tmp_path / "none.toml", sizes=(1,))  # fmt: skip
+    assert {o.mutant.id: o.status for o in run.kernels[0].outcomes}[slow] == "survived" and run.settings["slowdown"] is None
+
+
+def test_slower_needs_both_the_ratio_and_the_absolute_time():
+    from types import SimpleNamespace
+
+    from audit.mutate._run import slower
+
+    def outcome(times):
+        r = SimpleNamespace(subject="k", backend="pycuda", launch_seconds=times)
+        return SimpleNamespace(outcome=SimpleNamespace(run=SimpleNamespace(results=[r])))
+
+    base = outcome({"B=1": 10e-6, "B=4096": 40e-6})
+    assert slower(outcome({"B=1": 900e-6, "B=4096": 41e-6}), base) == ""  # 90 times, but 0.9 ms: launch noise
+    assert slower(outcome({"B=1": 11e-6, "B=4096": 390e-6}), base) == ""  # 0.35 ms more, under 10 times
+    assert slower(outcome({"B=1": 10e-6, "B=4096": 10.04e-3}), base) == (
+        "its launch at B=4096 on pycuda takes 10 ms, 251 times the unmutated kernel's 40 us: the same results for far more work"
+    )
+    assert slower(outcome({"B=65536": 1.0}), base) == ""  # no baseline time for that case
+
+
+def test_survivors_go_through_memcheck_then_racecheck_where_shared_memory_is_used(monkeypatch, tmp_path):
+    """memcheck takes every numeric survivor; racecheck those memcheck left of kernels that use shared
+    memory, and every lost barrier; a report on the unmutated copy makes the baseline fail."""
+    from audit.mutate import _run
+
+    calls = []
+
+    def fake_sanitize(cfg, tool, mutants, paths, originals, backends, seed, progress, workers=4):
+        calls.append((tool, sorted(m.id for m in mutants)))
+        ids = sorted(m.id for m in mutants)
+        found = {m.key: ((f"SANITIZER_{tool.upper()}",), f"{tool} report") for m in mutants if m.id == ids[0]}
+        return found, {"trade_outcome_label": None}
+
+    monkeypatch.setattr(_run, "_sanitize", fake_sanitize)
+    monkeypatch.setattr(_run, "_uses_shared", lambda cfg, cs, kernel, arch: True)
+    survive = {"loop", "accum", "guard"}
+    run = run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {} if m.operator in survive else {m.kernel: _wrong},
+                       equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("memcheck", "racecheck"))  # fmt: skip
+    (k,) = run.kernels
+    survivors = sorted(o.mutant.id for o in k.outcomes if o.mutant.operator in survive)
+    assert len(survivors) >= 3
+    assert calls == [("memcheck", survivors), ("racecheck", survivors[1:])]
+    statuses = {o.mutant.id: (o.status, o.checks) for o in k.outcomes}
+    assert statuses[survivors[0]] == ("caught", ("SANITIZER_MEMCHECK",))
+    assert statuses[survivors[1]] == ("caught", ("SANITIZER_RACECHECK",))
+    assert all(statuses[i][0] == "survived" for i in survivors[2:])
+    assert run.settings["sanitizers"] == {"memcheck": [1, 37, 300, 4096], "racecheck": [37, 300]}
+    # racecheck sees shared memory only: a kernel without it sends no survivor there
+    calls.clear()
+    monkeypatch.setattr(_run, "_uses_shared", lambda cfg, cs, kernel, arch: False)
+    run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {} if m.operator in survive else {m.kernel: _wrong},
+                 equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("memcheck", "racecheck"))  # fmt: skip
+    assert calls == [("memcheck", survivors), ("racecheck", [])]
+
+
+def test_a_sanitizer_report_on_the_unmutated_copy_leaves_the_kernel_unscored(monkeypatch, tmp_path):
+    from audit.mutate import _run
+
+    monkeypatch.setattr(_run, "_sanitize", lambda cfg, tool, mutants, *a, **kw: ({}, {"trade_outcome_label": [("SANITIZER_MEMCHECK", "a read past the end")]}))
+    run = run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {}, equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("memcheck",))
+    (k,) = run.kernels
+    assert (k.baseline, k.baseline_findings, k.score) == ("fail", ["SANITIZER_MEMCHECK: a read past the end"], None)
+
+
+def test_sanitizers_argument_is_checked(capsys):
+    with pytest.raises(UsageError, match=re.escape("""--sanitizers takes 'memcheck' and 'racecheck' (or "none"), found "initcheck".""")):
+        run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {}, sanitizers=("initcheck",))
+
+
+@pytest.mark.nvcc
+def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, monkeypatch):
+    """The survivors of the first H200 run that no GPU check could catch: a deleted single-thread guard
+    around an ISV update (STORE_RACE on the PTX) and a loop bound one past a local array (LOCAL_ARRAY_BOUNDS
+    on the source). Caught before any verification; the unmutated copies pass both checks."""
+    from audit import runtime
+    from audit.config import with_overrides
+
+    cfg, _ = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    run = run_mutation(REPO, ["aux_heads_loss_ema_update", "aux_label_scale_ema_update"], operators=["guard", "ror"], config=cfg,
+                       sanitizers=(), slowdown=False, sizes=(1,))  # fmt: skip
+    heads, scale = run.kernels
+    assert heads.baseline == "pass" and scale.baseline == "pass"
+    got = {(k.kernel, o.mutant.id): (o.status, o.checks) for k in run.kernels for o in k.outcomes if o.checks and o.checks[0] in ("STORE_RACE", "LOCAL_ARRAY_BOUNDS")}
+    assert got[("aux_heads_loss_ema_update", "guard:76:5:0")] == ("caught", ("STORE_RACE",))
+    assert got[("aux_heads_loss_ema_update", "ror:76:21:0")] == ("caught", ("STORE_RACE",))
+    assert got[("aux_label_scale_ema_update", "guard:66:5:0")] == ("caught", ("STORE_RACE",))
+    assert got[("aux_label_scale_ema_update", "ror:47:27:0")] == ("caught", ("LOCAL_ARRAY_BOUNDS",))
+    assert got[("aux_label_scale_ema_update", "ror:52:27:0")] == ("caught", ("LOCAL_ARRAY_BOUNDS",))
+    detail = next(o.detail for o in heads.outcomes if o.mutant.id == "guard:76:5:0")
+    assert detail.startswith('Kernel "aux_heads_loss_ema_update" stores to global memory at an address that is the same for every thread of a block '
+                             "(kernels/aux_heads_loss_ema_kernel.cu:77, st.global.f32 ")  # fmt: skip
+    detail = next(o.detail for o in scale.outcomes if o.mutant.id == "ror:47:27:0")
+    assert detail == ('kernels/aux_heads_loss_ema_kernel.cu:49: "v[u]" indexes the local array "v" of 8 elements (declared at line 45) '
+                      "with u = 0 .. 8 (the loop at line 47): index 8 is out of bounds, undefined behaviour the compiler may hide.")  # fmt: skip
+    assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "STORE_RACE"]
+
+
+def test_mutants_are_judged_at_the_sizes_of_wireup_verify():
+    from audit.mutate._run import MEMCHECK_SIZES, MUTATE_SIZES
+    from audit.runtime._plan import DEFAULT_SIZES
+    from audit.runtime._verify import SANITIZER_SIZES
+
+    assert MUTATE_SIZES == DEFAULT_SIZES and MEMCHECK_SIZES == SANITIZER_SIZES

@@ -101,7 +101,7 @@ def test_sizes_default_to_the_brief_and_sample_rows_beyond_the_budget(shipped):
     cfg, cs = shipped
     from audit.runtime._plan import DEFAULT_SIZES
 
-    assert DEFAULT_SIZES == (1, 37, 300, 4096, 65536)
+    assert DEFAULT_SIZES == (1, 37, 300, 4096, 4103, 65536)
     # budgets scaled down so the test stays fast: 300 rows play the part of 65536
     s = _session(cs, cfg, sizes=(300,), budgets={"rowwise": 100_000, "reference": 100_000})
     v = KernelVerifier(s, cs.kernel("aux_trunk_backward"))

@@ -8,7 +8,7 @@ its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argum
 
     wireup mutate strided_gather --list
     wireup mutate --all --max-mutants 40 --jobs 16
-    wireup mutate aux_trade_outcome_backward --operators ror,guard,sync --sizes 1,37,300
+    wireup mutate aux_trade_outcome_backward --operators ror,guard,sync --sizes 1,37,300 --sanitizers none
     wireup mutate --reclassify                      # apply equivalent.toml to reports/mutation/*.json
 """
 
@@ -38,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
     p.add_argument("--workers", type=int, metavar="N", help="verify in N worker processes sharing the GPU (default: one per 4 cores, at most 4)")
     p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
-    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default 1,37,300,4096; the kernel's gradient check runs as well; surviving removed barriers are re-run under racecheck)")
+    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default: those of wireup verify, 1,37,300,4096,4103,65536; the kernel's gradient check runs as well)")
+    p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="compute-sanitizer passes of the survivors: memcheck (at 1,37,300,4096), racecheck (at 37,300; kernels using shared memory and lost barriers), or none (default: memcheck,racecheck)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
@@ -109,14 +110,16 @@ class MutateProgress:
             self.done += 1
             verdict = "ERROR" if failed is None else ("caught by " + ", ".join(failed) if failed else "SURVIVED")
             self.write(f"verify   [{self.done}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
-        elif kind == "racecheck":
-            self.write(f"race     {ev['variant']}  {ev['verdict']} under compute-sanitizer racecheck")
+        elif kind == "sanitizer":
+            self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}")
+        elif kind == "slowdown":
+            self.write(f"slowdown {ev['variant']}  caught by MUTATE_SLOWDOWN: {ev['message']}")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
     from ..errors import EnvironmentProblem, UsageError
-    from ..mutate import QUICK_SIZES, plan_mutants, render_list, render_table, run_mutation, write_kernel_json
+    from ..mutate import MUTATE_SIZES, plan_mutants, render_list, render_table, run_mutation, write_kernel_json
 
     root = root_of(args)
     cfg, cs = load_project(root)
@@ -140,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")
     sizes = _ints(args.sizes, "--sizes")
+    tools = list(split_list(args.sanitizers))
+    sanitizers = None if not tools else [] if tools == ["none"] else tools
     stand_in = _load_callable(args.stand_in) if args.stand_in else None
     baseline_stand_in = _load_callable(args.baseline_stand_in) if args.baseline_stand_in else None
     # a SIGTERM (`timeout`, a CI cancel) ends the run like Ctrl-C, so the workers are killed, not orphaned
@@ -148,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_mutation(
             root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=args.workers,
-            backends=[args.backend], sizes=sizes or QUICK_SIZES, seed=args.seed, launch_timeout=args.timeout,
+            backends=[args.backend], sizes=sizes or MUTATE_SIZES, seed=args.seed, launch_timeout=args.timeout, sanitizers=sanitizers,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
             progress=MutateProgress(sys.stderr), config=cfg, baseline_stand_in=baseline_stand_in,
         )  # fmt: skip
@@ -175,7 +180,7 @@ def _reclassify(args: argparse.Namespace, cfg: Any, cs: Any) -> int:
     if args.all and args.kernels:
         raise UsageError("--reclassify takes kernel names or --all (every recorded result), not both.")
     conflicting = [f for f, v in (("--list", args.list), ("--max-mutants", args.max_mutants), ("--operators", args.operators),
-                                  ("--sizes", args.sizes), ("--stand-in", args.stand_in)) if v]  # fmt: skip
+                                  ("--sizes", args.sizes), ("--sanitizers", args.sanitizers), ("--stand-in", args.stand_in)) if v]  # fmt: skip
     if conflicting:
         raise UsageError(f"--reclassify re-reads recorded results; {conflicting[0]} belongs to a run.")
     folder = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"

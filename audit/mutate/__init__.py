@@ -23,4 +23,4 @@ from ._operators import OPERATOR_MAP as OPERATOR_MAP, OPERATORS as OPERATORS, Op
 from ._render import kernel_json as kernel_json, render_list as render_list, render_table as render_table, write_kernel_json as write_kernel_json
 from ._results import KernelMutation as KernelMutation, MutantOutcome as MutantOutcome, MutationRun as MutationRun
 from ._reclassify import reclassify as reclassify
-from ._run import QUICK_SIZES as QUICK_SIZES, plan_mutants as plan_mutants, run_mutation as run_mutation
+from ._run import MUTATE_SIZES as MUTATE_SIZES, plan_mutants as plan_mutants, run_mutation as run_mutation

@@ -40,6 +40,7 @@ class MutantBuild:
     path: Path
     detail: str = ""
     nvcc: str = ""  # the compiler's version
+    ptx: Path | None = None  # the compiled PTX (in the build cache), for the static checks
 
 
 def mutant_dir(cfg: Any, kernel: str) -> Path:
@@ -85,6 +86,28 @@ def normalized_ptx(text: str, symbol: str) -> str:
     return "\n".join(out)
 
 
+def build_original(cfg: Any, cs: Any, name: str, text: str, arch: str) -> MutantBuild:
+    """Write and compile the unmutated copy of kernel ``name``'s source (``original.cu`` beside its
+    mutants, compiled exactly as they are; a cached build starts no compiler).
+
+    Raises :class:`UsageError` when it does not compile from there (a header found only relative to the
+    kernel's own folder, say), since then no mutant could."""
+    from ..build import build_kernels
+
+    k = cs.kernel(name)
+    path = mutant_dir(cfg, name) / "original.cu"
+    _write_if_changed(path, text)
+    result = build_kernels(cfg, cs, arch=arch, jobs=1, sources=[name], source_overrides={name: path})
+    sb, entry = result.kernel(k)
+    if not sb.ok or entry is None or sb.ptx is None:
+        first = sb.first_error.render() if sb.first_error else "no entry point " + k.symbol
+        raise UsageError(
+            f'The unmutated copy of "{k.source}" at "{path}" does not compile ({first}); mutants are compiled from '
+            f'that folder, so every header a kernel includes must be found through the include folders ("include" in wireup.toml).'
+        )
+    return MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
+
+
 def build_mutants(
     cfg: Any,
     cs: Any,
@@ -105,18 +128,9 @@ def build_mutants(
     originals = {m.kernel: m.original for m in mutants}
 
     def baseline(name: str) -> tuple[str, str]:
-        k = cs.kernel(name)
-        path = mutant_dir(cfg, name) / "original.cu"
-        _write_if_changed(path, originals[name])
-        result = build_kernels(cfg, cs, arch=arch, jobs=1, sources=[name], source_overrides={name: path})
-        sb, entry = result.kernel(k)
-        if not sb.ok or entry is None or sb.ptx is None:
-            first = sb.first_error.render() if sb.first_error else "no entry point " + k.symbol
-            raise UsageError(
-                f'The unmutated copy of "{k.source}" at "{path}" does not compile ({first}); mutants are compiled from '
-                f'that folder, so every header a kernel includes must be found through the include folders ("include" in wireup.toml).'
-            )
-        return name, normalized_ptx(sb.ptx.read_text(), entry.symbol)
+        b = build_original(cfg, cs, name, originals[name], arch)
+        assert b.ptx is not None
+        return name, normalized_ptx(b.ptx.read_text(), cs.kernel(name).symbol)
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:
         baselines = dict(pool.map(baseline, originals))
@@ -132,9 +146,9 @@ def build_mutants(
         elif entry is None:
             out = MutantBuild("stillborn", path, f'its cubin has no entry point "{k.symbol}"', result.nvcc_version)
         elif sb.ptx is not None and normalized_ptx(sb.ptx.read_text(), entry.symbol) == baselines[m.kernel]:
-            out = MutantBuild("identical", path, nvcc=result.nvcc_version)
+            out = MutantBuild("identical", path, nvcc=result.nvcc_version, ptx=sb.ptx)
         else:
-            out = MutantBuild("compiled", path, nvcc=result.nvcc_version)
+            out = MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
         with lock:
             progress({"event": "mutant_built", "mutant": m.key, "status": out.status, "cached": sb.cached})
         return m.key, out

@@ -4,18 +4,29 @@
    ``max_mutants`` per kernel (a deterministic selection that keeps every operator represented).
 2. Find the GPU (before anything is compiled) and compile every mutant, ``jobs`` at a time, through the
    build cache; drop the stillborn and the identical ones (:mod:`audit.mutate._build`).
-3. Verify each compiled mutant, for its own kernel only, at quick sizes, in ``workers`` long-lived
-   workers (:func:`audit.runtime.verify_many`); a kernel's verification stops after its first failing
-   case (the checks that failed are recorded); a hang ends at ``launch_timeout`` and counts as caught
-   by VERIFY_TIMEOUT. The unmutated kernel (its *baseline*, the copy the mutants are compared with) is
-   one more variant of the same call, so it is verified with exactly the same sizes, seed, backends and
-   first-failure rule; where surviving ``sync`` mutants are re-run under racecheck, so is the baseline.
-4. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
+3. Run the static kernel-code checks of ``wireup check`` on each mutant (:mod:`audit.mutate._static`:
+   LOCAL_ARRAY_BOUNDS on its source, STORE_RACE on its PTX). A mutant they flag is caught without a GPU;
+   one whose PTX is identical to the original's but whose source indexes a local array out of bounds is
+   caught too (the compiler dropped undefined behaviour, it did not prove the mutant equivalent).
+4. Verify each other compiled mutant, for its own kernel only, at the sizes of ``wireup verify``, in
+   ``workers`` long-lived workers (:func:`audit.runtime.verify_many`); a kernel's verification stops after
+   its first failing case (the checks that failed are recorded); a hang ends at ``launch_timeout`` and
+   counts as caught by VERIFY_TIMEOUT. The unmutated kernel (its *baseline*, the copy the mutants are
+   compared with) is one more variant of the same call, so it is verified with exactly the same sizes,
+   seed, backends and first-failure rule.
+5. A survivor whose fastest launch in some case takes :data:`SLOWDOWN_RATIO` times the baseline's, and
+   :data:`SLOWDOWN_SECONDS` more, is caught by MUTATE_SLOWDOWN (same numbers, a lost work bound).
+6. Every other survivor runs again under compute-sanitizer memcheck (:data:`MEMCHECK_SIZES`), and those
+   of kernels that use shared memory (or that lost a barrier) under racecheck (:data:`RACE_SIZES`); the
+   baseline of each kernel involved runs under the same tool (a report it has itself would "catch"
+   every such survivor, so it makes the baseline fail).
+7. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
    Classify the other kernels' survivors with the equivalence records, and count.
 
-``stand_in`` replaces steps 2-3's code with emulated Python kernels, one mapping per mutant, for CPU
-tests of the accounting: no compiler, no GPU (``baseline_stand_in`` maps a kernel name to the baseline's
-stand-ins; by default the baseline runs the emulated reference and passes).
+``stand_in`` replaces steps 2-4's code with emulated Python kernels, one mapping per mutant, for CPU
+tests of the accounting: no compiler, no GPU, no static checks, no sanitizer (``baseline_stand_in`` maps
+a kernel name to the baseline's stand-ins; by default the baseline runs the emulated reference and
+passes).
 
 >>> run = run_mutation(Path("."), ["strided_gather"], jobs=16, workers=4)    # doctest: +SKIP
 >>> run.kernels[0].caught, run.kernels[0].mutants                          # doctest: +SKIP
@@ -34,14 +45,23 @@ from typing import Any
 
 from .. import __version__
 from ..errors import UsageError
-from ._build import build_mutants, mutant_dir
+from ._build import build_mutants, build_original, mutant_dir
 from ._equivalent import DEFAULT_FILE, load_records, match_records
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
+from ._static import STATIC_RULES, static_catches
 
 BASELINE = "baseline"  # the variant id of a kernel's unmutated copy: "<kernel>/baseline" (a mutant id has colons)
-QUICK_SIZES = (1, 37, 300, 4096)  # 4096: unrolled and multi-block paths only run at a real batch
+# the sizes of `wireup verify` itself: a mutant is judged by the verification a kernel gets (the first H200
+# run used 1, 37, 300, 4096 to save time, and 15 survivors needed 4103 or 65536)
+# (audit.runtime._plan.DEFAULT_SIZES; spelled out so that importing audit.mutate, as the static checks'
+# use of its tokenizer does, imports no runtime module; a test keeps the two equal)
+MUTATE_SIZES = (1, 37, 300, 4096, 4103, 65536)
+MEMCHECK_SIZES = (1, 37, 300, 4096)  # those of `wireup verify --sanitizer` (audit.runtime._verify.SANITIZER_SIZES)
 RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racecheck at these sizes
+SANITIZERS = ("memcheck", "racecheck")  # the passes survivors go through, in this order
+SLOWDOWN_RATIO = 10.0  # a surviving mutant this many times slower than its baseline in one case is caught ...
+SLOWDOWN_SECONDS = 1e-3  # ... when it is also this much slower (launch noise is microseconds)
 DEFAULT_LAUNCH_TIMEOUT = 5.0
 
 Progress = Callable[[dict[str, Any]], None]
@@ -51,6 +71,12 @@ def default_workers() -> int:
     """Verification workers by default: one per 4 CPU cores, at most 4 (host work, references and
     comparisons, dominates a mutant's verification; 4 contexts share one GPU comfortably)."""
     return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def sanitizer_workers() -> int:
+    """compute-sanitizer processes at a time: one per 2 CPU cores, at most 8 (an instrumented run is
+    mostly host work: the tool's bookkeeping, the references and the comparisons)."""
+    return max(1, min(8, (os.cpu_count() or 1) // 2))
 
 
 def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[str] | None = None,
@@ -98,7 +124,7 @@ def run_mutation(
     jobs: int | None = None,
     workers: int | None = None,
     backends: Sequence[str] = ("auto",),
-    sizes: Sequence[int] = QUICK_SIZES,
+    sizes: Sequence[int] = MUTATE_SIZES,
     seed: int = 0,
     launch_timeout: float = DEFAULT_LAUNCH_TIMEOUT,
     timeout: float | None = None,
@@ -107,8 +133,12 @@ def run_mutation(
     progress: Progress | None = None,
     config: Any = None,
     baseline_stand_in: Callable[[str], Mapping[str, Any]] | None = None,
+    sanitizers: Sequence[str] | None = None,
+    slowdown: bool | None = None,
 ) -> MutationRun:
-    """Mutate, compile, verify and classify (see the module docstring)."""
+    """Mutate, compile, verify and classify (see the module docstring). ``sanitizers`` are the
+    compute-sanitizer passes of the survivors (default :data:`SANITIZERS` on a GPU, none with
+    ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU)."""
     from ..api import load_project
     from ..runtime import Variant, gpu_target, verify_many
 
@@ -122,6 +152,11 @@ def run_mutation(
             raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
     if max_mutants is not None and max_mutants < 1:
         raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
+    tools = tuple(SANITIZERS if sanitizers is None and stand_in is None else sanitizers or ())
+    for tool in tools:
+        if tool not in SANITIZERS:
+            raise UsageError(f'--sanitizers takes {" and ".join(f"{t!r}" for t in SANITIZERS)} (or "none"), found "{tool}".')
+    slowdown = stand_in is None if slowdown is None else slowdown
     generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
     eq_path = equivalent_file or DEFAULT_FILE
     records = load_records(eq_path, _display(eq_path, cfg.root))
@@ -138,14 +173,24 @@ def run_mutation(
         details = {key: b.detail for key, b in builds.items()}
         paths = {key: b.path for key, b in builds.items()}
         nvcc = next((b.nvcc for b in builds.values() if b.nvcc), "")
+        # the static kernel-code checks of `wireup check`, on each mutant and on each unmutated copy
+        t = time.perf_counter()
+        originals_built = {name: build_original(cfg, cs, name, ms[0].original, arch) for name, ms in selected.items() if ms}
+        hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key]) for m in all_selected if statuses[m.key] in ("compiled", "identical")])
+        static = {key: (tuple(dict.fromkeys(r for r, _ in v)), v[0][1]) for key, v in hits.items()}
+        static_baselines = static_catches(cfg, cs, [(name, name, b) for name, b in originals_built.items()])
+        for key in static:
+            statuses[key] = "compiled"  # an identical mutant that a static check flags is caught, not dropped
+        timing["static"] = time.perf_counter() - t
     else:
         names, arch = ["emulated"], None
         statuses = {m.key: "compiled" for m in all_selected}
         details, paths, nvcc = {}, {}, ""
+        static, static_baselines = {}, {}
 
     # interleave the kernels so the heavy ones do not all queue at the end
     order = [m for group in _round_robin(list(selected.values())) for m in group]
-    to_run = [m for m in order if statuses[m.key] == "compiled"]
+    to_run = [m for m in order if statuses[m.key] == "compiled" and m.key not in static]
     variants = [
         Variant(m.key, (m.kernel,), {m.kernel: paths[m.key]} if m.key in paths else {}, stand_in(m) if stand_in else None)
         for m in to_run
@@ -170,16 +215,29 @@ def run_mutation(
     timing["verify"] = time.perf_counter() - t
     by_key = {o.id: o for o in outs}
     baselines = {name: _baseline(by_key[f"{name}/{BASELINE}"]) for name in selected}
-    raced: dict[str, tuple[tuple[str, ...], str]] = {}
-    if stand_in is None:
-        # a removed barrier rarely changes numbers on one run; a survivor of the sync operator is run again
-        # under compute-sanitizer racecheck, as the missing-__syncthreads broken fixture is, and so is the
-        # unmutated copy of its kernel (a race it has itself would "catch" every such survivor)
-        survivors = [m for m in to_run if m.operator == "sync" and by_key[m.key].error is None and not by_key[m.key].failed_rules]
+    for name, hits in static_baselines.items():
+        if baselines[name][0] == "pass":
+            baselines[name] = ("fail", [f"{rule}: {message}" for rule, message in hits])
+    # later passes, each over the survivors of the one before: mutant key -> (rule IDs, first message)
+    late: dict[str, tuple[tuple[str, ...], str]] = dict(static)
+    survivors = [m for m in to_run if by_key[m.key].error is None and not by_key[m.key].failed_rules]
+    if slowdown:
+        for m in survivors:
+            hit = slower(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])
+            if hit:
+                late[m.key] = (("MUTATE_SLOWDOWN",), hit)
+                progress({"event": "slowdown", "variant": m.key, "message": hit})
+    for tool in tools:
+        # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
+        # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
+        # their kernel (a report it has itself would "catch" every such survivor). racecheck sees shared
+        # memory only, so it takes the survivors of kernels that use it and every lost barrier.
+        todo = [m for m in survivors if m.key not in late and (tool != "racecheck" or m.operator == "sync" or _uses_shared(cfg, cs, m.kernel, arch))]
         t = time.perf_counter()
-        raced, raced_originals = _racecheck(cfg, survivors, paths, originals, names, seed, progress)
-        timing["racecheck"] = time.perf_counter() - t
-        for name, hit in raced_originals.items():
+        found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers())
+        timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
+        late.update(found)
+        for name, hit in checked.items():
             if baselines[name][0] == "pass" and hit is not None:
                 baselines[name] = ("fail", [f"{rule}: {message}" for rule, message in hit])
 
@@ -199,13 +257,17 @@ def run_mutation(
             if st != "compiled":
                 outcomes.append(MutantOutcome(m, st, detail=details.get(m.key, "")))
                 continue
-            o = by_key[m.key]
+            o = by_key.get(m.key)
+            if o is None:  # caught by a static check: never verified
+                rules, first = late[m.key]
+                outcomes.append(MutantOutcome(m, "not_scored" if unscored else "caught", rules, unscored or first))
+                continue
             if o.error:
                 outcomes.append(MutantOutcome(m, "error", detail=o.error, seconds=o.seconds))
                 continue
             rules = tuple(o.failed_rules)
-            if not rules and m.key in raced:
-                rules, first = raced[m.key]
+            if not rules and m.key in late:
+                rules, first = late[m.key]
             elif rules:
                 first = next((f.message for f in o.outcome.result.findings if f.severity.value == "error"), "")
             if unscored:
@@ -223,7 +285,9 @@ def run_mutation(
     run = MutationRun(results, settings={
         "sizes": [int(s) for s in sizes], "seed": int(seed), "operators": sorted(check_operators(operators)),
         "max_mutants": max_mutants, "launch_timeout_s": launch_timeout, "first_failure": True,
-        "equivalent_file": _display(eq_path, cfg.root),
+        "equivalent_file": _display(eq_path, cfg.root), "static_checks": [] if stand_in else list(STATIC_RULES),
+        "sanitizers": {t: list(MEMCHECK_SIZES if t == "memcheck" else RACE_SIZES) for t in tools},
+        "slowdown": {"ratio": SLOWDOWN_RATIO, "seconds": SLOWDOWN_SECONDS} if slowdown else None,
     }, date=date)  # fmt: skip
     _run_facts(run, outs, arch, nvcc)
     timing["wall"] = time.perf_counter() - t_start
@@ -240,21 +304,65 @@ def _baseline(o: Any) -> tuple[str, list[str]]:
     return "fail", [f"{f.rule}: {f.message}" for f in o.outcome.result.findings if f.severity.value == "error"]
 
 
-def _racecheck(cfg: Any, mutants: Sequence[Mutant], paths: Mapping[str, Path], originals: Mapping[str, Path], backends: Sequence[str],
-               seed: int, progress: Progress) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
-    """Under compute-sanitizer racecheck at :data:`RACE_SIZES`: mutant key -> (failed rule IDs, first
-    message) for the mutants racecheck catches, and kernel -> the (rule, message) findings of its
-    unmutated copy (None where it passes) for every kernel with a mutant racechecked."""
+def slower(mutant: Any, baseline: Any) -> str:
+    """The MUTATE_SLOWDOWN message when ``mutant``'s fastest launch in some case (same backend, same case
+    label) took :data:`SLOWDOWN_RATIO` times its baseline's and :data:`SLOWDOWN_SECONDS` more; else "".
+    The case where the mutant lost the most time is named."""
+    if mutant.outcome is None or baseline.outcome is None:
+        return ""
+    base = {(r.subject, r.backend): r.launch_seconds for r in baseline.outcome.run.results}
+    worst: tuple[float, str, float, float] | None = None
+    for r in mutant.outcome.run.results:
+        ref = base.get((r.subject, r.backend), {})
+        for case, t in r.launch_seconds.items():
+            t0 = ref.get(case)
+            if t0 is None or t0 <= 0 or t < SLOWDOWN_RATIO * t0 or t - t0 < SLOWDOWN_SECONDS:
+                continue
+            if worst is None or t - t0 > worst[0]:
+                worst = (t - t0, f"{case} on {r.backend}", t, t0)
+    if worst is None:
+        return ""
+    _, where, t, t0 = worst
+    return (f"its launch at {where} takes {_ms(t)}, {t / t0:.0f} times the unmutated kernel's {_ms(t0)}: "
+            "the same results for far more work")  # fmt: skip
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} us"
+
+
+def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
+    """Whether ``kernel`` uses shared memory (static, or dynamic by its contract): racecheck sees only that."""
+    k = cs.kernel(kernel)
+    if k.shared_bytes is not None:
+        return True
+    from ..build import build_kernels
+
+    try:
+        _, entry = build_kernels(cfg, cs, arch=arch, jobs=1, sources=[kernel]).kernel(k)
+    except Exception:  # noqa: BLE001 - unknown: let racecheck decide
+        return True
+    return entry is None or entry.shared_static_bytes > 0
+
+
+def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path], originals: Mapping[str, Path], backends: Sequence[str],
+              seed: int, progress: Progress, workers: int = 4) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
+    """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
+    :data:`RACE_SIZES`): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
+    and kernel -> the (rule, message) findings of its unmutated copy (None where it passes) for every
+    kernel with a mutant checked. ``workers`` sanitizer processes run at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ..runtime import verify
 
+    sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
+
     def one(job: tuple[str, str, Path]) -> tuple[str, list[tuple[str, str]]]:
         key, kernel, source = job
-        out = verify(cfg.root, kernels=[kernel], backends=list(backends)[:1], seed=seed, sizes=RACE_SIZES, chain_sizes=(),
-                     sanitizer="racecheck", evidence=False, source_overrides={kernel: source}, config=cfg)  # fmt: skip
+        out = verify(cfg.root, kernels=[kernel], backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
+                     sanitizer=tool, evidence=False, source_overrides={kernel: source}, config=cfg)  # fmt: skip
         errors = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
-        progress({"event": "racecheck", "variant": key, "verdict": ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}")
+        progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}")
                   else ("caught" if errors else "survived")})  # fmt: skip
         return key, errors
 
@@ -263,7 +371,7 @@ def _racecheck(cfg: Any, mutants: Sequence[Mutant], paths: Mapping[str, Path], o
     jobs += [(m.key, m.kernel, paths[m.key]) for m in todo]
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     bases: dict[str, list[tuple[str, str]] | None] = {}
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for key, errors in pool.map(one, jobs):
             kernel, _, rest = key.partition("/")
             if rest == BASELINE:

@@ -190,6 +190,49 @@ def check_spills(ctx: CheckContext) -> Iterator[Hit]:
         )
 
 
+@rule("LOCAL_ARRAY_BOUNDS", "No constant-bound loop of a kernel source indexes a fixed-size local or shared array out of its bounds (undefined behaviour the compiler hides).", "build")
+def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads the kernel sources and the local headers they include; needs no compiler."""
+    from pathlib import Path
+
+    from ..build.static import overrun_text, source_overruns
+    from ..hashing import include_closure
+
+    cfg = ctx.config
+    if cfg is None:
+        return
+    root = Path(ctx.cs.root).resolve()
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    owner: dict[Path, str] = {}  # every source and local header, with the first kernel that uses it
+    for k in ctx.cs.kernels:
+        path = cfg.path(k.source)
+        for f in [path.resolve(), *include_closure(path, dirs)] if path.is_file() else []:
+            owner.setdefault(f, k.name)
+    for f, kernel in sorted(owner.items(), key=lambda kv: kv[0].as_posix()):
+        try:
+            shown = f.relative_to(root).as_posix()
+        except ValueError:
+            continue  # outside the project: not its code to judge
+        for o in source_overruns(f, dirs):
+            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
+
+
+@rule("STORE_RACE", "A non-atomic global store at an address that is the same for every thread (an ISV slot) is made by one thread of one block.", "build")
+def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX: the address's dependence on the thread and block index, and the
+    tid/ctaid == constant conditions that hold where the store runs (see :mod:`audit.build.races`)."""
+    from ..build.static import entry_store_races, race_line
+
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        ptx = sb.ptx.read_text(errors="replace")
+        for race in entry_store_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol):
+            line = race_line(race, sb.source)
+            loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
+            yield Hit(race.message(k.name, sb.source), loc, k.name)
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 

@@ -140,11 +140,14 @@ class KernelVerifier:
 
     def launch(self, backend: Backend, case: Case, ptrs: dict[str, int], run: str) -> None:
         try:
-            self.s.launch(backend, self.k, case.env, ptrs, case.scalars, f"{case.label} (run {run})", self.ref)
+            seconds = self.s.launch(backend, self.k, case.env, ptrs, case.scalars, f"{case.label} (run {run})", self.ref)
         except LaunchFailure as exc:
             exc.backend = backend.name  # type: ignore[attr-defined]
             exc.case = case.label  # type: ignore[attr-defined]
             raise
+        if seconds is not None:
+            times = self.results[backend.name].launch_seconds
+            times[case.label] = min(seconds, times.get(case.label, seconds))
 
     # -- cases --------------------------------------------------------------------------------------
     def verify_size(self, size: int, variant: dict[str, int]) -> None:

@@ -85,6 +85,9 @@ class SubjectResult:
     duration_s: float = 0.0
     sizes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. how sampled rows call the reference
+    # case label -> the fastest launch of the kernel in that case, in seconds (the backend's timer: CUDA
+    # events on the GPU backends); what ``wireup mutate`` compares a mutant's cost with. Never evidence.
+    launch_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[CheckRecord]:
@@ -127,6 +130,7 @@ class SubjectResult:
         out.duration_s = float(d.get("duration_s", 0.0))
         out.sizes = list(d.get("sizes", []))
         out.notes = list(d.get("notes", []))
+        out.launch_seconds = {str(k): float(v) for k, v in d.get("launch_seconds", {}).items()}
         return out
 
 

@@ -177,8 +177,9 @@ class Session:
         return out
 
     def launch(self, backend: Backend, kernel: Kernel, env: dict[str, int], pointers: dict[str, int],
-               scalars: dict[str, int | float], label: str, reference: Any = None) -> None:  # fmt: skip
-        """One launch, synchronised and error-checked (the ``label`` names it in every message)."""
+               scalars: dict[str, int | float], label: str, reference: Any = None) -> float | None:  # fmt: skip
+        """One launch, synchronised and error-checked (the ``label`` names it in every message); returns
+        its time in seconds by the backend's timer (None where it could not be read)."""
         fn = self.function(backend, kernel)
         grid, block, shared = self.geometry(kernel, env)
         args = self.args_for(kernel, pointers, scalars)
@@ -188,6 +189,7 @@ class Session:
         self.last_launch = f"{label} grid={grid} block={block} shared={shared}"
         self.emit({"event": "launch", "subject": self.current, "backend": backend.name, "what": self.last_launch})
         t0 = backend.timer()
+        seconds = None
         try:
             backend.launch(fn, grid, block, shared, args, meta)
             backend.synchronize()
@@ -201,9 +203,11 @@ class Session:
             ) from None
         finally:
             try:
-                self.add_time("kernel", backend.elapsed(t0))
+                seconds = backend.elapsed(t0)
+                self.add_time("kernel", seconds)
             except Exception:  # noqa: BLE001 - timing after a fault is best effort
                 pass
+        return seconds
 
     def enqueue(self, backend: Backend, kernel: Kernel, env: dict[str, int], pointers: dict[str, int],
                 scalars: dict[str, int | float], label: str, reference: Any = None) -> None:  # fmt: skip

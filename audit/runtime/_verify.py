@@ -20,7 +20,8 @@ from ._results import CHECK_RULES, CheckRecord, SubjectResult, VerifyRun
 from ._session import JobSpec
 
 SANITIZER_TIMEOUT_FACTOR = 20
-SANITIZER_SIZES = (1, 37, 300)
+# 4096: the first size at which the vectorised single-block reductions run every quad of a pass
+SANITIZER_SIZES = (1, 37, 300, 4096)
 SANITIZER_CHAIN_SIZES = (37,)
 
 

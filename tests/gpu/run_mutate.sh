@@ -1,52 +1,91 @@
 #!/usr/bin/env bash
-# Mutation testing on the device machine: run from the repository root (with .whl/, the PyCUDA wheels of
-# ../shared/device, carried along where PyCUDA is not installed; CuPy is used otherwise).
+# Mutation testing (and, first, the GPU verification that writes evidence) on the device machine, in one
+# call that fits its 10-minute limit. Run from the repository root with .whl/ (the PyCUDA wheels of
+# ../shared/device) and .wireup-cache/ (cubins built on the CPU machine) carried along.
 #
-#   tests/gpu/run_mutate.sh [mutate|test|both]      (default: mutate)
+#   tests/gpu/run_mutate.sh [--verify] [--test] GROUP [GROUP ...]
 #
-# mutate : `wireup mutate --all` with the quick settings below (every kernel, at most 40 mutants each,
-#          every operator represented), under a global timeout
-# test   : the GPU pytest (tests/gpu/test_mutate_gpu.py: every mutant of strided_gather and
-#          aux_trade_outcome_backward, all non-equivalent ones must be caught)
+# --verify : first `wireup verify` of every kernel and schedule with PyCUDA and CuPy (writes the evidence
+#            records; JSON with the timing breakdown into $OUT/verify.json)
+# --test   : then the GPU pytest of mutation testing (tests/gpu/test_mutate_gpu.py)
+# GROUP    : comma-separated kernel names mutated by one `wireup mutate` invocation ("all" for --all);
+#            each invocation writes reports/mutation/<kernel>.json for its kernels when it ends, so a
+#            group cut off by its cap loses only that group
 #
-# Into $OUT (default ./device-out): mutation/*.json (reports/mutation), mutate.log (progress and table),
-# summary.txt. Override the settings with MUTATE_ARGS, the budget with MUTATE_TIMEOUT (seconds).
+# Settings: MUTATE_ARGS (default: --max-mutants 30 --jobs $(nproc) --workers 4 --timeout 5), BUDGET (the
+# seconds the whole script may take, default 570), GROUP_CAP (the most one group may take, default the
+# rest of the budget). Into $OUT (default ./device-out): summary.txt, verify.json, logs.tgz (every log),
+# mutation.tgz (reports/mutation), evidence.tgz (reports/evidence).
 set -u
 OUT=${OUT:-$PWD/device-out}
-export OUT
-MODE=${1:-mutate}
-BUDGET=${MUTATE_TIMEOUT:-400}
-ARGS=${MUTATE_ARGS:---max-mutants 40 --jobs $(nproc) --workers 4 --timeout 5}
-mkdir -p "$OUT/mutation"
-: >"$OUT/summary.txt"
-note() { echo "$*" | tee -a "$OUT/summary.txt"; }
+mkdir -p "$OUT"
+LOGS=$(mktemp -d)
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+BUDGET=${BUDGET:-570}
+ARGS=${MUTATE_ARGS:---max-mutants 30 --jobs $(nproc) --workers 4 --timeout 5}
 
 if ls .whl/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$OUT/pip.log" 2>&1 || note "pip install of .whl/ failed (pip.log)"
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$LOGS/pip.log" 2>&1 \
+        || note "pip install of .whl/ failed: $(tail -n 3 "$LOGS/pip.log")"
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
-note "$(nvidia-smi -L 2>&1 | head -n 1); $(nvcc --version 2>&1 | tail -n 1); $(nproc) cores"
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    nvcc --version | tail -n 1
+    command -v compute-sanitizer
+    python3 -c 'import platform, numpy, cupy, pycuda; print("python", platform.python_version(), "numpy", numpy.__version__, "cupy", cupy.__version__, "pycuda", pycuda.VERSION_TEXT)'
+    echo "$(nproc) cores"
+} >"$LOGS/env.log" 2>&1
+note "env: $(tr '\n' ';' <"$LOGS/env.log")"
 
-rc=0
-case $MODE in mutate | both)
-    t0=$(date +%s)
+VERIFY=0 TEST=0
+GROUPS_=()
+for a in "$@"; do
+    case $a in
+        --verify) VERIFY=1 ;;
+        --test) TEST=1 ;;
+        *) GROUPS_+=("$a") ;;
+    esac
+done
+
+if [ $VERIFY -eq 1 ]; then
+    timeout -k 10 220 python3 -m audit verify --backend pycuda --backend cupy --format json --output "$OUT/verify.json" >"$LOGS/verify.log" 2>&1
+    note "verify rc=$? at $(elapsed) s"
+    tail -n 30 "$LOGS/verify.log" >>"$SUMMARY"
+fi
+
+i=0
+for g in "${GROUPS_[@]}"; do
+    i=$((i + 1))
+    left=$(( BUDGET - $(elapsed) - 15 ))
+    cap=${GROUP_CAP:-$left}
+    [ "$cap" -gt "$left" ] && cap=$left
+    if [ "$cap" -lt 30 ]; then
+        note "group $i ($g) not run: $left s left"
+        continue
+    fi
+    if [ "$g" = all ]; then names=(--all); else IFS=, read -r -a names <<<"$g"; fi
+    s=$(date +%s)
     # shellcheck disable=SC2086  # ARGS is a list of options
-    timeout --kill-after=20 "$BUDGET" python3 -m audit mutate --all $ARGS >"$OUT/mutate.log" 2>&1
-    rc=$?
-    note "mutate --all $ARGS: rc=$rc in $(($(date +%s) - t0)) s (0 all caught or equivalent, 1 survivors, 2 environment, 124 timeout)"
-    cp reports/mutation/*.json "$OUT/mutation/" 2>/dev/null || note "no reports/mutation/*.json written"
-    grep -v '^ *[0-9.]*s  verify ' "$OUT/mutate.log" | tail -n 60 >>"$OUT/summary.txt"
-    ;;
-esac
-case $MODE in test | both)
-    t0=$(date +%s)
-    timeout --kill-after=20 "$BUDGET" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_mutate_gpu.py >"$OUT/pytest-mutate.log" 2>&1
-    trc=$?
-    note "pytest tests/gpu/test_mutate_gpu.py: rc=$trc in $(($(date +%s) - t0)) s"
-    tail -n 40 "$OUT/pytest-mutate.log" >>"$OUT/summary.txt"
-    [ $rc -eq 0 ] && rc=$trc
-    ;;
-esac
-exit $rc
+    timeout -k 10 "$cap" python3 -m audit mutate "${names[@]}" $ARGS >"$LOGS/mutate-$i.log" 2>&1
+    note "group $i ($g): mutate rc=$? in $(( $(date +%s) - s )) s (cap $cap s; 0 all caught or equivalent, 1 survivors, 2 environment, 124 cut off)"
+    grep -v '^ *[0-9.]*s  \(verify\|memcheck\|racecheck\)  ' "$LOGS/mutate-$i.log" | tail -n 40 >>"$SUMMARY"
+done
+
+if [ $TEST -eq 1 ]; then
+    left=$(( BUDGET - $(elapsed) - 15 ))
+    timeout -k 10 "$left" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_mutate_gpu.py >"$LOGS/pytest-mutate.log" 2>&1
+    note "pytest tests/gpu/test_mutate_gpu.py rc=$? at $(elapsed) s"
+    tail -n 30 "$LOGS/pytest-mutate.log" >>"$SUMMARY"
+fi
+
+tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
+[ -d reports/mutation ] && tar czf "$OUT/mutation.tgz" reports/mutation 2>/dev/null
+[ -d reports/evidence ] && tar czf "$OUT/evidence.tgz" reports/evidence 2>/dev/null
+note "done at $(elapsed) s"

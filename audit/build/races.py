@@ -1,0 +1,556 @@
+"""Write races on global memory, found statically in a kernel's PTX.
+
+A non-atomic global store whose address is the same for every thread of a block, run by more than one
+thread, is a write race: 32 lanes (or 8 interleaving warps) doing ``isv[slot] = blend(isv[slot], v)``
+blend the EMA several times. compute-sanitizer's racecheck sees shared memory only and the lanes of a
+warp usually store identical values, so no runtime tool reports it; the PTX shows it plainly.
+
+The analysis of one ``.entry``:
+
+* **Uniformity** (taint to a fixed point): a register is *thread-varying* when a definition reads
+  ``%tid``/``%laneid``/``%warpid``/``%lanemask_*``/a clock or a thread-varying register, or is a load
+  other than ``ld.param`` of a kernel parameter or ``ld.const`` (loaded values are unknown), or a
+  ``shfl``/``atom``/``vote``/``match``/``activemask``/``redux``...; *block-varying* likewise from
+  ``%ctaid``/``%clusterid``/``%cluster_ctaid``/``%cluster_ctarank``/``%smid``. A register written under
+  a varying branch and read after it (a loop counted by a thread-varying bound) is varying too.
+* **Facts** (a forward must-dataflow over the CFG): ``tid.x == c``, ``ctaid.y != c``..., from branch
+  (or store) predicates made by ``setp`` on a register copied once from a special register, or on an
+  ``or``/``add`` of several (which gives ``== 0`` facts only), combined by ``and/or/not.pred``.
+* A store ``st.global*`` (a generic ``st`` only when its address comes from a kernel parameter and
+  from no shared/local/stack address) whose address is not thread-varying, reached while a thread
+  dimension of extent > 1 (or unknown) has no ``tid.d == c`` fact, is a *thread race*. One pinned to a
+  single thread whose address is not block-varying either, reached while a grid dimension of extent > 1
+  (or unknown) has no ``ctaid.d == c`` fact, is a *block race*. A thread-indexed address shared by all
+  blocks (``out[threadIdx.x]`` in a grid of several blocks) is out of scope; so are atomics
+  (``atom``/``red``/``st.relaxed``/``st.release``) and shared/local/param stores.
+
+>>> races = find_store_races(ptx, "aux_heads_loss_ema_update", block=(32, 1, 1), grid=(1, 1, 1))  # doctest: +SKIP
+>>> races[0].message("aux_heads_loss_ema_update", "kernels/aux_heads_loss_ema_kernel.cu")       # doctest: +SKIP
+'Kernel "aux_heads_loss_ema_update" stores to global memory at an address that is the same for every ...'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+Fact = tuple[str, str, int]  # ("tid.x", "==", 0)
+Facts = frozenset[Fact]
+Dims = tuple[int | None, int | None, int | None]
+_NO: Facts = frozenset()
+_DIMS = ("x", "y", "z")
+_FACT_VARS = {f"{s}.{d}" for s in ("tid", "ctaid") for d in _DIMS} | {"cluster_ctarank"}
+_SPECIAL = {"tid", "ntid", "laneid", "warpid", "nwarpid", "ctaid", "nctaid", "smid", "nsmid", "gridid", "clusterid",
+            "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank", "lanemask_eq",
+            "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "clock", "clock64", "globaltimer",
+            "globaltimer_lo", "globaltimer_hi", "dynamic_smem_size", "total_smem_size"}
+_THREAD_SPECIAL = ("tid", "laneid", "warpid", "lanemask_", "clock", "globaltimer")  # name prefixes
+_BLOCK_SPECIAL = ("ctaid", "clusterid", "cluster_ctaid", "cluster_ctarank", "smid", "clock", "globaltimer")
+_FRESH = {"ldu", "ldmatrix", "tex", "tld4", "suld", "atom", "shfl", "vote", "match", "activemask", "redux", "elect",
+          "mbarrier", "wmma", "tcgen05", "getctarank"}
+_NO_DEST = {"st", "red", "bra", "brx", "ret", "exit", "trap", "bar", "barrier", "membar", "fence", "prefetch",
+            "prefetchu", "cp", "call", "nanosleep", "pmevent", "stmatrix", "sust", "griddepcontrol"}
+_ENDS = ("bra", "brx", "ret", "exit", "trap")
+_SWAP = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "lo": "hi", "hi": "lo", "ls": "hs", "hs": "ls"}
+
+_COMMENT = re.compile(r'"[^"\n]*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.MULTILINE)
+_GLOBAL_VAR = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)*\.global\s[^;=]*?([\w$]+)\s*(?:\[\d*\])?\s*[;=]",
+                         re.MULTILINE)
+_LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:[^\n]*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?[^\n]*")
+_SKIP = re.compile(r"[\s{}]+")  # whitespace and the braces of inline-asm scopes
+_LABEL = re.compile(r"([$\w.]+)\s*:(?!:)")
+_GUARD = re.compile(r"@(!?)(%[\w$]+)\s+")
+_REG = re.compile(r"%[A-Za-z_$][\w$]*(?:\.[xyz])?")
+_INT = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)U?")
+
+
+@dataclass(frozen=True)
+class StoreRace:
+    """One racy global store of one entry; ``kind`` is ``"thread"`` (within a block) or ``"block"``."""
+
+    entry: str
+    line: int | None  # the kernel's own source line (for an inlined helper, the line it is inlined at)
+    file_index: int | None  # the .loc file number
+    file: str | None  # that number's path in the module's .file table, as written there
+    instruction: str  # whitespace-normalised, with its guard: "st.global.f32 [%rd7], %f7"
+    threads: str  # which threads run it: "every thread of the block", "threads with tid.x != 0"
+    kind: str
+    dims: tuple[str, ...]  # the dimensions with no single-index fact at the store: ("x",)
+
+    def message(self, kernel: str, source: str) -> str:
+        """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
+        where = f"{source}:{self.line}" if self.line is not None else source
+        scope, index = ("thread", "threadIdx") if self.kind == "thread" else ("block", "blockIdx")
+        same = "every thread of a block" if self.kind == "thread" else "every block of the grid"
+        guard = " && ".join(f"{index}.{d} == 0" for d in self.dims)
+        return (f'Kernel "{kernel}" stores to global memory at an address that is the same for {same} '
+                f"({where}, {self.instruction}) from more than one {scope}: a write race; guard it so one "
+                f"{scope} stores (if ({guard})), or use an atomic.")
+
+
+@dataclass(frozen=True)
+class _Inst:
+    opcode: str
+    operands: tuple[str, ...]
+    guard: tuple[str, bool] | None  # (predicate, negated)
+    loc: tuple[int, int] | None  # (file index, line)
+    text: str
+
+    @property
+    def head(self) -> str:
+        return self.opcode.split(".", 1)[0]
+
+    def dests(self) -> list[str]:
+        """The registers written: the first operand, a vector ``{%r1, %r2}`` or a pair ``%p|%q``."""
+        if self.head in _NO_DEST or not self.operands or self.operands[0][0] not in "%{":
+            return []
+        return [r for r in _REG.findall(self.operands[0]) if not _special(r)]
+
+    def sources(self) -> list[str]:
+        """The registers read, the guard predicate included."""
+        ops = self.operands[1:] if self.dests() else self.operands
+        return [r for op in ops for r in _REG.findall(op)] + ([self.guard[0]] if self.guard else [])
+
+
+@dataclass(frozen=True)
+class _Form:
+    """What a register written once holds: a special register (``var``), an ``or``/``add`` of several
+    (``any``: zero exactly when each is), or an integer (``const``)."""
+
+    kind: str
+    names: frozenset[str] = frozenset()
+    value: int = 0
+
+
+Forms = dict[str, _Form]
+Preds = dict[str, tuple[Facts, Facts]]  # predicate -> (facts when true, facts when false)
+
+
+def entries(ptx: str) -> list[str]:
+    """The ``.entry`` names of a PTX module, in module order."""
+    return _ENTRY.findall(_COMMENT.sub(_strip_comment, ptx))
+
+
+def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
+                     grid: Dims = (None, None, None)) -> list[StoreRace]:
+    """The racy global stores of ``entry``, in PTX order, the first per (source line, kind).
+
+    ``block``/``grid`` are the launch extents (None: unknown, possibly > 1); a dimension of extent 1 has
+    index 0. ``.reqntid`` fills unknown block extents, and ``.maxntid 1, 1, 1`` all of them (a larger
+    ``.maxntid`` bounds the product only). Raises ValueError when the module has no such entry.
+    """
+    text = _COMMENT.sub(_strip_comment, ptx)
+    files = {int(n): p for n, p in _FILE.findall(text)}
+    params, head, body = _entry_text(text, entry)
+    block = _thread_extents(head, block)
+    implicit = frozenset((f"{s}.{d}", "==", 0) for s, ext in (("tid", block), ("ctaid", grid))
+                         for d, n in zip(_DIMS, ext) if n == 1)
+    insts, labels = _parse_body(body)
+    blocks, succ = _cfg(insts, labels)
+    _, preds = _forms(insts)
+    thread_var, block_var = _uniformity(insts, params, blocks, succ)
+    facts_in = _facts(blocks, succ, insts, preds, implicit)
+    origin = _address_origin(insts, params, text)
+    out: list[StoreRace] = []
+    seen: set[tuple[tuple[int, int] | None, str]] = set()
+    for (lo, hi), here in zip(blocks, facts_in):
+        for inst in insts[lo:hi] if here is not None else ():
+            if not _is_global_store(inst, origin):
+                continue
+            facts = here | (_pred_facts(preds, inst.guard[0], not inst.guard[1]) if inst.guard else _NO)
+            race = _classify(facts, implicit, _REG.findall(inst.operands[0]), thread_var, block_var, block, grid)
+            if race is None or (inst.loc, race[0]) in seen:
+                continue
+            seen.add((inst.loc, race[0]))
+            fi, line = inst.loc if inst.loc else (None, None)
+            out.append(StoreRace(entry, line, fi, files.get(fi) if fi is not None else None, inst.text, race[2],
+                                 race[0], race[1]))
+    return out
+
+
+# -- parsing ---------------------------------------------------------------------------------------------
+
+
+def _strip_comment(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(0).startswith('"') else " "
+
+
+def _int(text: str) -> int:
+    t = text.rstrip("U")
+    neg, t = t.startswith("-"), t.lstrip("-")
+    v = int(t, 16) if t[:2] in ("0x", "0X") else int(t, 8) if len(t) > 1 and t[0] == "0" else int(t)
+    return -v if neg else v
+
+
+def _entry_text(text: str, entry: str) -> tuple[set[str], str, str]:
+    """(parameter names, the directives between ``)`` and ``{``, the body) of one entry."""
+    for m in _ENTRY.finditer(text):
+        if m.group(1) != entry:
+            continue
+        close = text.index(")", m.end())
+        params = {re.sub(r"\[\d*\]", "", p).split()[-1] for p in text[m.end() : close].split(",") if p.strip()}
+        start, depth = text.index("{", close), 0
+        for i in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                return params, text[close + 1 : start], text[start + 1 : i]
+        raise ValueError(f"PTX entry {entry!r} has no closing brace")
+    raise ValueError(f"no PTX entry {entry!r} in this module")
+
+
+def _thread_extents(head: str, block: Dims) -> Dims:
+    req = re.search(r"\.reqntid\s+([\d,\s]+)", head)
+    known: list[int | None] = [*(int(x) for x in re.findall(r"\d+", req.group(1))), 1, 1] if req else [None] * 3
+    most = re.search(r"\.maxntid\s+([\d,\s]+)", head)
+    if most and all(int(x) == 1 for x in re.findall(r"\d+", most.group(1))):
+        known = [1, 1, 1]
+    return (block[0] if block[0] is not None else known[0], block[1] if block[1] is not None else known[1],
+            block[2] if block[2] is not None else known[2])
+
+
+def _split_operands(text: str) -> tuple[str, ...]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"{": 1, "[": 1, "(": 1, "}": -1, "]": -1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out, cur = [*out, cur], ""
+        else:
+            cur += ch
+    return tuple(" ".join(o.split()) for o in [*out, cur] if o.strip())
+
+
+def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
+    """Instructions with their location in the kernel's own file, and label -> instruction index.
+
+    The own file is the one of the body's first ``.loc`` (the kernel's signature line). An inlined
+    location resolves through its ``inlined_at`` chain to that file; line 0 (compiler-made code) keeps
+    the line before."""
+    insts: list[_Inst] = []
+    labels: dict[str, int] = {}
+    inlined: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    own: int | None = None
+    loc: tuple[int, int] | None = None
+    pos = 0
+    while pos < len(body):
+        m = _LOC.match(body, pos)
+        if skip := _SKIP.match(body, pos):
+            pos = skip.end()
+        elif m is not None:
+            pos = m.end()
+            here = (int(m[1]), int(m[2]), int(m[3]))
+            at = (int(m[4]), int(m[5]), int(m[6])) if m[4] else None
+            own = here[0] if own is None and at is None else own
+            while at is not None and at[0] != own and at in inlined:
+                at = inlined[at]
+            if at is not None:
+                inlined[here] = at
+            where = at or here
+            if where[0] == own and where[1] > 0:
+                loc = (where[0], where[1])
+        elif body.startswith(".", pos):  # a directive: .reg, .shared, .pragma, .param, an unreadable .loc ...
+            ends = [x for x in (body.find(";", pos), body.find("\n", pos)) if x >= 0]
+            pos = min(ends) + 1 if ends else len(body)
+        elif label := _LABEL.match(body, pos):
+            labels[label[1]] = len(insts)
+            pos = label.end()
+        else:
+            end = body.find(";", pos)
+            end = len(body) if end < 0 else end
+            stmt, pos = body[pos:end].strip(), end + 1
+            guard = None
+            if g := _GUARD.match(stmt):
+                guard, stmt = (g[2], g[1] == "!"), stmt[g.end() :]
+            opcode, *rest = stmt.split(None, 1)
+            operands = _split_operands(rest[0] if rest else "")
+            shown = (f"@{'!' if guard[1] else ''}{guard[0]} " if guard else "") + f"{opcode} {', '.join(operands)}"
+            insts.append(_Inst(opcode, operands, guard, loc, shown.strip()))
+    return insts, labels
+
+
+def _cfg(insts: list[_Inst], labels: dict[str, int]) -> tuple[list[tuple[int, int]], list[list[int]]]:
+    """Basic blocks as [first, end) instruction ranges, and each block's successors; a block ending in a
+    predicated branch lists the taken target first, then the fall-through."""
+    leaders = {0, len(insts), *labels.values(), *(i + 1 for i, inst in enumerate(insts) if inst.head in _ENDS)}
+    starts = sorted(leaders)
+    blocks = [*zip(starts, starts[1:]), (len(insts), len(insts))]  # the last one: an empty exit block
+    index = {a: n for n, (a, _) in enumerate(blocks)}
+    succ: list[list[int]] = [[] for _ in blocks]
+    for n, (a, b) in enumerate(blocks[:-1]):
+        last = insts[b - 1]
+        if last.head == "bra" and last.operands and last.operands[-1] in labels:
+            succ[n].append(index[labels[last.operands[-1]]])
+        elif last.head == "brx":  # an indirect branch: any label
+            succ[n].extend(sorted({index[i] for i in labels.values()}))
+        if last.head not in _ENDS or last.guard is not None:
+            succ[n].append(n + 1)
+    return blocks, succ
+
+
+# -- forms and predicate facts ---------------------------------------------------------------------------
+
+
+def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
+    """Register forms and predicate facts, for registers written exactly once (and not under a guard)."""
+    count: dict[str, int] = {}
+    for inst in insts:
+        for d in inst.dests():
+            count[d] = count.get(d, 0) + (2 if inst.guard else 1)
+    forms: Forms = {}
+    preds: Preds = {}
+    for _ in range(3):  # definitions nearly always come first; a few passes settle the rest
+        for inst in insts:
+            dests = inst.dests()
+            if not dests or any(count[d] != 1 for d in dests):
+                continue
+            parts, src, d = inst.opcode.split("."), inst.operands[1:], dests[0]
+            if parts[0] in ("mov", "cvt") and len(src) == 1:
+                s = src[0]
+                if parts[-1] == "pred" and s in preds:
+                    preds[d] = preds[s]
+                elif s[1:] in _FACT_VARS and (parts[0] == "mov" or _keeps_value(parts[-2], {s[1:]})):
+                    forms[d] = _Form("var", frozenset({s[1:]}))
+                elif s in forms and (parts[0] == "mov" or _keeps_value(parts[-2], forms[s].names)):
+                    forms[d] = forms[s]
+                elif parts[0] == "mov" and _INT.fullmatch(s):
+                    forms[d] = _Form("const", value=_int(s))
+            elif parts[0] in ("or", "add") and parts[-1] != "pred" and len(src) == 2:
+                fs = [forms.get(s) for s in src]
+                if all(f is not None and f.kind != "const" for f in fs):
+                    forms[d] = _Form("any", frozenset().union(*(f.names for f in fs if f is not None)))
+            elif parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src:
+                (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
+                preds[d] = {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[parts[0]]
+            elif parts[0] == "setp" and len(src) >= 2:
+                _setp(inst, parts, src, forms, preds)
+    return forms, preds
+
+
+def _keeps_value(to: str, names: frozenset[str] | set[str]) -> bool:
+    """Whether ``cvt`` to integer type ``to`` keeps these special registers' values (ctaid.x may not fit
+    16 bits; the others do)."""
+    bits = int(re.sub(r"\D", "", to) or 0)
+    return bool(names) and to[:1] in ("u", "s", "b") and (bits >= 32 or (bits >= 16 and "ctaid.x" not in names))
+
+
+def _setp(inst: _Inst, parts: list[str], src: tuple[str, ...], forms: Forms, preds: Preds) -> None:
+    """Facts of ``setp.CMP[.BOOLOP].TYPE p[|q], a, b[, c]``, where ``q`` is ``!(a CMP b) BOOLOP c``."""
+    cmp, typ = parts[1], parts[-1]
+    boolop = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
+    a, b = src[0], src[1]
+    t, f = _NO, _NO
+    if typ[:1] in ("u", "s", "b") and cmp in ("eq", "ne", *_SWAP):
+        if a in forms and forms[a].kind != "const" and (c := _imm(b, forms)) is not None:
+            t, f = _cmp_facts(forms[a], cmp, c)
+        elif b in forms and forms[b].kind != "const" and (c := _imm(a, forms)) is not None:
+            t, f = _cmp_facts(forms[b], _SWAP.get(cmp, cmp), c)
+    ct, cf = _pred_pair(preds, src[2]) if len(src) > 2 else (_NO, _NO)
+    for dest, (pt, pf) in zip((x.strip() for x in inst.operands[0].split("|")), ((t, f), (f, t))):
+        if boolop == "and":
+            pt, pf = pt | ct, pf & cf
+        elif boolop == "or":
+            pt, pf = pt & ct, pf | cf
+        elif boolop == "xor":
+            pt, pf = _NO, _NO
+        preds[dest] = (pt, pf)
+
+
+def _imm(op: str, forms: Forms) -> int | None:
+    if _INT.fullmatch(op):
+        return _int(op)
+    f = forms.get(op)
+    return f.value if f is not None and f.kind == "const" else None
+
+
+def _cmp_facts(form: _Form, cmp: str, c: int) -> tuple[Facts, Facts]:
+    """(facts when ``form CMP c`` holds, facts when it fails); special registers are never negative, so
+    ``< 1`` and ``<= 0`` mean ``== 0``, ``> 0`` and ``>= 1`` mean ``!= 0``."""
+    zero_true = (cmp == "eq" and c == 0) or (cmp in ("lt", "lo") and c == 1) or (cmp in ("le", "ls") and c == 0)
+    zero_false = (cmp == "ne" and c == 0) or (cmp in ("gt", "hi") and c == 0) or (cmp in ("ge", "hs") and c == 1)
+    if form.kind == "any":
+        zeros = frozenset((v, "==", 0) for v in form.names)
+        return (zeros, _NO) if zero_true else (_NO, zeros) if zero_false else (_NO, _NO)
+    (var,) = form.names
+    if zero_true or zero_false:
+        c, cmp = 0, "eq" if zero_true else "ne"
+    eq, ne = frozenset({(var, "==", c)}), frozenset({(var, "!=", c)})
+    return (eq, ne) if cmp == "eq" else (ne, eq) if cmp == "ne" else (_NO, _NO)
+
+
+def _pred_pair(preds: Preds, op: str) -> tuple[Facts, Facts]:
+    t, f = preds.get(op.lstrip("!"), (_NO, _NO))
+    return (f, t) if op.startswith("!") else (t, f)
+
+
+def _pred_facts(preds: Preds, p: str, value: bool) -> Facts:
+    t, f = preds.get(p, (_NO, _NO))
+    return t if value else f
+
+
+# -- uniformity, facts, stores ---------------------------------------------------------------------------
+
+
+def _special(reg: str) -> bool:
+    return reg[1:].split(".")[0] in _SPECIAL
+
+
+def _fresh(inst: _Inst, params: set[str]) -> bool:
+    """Whether the instruction's result is unknown: a load (not of a kernel parameter or a constant),
+    a shuffle, an atomic ... (a callee's result comes back through ``ld.param`` of ``retval0``)."""
+    if inst.head == "ld":
+        space = inst.opcode.split(".")[1] if "." in inst.opcode else ""
+        sym = re.sub(r"[\[\]\s]|\+.*", "", inst.operands[1]) if len(inst.operands) > 1 else ""
+        return not (space == "const" or (space == "param" and sym in params))
+    return inst.head in _FRESH
+
+
+def _uniformity(insts: list[_Inst], params: set[str], blocks: list[tuple[int, int]],
+                succ: list[list[int]]) -> tuple[set[str], set[str]]:
+    """(thread-varying registers, block-varying registers), to a fixed point."""
+    ipdom = _ipdom(succ)
+    defs = [{d for i in range(a, b) for d in insts[i].dests()} for a, b in blocks]
+    uses = [{u for i in range(a, b) for u in insts[i].sources()} for a, b in blocks]
+    regions: dict[int, set[str]] = {}  # branch block -> registers written under the branch and read after it
+    varying: tuple[set[str], set[str]] = (set(), set())
+    changed = True
+    while changed:
+        changed = False
+        for inst in insts:
+            srcs, fresh = inst.sources(), _fresh(inst, params)
+            for kinds, var in zip((_THREAD_SPECIAL, _BLOCK_SPECIAL), varying):
+                if fresh or any(s in var or (_special(s) and s[1:].startswith(kinds)) for s in srcs):
+                    new = set(inst.dests()) - var
+                    var |= new
+                    changed |= bool(new)
+        for n, (a, b) in enumerate(blocks):
+            last = insts[b - 1] if b > a else None
+            if last is None or last.guard is None or len(succ[n]) < 2:
+                continue
+            for var in varying:
+                if last.guard[0] in var:
+                    if n not in regions:
+                        inside = _region(n, succ, ipdom[n])
+                        after = set().union(*(uses[r] for r in range(len(blocks)) if r not in inside))
+                        regions[n] = set().union(*(defs[r] for r in inside)) & after
+                    new = regions[n] - var
+                    var |= new
+                    changed |= bool(new)
+    return varying
+
+
+def _ipdom(succ: list[list[int]]) -> list[int | None]:
+    """Each block's immediate post-dominator (None: only the exit)."""
+    n = exit_ = len(succ)
+    pdom: list[set[int]] = [set(range(n + 1)) for _ in range(n)] + [{exit_}]
+    changed = True
+    while changed:
+        changed = False
+        for b in reversed(range(n)):
+            new = {b} | set.intersection(*(pdom[s] for s in succ[b] or [exit_]))
+            if new != pdom[b]:
+                pdom[b], changed = new, True
+    out: list[int | None] = []
+    for b in range(n):  # the nearest strict post-dominator: the one all the others post-dominate
+        strict = pdom[b] - {b}
+        near = [d for d in strict if len(pdom[d]) == len(strict)] if exit_ in strict else []
+        out.append(near[0] if near and near[0] != exit_ else None)
+    return out
+
+
+def _region(b: int, succ: list[list[int]], stop: int | None) -> set[int]:
+    """The blocks run under the branch ending block ``b``: reachable from it before its post-dominator."""
+    seen: set[int] = set()
+    todo = list(succ[b])
+    while todo:
+        x = todo.pop()
+        if x != stop and x not in seen:
+            seen.add(x)
+            todo.extend(succ[x])
+    return seen
+
+
+def _facts(blocks: list[tuple[int, int]], succ: list[list[int]], insts: list[_Inst], preds: Preds,
+           implicit: Facts) -> list[Facts | None]:
+    """The facts holding on entry to each block (None: not reached, or only under contradictory facts)."""
+    into: list[Facts | None] = [None] * len(blocks)
+    into[0] = implicit
+    changed = True
+    while changed:
+        changed = False
+        for n, (a, b) in enumerate(blocks):
+            here = into[n]
+            last = insts[b - 1] if b > a else None
+            for k, s in enumerate(succ[n] if here is not None else ()):
+                new = here
+                if last is not None and last.guard is not None and last.head in ("bra", "ret", "exit", "trap"):
+                    taken = k == 0 and last.head == "bra"
+                    new = here | _pred_facts(preds, last.guard[0], taken != last.guard[1])
+                old = into[s]
+                merged = new if old is None else old & new
+                if _feasible(new) and merged != old:
+                    into[s], changed = merged, True
+    return into
+
+
+def _feasible(facts: Facts) -> bool:
+    eq: dict[str, int] = {}
+    for v, op, c in facts:
+        if op == "==" and eq.setdefault(v, c) != c:
+            return False
+    return not any(op == "!=" and eq.get(v) == c for v, op, c in facts)
+
+
+def _address_origin(insts: list[_Inst], params: set[str], text: str) -> tuple[set[str], set[str]]:
+    """(registers derived from a kernel parameter or a ``.global`` variable, registers derived from a
+    shared/local/const/param-space or stack address): what a generic ``st`` may be writing."""
+    gvars = set(_GLOBAL_VAR.findall(text))
+    glob: set[str] = set()
+    other: set[str] = set()
+    for _ in range(3):
+        for inst in insts:
+            srcs, ops = inst.sources(), " ".join(inst.operands[1:])
+            if inst.opcode.startswith("ld.param") and not _fresh(inst, params):
+                glob |= set(inst.dests())
+            elif re.match(r"cvta\.(shared|local|const|param)", inst.opcode) or re.search(r"%SPL?\b", ops):
+                other |= set(inst.dests())
+            elif inst.head != "ld":
+                if any(s in glob for s in srcs) or any(w in gvars for w in re.findall(r"[\w$]+", ops)):
+                    glob |= set(inst.dests())
+                if any(s in other for s in srcs):
+                    other |= set(inst.dests())
+    return glob, other
+
+
+def _is_global_store(inst: _Inst, origin: tuple[set[str], set[str]]) -> bool:
+    parts = inst.opcode.split(".")
+    if parts[0] != "st" or not inst.operands or any(p in ("relaxed", "release", "async", "bulk") for p in parts):
+        return False
+    if "global" in parts:
+        return True
+    if any(p.startswith(("shared", "local", "param")) for p in parts):
+        return False
+    addr = _REG.findall(inst.operands[0])
+    return bool(addr) and all(a in origin[0] and a not in origin[1] for a in addr)
+
+
+def _classify(facts: Facts, implicit: Facts, addr: list[str], thread_var: set[str], block_var: set[str],
+              block: Dims, grid: Dims) -> tuple[str, tuple[str, ...], str] | None:
+    """(kind, unpinned dimensions, which threads) of a racy store, or None."""
+    if any(a in thread_var for a in addr):
+        return None
+    shown = sorted(facts - implicit)
+    tids = " and ".join(f"{v} {op} {c}" for v, op, c in shown if v.startswith("tid"))
+    ctas = " and ".join(f"{v} {op} {c}" for v, op, c in shown if not v.startswith("tid"))
+    pinned = {v for v, op, _ in facts if op == "=="}
+    free = tuple(d for d, n in zip(_DIMS, block) if n != 1 and f"tid.{d}" not in pinned)
+    if free:
+        who = f"threads with {tids}" if tids else "every thread of the block"
+        return "thread", free, who + (f", in blocks with {ctas}" if ctas else "")
+    if any(a in block_var for a in addr):
+        return None
+    free = tuple(d for d, n in zip(_DIMS, grid) if n != 1 and f"ctaid.{d}" not in pinned)
+    if free:
+        who = f"threads with {tids}" if tids else "the only thread"
+        return "block", free, who + (f" of blocks with {ctas}" if ctas else " of every block")
+    return None

@@ -1,0 +1,93 @@
+"""The static kernel-code checks, one place for the rules of ``wireup check`` and for ``wireup mutate``.
+
+Two bugs that no run of a kernel can show, because the compiled code hides them:
+
+* LOCAL_ARRAY_BOUNDS (:mod:`audit.build.bounds`, on the source): a constant-bound loop that indexes a
+  fixed-size local array out of bounds (``for (u = 0; u <= kQuads; ++u) v[u] = ...`` over
+  ``float4 v[kQuads]``). It is undefined behaviour; nvcc drops the store or reads an undefined register.
+* STORE_RACE (:mod:`audit.build.races`, on the PTX): a non-atomic global store at an address that is the
+  same for every thread, which more than one thread runs (a deleted ``if (tid == 0)`` around an ISV
+  update). The lanes of a warp store the same value; warps that interleave blend an EMA twice.
+
+>>> hits = kernel_code_findings(cs, wiring, cs.kernel("aux_heads_loss_ema_update"), path, [], ptx)  # doctest: +SKIP
+>>> hits                                                                                           # doctest: +SKIP
+[]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .bounds import Overrun, find_overruns, integer_constants
+from .races import StoreRace, find_store_races
+
+if TYPE_CHECKING:
+    from ..model import ContractSet, Kernel
+
+Extents = tuple[int | None, int | None, int | None]
+
+
+def source_overruns(path: Path, include_dirs: Sequence[Path]) -> list[Overrun]:
+    """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
+    it includes (transitively) known. A file that cannot be read or tokenized has none."""
+    from ..hashing import include_closure
+    from ..mutate._tokens import TokenizeError
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        constants: dict[str, int] = {}
+        for header in include_closure(path, include_dirs):
+            if header != path.resolve():
+                constants.update(integer_constants(header.read_text(encoding="utf-8", errors="replace"), constants))
+        return find_overruns(text, constants)
+    except (OSError, TokenizeError):
+        return []
+
+
+def overrun_text(o: Overrun) -> str:
+    """The overrun's sentence without its ``path:line:`` prefix (a finding carries the location)."""
+    return o.message("").split(": ", 1)[1]
+
+
+def launch_extents(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[Extents, Extents]:
+    """(block, grid) extents of ``k`` over every launch the schedules make of it (its probe sizes where
+    none does): a dimension's value where every launch agrees, else None (more than one value: possibly
+    more than one thread or block)."""
+    from ..shapes import value_at
+
+    envs = [env for _, launch in wiring.launches_by_kernel.get(k.name, ()) for env in launch.envs] or list(wiring.envs)
+
+    def agree(exprs: Sequence[Any]) -> Extents:
+        out: list[int | None] = []
+        for e in exprs:
+            values = {value_at(e, env) for env in envs} if envs else {None}
+            out.append(values.pop() if len(values) == 1 else None)
+        return (out[0], out[1], out[2])
+
+    return agree(k.block), agree(k.grid)
+
+
+def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None) -> list[StoreRace]:
+    """The STORE_RACE stores of ``k``'s entry in the PTX module ``ptx``."""
+    block, grid = launch_extents(cs, wiring, k)
+    return find_store_races(ptx, symbol or k.symbol, block, grid)
+
+
+def race_line(race: StoreRace, source: str) -> int | None:
+    """The race's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
+    if race.line is None or race.file is None:
+        return None
+    return race.line if Path(race.file).name == Path(source).name or race.file_index == 1 else None
+
+
+def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, include_dirs: Sequence[Path], ptx: str | None,
+                         display: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+    """``(rule, message)`` of both checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
+    ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file."""
+    display = display or k.source
+    out = [("LOCAL_ARRAY_BOUNDS", o.message(display)) for o in source_overruns(source, include_dirs)]
+    if ptx is not None:
+        out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
+    return out

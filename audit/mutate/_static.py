@@ -1,0 +1,38 @@
+"""The static kernel-code checks of ``wireup check``, applied to mutants: no GPU, no launch.
+
+A mutant is caught here when LOCAL_ARRAY_BOUNDS finds a constant-bound loop of its source indexing a
+local array out of bounds (``u <= kQuads`` over ``v[kQuads]``: undefined behaviour that nvcc hides by
+dropping the store, so no run can see it), or when STORE_RACE finds a global store of its entry, at an
+address the same for every thread, that more than one thread runs (a deleted ``if (tid == 0)`` around an
+ISV update: the lanes of a warp store the same value, so no run sees that either). The unmutated copy
+goes through the same checks; a finding there makes the kernel's baseline fail.
+
+>>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
+>>> hits[m.key]                                                           # doctest: +SKIP
+[('STORE_RACE', 'Kernel "aux_heads_loss_ema_update" stores to global memory at an address ...')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "STORE_RACE")
+
+
+def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:
+    """For each ``(key, kernel, build)`` (a :class:`~audit.mutate.MutantBuild`: its source and PTX), the
+    ``(rule, message)`` findings of :data:`STATIC_RULES`; keys without a finding are left out."""
+    from ..build.static import kernel_code_findings
+    from ..graph import Wiring
+
+    wiring = Wiring(cs) if items else None
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key, kernel, build in items:
+        k = cs.kernel(kernel)
+        ptx = build.ptx.read_text(errors="replace") if build.ptx is not None and build.ptx.is_file() else None
+        hits = kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
+        if hits:
+            out[key] = hits
+    return out

@@ -1,0 +1,300 @@
+"""Write races on global memory found in PTX (audit.build.races).
+
+Hand-written PTX snippets test the parser and the predicate forms everywhere; tests marked ``nvcc``
+compile the shipped kernels (every entry must be clean), three real mutants of
+kernels/aux_heads_loss_ema_kernel.cu (each must be found) and small synthetic kernels, with the flags
+of the build (``-arch=sm_90 -ptx -O3 -lineinfo -std=c++17``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from audit.build.races import StoreRace, entries, find_store_races
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "kernels"
+EMA = KERNELS / "aux_heads_loss_ema_kernel.cu"
+Dims = tuple[int | None, int | None, int | None]
+
+
+def _nvcc(src: Path) -> str:
+    out = src.with_suffix(".ptx")
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(KERNELS)]
+    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _launch_extents() -> dict[str, tuple[Dims, Dims]]:
+    """entry -> (block, grid) from the shipped contracts; an expression (``ceil_div(B, 32)``) is unknown."""
+    out: dict[str, tuple[Dims, Dims]] = {}
+    for path in sorted((REPO / "contracts" / "kernels").glob("*.toml")):
+        for k in tomllib.loads(path.read_text()).get("kernel", []):
+            block, grid = (tuple(v if isinstance(v, int) else None for v in k[key]) for key in ("block", "grid"))
+            out[k["entry"]] = (block, grid)  # type: ignore[assignment]
+    return out
+
+
+def _ptx(body: str, params: str = ".param .u64 k_param_0, .param .f32 k_param_1", head: str = "") -> str:
+    """A one-entry module ``k`` whose body loads ``%rd1`` (a global pointer) and ``%f1``."""
+    return (f'.version 9.0\n.target sm_90\n.address_size 64\n.visible .entry k({params})\n{head}\n{{\n'
+            f"\t.reg .pred %p<9>;\n\t.reg .b32 %r<9>;\n\t.reg .b64 %rd<9>;\n\t.reg .f32 %f<9>;\n\t.loc 1 10 0\n"
+            f"\tld.param.u64 %rd1, [k_param_0];\n\tld.param.f32 %f1, [k_param_1];\n\tcvta.to.global.u64 %rd2, %rd1;\n"
+            f'{body}\n$L__END:\n\tret;\n}}\n\t.file 1 "/tmp/x/k.cu"\n\t.file 2 "/tmp/x/helper.cuh"\n')
+
+
+ONE_BLOCK: tuple[Dims, Dims] = ((256, 1, 1), (1, 1, 1))
+MANY_BLOCKS: tuple[Dims, Dims] = ((256, 1, 1), (64, 1, 1))
+
+
+def _races(ptx: str, extents: tuple[Dims, Dims] = ONE_BLOCK, entry: str = "k") -> list[tuple[str, tuple[str, ...]]]:
+    return [(r.kind, r.dims) for r in find_store_races(ptx, entry, *extents)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# hand-written PTX (no nvcc)
+
+
+def test_unguarded_store_is_a_thread_race_with_its_location_and_message():
+    ptx = _ptx("\t.loc 1 12 5\n\tst.global.f32   [%rd2],\t%f1;\n\t.loc 1 13 5\n\tst.shared.f32 [%r1], %f1;")
+    (race,) = find_store_races(ptx, "k", *ONE_BLOCK)
+    assert race == StoreRace("k", 12, 1, "/tmp/x/k.cu", "st.global.f32 [%rd2], %f1", "every thread of the block",
+                             "thread", ("x",))
+    assert race.message("kern", "kernels/k.cu") == (
+        'Kernel "kern" stores to global memory at an address that is the same for every thread of a block '
+        "(kernels/k.cu:12, st.global.f32 [%rd2], %f1) from more than one thread: a write race; guard it so one "
+        "thread stores (if (threadIdx.x == 0)), or use an atomic.")
+    assert entries(ptx) == ["k"]
+
+
+def test_store_predicated_directly_on_tid_eq_0_is_clean_and_negated_is_a_race():
+    setp = "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.s32 %p1, %r1, 0;\n"
+    assert _races(_ptx(setp + "\t@%p1 st.global.f32 [%rd2], %f1;")) == []
+    (race,) = find_store_races(_ptx(setp + "\t@!%p1 st.global.f32 [%rd2], %f1;"), "k", *ONE_BLOCK)
+    assert (race.kind, race.threads, race.instruction) == ("thread", "threads with tid.x != 0",
+                                                           "@!%p1 st.global.f32 [%rd2], %f1")
+
+
+@pytest.mark.parametrize("test", ["setp.lt.u32 %p1, %r1, 1", "setp.le.u32 %p1, %r1, 0", "setp.gt.u32 %p1, 1, %r1",
+                                  "setp.ne.s32 %p2|%p1, %r1, 0", "setp.eq.s32 %p1, %r1, %r5"])
+def test_single_thread_comparison_forms(test):
+    body = f"\tmov.u32 %r5, 0;\n\tmov.u32 %r1, %tid.x;\n\t{test};\n\t@!%p1 bra $L__END;\n\tst.global.f32 [%rd2], %f1;"
+    assert _races(_ptx(body)) == []
+    wide = body.replace("%r1, %tid.x", "%r1, %ntid.x")  # not a thread index: no fact
+    assert _races(_ptx(wide)) == [("thread", ("x",))]
+
+
+def test_and_pred_or_pred_and_or_b32_guards():
+    two = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %ctaid.x;\n\tsetp.eq.s32 %p1, %r1, 0;\n\tsetp.eq.s32 %p2, %r2, 0;\n"
+    store = "\tst.global.f32 [%rd2], %f1;"
+    assert _races(_ptx(two + "\tand.pred %p3, %p1, %p2;\n\t@!%p3 bra $L__END;\n" + store), MANY_BLOCKS) == []
+    # !p1 || !p2 -> return: the fall-through has both facts
+    neg = two + "\tnot.pred %p4, %p1;\n\tnot.pred %p5, %p2;\n\tor.pred %p3, %p4, %p5;\n\t@%p3 bra $L__END;\n"
+    assert _races(_ptx(neg + store), MANY_BLOCKS) == []
+    # p1 || p2 -> store: no thread is pinned
+    assert _races(_ptx(two + "\tor.pred %p3, %p1, %p2;\n\t@!%p3 bra $L__END;\n" + store), MANY_BLOCKS) == [
+        ("thread", ("x",))]
+    # the nvcc form of `threadIdx.x != 0 || blockIdx.x != 0` -> return
+    ored = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %ctaid.x;\n\tor.b32 %r3, %r2, %r1;\n\tsetp.ne.s32 %p1, %r3, 0;\n"
+    assert _races(_ptx(ored + "\t@%p1 bra $L__END;\n" + store), MANY_BLOCKS) == []
+    # or-sets give == 0 facts only
+    assert _races(_ptx(ored.replace("ne.s32 %p1, %r3, 0", "ne.s32 %p1, %r3, 1") + "\t@%p1 bra $L__END;\n" + store),
+                  MANY_BLOCKS) == [("thread", ("x",))]
+
+
+def test_block_race_message_and_per_block_address():
+    body = "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L__END;\n\t.loc 1 20 9\n"
+    (race,) = find_store_races(_ptx(body + "\tst.global.f32 [%rd2+8], %f1;"), "k", *MANY_BLOCKS)
+    assert (race.kind, race.threads) == ("block", "threads with tid.x == 0 of every block")
+    assert race.message("kern", "kernels/k.cu") == (
+        'Kernel "kern" stores to global memory at an address that is the same for every block of the grid '
+        "(kernels/k.cu:20, st.global.f32 [%rd2+8], %f1) from more than one block: a write race; guard it so one "
+        "block stores (if (blockIdx.x == 0)), or use an atomic.")
+    per_block = "\tmov.u32 %r2, %ctaid.x;\n\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    assert _races(_ptx(body + per_block + "\tst.global.f32 [%rd4], %f1;"), MANY_BLOCKS) == []
+    assert _races(_ptx(body + "\tst.global.f32 [%rd2], %f1;"), ONE_BLOCK) == []
+
+
+def test_varying_and_unknown_addresses_atomics_and_other_spaces_are_not_findings():
+    tid = "\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    assert _races(_ptx(tid + "\tst.global.f32 [%rd4], %f1;")) == []
+    loaded = "\tld.global.u64 %rd5, [%rd2];\n\tst.global.f32 [%rd5], %f1;"  # an address read from memory
+    assert _races(_ptx(loaded)) == []
+    lane = "\tshfl.sync.idx.b32 %r2, %r3, 0, 31, -1;\n\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n"
+    assert _races(_ptx(lane + "\tst.global.f32 [%rd4], %f1;")) == []
+    others = ("\tred.global.add.f32 [%rd2], %f1;\n\tatom.global.add.f32 %f2, [%rd2], %f1;\n"
+              "\tst.relaxed.gpu.global.f32 [%rd2], %f1;\n\tst.local.f32 [%rd2], %f1;\n\tst.param.f32 [%rd2], %f1;")
+    assert _races(_ptx(others)) == []
+
+
+def test_generic_store_counts_only_through_a_kernel_parameter_pointer():
+    assert _races(_ptx("\tst.f32 [%rd1], %f1;")) == [("thread", ("x",))]
+    shared = "\tmov.u64 %rd5, buf;\n\tcvta.shared.u64 %rd6, %rd5;\n\tst.f32 [%rd6], %f1;"
+    assert _races(_ptx(shared)) == []
+    ret_val = "\tld.param.u64 %rd7, [retval0];\n\tst.f32 [%rd7], %f1;"  # a callee's result: unknown
+    assert _races(_ptx(ret_val)) == []
+
+
+def test_divergent_loop_count_is_thread_varying():
+    body = ("\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, 0;\n$L__LOOP:\n\tsetp.ge.u32 %p1, %r2, %r1;\n"
+            "\t@%p1 bra $L__DONE;\n\tadd.s32 %r2, %r2, 1;\n\tbra.uni $L__LOOP;\n$L__DONE:\n"
+            "\tmul.wide.u32 %rd3, %r2, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tst.global.f32 [%rd4], %f1;")
+    assert _races(_ptx(body)) == []  # %r2 == tid.x at the store although no instruction reads tid into it
+
+
+def test_predicated_ret_extents_and_directives():
+    body = "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.u32 %p1, %r1, 0;\n\t@%p1 ret;\n\tst.global.f32 [%rd2], %f1;"
+    assert _races(_ptx(body)) == []
+    assert _races(_ptx(body), ((None, None, None), (1, 1, 1))) == [("thread", ("y", "z"))]
+    assert _races(_ptx(body), ((16, 16, 1), (1, 1, 1))) == [("thread", ("y",))]
+    store = "\tst.global.f32 [%rd2], %f1;"
+    assert _races(_ptx(store), ((1, 1, 1), (1, 1, 1))) == []
+    assert _races(_ptx(store), ((1, 1, 1), (None, 1, 1))) == [("block", ("x",))]
+    assert _races(_ptx(store, head=".reqntid 1, 1, 1"), ((None, None, None), (1, 1, 1))) == []
+    assert _races(_ptx(store, head=".maxntid 1, 1, 1"), ((None, None, None), (1, 1, 1))) == []
+    assert _races(_ptx(store, head=".maxntid 256, 1, 1"), ((None, None, None), (1, 1, 1))) == [
+        ("thread", ("x", "y", "z"))]  # .maxntid bounds the product only: (16, 16, 1) is allowed
+
+
+def test_contradictory_facts_make_a_store_unreachable():
+    # `if (threadIdx.x != 0 || blockIdx.x == 0) return;` in a one-block grid: no thread reaches the store
+    body = ("\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %ctaid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n"
+            "\tsetp.eq.s32 %p2, %r2, 0;\n\tor.pred %p3, %p1, %p2;\n\t@%p3 bra $L__END;\n\tst.global.f32 [%rd2], %f1;")
+    assert _races(_ptx(body), ONE_BLOCK) == []
+    (race,) = find_store_races(_ptx(body), "k", (256, 1, 1), (None, 1, 1))
+    assert (race.kind, race.dims) == ("block", ("x",))
+    assert race.threads == "threads with tid.x == 0 of blocks with ctaid.x != 0"
+
+
+def test_inlined_locations_resolve_to_the_kernel_line_and_findings_dedupe_per_line():
+    body = ("\t.loc 1 29 5\n\t.loc 2 7 3, function_name $L__info_string0, inlined_at 1 30 5\n"
+            "\t.loc 3 9 1, function_name $L__info_string1, inlined_at 2 7 3\n\tst.global.f32 [%rd2], %f1;\n"
+            "\tst.global.f32 [%rd2+4], %f1;\n\t.loc 1 0 5\n\tst.global.f32 [%rd2+8], %f1;\n"
+            "\t.loc 1 31 5\n\tst.global.f32 [%rd2+12], %f1;")
+    got = find_store_races(_ptx(body), "k", *ONE_BLOCK)
+    assert [(r.line, r.file_index, r.file, r.instruction) for r in got] == [
+        (30, 1, "/tmp/x/k.cu", "st.global.f32 [%rd2], %f1"), (31, 1, "/tmp/x/k.cu", "st.global.f32 [%rd2+12], %f1")]
+
+
+def test_no_location_message_and_missing_entry():
+    ptx = _ptx("\tst.global.f32 [%rd2], %f1;").replace("\t.loc 1 10 0\n", "")
+    (race,) = find_store_races(ptx, "k", (16, 16, 1), (1, 1, 1))
+    assert race.line is None and race.file is None
+    assert "(kernels/k.cu, st.global.f32 [%rd2], %f1)" in race.message("kern", "kernels/k.cu")
+    assert "(if (threadIdx.x == 0 && threadIdx.y == 0))" in race.message("kern", "kernels/k.cu")
+    with pytest.raises(ValueError, match="no PTX entry 'nope'"):
+        find_store_races(ptx, "nope")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# compiled (nvcc)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("source", sorted(p.name for p in KERNELS.glob("*.cu")))
+def test_shipped_kernels_have_no_store_races(tmp_path, source):
+    extents = _launch_extents()
+    src = tmp_path / source
+    src.write_text((KERNELS / source).read_text())
+    ptx = _nvcc(src)
+    assert entries(ptx)
+    for entry in entries(ptx):
+        block, grid = extents.get(entry, ((None, None, None), (None, None, None)))
+        assert find_store_races(ptx, entry, block, grid) == [], entry
+
+
+MUTANTS = {
+    "guard deleted": ("aux_heads_loss_ema_update", "    if (threadIdx.x != 0 || blockIdx.x != 0) return;\n", ""),
+    "guard != -> ==": ("aux_heads_loss_ema_update", "if (threadIdx.x != 0 ||", "if (threadIdx.x == 0 ||"),
+    "tid == 0 deleted": ("aux_label_scale_ema_update", "    if (tid == 0) {\n", "    {\n"),
+}
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_real_mutants_of_the_ema_kernel_are_found(tmp_path, name):
+    entry, old, new = MUTANTS[name]
+    text = EMA.read_text()
+    assert text.count(old) == 1
+    src = tmp_path / EMA.name
+    src.write_text(text.replace(old, new))
+    ptx = _nvcc(src)
+    block, grid = _launch_extents()[entry]
+    races = find_store_races(ptx, entry, block, grid)
+    assert races and all(r.kind == "thread" and r.file == str(src) for r in races)
+    (other,) = set(entries(ptx)) - {entry}  # the file's other entry is untouched
+    assert find_store_races(ptx, other, *_launch_extents()[other]) == []
+    if name == "guard deleted":
+        assert [r.line for r in races] == [76, 77, 79]  # the three EMA updates, one line up
+        assert races[0].message(entry, "kernels/aux_heads_loss_ema_kernel.cu") == (
+            'Kernel "aux_heads_loss_ema_update" stores to global memory at an address that is the same for every '
+            "thread of a block (kernels/aux_heads_loss_ema_kernel.cu:76, st.global.f32 [%rd8], %f7) from more than "
+            "one thread: a write race; guard it so one thread stores (if (threadIdx.x == 0)), or use an atomic.")
+    elif name == "guard != -> ==":
+        assert [(r.line, r.threads) for r in races] == [(line, "threads with tid.x != 0") for line in (77, 78, 80)]
+    else:
+        assert [(r.line, r.threads, r.instruction) for r in races] == [
+            (68, "every thread of the block", "st.global.f32 [%rd25], %f177")]
+
+
+SYNTHETIC = r"""
+extern "C" __global__ void guarded(float* out, float v) { if (threadIdx.x == 0) *out = v; }
+extern "C" __global__ void unguarded(float* out, float v) { *out = v; }
+extern "C" __global__ void per_block(float* out, float v) { if (threadIdx.x == 0) out[blockIdx.x] = v; }
+extern "C" __global__ void per_thread(float* out, float v) { out[threadIdx.x] = v; }
+extern "C" __global__ void per_warp(float* out, float v) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) out[warp] = v;
+}
+extern "C" __global__ void atomic(float* out, float v) { atomicAdd(out, v); }
+extern "C" __global__ void first_warp(float* out, float v) { if (threadIdx.x < 32) *out = v; }
+extern "C" __global__ void corner(float* out, float v) { if (threadIdx.x == 0 && threadIdx.y == 0) *out = v; }
+extern "C" __global__ void counted(float* out, const int* n, float v) {
+    int k = 0;
+    for (int i = 0; i < n[threadIdx.x]; ++i) k += 3;
+    out[k] = v;
+}
+"""
+B256_G1: tuple[Dims, Dims] = ((256, 1, 1), (1, 1, 1))
+B256_G64: tuple[Dims, Dims] = ((256, 1, 1), (64, 1, 1))
+B1_G1: tuple[Dims, Dims] = ((1, 1, 1), (1, 1, 1))
+B16x16_G1: tuple[Dims, Dims] = ((16, 16, 1), (1, 1, 1))
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> str:
+    src = tmp_path_factory.mktemp("races") / "synthetic.cu"
+    src.write_text(SYNTHETIC)
+    return _nvcc(src)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("entry", "extents", "expected"), [
+    ("guarded", B256_G1, []),
+    ("guarded", B256_G64, [("block", ("x",))]),
+    ("guarded", B16x16_G1, [("thread", ("y",))]),
+    ("unguarded", B256_G1, [("thread", ("x",))]),
+    ("unguarded", B1_G1, []),
+    ("per_block", B256_G64, []),
+    ("per_thread", B256_G1, []),
+    ("per_thread", B256_G64, []),  # a thread-indexed address shared by blocks is out of scope
+    ("per_warp", B256_G64, []),
+    ("atomic", B256_G64, []),
+    ("first_warp", B256_G1, [("thread", ("x",))]),
+    ("corner", B16x16_G1, []),
+    ("counted", B256_G1, []),
+])
+def test_synthetic_kernels(synthetic, entry, extents, expected):
+    assert _races(synthetic, extents, entry) == expected
+
+
+@pytest.mark.nvcc
+def test_synthetic_lines(synthetic):
+    (race,) = find_store_races(synthetic, "unguarded", *B256_G1)
+    assert (race.line, race.file_index, race.threads) == (3, 1, "every thread of the block")
+    assert entries(synthetic) == ["guarded", "unguarded", "per_block", "per_thread", "per_warp", "atomic",
+                                  "first_warp", "corner", "counted"]
