@@ -657,3 +657,42 @@ def test_mutants_are_judged_at_the_sizes_of_wireup_verify():
     from audit.runtime._verify import SANITIZER_SIZES
 
     assert MUTATE_SIZES == DEFAULT_SIZES and MEMCHECK_SIZES == SANITIZER_SIZES
+
+
+def test_a_survivor_slow_only_while_sharing_the_gpu_is_not_caught(tmp_path):
+    """The first timing runs with other workers on the GPU; a survivor that looked slow there is timed
+    again alone, and only that timing decides (here it is slow on its first verification only)."""
+    seen = {"fast": False, "calls": 0}
+
+    def slow_once(launch):
+        seen["calls"] += 1
+        if not seen["fast"]:  # every launch of the first verification, none of the second
+            import time as _time
+
+            _time.sleep(0.02)
+        launch.write_outputs(launch.run_reference())
+
+    events = []
+
+    def progress(ev):
+        events.append(ev)
+        if ev.get("event") == "variant_done" and ev.get("variant") == "strided_gather/loop:11:59:0":
+            seen["fast"], seen["first"] = True, seen["calls"]
+
+    run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {"strided_gather": slow_once} if m.id == "loop:11:59:0" else {m.kernel: _wrong},
+                       equivalent_file=tmp_path / "none.toml", sizes=(1,), slowdown=True, progress=progress)  # fmt: skip
+    (o,) = [o for o in run.kernels[0].outcomes if o.mutant.id == "loop:11:59:0"]
+    assert o.status == "survived" and seen["calls"] > seen["first"] > 0  # timed a second time, and fast then
+    assert {"event": "slowdown", "variant": "strided_gather/loop:11:59:0", "message": "not slower when timed alone"} in events
+    assert "slowdown" in run.timing
+
+
+def test_concurrent_sanitizer_runs_get_log_folders_of_their_own(tmp_path):
+    from audit.config import with_overrides
+    from audit.runtime._verify import sanitizer_log_dir
+
+    cfg, _ = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    a, b = sanitizer_log_dir(cfg, "racecheck"), sanitizer_log_dir(cfg, "racecheck")
+    assert a != b and a.is_dir() and b.is_dir() and a.parent == b.parent == tmp_path / "cache" / "runtime" / "sanitizer"
+    assert a.name.startswith("racecheck-")

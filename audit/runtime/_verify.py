@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -208,8 +210,7 @@ def verify(
         if sanitizer:
             from ._sanitizer import sanitizer_command
 
-            logdir = cfg.path(cfg.cache) / "runtime" / "sanitizer"
-            logdir.mkdir(parents=True, exist_ok=True)
+            logdir = sanitizer_log_dir(cfg, sanitizer)
 
             def wrapper(n: int) -> tuple[list[str], Path]:
                 log = logdir / f"{sanitizer}-{n}.log"
@@ -225,6 +226,8 @@ def verify(
         run.notes.extend(sup.notes)
         if sanitizer:
             add_sanitizer_records(run, sanitizer, sup.sanitizer_logs, modules, names)
+            if not any(c.verdict == "fail" and c.check.startswith("sanitizer_") for r in run.results for c in r.checks):
+                shutil.rmtree(logdir, ignore_errors=True)  # nothing to look at: keep only the logs of reports
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
 
@@ -242,6 +245,15 @@ def verify(
         folder = Path(evidence_dir) if evidence_dir is not None else cfg.path(cfg.evidence)
         outcome.evidence, outcome.evidence_skipped = write_evidence(run, cs, cfg, folder, skip)
     return outcome
+
+
+def sanitizer_log_dir(cfg: Any, tool: str) -> Path:
+    """A new folder of its own for one run's compute-sanitizer logs, under the cache. Runs at the same time
+    (``wireup mutate`` checks survivors eight at a time) must not share log names: the logs of one would
+    be attributed to another (seen on the H200: a mutant's races reported as the unmutated kernel's)."""
+    base = cfg.path(cfg.cache) / "runtime" / "sanitizer"
+    base.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{tool}-", dir=base))
 
 
 def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: dict[str, dict[str, Any]], backends: list[str]) -> None:

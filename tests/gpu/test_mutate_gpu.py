@@ -17,6 +17,7 @@ import pytest
 
 from audit.errors import EnvironmentProblem
 from audit.mutate import render_table, run_mutation, write_kernel_json
+from audit.mutate._static import STATIC_RULES
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = ("strided_gather", "aux_trade_outcome_backward")
@@ -55,5 +56,8 @@ def test_recorded_equivalents_do_survive(mutation_run):
     wrong = []
     for k in mutation_run.kernels:
         matched, _ = match_records(k.kernel, [o.mutant for o in k.outcomes], records)
-        wrong += [f"{k.kernel} {o.mutant.id}: caught by {', '.join(o.checks)} ({o.detail})" for o in k.outcomes if o.mutant.id in matched and o.status == "caught"]
+        # a static check judges the code for every launch, not only the admitted ones the proof is about
+        # (a grid-stride step that became `b = stride` races only where the loop runs twice): not a contradiction
+        wrong += [f"{k.kernel} {o.mutant.id}: caught by {', '.join(o.checks)} ({o.detail})" for o in k.outcomes
+                  if o.mutant.id in matched and o.status == "caught" and not set(o.checks) <= set(STATIC_RULES)]  # fmt: skip
     assert not wrong, "recorded as equivalent, yet caught:\n" + "\n".join(wrong)
