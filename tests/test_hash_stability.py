@@ -64,7 +64,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "73e755f209cf944c381375994f32e392ea73056eaab21ce3361ad0702c954f32",
+        "1c7643040e0d7979057dff9dea6066a89561c18c94ea5e629007e33cf73b58ec",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
@@ -102,7 +102,7 @@ SCHEDULES = {
     ),
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "573ca4d1cf694051a2f37c4b80ffa14adaaa4758e1b5f65486fab322437b7384",
+        "752e1a63060df879ed5efc44eb8f95d86c016c23381858062b3b3197bb6fb50b",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

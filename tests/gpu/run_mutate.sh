@@ -12,7 +12,7 @@
 #            each invocation writes reports/mutation/<kernel>.json for its kernels when it ends, so a
 #            group cut off by its cap loses only that group
 #
-# Settings: MUTATE_ARGS (default: --max-mutants 30 --jobs $(nproc) --workers 4 --timeout 5), BUDGET (the
+# Settings: VERIFY_ARGS (e.g. --kernel K --schedule S: verify only those), MUTATE_ARGS (default: --max-mutants 30 --jobs $(nproc) --workers 4 --timeout 5), BUDGET (the
 # seconds the whole script may take, default 570), GROUP_CAP (the most one group may take, default the
 # rest of the budget). Into $OUT (default ./device-out): summary.txt, verify.json, logs.tgz (every log),
 # mutation.tgz (reports/mutation), evidence.tgz (reports/evidence).
@@ -55,7 +55,8 @@ for a in "$@"; do
 done
 
 if [ $VERIFY -eq 1 ]; then
-    timeout -k 10 220 python3 -m audit verify --backend pycuda --backend cupy --format json --output "$OUT/verify.json" >"$LOGS/verify.log" 2>&1
+    # shellcheck disable=SC2086  # VERIFY_ARGS is a list of options (--kernel K --schedule S to verify some)
+    timeout -k 10 220 python3 -m audit verify --backend pycuda --backend cupy ${VERIFY_ARGS:-} --format json --output "$OUT/verify.json" >"$LOGS/verify.log" 2>&1
     note "verify rc=$? at $(elapsed) s"
     tail -n 30 "$LOGS/verify.log" >>"$SUMMARY"
 fi
