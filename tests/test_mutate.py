@@ -394,6 +394,36 @@ def test_compiled_pipeline_drops_identical_mutants_before_verifying(tmp_path, mo
     assert run.versions["nvcc"] and run.versions["arch"] == cfg.arch
 
 
+@pytest.mark.nvcc
+def test_build_only_fills_the_cache_a_gpu_run_then_finds(tmp_path):
+    """``--build-only`` compiles exactly the mutants a run with the same selection compiles; a second
+    pass (the GPU machine given that cache) starts no compiler."""
+    from audit.config import with_overrides
+    from audit.mutate import build_mutants, build_only
+
+    cfg, cs = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    counts = build_only(REPO, ["strided_gather"], max_mutants=4, jobs=2, config=cfg)
+    assert counts == {"compiled": 4}
+    _, selected = plan_mutants(cs, cfg, ["strided_gather"], None, 4)
+    events = []
+    build_mutants(cfg, cs, selected["strided_gather"], cfg.arch, jobs=2, progress=events.append)
+    assert [e["cached"] for e in events if e["event"] == "mutant_built"] == [True] * 4
+
+
+@pytest.mark.nvcc
+def test_build_only_cli_prints_what_it_built(capsys):
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--max-mutants", "2", "--build-only", "--jobs", "2"]) == 0
+    assert capsys.readouterr().out == "built 2 mutant(s) for sm_90 into the build cache: 2 compiled\n"
+
+
+def test_worker_counts_follow_the_cores_this_process_may_use(monkeypatch):
+    from audit.mutate import _build, _run
+
+    monkeypatch.setattr(_build.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert (_build.usable_cpus(), _run.default_workers(), _run.sanitizer_workers()) == (4, 1, 2)
+
+
 # ---------------------------------------------------------------------------------------------------
 # the baseline: the unmutated kernel, verified in the same call with the same settings
 

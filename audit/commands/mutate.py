@@ -4,11 +4,12 @@ mutant on the GPU, and report which checks caught it and which mutants survived.
 Exit codes: 0 every counted mutant caught or proven equivalent, 1 a survivor is unclassified (a missing
 check or an unproven equivalent), a mutant could not be verified, or a kernel's unmutated baseline fails
 its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argument. ``--list`` and
-``--reclassify`` need neither GPU nor compiler.
+``--reclassify`` need neither GPU nor compiler; ``--build-only`` needs the compiler, no GPU.
 
     wireup mutate strided_gather --list
     wireup mutate --all --max-mutants 40 --jobs 16
     wireup mutate aux_trade_outcome_backward --operators ror,guard,sync --sizes 1,37,300 --sanitizers none
+    wireup mutate --all --max-mutants 30 --build-only   # compile here (no GPU); carry the cache to the GPU
     wireup mutate --reclassify                      # apply equivalent.toml to reports/mutation/*.json
 """
 
@@ -34,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--operators", action="append", default=[], metavar="OP,OP,...", help="only these mutation operators (default: all; see docs/mutation.md)")
     p.add_argument("--max-mutants", type=int, metavar="N", help="at most N mutants per kernel, chosen deterministically with every operator represented (default: all)")
     p.add_argument("--list", action="store_true", help="print the mutants and exit (no compiler, no GPU)")
+    p.add_argument("--build-only", action="store_true", help="compile the selected mutants into the build cache for the configured arch and exit (no GPU): carry the cache to a GPU machine, which then only verifies")
     p.add_argument("--diff", action="store_true", help="with --list: print each mutant's diff")
     p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
     p.add_argument("--workers", type=int, metavar="N", help="verify in N worker processes sharing the GPU (default: one per 4 cores, at most 4)")
@@ -141,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--jobs", args.jobs), ("--workers", args.workers)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} takes a positive number, found {value}.")
+    if args.build_only:
+        from ..mutate import build_only
+
+        counts = build_only(root, names, operators, args.max_mutants, args.jobs, MutateProgress(sys.stderr), cfg)
+        sys.stdout.write(f"built {sum(counts.values())} mutant(s) for {cfg.arch} into the build cache: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + "\n")
+        return 0
     if args.timeout <= 0:
         raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")
     sizes = _ints(args.sizes, "--sizes")

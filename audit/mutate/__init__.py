@@ -7,7 +7,7 @@ check or an equivalent mutant; proven equivalents are recorded in ``equivalent.t
 docs/mutation.md.
 
 Public face: :func:`mutants_of_source` and :func:`plan_mutants` (generation, no GPU),
-:func:`build_mutants` (compilation), :func:`run_mutation` (everything), :func:`reclassify` (the
+:func:`build_mutants` and :func:`build_only` (compilation), :func:`run_mutation` (everything), :func:`reclassify` (the
 recorded results with the current equivalence records, no GPU), the results
 (:class:`MutationRun`, :class:`KernelMutation`, :class:`MutantOutcome`) and their printers.
 
@@ -23,4 +23,4 @@ from ._operators import OPERATOR_MAP as OPERATOR_MAP, OPERATORS as OPERATORS, Op
 from ._render import kernel_json as kernel_json, render_list as render_list, render_table as render_table, write_kernel_json as write_kernel_json
 from ._results import KernelMutation as KernelMutation, MutantOutcome as MutantOutcome, MutationRun as MutationRun
 from ._reclassify import reclassify as reclassify
-from ._run import MUTATE_SIZES as MUTATE_SIZES, plan_mutants as plan_mutants, run_mutation as run_mutation
+from ._run import MUTATE_SIZES as MUTATE_SIZES, build_only as build_only, plan_mutants as plan_mutants, run_mutation as run_mutation

@@ -86,6 +86,15 @@ def normalized_ptx(text: str, symbol: str) -> str:
     return "\n".join(out)
 
 
+def usable_cpus() -> int:
+    """The CPU cores this process may run on (its affinity mask: ``taskset`` and container limits count),
+    not every core of the machine."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def build_original(cfg: Any, cs: Any, name: str, text: str, arch: str) -> MutantBuild:
     """Write and compile the unmutated copy of kernel ``name``'s source (``original.cu`` beside its
     mutants, compiled exactly as they are; a cached build starts no compiler).
@@ -124,7 +133,7 @@ def build_mutants(
 
     progress = progress or (lambda ev: None)
     lock = threading.Lock()
-    workers = max(1, jobs or os.cpu_count() or 1)
+    workers = max(1, jobs or usable_cpus())
     originals = {m.kernel: m.original for m in mutants}
 
     def baseline(name: str) -> tuple[str, str]:

@@ -46,7 +46,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import UsageError
-from ._build import build_mutants, build_original, mutant_dir
+from ._build import build_mutants, build_original, mutant_dir, usable_cpus
 from ._equivalent import DEFAULT_FILE, load_records, match_records
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
@@ -75,13 +75,13 @@ Progress = Callable[[dict[str, Any]], None]
 def default_workers() -> int:
     """Verification workers by default: one per 4 CPU cores, at most 4 (host work, references and
     comparisons, dominates a mutant's verification; 4 contexts share one GPU comfortably)."""
-    return max(1, min(4, (os.cpu_count() or 1) // 4))
+    return max(1, min(4, usable_cpus() // 4))
 
 
 def sanitizer_workers() -> int:
     """compute-sanitizer processes at a time: one per 2 CPU cores, at most 8 (an instrumented run is
     mostly host work: the tool's bookkeeping, the references and the comparisons)."""
-    return max(1, min(8, (os.cpu_count() or 1) // 2))
+    return max(1, min(8, usable_cpus() // 2))
 
 
 def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[str] | None = None,
@@ -112,6 +112,26 @@ def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[
         generated[name] = ms
         selected[name] = select_mutants(ms, max_mutants)
     return generated, selected
+
+
+def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[str] | None = None, max_mutants: int | None = None,
+               jobs: int | None = None, progress: Progress | None = None, config: Any = None) -> dict[str, int]:
+    """Compile the mutants a run with the same kernels, operators and ``max_mutants`` selects, and each
+    kernel's unmutated copy, into the build cache for the configured architecture (no GPU): a GPU machine
+    given that cache then only verifies. Returns the number of mutants per build status."""
+    from ..api import load_project
+
+    cfg, cs = load_project(root, config)
+    if max_mutants is not None and max_mutants < 1:
+        raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
+    generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
+    all_selected = [m for ms in selected.values() for m in ms]
+    (progress or (lambda ev: None))({"event": "planned", "mutants": len(all_selected), "generated": sum(len(v) for v in generated.values())})
+    builds = build_mutants(cfg, cs, all_selected, cfg.arch, jobs, progress)
+    counts: dict[str, int] = {}
+    for b in builds.values():
+        counts[b.status] = counts.get(b.status, 0) + 1
+    return counts
 
 
 def kernel_mutants(cs: Any, name: str, text: str, operators: Sequence[str] | None = None) -> list[Mutant]:

@@ -3,18 +3,23 @@
 # call that fits its 10-minute limit. Run from the repository root with .whl/ (the PyCUDA wheels of
 # ../shared/device) and .wireup-cache/ (cubins built on the CPU machine) carried along.
 #
-#   tests/gpu/run_mutate.sh [--verify] [--test] GROUP [GROUP ...]
+#   tests/gpu/run_mutate.sh [--verify] [--test] GROUP[+--OPTION=VALUE...] [GROUP ...]
 #
 # --verify : first `wireup verify` of every kernel and schedule with PyCUDA and CuPy (writes the evidence
 #            records; JSON with the timing breakdown into $OUT/verify.json)
 # --test   : then the GPU pytest of mutation testing (tests/gpu/test_mutate_gpu.py)
 # GROUP    : comma-separated kernel names mutated by one `wireup mutate` invocation ("all" for --all);
 #            each invocation writes reports/mutation/<kernel>.json for its kernels when it ends, so a
-#            group cut off by its cap loses only that group
+#            group cut off by its cap loses only that group; options after "+" are that group's own
+#            (aux_weight_grad_reduce+--sanitizers=memcheck)
 #
 # Settings: VERIFY_ARGS (e.g. --kernel K --schedule S: verify only those), MUTATE_ARGS (default: --max-mutants 30 --jobs $(nproc) --workers 4 --timeout 5), BUDGET (the
 # seconds the whole script may take, default 570), GROUP_CAP (the most one group may take, default the
-# rest of the budget). Into $OUT (default ./device-out): summary.txt, verify.json, logs.tgz (every log),
+# rest of the budget), PARALLEL=1 (verify and every group start at once, each under its cap, instead of one
+# after another; each group pinned with taskset to its share of the cores, so its default worker and
+# sanitizer counts follow that share). .carry/cache.txz, where carried, is unpacked first: the build cache with every mutant
+# compiled on the CPU machine (`wireup mutate --all --max-mutants 30 --build-only`, then
+# `tar -cJf .carry/cache.txz .wireup-cache`), so the GPU machine only verifies. Into $OUT (default ./device-out): summary.txt, verify.json, logs.tgz (every log),
 # mutation.tgz (reports/mutation), evidence.tgz (reports/evidence).
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -34,6 +39,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
     export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+if [ -f .carry/cache.txz ]; then
+    tar -xJf .carry/cache.txz || note "unpacking .carry/cache.txz failed"
+fi
 export PYTHONUNBUFFERED=1
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -54,12 +62,41 @@ for a in "$@"; do
     esac
 done
 
-if [ $VERIFY -eq 1 ]; then
+run_verify() {
     # shellcheck disable=SC2086  # VERIFY_ARGS is a list of options (--kernel K --schedule S to verify some)
     timeout -k 10 220 python3 -m audit verify --backend pycuda --backend cupy ${VERIFY_ARGS:-} --format json --output "$OUT/verify.json" >"$LOGS/verify.log" 2>&1
     note "verify rc=$? at $(elapsed) s"
     tail -n 30 "$LOGS/verify.log" >>"$SUMMARY"
+}
+PARALLEL=${PARALLEL:-0}
+if [ $VERIFY -eq 1 ]; then
+    if [ "$PARALLEL" = 1 ]; then run_verify & else run_verify; fi
 fi
+
+NCPU=$(nproc)
+NGROUPS=${#GROUPS_[@]}
+run_group() {  # index, group, cap
+    local i=$1 g=$2 cap=$3 names extra s pin=()
+    if [ "$PARALLEL" = 1 ] && [ "$NGROUPS" -gt 1 ] && command -v taskset >/dev/null; then
+        local share=$(( NCPU / NGROUPS )) first
+        [ "$share" -lt 1 ] && share=1
+        first=$(( ((i - 1) * share) % NCPU ))
+        pin=(taskset -c "$first-$(( first + share - 1 ))")
+    fi
+    IFS=+ read -r -a extra <<<"$g"
+    g=${extra[0]}
+    extra=("${extra[@]:1}")
+    if [ "$g" = all ]; then names=(--all); else IFS=, read -r -a names <<<"$g"; fi
+    s=$(date +%s)
+    # shellcheck disable=SC2086  # ARGS is a list of options
+    timeout -k 10 "$cap" "${pin[@]}" python3 -m audit mutate "${names[@]}" $ARGS "${extra[@]}" >"$LOGS/mutate-$i.log" 2>&1
+    local rc=$?
+    {
+        echo "group $i ($2): mutate rc=$rc in $(( $(date +%s) - s )) s (cap $cap s; 0 all caught or equivalent, 1 survivors, 2 environment, 124 cut off)"
+        grep -v '^ *[0-9.]*s  \(verify\|memcheck\|racecheck\)  ' "$LOGS/mutate-$i.log" | tail -n 40
+    } >"$LOGS/group-$i.txt"
+    [ "$PARALLEL" = 1 ] || cat "$LOGS/group-$i.txt" | tee -a "$SUMMARY"
+}
 
 i=0
 for g in "${GROUPS_[@]}"; do
@@ -71,13 +108,12 @@ for g in "${GROUPS_[@]}"; do
         note "group $i ($g) not run: $left s left"
         continue
     fi
-    if [ "$g" = all ]; then names=(--all); else IFS=, read -r -a names <<<"$g"; fi
-    s=$(date +%s)
-    # shellcheck disable=SC2086  # ARGS is a list of options
-    timeout -k 10 "$cap" python3 -m audit mutate "${names[@]}" $ARGS >"$LOGS/mutate-$i.log" 2>&1
-    note "group $i ($g): mutate rc=$? in $(( $(date +%s) - s )) s (cap $cap s; 0 all caught or equivalent, 1 survivors, 2 environment, 124 cut off)"
-    grep -v '^ *[0-9.]*s  \(verify\|memcheck\|racecheck\)  ' "$LOGS/mutate-$i.log" | tail -n 40 >>"$SUMMARY"
+    if [ "$PARALLEL" = 1 ]; then run_group "$i" "$g" "$cap" & else run_group "$i" "$g" "$cap"; fi
 done
+wait
+if [ "$PARALLEL" = 1 ]; then
+    for f in "$LOGS"/group-*.txt; do [ -f "$f" ] && cat "$f" >>"$SUMMARY"; done
+fi
 
 if [ $TEST -eq 1 ]; then
     left=$(( BUDGET - $(elapsed) - 15 ))
