@@ -266,10 +266,10 @@ def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path, capsys):
     assert capsys.readouterr().err == f"error: {NVCC_MISSING}\n"
     result = check(project, select=["build"])
     # LOCAL_ARRAY_BOUNDS reads the sources and needs no compiler; the others are not run, never passed
-    assert result.ran == ["LOCAL_ARRAY_BOUNDS"] and {n.rule for n in result.not_run} == {
+    assert result.ran == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ"] and {n.rule for n in result.not_run} == {
         "COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS", "STORE_RACE",
     }  # fmt: skip
-    assert [f.rule for f in result.findings] == ["LOCAL_ARRAY_BOUNDS"]
+    assert [f.rule for f in result.findings] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ"]
     assert {n.reason for n in result.not_run} == {NVCC_MISSING}
 
 
@@ -386,6 +386,21 @@ def test_local_array_bounds_finds_the_loop_one_quad_too_far_without_a_compiler(t
     # quads_ok.cu is the same kernel with the bound in place
     ok, bad = ((DATA / "project" / "kernels" / n).read_text().splitlines() for n in ("quads_ok.cu", "quads_overrun.cu"))
     assert [(a, b) for a, b in zip(ok, bad) if a != b][-1] == ("    for (int u = 0; u < kQuads; ++u) {", "    for (int u = 0; u <= kQuads; ++u) {")
+
+
+def test_local_uninit_read_finds_the_logit_past_the_written_ones_without_a_compiler(tmp_path, monkeypatch):
+    project = _copy_project(DATA / "project", tmp_path / "p", tmp_path / "cache")
+    _no_nvcc(monkeypatch)
+    (f,) = [f for f in check(project, select=["LOCAL_UNINIT_READ"]).findings]
+    assert (f.file, f.line, f.subject) == ("kernels/uninit_read.cu", 19, "uninit_read")
+    assert f.message == (
+        '"l[k]" reads the local array "l" (8 elements, declared at line 8) where k = 0 .. 7 (the loop at line 18) '
+        "under k <= K, but its elements are written only where k < K (line 16): the elements past that bound are "
+        "uninitialised registers (undefined behaviour)."
+    )
+    # uninit_ok.cu is the same kernel with the read's guard matching the writes'
+    ok, bad = ((DATA / "project" / "kernels" / n).read_text().splitlines() for n in ("uninit_ok.cu", "uninit_read.cu"))
+    assert [(a, b) for a, b in zip(ok, bad) if a != b][-1] == ("        if (k < K) p[r * K + k] = l[k] / s;", "        if (k <= K) p[r * K + k] = l[k] / s;")
 
 
 @pytest.mark.nvcc

@@ -678,7 +678,29 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
     detail = next(o.detail for o in scale.outcomes if o.mutant.id == "ror:47:27:0")
     assert detail == ('kernels/aux_heads_loss_ema_kernel.cu:49: "v[u]" indexes the local array "v" of 8 elements (declared at line 45) '
                       "with u = 0 .. 8 (the loop at line 47): index 8 is out of bounds, undefined behaviour the compiler may hide.")  # fmt: skip
-    assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "STORE_RACE"]
+    assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE"]
+
+
+@pytest.mark.nvcc
+def test_local_uninit_read_catches_the_softmax_reads_past_k(tmp_path, monkeypatch):
+    """The forward head's softmax keeps its AUX_K_MAX logits in a local array written only where k < K:
+    a mutant whose later loop reads l[k] without that guard (or with k <= K) reads an uninitialised
+    register, which nvcc may compile so that the run still matches the reference. Caught statically."""
+    from audit import runtime
+    from audit.config import with_overrides
+
+    cfg, _ = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    run = run_mutation(REPO, ["aux_trade_outcome_forward"], operators=["guard", "ror"], config=cfg, sanitizers=(), slowdown=False, sizes=(1,))
+    (fwd,) = run.kernels
+    assert fwd.baseline == "pass"
+    got = {o.mutant.id for o in fwd.outcomes if o.checks == ("LOCAL_UNINIT_READ",) and o.status == "caught"}
+    assert {"guard:48:9:0", "ror:48:15:0", "guard:55:9:0", "ror:55:15:0"} <= got
+    detail = next(o.detail for o in fwd.outcomes if o.mutant.id == "ror:55:15:0")
+    assert detail == ('kernels/aux_trade_outcome_forward_kernel.cu:55: "l[k]" reads the local array "l" (8 elements, declared at line 35) '
+                      "where k = 0 .. 7 (the loop at line 54) under k <= K, but its elements are written only where k < K (line 48): "
+                      "the elements past that bound are uninitialised registers (undefined behaviour).")  # fmt: skip
 
 
 def test_mutants_are_judged_at_the_sizes_of_wireup_verify():

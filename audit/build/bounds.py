@@ -20,8 +20,9 @@ import itertools
 import math
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..mutate._scope import Source
@@ -113,6 +114,18 @@ def integer_constants(text: str, known: Mapping[str, int] | None = None) -> dict
             if d.const_int:
                 values.setdefault(d.name, set()).add(d.value)
     return {name: v for name, vs in values.items() if len(vs) == 1 and (v := next(iter(vs))) is not None}
+
+
+def included_constants(path: Path, include_dirs: Sequence[Path]) -> dict[str, int]:
+    """The integer constants of the local headers that ``path`` includes (transitively), in include order;
+    raises OSError when a header cannot be read."""
+    from ..hashing import include_closure
+
+    constants: dict[str, int] = {}
+    for header in include_closure(path, include_dirs):
+        if header != path.resolve():
+            constants.update(integer_constants(header.read_text(encoding="utf-8", errors="replace"), constants))
+    return constants
 
 
 def _macros(text: str, known: Mapping[str, int]) -> dict[str, int | None]:

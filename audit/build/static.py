@@ -1,10 +1,14 @@
 """The static kernel-code checks, one place for the rules of ``wireup check`` and for ``wireup mutate``.
 
-Two bugs that no run of a kernel can show, because the compiled code hides them:
+Three bugs that no run of a kernel can show, because the compiled code hides them:
 
 * LOCAL_ARRAY_BOUNDS (:mod:`audit.build.bounds`, on the source): a constant-bound loop that indexes a
   fixed-size local array out of bounds (``for (u = 0; u <= kQuads; ++u) v[u] = ...`` over
   ``float4 v[kQuads]``). It is undefined behaviour; nvcc drops the store or reads an undefined register.
+* LOCAL_UNINIT_READ (:mod:`audit.build.uninit`, on the source): a read of a local array's element that
+  was written only under a run-time guard the read lacks (``if (k < K) l[k] = ...`` read back by a loop
+  without the guard, or with ``k <= K``): an uninitialised register, which nvcc may compile into code
+  that behaves like the original.
 * STORE_RACE (:mod:`audit.build.races`, on the PTX): a non-atomic global store at an address that is the
   same for every thread, which more than one thread runs (a deleted ``if (tid == 0)`` around an ISV
   update). The lanes of a warp store the same value; warps that interleave blend an EMA twice.
@@ -20,8 +24,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .bounds import Overrun, find_overruns, integer_constants
+from .bounds import Overrun, find_overruns, included_constants
 from .races import StoreRace, find_store_races
+from .uninit import UninitRead, source_uninit_reads
 
 if TYPE_CHECKING:
     from ..model import ContractSet, Kernel
@@ -32,22 +37,18 @@ Extents = tuple[int | None, int | None, int | None]
 def source_overruns(path: Path, include_dirs: Sequence[Path]) -> list[Overrun]:
     """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
     it includes (transitively) known. A file that cannot be read or tokenized has none."""
-    from ..hashing import include_closure
     from ..mutate._tokens import TokenizeError
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
-        constants: dict[str, int] = {}
-        for header in include_closure(path, include_dirs):
-            if header != path.resolve():
-                constants.update(integer_constants(header.read_text(encoding="utf-8", errors="replace"), constants))
-        return find_overruns(text, constants)
+        return find_overruns(text, included_constants(path, include_dirs))
     except (OSError, TokenizeError):
         return []
 
 
-def overrun_text(o: Overrun) -> str:
-    """The overrun's sentence without its ``path:line:`` prefix (a finding carries the location)."""
+def overrun_text(o: Overrun | UninitRead) -> str:
+    """The overrun's (or uninitialised read's) sentence without its ``path:line:`` prefix (a finding
+    carries the location)."""
     return o.message("").split(": ", 1)[1]
 
 
@@ -84,10 +85,11 @@ def race_line(race: StoreRace, source: str) -> int | None:
 
 def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, include_dirs: Sequence[Path], ptx: str | None,
                          display: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
-    """``(rule, message)`` of both checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
+    """``(rule, message)`` of the three checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
     ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file."""
     display = display or k.source
     out = [("LOCAL_ARRAY_BOUNDS", o.message(display)) for o in source_overruns(source, include_dirs)]
+    out += [("LOCAL_UNINIT_READ", r.message(display)) for r in source_uninit_reads(source, include_dirs)]
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
     return out

@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", action="append", default=[], metavar="NAME", help="verify this schedule end to end (repeatable)")
     p.add_argument("--backend", action="append", default=[], choices=("auto", "pycuda", "cupy"), help="GPU backend; repeat it to run both on the same inputs (default: auto, PyCUDA where installed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
-    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of the kernel checks (default 1,37,300,4096,65536)")
+    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of the kernel checks (default 1,37,300,4096,4103,65536)")
     p.add_argument("--chain-sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of the schedule runs (default 37,300,4096)")
     p.add_argument("--sanitizer", choices=("memcheck", "racecheck", "initcheck", "synccheck"), help="run the verification under compute-sanitizer with this tool")
     add_output_arguments(p)

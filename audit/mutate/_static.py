@@ -2,7 +2,10 @@
 
 A mutant is caught here when LOCAL_ARRAY_BOUNDS finds a constant-bound loop of its source indexing a
 local array out of bounds (``u <= kQuads`` over ``v[kQuads]``: undefined behaviour that nvcc hides by
-dropping the store, so no run can see it), or when STORE_RACE finds a global store of its entry, at an
+dropping the store, so no run can see it), when LOCAL_UNINIT_READ finds a read of a local array element
+that was written only under a run-time guard the read lacks (a deleted ``if (k < K)`` in the loop that
+reads back ``l[k]``: an uninitialised register that nvcc may compile into the original's behaviour), or
+when STORE_RACE finds a global store of its entry, at an
 address the same for every thread, that more than one thread runs (a deleted ``if (tid == 0)`` around an
 ISV update: the lanes of a warp store the same value, so no run sees that either). The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "STORE_RACE")
+STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:

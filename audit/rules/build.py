@@ -9,7 +9,7 @@ does not compile is reported once by COMPILE_ERROR and skipped by the others.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..findings import Severity
 from ..model import Kernel, Loc, SourceFile
@@ -190,12 +190,12 @@ def check_spills(ctx: CheckContext) -> Iterator[Hit]:
         )
 
 
-@rule("LOCAL_ARRAY_BOUNDS", "No constant-bound loop of a kernel source indexes a fixed-size local or shared array out of its bounds (undefined behaviour the compiler hides).", "build")
-def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
-    """Reads the kernel sources and the local headers they include; needs no compiler."""
+def _project_sources(ctx: CheckContext) -> Iterator[tuple[Any, str, str, list[Any]]]:
+    """Every kernel source and local header it includes, once, as ``(path, shown, kernel, include_dirs)``:
+    ``shown`` is the path relative to the project root, ``kernel`` the first kernel that uses it. Files
+    outside the project are not its code to judge and are left out."""
     from pathlib import Path
 
-    from ..build.static import overrun_text, source_overruns
     from ..hashing import include_closure
 
     cfg = ctx.config
@@ -203,7 +203,7 @@ def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
         return
     root = Path(ctx.cs.root).resolve()
     dirs = [cfg.path(d) for d in cfg.include_dirs]
-    owner: dict[Path, str] = {}  # every source and local header, with the first kernel that uses it
+    owner: dict[Path, str] = {}
     for k in ctx.cs.kernels:
         path = cfg.path(k.source)
         for f in [path.resolve(), *include_closure(path, dirs)] if path.is_file() else []:
@@ -212,9 +212,29 @@ def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
         try:
             shown = f.relative_to(root).as_posix()
         except ValueError:
-            continue  # outside the project: not its code to judge
+            continue
+        yield f, shown, kernel, dirs
+
+
+@rule("LOCAL_ARRAY_BOUNDS", "No constant-bound loop of a kernel source indexes a fixed-size local or shared array out of its bounds (undefined behaviour the compiler hides).", "build")
+def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads the kernel sources and the local headers they include; needs no compiler."""
+    from ..build.static import overrun_text, source_overruns
+
+    for f, shown, kernel, dirs in _project_sources(ctx):
         for o in source_overruns(f, dirs):
             yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
+
+
+@rule("LOCAL_UNINIT_READ", "No read of a fixed-size local array finds an element that was written only under a run-time guard the read lacks (an uninitialised register the compiler hides).", "build")
+def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads the kernel sources and the local headers they include; needs no compiler."""
+    from ..build.static import overrun_text
+    from ..build.uninit import source_uninit_reads
+
+    for f, shown, kernel, dirs in _project_sources(ctx):
+        for r in source_uninit_reads(f, dirs):
+            yield Hit(overrun_text(r), Loc(_CudaLine(shown, r.line)), kernel)
 
 
 @rule("STORE_RACE", "A non-atomic global store at an address that is the same for every thread (an ISV slot) is made by one thread of one block.", "build")
