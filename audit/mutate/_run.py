@@ -5,9 +5,10 @@
 2. Find the GPU (before anything is compiled) and compile every mutant, ``jobs`` at a time, through the
    build cache; drop the stillborn and the identical ones (:mod:`audit.mutate._build`).
 3. Run the static kernel-code checks of ``wireup check`` on each mutant (:mod:`audit.mutate._static`:
-   LOCAL_ARRAY_BOUNDS on its source, STORE_RACE on its PTX). A mutant they flag is caught without a GPU;
-   one whose PTX is identical to the original's but whose source indexes a local array out of bounds is
-   caught too (the compiler dropped undefined behaviour, it did not prove the mutant equivalent).
+   LOCAL_ARRAY_BOUNDS and LOCAL_UNINIT_READ on its source, STORE_RACE on its PTX). A mutant they flag is
+   caught without a GPU; one whose PTX is identical to the original's but whose source indexes a local
+   array out of bounds or reads an unwritten element is caught too (the compiler dropped undefined
+   behaviour, it did not prove the mutant equivalent).
 4. Verify each other compiled mutant, for its own kernel only, at the sizes of ``wireup verify``, in
    ``workers`` long-lived workers (:func:`audit.runtime.verify_many`); a kernel's verification stops after
    its first failing case (the checks that failed are recorded); a hang ends at ``launch_timeout`` and
