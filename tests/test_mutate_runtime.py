@@ -68,3 +68,41 @@ def test_an_internal_error_is_no_verdict():
     assert outs[0].error.startswith("ReferenceProblem: ") and "no_such_module" in outs[0].error
     assert outs[0].failed_rules == [] and outs[0].outcome.run.notes[0].startswith("internal error: ")
     assert outs[1].failed_rules == ["VERIFY_REFERENCE"]  # a fresh worker took over
+
+
+def _supervised(names, **kw):
+    variants = [Variant(f"{n}-{i}", ("strided_gather",), plugins=(f"plugins:{n}",)) for i, n in enumerate(names)]
+    events = []
+    outs = verify_many(REPO, variants, backends=["emulated"], sizes=[1, 37], first_failure=True, workers=1, timeout=60,
+                       python_paths=[PLUGINS], progress=events.append, **kw)  # fmt: skip
+    return outs, events
+
+
+def test_a_variant_that_wrote_past_its_buffers_retires_its_worker(tmp_path, monkeypatch):
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("WIREUP_TEST_PIDS", str(pids))
+    outs, _ = _supervised(["pid", "pid", "past_the_end", "pid", "pid"])
+    assert [o.failed_rules for o in outs] == [[], [], ["VERIFY_OUT_OF_BOUNDS"], [], []]
+    ran = list(dict.fromkeys(pids.read_text().split()))  # each variant records its worker once per launch
+    # one worker for the first three variants; the one that wrote past the end of "dst" ends it
+    assert len(ran) == 2
+
+
+def test_a_context_lost_outside_the_launches_is_not_blamed_on_the_next_variant():
+    # "corrupts_helpers" passes, but breaks every later backend of its worker, as a wild write into
+    # wireup's own device memory would: the variant after it runs again, on a fresh worker, and passes
+    outs, events = _supervised(["corrupts_helpers", "pid", "wrong"])
+    assert [o.failed_rules for o in outs] == [[], [], ["VERIFY_REFERENCE"]]
+    assert all(o.error is None for o in outs)
+    assert [e["variant"] for e in events if e["event"] == "retry"] == ["pid-1"]
+
+
+def test_a_context_lost_outside_the_launches_twice_is_the_variants_launch_error():
+    outs, events = _supervised(["faults_in_helpers", "wrong"])
+    assert [o.failed_rules for o in outs] == [["VERIFY_LAUNCH_ERROR"], ["VERIFY_REFERENCE"]]
+    assert [e["variant"] for e in events if e["event"] == "retry"] == ["faults_in_helpers-0"]
+    (err,) = {f.message for f in outs[0].outcome.result.errors}
+    assert err == (
+        'Kernel "strided_gather" fails VERIFY_LAUNCH_ERROR: the CUDA context was lost after its launches, in wireup\'s own '
+        "device work (the hash helper kernel: an illegal memory access was encountered), on a fresh worker too."
+    )

@@ -14,7 +14,9 @@
    its first failing case (the checks that failed are recorded); a hang ends at ``launch_timeout`` and
    counts as caught by VERIFY_TIMEOUT. The unmutated kernel (its *baseline*, the copy the mutants are
    compared with) is one more variant of the same call, so it is verified with exactly the same sizes,
-   seed, backends and first-failure rule.
+   seed, backends and first-failure rule; the baselines go first, so no mutant has touched their
+   workers (a worker is retired after a variant that wrote past its buffers, see
+   :mod:`audit.runtime._many`).
 5. A survivor whose fastest launch in some case takes :data:`SLOWDOWN_RATIO` times the baseline's, and
    :data:`SLOWDOWN_SECONDS` more, is timed again alone on the GPU with its baseline; if that timing
    agrees it is caught by MUTATE_SLOWDOWN (the same numbers for far more work).
@@ -221,17 +223,19 @@ def run_mutation(
         Variant(m.key, (m.kernel,), {m.kernel: paths[m.key]} if m.key in paths else {}, stand_in(m) if stand_in else None)
         for m in to_run
     ]  # fmt: skip
-    # the unmutated copy of every kernel, verified in the same call with the same settings: a check that
-    # fails without any mutation would "catch" every mutant
+    # the unmutated copy of every kernel, verified in the same call with the same settings (a check that
+    # fails without any mutation would "catch" every mutant), and first, on workers no mutant has used
     originals: dict[str, Path] = {}
+    baseline_variants: list[Variant] = []
     for name in selected:
         copy = mutant_dir(cfg, name) / "original.cu"
         if stand_in is None and copy.is_file():
             originals[name] = copy
-        variants.append(Variant(
+        baseline_variants.append(Variant(
             f"{name}/{BASELINE}", (name,), {name: originals[name]} if name in originals else {},
             (baseline_stand_in(name) if baseline_stand_in else {}) if stand_in else None,
         ))  # fmt: skip
+    variants = baseline_variants + variants
     t = time.perf_counter()
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),

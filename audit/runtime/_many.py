@@ -13,7 +13,12 @@ Two limits end a variant that hangs: ``launch_timeout`` (a launch that has not f
 kernel spins) and ``timeout`` (no progress at all). Either kills the worker; the variant gets a
 VERIFY_TIMEOUT record and a fresh worker takes the next variant. A worker that dies, or whose CUDA
 context a variant poisoned (an illegal address), is replaced the same way, the variant keeping the
-VERIFY_LAUNCH_ERROR record of what killed it.
+VERIFY_LAUNCH_ERROR record of what killed it. A variant that wrote outside its buffers (VERIFY_OUT_OF_BOUNDS)
+retires its worker too: a write past the guard bands may have landed in memory the next variant uses
+(another allocation, wireup's own helper module). A sticky CUDA error outside any launch of the variant
+(in wireup's own device work: a hash, a count, a copy) cannot be pinned on it, since an earlier variant
+may have corrupted the worker: the variant runs again on a fresh worker, and only a second such error
+there is its VERIFY_LAUNCH_ERROR.
 
 With ``first_failure=True`` a kernel's verification stops after the first case in which a check failed:
 enough to know a mutant is caught (the checks that failed are recorded), and much cheaper than every
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem
+from ._backend import DeviceError
 from ._results import EnvironmentInfo, SubjectResult, VerifyRun
 from ._session import JobSpec, LaunchFailure, Session
 
@@ -277,6 +283,7 @@ class _VariantRunner:
         self.factory = None
         self.shared: dict[str, Any] = dict(backends or {})
         self.timing: dict[str, float] = {}
+        self.suspect = ""  # the last variant's sticky error outside its launches, if any
 
     def open(self) -> bool:
         """Open the GPU backends (the emulated one is made per variant); False when one is unavailable."""
@@ -318,6 +325,7 @@ class _VariantRunner:
         self.factory = session.factory
         results: list[SubjectResult] = []
         lost = False
+        self.suspect = ""
         for kind, name in spec["subjects"]:
             self.emit({"event": "subject_start", "variant": spec["id"], "kind": kind, "subject": name})
             try:
@@ -325,17 +333,33 @@ class _VariantRunner:
             except LaunchFailure as exc:
                 res = getattr(exc, "results", None) or []
                 if not res:
-                    for b in bes:
-                        r = SubjectResult(name, kind, b)
-                        r.add("launch", "fail", "", f'Kernel "{name}" fails VERIFY_LAUNCH_ERROR: {exc}.')
-                        res.append(r)
+                    res = self._failed(bes, kind, name, f"{exc}")
                 lost = True
+            except DeviceError as exc:
+                if not exc.sticky:
+                    raise
+                # outside the variant's launches (each is synchronised and checked): wireup's own device
+                # work found the context lost, which an earlier variant of this worker may have caused
+                self.suspect = str(exc)
+                what = f"the CUDA context was lost after its launches, in wireup's own device work ({exc}), on a fresh worker too"
+                res, lost = self._failed(bes, kind, name, what), True
             results.extend(res)
             if lost:
                 break
+        if not lost and any(c.rule == "VERIFY_OUT_OF_BOUNDS" for r in results for c in r.failed):
+            lost = True  # its writes past the guard bands may have reached memory the next variant uses
         for k, v in session.timing.items():
             self.timing[k] = self.timing.get(k, 0.0) + v
         return results, lost
+
+    @staticmethod
+    def _failed(bes: Mapping[str, Any], kind: str, name: str, what: str) -> list[SubjectResult]:
+        out = []
+        for b in bes:
+            r = SubjectResult(name, kind, b)
+            r.add("launch", "fail", "", f'Kernel "{name}" fails VERIFY_LAUNCH_ERROR: {what}.')
+            out.append(r)
+        return out
 
     def close(self) -> None:
         for b in self.shared.values():
@@ -407,7 +431,7 @@ def worker_main(argv: list[str]) -> int:
                 t0 = time.perf_counter()
                 res, lost = runner.run(spec)
                 emit({"event": "variant_done", "index": i, "variant": spec["id"], "seconds": time.perf_counter() - t0,
-                      "results": [r.to_dict() for r in res], "lost": lost})  # fmt: skip
+                      "results": [r.to_dict() for r in res], "lost": lost, "suspect": runner.suspect})  # fmt: skip
                 if lost:
                     code = 3
                     break
@@ -522,6 +546,7 @@ class _Supervision:
         self.envs: dict[str, EnvironmentInfo] = {}
         self.fatal: list[str] = []
         self.live: set[_Worker] = set()  # running workers, killed if the supervisor is interrupted
+        self.retried: set[int] = set()  # variants run again on a fresh worker after a context lost outside their launches
         self.stopping = False
         self.lock = threading.Lock()
 
@@ -561,6 +586,13 @@ class _Supervision:
             t0 = time.perf_counter()
             outcome, what, in_launch, crash, lost = self.wait(worker, i, slot)
             seconds = time.perf_counter() - t0
+            if outcome == "retry":  # the context was lost outside its launches: once more, on a fresh worker
+                self.retire(worker, kill=True)
+                worker = None
+                with self.lock:
+                    self.retried.add(i)
+                pending.put(i)
+                continue
             if outcome == "done":
                 if lost:  # the variant poisoned the CUDA context: the worker exits, a fresh one takes over
                     self.retire(worker, kill=True)
@@ -638,6 +670,9 @@ class _Supervision:
             elif kind == "crash":
                 crash = ev.get("error", "")
             elif kind == "variant_done" and ev.get("index") == i:
+                if ev.get("suspect") and i not in self.retried:
+                    self.progress({"event": "retry", "variant": v.id, "worker": slot, "what": ev["suspect"]})
+                    return "retry", what, in_launch, crash, True
                 res = [SubjectResult.from_dict(d) for d in ev.get("results", [])]
                 with self.lock:
                     self.results[v.id] = _Done(res, float(ev.get("seconds", 0.0)))

@@ -53,3 +53,64 @@ def segfault(be) -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
 
     _register(be, kernel)
+
+
+def _record_pid() -> None:
+    """Append this worker's process id to the file named by WIREUP_TEST_PIDS (which worker ran what)."""
+    path = os.environ.get("WIREUP_TEST_PIDS")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+
+
+def pid(be) -> None:
+    """Survives (the reference's values) and records which worker ran it."""
+
+    def kernel(launch):
+        _record_pid()
+        launch.default()
+
+    _register(be, kernel)
+
+
+def past_the_end(be) -> None:
+    """Caught by VERIFY_OUT_OF_BOUNDS: right values, and one float32 written past the end of "dst" (into
+    its guard band); records which worker ran it."""
+
+    def kernel(launch):
+        _record_pid()
+        launch.default()
+        out = launch.arg("dst").value
+        n = launch.tensor("dst").size
+        launch.view(int(out), "float32", n + 1)[n] = 1.0
+
+    _register(be, kernel)
+
+
+def corrupts_helpers(be) -> None:
+    """Survives, but leaves the worker broken as a wild write into wireup's own device memory would: every
+    later backend of this process faults (a sticky illegal address) in its first buffer hash."""
+    from audit.runtime._backend import DeviceError
+    from audit.runtime._emulated import EmulatedBackend
+
+    original = EmulatedBackend.hash
+
+    def hash(self, ptr, nbytes):
+        if self is not be:
+            raise DeviceError("the hash helper kernel: an illegal memory access was encountered", sticky=True, code="CUDA_ERROR_ILLEGAL_ADDRESS")
+        return original(self, ptr, nbytes)
+
+    EmulatedBackend.hash = hash
+    _register(be, lambda launch: launch.default())
+
+
+def faults_in_helpers(be) -> None:
+    """Computes the reference's values, but every buffer hash after its launch faults (a sticky illegal
+    address), in any worker: the variant itself breaks the context."""
+    from audit.runtime._backend import DeviceError
+
+    def hash(ptr, nbytes):
+        raise DeviceError("the hash helper kernel: an illegal memory access was encountered", sticky=True, code="CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    be.hash = hash
+    _register(be, lambda launch: launch.default())
