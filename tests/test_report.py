@@ -276,6 +276,10 @@ def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) 
         "survivors": [{"id": "M3", "diff": "-    g * x\n+    g * x * 1.0f", "equivalent": True, "reason": "multiplies by one"}],
         "device": {"name": "NVIDIA H200"}, "date": "2026-12-02",
     }))  # fmt: skip
+    (mutation / "loss.json").write_text(json.dumps({
+        "kernel": "loss", "generated": 53, "selected": 30, "mutants": 30, "caught": 26, "equivalent": 4, "score": 1.0,
+        "baseline": "pass", "by_check": {"reference": 26}, "survivors": [], "device": {"name": "NVIDIA H200"}, "date": "2026-12-03",
+    }))  # fmt: skip
     text = render(root, history=False)
     assert "**GPU verification:** ✅ verified on NVIDIA H200, 2026-12-02T14:03:11Z (pycuda backend; sizes B=1, B=1024)" in text
     assert "| reference | ✅ pass | B=1024 | 3.10e-07 | 2.50e-06 | 1.20e-07 |  |" in text
@@ -283,7 +287,9 @@ def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) 
     assert "**GPU verification:** ⚠️ stale: its source changed since its last GPU verification (2026-11-30)" in text
     assert "**Mutation score:** 3 of 4 caught (75%) on NVIDIA H200, 2026-12-02 — caught by mask: 1, reference: 2" in text
     assert "- `M3` (equivalent): multiplies by one" in text
-    assert "| mutation score | ⚠️ 3 of 4 mutants caught (75%) over 1 of 5 kernels |" in text
+    assert "**Mutation score:** 26 of 26 caught (100%; 4 equivalent mutants not counted; a sample: 30 of its 53 mutants run) on NVIDIA H200" in text
+    # the older record has no generated/selected counts, so the summary cannot say how large a sample it is
+    assert "| mutation score | ⚠️ 29 of 30 mutants caught (97%) over 2 of 5 kernels |" in text
     assert "| GPU-verified | ⚠️ 1 of 5 (1 stale, 3 missing, 0 failed) |" in text
 
 

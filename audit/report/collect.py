@@ -129,6 +129,8 @@ class MutationView:
     device: str
     date: str
     counted: int | None = None  # the score's denominator: mutants - equivalent; None when not scored
+    selected: int | None = None  # mutants the run selected (--max-mutants), where the record says
+    generated: int | None = None  # mutants the operators made, where the record says
 
 
 @dataclass
@@ -712,6 +714,8 @@ def _mutation_view(path: Path) -> MutationView | None:
         mutants = int(data.get("mutants", 0))
         caught = int(data.get("caught", 0))
         equivalent = int(data.get("equivalent") or 0)
+        selected = int(data["selected"]) if data.get("selected") is not None else None
+        generated = int(data["generated"]) if data.get("generated") is not None else None
     except (OSError, ValueError, TypeError, AttributeError):
         return None
     # the run's score is caught / (mutants - equivalent); a record without one (an older format) is caught / mutants
@@ -724,7 +728,8 @@ def _mutation_view(path: Path) -> MutationView | None:
         score, counted = "not scored (no mutant counts)" if mutants - equivalent <= 0 else "not scored", None
     elif counted:
         eq = f"; {equivalent} equivalent mutant{'s' if equivalent != 1 else ''} not counted" if "score" in data and equivalent else ""
-        score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%{eq})"
+        sample = f"; a sample: {selected} of its {generated} mutants run" if selected is not None and generated is not None and selected < generated else ""
+        score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%{eq}{sample})"
     else:
         score = "no mutants"
     by_check = sorted((str(k), v) for k, v in (data.get("by_check") or {}).items())
@@ -733,7 +738,8 @@ def _mutation_view(path: Path) -> MutationView | None:
         for s in data.get("survivors") or []
         if isinstance(s, Mapping)
     ]
-    return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")), counted)
+    return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")), counted,
+                        selected, generated)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -892,6 +898,11 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
         total = sum(m.counted or 0 for m in scored)
         score = f"{caught} of {total} mutants caught" + (f" ({100.0 * caught / total:.0f}%)" if total else "")
         text = f"{score} over {len(scored)} of {n} kernels" + (f"; {unscored} not scored" if unscored else "")
+        views = [kv.mutation for kv in mutated]
+        if all(m.selected is not None and m.generated is not None for m in views):
+            selected, generated = sum(m.selected or 0 for m in views), sum(m.generated or 0 for m in views)
+            if selected < generated:
+                text += f"; a sample: {selected} of {generated} generated mutants run"
         out.append(("mutation score", Status(OK if caught == total and not unscored else WARN, text)))
     else:
         out.append(("mutation score", Status(NONE, "not run")))
