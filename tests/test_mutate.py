@@ -577,7 +577,7 @@ def test_a_survivor_far_slower_than_its_baseline_is_caught_by_mutate_slowdown(tm
                         r"the same results for far more work", by_id[slow].detail), by_id[slow].detail  # fmt: skip
     assert by_id[same].status == "survived"  # the same cost: no slowdown
     assert k.by_check == {"MUTATE_SLOWDOWN": 1, "VERIFY_REFERENCE": 7}
-    assert run.settings["slowdown"] == {"ratio": 10.0, "seconds": 0.001}
+    assert run.settings["slowdown"] == {"ratio": 10.0, "seconds": 0.001, "passes": 3}
     # off by default without a GPU: emulated timings say nothing about kernels
     run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: stand_in.get(m.id, {m.kernel: _wrong}),
                        equivalent_file=tmp_path / "none.toml", sizes=(1,))  # fmt: skip
@@ -735,8 +735,31 @@ def test_a_survivor_slow_only_while_sharing_the_gpu_is_not_caught(tmp_path):
                        equivalent_file=tmp_path / "none.toml", sizes=(1,), slowdown=True, progress=progress)  # fmt: skip
     (o,) = [o for o in run.kernels[0].outcomes if o.mutant.id == "loop:11:59:0"]
     assert o.status == "survived" and seen["calls"] > seen["first"] > 0  # timed a second time, and fast then
-    assert {"event": "slowdown", "variant": "strided_gather/loop:11:59:0", "message": "not slower when timed alone"} in events
+    assert {"event": "slowdown", "variant": "strided_gather/loop:11:59:0", "message": "not slower when timed alone (pass 1 of 3)"} in events
     assert "slowdown" in run.timing
+
+
+def test_a_survivor_slow_in_one_pass_alone_only_is_not_caught(tmp_path):
+    """Timed alone within the run, a survivor can still share the GPU with another process: it must be
+    slower than its baseline, verified before and after it, in each of the three passes. Here it is slow
+    in its first verification and in the first pass alone, not in the second."""
+    runs = {"n": 0}
+
+    def slow_twice(launch):
+        runs["n"] += launch.meta.label.endswith("(run A)")  # each verification at B=1 starts with run A
+        if runs["n"] <= 2:  # its first two verifications: the shared one and the first pass alone
+            import time as _time
+
+            _time.sleep(0.02)
+        launch.write_outputs(launch.run_reference())
+
+    events = []
+    run = run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {"strided_gather": slow_twice} if m.id == "loop:11:59:0" else {m.kernel: _wrong},
+                       equivalent_file=tmp_path / "none.toml", sizes=(1,), slowdown=True, progress=events.append)  # fmt: skip
+    (o,) = [o for o in run.kernels[0].outcomes if o.mutant.id == "loop:11:59:0"]
+    assert o.status == "survived"
+    assert [e["message"] for e in events if e.get("event") == "slowdown"] == ["not slower when timed alone (pass 2 of 3)"]
+    assert runs["n"] == 3
 
 
 def test_concurrent_sanitizer_runs_get_log_folders_of_their_own(tmp_path):

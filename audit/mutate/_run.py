@@ -18,8 +18,10 @@
    workers (a worker is retired after a variant that wrote past its buffers, see
    :mod:`audit.runtime._many`).
 5. A survivor whose fastest launch in some case takes :data:`SLOWDOWN_RATIO` times the baseline's, and
-   :data:`SLOWDOWN_SECONDS` more, is timed again alone on the GPU with its baseline; if that timing
-   agrees it is caught by MUTATE_SLOWDOWN (the same numbers for far more work).
+   :data:`SLOWDOWN_SECONDS` more, is timed again alone (one worker) with its baseline verified before and
+   after it, :data:`SLOWDOWN_PASSES` times; if every pass agrees it is caught by MUTATE_SLOWDOWN (the
+   same numbers for far more work). Another process sharing the GPU can hold it for milliseconds, which
+   is why one pass is not enough.
 6. Every other survivor runs again under compute-sanitizer memcheck (:data:`MEMCHECK_SIZES`), and those
    of kernels that use shared memory (or that lost a barrier) under racecheck (:data:`RACE_SIZES`); the
    baseline of each kernel involved runs under the same tool (a report it has itself would "catch"
@@ -39,6 +41,7 @@ passes).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
@@ -70,6 +73,7 @@ SANITIZERS = ("memcheck", "racecheck")  # the passes survivors go through, in th
 SANITIZER_TIMEOUT = 6.0
 SLOWDOWN_RATIO = 10.0  # a surviving mutant this many times slower than its baseline in one case is caught ...
 SLOWDOWN_SECONDS = 1e-3  # ... when it is also this much slower (launch noise is microseconds)
+SLOWDOWN_PASSES = 3  # ... in each of this many passes timed alone (another process's kernels can hold the GPU for ms)
 DEFAULT_LAUNCH_TIMEOUT = 5.0
 
 Progress = Callable[[dict[str, Any]], None]
@@ -253,24 +257,42 @@ def run_mutation(
     survivors = [m for m in to_run if by_key[m.key].error is None and not by_key[m.key].failed_rules]
     if slowdown:
         # workers share the GPU, and an event pair around one launch also times the kernels other processes
-        # run in between: a survivor that looks far slower is timed again alone (one worker, nothing else
-        # on the GPU), with its baseline, and only that timing decides
+        # run in between: a survivor that looks far slower is timed again alone (one worker), between two
+        # verifications of its baseline. Alone within this run only: another process on the GPU (a second
+        # `wireup mutate`, a sanitizer run) can still hold it for milliseconds, so a suspect must be slower
+        # in each of SLOWDOWN_PASSES passes; one that is not, in some pass, is dropped there.
         suspects = [m for m in survivors if slower(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
-        if suspects:
-            t = time.perf_counter()
-            by_id = {v.id: v for v in variants}
+        t = time.perf_counter()
+        by_id = {v.id: v for v in variants}
+        hits: dict[str, str] = {}
+        for n in range(SLOWDOWN_PASSES):
+            if not suspects:
+                break
+            kernels = list(dict.fromkeys(m.kernel for m in suspects))
+            # each baseline before and after the suspects: a mutant must be slower than both timings
+            before = [by_id[f"{k}/{BASELINE}"] for k in kernels]
+            after = [dataclasses.replace(v, id=f"{v.id}/again") for v in before]
             again = verify_many(
-                cfg.root, [by_id[m.key] for m in suspects] + [by_id[f"{k}/{BASELINE}"] for k in dict.fromkeys(m.kernel for m in suspects)],
+                cfg.root, before + [by_id[m.key] for m in suspects] + after,
                 backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
                 workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg,
             )  # fmt: skip
-            timing["slowdown"] = time.perf_counter() - t
             alone = {o.id: o for o in again}
+            kept = []
             for m in suspects:
-                hit = slower(alone[m.key], alone[f"{m.kernel}/{BASELINE}"])
-                progress({"event": "slowdown", "variant": m.key, "message": hit or "not slower when timed alone"})
-                if hit:
-                    late[m.key] = (("MUTATE_SLOWDOWN",), hit)
+                b = f"{m.kernel}/{BASELINE}"
+                hit = slower(alone[m.key], alone[b])
+                hits.setdefault(m.key, hit)
+                if hit and slower(alone[m.key], alone[f"{b}/again"]):
+                    kept.append(m)
+                else:
+                    progress({"event": "slowdown", "variant": m.key, "message": f"not slower when timed alone (pass {n + 1} of {SLOWDOWN_PASSES})"})
+            suspects = kept
+        for m in suspects:  # slower in every pass: the first pass's message
+            progress({"event": "slowdown", "variant": m.key, "message": hits[m.key]})
+            late[m.key] = (("MUTATE_SLOWDOWN",), hits[m.key])
+        if hits:  # a first suspect was timed alone at least once
+            timing["slowdown"] = time.perf_counter() - t
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
@@ -331,7 +353,7 @@ def run_mutation(
         "max_mutants": max_mutants, "launch_timeout_s": launch_timeout, "first_failure": True,
         "equivalent_file": _display(eq_path, cfg.root), "static_checks": [] if stand_in else list(STATIC_RULES),
         "sanitizers": {t: list(MEMCHECK_SIZES if t == "memcheck" else RACE_SIZES) for t in tools},
-        "slowdown": {"ratio": SLOWDOWN_RATIO, "seconds": SLOWDOWN_SECONDS} if slowdown else None,
+        "slowdown": {"ratio": SLOWDOWN_RATIO, "seconds": SLOWDOWN_SECONDS, "passes": SLOWDOWN_PASSES} if slowdown else None,
     }, date=date)  # fmt: skip
     _run_facts(run, outs, arch, nvcc)
     timing["wall"] = time.perf_counter() - t_start
