@@ -68,7 +68,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
-        "f7cec3a0aed12b230ff5a579a5be63d98ac10514ecdcd24bd93acf6937eff2b2",
+        "11b7680d5e621e35b829e9f8a00fce71f528186706c5b9bc1846cdbc7ac94e97",
     ),
     "aux_trunk_backward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
@@ -102,7 +102,7 @@ SCHEDULES = {
     ),
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "752e1a63060df879ed5efc44eb8f95d86c016c23381858062b3b3197bb6fb50b",
+        "a9cd1ef813796165707f425bca50cdbb208dfe27f32f266cde4a2d3ec8d3fd8f",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
