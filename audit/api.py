@@ -24,7 +24,7 @@ def fact_providers() -> dict[str, FactProvider]:
     """Facts rules may ask for, each computed on first use (so unselected rules cost nothing)."""
     providers: dict[str, FactProvider] = {}
     try:
-        from .build.facts import build_facts
+        from .compile.facts import build_facts
 
         providers["build"] = build_facts
     except ImportError:

@@ -7,7 +7,7 @@ the build cache at a folder of its own, so the checkout's ``.wireup-cache`` is n
   asked for again too), whole process; a few runs, as each takes a while;
 * cached, whole process: ``wireup build --jobs 2`` with the cache warm (interpreter start and imports
   included);
-* cached, in process: ``audit.build.build_kernels(cfg, cs, jobs=2)`` called repeatedly in one process
+* cached, in process: ``audit.compile.build_kernels(cfg, cs, jobs=2)`` called repeatedly in one process
   after a first call (hashing the sources' include closures and reading the cache entries only).
 
 Target: cached rebuild under 0.2 s (both ways are reported, and which one meets it is said).
@@ -47,7 +47,7 @@ IN_PROCESS = r"""
 import json, sys, time
 from pathlib import Path
 from audit.api import load_project
-from audit.build import build_kernels
+from audit.compile import build_kernels
 root, runs = Path(sys.argv[1]), int(sys.argv[2])
 cfg, cs = load_project(root)
 first = build_kernels(cfg, cs, jobs=2)

@@ -22,11 +22,11 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def missing(*args, **kwargs):
         raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
 
-    import audit.build
-    import audit.build.facts
+    import audit.compile
+    import audit.compile.facts
 
-    monkeypatch.setattr(audit.build, "build_kernels", missing)
-    monkeypatch.setattr(audit.build.facts, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile.facts, "build_kernels", missing)
     monkeypatch.setattr(audit_cmd, "gpu_available", lambda: "no GPU here")
     dst = tmp_path / "mini"
     shutil.copytree(MINI, dst, ignore=shutil.ignore_patterns(".wireup-cache", "reports"))

@@ -1,4 +1,4 @@
-"""The static loop-bounds check (audit.build.bounds): constant-bound loops indexing local arrays out of bounds.
+"""The static loop-bounds check (audit.cuda.bounds): constant-bound loops indexing local arrays out of bounds.
 
 Pure source analysis, no nvcc and no GPU: the shipped kernels must come out clean, one-token mutants of
 them (``u < kQuads`` -> ``u <= kQuads``) must be found, and small synthetic sources pin the rules.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.build.bounds import Overrun, find_overruns, integer_constants
+from audit.cuda.bounds import Overrun, find_overruns, integer_constants
 from audit.hashing import include_closure
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The kernel build (audit.build), the build rules and ``wireup build``.
+"""The kernel build (audit.compile), the build rules and ``wireup build``.
 
 Parser and ABI tests run everywhere on checked-in snippets (tests/data/build/{ptx,ptxas,diagnostics});
 tests marked ``nvcc`` compile the fixture project (tests/data/build/project, one small kernel per rule)
@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from audit.api import check, load_project
-from audit.build import BuildResult, EntryInfo, PtxParam, build_kernels
-from audit.build import _compile as compile_mod
-from audit.build.abi import compare_params, source_param_names
-from audit.build._parse import normalize_ptx_files, parse_diagnostics, parse_ptx_entries, parse_ptxas_resources
-from audit.build._toolchain import NVCC_MISSING, parse_nvcc_version, ptxas_options
-from audit.build._types import match_cpp_name
+from audit.compile import BuildResult, EntryInfo, PtxParam, build_kernels
+from audit.compile import _compile as compile_mod
+from audit.compile.abi import compare_params, source_param_names
+from audit.compile._parse import normalize_ptx_files, parse_diagnostics, parse_ptx_entries, parse_ptxas_resources
+from audit.compile._toolchain import NVCC_MISSING, parse_nvcc_version, ptxas_options
+from audit.compile._types import match_cpp_name
 from audit.cli import main
 from audit.errors import EnvironmentProblem
 from audit.load import load_contracts

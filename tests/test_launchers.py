@@ -94,8 +94,8 @@ def test_wiring_the_dead_kernel_clears_no_launcher(tmp_path: Path) -> None:
 def test_report_marks_dead_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from audit.report import ReportOptions, collect_report
 
-    monkeypatch.setattr("audit.build.build_kernels", _no_build, raising=False)
-    monkeypatch.setattr("audit.build.facts.build_kernels", _no_build, raising=False)
+    monkeypatch.setattr("audit.compile.build_kernels", _no_build, raising=False)
+    monkeypatch.setattr("audit.compile.facts.build_kernels", _no_build, raising=False)
     cfg, cs = load_project(project(tmp_path, "rust_crate"))
     report = collect_report(cfg, cs, ReportOptions(history=False))
     by_name = {k.name: k for k in report.kernels}

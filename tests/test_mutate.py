@@ -24,7 +24,7 @@ from audit.mutate import (
     select_mutants,
 )
 from audit.mutate._equivalent import DEFAULT_FILE, load_records, match_records, parse_records
-from audit.mutate._tokens import TokenizeError, tokenize
+from audit.cuda.tokens import TokenizeError, tokenize
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "mutate"

@@ -1,4 +1,4 @@
-"""Write races on global memory found in PTX (audit.build.races).
+"""Write races on global memory found in PTX (audit.cuda.races).
 
 Hand-written PTX snippets test the parser and the predicate forms everywhere; tests marked ``nvcc``
 compile the shipped kernels (every entry must be clean), three real mutants of
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.build.races import StoreRace, entries, find_store_races
+from audit.cuda.races import StoreRace, entries, find_store_races
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

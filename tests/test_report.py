@@ -42,11 +42,11 @@ def no_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(*args, **kwargs):
         raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
 
-    import audit.build
-    import audit.build.facts
+    import audit.compile
+    import audit.compile.facts
 
-    monkeypatch.setattr(audit.build, "build_kernels", missing)
-    monkeypatch.setattr(audit.build.facts, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile.facts, "build_kernels", missing)
 
 
 def render(root: Path, fmt: str = "md", **options) -> str:
@@ -362,11 +362,11 @@ def test_report_check_imports_no_repository_or_gpu_code(tmp_path: Path) -> None:
     root = copy_project(tmp_path)
     script = (
         "import sys\n"
-        "import audit.build, audit.build.facts\n"
+        "import audit.compile, audit.compile.facts\n"
         "from audit.errors import EnvironmentProblem\n"
         "def missing(*a, **k):\n"
         "    raise EnvironmentProblem('nvcc switched off')\n"
-        "audit.build.build_kernels = audit.build.facts.build_kernels = missing\n"
+        "audit.compile.build_kernels = audit.compile.facts.build_kernels = missing\n"
         "from audit.cli import main\n"
         f"rc = main(['report', '--root', {str(root)!r}, '--check'])\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('audit.references', 'audit.runtime', 'pycuda', 'cupy', 'torch')))\n"

@@ -70,7 +70,7 @@ def test_sampled_rows_use_full_size_scalars_for_the_generality_kernels(generalit
 
 @pytest.mark.nvcc
 def test_generality_builds_and_resolves_the_mangled_template(generality):
-    from audit.build import build_kernels
+    from audit.compile import build_kernels
 
     cfg, cs = load_project(generality)
     result = build_kernels(cfg, cs)
@@ -95,7 +95,7 @@ def test_broken_fixtures_are_in_step_with_the_shipped_kernels():
 
 @pytest.mark.nvcc
 def test_broken_fixtures_compile_in_place_of_their_kernels():
-    from audit.build import build_kernels
+    from audit.compile import build_kernels
 
     mod = _fixtures_module()
     cfg, cs = load_project(REPO)

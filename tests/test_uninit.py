@@ -1,4 +1,4 @@
-"""The static uninitialised-read check (audit.build.uninit, future rule LOCAL_UNINIT_READ).
+"""The static uninitialised-read check (audit.cuda.uninit, future rule LOCAL_UNINIT_READ).
 
 Pure source analysis, no nvcc and no GPU. The shipped kernels and the build fixtures must come out clean; the
 two mutants of ``aux_trade_outcome_forward`` that survived every GPU test (the softmax loop's ``if (k < K)``
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.build.uninit import UninitRead, find_uninit_reads, source_uninit_reads
+from audit.cuda.uninit import UninitRead, find_uninit_reads, source_uninit_reads
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _build(cfg, cs) -> str:
     try:
-        from ..build import build_kernels
+        from ..compile import build_kernels
     except ImportError:
         return "not available in this installation"
     from ..errors import EnvironmentProblem

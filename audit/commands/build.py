@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
-    from ..build import build_kernels
+    from ..compile import build_kernels
     from ..errors import UsageError
 
     if args.jobs is not None and args.jobs < 1:

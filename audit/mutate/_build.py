@@ -101,7 +101,7 @@ def build_original(cfg: Any, cs: Any, name: str, text: str, arch: str) -> Mutant
 
     Raises :class:`UsageError` when it does not compile from there (a header found only relative to the
     kernel's own folder, say), since then no mutant could."""
-    from ..build import build_kernels
+    from ..compile import build_kernels
 
     k = cs.kernel(name)
     path = mutant_dir(cfg, name) / "original.cu"
@@ -129,7 +129,7 @@ def build_mutants(
 
     Raises :class:`UsageError` when a kernel's unmutated copy does not compile from the mutant folder
     (a header found only relative to the kernel's own folder, say), since then no mutant could."""
-    from ..build import build_kernels
+    from ..compile import build_kernels
 
     progress = progress or (lambda ev: None)
     lock = threading.Lock()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ._operators import OPERATOR_MAP, OPERATORS, Context, Edit
-from ._scope import Source
+from ..cuda.scope import Source
 
 
 @dataclass(frozen=True)

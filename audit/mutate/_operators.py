@@ -1,7 +1,7 @@
 """The mutation operators: one declarative object per operator (id, one-sentence purpose, site finder),
 listed in one registry in a fixed order.
 
-Each operator looks at the tokens of the bodies a kernel reaches (:mod:`audit.mutate._scope`) and yields
+Each operator looks at the tokens of the bodies a kernel reaches (:mod:`audit.cuda.scope`) and yields
 *sites*: the token the mutation is named after and the text edits that make the mutant. Nothing here
 compiles or runs anything; a site that turns out not to compile is a *stillborn* mutant, dropped later.
 
@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from ._scope import Source
-from ._tokens import Token
+from ..cuda.scope import Source
+from ..cuda.tokens import Token
 
 _TYPE_WORDS = frozenset(
     "void bool char short int long float double signed unsigned size_t ptrdiff_t intptr_t uintptr_t auto const "

@@ -97,7 +97,7 @@ def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[
 
     Raises :class:`UsageError` for an unknown kernel or operator, or a kernel whose source cannot be read
     or does not define its entry."""
-    from ._scope import Source
+    from ..cuda.scope import Source
 
     check_operators(operators)
     unknown = [k for k in kernels if k not in cs.kernel_map]
@@ -402,7 +402,7 @@ def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
     k = cs.kernel(kernel)
     if k.shared_bytes is not None:
         return True
-    from ..build import build_kernels
+    from ..compile import build_kernels
 
     try:
         _, entry = build_kernels(cfg, cs, arch=arch, jobs=1, sources=[kernel]).kernel(k)

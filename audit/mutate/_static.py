@@ -26,7 +26,7 @@ STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE")
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:
     """For each ``(key, kernel, build)`` (a :class:`~audit.mutate.MutantBuild`: its source and PTX), the
     ``(rule, message)`` findings of :data:`STATIC_RULES`; keys without a finding are left out."""
-    from ..build.static import kernel_code_findings
+    from ..cuda.static import kernel_code_findings
     from ..graph import Wiring
 
     wiring = Wiring(cs) if items else None

@@ -649,7 +649,7 @@ def _verified_status(ev: EvidenceView) -> Status:
 def _build(cfg: Config, cs: ContractSet) -> tuple[Any, str, str]:
     """(build result or None, why there is none, toolchain line)."""
     try:
-        from ..build import build_kernels
+        from ..compile import build_kernels
     except ImportError:
         return None, "build support is not available in this installation", ""
     try:

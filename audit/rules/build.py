@@ -1,7 +1,7 @@
 """Build rules: every kernel compiles, exports the entry its contract names, takes the contract's
 parameters (the ABI) and fits its launches.
 
-They read the ``build`` fact (:func:`audit.build.facts.build_facts`): the cached nvcc/ptxas build of
+They read the ``build`` fact (:func:`audit.compile.facts.build_facts`): the cached nvcc/ptxas build of
 every kernel source. Without nvcc they are reported as not run, never as passed. A kernel whose source
 does not compile is reported once by COMPILE_ERROR and skipped by the others.
 """
@@ -17,7 +17,7 @@ from ..shapes import value_at
 from ._base import CheckContext, Hit, rule
 
 if TYPE_CHECKING:
-    from ..build import BuildResult, EntryInfo, SourceBuild
+    from ..compile import BuildResult, EntryInfo, SourceBuild
 
 REGISTERS_PER_BLOCK = 65536  # every architecture from sm_50 to sm_120
 # The most shared memory one block may use (static + dynamic, with the opt-in attribute), per arch.
@@ -105,9 +105,9 @@ def check_entries(ctx: CheckContext) -> Iterator[Hit]:
 
 @rule("ABI_MISMATCH", "Each compiled entry takes the contract's parameters in order, with matching sizes and classes (pointer, integer, float).", "build")
 def check_abi(ctx: CheckContext) -> Iterator[Hit]:
-    """Counts, order, size and class of parameters; see :mod:`audit.build.abi` for what PTX can show
+    """Counts, order, size and class of parameters; see :mod:`audit.compile.abi` for what PTX can show
     (an 8-byte integer scalar and a pointer are both ``.u64`` and are treated as compatible)."""
-    from ..build.abi import compare_params
+    from ..compile.abi import compare_params
 
     for k, sb, entry in _compiled(ctx):
         if entry is None:
@@ -219,7 +219,7 @@ def _project_sources(ctx: CheckContext) -> Iterator[tuple[Any, str, str, list[An
 @rule("LOCAL_ARRAY_BOUNDS", "No constant-bound loop of a kernel source indexes a fixed-size local or shared array out of its bounds (undefined behaviour the compiler hides).", "build")
 def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
-    from ..build.static import overrun_text, source_overruns
+    from ..cuda.static import overrun_text, source_overruns
 
     for f, shown, kernel, dirs in _project_sources(ctx):
         for o in source_overruns(f, dirs):
@@ -229,8 +229,8 @@ def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
 @rule("LOCAL_UNINIT_READ", "No read of a fixed-size local array finds an element that was written only under a run-time guard the read lacks (an uninitialised register the compiler hides).", "build")
 def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
-    from ..build.static import overrun_text
-    from ..build.uninit import source_uninit_reads
+    from ..cuda.static import overrun_text
+    from ..cuda.uninit import source_uninit_reads
 
     for f, shown, kernel, dirs in _project_sources(ctx):
         for r in source_uninit_reads(f, dirs):
@@ -240,8 +240,8 @@ def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
 @rule("STORE_RACE", "A non-atomic global store at an address that is the same for every thread (an ISV slot) is made by one thread of one block.", "build")
 def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the address's dependence on the thread and block index, and the
-    tid/ctaid == constant conditions that hold where the store runs (see :mod:`audit.build.races`)."""
-    from ..build.static import entry_store_races, race_line
+    tid/ctaid == constant conditions that hold where the store runs (see :mod:`audit.cuda.races`)."""
+    from ..cuda.static import entry_store_races, race_line
 
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
@@ -314,7 +314,7 @@ def _source_names(ctx: CheckContext, k: Kernel, sb: SourceBuild) -> list[str | N
     """Parameter names of the kernel's definition in its source or local headers (messages only)."""
     from pathlib import Path
 
-    from ..build.abi import function_name, source_param_names
+    from ..compile.abi import function_name, source_param_names
     from ..hashing import include_closure
 
     cfg = ctx.config

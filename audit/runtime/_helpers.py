@@ -105,7 +105,7 @@ def helper_cubin(cache_dir: Path, arch: str, nvcc: str | None = None) -> tuple[P
 
 def _find_nvcc() -> str | None:
     try:
-        from ..build import find_nvcc
+        from ..compile import find_nvcc
 
         p = find_nvcc()
         return str(p) if p else None

@@ -75,7 +75,7 @@ class VariantOutcome:
 
     id: str
     outcome: Any = None  # audit.runtime.VerifyOutcome
-    build: Any = None  # audit.build.BuildResult of the variant, where one was made
+    build: Any = None  # audit.compile.BuildResult of the variant, where one was made
     error: str | None = None  # an internal error of the worker while verifying it (not a verdict)
     seconds: float = 0.0
 

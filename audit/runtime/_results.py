@@ -161,7 +161,7 @@ class VerifyRun:
     timing: dict[str, float] = field(default_factory=dict)
     seed: int = 0
     sizes: list[int] = field(default_factory=list)
-    build: Any = None  # audit.build.BuildResult, where one was made
+    build: Any = None  # audit.compile.BuildResult, where one was made
     notes: list[str] = field(default_factory=list)
 
     def subjects(self, kind: str | None = None) -> list[str]:

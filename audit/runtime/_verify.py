@@ -55,7 +55,7 @@ def select_subjects(cs: Any, kernels: Sequence[str], schedules: Sequence[str]) -
 def build_modules(cfg: Any, cs: Any, subjects: list[list[str]], arch: str | None, overrides: Mapping[str, Path] | None,
                   progress: Callable[[str], None] | None) -> tuple[dict[str, dict[str, Any]], Any]:  # fmt: skip
     """Compile what the subjects launch; per kernel its cubin and entry symbol, or the error that stops it."""
-    from ..build import build_kernels
+    from ..compile import build_kernels
 
     names: dict[str, None] = {}
     for kind, name in subjects:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..mutate._scope import Source
-from ..mutate._tokens import Token, TokenizeError, tokenize
+from .scope import Source
+from .tokens import Token, TokenizeError, tokenize
 
 _MAX_EVALS = 100_000  # index evaluations per use, iterations per loop; above it the use is skipped
 _NOT_DECL = frozenset(
@@ -94,7 +94,7 @@ def find_overruns(text: str, constants: Mapping[str, int] | None = None) -> list
 
     ``constants`` are integer constants known from the headers it includes (see :func:`integer_constants`);
     the text's own ``#define`` constants join them, and a name given two values is dropped. A source that
-    cannot be tokenized raises :class:`~audit.mutate._tokens.TokenizeError`.
+    cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`.
     """
     return _Analysis(text, _merge(_macros(text, constants or {}), constants or {})).overruns()
 

@@ -19,7 +19,7 @@ lists by class; where several parameters could be the missing (or extra) one, it
 names of the kernel's definition in the source and prefers the one whose name is gone, so the message
 names the parameter a human dropped. Positions in messages count from 1.
 
->>> from audit.build import PtxParam
+>>> from audit.compile import PtxParam
 >>> [p.message for p in compare_params(kernel, [PtxParam(0, "u64", 8)])]   # doctest: +SKIP
 ['Kernel "k" parameter 2 "n" is a scalar i32 (4 bytes) in the contract but the compiled entry takes 1 parameter and has none at position 2.']
 """

@@ -116,8 +116,8 @@ def find_uninit_reads(text: str, constants: Mapping[str, int] | None = None) -> 
     """The possibly uninitialised reads of local arrays in one source text, one per use, by (line, col).
 
     ``constants`` are integer constants known from the headers it includes (see
-    :func:`~audit.build.bounds.integer_constants`); the text's own ``#define`` constants join them. A source
-    that cannot be tokenized raises :class:`~audit.mutate._tokens.TokenizeError`.
+    :func:`~audit.cuda.bounds.integer_constants`); the text's own ``#define`` constants join them. A source
+    that cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`.
     """
     consts = constants or {}
     a = _Analysis(text, _merge(_macros(text, consts), consts))
@@ -127,7 +127,7 @@ def find_uninit_reads(text: str, constants: Mapping[str, int] | None = None) -> 
 def source_uninit_reads(path: Path, include_dirs: Sequence[Path]) -> list[UninitRead]:
     """The LOCAL_UNINIT_READ findings of one source file, with the integer constants of the local headers it
     includes (transitively) known. A file that cannot be read or tokenized has none."""
-    from ..mutate._tokens import TokenizeError
+    from .tokens import TokenizeError
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._tokens import Token, tokenize
+from .tokens import Token, tokenize
 
 # words that can precede "(" without naming a function being defined
 _NOT_FUNCTIONS = frozenset(

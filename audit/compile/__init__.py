@@ -2,10 +2,10 @@
 
 ``build_kernels`` compiles each distinct kernel source once and returns a :class:`BuildResult`; the
 build rules (COMPILE_ERROR, ENTRY_MISSING, ABI_MISMATCH, LAUNCH_RESOURCES, REGISTER_SPILLS) read it
-through the ``build`` fact (:func:`audit.build.facts.build_facts`), ``wireup build`` prints it, and the
+through the ``build`` fact (:func:`audit.compile.facts.build_facts`), ``wireup build`` prints it, and the
 GPU runner loads the cubins it points at. See ``docs/build.md``.
 
->>> from audit.build import build_kernels
+>>> from audit.compile import build_kernels
 >>> result = build_kernels(cfg, cs, arch="sm_90", jobs=2)          # doctest: +SKIP
 >>> sb, entry = result.kernel(cs.kernel("aux_trunk_forward"))      # doctest: +SKIP
 >>> entry.symbol, entry.registers, sb.cubin_size                   # doctest: +SKIP

@@ -2,14 +2,14 @@
 
 Three bugs that no run of a kernel can show, because the compiled code hides them:
 
-* LOCAL_ARRAY_BOUNDS (:mod:`audit.build.bounds`, on the source): a constant-bound loop that indexes a
+* LOCAL_ARRAY_BOUNDS (:mod:`audit.cuda.bounds`, on the source): a constant-bound loop that indexes a
   fixed-size local array out of bounds (``for (u = 0; u <= kQuads; ++u) v[u] = ...`` over
   ``float4 v[kQuads]``). It is undefined behaviour; nvcc drops the store or reads an undefined register.
-* LOCAL_UNINIT_READ (:mod:`audit.build.uninit`, on the source): a read of a local array's element that
+* LOCAL_UNINIT_READ (:mod:`audit.cuda.uninit`, on the source): a read of a local array's element that
   was written only under a run-time guard the read lacks (``if (k < K) l[k] = ...`` read back by a loop
   without the guard, or with ``k <= K``): an uninitialised register, which nvcc may compile into code
   that behaves like the original.
-* STORE_RACE (:mod:`audit.build.races`, on the PTX): a non-atomic global store at an address that is the
+* STORE_RACE (:mod:`audit.cuda.races`, on the PTX): a non-atomic global store at an address that is the
   same for every thread, which more than one thread runs (a deleted ``if (tid == 0)`` around an ISV
   update). The lanes of a warp store the same value; warps that interleave blend an EMA twice.
 
@@ -37,7 +37,7 @@ Extents = tuple[int | None, int | None, int | None]
 def source_overruns(path: Path, include_dirs: Sequence[Path]) -> list[Overrun]:
     """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
     it includes (transitively) known. A file that cannot be read or tokenized has none."""
-    from ..mutate._tokens import TokenizeError
+    from .tokens import TokenizeError
 
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
