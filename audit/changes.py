@@ -20,8 +20,6 @@ untouched kernel upstream does not block a change that cannot have caused it.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,27 +27,10 @@ from pathlib import Path
 from .config import Config, load_config
 from .errors import ContractError, EnvironmentProblem, UsageError
 from .findings import CheckResult
+from .git import git_output
 from .hashing import contract_hash, include_closure
 from .load import load_contracts
 from .model import ContractSet
-
-
-def git_output(cwd: Path, *args: str) -> str | None:
-    """stdout of ``git args`` run in ``cwd`` (stripped), or None when git is missing or fails.
-
-    Options that would make output depend on the user's git configuration are switched off.
-    """
-    env = dict(os.environ, LC_ALL="C", GIT_PAGER="cat")
-    env.pop("GIT_DIR", None)  # pre-commit and hooks may set it; cwd decides the repository here
-    cmd = ["git", "-c", "log.showSignature=false", "-c", "log.follow=false", "-c", "core.quotePath=false",
-           "-c", "i18n.logOutputEncoding=UTF-8", *args]  # fmt: skip
-    try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.strip()
 
 
 @dataclass

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import ContractError, ContractProblem, EnvironmentProblem, UsageError
+from ..errors import ContractError, ContractProblem, UsageError
+from ..git import first_error_line, run_git
 from ..model import IsvLayout
 
 #: How far back FINGERPRINT_PIN looks for the revision whose layout hashes to the pinned value.
@@ -28,22 +28,11 @@ HISTORY_LIMIT = 64
 _DECLARES_ISV = re.compile(r"^[ \t]*(?:\[\[?[ \t]*isv[ \t]*[\].]|isv[ \t]*[.=])", re.MULTILINE)
 
 
-def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    if shutil.which("git") is None:
-        raise EnvironmentProblem("git is not on PATH; reading contracts at a revision needs git.")
-    return subprocess.run(["git", "-C", str(cwd), *args], input=stdin, capture_output=True, check=False)
-
-
-def _first_line(stderr: bytes) -> str:
-    text = stderr.decode("utf-8", "replace").strip().splitlines()
-    return text[0].removeprefix("fatal: ").rstrip(".") if text else "no message"
-
-
 def git_toplevel(root: Path) -> Path:
     """The top folder of the git repository holding ``root``; UsageError outside a repository."""
-    out = _git(root, "rev-parse", "--show-toplevel")
+    out = run_git(root, "rev-parse", "--show-toplevel")
     if out.returncode != 0:
-        raise UsageError(f'"{root}" is not inside a git repository, so no revision can be read ({_first_line(out.stderr)}).')
+        raise UsageError(f'"{root}" is not inside a git repository, so no revision can be read ({first_error_line(out.stderr)}).')
     return Path(out.stdout.decode().strip()).resolve()
 
 
@@ -56,7 +45,7 @@ def resolve_revision(root: Path, rev: str) -> str:
     if not rev or rev.startswith("-"):
         raise UsageError(f'"{rev}" is not a git revision; expected a commit, branch, tag or e.g. HEAD~1.')
     git_toplevel(root)
-    out = _git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    out = run_git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     if out.returncode != 0:
         raise UsageError(f'Git revision "{rev}" does not name a commit of the repository at "{root}".')
     return out.stdout.decode().strip()
@@ -74,9 +63,9 @@ def _read_blobs(top: Path, specs: list[str]) -> list[bytes | None]:
     """Contents of ``REV:path`` for each spec, in one ``git cat-file --batch`` (None where missing)."""
     if not specs:
         return []
-    out = _git(top, "cat-file", "--batch", stdin="".join(s + "\n" for s in specs).encode())
+    out = run_git(top, "cat-file", "--batch", stdin="".join(s + "\n" for s in specs).encode())
     if out.returncode != 0:
-        raise UsageError(f"git cat-file failed ({_first_line(out.stderr)}).")
+        raise UsageError(f"git cat-file failed ({first_error_line(out.stderr)}).")
     data, pos, blobs = out.stdout, 0, []
     for _ in specs:
         end = data.index(b"\n", pos)
@@ -102,9 +91,9 @@ def contract_texts_at(root: Path, rev: str, contracts: str | Path = "contracts")
     sha = resolve_revision(root, rev)
     top = git_toplevel(root)
     folder = _contracts_in_repo(root, contracts, top)
-    out = _git(top, "ls-tree", "-r", "-z", "--name-only", sha, "--", folder)
+    out = run_git(top, "ls-tree", "-r", "-z", "--name-only", sha, "--", folder)
     if out.returncode != 0:
-        raise UsageError(f'Cannot list "{folder}" at revision "{rev}" ({_first_line(out.stderr)}).')
+        raise UsageError(f'Cannot list "{folder}" at revision "{rev}" ({first_error_line(out.stderr)}).')
     names = [n for n in out.stdout.decode("utf-8", "replace").split("\0") if n.endswith(".toml")]
     texts: dict[str, str] = {}
     for name, blob in zip(names, _read_blobs(top, [f"{sha}:{n}" for n in names])):
@@ -169,7 +158,7 @@ def layout_history(
     """
     if shutil.which("git") is None:
         return
-    probe = _git(root, "rev-parse", "--show-toplevel")
+    probe = run_git(root, "rev-parse", "--show-toplevel")
     if probe.returncode != 0:
         return
     top = Path(probe.stdout.decode().strip()).resolve()
@@ -177,7 +166,7 @@ def layout_history(
         folder = _contracts_in_repo(root, contracts, top)
     except UsageError:
         return
-    out = _git(top, "log", f"-n{int(limit)}", "--format=%H", "--", folder)
+    out = run_git(top, "log", f"-n{int(limit)}", "--format=%H", "--", folder)
     if out.returncode != 0:
         return
     shas = out.stdout.decode().split()

@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..changes import git_output as _git
 from ..errors import EnvironmentProblem
+from ..git import git_output as _git
 
 #: Commit and blob ids are cut to a fixed length: git's own abbreviation grows with the repository,
 #: which would change the report without any change to what it describes.
