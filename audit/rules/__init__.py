@@ -6,13 +6,25 @@ Rules by category live in ``schema``, ``wiring``, ``isv``, ``layout``, ``invaria
 
 from ._base import (
     CATEGORIES as CATEGORIES,
-    REGISTRY as REGISTRY,
-    CheckContext as CheckContext,
-    Hit as Hit,
-    Rule as Rule,
-    RuleNotRun as RuleNotRun,
-    iter_rules as iter_rules,
-    rule as rule,
-    run_rules as run_rules,
-    select_rules as select_rules,
 )
+from ._base import (
+    REGISTRY as REGISTRY,
+)
+from ._base import (
+    CheckContext as CheckContext,
+)
+from ._base import (
+    Hit as Hit,
+)
+from ._base import (
+    Rule as Rule,
+)
+from ._base import (
+    RuleNotRun as RuleNotRun,
+)
+from ._base import (
+    rule as rule,
+)
+from ._engine import iter_rules as iter_rules
+from ._engine import run_rules as run_rules
+from ._engine import select_rules as select_rules

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..dims import Expr
+from ..findings import Severity
 from ..model import ADDITIVE_ROLES, MULTIPLICATIVE_ROLES, IsvParam, ScalarParam
 from ._base import CheckContext, Hit, rule
-from ..findings import Severity
 
 
 @rule("SLOT_INDEX", "ISV slot indices are unique and inside the total dimension.", "isv")
