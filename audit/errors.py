@@ -57,3 +57,9 @@ class ContractError(UserError):
     def __init__(self, problems: list[ContractProblem]):
         self.problems = list(problems)
         super().__init__("\n".join(p.render() for p in self.problems))
+
+
+class RuleNotRun(Exception):
+    """A check, or a fact it needs (the build, evidence, a launcher scan), cannot be had here (no nvcc, no
+    build); the reason is shown as "not run", never as a pass. Raised below the rules layer too, so it
+    lives here rather than in :mod:`audit.rules`."""

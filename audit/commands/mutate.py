@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
 def _reclassify(args: argparse.Namespace, cfg: Any, cs: Any) -> int:
     """``--reclassify``: the recorded results, reclassified with the current equivalence records."""
     from ..errors import UsageError
-    from ..mutate._reclassify import reclassify, reclassify_exit_code, render_reclassified
+    from ..mutate import reclassify, reclassify_exit_code, render_reclassified
 
     if args.all and args.kernels:
         raise UsageError("--reclassify takes kernel names or --all (every recorded result), not both.")

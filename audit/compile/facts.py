@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import EnvironmentProblem
-from ..rules._base import RuleNotRun
+from ..errors import EnvironmentProblem, RuleNotRun
 from ._compile import build_kernels
 from ._types import BuildResult
 

@@ -22,5 +22,5 @@ from ._mutants import Mutant as Mutant, mutants_of_source as mutants_of_source, 
 from ._operators import OPERATOR_MAP as OPERATOR_MAP, OPERATORS as OPERATORS, Operator as Operator
 from ._render import kernel_json as kernel_json, render_list as render_list, render_table as render_table, write_kernel_json as write_kernel_json
 from ._results import KernelMutation as KernelMutation, MutantOutcome as MutantOutcome, MutationRun as MutationRun
-from ._reclassify import reclassify as reclassify
+from ._reclassify import reclassify as reclassify, reclassify_exit_code as reclassify_exit_code, render_reclassified as render_reclassified
 from ._run import MUTATE_SIZES as MUTATE_SIZES, build_only as build_only, plan_mutants as plan_mutants, run_mutation as run_mutation

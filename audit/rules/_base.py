@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import RuleNotRun as RuleNotRun
 from ..findings import Finding, NotRun, Severity, make_finding
 from ..model import ContractSet, Loc
 
@@ -39,10 +40,6 @@ class Hit:
     loc: Loc | None = None
     subject: str = ""
     severity: Severity | None = None  # overrides the rule's default
-
-
-class RuleNotRun(Exception):
-    """Raised by a check that cannot run here (no nvcc, no build); the reason is shown as "not run"."""
 
 
 @dataclass(frozen=True)
