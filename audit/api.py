@@ -22,26 +22,11 @@ FactProvider = Callable[[CheckContext], Any]
 
 def fact_providers() -> dict[str, FactProvider]:
     """Facts rules may ask for, each computed on first use (so unselected rules cost nothing)."""
-    providers: dict[str, FactProvider] = {}
-    try:
-        from .compile.facts import build_facts
+    from .compile.facts import build_facts
+    from .evidence import evidence_facts
+    from .launchers import launcher_facts
 
-        providers["build"] = build_facts
-    except ImportError:
-        pass
-    try:
-        from .evidence import evidence_facts
-
-        providers["evidence"] = evidence_facts
-    except ImportError:
-        pass
-    try:
-        from .launchers import launcher_facts
-
-        providers["launchers"] = launcher_facts
-    except ImportError:
-        pass
-    return providers
+    return {"build": build_facts, "evidence": evidence_facts, "launchers": launcher_facts}
 
 
 def load_project(root: Path | None = None, config: Config | None = None) -> tuple[Config, ContractSet]:

@@ -30,12 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"wireup {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f".commands.{name}", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.endswith(f"commands.{name}"):
-                continue  # command not part of this build yet
-            raise
+        mod = importlib.import_module(f".commands.{name}", __package__)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         p.add_argument("--root", metavar="DIR", help="project root (default: the folder holding wireup.toml / pyproject.toml / .git)")
         mod.add_arguments(p)

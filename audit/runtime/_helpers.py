@@ -14,7 +14,6 @@ order give the same value (:func:`audit.runtime._backend.hash_words` computes it
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -104,10 +103,7 @@ def helper_cubin(cache_dir: Path, arch: str, nvcc: str | None = None) -> tuple[P
 
 
 def _find_nvcc() -> str | None:
-    try:
-        from ..compile import find_nvcc
+    from ..compile import find_nvcc
 
-        p = find_nvcc()
-        return str(p) if p else None
-    except ImportError:
-        return shutil.which("nvcc")
+    p = find_nvcc()
+    return str(p) if p else None
