@@ -29,6 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .config import Config
+from .cuda.hostlex import Literal as Literal
+from .cuda.hostlex import language_of as language_of
+from .cuda.hostlex import lex as lex
+from .cuda.launches import find_launches
 from .model import ContractSet
 
 #: Folders never scanned: tool caches, virtual environments, build output.
@@ -42,16 +46,6 @@ FUNCTION_GETTERS = {
 }  # fmt: skip
 _GETTER_CALL = re.compile(r"\b(" + "|".join(FUNCTION_GETTERS) + r")\s*(?:::\s*<[^>]*>\s*)?\(")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class Literal:
-    """A string literal of a host source: its text (between the quotes) and where it starts."""
-
-    value: str
-    start: int
-    end: int
-    line: int
 
 
 @dataclass(frozen=True)
@@ -74,132 +68,11 @@ class LauncherScan:
     files: list[str] = field(default_factory=list)
     references: dict[str, list[HostReference]] = field(default_factory=dict)
     unaudited: list[HostReference] = field(default_factory=list)
+    #: every launch site read from those files (geometry and arguments), for the geometry-drift rule
+    launch_sites: list = field(default_factory=list)
 
     def launched(self, kernel: str) -> bool:
         return any(r.kind == "launch" for r in self.references.get(kernel, []))
-
-
-# ---------------------------------------------------------------------------------------------------
-# lexing: string literals and code with comments and strings blanked out
-
-
-def language_of(path: str) -> str:
-    suffix = PurePosixPath(path).suffix.lower()
-    if suffix == ".rs":
-        return "rust"
-    if suffix in (".py", ".pyi"):
-        return "python"
-    if suffix in (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh"):
-        return "c"
-    return "generic"
-
-
-_RUST_CHAR = re.compile(r"'(?:\\u\{[0-9a-fA-F]{1,6}\}|\\.|[^\\'\n])'")
-_RUST_RAW = re.compile(r'b?r(#*)"')
-_CPP_RAW = re.compile(r'(?:u8|u|U|L)?R"([^()\\\s]{0,16})\(')
-_C_CHAR = re.compile(r"'(?:\\.|[^\\'\n])*'")
-
-
-def lex(text: str, language: str) -> tuple[list[Literal], str]:
-    """String literals of ``text`` and the code with comments and literal contents blanked.
-
-    Blanked characters become spaces (newlines are kept), so offsets and line numbers stay valid and
-    parentheses inside strings or comments do not count when calls are matched.
-
-    >>> lits, code = lex('f("a(b", x) // "c"', "rust")
-    >>> [l.value for l in lits], code
-    (['a(b'], 'f("   ", x)       ')
-    """
-    out = list(text)
-    lits: list[Literal] = []
-    i, n = 0, len(text)
-    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-
-    def line_of(pos: int) -> int:
-        lo, hi = 0, len(line_starts) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if line_starts[mid] <= pos:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo + 1
-
-    def blank(a: int, b: int) -> None:
-        for j in range(a, b):
-            if out[j] != "\n":
-                out[j] = " "
-
-    def literal(q_start: int, c_start: int, c_end: int, q_end: int) -> None:
-        lits.append(Literal(text[c_start:c_end], q_start, q_end, line_of(q_start)))
-        blank(c_start, c_end)
-
-    line_comment = "#" if language == "python" else ("//" if language in ("rust", "c") else None)
-    while i < n:
-        c = text[i]
-        if line_comment and text.startswith(line_comment, i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-            continue
-        if language in ("rust", "c") and text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if language == "rust" and text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-            continue
-        if language == "rust" and c in "rb" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = _RUST_RAW.match(text, i)
-            if m:
-                close = '"' + m.group(1)
-                j = text.find(close, m.end())
-                j = n if j < 0 else j
-                literal(i, m.end(), j, min(n, j + len(close)))
-                i = j + len(close)
-                continue
-        if language == "c" and c in "uULR" and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-            m = _CPP_RAW.match(text, i)
-            if m:
-                close = ")" + m.group(1) + '"'
-                j = text.find(close, m.end())
-                j = n if j < 0 else j
-                literal(i, m.end(), j, min(n, j + len(close)))
-                i = j + len(close)
-                continue
-        if c == "'" and language == "rust":
-            m = _RUST_CHAR.match(text, i)
-            i = m.end() if m else i + 1  # a char literal, or the quote of a lifetime
-            continue
-        if c == "'" and language == "c":
-            m = _C_CHAR.match(text, i)
-            i = m.end() if m else i + 1
-            continue
-        if c == '"' or (c == "'" and language in ("python", "generic")):
-            # String prefixes (r, b, f) are lexed as code; a backslash skips the next character even in
-            # a raw Python string (r"\"" is one string), which is all that finding its end needs.
-            quote = text[i : i + 3] if language == "python" and text[i : i + 3] in ('"""', "'''") else c
-            j = i + len(quote)
-            while j < n:
-                if text[j] == "\\":
-                    j += 2
-                    continue
-                if text.startswith(quote, j):
-                    break
-                if len(quote) == 1 and text[j] == "\n" and language != "rust":
-                    break  # unterminated single-line string: stop at the line end
-                j += 1
-            literal(i, i + len(quote), min(j, n), min(n, j + len(quote)))
-            i = j + len(quote)
-            continue
-        i += 1
-    return lits, "".join(out)
 
 
 def getter_arguments(code: str, lits: list[Literal]) -> list[tuple[str, Literal]]:
@@ -259,15 +132,21 @@ def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
 
 
 def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
-    """Scan the host sources the ``launchers`` globs name for references to kernels."""
+    """Scan for references to kernels: the host sources the ``launchers`` globs name and the kernels' own
+    source files (a ``.cu`` whose host functions launch its kernels with ``<<<...>>>``)."""
     root = cfg.root.resolve()
-    scan = LauncherScan(tuple(cfg.launchers), host_files(root, tuple(cfg.launchers)))
+    files = host_files(root, tuple(cfg.launchers))
+    own = sorted({k.source for k in cs.kernels if (root / k.source).is_file()} - set(files))
+    scan = LauncherScan(tuple(cfg.launchers), sorted({*files, *own}))
     by_symbol: dict[str, list[str]] = {}
     by_source: dict[Path, list[str]] = {}
     by_name: dict[str, list[str]] = {}  # source file name -> kernels
     by_stem: dict[str, list[str]] = {}
+    by_function: dict[str, list[str]] = {}  # the C++ function a <<<>>> launch names (no template arguments)
     for k in cs.kernel_map.values():
         by_symbol.setdefault(k.symbol, []).append(k.name)
+        function = (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip()
+        by_function.setdefault(function, []).append(k.name)
         src = PurePosixPath(k.source)
         by_source.setdefault((root / k.source).resolve(), []).append(k.name)
         by_name.setdefault(src.name, []).append(k.name)
@@ -288,6 +167,15 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         except OSError:
             continue
         lits, code = lex(text, language_of(rel))
+        sites = find_launches(text, language_of(rel), rel)
+        scan.launch_sites.extend(sites)
+        for site in sites:
+            kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
+            call = {"cuda": "<<<>>>", "driver": "cuLaunchKernel"}.get(site.style, "launch")
+            if kernels:
+                add(HostReference(rel, site.line, "launch", site.kernel, None, call), kernels)
+            elif site.style == "cuda":  # the other styles name the kernel in a literal, judged below
+                scan.unaudited.append(HostReference(rel, site.line, "launch", site.kernel, None, call))
         getters = {id(lit): call for call, lit in getter_arguments(code, lits)}
         for lit in lits:
             value = lit.value.strip()
@@ -337,13 +225,19 @@ def _kernels_of(path: Path, by_source: dict, by_name: dict) -> list[str]:
 
 def launcher_facts(ctx) -> LauncherScan:
     """Fact provider for the launcher rules; they do not run where no ``launchers`` globs are configured."""
-    from .rules import RuleNotRun
+    from .errors import RuleNotRun
 
     cfg = ctx.config
-    if cfg is None or not cfg.launchers:
+    if cfg is None:
         raise RuleNotRun('no launcher scan is configured (set launchers = ["crates/**/*.rs", "build.rs"] in [tool.wireup])')
-    scan = scan_launchers(cfg, ctx.cs)
-    if not scan.files:
+    if cfg.launchers and not host_files(cfg.root.resolve(), tuple(cfg.launchers)):
         globs = ", ".join(f'"{g}"' for g in cfg.launchers)
         raise RuleNotRun(f"the launcher globs {globs} match no file under the project root")
+    scan = scan_launchers(cfg, ctx.cs)
+    if not cfg.launchers and not scan.launch_sites:
+        # the kernels' own files launch nothing: the host code lives elsewhere, and nobody said where
+        raise RuleNotRun(
+            'no launcher scan is configured and the kernel sources launch no kernel themselves (set launchers = '
+            '["crates/**/*.rs", "build.rs"] in [tool.wireup])'
+        )
     return scan

@@ -8,10 +8,14 @@ and ``__cluster_dims__(1, 1, 8)``, multi-line parameter lists, ``const float* __
 not seen.
 
 The contract it writes has the parameters (names, order, kind and dtype from the signature; pointers
-become tensors, role "in" when the data is ``const`` and "out" otherwise) and leaves what a signature
-cannot tell as the placeholder ``TODO``: shapes (``shape = ["TODO"]``), the grid, integer scalar values.
-``TODO`` parses as a dim name that is not declared, so ``wireup check`` fails (``UNKNOWN_DIM``) until
-every one is filled in.
+become tensors, role "in" when the data is ``const`` and "out" otherwise). Where host code in the same
+file (or a ``--host`` file) launches the kernel (:mod:`audit.cuda.launches`: ``<<<...>>>``, cudarc,
+CuPy, ``cuLaunchKernel``), the grid, block, dynamic shared memory and scalar values come from that launch:
+host variables passed as integer arguments become dims named after the kernel's parameters, and
+``CEIL_DIV(n, b)`` or ``(n + b - 1) / b`` become ``ceil_div(n, b)``. What neither the signature nor a
+launch can tell stays the placeholder ``TODO`` (shapes, always; geometry a launch does not show, with the
+host expression quoted). ``TODO`` parses as a dim name that is not declared, so ``wireup check`` fails
+(``UNKNOWN_DIM``) until every one is filled in.
 
 >>> [k.name for k in parse_kernels('extern "C" __global__ void f(const float* x, int n) {}')]
 ['f']
@@ -24,8 +28,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .launchers import lex
+from .cuda.hostlex import lex
+
+if TYPE_CHECKING:
+    from .cuda.launches import LaunchSite
 
 TODO = "TODO"
 
@@ -271,9 +279,102 @@ def _guess_stage(name: str) -> str:
     return "other"
 
 
-def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = ()) -> str:
-    """The ``[[kernel]]`` table for ``k`` (``source`` as the contract should name it)."""
-    dims = set(known_dims)
+_INT_DTYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+_FLOAT_LITERAL = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?:[fFlL]|_?f32|_?f64)?$")
+
+
+@dataclass
+class LaunchGeometry:
+    """What one launch site tells a contract: grid, block and shared memory as dim expressions (None
+    where it does not translate, with ``notes`` saying why), scalar values, and the dims they use."""
+
+    site: LaunchSite
+    grid: list[str | None] = field(default_factory=list)
+    block: list[str | None] = field(default_factory=list)
+    shared: str | None = None
+    values: dict[str, str] = field(default_factory=dict)  # scalar parameter -> TOML value text
+    dims: set[str] = field(default_factory=set)  # integer parameters the geometry or values use as dims
+    notes: dict[str, str] = field(default_factory=dict)  # "grid" / "block" / "shared_bytes" / param -> why not
+
+
+def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()) -> LaunchGeometry:
+    """Translate ``site`` (a launch of ``k``) into the contract's geometry, in ``k``'s parameter names.
+
+    >>> from audit.cuda.launches import find_launches
+    >>> (k,) = parse_kernels('__global__ void f(float* y, int n) {}')
+    >>> g = launch_geometry(k, find_launches('void h(float* d, int rows) { f<<<(rows + 127) / 128, 128>>>(d, rows); }', "c")[0])
+    >>> g.grid, g.block, g.values, sorted(g.dims)
+    (['ceil_div(n, 128)', '1', '1'], ['128', '1', '1'], {'n': '"n"'}, ['n'])
+    """
+    from .cuda.launches import to_dim_expr
+
+    geo = LaunchGeometry(site)
+    known = set(known_dims)
+    ints = {p.name for p in k.params if p.kind == "scalar" and (p.dtype or "") in _INT_DTYPES}
+    renames: dict[str, str] = {}
+    args = list(site.args or ())
+    for p, arg in zip(k.params, args):
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", arg) and p.name in ints:
+            renames[arg] = p.name
+    where = f"{site.file}:{site.line}" if site.file else f"line {site.line}"
+
+    def translate(key: str, host: str | None) -> str | None:
+        if host is None:
+            geo.notes[key] = f"the launch at {where} does not show it"
+            return None
+        text, why = to_dim_expr(host, renames)
+        if text is None:
+            geo.notes[key] = f"{why} (the launch at {where})"
+            return None
+        from .dims import parse_expr
+
+        free = set(parse_expr(text).names) - ints - known
+        if free:
+            names = ", ".join(f'"{n}"' for n in sorted(free))
+            geo.notes[key] = f'"{host}" at {where} uses {names}, which no integer kernel argument or declared dim names'
+            return None
+        parsed = parse_expr(text)
+        geo.dims |= set(parsed.names) & ints
+        return str(parsed.constant) if parsed.constant is not None else text
+
+    for i, axis in enumerate("xyz"):
+        geo.grid.append(translate(f"grid.{axis}", site.grid[i] if site.grid else None))
+        geo.block.append(translate(f"block.{axis}", site.block[i] if site.block else None))
+    geo.shared = translate("shared_bytes", site.shared)
+    for p, arg in zip(k.params, args):
+        if p.kind != "scalar":
+            continue
+        if p.name in ints:
+            text, _ = to_dim_expr(arg, renames)
+            if text is not None:
+                from .dims import parse_expr
+
+                names = set(parse_expr(text).names)
+                if names <= ints | known:
+                    geo.values[p.name] = _toml_str(text) if names else text
+                    geo.dims |= names & ints
+                    continue
+            geo.notes[p.name] = f'the launch at {where} passes "{arg}"'
+        elif (p.dtype or "") in ("f32", "f64", "f16", "bf16") and _FLOAT_LITERAL.match(arg):
+            geo.values[p.name] = repr(float(re.sub(r"(?:[fFlL]|_?f32|_?f64)$", "", arg)))
+        else:
+            geo.notes[p.name] = f'the launch at {where} passes "{arg}"'
+    return geo
+
+
+def _geometry_line(key: str, parts: list[str | None], geo: LaunchGeometry | None, fallback: str) -> str:
+    if geo is None or any(p is None for p in parts):
+        notes = [geo.notes[n] for n in (f"{key}.x", f"{key}.y", f"{key}.z") if geo and n in geo.notes]
+        why = f"  # {notes[0]}" if notes else ""
+        return fallback + why
+    items = [p if p.lstrip("-").isdigit() else _toml_str(p) for p in parts if p is not None]
+    return f"{key} = [{', '.join(items)}]  # from {geo.site.file or 'the launch'}:{geo.site.line}"
+
+
+def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = (), geometry: LaunchGeometry | None = None) -> str:
+    """The ``[[kernel]]`` table for ``k`` (``source`` as the contract should name it), with the grid,
+    block, shared memory and scalar values of ``geometry`` (a launch site of ``k``) where one is given."""
+    dims = set(known_dims) | (geometry.dims if geometry else set())
     lines = [f"# Scaffolded by `wireup init` from {source}:{k.line}. Replace every \"TODO\"; `wireup check` fails until they are gone."]
     lines.append("[[kernel]]")
     lines.append(f"name = {_toml_str(k.name)}")
@@ -284,15 +385,24 @@ def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = ()) -
         lines.append(f"cpp_name = {_toml_str(k.cpp_name)}  # TODO: the instantiation the host launches" if k.template else f"cpp_name = {_toml_str(k.cpp_name)}")
     lines.append(f'stage = "{_guess_stage(k.name)}"  # TODO: check (producer, forward, loss, backward, reduce, optimizer, other)')
     lines.append('phase = ""')
-    lines.append(f'grid = ["{TODO}", 1, 1]')
+    lines.append(_geometry_line("grid", geometry.grid if geometry else [None], geometry, f'grid = ["{TODO}", 1, 1]'))
     bounds = (k.launch_bounds or "").split(",")[0].strip()
-    if bounds.isdigit():
+    if geometry is not None and all(b is not None for b in geometry.block):
+        lines.append(_geometry_line("block", geometry.block, geometry, ""))
+    elif bounds.isdigit():
         lines.append(f"block = [{bounds}, 1, 1]  # from __launch_bounds__({k.launch_bounds})")
     else:
         note = f"  # __launch_bounds__({k.launch_bounds})" if k.launch_bounds else ""
-        lines.append(f'block = ["{TODO}", 1, 1]{note}')
+        lines.append(_geometry_line("block", geometry.block if geometry else [None], geometry, f'block = ["{TODO}", 1, 1]{note}'))
+    if geometry is not None:
+        if geometry.shared is None:
+            lines.append(f'shared_bytes = "{TODO}"  # {geometry.notes.get("shared_bytes", "")}')
+        elif geometry.shared != "0":
+            shared = geometry.shared if geometry.shared.isdigit() else _toml_str(geometry.shared)
+            lines.append(f"shared_bytes = {shared}  # from {geometry.site.file or 'the launch'}:{geometry.site.line}")
     lines.append('doc = ""')
     lines.append("params = [")
+    values = geometry.values if geometry else {}
     for p in k.params:
         dtype, note = p.dtype or TODO, ""
         if p.template_type:
@@ -309,17 +419,40 @@ def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = ()) -
                 note = "  # TODO: out, inout or accumulate?"
             lines.append(f'  {{ name = {_toml_str(p.name)}, dtype = "{dtype}", shape = ["{TODO}"], role = "{role}" }},{note}')
         else:
-            # an integer scalar named like a declared dim is that dim; anything else is left to fill in
-            value = _toml_str(p.name) if p.name in dims and dtype[0] in "iu" else f'"{TODO}"'
-            if dtype in ("f32", "f64", "f16", "bf16") and not note:
-                note = "  # TODO: the value passed (a number)"
+            if p.name in values:
+                value = values[p.name]
+            else:
+                # an integer scalar named like a declared dim is that dim; anything else is left to fill in
+                value = _toml_str(p.name) if p.name in dims and dtype[0] in "iu" else f'"{TODO}"'
+                if geometry is not None and p.name in geometry.notes and not note:
+                    note = f"  # TODO: {geometry.notes[p.name]}"
+                elif dtype in ("f32", "f64", "f16", "bf16") and not note:
+                    note = "  # TODO: the value passed (a number)"
             lines.append(f'  {{ name = {_toml_str(p.name)}, kind = "scalar", dtype = "{dtype}", value = {value} }},{note}')
     lines.append("]")
     return "\n".join(lines) + "\n"
 
 
-def scaffold_contracts(kernels: Iterable[CKernel], source: str, known_dims: Iterable[str] = ()) -> str:
-    """Contracts for every kernel of one source, as the text of one TOML file."""
+def scaffold_contracts(kernels: Iterable[CKernel], source: str, known_dims: Iterable[str] = (), launches: Iterable[LaunchSite] = ()) -> str:
+    """Contracts for every kernel of one source, as the text of one TOML file; ``launches`` (host launch
+    sites, :func:`audit.cuda.launches.find_launches`) give each launched kernel its geometry, and the
+    integer arguments they use become dims declared in a ``[dims]`` table (ranges to review)."""
     dims = tuple(known_dims)
+    first: dict[str, LaunchSite] = {}
+    for site in launches:
+        first.setdefault(site.kernel, site)
+    tables, new_dims = [], {}
+    for k in kernels:
+        site = first.get(k.name) or first.get(k.name.split("::")[-1])
+        geo = launch_geometry(k, site, dims) if site is not None else None
+        if geo is not None:
+            for d in sorted(geo.dims - set(dims)):
+                new_dims.setdefault(d, f"{site.file or 'the launch'}:{site.line}")
+        tables.append(scaffold_contract(k, source, dims, geo))
     header = f"# Contracts scaffolded by `wireup init` from {source}.\n"
-    return header + "\n" + "\n".join(scaffold_contract(k, source, dims) for k in kernels)
+    if new_dims:
+        lines = ["[dims]"]
+        for d, where in new_dims.items():
+            lines.append(f"{d} = {{ min = 1, max = 65536 }}  # TODO: the range of {d} (a kernel argument of the launch at {where})")
+        header += "\n" + "\n".join(lines) + "\n"
+    return header + "\n" + "\n".join(tables)

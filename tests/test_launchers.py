@@ -50,7 +50,8 @@ def test_rust_crate_messages(tmp_path: Path) -> None:
 def test_rust_crate_references(tmp_path: Path) -> None:
     cfg, cs = load_project(project(tmp_path, "rust_crate"))
     scan = scan_launchers(cfg, cs)
-    assert scan.files == ["build.rs", "src/gpu_aux_heads.rs"]
+    # the globs' files and the kernels' own sources (which launch nothing here)
+    assert scan.files == ["build.rs", "kernels/dead_kernel.cu", "kernels/scale_rows_kernel.cu", "src/gpu_aux_heads.rs"]
     refs = [(r.file, r.line, r.kind, r.call) for r in scan.references["scale_rows"]]
     assert refs == [
         ("build.rs", 5, "build", ""),
@@ -76,6 +77,7 @@ def test_rules_do_not_run_without_globs(tmp_path: Path) -> None:
     result = check(root, select=["launchers"])
     assert result.findings == []
     assert [(n.rule, "no launcher scan is configured" in n.reason) for n in result.not_run] == [
+        ("GEOMETRY_DRIFT", True),
         ("NO_LAUNCHER", True),
         ("UNAUDITED_KERNEL", True),
     ]

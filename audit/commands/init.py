@@ -25,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="FILE.cu", help="CUDA sources to read")
     p.add_argument("--output", "-o", metavar="FILE", help="write the contracts to FILE (default: print them)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--host", action="append", default=[], metavar="FILE",
+                   help="host code that launches the kernels (.cu/.cpp <<<>>> or cuLaunchKernel, Rust cudarc, Python CuPy); "
+                   "the sources themselves are always read for launches")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +39,14 @@ def run(args: argparse.Namespace) -> int:
     from ..scaffold import parse_kernels, scaffold_contracts
 
     cfg = load_config(root_of(args))
+    if root_of(args) is None and cfg.source == "defaults":
+        # the scaffold names its sources relative to the root: a guessed root (an enclosing repository,
+        # say) would write paths the project never meant
+        raise UsageError(
+            f'No wireup.toml or [tool.wireup] was found, so wireup init would take "{cfg.root}" (the nearest folder '
+            "with a .git, a pyproject.toml or a wireup.toml) as the project root and name sources relative to it; "
+            "pass --root DIR, or create DIR/wireup.toml first."
+        )
     known_dims: tuple[str, ...] = ()
     existing: dict[str, str] = {}
     try:  # contracts that do not load yet must not stop a scaffold
@@ -44,6 +55,15 @@ def run(args: argparse.Namespace) -> int:
         existing = {k.name: str(k.loc) for k in cs.kernels}
     except ContractError:
         pass
+    from ..cuda.launches import find_launches, language_of
+
+    launches = []
+    for host in args.host:
+        try:
+            host_text = Path(host).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f'--host "{host}" cannot be read ({exc.strerror or exc}).') from None
+        launches += find_launches(host_text, language_of(host), Path(host).as_posix())
     parts = []
     empty = []
     for src in args.sources:
@@ -64,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
         for k in kernels:
             if k.name in existing:
                 print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
-        parts.append(scaffold_contracts(kernels, rel, known_dims))
+        sites = find_launches(text, language_of(rel), rel) + launches
+        parts.append(scaffold_contracts(kernels, rel, known_dims, sites))
         print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
         print(f'wireup init: "{src}" declares no __global__ function (a kernel declared through a macro is not seen).', file=sys.stderr)

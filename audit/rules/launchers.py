@@ -70,3 +70,87 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
                 f"kernels (wireup init scaffolds them) or remove it from the build.",
                 where, r.text,
             )  # fmt: skip
+
+
+#: values given to names a comparison has no probe value for (kernel-local dims bound per launch)
+_LOCAL_PROBES = (1, 7, 300, 4103)
+
+
+def _host_in_contract_terms(k, site, host: str) -> tuple[object | None, str]:
+    """A host geometry expression rewritten over the contract's dims: each host variable passed as an
+    integer scalar argument is replaced by that parameter's contract value. (Expr, "") or (None, why)."""
+    from ..cuda.launches import to_dim_expr
+    from ..dims import ExprError, parse_expr
+    from ..model import ScalarParam
+
+    values: dict[str, str] = {}
+    for p, arg in zip(k.params, site.args or ()):
+        if isinstance(p, ScalarParam) and p.dtype[0] in "iu" and p.value is not None and not isinstance(p.value, float):
+            if arg.isidentifier():
+                values[arg] = f"({p.value})"
+    text, why = to_dim_expr(host, {})
+    if text is None:
+        return None, why
+    import re
+
+    text = re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: values.get(m.group(0), m.group(0)), text)
+    try:
+        return parse_expr(text), ""
+    except ExprError as exc:
+        return None, str(exc)
+
+
+def _first_difference(ctx: CheckContext, k, a, b) -> tuple[dict[str, int], int, int] | None:
+    """The first probe environment where the dim expressions ``a`` and ``b`` differ, with both values."""
+    from ..shapes import probe_envs, value_at
+
+    envs = probe_envs(ctx.cs)[:12] or [{}]
+    slots = ctx.cs.slot_indices
+    for env in envs:
+        extra = sorted((set(a.names) | set(b.names)) - set(env))
+        for probe in _LOCAL_PROBES if extra else (None,):
+            full = dict(env, **{n: probe for n in extra}) if extra else env
+            va, vb = value_at(a, full, slots), value_at(b, full, slots)
+            if va is None or vb is None:
+                continue
+            if va != vb:
+                return {n: full[n] for n in sorted(set(a.names) | set(b.names))}, va, vb
+    return None
+
+
+@rule("GEOMETRY_DRIFT", "Host code launches each contracted kernel with the grid, block and dynamic shared memory its contract declares.", "launchers")
+def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
+    scan = ctx.fact("launchers")
+    from ..dims import parse_expr
+
+    for site in scan.launch_sites:
+        kernels = [k for k in ctx.cs.kernel_map.values() if site.kernel in (k.symbol, (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip())]
+        for k in kernels:
+            contract = {
+                **{f"grid.{ax}": e for ax, e in zip("xyz", k.grid)},
+                **{f"block.{ax}": e for ax, e in zip("xyz", k.block)},
+                "shared_bytes": k.shared_bytes if k.shared_bytes is not None else parse_expr(0),
+            }
+            host = {}
+            if site.grid:
+                host.update({f"grid.{ax}": e for ax, e in zip("xyz", site.grid)})
+            if site.block:
+                host.update({f"block.{ax}": e for ax, e in zip("xyz", site.block)})
+            if site.shared is not None:
+                host["shared_bytes"] = site.shared
+            for key, text in host.items():
+                expr, _why = _host_in_contract_terms(k, site, text)
+                if expr is None:
+                    continue  # a host expression the reader cannot translate is not compared
+                diff = _first_difference(ctx, k, contract[key], expr)
+                if diff is None:
+                    continue
+                env, contract_value, host_value = diff
+                at = ", ".join(f"{n} = {v}" for n, v in env.items())
+                at = f" at {at}" if at else ""
+                yield Hit(
+                    f'Kernel "{k.name}" is launched here with {key} = "{text}" but its contract declares '
+                    f'"{contract[key]}"{at}: the launch gives {host_value} and the contract {contract_value}; '
+                    f"update the contract or the launch.",
+                    Loc(HostLine(site.file, site.line)), k.name,
+                )  # fmt: skip

@@ -1,0 +1,471 @@
+"""Kernel launches read from host code: which kernel, with what grid, block, shared memory and arguments.
+
+One reader for the four ways host code launches a kernel, used by the launcher scan (a launch site is a
+launch of that kernel) and by ``wireup init`` (its geometry becomes the contract's):
+
+* CUDA C++ (``.cu``, ``.cuh``, ``.cpp``): ``name<<<grid, block, smem, stream>>>(args)``, with ``dim3``
+  variables (``dim3 grid(x, y)``) and local constants resolved;
+* Rust with cudarc: ``LaunchConfig { grid_dim, block_dim, shared_mem_bytes }`` (or
+  ``LaunchConfig::for_num_elems(n)``) passed to ``func.launch(cfg, (args))`` or to
+  ``stream.launch_builder(&func).arg(..)...launch(cfg)``, the function fetched by ``load_function("name")``
+  or ``get_func("module", "name")``;
+* Python with CuPy: ``k = cp.RawKernel(src, "name")`` or ``k = module.get_function("name")``, then
+  ``k(grid, block, args, shared_mem=n)``;
+* the driver API: ``cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra)`` with
+  ``cuModuleGetFunction(&f, module, "name")``.
+
+Expressions are kept as the host wrote them (C or Rust or Python text, with local constants substituted);
+:func:`to_dim_expr` translates one into a contract dim expression where it can (``CEIL_DIV(N, 256)`` and
+``(N + 255) / 256`` become ``ceil_div(N, 256)``, host variables passed as kernel arguments become the
+parameters' names) and says why where it cannot.
+
+>>> site, = find_launches('void f(float* x, int n) {\\n  scale<<<(n + 255) / 256, 256>>>(x, n);\\n}', "c")
+>>> site.kernel, site.line, site.grid, site.block, site.args
+('scale', 2, ('(n + 255) / 256', '1', '1'), ('256', '1', '1'), ('x', 'n'))
+>>> to_dim_expr(site.grid[0], {"n": "N"})
+('ceil_div(N, 256)', '')
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from .hostlex import Literal, language_of, lex
+
+__all__ = ["LaunchSite", "find_launches", "language_of", "to_dim_expr"]
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_CHEVRON = re.compile(rf"\b({_IDENT}(?:\s*::\s*{_IDENT})*)\s*(<[^<>;{{}}()]*(?:<[^<>;{{}}()]*>[^<>;{{}}()]*)*>)?\s*<<<")
+_DEFINE = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+({_IDENT})[ \t]+([^\n]+?)[ \t]*$", re.MULTILINE)
+_MAX_SUBSTITUTIONS = 8  # nested local constants followed at most this deep
+_MAX_TEXT = 4_000_000  # characters of one host file read for launches
+
+
+@dataclass(frozen=True)
+class LaunchSite:
+    """One launch in host code, with its geometry as the host wrote it (local constants substituted).
+
+    ``grid`` and ``block`` are three expressions (missing components are ``"1"``); ``shared`` is the
+    dynamic shared memory (``"0"`` where none is given); ``args`` the launch's arguments in order. A
+    component the reader could not see is None (a ``LaunchConfig`` built elsewhere, say), and ``notes``
+    say why.
+    """
+
+    kernel: str
+    file: str
+    line: int
+    style: str  # "cuda" | "cudarc" | "cupy" | "driver"
+    grid: tuple[str, str, str] | None
+    block: tuple[str, str, str] | None
+    shared: str | None
+    args: tuple[str, ...] | None
+    notes: tuple[str, ...] = field(default=())
+
+
+# ---------------------------------------------------------------------------------------------------
+# small text helpers over code whose comments and string contents are blanked
+
+
+def _close(code: str, open_at: int) -> int:
+    """Index of the bracket closing the one at ``open_at`` (len(code) when unbalanced)."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    depth, j = 0, open_at
+    while j < len(code):
+        ch = code[j]
+        if ch in pairs:
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return len(code)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets and template angle brackets."""
+    parts, depth, angle, cur = [], 0, 0, []
+    for i, ch in enumerate(text):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "<" and depth == 0 and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and "cast" in text[max(0, i - 12) : i]:
+            angle += 1
+        elif ch == ">" and angle:
+            angle -= 1
+        if ch == sep and depth == 0 and angle == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail or parts:
+        parts.append(tail)
+    return parts
+
+
+def _line_at(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _restore(text: str, code: str, a: int, b: int) -> str:
+    """The original text of ``code[a:b]`` (string literals back), with whitespace runs folded."""
+    return " ".join(text[a:b].split())
+
+
+def _definitions(text: str, code: str, before: int, language: str) -> dict[str, str]:
+    """Local constants visible at ``before``: ``NAME = EXPR;`` (C, Rust ``let``) and ``#define NAME V``,
+    the last one before the position winning."""
+    defs: dict[str, str] = {}
+    for m in _DEFINE.finditer(text, 0, before):
+        defs[m.group(1)] = m.group(2).strip()
+    if language == "rust":
+        pattern = re.compile(rf"\blet\s+(?:mut\s+)?({_IDENT})\s*(?::\s*[^=;]+)?=\s*([^;]+);")
+    elif language == "python":
+        pattern = re.compile(rf"^[ \t]*({_IDENT})\s*=\s*([^\n=][^\n]*)$", re.MULTILINE)
+    else:
+        pattern = re.compile(rf"(?<![\w.>])({_IDENT})\s*=\s*([^;=][^;]*);")
+    for m in pattern.finditer(code, 0, before):
+        name, value = m.group(1), " ".join(text[m.start(2) : m.end(2)].split())
+        if name in ("return", "if", "else"):
+            continue
+        defs[name] = value
+    # dim3 NAME(a, b, c) / dim3 NAME{a, b, c}
+    for m in re.finditer(rf"\bdim3\s+({_IDENT})\s*([({{])", code[:before]):
+        end = _close(code, m.end(2) - 1)
+        defs[m.group(1)] = "dim3(" + " ".join(text[m.end(2) : end].split()) + ")"
+    return defs
+
+
+def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
+    """``expr`` with local constants replaced by their values (parenthesised), ``keep`` names left alone."""
+    for _ in range(_MAX_SUBSTITUTIONS):
+        changed = False
+
+        def repl(m: re.Match) -> str:
+            nonlocal changed
+            name = m.group(0)
+            if name in keep or name not in defs or defs[name] == name:
+                return name
+            changed = True
+            value = defs[name]
+            return value if re.fullmatch(rf"{_IDENT}|\d+|dim3\(.*\)", value) else f"({value})"
+
+        expr = re.sub(rf"(?<![\w.]){_IDENT}(?!\s*\()", repl, expr)
+        if not changed:
+            break
+    return expr
+
+
+_WRAPPED = re.compile(r"^(?:cp|cupy|np|numpy)\.(?:u?int|float)\d+\((.*)\)$")
+
+
+def _argument(text: str) -> str:
+    """One launch argument as a name where it is one: ``&x``, ``&mut *x``, ``cp.int32(n)`` -> ``x``, ``n``."""
+    text = " ".join(text.split())
+    m = _WRAPPED.match(text)
+    if m:
+        text = m.group(1).strip()
+    text = text.lstrip("&").strip()
+    text = text.removeprefix("mut ").strip().lstrip("*").strip()
+    return text
+
+
+def _three(expr: str, defs: dict[str, str], keep: set[str]) -> tuple[str, str, str]:
+    """A grid or block expression as three components: ``dim3(x, y)``, ``(x, y, z)`` tuples, a scalar."""
+    expr = _substitute(expr.strip(), defs, keep)
+    m = re.fullmatch(r"\(?\s*dim3\s*[({](.*)[)}]\s*\)?", expr)
+    inner = None
+    if m:
+        inner = m.group(1)
+    elif expr.startswith("(") and _close(expr, 0) == len(expr) - 1 and len(_split_top(expr[1:-1])) > 1:
+        inner = expr[1:-1]
+    elif expr.startswith("(") and expr.rstrip().endswith(",)"):
+        inner = expr[1:-2]
+    if inner is None:
+        parts = [expr]
+    else:
+        parts = [p for p in _split_top(inner) if p]
+    parts = (parts + ["1", "1", "1"])[:3]
+    return (parts[0], parts[1], parts[2])
+
+
+# ---------------------------------------------------------------------------------------------------
+# the four launch styles
+
+
+def _cuda_launches(text: str, code: str, file: str) -> list[LaunchSite]:
+    sites = []
+    for m in _CHEVRON.finditer(code):
+        name = re.sub(r"\s+", "", m.group(1)).split("::")[-1]
+        start = m.end()
+        end = code.find(">>>", start)
+        if end < 0:
+            continue
+        config = _split_top(text[start:end])
+        paren = end + 3
+        while paren < len(code) and code[paren].isspace():
+            paren += 1
+        if paren >= len(code) or code[paren] != "(":
+            continue
+        close = _close(code, paren)
+        args = tuple(a for a in (" ".join(x.split()) for x in _split_top(text[paren + 1 : close])) if a)
+        defs = _definitions(text, code, m.start(), "c")
+        keep = set(args)
+        grid = _three(config[0], defs, keep) if config else None
+        block = _three(config[1], defs, keep) if len(config) > 1 else None
+        shared = _substitute(config[2], defs, keep) if len(config) > 2 and config[2] else "0"
+        sites.append(LaunchSite(name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args))
+    return sites
+
+
+def _getter_names(text: str, code: str, lits: list[Literal], language: str) -> dict[str, str]:
+    """variable -> kernel name for ``var = ...load_function("name")`` / ``get_func(.., "name")`` /
+    ``RawKernel(src, "name")`` / ``get_function("name")`` / ``cuModuleGetFunction(&var, mod, "name")``."""
+    found: dict[str, str] = {}
+    getter = re.compile(rf"(?:let\s+(?:mut\s+)?)?(?<![\w.])({_IDENT})[ \t]*(?::[ \t]*[^=;\n(){{}},]+)?=[ \t]*[^;\n=]*?\b(load_function|get_func|get_function|RawKernel|get_kernel)\s*\(")
+    for m in getter.finditer(code):
+        close = _close(code, m.end() - 1)
+        inside = [lit for lit in lits if m.end() - 1 < lit.start < close]
+        if inside:
+            found[m.group(1)] = inside[-1].value
+    for m in re.finditer(rf"\bcuModuleGetFunction\s*\(\s*&\s*({_IDENT})", code):
+        close = _close(code, code.index("(", m.start()))
+        inside = [lit for lit in lits if m.end() < lit.start < close]
+        if inside:
+            found[m.group(1)] = inside[-1].value
+    return found
+
+
+def _cudarc_config(text: str, code: str, expr: str, defs: dict[str, str], keep: set[str]) -> tuple[tuple | None, tuple | None, str | None, list[str]]:
+    expr = _substitute(expr.strip(), {k: v for k, v in defs.items() if "LaunchConfig" in v}, set())
+    m = re.search(r"LaunchConfig\s*\{(.*)\}", expr, re.S)
+    if m:
+        fields = {}
+        for part in _split_top(m.group(1)):
+            if ":" in part:
+                key, _, value = part.partition(":")
+                fields[key.strip()] = value.strip()
+        grid = _three(fields["grid_dim"], defs, keep) if "grid_dim" in fields else None
+        block = _three(fields["block_dim"], defs, keep) if "block_dim" in fields else None
+        shared = _substitute(fields.get("shared_mem_bytes", "0"), defs, keep)
+        notes = [] if grid and block else ["the LaunchConfig literal lacks grid_dim or block_dim"]
+        return grid, block, " ".join(shared.split()), notes
+    m = re.search(r"LaunchConfig\s*::\s*for_num_elems\s*\((.*)\)", expr, re.S)
+    if m:
+        n = _substitute(m.group(1).strip(), defs, keep)
+        # cudarc: 1024 threads per block, as many blocks as the elements need
+        return (f"({n} + 1023) / 1024", "1", "1"), ("1024", "1", "1"), "0", []
+    return None, None, None, [f"the launch configuration {expr!r} is not a LaunchConfig literal the reader can see"]
+
+
+def _cudarc_launches(text: str, code: str, lits: list[Literal], file: str) -> list[LaunchSite]:
+    names = _getter_names(text, code, lits, "rust")
+    sites = []
+    # func.launch(cfg, (a, b, n))
+    for m in re.finditer(rf"\b({_IDENT})(?:\.clone\(\))?\s*\.\s*launch\s*\(", code):
+        var = m.group(1)
+        close = _close(code, m.end() - 1)
+        parts = _split_top(text[m.end() : close])
+        if len(parts) < 1 or var not in names:
+            continue
+        defs = _definitions(text, code, m.start(), "rust")
+        args = ()
+        if len(parts) > 1:
+            tup = parts[1].strip()
+            inner = tup[1:-1] if tup.startswith("(") and tup.endswith(")") else tup
+            args = tuple(_argument(a) for a in _split_top(inner) if a.strip())
+        grid, block, shared, notes = _cudarc_config(text, code, parts[0], defs, set(args))
+        sites.append(LaunchSite(names[var], file, _line_at(text, m.start()), "cudarc", grid, block, shared, args, tuple(notes)))
+    # stream.launch_builder(&func) ... .arg(&x) ... .launch(cfg)
+    for m in re.finditer(rf"\blaunch_builder\s*\(\s*&?\s*({_IDENT})\s*\)", code):
+        var = m.group(1)
+        if var not in names:
+            continue
+        launch = re.compile(r"\.\s*launch\s*\(").search(code, m.end())
+        if launch is None:
+            continue
+        segment = code[m.end() : launch.start()]
+        args = []
+        for a in re.finditer(r"\.\s*arg\s*\(", segment):
+            start = m.end() + a.end() - 1
+            args.append(_argument(text[start + 1 : _close(code, start)]))
+        cfg_close = _close(code, launch.end() - 1)
+        defs = _definitions(text, code, m.start(), "rust")
+        grid, block, shared, notes = _cudarc_config(text, code, text[launch.end() : cfg_close], defs, set(args))
+        sites.append(LaunchSite(names[var], file, _line_at(text, m.start()), "cudarc", grid, block, shared, tuple(args), tuple(notes)))
+    return sites
+
+
+def _cupy_launches(text: str, code: str, lits: list[Literal], file: str) -> list[LaunchSite]:
+    names = _getter_names(text, code, lits, "python")
+    sites = []
+    for var, kernel in names.items():
+        for m in re.finditer(rf"(?<![\w.]){re.escape(var)}\s*\(", code):
+            line_start = code.rfind("\n", 0, m.start()) + 1
+            if re.match(rf"\s*{re.escape(var)}\s*=", code[line_start:]):
+                continue  # the assignment that fetches it
+            close = _close(code, m.end() - 1)
+            parts = _split_top(text[m.end() : close])
+            positional = [p for p in parts if not re.match(rf"{_IDENT}\s*=", p)]
+            keywords = dict(p.split("=", 1) for p in parts if re.match(rf"{_IDENT}\s*=", p))
+            keywords = {k.strip(): v.strip() for k, v in keywords.items()}
+            if len(positional) < 3:
+                continue
+            defs = _definitions(text, code, m.start(), "python")
+            tup = positional[2].strip()
+            inner = tup[1:-1] if tup[:1] in "([" and tup[-1:] in ")]" else tup
+            args = tuple(_argument(a) for a in _split_top(inner) if a.strip())
+            keep = set(args)
+            shared = _substitute(keywords.get("shared_mem", "0"), defs, keep)
+            sites.append(LaunchSite(kernel, file, _line_at(text, m.start()), "cupy", _three(positional[0], defs, keep),
+                                    _three(positional[1], defs, keep), " ".join(shared.split()), args))  # fmt: skip
+    return sites
+
+
+def _driver_launches(text: str, code: str, lits: list[Literal], file: str) -> list[LaunchSite]:
+    names = _getter_names(text, code, lits, "c")
+    sites = []
+    for m in re.finditer(r"\bcuLaunchKernel\s*\(", code):
+        close = _close(code, m.end() - 1)
+        parts = _split_top(text[m.end() : close])
+        if len(parts) < 9 or parts[0].strip() not in names:
+            continue
+        defs = _definitions(text, code, m.start(), "c")
+        # the kernel's arguments: void* args[] = { &x, &y, &n }; passed as the tenth argument
+        args: tuple[str, ...] | None = None
+        notes: tuple[str, ...] = ()
+        array = parts[9].strip() if len(parts) > 9 else ""
+        arrays = list(re.finditer(rf"\bvoid\s*\*\s*{re.escape(array)}\s*\[[^\]]*\]\s*=\s*\{{", code[: m.start()])) if array else []
+        if arrays:
+            open_at = arrays[-1].end() - 1
+            args = tuple(_argument(a) for a in _split_top(text[open_at + 1 : _close(code, open_at)]) if a.strip())
+        else:
+            notes = (f'the kernel\'s arguments are passed through "{array}", which the reader does not follow',)
+        keep = set(args or ())
+        sub = [" ".join(_substitute(p, defs, keep).split()) for p in parts]
+        sites.append(LaunchSite(names[parts[0].strip()], file, _line_at(text, m.start()), "driver",
+                                (sub[1], sub[2], sub[3]), (sub[4], sub[5], sub[6]), sub[7], args, notes))  # fmt: skip
+    return sites
+
+
+def find_launches(text: str, language: str, file: str = "") -> list[LaunchSite]:
+    """Every launch site of ``text`` (a host source in ``language``: "c", "rust", "python"), in order."""
+    if len(text) > _MAX_TEXT:
+        return []
+    lits, code = lex(text, language)
+    sites: list[LaunchSite] = []
+    if language == "c":
+        if "<<<" in code:
+            sites += _cuda_launches(text, code, file)
+        if "cuLaunchKernel" in code:
+            sites += _driver_launches(text, code, lits, file)
+    elif language == "rust":
+        sites += _cudarc_launches(text, code, lits, file)
+    elif language == "python":
+        sites += _cupy_launches(text, code, lits, file)
+    return sorted(sites, key=lambda s: (s.line, s.kernel))
+
+
+# ---------------------------------------------------------------------------------------------------
+# C / Rust / Python expressions -> contract dim expressions
+
+_CALLS = {
+    "ceil_div": "ceil_div", "CEIL_DIV": "ceil_div", "DIV_UP": "ceil_div", "div_up": "ceil_div", "cdiv": "ceil_div",
+    "CDIV": "ceil_div", "ceildiv": "ceil_div", "div_ceil": "ceil_div", "DIVUP": "ceil_div", "divUp": "ceil_div",
+    "min": "min", "max": "max", "std::min": "min", "std::max": "max", "MIN": "min", "MAX": "max", "fminf": "min",
+    "fmaxf": "max",
+}  # fmt: skip
+_SIZEOF = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "half": 2, "__half": 2, "__nv_bfloat16": 2, "float4": 16,
+           "float2": 8, "int4": 16, "char": 1, "long": 8, "size_t": 8, "int64_t": 8, "uint32_t": 4, "int32_t": 4,
+           "f32": 4, "f64": 8, "u32": 4, "i32": 4, "u64": 8, "i64": 8}  # fmt: skip
+_CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long(?:\s+long)?|size_t|unsigned|uint32_t|int32_t|int64_t|uint64_t|u32|usize|i32)\s*\)")
+_CXX_CAST = re.compile(r"\b(?:static_cast|reinterpret_cast)\s*<[^<>]*>")
+
+
+def to_dim_expr(host: str, renames: dict[str, str]) -> tuple[str | None, str]:
+    """``host`` (a C, Rust or Python integer expression) as a contract dim expression, with host names
+    renamed by ``renames`` (host variable -> kernel parameter); (None, why) where it does not translate."""
+    src = host.strip()
+    src = _CXX_CAST.sub("", src)
+    src = _CAST.sub("", src)
+    src = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:]*)\s*\)", lambda m: str(_SIZEOF.get(m.group(1), f"sizeof_{m.group(1)}")), src)
+    src = re.sub(r"\bstd\s*::\s*(min|max)\b", r"\1", src)
+    src = re.sub(r"\b(\d+)(?:[uUlL]+|_?(?:u32|usize|i32|u64|i64))\b", r"\1", src)
+    src = re.sub(r"\s+as\s+(?:u32|usize|i32|u64|i64|c_int)\b", "", src)  # Rust casts
+    src = re.sub(r"\.(?:div_ceil)\s*\(", ".div_ceil(", src)
+    # a.div_ceil(b) (Rust) -> ceil_div(a, b)
+    src = re.sub(rf"({_IDENT}|\))\s*\.div_ceil\(", lambda m: f"__DIVCEIL__{m.group(1)}(", src)
+    if "__DIVCEIL__" in src:
+        return None, f'"{host}" uses a method call the reader does not translate'
+    src = src.replace("/", "//").replace("////", "//")
+    try:
+        tree = ast.parse(src, mode="eval").body
+    except SyntaxError:
+        return None, f'"{host}" is not an expression the reader can translate'
+    try:
+        out = _emit(tree, renames)
+    except _Untranslatable as exc:
+        return None, f'"{host}": {exc}'
+    from ..dims import ExprError, parse_expr
+
+    try:
+        parse_expr(out)
+    except ExprError as exc:
+        return None, f'"{host}" translates to "{out}", which is no dim expression ({exc})'
+    return out, ""
+
+
+class _Untranslatable(Exception):
+    pass
+
+
+def _is_minus_one_of(node: ast.AST, divisor: ast.AST) -> bool:
+    """``node`` is ``divisor - 1`` (or the constant one less than a constant divisor)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.right, ast.Constant) and node.right.value == 1:
+        return ast.dump(node.left) == ast.dump(divisor)
+    if isinstance(node, ast.Constant) and isinstance(divisor, ast.Constant) and isinstance(node.value, int):
+        return node.value == divisor.value - 1
+    return False
+
+
+def _emit(node: ast.AST, renames: dict[str, str]) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return str(node.value)
+    if isinstance(node, ast.Name):
+        if node.id.startswith("sizeof_"):
+            raise _Untranslatable(f"the size of type {node.id[7:]} is not known")
+        return renames.get(node.id, node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return f"-{_emit(node.operand, renames)}"
+    if isinstance(node, ast.BinOp):
+        op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}.get(type(node.op))
+        if op is None:
+            raise _Untranslatable("it uses an operator dim expressions do not have")
+        if op == "//":
+            num, den = node.left, node.right
+            # (a + b - 1) / b, (a + (b - 1)) / b  ->  ceil_div(a, b)
+            if isinstance(num, ast.BinOp) and isinstance(num.op, ast.Add) and _is_minus_one_of(num.right, den):
+                return f"ceil_div({_emit(num.left, renames)}, {_emit(den, renames)})"
+            if (isinstance(num, ast.BinOp) and isinstance(num.op, ast.Sub) and isinstance(num.right, ast.Constant)
+                    and num.right.value == 1 and isinstance(num.left, ast.BinOp) and isinstance(num.left.op, ast.Add)
+                    and ast.dump(num.left.right) == ast.dump(den)):  # fmt: skip
+                return f"ceil_div({_emit(num.left.left, renames)}, {_emit(den, renames)})"
+        return f"{_wrap(node.left, renames)} {op} {_wrap(node.right, renames)}"
+    if isinstance(node, ast.Call):
+        func = ast.unparse(node.func).replace(" ", "")
+        name = _CALLS.get(func)
+        if name is None:
+            raise _Untranslatable(f"it calls {func}(), which dim expressions do not have")
+        if name == "ceil_div" and len(node.args) != 2:
+            raise _Untranslatable(f"{func}() takes two arguments")
+        return f"{name}({', '.join(_emit(a, renames) for a in node.args)})"
+    raise _Untranslatable("it has a form dim expressions do not have")
+
+
+def _wrap(node: ast.AST, renames: dict[str, str]) -> str:
+    text = _emit(node, renames)
+    return f"({text})" if isinstance(node, ast.BinOp) and not text.startswith("ceil_div(") else text
