@@ -77,9 +77,9 @@ def test_rules_do_not_run_without_globs(tmp_path: Path) -> None:
     result = check(root, select=["launchers"])
     assert result.findings == []
     assert [(n.rule, "no launcher scan is configured" in n.reason) for n in result.not_run] == [
-        ("GEOMETRY_DRIFT", True),
         ("NO_LAUNCHER", True),
         ("UNAUDITED_KERNEL", True),
+        ("GEOMETRY_DRIFT", True),
     ]
     (root / "wireup.toml").write_text('launchers = ["crates/**/*.rs"]\n')
     result = check(root, select=["launchers"])
