@@ -173,3 +173,17 @@ def test_scalar_range_checks_launch_arguments_where_they_are_given() -> None:
     assert lines == ['contracts/schedules.toml:39: Kernel "reduce" scalar "N" = "H * D * 2000000" is 4096000000 in schedule "backward", outside the range of i32.']
     lines = check_variant("SCALAR_RANGE", "contracts/schedules.toml", old, old + "args = { N = 2.5 }\n")
     assert lines == ['contracts/schedules.toml:39: Schedule "backward" step 4 passes the number 2.5 to scalar "N" of kernel "reduce", which is an integer (i32).']
+
+
+@NEEDS_NVCC
+def test_shared_bytes_that_reach_zero_at_a_probe_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "p"
+    shutil.copytree(RULES / "SHARED_BYTES_MISSING" / "good", root)
+    contract = root / "contracts" / "kernels.toml"
+    contract.write_text(contract.read_text().replace("shared_bytes = 1024", 'shared_bytes = "4 * (ceil_div(B, 4096) - 1)"'))
+    rc, lines = run_check(capsys, root, "SHARED_BYTES_MISSING")
+    assert rc == 1
+    assert lines == [
+        'contracts/kernels.toml:79: SHARED_BYTES_MISSING Kernel "reduce" uses dynamic shared memory (extern __shared__ "col") '
+        'but its shared_bytes "4 * (ceil_div(B, 4096) - 1)" is 0 at B = 1.'
+    ]

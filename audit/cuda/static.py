@@ -20,6 +20,7 @@ Three bugs that no run of a kernel can show, because the compiled code hides the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,3 +94,35 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
     return out
+
+
+_EXTERN_SHARED = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([A-Za-z_$][\w$]*)\s*\[\s*\]\s*;", re.MULTILINE)
+
+
+def dynamic_shared_arrays(ptx: str, entry: str) -> list[str]:
+    """The ``extern __shared__`` arrays (dynamic shared memory) that the PTX entry ``entry`` uses.
+
+    >>> ptx = ".extern .shared .align 16 .b8 smem[];\\n.visible .entry k(\\n.param .u32 n\\n)\\n{\\nmov.u32 %r1, smem;\\n}\\n"
+    >>> dynamic_shared_arrays(ptx, "k"), dynamic_shared_arrays(ptx.replace("mov.u32 %r1, smem;", ""), "k")
+    (['smem'], [])
+    """
+    names = _EXTERN_SHARED.findall(ptx)
+    if not names:
+        return []
+    m = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(", ptx)
+    if m is None:
+        return []
+    open_at = ptx.find("{", ptx.find(")", m.end()))
+    if open_at < 0:
+        return []
+    depth, i = 0, open_at
+    while i < len(ptx):
+        if ptx[i] == "{":
+            depth += 1
+        elif ptx[i] == "}":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    body = ptx[open_at:i]
+    return [n for n in names if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", body)]

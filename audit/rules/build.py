@@ -329,3 +329,36 @@ def _source_names(ctx: CheckContext, k: Kernel, sb: SourceBuild) -> list[str | N
     except OSError:
         return None
     return None
+
+
+@rule("SHARED_BYTES_MISSING", "A kernel whose compiled entry uses dynamic shared memory (extern __shared__) declares shared_bytes greater than 0 at every probed size.", "build")
+def check_shared_bytes_missing(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX for the ``.extern .shared`` arrays it uses; a launch with no dynamic
+    shared memory gives such an array 0 bytes, so every access leaves the block's shared memory."""
+    from ..cuda.static import dynamic_shared_arrays
+    from ..shapes import probe_envs, value_at
+
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        arrays = dynamic_shared_arrays(sb.ptx.read_text(errors="replace"), entry.symbol)
+        if not arrays:
+            continue
+        names = ", ".join(f'"{a}"' for a in arrays)
+        if k.shared_bytes is None:
+            yield Hit(
+                f'Kernel "{k.name}" uses dynamic shared memory (extern __shared__ {names} in its compiled entry) but its '
+                f"contract declares no shared_bytes, so every launch gives it 0 bytes; declare shared_bytes.",
+                k.loc, k.name,
+            )  # fmt: skip
+            continue
+        for env in probe_envs(ctx.cs):
+            local = dict(env, **{d: 1 for d in k.dims if d not in env})
+            if value_at(k.shared_bytes, local, ctx.cs.slot_indices) == 0:
+                at = ", ".join(f"{n} = {local[n]}" for n in sorted(k.shared_bytes.names))
+                yield Hit(
+                    f'Kernel "{k.name}" uses dynamic shared memory (extern __shared__ {names}) but its shared_bytes '
+                    f'"{k.shared_bytes}" is 0 at {at}.',
+                    k.loc.child("shared_bytes"), k.name,
+                )  # fmt: skip
+                break

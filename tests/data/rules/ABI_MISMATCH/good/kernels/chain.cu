@@ -56,11 +56,12 @@ extern "C" __global__ void backward(const float* __restrict__ dh, const float* _
 }
 
 extern "C" __global__ void reduce(const float* __restrict__ partial, float* __restrict__ grad, int B, int N) {
+    extern __shared__ float col[];  // one partial sum per thread (shared_bytes = 4 * blockDim.x)
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= N) return;
-    float acc = 0.0f;
-    for (int r = blockIdx.y; r < B; r += gridDim.y) acc += partial[r * N + j];
-    atomicAdd(grad + j, acc);
+    col[threadIdx.x] = 0.0f;
+    for (int r = blockIdx.y; r < B; r += gridDim.y) col[threadIdx.x] += partial[r * N + j];
+    atomicAdd(grad + j, col[threadIdx.x]);
 }
 
 extern "C" __global__ void weight_reduce(const float* __restrict__ dz, const float* __restrict__ x,

@@ -3,5 +3,5 @@
 
 void reduce_partials(const float* partial, float* grad, int rows, int n, cudaStream_t stream) {
     dim3 grid(CEIL_DIV(n, 256), std::min(CEIL_DIV(rows, 64), 256));
-    reduce<<<grid, 256, 0, stream>>>(partial, grad, rows, n);
+    reduce<<<grid, 256, 256 * sizeof(float), stream>>>(partial, grad, rows, n);
 }
