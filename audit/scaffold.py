@@ -314,7 +314,9 @@ def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()
     renames: dict[str, str] = {}
     args = list(site.args or ())
     for p, arg in zip(k.params, args):
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", arg) and p.name in ints:
+        # a variable, a field (model->n) or an expression (B * NH) passed as an integer argument: where the
+        # geometry uses it, the contract uses the parameter
+        if p.name in ints and re.search(r"[A-Za-z_]", arg):
             renames[arg] = p.name
     where = f"{site.file}:{site.line}" if site.file else f"line {site.line}"
 

@@ -141,3 +141,18 @@ def test_launches_in_the_kernels_own_file_are_launches_and_uncovered_ones_unaudi
         'kernels.cu:34: UNAUDITED_KERNEL Host code fetches kernel "unlisted" through <<<>>>, but no contract declares a kernel '
         "with that entry; add a [[kernel]] contract for it (wireup init scaffolds one) or remove the reference."
     ]
+
+
+def test_arguments_that_are_expressions_or_fields_map_to_their_parameters() -> None:
+    # softmax<<<CEIL_DIV(B * NH * T * 32, bs), bs>>>(.., B * NH, T): the rows argument is an expression
+    assert to_dim_expr("CEIL_DIV(B * NH * T * 32, 256)", {"B * NH": "N", "T": "T"}) == ("ceil_div((N * T) * 32, 256)", "")
+    # adamw<<<CEIL_DIV(model->num_parameters, 512), 512>>>(.., model->num_parameters, ..)
+    assert to_dim_expr("CEIL_DIV(model->num_parameters, 512)", {"model->num_parameters": "P"}) == ("ceil_div(P, 512)", "")
+    # only whole subexpressions are replaced: B * NH + 1 has no subexpression NH + 1
+    assert to_dim_expr("B * NH + 1", {"NH + 1": "X"}) == ("(B * NH) + 1", "")
+
+
+def test_local_constants_of_other_functions_are_not_seen() -> None:
+    text = "void a() { int bs = 64; }\nvoid b(float* x, int n) { k<<<n, bs>>>(x, n); }\n"
+    (site,) = find_launches(text, "c")
+    assert site.block == ("bs", "1", "1")

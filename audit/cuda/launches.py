@@ -122,22 +122,46 @@ def _definitions(text: str, code: str, before: int, language: str) -> dict[str, 
     defs: dict[str, str] = {}
     for m in _DEFINE.finditer(text, 0, before):
         defs[m.group(1)] = m.group(2).strip()
+    start = _scope_start(code, before, language)
     if language == "rust":
         pattern = re.compile(rf"\blet\s+(?:mut\s+)?({_IDENT})\s*(?::\s*[^=;]+)?=\s*([^;]+);")
     elif language == "python":
         pattern = re.compile(rf"^[ \t]*({_IDENT})\s*=\s*([^\n=][^\n]*)$", re.MULTILINE)
     else:
         pattern = re.compile(rf"(?<![\w.>])({_IDENT})\s*=\s*([^;=][^;]*);")
-    for m in pattern.finditer(code, 0, before):
+    for m in pattern.finditer(code, start, before):
         name, value = m.group(1), " ".join(text[m.start(2) : m.end(2)].split())
         if name in ("return", "if", "else"):
             continue
         defs[name] = value
     # dim3 NAME(a, b, c) / dim3 NAME{a, b, c}
     for m in re.finditer(rf"\bdim3\s+({_IDENT})\s*([({{])", code[:before]):
+        if m.start() < start:
+            continue
         end = _close(code, m.end(2) - 1)
         defs[m.group(1)] = "dim3(" + " ".join(text[m.end(2) : end].split()) + ")"
     return defs
+
+
+def _scope_start(code: str, before: int, language: str) -> int:
+    """Where the top-level function holding position ``before`` starts: local constants of other
+    functions are not visible at a launch. (Python: the last unindented line.)"""
+    if language == "python":
+        m = None
+        for m in re.finditer(r"^(?:def|class|async def)\b", code[:before], re.MULTILINE):
+            pass
+        return m.start() if m else 0
+    depth, start = 0, 0
+    for i in range(before):
+        ch = code[i]
+        if ch == "{":
+            if depth == 0:
+                start = code.rfind(";", 0, i) + 1 if language == "c" else code.rfind("\n", 0, i) + 1
+                start = max(start, code.rfind("}", 0, i) + 1)
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+    return start if depth else before
 
 
 def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
@@ -154,7 +178,7 @@ def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
             value = defs[name]
             return value if re.fullmatch(rf"{_IDENT}|\d+|dim3\(.*\)", value) else f"({value})"
 
-        expr = re.sub(rf"(?<![\w.]){_IDENT}(?!\s*\()", repl, expr)
+        expr = re.sub(rf"(?<![\w.])(?<!->){_IDENT}(?!\s*\()", repl, expr)
         if not changed:
             break
     return expr
@@ -386,28 +410,50 @@ _CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long(?:\
 _CXX_CAST = re.compile(r"\b(?:static_cast|reinterpret_cast)\s*<[^<>]*>")
 
 
-def to_dim_expr(host: str, renames: dict[str, str]) -> tuple[str | None, str]:
-    """``host`` (a C, Rust or Python integer expression) as a contract dim expression, with host names
-    renamed by ``renames`` (host variable -> kernel parameter); (None, why) where it does not translate."""
-    src = host.strip()
+_MEMBER = re.compile(rf"({_IDENT})\s*(?:->|\.)\s*(?={_IDENT}\b(?!\s*\())")
+
+
+def _host_python(src: str) -> str:
+    """A C, Rust or Python integer expression rewritten as Python source (``/`` -> ``//``, casts and
+    literal suffixes dropped, ``a->b``/``a.b`` fields as single names), ready for :mod:`ast`."""
+    src = src.strip()
     src = _CXX_CAST.sub("", src)
     src = _CAST.sub("", src)
     src = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:]*)\s*\)", lambda m: str(_SIZEOF.get(m.group(1), f"sizeof_{m.group(1)}")), src)
     src = re.sub(r"\bstd\s*::\s*(min|max)\b", r"\1", src)
     src = re.sub(r"\b(\d+)(?:[uUlL]+|_?(?:u32|usize|i32|u64|i64))\b", r"\1", src)
     src = re.sub(r"\s+as\s+(?:u32|usize|i32|u64|i64|c_int)\b", "", src)  # Rust casts
-    src = re.sub(r"\.(?:div_ceil)\s*\(", ".div_ceil(", src)
-    # a.div_ceil(b) (Rust) -> ceil_div(a, b)
-    src = re.sub(rf"({_IDENT}|\))\s*\.div_ceil\(", lambda m: f"__DIVCEIL__{m.group(1)}(", src)
-    if "__DIVCEIL__" in src:
+    for _ in range(4):
+        src = _MEMBER.sub(r"\1__", src)
+    return src.replace("/", "//").replace("////", "//")
+
+
+def to_dim_expr(host: str, renames: dict[str, str]) -> tuple[str | None, str]:
+    """``host`` (a C, Rust or Python integer expression) as a contract dim expression, with host names
+    renamed by ``renames`` (host variable or expression passed as an argument -> kernel parameter: a
+    subexpression equal to an argument's expression becomes that parameter); (None, why) where it does
+    not translate."""
+    exprs: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for key, name in renames.items():
+        py = _host_python(key)
+        if re.fullmatch(_IDENT, py):
+            names[py] = name
+            continue
+        try:
+            exprs[ast.dump(ast.parse(py, mode="eval").body)] = name
+        except SyntaxError:
+            continue
+    src = host.strip()
+    if re.search(r"\.\s*div_ceil\s*\(", src):
         return None, f'"{host}" uses a method call the reader does not translate'
-    src = src.replace("/", "//").replace("////", "//")
+    src = _host_python(src)
     try:
         tree = ast.parse(src, mode="eval").body
     except SyntaxError:
         return None, f'"{host}" is not an expression the reader can translate'
     try:
-        out = _emit(tree, renames)
+        out = _emit(tree, names, exprs)
     except _Untranslatable as exc:
         return None, f'"{host}": {exc}'
     from ..dims import ExprError, parse_expr
@@ -432,7 +478,10 @@ def _is_minus_one_of(node: ast.AST, divisor: ast.AST) -> bool:
     return False
 
 
-def _emit(node: ast.AST, renames: dict[str, str]) -> str:
+def _emit(node: ast.AST, renames: dict[str, str], exprs: dict[str, str] | None = None) -> str:
+    exprs = exprs or {}
+    if exprs and ast.dump(node) in exprs:
+        return exprs[ast.dump(node)]
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return str(node.value)
     if isinstance(node, ast.Name):
@@ -440,7 +489,7 @@ def _emit(node: ast.AST, renames: dict[str, str]) -> str:
             raise _Untranslatable(f"the size of type {node.id[7:]} is not known")
         return renames.get(node.id, node.id)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return f"-{_emit(node.operand, renames)}"
+        return f"-{_emit(node.operand, renames, exprs)}"
     if isinstance(node, ast.BinOp):
         op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%"}.get(type(node.op))
         if op is None:
@@ -449,12 +498,12 @@ def _emit(node: ast.AST, renames: dict[str, str]) -> str:
             num, den = node.left, node.right
             # (a + b - 1) / b, (a + (b - 1)) / b  ->  ceil_div(a, b)
             if isinstance(num, ast.BinOp) and isinstance(num.op, ast.Add) and _is_minus_one_of(num.right, den):
-                return f"ceil_div({_emit(num.left, renames)}, {_emit(den, renames)})"
+                return f"ceil_div({_emit(num.left, renames, exprs)}, {_emit(den, renames, exprs)})"
             if (isinstance(num, ast.BinOp) and isinstance(num.op, ast.Sub) and isinstance(num.right, ast.Constant)
                     and num.right.value == 1 and isinstance(num.left, ast.BinOp) and isinstance(num.left.op, ast.Add)
                     and ast.dump(num.left.right) == ast.dump(den)):  # fmt: skip
-                return f"ceil_div({_emit(num.left.left, renames)}, {_emit(den, renames)})"
-        return f"{_wrap(node.left, renames)} {op} {_wrap(node.right, renames)}"
+                return f"ceil_div({_emit(num.left.left, renames, exprs)}, {_emit(den, renames, exprs)})"
+        return f"{_wrap(node.left, renames, exprs)} {op} {_wrap(node.right, renames, exprs)}"
     if isinstance(node, ast.Call):
         func = ast.unparse(node.func).replace(" ", "")
         name = _CALLS.get(func)
@@ -462,10 +511,11 @@ def _emit(node: ast.AST, renames: dict[str, str]) -> str:
             raise _Untranslatable(f"it calls {func}(), which dim expressions do not have")
         if name == "ceil_div" and len(node.args) != 2:
             raise _Untranslatable(f"{func}() takes two arguments")
-        return f"{name}({', '.join(_emit(a, renames) for a in node.args)})"
+        return f"{name}({', '.join(_emit(a, renames, exprs) for a in node.args)})"
     raise _Untranslatable("it has a form dim expressions do not have")
 
 
-def _wrap(node: ast.AST, renames: dict[str, str]) -> str:
-    text = _emit(node, renames)
-    return f"({text})" if isinstance(node, ast.BinOp) and not text.startswith("ceil_div(") else text
+def _wrap(node: ast.AST, renames: dict[str, str], exprs: dict[str, str]) -> str:
+    text = _emit(node, renames, exprs)
+    plain = text.startswith("ceil_div(") or re.fullmatch(rf"{_IDENT}|\d+", text)
+    return f"({text})" if isinstance(node, ast.BinOp) and not plain else text

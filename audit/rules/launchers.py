@@ -81,19 +81,21 @@ def _host_in_contract_terms(k, site, host: str) -> tuple[object | None, str]:
     integer scalar argument is replaced by that parameter's contract value. (Expr, "") or (None, why)."""
     from ..cuda.launches import to_dim_expr
     from ..dims import ExprError, parse_expr
+    import re
+
     from ..model import ScalarParam
 
+    placeholders: dict[str, str] = {}
     values: dict[str, str] = {}
     for p, arg in zip(k.params, site.args or ()):
         if isinstance(p, ScalarParam) and p.dtype[0] in "iu" and p.value is not None and not isinstance(p.value, float):
-            if arg.isidentifier():
-                values[arg] = f"({p.value})"
-    text, why = to_dim_expr(host, {})
+            if re.search(r"[A-Za-z_]", arg):
+                placeholders[arg] = f"wireup_arg_{p.name}"
+                values[f"wireup_arg_{p.name}"] = f"({p.value})"
+    text, why = to_dim_expr(host, placeholders)
     if text is None:
         return None, why
-    import re
-
-    text = re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: values.get(m.group(0), m.group(0)), text)
+    text = re.sub(r"wireup_arg_[A-Za-z0-9_]+", lambda m: values[m.group(0)], text)
     try:
         return parse_expr(text), ""
     except ExprError as exc:
