@@ -75,7 +75,10 @@ def canonical(obj: Any) -> Any:
         for f in fields(obj):
             if f.name == "loc" or not f.compare:
                 continue
-            out[f.name] = canonical(getattr(obj, f.name))
+            value = getattr(obj, f.name)
+            if f.metadata.get("hash_omit_default") and value == f.default:
+                continue  # a key added to the format later: absent, it leaves existing hashes (and evidence) as they were
+            out[f.name] = canonical(value)
         out["__type__"] = type(obj).__name__
         return out
     if isinstance(obj, (list, tuple)):

@@ -31,6 +31,7 @@ from .model import (
     DTYPES,
     INVARIANT_KINDS,
     NULL,
+    REQUIREMENT_OPS,
     ROLES,
     SLOT_ROLES,
     STAGES,
@@ -48,6 +49,7 @@ from .model import (
     Mask,
     Param,
     Property,
+    Requirement,
     ScalarParam,
     Schedule,
     Slot,
@@ -377,7 +379,7 @@ class _Loader:
         allowed = (
             "name", "source", "entry", "cpp_name", "stage", "phase", "reference", "gradcheck", "grid",
             "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "nondeterministic", "params",
-            "param", "property", "verify", "doc",
+            "param", "property", "verify", "doc", "requires",
         )  # fmt: skip
         self.keys(t, loc, allowed, "a [[kernel]]")
         name = self.get(t, loc, "name", str)
@@ -454,12 +456,35 @@ class _Loader:
         doc = self.get(t, loc, "doc", str, "")
         if None in (name, source, stage, grid, block):
             return None
+        requires = self.requirements(t, loc)
         return Kernel(
             name=name, source=source, stage=stage, phase=phase, params=tuple(params), grid=grid, block=block,
             entry=entry if entry or cpp_name else name, cpp_name=cpp_name, shared_bytes=shared,
             reference=reference, gradcheck=gradcheck, dims=local, isv_reads=tuple(reads), isv_writes=writes,
-            nondeterministic=tol, properties=tuple(props), verify=verify, doc=doc, loc=loc,
+            nondeterministic=tol, properties=tuple(props), verify=verify, doc=doc, loc=loc, requires=requires,
         )  # fmt: skip
+
+    def requirements(self, t: dict, loc: Loc) -> tuple[Requirement, ...]:
+        """``requires = ["OC % 32 == 0", "V <= P"]``: each a comparison of two dim expressions."""
+        if "requires" not in t:
+            return ()
+        raw = t["requires"]
+        rl = loc.child("requires")
+        if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+            self.problem(rl, f'expected a list of conditions such as ["OC % 32 == 0", "V <= P"], found {_describe(raw)}.')
+            return ()
+        out = []
+        for i, text in enumerate(raw):
+            il = rl.child(i)
+            found = [(text.find(op), op) for op in REQUIREMENT_OPS if text.find(op) > 0]
+            if not found:
+                self.problem(il, f'"{text}" is no condition; expected two dim expressions joined by one of {_choices(REQUIREMENT_OPS)}.')
+                continue
+            at, op = min(found, key=lambda f: (f[0], -len(f[1])))
+            left, right = self.expr(text[:at].strip(), il), self.expr(text[at + len(op) :].strip(), il)
+            if left is not None and right is not None:
+                out.append(Requirement(text, left, op, right, il))
+        return tuple(out)
 
     def isv(self, t: Any, loc: Loc) -> IsvLayout | None:
         t = self.table(t, loc, "the [isv] table")
@@ -538,7 +563,7 @@ class _Loader:
         return IsvLayout(buffer, dtype, total, events, tuple(slots), fp, tuple(acks), loc)
 
     def schedule(self, t: dict, loc: Loc) -> Schedule | None:
-        self.keys(t, loc, ("name", "stream", "graph_capture", "after", "equivalent_to", "step", "doc"), "a [[schedule]]")
+        self.keys(t, loc, ("name", "stream", "graph_capture", "after", "equivalent_to", "step", "doc", "tolerance"), "a [[schedule]]")
         name = self.get(t, loc, "name", str)
         stream = self.get(t, loc, "stream", str, "default")
         capture = self.get(t, loc, "graph_capture", bool, False)
@@ -554,9 +579,24 @@ class _Loader:
             step = self.step(s, loc.child("step", i), i)
             if step is not None:
                 steps.append(step)
+        tolerance = None
+        if "tolerance" in t:
+            tl = loc.child("tolerance")
+            tt = self.table(t["tolerance"], tl, "a tolerance table")
+            if tt is not None:
+                self.keys(tt, tl, ("rtol", "atol", "reason"), "tolerance")
+                rtol, atol = self.get(tt, tl, "rtol", float), self.get(tt, tl, "atol", float)
+                reason = self.get(tt, tl, "reason", str, "")
+                if rtol is not None and atol is not None:
+                    if not (0 < rtol < 1 and 0 <= atol < 1):
+                        self.problem(tl, f"rtol must lie in (0, 1) and atol in [0, 1), found rtol = {rtol}, atol = {atol}.")
+                    elif not reason:
+                        self.problem(tl, 'a schedule tolerance needs a "reason" (what in the chain makes float32 differ more, e.g. fast-math tanh).')
+                    else:
+                        tolerance = Tolerance(rtol, atol, reason, tl)
         if name is None:
             return None
-        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc)
+        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance)
 
     def step(self, s: Any, sl: Loc, index: int) -> Step | None:
         st = self.table(s, sl, "a [[schedule.step]]")

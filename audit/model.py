@@ -294,6 +294,34 @@ class Tolerance:
 
 
 @dataclass(frozen=True, slots=True)
+class Requirement:
+    """A precondition of a kernel on its dims, ``left op right`` (``"OC % 32 == 0"``, ``"V <= P"``).
+
+    Written over runtime dims alone it is an assumption the host guarantees (verify picks only cases that
+    meet it); over any other dim it is checked at every launch (REQUIRES_VIOLATED)."""
+
+    text: str
+    left: Expr
+    op: str
+    right: Expr
+    loc: Loc = _loc()
+
+    def holds(self, env: dict[str, int], slots: dict[str, int] | None = None) -> bool | None:
+        """Whether it holds in ``env`` (None where a dim is missing or a division by zero)."""
+        import operator
+
+        try:
+            a, b = self.left.evaluate(env, slots), self.right.evaluate(env, slots)
+        except (KeyError, ZeroDivisionError):
+            return None
+        ops = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+        return ops[self.op](a, b)
+
+
+REQUIREMENT_OPS = ("==", "!=", "<=", ">=", "<", ">")
+
+
+@dataclass(frozen=True, slots=True)
 class Property:
     """A declared contract property the runner checks (e.g. ``unit_scale``)."""
 
@@ -332,6 +360,7 @@ class Kernel:
     verify: VerifySpec = VerifySpec()
     doc: str = ""
     loc: Loc = _loc()
+    requires: tuple[Requirement, ...] = field(default=(), metadata={"hash_omit_default": True})
 
     @property
     def symbol(self) -> str:
@@ -423,6 +452,8 @@ class Schedule:
     equivalent_to: str | None = None
     doc: str = ""
     loc: Loc = _loc()
+    #: how far the chain's buffers may differ from the float64 reference chain (default: the runner's)
+    tolerance: Tolerance | None = field(default=None, metadata={"hash_omit_default": True})
 
     @property
     def launches(self) -> tuple[Step, ...]:

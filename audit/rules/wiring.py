@@ -385,3 +385,31 @@ def check_equivalence(ctx: CheckContext) -> Iterator[Hit]:
 def _at(env: Mapping[str, int], cs) -> str:
     names = sorted(cs.runtime_ranges)
     return ", ".join(f"{n} = {env[n]}" for n in names if n in env) or "the declared dims"
+
+
+@rule("REQUIRES_VIOLATED", "Every launch meets its kernel's declared preconditions (requires) at every probed size that meets the runtime-dim assumptions.", "wiring")
+def check_requires(ctx: CheckContext) -> Iterator[Hit]:
+    """A requirement written over runtime dims alone is an assumption the host guarantees: it only selects the
+    probe environments (and verify's cases) at which the other requirements are checked."""
+    cs, w = ctx.cs, ctx.wiring
+    runtime = set(cs.runtime_ranges)
+    slots = cs.slot_indices
+    for sname, launches in w.launches.items():
+        for launch in launches:
+            k = launch.kernel
+            if k is None or not k.requires:
+                continue
+            assumed = [r for r in k.requires if (r.left.names | r.right.names) <= runtime]
+            checked = [r for r in k.requires if r not in assumed]
+            envs = [env for env in launch.envs if all(r.holds(env, slots) is not False for r in assumed)]
+            for r in checked:
+                for env in envs:
+                    if r.holds(env, slots) is False:
+                        names = sorted(r.left.names | r.right.names)
+                        values = ", ".join(f"{n} = {env[n]}" for n in names if n in env)
+                        yield Hit(
+                            f'Kernel "{k.name}" requires "{r.text}", but step {launch.step.index + 1} of schedule "{sname}" '
+                            f"launches it with {values} at {_at(env, cs)}.",
+                            r.loc, k.name,
+                        )  # fmt: skip
+                        break

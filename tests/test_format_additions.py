@@ -1,0 +1,73 @@
+"""Format additions for real kernels: ``requires`` on a kernel and ``tolerance`` on a schedule.
+
+Absent, neither changes a contract's hash (the shipped evidence stays valid); present, each loads into
+the model, and malformed ones are load errors naming file, key and line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.errors import ContractError
+from audit.hashing import contract_hash
+from audit.load import load_contracts
+
+RULES = Path(__file__).parent / "data" / "rules"
+GOOD = RULES / "LAUNCH_GEOMETRY" / "good"
+
+
+def load_with(old: str, new: str, rel: str = "contracts/kernels.toml"):
+    texts = {p.relative_to(GOOD).as_posix(): p.read_text() for p in (GOOD / "contracts").glob("*.toml")}
+    assert texts[rel].count(old) == 1
+    texts[rel] = texts[rel].replace(old, new)
+    return load_contracts(GOOD / "contracts", GOOD, texts=texts)
+
+
+def test_requires_loads_each_condition() -> None:
+    cs = load_with('dims = ["M", "N"]\n', 'dims = ["M", "N"]\nrequires = ["M % 32 == 0", "N <= 64", "ceil_div(B, 2) != 0"]\n')
+    reqs = cs.kernel("weight_reduce").requires
+    assert [(r.text, r.op, r.left.text, r.right.text) for r in reqs] == [
+        ("M % 32 == 0", "==", "M % 32", "0"),
+        ("N <= 64", "<=", "N", "64"),
+        ("ceil_div(B, 2) != 0", "!=", "ceil_div(B, 2)", "0"),
+    ]
+    assert [r.holds({"M": 64, "N": 70, "B": 3}) for r in reqs] == [True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('["M % 32"]', '"M % 32" is no condition; expected two dim expressions joined by one of "==", "!=", "<=", ">=", "<", ">".'),
+        ('"M <= 4"', 'expected a list of conditions such as ["OC % 32 == 0", "V <= P"], found the string "M <= 4".'),
+        ('["M <= 4 +"]', '"4 +" is not a valid dim expression.'),
+    ],
+)
+def test_malformed_requires_is_a_load_error(value: str, message: str) -> None:
+    with pytest.raises(ContractError) as exc:
+        load_with('dims = ["M", "N"]\n', f'dims = ["M", "N"]\nrequires = {value}\n')
+    (problem,) = exc.value.problems
+    assert problem.path == "contracts/kernels.toml" and problem.line == 92
+    assert message in problem.message
+
+
+def test_schedule_tolerance_loads_and_needs_a_reason() -> None:
+    rel = "contracts/schedules.toml"
+    old = 'name = "forward"\n'
+    cs = load_with(old, old + 'tolerance = { rtol = 3e-4, atol = 2e-4, reason = "tanh.approx.f32 in the forward" }\n', rel)
+    tol = cs.schedule_map["forward"].tolerance
+    assert (tol.rtol, tol.atol, tol.reason) == (3e-4, 2e-4, "tanh.approx.f32 in the forward")
+    with pytest.raises(ContractError) as exc:
+        load_with(old, old + "tolerance = { rtol = 3e-4, atol = 2e-4 }\n", rel)
+    assert 'a schedule tolerance needs a "reason"' in exc.value.problems[0].message
+    with pytest.raises(ContractError) as exc:
+        load_with(old, old + 'tolerance = { rtol = 2.0, atol = 0.0, reason = "x" }\n', rel)
+    assert "rtol must lie in (0, 1)" in exc.value.problems[0].message
+
+
+def test_absent_additions_leave_hashes_unchanged() -> None:
+    plain = load_with('dims = ["M", "N"]\n', 'dims = ["M", "N"]\n')
+    with_req = load_with('dims = ["M", "N"]\n', 'dims = ["M", "N"]\nrequires = ["M > 0"]\n')
+    assert contract_hash(plain.kernel("forward")) == contract_hash(with_req.kernel("forward"))
+    assert contract_hash(plain.kernel("weight_reduce")) != contract_hash(with_req.kernel("weight_reduce"))
