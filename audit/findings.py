@@ -64,6 +64,8 @@ class CheckResult:
     ran: list[str] = field(default_factory=list)
     not_run: list[NotRun] = field(default_factory=list)
     subjects: dict[str, list[str]] = field(default_factory=dict)  # rule -> subjects it examined
+    #: (finding, the [[suppress]] reason) for findings a contract suppresses; they do not count
+    suppressed: list[tuple[Finding, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Finding]:

@@ -55,6 +55,7 @@ from .model import (
     Slot,
     SourceFile,
     Step,
+    Suppression,
     TensorParam,
     Tolerance,
     Values,
@@ -71,7 +72,7 @@ except (ImportError, AttributeError, ValueError):
 
 _MISSING = object()
 _DTYPE_NAMES = tuple(DTYPES)
-_TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant")
+_TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant", "suppress")
 _TYPE_NAMES = {
     str: "a string",
     int: "an integer",
@@ -652,6 +653,23 @@ class _Loader:
             return None
         return Invariant(name, kind, sources, targets, reason, loc)
 
+    def suppress(self, t: dict, loc: Loc) -> Suppression | None:
+        """``[[suppress]] rule = "...", kernel = "..." (or schedule, buffer, subject), reason = "..."``."""
+        self.keys(t, loc, ("rule", "kernel", "schedule", "buffer", "slot", "subject", "reason"), "a [[suppress]]")
+        rule_id = self.get(t, loc, "rule", str)
+        named = [k for k in ("kernel", "schedule", "buffer", "slot", "subject") if k in t]
+        if len(named) > 1:
+            self.problem(loc, f"a suppression names one subject; found {_choices(tuple(named))}.")
+            return None
+        subject = self.get(t, loc, named[0], str) if named else None
+        reason = self.get(t, loc, "reason", str, "")
+        if not (reason or "").strip():
+            self.problem(loc.child("reason") if "reason" in t else loc, 'a suppression needs a "reason": why this finding does not apply here.')
+            return None
+        if rule_id is None:
+            return None
+        return Suppression(rule_id, subject, reason, loc)
+
     # -- files --------------------------------------------------------------------------------------
     def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
         try:
@@ -846,6 +864,7 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
         invariants=tuple(acc["invariant"]),
         isv=acc["isv"][0] if acc["isv"] else None,
         files=tuple(files),
+        suppressions=tuple(acc["suppress"]),
     )
 
 

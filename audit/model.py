@@ -472,6 +472,20 @@ class Invariant:
     loc: Loc = _loc()
 
 
+@dataclass(frozen=True, slots=True)
+class Suppression:
+    """``[[suppress]]``: findings of ``rule`` about ``subject`` (a kernel, schedule, buffer... or every
+    subject where None) are reported as suppressed, with the reason, instead of as findings."""
+
+    rule: str
+    subject: str | None
+    reason: str
+    loc: Loc = _loc()
+
+    def matches(self, rule: str, subject: str) -> bool:
+        return self.rule == rule and (self.subject is None or self.subject == subject)
+
+
 @dataclass(frozen=True)
 class ContractSet:
     """Everything the contracts under one root declare."""
@@ -484,6 +498,7 @@ class ContractSet:
     invariants: tuple[Invariant, ...] = ()
     isv: IsvLayout | None = None
     files: tuple[str, ...] = field(default=(), compare=False)
+    suppressions: tuple[Suppression, ...] = ()
 
     # lookups (first definition wins; duplicates are reported by a rule)
     @functools.cached_property

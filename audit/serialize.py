@@ -72,6 +72,7 @@ def dump_contracts(cs: ContractSet) -> dict[str, str]:
         ("kernels.toml", "kernel", cs.kernels, _kernel),
         ("schedules.toml", "schedule", cs.schedules, _schedule),
         ("invariants.toml", "invariant", cs.invariants, _invariant),
+        ("suppress.toml", "suppress", cs.suppressions, _suppression),
     )
     for name, header, items, fn in sections:
         if items:
@@ -150,6 +151,8 @@ def _kernel(k: Kernel) -> str:
         t["nondeterministic"] = _tolerance(k.nondeterministic)
     if k.verify != VerifySpec():
         t["verify"] = _verify(k.verify)
+    if k.requires:
+        t["requires"] = [r.text for r in k.requires]
     _with_doc(t, k.doc)
     lines = [_table("[[kernel]]", t).rstrip("\n")]
     lines.append("params = [")
@@ -264,9 +267,19 @@ def _schedule(s: Schedule) -> str:
         t["after"] = s.after
     if s.equivalent_to is not None:
         t["equivalent_to"] = s.equivalent_to
+    if s.tolerance is not None:
+        t["tolerance"] = _tolerance(s.tolerance)
     parts = [_table("[[schedule]]", _with_doc(t, s.doc))]
     parts.extend(_table("[[schedule.step]]", _step(step)) for step in s.steps)
     return "\n".join(parts)
+
+
+def _suppression(x: Any) -> str:
+    t: dict[str, Any] = {"rule": x.rule}
+    if x.subject is not None:
+        t["subject"] = x.subject
+    t["reason"] = x.reason
+    return _table("[[suppress]]", t)
 
 
 def _step(step: Step) -> dict[str, Any]:

@@ -71,3 +71,65 @@ def test_absent_additions_leave_hashes_unchanged() -> None:
     with_req = load_with('dims = ["M", "N"]\n', 'dims = ["M", "N"]\nrequires = ["M > 0"]\n')
     assert contract_hash(plain.kernel("forward")) == contract_hash(with_req.kernel("forward"))
     assert contract_hash(plain.kernel("weight_reduce")) != contract_hash(with_req.kernel("weight_reduce"))
+
+
+SUPPRESS = Path(__file__).parent / "data" / "rules" / "SUPPRESSION_UNUSED"
+
+
+def test_a_suppression_moves_its_finding_out_of_the_count(capsys) -> None:
+    import json
+
+    from audit.cli import main
+
+    assert main(["check", "--root", str(SUPPRESS / "good"), "--select", "isv,schema"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].endswith("; 1 finding(s) suppressed by [[suppress]] entries.")
+    assert main(["check", "--root", str(SUPPRESS / "good"), "--select", "SLOT_GAP", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["findings"] == []
+    (s,) = doc["suppressed"]
+    assert (s["rule"], s["file"], s["line"]) == ("SLOT_GAP", "contracts/isv.toml", 5)
+    assert s["reason"].startswith("indices 6..7 are reserved")
+
+
+def test_a_suppression_of_an_unknown_rule_is_named(tmp_path: Path, capsys) -> None:
+    import shutil
+
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(SUPPRESS / "good", root)
+    f = root / "contracts" / "suppress.toml"
+    f.write_text(f.read_text().replace('rule = "SLOT_GAP"', 'rule = "SLOT_GAPS"'))
+    assert main(["check", "--root", str(root), "--select", "SUPPRESSION_UNUSED"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        'contracts/suppress.toml:4: SUPPRESSION_UNUSED (warning) The suppression of "SLOT_GAPS" names no rule; "wireup rules" lists them.'
+    )
+
+
+def test_a_suppression_needs_a_reason() -> None:
+    texts = {p.relative_to(SUPPRESS / "good").as_posix(): p.read_text() for p in (SUPPRESS / "good" / "contracts").glob("*.toml")}
+    texts["contracts/suppress.toml"] = '[[suppress]]\nrule = "SLOT_GAP"\nreason = " "\n'
+    with pytest.raises(ContractError) as exc:
+        load_contracts(SUPPRESS / "good" / "contracts", SUPPRESS / "good", texts=texts)
+    (problem,) = exc.value.problems
+    assert (problem.path, problem.line) == ("contracts/suppress.toml", 3)
+    assert 'a suppression needs a "reason"' in problem.message
+
+
+def test_additions_round_trip_through_the_serializer() -> None:
+    from audit.serialize import dump_contracts
+
+    texts = {p.relative_to(GOOD).as_posix(): p.read_text() for p in (GOOD / "contracts").glob("*.toml")}
+    texts["contracts/kernels.toml"] = texts["contracts/kernels.toml"].replace('dims = ["M", "N"]\n', 'dims = ["M", "N"]\nrequires = ["M % 32 == 0", "N <= 64"]\n')
+    texts["contracts/schedules.toml"] = texts["contracts/schedules.toml"].replace(
+        'name = "forward"\n', 'name = "forward"\ntolerance = { rtol = 3e-4, atol = 2e-4, reason = "fast tanh" }\n'
+    )
+    texts["contracts/suppress.toml"] = '[[suppress]]\nrule = "SLOT_GAP"\nsubject = "isv"\nreason = "reserved"\n'
+    cs = load_contracts(GOOD / "contracts", GOOD, texts=texts)
+    again = load_contracts(GOOD / "contracts", GOOD, texts={f"contracts/{k}": v for k, v in dump_contracts(cs).items()})
+    assert again.kernel("weight_reduce").requires == cs.kernel("weight_reduce").requires or [
+        r.text for r in again.kernel("weight_reduce").requires
+    ] == ["M % 32 == 0", "N <= 64"]
+    assert (again.schedule_map["forward"].tolerance.rtol, again.schedule_map["forward"].tolerance.reason) == (3e-4, "fast tanh")
+    assert [(x.rule, x.subject, x.reason) for x in again.suppressions] == [("SLOT_GAP", "isv", "reserved")]

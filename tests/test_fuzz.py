@@ -315,13 +315,15 @@ MODEL_FIELDS = {
     "Tolerance": "rtol atol reason",
     "Property": "kind options",
     "Kernel": "name source stage phase params grid block entry cpp_name shared_bytes reference gradcheck dims "
-    "isv_reads isv_writes nondeterministic properties verify doc",
+    "isv_reads isv_writes nondeterministic properties verify doc requires",
+    "Requirement": "text left op right",
     "Buffer": "name dtype shape kind external grad_of values doc",
     "Binding": "buffer view",
     "Step": "index launch zero bind dims args",
-    "Schedule": "name steps stream graph_capture after equivalent_to doc",
+    "Schedule": "name steps stream graph_capture after equivalent_to doc tolerance",
     "Invariant": "name kind sources targets reason",
-    "ContractSet": "root dims buffers kernels schedules invariants isv files",
+    "ContractSet": "root dims buffers kernels schedules invariants isv files suppressions",
+    "Suppression": "rule subject reason",
 }
 
 

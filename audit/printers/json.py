@@ -25,6 +25,11 @@ def render_json(result: CheckResult, tool: str = "wireup check") -> str:
             for f in result.findings
         ],
         "not_run": [{"rule": n.rule, "reason": n.reason} for n in result.not_run],
+        **({"suppressed": [
+            {"rule": f.rule, "severity": f.severity.value, "message": f.message, "file": f.file, "line": f.line,
+             "subject": f.subject, "reason": reason}
+            for f, reason in result.suppressed
+        ]} if result.suppressed else {}),  # fmt: skip
         "summary": {
             "errors": len(result.errors),
             "findings": len(result.findings),

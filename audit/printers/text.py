@@ -26,5 +26,7 @@ def render_text(result: CheckResult, tool: str = "wireup check") -> str:
     summary = f"{tool}: {errors} error(s), {warnings} warning(s); {len(result.ran)} rule(s) ran"
     if result.not_run:
         summary += f", {len(result.not_run)} not run"
+    if result.suppressed:
+        summary += f"; {len(result.suppressed)} finding(s) suppressed by [[suppress]] entries"
     lines.append(summary + ".")
     return "\n".join(lines) + "\n"

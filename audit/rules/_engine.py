@@ -55,16 +55,61 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule]) -> CheckResult:
 
     result = CheckResult()
     universe = _subjects(ctx.cs)
+    # the suppression check judges what the others found, so it runs last
+    ordered = sorted(rules, key=lambda r: r.id == UNUSED_SUPPRESSION)
     with gc_paused():  # the wiring and the rules' facts are large, long-lived and acyclic
-        for r in rules:
+        for r in ordered:
+            if r.id == UNUSED_SUPPRESSION:
+                _suppress(ctx, result, judge=True)
             try:
                 result.findings.extend(r.run(ctx))
                 result.ran.append(r.id)
                 result.subjects[r.id] = universe.get(r.category, [])
             except RuleNotRun as exc:
                 result.not_run.append(NotRun(r.id, str(exc)))
+        if not any(r.id == UNUSED_SUPPRESSION for r in ordered):
+            _suppress(ctx, result)
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+UNUSED_SUPPRESSION = "SUPPRESSION_UNUSED"
+
+
+def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False) -> None:
+    """Move the findings a ``[[suppress]]`` entry covers to ``result.suppressed``; count each entry's hits
+    for the SUPPRESSION_UNUSED check (the ``suppressions`` fact: entry -> hits, and the rules judged).
+
+    When ``judge`` (SUPPRESSION_UNUSED is selected), a static rule an entry names that this run did not
+    select is run too, only to count what the entry still suppresses; its findings are not reported."""
+    entries = ctx.cs.suppressions
+    hits = dict.fromkeys(entries, 0)
+    kept = []
+    for f in result.findings:
+        entry = next((s for s in entries if s.matches(f.rule, f.subject)), None)
+        if entry is None:
+            kept.append(f)
+        else:
+            hits[entry] += 1
+            result.suppressed.append((f, entry.reason))
+    result.findings[:] = kept
+    judged = set(result.ran)
+    if judge:
+        extra = sorted({s.rule for s in entries} - judged - {UNUSED_SUPPRESSION})
+        for rid in extra:
+            r = REGISTRY.get(rid)
+            if r is None or r.category in RUN_ONLY or r.replaced_by is not None:
+                continue
+            try:
+                found = r.run(ctx)
+            except RuleNotRun:
+                continue
+            judged.add(rid)
+            for f in found:
+                entry = next((s for s in entries if s.matches(f.rule, f.subject)), None)
+                if entry is not None:
+                    hits[entry] += 1
+    ctx.facts["suppressions"] = (hits, frozenset(judged))
 
 
 def _subjects(cs: ContractSet) -> dict[str, list[str]]:

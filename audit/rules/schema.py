@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..dims import Expr
+from ..findings import Severity
 from ..model import ScalarParam, TensorParam
 from ..shapes import probe_envs, value_at
 from ._base import CheckContext, Hit, rule
@@ -375,3 +376,21 @@ def _suggest(names: dict) -> object:
 def _list(names: list[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
 
+
+
+@rule("SUPPRESSION_UNUSED", "Every [[suppress]] entry names a rule that exists and still suppresses a finding of it.", "schema", Severity.WARNING)
+def check_unused_suppressions(ctx: CheckContext) -> Iterator[Hit]:
+    """Runs after every other selected rule (the engine orders it last); an entry whose rule did not run in
+    this invocation (not selected, or not run here) is not judged."""
+    from . import REGISTRY
+
+    hits, ran = ctx.fact("suppressions")
+    for entry, count in hits.items():
+        about = f' about "{entry.subject}"' if entry.subject else ""
+        if entry.rule not in REGISTRY:
+            yield Hit(f'The suppression of "{entry.rule}"{about} names no rule; "wireup rules" lists them.', entry.loc.child("rule"), entry.rule)
+        elif count == 0 and entry.rule in ran:
+            yield Hit(
+                f'The suppression of {entry.rule}{about} suppresses nothing: the rule finds nothing there any more; remove it.',
+                entry.loc, entry.rule,
+            )  # fmt: skip
