@@ -60,7 +60,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "d7b6c8168286d5701fc3177b4713db2cb3c30c1fbb35288f9cfe2e00b5ff08dc",
+        "94ca4e95c1477e25415b967be280dfc98a3fec65285a7a168985ccb78ab353c6",
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
@@ -94,11 +94,11 @@ KERNELS = {
 SCHEDULES = {
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "988f936f286167633f9266e789b7c7c781e17ef5a345943269103624d6a645a0",
+        "51a324be23aa0d33653a2751b05535f92f017e7ecc3fcfeae9c6be7ff6a6bdcb",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "c00b5accd727798d79f8e35e28d68b0139bfd750fd28d4375eecbfb864193e29",
+        "7ad6e1a03590e8c164c536e4f8ee1314f8cab61f0b867ec28af2f42939b437cb",
     ),
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",

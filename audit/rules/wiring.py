@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from ..dims import Expr
 from ..graph import Launch
 from ..model import Kernel
-from ..shapes import numel, shape_key, value_at
+from ..shapes import numel, probe_envs, shape_key, value_at
 from ._base import CheckContext, Hit, rule
 
 MAX_SHARED_BYTES = 227 * 1024  # sm_90 opt-in maximum per block
@@ -413,3 +413,69 @@ def check_requires(ctx: CheckContext) -> Iterator[Hit]:
                             r.loc, k.name,
                         )  # fmt: skip
                         break
+
+
+def _domain_values(p, env: Mapping[str, int], slots) -> tuple[set[int], tuple[int, int] | None]:
+    """(the special integer values a reader's contract tests: include and mask skip values; its range
+    min..max or None) for an integer tensor parameter at ``env``."""
+    special: set[int] = set()
+    rng = None
+    v = p.values
+    if p.mask is not None:
+        special.add(int(p.mask.skip_value))
+    if v is not None:
+        special.update(int(x) for x in v.include if float(x).is_integer())
+        special.update(int(x) for x in v.choices if float(x).is_integer())
+        lo = value_at(v.min, env, slots) if isinstance(v.min, Expr) else v.min
+        hi = value_at(v.max, env, slots) if isinstance(v.max, Expr) else v.max
+        if lo is not None and hi is not None:
+            rng = (int(lo), int(hi))
+    return special, rng
+
+
+def _covers(special: set[int], rng: tuple[int, int] | None, value: int) -> bool:
+    return value in special or (rng is not None and rng[0] <= value <= rng[1])
+
+
+@rule("DOMAIN_MISMATCH", "Kernels that read one integer buffer are verified on the same special values (mask skip values, out-of-range codes): a value one reader's contract says the buffer may hold is in every other reader's test domain.", "wiring")
+def check_domain_mismatch(ctx: CheckContext) -> Iterator[Hit]:
+    """A loss that tests an out-of-range label (and skips it) beside a backward that never sees one lets a
+    backward that counts such labels pass: the buffer's values mean one thing to one kernel and are never
+    shown to the other. Compared at the first probe environment (the ranges are dim expressions)."""
+    cs, w = ctx.cs, ctx.wiring
+    env = (probe_envs(cs) or [{}])[0]
+    slots = cs.slot_indices
+    readers: dict[str, dict[tuple[str, str], object]] = {}
+    for launches in w.launches.values():
+        for launch in launches:
+            k = launch.kernel
+            if k is None:
+                continue
+            for p, b in launch.bound():
+                if p.role not in ("in", "inout") or p.dtype[0] not in "iu" or b.buffer is None:
+                    continue
+                if p.values is None and p.mask is None:
+                    continue
+                readers.setdefault(b.buffer, {}).setdefault((k.name, p.name), (k, p))
+    for buffer, found in sorted(readers.items()):
+        if len(found) < 2:
+            continue
+        domains = {key: _domain_values(p, env, slots) for key, (k, p) in found.items()}
+        reported: set[tuple[str, str]] = set()
+        for (ka, pa), (special_a, _) in sorted(domains.items()):
+            for value in sorted(special_a):
+                for (kb, pb), (special_b, rng_b) in sorted(domains.items()):
+                    if (kb, pb) == (ka, pa) or (kb, pb) in reported or _covers(special_b, rng_b, value):
+                        continue
+                    reported.add((kb, pb))
+                    where = "its mask's skip value" if found[(ka, pa)][1].mask is not None and found[(ka, pa)][1].mask.skip_value == value else "values.include"
+                    k, p = found[(kb, pb)]
+                    tested = (f"{rng_b[0]}..{rng_b[1]}" if rng_b else "no range") + (
+                        " and " + ", ".join(str(x) for x in sorted(special_b)) if special_b else ""
+                    )
+                    yield Hit(
+                        f'Buffer "{buffer}" may hold {value} (kernel "{ka}" parameter "{pa}" tests it: {where}), but kernel '
+                        f'"{kb}" parameter "{pb}" is verified only on {tested}; add {value} to its values.include so every '
+                        f"reader is verified on what the buffer may hold.",
+                        (p.values.loc if p.values is not None else p.loc), k.name,
+                    )  # fmt: skip
