@@ -138,8 +138,8 @@ def test_launches_in_the_kernels_own_file_are_launches_and_uncovered_ones_unaudi
     assert main(["check", "--root", str(root), "--select", "launchers"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[:-1] == [
-        'kernels.cu:34: UNAUDITED_KERNEL Host code fetches kernel "unlisted" through <<<>>>, but no contract declares a kernel '
-        "with that entry; add a [[kernel]] contract for it (wireup init scaffolds one) or remove the reference."
+        'kernels.cu:34: UNAUDITED_KERNEL Host code launches kernel "unlisted" with <<<...>>>, but no contract declares a kernel '
+        "with that name; add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch."
     ]
 
 

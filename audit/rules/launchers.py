@@ -56,7 +56,14 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
     for r in scan.unaudited:
         where = Loc(HostLine(r.file, r.line))
-        if r.kind == "launch":
+        if r.kind == "launch" and r.call in ("<<<>>>", "cuLaunchKernel"):
+            how = "with <<<...>>>" if r.call == "<<<>>>" else "through cuLaunchKernel"
+            yield Hit(
+                f'Host code launches kernel "{r.text}" {how}, but no contract declares a kernel with that name; '
+                f"add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
+                where, r.text,
+            )  # fmt: skip
+        elif r.kind == "launch":
             via = f" through {r.call}" if r.call else ""
             yield Hit(
                 f'Host code fetches kernel "{r.text}"{via}, but no contract declares a kernel with that entry; '
