@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -181,3 +182,72 @@ def test_layout_hook_without_a_base_says_how_to_set_one(clone_without_origin_mai
         "pass the branch your checkpoints come from with --against REV (in .pre-commit-config.yaml: args: [--against, REV]) "
         'or set an upstream with "git branch --set-upstream-to=REMOTE/BRANCH".\n'
     )
+
+
+# --- wireup graph: one Mermaid document ------------------------------------------------------------
+
+MERMAID_NODE = re.compile(r'^(?P<id>[a-z]\d+_[a-z]\d+)(\[".*"\]|\(".*"\)|\{\{".*"\}\}|\[/".*"/\])(:::\w+)?$')
+MERMAID_EDGE = re.compile(r"^(?P<a>[a-z]\d+_[a-z]\d+) (-->|==>|-\.->)(\|[^|]*\|)? (?P<b>[a-z]\d+_[a-z]\d+)$")
+SUBGRAPH = re.compile(r'^subgraph (?P<id>s\d+)\["schedule (?P<name>[^"]+)"\]$')
+
+
+def mermaid_subgraphs(text: str) -> dict[str, tuple[set[str], int]]:
+    """Schedule -> (node IDs, edge count) of a Mermaid document, asserting it is one well-formed flowchart."""
+    lines = text.splitlines()
+    assert lines[0] == "flowchart LR" and text.count("flowchart") == 1
+    out: dict[str, tuple[set[str], int]] = {}
+    every: set[str] = set()
+    current = None
+    for raw in lines[1:]:
+        line = raw.strip()
+        if line.startswith("classDef "):
+            assert current is None, "classDef inside a subgraph"
+            continue
+        if m := SUBGRAPH.match(line):
+            assert current is None, "nested subgraph"
+            current = m["name"]
+            out[current] = (set(), 0)
+            prefix = m["id"] + "_"
+            continue
+        if line == "end":
+            assert current is not None
+            current = None
+            continue
+        assert current is not None, f"a line outside every subgraph: {raw!r}"
+        nodes, edges = out[current]
+        if m := MERMAID_NODE.match(line):
+            assert m["id"].startswith(prefix) and m["id"] not in every, line
+            nodes.add(m["id"])
+            every.add(m["id"])
+        elif m := MERMAID_EDGE.match(line):
+            assert m["a"] in nodes and m["b"] in nodes, f"edge between nodes not declared in its subgraph: {line!r}"
+            out[current] = (nodes, edges + 1)
+        else:
+            raise AssertionError(f"not a Mermaid line: {raw!r}")
+    assert current is None, "a subgraph is not closed"
+    return out
+
+
+def test_graph_prints_one_mermaid_document_with_a_subgraph_per_schedule(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from audit.api import load_project
+    from audit.draw import mermaid
+
+    root = RULES / "SHAPE_MISMATCH" / "good"
+    _, cs = load_project(root)
+    assert main(["graph", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    graphs = mermaid_subgraphs(out)
+    assert list(graphs) == [s.name for s in cs.schedules] == ["forward", "backward", "backward_fused"]
+    for name, (nodes, edges) in graphs.items():
+        # the same drawing as the schedule's own flowchart, node for node and edge for edge
+        alone = mermaid(cs, name).splitlines()
+        assert len(nodes) == sum(1 for line in alone if re.match(r"^  [a-z]\d+[\[({]", line))
+        assert edges == sum(1 for line in alone if re.match(r"^  [a-z]\d+ (-->|==>|-\.->)", line)) > 0
+    assert main(["graph", "--root", str(root), "--schedule", "backward", "--schedule", "forward", "-o", str(tmp_path / "g.mmd")]) == 0
+    assert list(mermaid_subgraphs((tmp_path / "g.mmd").read_text())) == ["backward", "forward"]
+
+
+def test_graph_of_the_shipped_chain_is_one_document(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["graph", "--root", str(repo)]) == 0
+    graphs = mermaid_subgraphs(capsys.readouterr().out)
+    assert len(graphs) >= 2 and all(edges for _, edges in graphs.values())
