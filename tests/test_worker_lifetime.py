@@ -100,7 +100,7 @@ def cleanup() -> list[int]:
     for pid in pids:  # a failing test must not leave a sleeping worker behind
         if not gone(pid):
             try:
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(os.getpgid(pid), signal.SIGKILL)
             except OSError:
                 pass
 
@@ -178,3 +178,33 @@ def test_handlers_are_restored_and_delegate(monkeypatch: pytest.MonkeyPatch) -> 
         assert signal.getsignal(signal.SIGTERM) is not None and signal.getsignal(signal.SIGTERM) != during
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.skipif(not LINUX, reason="the parent-death signal is Linux's prctl(PR_SET_PDEATHSIG)")
+def test_a_worker_behind_a_wrapper_leaves_when_the_supervisor_dies(tmp_path: Path, cleanup: list[int]) -> None:
+    # supervisor (sleeps) -> wrapper (a shell, as compute-sanitizer would be) -> worker (die_with_parent, sleeps)
+    worker_code = (
+        "import os, time, pathlib; from audit.runtime._worker_lifetime import die_with_parent; die_with_parent(); "
+        f"pathlib.Path({str(tmp_path / 'pid')!r}).write_text(str(os.getpid())); time.sleep(3600)"
+    )
+    supervisor_code = textwrap.dedent(
+        f"""
+        import os, subprocess, sys, time
+        from audit.runtime._worker_lifetime import supervised_env
+        subprocess.Popen(["/bin/sh", "-c", '"$0" -c "$1"; exit $?', sys.executable, {worker_code!r}],
+                         env=supervised_env(os.environ), start_new_session=True)
+        time.sleep(3600)
+        """
+    )
+    sup = subprocess.Popen([sys.executable, "-c", supervisor_code], env={**os.environ, "PYTHONPATH": str(REPO)})
+    marker = tmp_path / "pid"
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()):
+        assert time.monotonic() < deadline and sup.poll() is None
+        time.sleep(0.1)
+    worker = int(marker.read_text())
+    cleanup.append(worker)
+    assert Path(f"/proc/{worker}/stat").read_text().rsplit(")", 1)[1].split()[1] != str(sup.pid), "the shell stays between"
+    sup.kill()
+    sup.wait(timeout=30)
+    assert wait_gone(worker), "a worker whose parent is not the supervisor outlived it"

@@ -130,9 +130,25 @@ def die_with_parent() -> bool:
     except (OSError, AttributeError):
         return False
     supervisor = os.environ.get(SUPERVISOR_PID, "")
-    if ok and supervisor.isdigit() and not _alive(int(supervisor)):
-        os._exit(5)  # the supervisor died between starting us and the prctl: nobody will read our results
+    if ok and supervisor.isdigit():
+        pid = int(supervisor)
+        if not _alive(pid):
+            os._exit(5)  # the supervisor died between starting us and the prctl: nobody will read our results
+        if os.getppid() != pid:
+            _watch(pid)  # a wrapper (compute-sanitizer) is our parent: the signal follows it, not the supervisor
     return ok
+
+
+def _watch(pid: int) -> None:
+    """Leave once ``pid`` is gone (checked every second by a daemon thread)."""
+    import time
+
+    def watch() -> None:
+        while _alive(pid):
+            time.sleep(1.0)
+        os._exit(5)
+
+    threading.Thread(target=watch, name="wireup-supervisor-watch", daemon=True).start()
 
 
 def _alive(pid: int) -> bool:
