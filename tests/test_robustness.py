@@ -251,3 +251,42 @@ def test_graph_of_the_shipped_chain_is_one_document(repo: Path, capsys: pytest.C
     assert main(["graph", "--root", str(repo)]) == 0
     graphs = mermaid_subgraphs(capsys.readouterr().out)
     assert len(graphs) >= 2 and all(edges for _, edges in graphs.values())
+
+
+# --- the benchmark harness stays in the virtualenv -------------------------------------------------
+
+
+@pytest.fixture
+def harness(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import _harness
+
+    return _harness
+
+
+def test_benchmark_children_run_in_this_virtualenv(harness) -> None:
+    exe = harness.python()
+    assert exe == sys.executable
+    probe = "import sys; print(sys.prefix)"
+    child = subprocess.run([exe, "-c", probe], capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == sys.prefix  # a venv's packages (rtoml, this wireup) are the child's too
+    run = harness.run_child([*harness.wireup(), "--version"], env=harness.child_env())
+    assert run.rc == 0 and run.stdout.startswith("wireup ")
+
+
+def test_a_virtualenv_python_is_not_followed_out_of_it(harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    venv_python = tmp_path / "venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to(os.path.realpath(sys.executable))  # how venv lays it out
+    monkeypatch.setattr(sys, "executable", str(venv_python))
+    assert harness.python() == str(venv_python)
+
+
+@pytest.mark.skipif(not Path("/proc/self/exe").exists(), reason="finds the binary through /proc")
+def test_a_launcher_shim_is_replaced_by_the_binary(harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = tmp_path / "shims" / "python"
+    shim.parent.mkdir()
+    shim.write_text('#!/usr/bin/env bash\nexec python3 "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(shim))
+    assert harness.python() == os.path.realpath("/proc/self/exe")
