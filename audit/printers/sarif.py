@@ -69,6 +69,9 @@ def render_sarif(result: CheckResult, tool: str = "wireup check") -> str:
         for n in result.not_run
     ]
     if result.load_failed:
+        # the run still succeeded in the SARIF sense: it reports its findings. GitHub code scanning
+        # processes no result of a run marked executionSuccessful false (github/codeql-action#1316,
+        # #1393), which would hide exactly the annotations a load error needs
         n = len(result.findings)
         notifications.append({"level": "error", "message": {"text": f"{n} load error(s); nothing was checked."}, "descriptor": {"id": LOAD_ERROR}})
     doc = {
@@ -78,7 +81,7 @@ def render_sarif(result: CheckResult, tool: str = "wireup check") -> str:
             {
                 "tool": {"driver": driver},
                 "originalUriBaseIds": {"SRCROOT": {"uri": "./"}},
-                "invocations": [{"executionSuccessful": not result.load_failed, "toolExecutionNotifications": notifications}],
+                "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
                 "results": results,
             }
         ],
