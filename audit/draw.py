@@ -107,7 +107,7 @@ def mermaid_document(cs: ContractSet, schedules: list[str], wiring: Wiring | Non
 
     >>> print(mermaid_document(cs, ["forward", "backward"]))    # doctest: +SKIP
     flowchart LR
-      subgraph s0["schedule forward"]
+      subgraph s0 ["schedule forward"]
         s0_k0["forward<br/><small>forward</small>"]:::forward
     """
     w = wiring or Wiring(cs)
@@ -115,7 +115,7 @@ def mermaid_document(cs: ContractSet, schedules: list[str], wiring: Wiring | Non
         return f"%% schedule {schedules[0]}\n" + mermaid(cs, schedules[0], w)
     lines = ["flowchart LR"]
     for i, name in enumerate(schedules):
-        lines.append(f'  subgraph s{i}["schedule {_label(name)}"]')
+        lines.append(f'  subgraph s{i} ["schedule {_label(name)}"]')  # Mermaid's documented form: subgraph ID [TITLE]
         lines += ["  " + line for line in mermaid(cs, name, w, id_prefix=f"s{i}_", header=False).splitlines()]
         lines.append("  end")
     return "\n".join(lines + _CLASS_DEFS) + "\n"

@@ -188,7 +188,7 @@ def test_layout_hook_without_a_base_says_how_to_set_one(clone_without_origin_mai
 
 MERMAID_NODE = re.compile(r'^(?P<id>[a-z]\d+_[a-z]\d+)(\[".*"\]|\(".*"\)|\{\{".*"\}\}|\[/".*"/\])(:::\w+)?$')
 MERMAID_EDGE = re.compile(r"^(?P<a>[a-z]\d+_[a-z]\d+) (-->|==>|-\.->)(\|[^|]*\|)? (?P<b>[a-z]\d+_[a-z]\d+)$")
-SUBGRAPH = re.compile(r'^subgraph (?P<id>s\d+)\["schedule (?P<name>[^"]+)"\]$')
+SUBGRAPH = re.compile(r'^subgraph (?P<id>s\d+) \["schedule (?P<name>[^"]+)"\]$')
 
 
 def mermaid_subgraphs(text: str) -> dict[str, tuple[set[str], int]]:
