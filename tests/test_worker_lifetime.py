@@ -161,7 +161,8 @@ def test_handlers_are_restored_and_delegate(monkeypatch: pytest.MonkeyPatch) -> 
     from audit.runtime import _worker_lifetime as lifetime
 
     seen: list[int] = []
-    previous = signal.signal(signal.SIGTERM, lambda sig, frame: seen.append(sig))
+    mine = lambda sig, frame: seen.append(sig)  # noqa: E731 - the handler that was there before
+    previous = signal.signal(signal.SIGTERM, mine)
     try:
         killed: list[int] = []
         monkeypatch.setattr(lifetime, "kill_workers", lambda: killed.append(1) or 0)
@@ -174,8 +175,8 @@ def test_handlers_are_restored_and_delegate(monkeypatch: pytest.MonkeyPatch) -> 
 
         during = supervise()
         assert killed == [1] and seen == [signal.SIGTERM]  # workers first, then the handler that was there
-        assert during is not signal.getsignal(signal.SIGTERM)
-        assert signal.getsignal(signal.SIGTERM) is not None and signal.getsignal(signal.SIGTERM) != during
+        assert during is not mine  # the supervisor's handler was in place while it ran
+        assert signal.getsignal(signal.SIGTERM) is mine  # and the previous one is back afterwards
     finally:
         signal.signal(signal.SIGTERM, previous)
 
