@@ -209,3 +209,14 @@ def test_a_worker_behind_a_wrapper_leaves_when_the_supervisor_dies(tmp_path: Pat
     sup.kill()
     sup.wait(timeout=30)
     assert wait_gone(worker), "a worker whose parent is not the supervisor outlived it"
+
+
+def test_an_ignored_signal_stays_ignored() -> None:
+    from audit.runtime._worker_lifetime import workers_die_with_supervisor
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        during = workers_die_with_supervisor(lambda: signal.getsignal(signal.SIGTERM))()
+        assert during == signal.SIG_IGN and signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
