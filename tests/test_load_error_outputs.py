@@ -180,3 +180,12 @@ def test_several_problems_are_several_findings(tmp_path: Path, capsys: pytest.Ca
     assert rc == 2 and [(f[0], f[1]) for f in findings] == [(LOAD_ERROR, "contracts/chain.toml"), (LOAD_ERROR, "contracts/second.toml")]
     suite = ET.fromstring(out)
     assert [c.get("name") for c in suite.iter("testcase")] == ["LOAD_ERROR[contracts/chain.toml]", "LOAD_ERROR[contracts/second.toml]"]
+
+
+def test_the_newcomer_todo_dtype_reaches_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = project(tmp_path, "unknown_dtype")
+    chain = root / "contracts" / "chain.toml"
+    chain.write_text(chain.read_text(encoding="utf-8").replace('"f31"', '"TODO"'), encoding="utf-8")
+    rc, text, _ = check(capsys, root, "sarif")
+    assert rc == 2
+    assert parse("sarif", text) == [(LOAD_ERROR, "contracts/chain.toml", 25, DTYPE_MESSAGE.replace('"f31"', '"TODO"'))]
