@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import ConfigError, UsageError
 
 _KEYS = {
     "contracts": str,
@@ -95,46 +95,63 @@ def load_config(root: Path | None = None, cwd: Path | None = None) -> Config:
     source = "defaults"
     wt = root / "wireup.toml"
     pp = root / "pyproject.toml"
+    where = _Where(wt, ())
     if wt.is_file():
         table, source = _read(wt), "wireup.toml"
         tool = table.get("tool")
         if isinstance(tool, dict) and "wireup" in tool:
-            table, source = tool["wireup"], "wireup.toml [tool.wireup]"
+            table, source, where = tool["wireup"], "wireup.toml [tool.wireup]", _Where(wt, ("tool", "wireup"))
     elif pp.is_file():
         data = _read(pp)
         tool = data.get("tool")
         if isinstance(tool, dict) and "wireup" in tool:
-            table, source = tool["wireup"], "pyproject.toml [tool.wireup]"
+            table, source, where = tool["wireup"], "pyproject.toml [tool.wireup]", _Where(pp, ("tool", "wireup"))
     if not isinstance(table, dict):
-        raise UsageError(f"{source}: [tool.wireup] must be a table of settings, found {type(table).__name__} {table!r}.")
+        raise where.error(source, None, f"[tool.wireup] must be a table of settings, found {type(table).__name__} {table!r}.")
     cfg = Config(root=root, source=source)
     updates: dict = {}
     for key, value in table.items():
         want = _KEYS.get(key)
         if want is None:
             valid = ", ".join(f'"{k}"' for k in _KEYS)
-            raise UsageError(f'{source}: unknown key "{key}"; valid keys are {valid}.')
+            raise where.error(source, key, f'unknown key "{key}"; valid keys are {valid}.')
         if not isinstance(value, want):
-            raise UsageError(
-                f'{source}: key "{key}" must be a {want.__name__}, found {type(value).__name__} {value!r}.'
-            )
+            raise where.error(source, key, f'key "{key}" must be a {want.__name__}, found {type(value).__name__} {value!r}.')
         if want is list:
             if not all(isinstance(v, str) for v in value):
-                raise UsageError(f'{source}: key "{key}" must be a list of strings.')
+                raise where.error(source, key, f'key "{key}" must be a list of strings.')
             value = tuple(value)
         if key == "generated":
             value = tuple((str(k), str(v)) for k, v in value.items())
         updates[key] = value
     cfg = replace(cfg, **updates)
-    _refuse_escaping_paths(cfg)
+    _refuse_escaping_paths(cfg, where)
     return cfg
+
+
+class _Where:
+    """The configuration file being read and the key path of its settings table, for error locations."""
+
+    def __init__(self, path: Path, prefix: tuple[str, ...]):
+        self.path, self.prefix = path, prefix
+
+    def error(self, source: str, key: str | None, detail: str) -> ConfigError:
+        """``source: detail`` as a :class:`ConfigError` pointing at the line of ``key`` (the table for None)."""
+        from ._tomlpos import line_of, locate_lines
+
+        keypath = (*self.prefix, key) if key else self.prefix
+        try:
+            line = line_of(locate_lines(self.path.read_text(encoding="utf-8")), keypath)
+        except (OSError, UnicodeDecodeError, ValueError, IndexError):
+            line = None  # the position is a courtesy; the message stands without it
+        return ConfigError(f"{source}: {detail}", self.path.name, line, ".".join(keypath), detail)
 
 
 # keys whose paths must resolve inside the project root; "cache" (a build output) may live anywhere
 _ROOTED = ("contracts", "kernels", "reports", "evidence", "report", "templates")
 
 
-def _refuse_escaping_paths(cfg: Config) -> None:
+def _refuse_escaping_paths(cfg: Config, where: _Where) -> None:
     """Config paths stay inside the root, so a pull request cannot point the checker at other files."""
     import os
 
@@ -154,7 +171,7 @@ def _refuse_escaping_paths(cfg: Config) -> None:
             except ValueError:
                 why = "resolves outside the project root (through a symbolic link)"
         if why:
-            raise UsageError(f'{cfg.source}: key "{key}" ("{rel}") {why}; paths must stay inside the project root.')
+            raise where.error(cfg.source, key, f'key "{key}" ("{rel}") {why}; paths must stay inside the project root.')
 
 
 def _read(path: Path) -> dict:
@@ -162,9 +179,17 @@ def _read(path: Path) -> dict:
         with path.open("rb") as fh:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path.name}: not valid TOML ({exc}).") from None
+        line = getattr(exc, "lineno", None)
+        if line is None and "(at line " in str(exc):
+            try:
+                line = int(str(exc).rsplit("(at line ", 1)[1].split(",")[0])
+            except ValueError:
+                line = None
+        detail = f"not valid TOML ({exc})."
+        raise ConfigError(f"{path.name}: {detail}", path.name, line, "", detail) from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror}).") from None
+        detail = f"cannot be read ({exc.strerror})."
+        raise ConfigError(f"{path}: {detail}", path.name, None, "", detail) from None
 
 
 def with_overrides(cfg: Config, **kw: object) -> Config:

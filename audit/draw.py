@@ -1,4 +1,5 @@
-"""Drawings of the chain: Mermaid (GitHub renders it) and Graphviz DOT, one diagram per schedule.
+"""Drawings of the chain: Mermaid (GitHub renders it) and Graphviz DOT, one diagram per schedule (or one
+Mermaid document with a subgraph per schedule).
 
 Kernels are boxes labelled with their stage, buffers are rounded nodes, ISV slots hexagons; edges follow
 the data in launch order.
@@ -55,10 +56,11 @@ def schedule_edges(cs: ContractSet, schedule: str, wiring: Wiring | None = None)
     return edges
 
 
-def mermaid(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:
-    """A Mermaid flowchart of one schedule."""
+def mermaid(cs: ContractSet, schedule: str, wiring: Wiring | None = None, id_prefix: str = "", header: bool = True) -> str:
+    """A Mermaid flowchart of one schedule (without ``header``: its node and edge lines alone, node IDs
+    starting with ``id_prefix``, to sit in a subgraph of :func:`mermaid_document`)."""
     ids: dict[str, str] = {}
-    lines = ["flowchart LR"]
+    lines = ["flowchart LR"] if header else []
     declared: set[str] = set()
     for a, b, kind in schedule_edges(cs, schedule, wiring):
         for node in (a, b):
@@ -66,7 +68,7 @@ def mermaid(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str
                 continue
             declared.add(node)
             kind_, name = node.split(":", 1)
-            nid = _ident(kind_[0], name, ids)
+            nid = id_prefix + _ident(kind_[0], name, ids)
             if kind_ == "kernel":
                 k = cs.kernel_map.get(name)
                 stage = k.stage if k else "?"
@@ -79,17 +81,44 @@ def mermaid(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str
                 lines.append(f'  {nid}[/"zero"/]')
         arrow = "-.->" if kind in ("isv-read", "isv-write") else ("==>" if kind == "accumulate" else "-->")
         label = "|+=|" if kind == "accumulate" else ""
-        lines.append(f"  {_ident(a.split(':', 1)[0][0], a.split(':', 1)[1], ids)} {arrow}{label} {_ident(b.split(':', 1)[0][0], b.split(':', 1)[1], ids)}")
-    lines += [
-        "  classDef producer fill:#e8f4ea,stroke:#3a7d44",
-        "  classDef forward fill:#e6effa,stroke:#2f5d9b",
-        "  classDef loss fill:#fdf0e0,stroke:#b5651d",
-        "  classDef backward fill:#f6e6f4,stroke:#8e3a87",
-        "  classDef reduce fill:#f0f0f0,stroke:#555",
-        "  classDef optimizer fill:#fff7d6,stroke:#9a7b00",
-        "  classDef other fill:#ffffff,stroke:#999",
-    ]
+        lines.append(f"  {id_prefix}{_ident(a.split(':', 1)[0][0], a.split(':', 1)[1], ids)} {arrow}{label} {id_prefix}{_ident(b.split(':', 1)[0][0], b.split(':', 1)[1], ids)}")
+    if header:
+        lines += _CLASS_DEFS
     return "\n".join(lines) + "\n"
+
+
+_CLASS_DEFS = [
+    "  classDef producer fill:#e8f4ea,stroke:#3a7d44",
+    "  classDef forward fill:#e6effa,stroke:#2f5d9b",
+    "  classDef loss fill:#fdf0e0,stroke:#b5651d",
+    "  classDef backward fill:#f6e6f4,stroke:#8e3a87",
+    "  classDef reduce fill:#f0f0f0,stroke:#555",
+    "  classDef optimizer fill:#fff7d6,stroke:#9a7b00",
+    "  classDef other fill:#ffffff,stroke:#999",
+]
+
+
+def mermaid_document(cs: ContractSet, schedules: list[str], wiring: Wiring | None = None) -> str:
+    """One Mermaid flowchart holding every schedule in ``schedules`` as a subgraph of its own.
+
+    A file or stream holds one Mermaid diagram, so several schedules are subgraphs of one flowchart, not
+    several flowcharts; each subgraph's node IDs carry its index (a buffer used by two schedules is drawn
+    in both). One schedule alone is :func:`mermaid`'s flowchart.
+
+    >>> print(mermaid_document(cs, ["forward", "backward"]))    # doctest: +SKIP
+    flowchart LR
+      subgraph s0 ["schedule forward"]
+        s0_k0["forward<br/><small>forward</small>"]:::forward
+    """
+    w = wiring or Wiring(cs)
+    if len(schedules) == 1:
+        return f"%% schedule {schedules[0]}\n" + mermaid(cs, schedules[0], w)
+    lines = ["flowchart LR"]
+    for i, name in enumerate(schedules):
+        lines.append(f'  subgraph s{i} ["schedule {_label(name)}"]')  # Mermaid's documented form: subgraph ID [TITLE]
+        lines += ["  " + line for line in mermaid(cs, name, w, id_prefix=f"s{i}_", header=False).splitlines()]
+        lines.append("  end")
+    return "\n".join(lines + _CLASS_DEFS) + "\n"
 
 
 def dot(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:

@@ -51,6 +51,25 @@ class ContractProblem:
         return f"{where}:{key} {self.message}"
 
 
+class ConfigError(UsageError):
+    """A configuration file (``wireup.toml``, ``pyproject.toml``) that cannot be read or holds a bad value.
+
+    The message is the one sentence printed; ``path``, ``line`` and ``key`` say where, so ``wireup check``
+    can also report it as a ``LOAD_ERROR`` finding in every output format.
+    """
+
+    def __init__(self, message: str, path: str, line: int | None = None, key: str = "", detail: str = ""):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.key = key
+        self.detail = detail or message  # the sentence without the file name in front
+
+    @property
+    def problems(self) -> list[ContractProblem]:
+        return [ContractProblem(self.path, self.line, self.key, self.detail)]
+
+
 class ContractError(UserError):
     """One or more contract files could not be turned into a model (syntax, types, unknown keys)."""
 

@@ -11,9 +11,11 @@ passed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .errors import ContractProblem
 from .model import Loc
 
 
@@ -66,6 +68,7 @@ class CheckResult:
     subjects: dict[str, list[str]] = field(default_factory=dict)  # rule -> subjects it examined
     #: (finding, the [[suppress]] reason) for findings a contract suppresses; they do not count
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
+    load_failed: bool = False  # the configuration or a contract did not load: nothing was checked
 
     @property
     def errors(self) -> list[Finding]:
@@ -73,7 +76,28 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
+        if self.load_failed:
+            return 2
         return 1 if self.errors else 0
+
+
+# Not a rule of the registry (no check function runs on a model that failed to load): the loader's
+# verdict, given an ID so that every printer can report it like a finding.
+LOAD_ERROR = "LOAD_ERROR"
+LOAD_ERROR_PURPOSE = "The configuration and every contract file load into a model: valid TOML and UTF-8, known keys, values of the right type."
+
+
+def load_error_result(problems: Iterable[ContractProblem]) -> CheckResult:
+    """The result of a check that stopped at loading: one ``LOAD_ERROR`` finding per problem, exit code 2.
+
+    >>> load_error_result([ContractProblem("contracts/a.toml", 3, "kernel[0].dtype", 'expected "f32", found "TODO".')]).exit_code
+    2
+    """
+    findings = [
+        Finding(LOAD_ERROR, Severity.ERROR, f"{p.key}: {p.message}" if p.key else p.message, p.path, p.line, p.path, p.key, "schema")
+        for p in problems
+    ]
+    return CheckResult(findings=findings, load_failed=True)
 
 
 def make_finding(rule: str, severity: Severity, message: str, loc: Loc | None, subject: str = "", category: str = "") -> Finding:

@@ -30,8 +30,25 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def python() -> str:
-    """The real interpreter binary (not a pyenv shim, whose bash start-up would be timed too)."""
-    return os.path.realpath(sys.executable)
+    """The interpreter running the benchmark, inside its virtualenv.
+
+    ``sys.executable`` as it is: a virtualenv's ``python`` is a symbolic link to the base interpreter, and
+    following it (``realpath``) starts a Python without the virtualenv's packages (no rtoml, or another
+    installed wireup). Only a launcher script (a pyenv shim, whose bash start-up would be timed too) is
+    replaced by the binary that runs this process.
+    """
+    exe = sys.executable
+    if _is_script(exe) and os.path.exists("/proc/self/exe"):
+        return os.path.realpath("/proc/self/exe")
+    return exe
+
+
+def _is_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def wireup() -> list[str]:

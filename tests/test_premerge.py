@@ -107,7 +107,7 @@ def test_pre_commit_hooks_parse_and_name_real_commands() -> None:
     hooks = {h["id"]: h for h in _hooks()}
     assert set(hooks) == {"wireup-check", "wireup-layout-diff", "wireup-report-check"}
     assert hooks["wireup-layout-diff"]["entry"] == "wireup layout diff"
-    assert hooks["wireup-layout-diff"]["args"] == ["--against", "origin/main"]
+    assert hooks["wireup-layout-diff"]["args"] == ["--against", "origin/main", "--or-upstream"]
     parser = build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     for h in hooks.values():

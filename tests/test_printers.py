@@ -107,10 +107,21 @@ def assert_sarif_well_formed(doc: dict, result_count: int) -> None:
 
 
 @pytest.mark.parametrize("rule_id", sorted(p.name for p in RULES.iterdir() if p.is_dir()))
-def test_sarif_is_well_formed_for_every_bad_fixture(rule_id: str, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out = cli_output(capsys, RULES / rule_id / "bad", ",".join(STATIC), "sarif")
+def test_sarif_is_well_formed_for_every_bad_fixture(rule_id: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import shutil
+
+    from audit.rules import iter_rules
+
+    category = {r.id: r.category for r in iter_rules()}[rule_id]
+    root, select = RULES / rule_id / "bad", ",".join(STATIC)
+    if category not in STATIC:  # whole-project fixtures (build, layout, launchers, evidence) run on a copy
+        if category == "build" and shutil.which("nvcc") is None:
+            pytest.skip("the build rules' fixtures need nvcc on PATH")
+        root, select = tmp_path / "bad", f"{select},{category}"
+        shutil.copytree(RULES / rule_id / "bad", root)
+    rc, out = cli_output(capsys, root, select, "sarif")
     doc = json.loads(out)
-    _, js = cli_output(capsys, RULES / rule_id / "bad", ",".join(STATIC), "json")
+    _, js = cli_output(capsys, root, select, "json")
     findings = json.loads(js)["findings"]
     assert_sarif_well_formed(doc, len(findings))
     results = doc["runs"][0]["results"]

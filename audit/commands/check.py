@@ -19,12 +19,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import check
+    from ..errors import ConfigError, ContractError
+    from ..findings import load_error_result
     from ..printers import render
 
     options = {"require_evidence": args.require_evidence, "changed_since": args.changed_since}
     if args.require_evidence:
         options["escalate"] = ("EVIDENCE_STALE", "EVIDENCE_MISSING")
-    result = check(root_of(args), split_list(args.select), split_list(args.ignore), options=options)
+    try:
+        result = check(root_of(args), split_list(args.select), split_list(args.ignore), options=options)
+    except (ContractError, ConfigError) as exc:
+        # CI reads the chosen format, not stderr: the load errors become LOAD_ERROR findings there too
+        # (text on stdout would repeat stderr, so it is written only to --output); exit 2 stays
+        if args.output or args.format != "text":
+            emit(render(load_error_result(exc.problems), args.format), args.output)
+        raise
     if args.changed_since:
         from ..changes import limit_to_changed
 

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
-    from ..draw import dot, mermaid
+    from ..draw import dot, mermaid_document
     from ..graph import Wiring
 
     _, cs = load_project(root_of(args))
@@ -29,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
             valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
             raise UsageError(f'--schedule "{n}" is not a schedule; the schedules are {valid}.')
     w = Wiring(cs)
-    parts = []
-    for n in names:
-        body = mermaid(cs, n, w) if args.format == "mermaid" else dot(cs, n, w)
-        parts.append((f"%% schedule {n}\n" if args.format == "mermaid" else f"// schedule {n}\n") + body)
+    if args.format == "mermaid":
+        emit(mermaid_document(cs, names, w), args.output)  # one diagram: a subgraph per schedule
+        return 0
+    parts = [f"// schedule {n}\n" + dot(cs, n, w) for n in names]
     emit("\n".join(parts), args.output)
     return 0

@@ -34,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     diff = sub.add_parser("diff", help="classify layout changes and their effect on checkpoints",
                           description="Compare the layout with a git revision (--against REV, default HEAD) or two contract files or folders (OLD NEW).")  # fmt: skip
     diff.add_argument("--against", metavar="REV", help="a git revision whose contracts are the old side (the work tree is the new side)")
+    diff.add_argument("--or-upstream", action="store_true",
+                      help="where this clone lacks the --against revision, compare with the merge base of HEAD and its upstream branch (said on stderr)")  # fmt: skip
     diff.add_argument("paths", nargs="*", metavar="OLD NEW", help="two contract files or folders: old, then new")
     add_output_arguments(diff)
     _add_root(diff)
@@ -120,7 +122,14 @@ def _diff(args: argparse.Namespace) -> int:
         old = _layout_from_path(Path(args.paths[0]), cfg.root)
         new = _layout_from_path(Path(args.paths[1]), cfg.root)
     else:
-        old = load_layout_at_revision(args.against or "HEAD", cfg.root, cfg.contracts)
+        rev = args.against or "HEAD"
+        if args.or_upstream:
+            from ..layout.gitrev import base_or_upstream
+
+            rev, note = base_or_upstream(cfg.root, rev)
+            if note:
+                print(note, file=sys.stderr)
+        old = load_layout_at_revision(rev, cfg.root, cfg.contracts)
         new = _layout_from_path(cfg.contracts_dir, cfg.root)
     d = diff_layouts(old, new)
     emit(render_diff(d, args.format), args.output)

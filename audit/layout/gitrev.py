@@ -51,6 +51,39 @@ def resolve_revision(root: Path, rev: str) -> str:
     return out.stdout.decode().strip()
 
 
+def base_or_upstream(root: Path, rev: str) -> tuple[str, str | None]:
+    """``rev`` where this clone has it, else the merge base of HEAD and the branch's upstream.
+
+    Returns the revision to compare with and, when it fell back, a sentence saying so. A clone without
+    ``rev`` (the pre-commit hook's ``origin/main`` in a fork, a mirror, a repository whose main branch has
+    another name) then still compares with the commit the branch forked from.
+
+    >>> base_or_upstream(Path("."), "origin/main")     # doctest: +SKIP
+    ('3f2c...', 'wireup: "origin/main" is not in this clone; comparing with the merge base of HEAD and its upstream "origin/trunk" (3f2c1a0).')
+    """
+    if rev.startswith("-"):
+        resolve_revision(root, rev)  # its own one-sentence error; never an option for git
+    git_toplevel(root)
+    if run_git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").returncode == 0:
+        return rev, None
+    upstream = run_git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}")
+    name = upstream.stdout.decode("utf-8", "replace").strip()
+    if upstream.returncode != 0 or not name:
+        raise UsageError(
+            f'Git revision "{rev}" is not in this clone and the current branch has no upstream to fall back to; '
+            f'pass the branch your checkpoints come from with --against REV (in .pre-commit-config.yaml: args: [--against, REV]) '
+            f'or set an upstream with "git branch --set-upstream-to=REMOTE/BRANCH".'
+        )
+    base = run_git(root, "merge-base", "HEAD", "@{upstream}")
+    sha = base.stdout.decode().strip()
+    if base.returncode != 0 or not sha:
+        raise UsageError(
+            f'Git revision "{rev}" is not in this clone and HEAD shares no commit with its upstream "{name}"; '
+            f"pass the branch your checkpoints come from with --against REV."
+        )
+    return sha, f'wireup: "{rev}" is not in this clone; comparing with the merge base of HEAD and its upstream "{name}" ({sha[:7]}).'
+
+
 def _contracts_in_repo(root: Path, contracts: str | Path, top: Path) -> str:
     folder = (root / contracts).resolve()
     try:

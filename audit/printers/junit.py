@@ -25,7 +25,9 @@ def render_junit(result: CheckResult, tool: str = "wireup check") -> str:
     by_pair: dict[tuple[str, str], list] = {}
     for f in result.findings:
         by_pair.setdefault((f.rule, f.subject or "contracts"), []).append(f)
-    for rule_id in result.ran:
+    # a LOAD_ERROR finding comes from no rule that ran: the loader stopped the check (one testcase per file)
+    unran = [r for r in dict.fromkeys(f.rule for f in result.findings) if r not in result.ran]
+    for rule_id in (*result.ran, *unran):
         names = list(dict.fromkeys([*subjects.get(rule_id, []), *(s for r, s in by_pair if r == rule_id)]))
         for subject in names or ["contracts"]:
             case = ET.SubElement(suite, "testcase", classname=f"wireup.{rule_id}", name=f"{rule_id}[{subject}]")

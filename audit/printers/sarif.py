@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from ..findings import CheckResult, Severity
+from ..findings import LOAD_ERROR, LOAD_ERROR_PURPOSE, CheckResult, Severity
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -33,6 +33,19 @@ def render_sarif(result: CheckResult, tool: str = "wireup check") -> str:
             for r in rules
         ],
     }
+    if result.load_failed:
+        # the loader's verdict is no rule of the registry, but a result needs a rule to point at
+        index[LOAD_ERROR] = len(driver["rules"])
+        driver["rules"].append(
+            {
+                "id": LOAD_ERROR,
+                "name": "LoadError",
+                "shortDescription": {"text": LOAD_ERROR_PURPOSE},
+                "fullDescription": {"text": LOAD_ERROR_PURPOSE},
+                "defaultConfiguration": {"level": "error"},
+                "properties": {"category": "schema", "tags": ["schema"]},
+            }
+        )
     results = []
     for f in result.findings:
         res: dict = {
@@ -55,6 +68,12 @@ def render_sarif(result: CheckResult, tool: str = "wireup check") -> str:
         {"level": "note", "message": {"text": f"{n.rule} not run: {n.reason}"}, "descriptor": {"id": n.rule}}
         for n in result.not_run
     ]
+    if result.load_failed:
+        # the run still succeeded in the SARIF sense: it reports its findings. GitHub code scanning
+        # processes no result of a run marked executionSuccessful false (github/codeql-action#1316,
+        # #1393), which would hide exactly the annotations a load error needs
+        n = len(result.findings)
+        notifications.append({"level": "error", "message": {"text": f"{n} load error(s); nothing was checked."}, "descriptor": {"id": LOAD_ERROR}})
     doc = {
         "$schema": SCHEMA,
         "version": "2.1.0",

@@ -22,6 +22,9 @@ def render_text(result: CheckResult, tool: str = "wireup check") -> str:
     for nr in result.not_run:
         lines.append(_line(f"not run: {nr.rule}: {nr.reason}"))
     errors = len(result.errors)
+    if result.load_failed:
+        lines.append(f"{tool}: {errors} load error(s); nothing was checked.")
+        return "\n".join(lines) + "\n"
     warnings = sum(1 for f in result.findings if f.severity is Severity.WARNING)
     summary = f"{tool}: {errors} error(s), {warnings} warning(s); {len(result.ran)} rule(s) ran"
     if result.not_run:

@@ -49,6 +49,7 @@ from ..errors import EnvironmentProblem
 from ._backend import DeviceError
 from ._results import EnvironmentInfo, SubjectResult, VerifyRun
 from ._session import JobSpec, LaunchFailure, Session
+from ._worker_lifetime import supervised_env, track, workers_die_with_supervisor
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -400,6 +401,9 @@ def worker_main(argv: list[str]) -> int:
     codes: 0 stdin closed, 3 a variant poisoned the CUDA context, 4 an internal error."""
     import traceback
 
+    from ._worker_lifetime import die_with_parent
+
+    die_with_parent()  # a supervisor killed outright takes this worker with it
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -471,10 +475,10 @@ class _Worker:
 
         self.err_file = err_file
         with open(err_file, "ab") as errfh:
-            self.proc = subprocess.Popen(
+            self.proc = track(subprocess.Popen(
                 [sys.executable, "-m", "audit.runtime._many", str(job_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=errfh, cwd=root, env=env, start_new_session=True,
-            )  # fmt: skip
+            ))  # fmt: skip
         self.events: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(self.proc.stdout, self.events), daemon=True).start()
         self.started = False  # "hello" seen
@@ -505,6 +509,7 @@ class _Worker:
             _kill(self.proc)
 
 
+@workers_die_with_supervisor
 def _run_supervised(job: dict[str, Any], todo: Sequence[Variant], workers: int, timeout: float, launch_timeout: float, progress: Progress):
     tmp = Path(tempfile.mkdtemp(prefix="wireup-many-"))
     job_file = tmp / "job.json"
@@ -513,6 +518,7 @@ def _run_supervised(job: dict[str, Any], todo: Sequence[Variant], workers: int, 
     pkg_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env = supervised_env(env)
     pending: queue.Queue = queue.Queue()
     for i in range(len(todo)):
         pending.put(i)

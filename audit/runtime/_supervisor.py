@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import EnvironmentProblem
 from ._results import EnvironmentInfo, SubjectResult
 from ._session import JobSpec
+from ._worker_lifetime import supervised_env, track, workers_die_with_supervisor
 
 STDERR_TAIL = 1500
 
@@ -76,6 +77,7 @@ def _tail(path: Path) -> str:
     return " | ".join(lines[-6:])[-STDERR_TAIL:]
 
 
+@workers_die_with_supervisor
 def run_supervised(
     job: JobSpec,
     timeout: float,
@@ -96,6 +98,7 @@ def run_supervised(
     pkg_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env = supervised_env(env)
     while remaining:
         attempt += 1
         before = len(remaining)
@@ -108,7 +111,7 @@ def run_supervised(
             out.sanitizer_logs.append(log)
         cmd = [*prefix, python or sys.executable, "-m", "audit.runtime._worker", str(job_file)]
         with open(err_file, "wb") as errfh:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfh, cwd=job.root, env=env, start_new_session=True)
+            proc = track(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfh, cwd=job.root, env=env, start_new_session=True))
         q: queue.Queue = queue.Queue()
         threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
         current: list[str] | None = None

@@ -16,6 +16,9 @@ import traceback
 
 
 def main(argv: list[str]) -> int:
+    from ._worker_lifetime import die_with_parent
+
+    die_with_parent()  # a supervisor killed outright takes this worker with it
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
