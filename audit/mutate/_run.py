@@ -420,6 +420,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     from concurrent.futures import ThreadPoolExecutor
 
     from ..runtime import verify
+    from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
 
@@ -430,7 +431,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
-        errors = [(r, m) for r, m in found if r.startswith("SANITIZER_")]
+        errors = [(r, m) for r, m in found if r == SANITIZER_CHECKS[tool].rule]
         verdict = ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}") else ("caught" if errors else "survived")
         if found and not errors:
             verdict += f" (inconclusive: {', '.join(dict.fromkeys(r for r, _ in found))})"

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem
+from ..verify_checks import GUARDS, LAUNCH, TIMEOUT, VerifyCheck
 from ._backend import DeviceError
 from ._results import EnvironmentInfo, SubjectResult, VerifyRun
 from ._session import JobSpec, LaunchFailure, Session
@@ -346,7 +347,7 @@ class _VariantRunner:
             results.extend(res)
             if lost:
                 break
-        if not lost and any(c.rule == "VERIFY_OUT_OF_BOUNDS" for r in results for c in r.failed):
+        if not lost and any(c.check == GUARDS.name for r in results for c in r.failed):
             lost = True  # its writes past the guard bands may have reached memory the next variant uses
         for k, v in session.timing.items():
             self.timing[k] = self.timing.get(k, 0.0) + v
@@ -357,7 +358,7 @@ class _VariantRunner:
         out = []
         for b in bes:
             r = SubjectResult(name, kind, b)
-            r.add("launch", "fail", "", f'Kernel "{name}" fails VERIFY_LAUNCH_ERROR: {what}.')
+            r.add(LAUNCH, "fail", "", LAUNCH.failure("kernel", name, what))
             out.append(r)
         return out
 
@@ -554,14 +555,14 @@ class _Supervision:
         worker.stop(kill=kill)
         self.live.discard(worker)
 
-    def record(self, i: int, check: str, sentence: str, seconds: float, note: str) -> None:
-        """Give every kernel of variant ``i`` one failed ``check`` record, ``Kernel "<name>" <sentence>``."""
+    def record(self, i: int, check: VerifyCheck, what: str, seconds: float, note: str) -> None:
+        """Give every kernel of variant ``i`` one failed ``check`` record saying ``what``."""
         v = self.todo[i]
         res = []
         for k in v.kernels:
             for b in self.job["base"]["backends"]:
                 r = SubjectResult(k, "kernel", b)
-                r.add(check, "fail", "", f'Kernel "{k}" {sentence}')
+                r.add(check, "fail", "", check.failure("kernel", k, what))
                 res.append(r)
         with self.lock:
             self.results[v.id] = _Done(res, seconds, [note])
@@ -616,14 +617,12 @@ class _Supervision:
                 continue
             if outcome == "timeout":
                 limit = self.launch_timeout if in_launch else self.timeout
-                sentence = f"fails VERIFY_TIMEOUT: no progress for {limit:g} s during {what}; the worker was killed and restarted."
-                self.record(i, "timeout", sentence, seconds, "timeout")
+                self.record(i, TIMEOUT, f"no progress for {limit:g} s during {what}; the worker was killed and restarted", seconds, "timeout")
                 self.progress({"event": "timeout", "variant": v.id, "what": what})
                 continue
             why = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
             detail = crash or err
-            sentence = f"fails VERIFY_LAUNCH_ERROR: the worker died ({why}) during {what}" + (f" ({detail})" if detail else "") + "."
-            self.record(i, "launch", sentence, seconds, "died")
+            self.record(i, LAUNCH, f"the worker died ({why}) during {what}" + (f" ({detail})" if detail else ""), seconds, "died")
         if worker is not None:
             self.retire(worker, kill=False)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..verify_checks import LAUNCH
 from ._backend import Backend, BackendUnavailable, open_backend
 from ._results import EnvironmentInfo, SubjectResult
 from ._session import JobSpec, LaunchFailure, Session
@@ -80,7 +81,7 @@ def run_job(job: JobSpec, emit: Emit, backends: dict[str, Backend] | None = None
             if not res:
                 for b in backends:
                     r = SubjectResult(name, kind, b)
-                    r.add("launch", "fail", "", f'{"Kernel" if kind == "kernel" else "Schedule"} "{name}" fails VERIFY_LAUNCH_ERROR: {exc}.')
+                    r.add(LAUNCH, "fail", "", LAUNCH.failure(kind, name, str(exc)))
                     res.append(r)
             for r in res:
                 emit({"event": "subject_done", "result": r.to_dict()})

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem
+from ..verify_checks import LAUNCH, TIMEOUT
 from ._results import EnvironmentInfo, SubjectResult
 from ._session import JobSpec
 
@@ -185,10 +186,10 @@ def run_supervised(
         if timed_out and current is not None:
             name = current[1]
             what = "Kernel" if current[0] == "kernel" else "Schedule"
-            msg = f'{what} "{name}" fails VERIFY_TIMEOUT: no progress for {timeout:g} s during {last_launch}; the worker was killed and restarted.'
+            msg = TIMEOUT.failure(current[0], name, f"no progress for {timeout:g} s during {last_launch}; the worker was killed and restarted")
             for b in job.backends:
                 r = SubjectResult(name, current[0], b)
-                r.add("timeout", "fail", "", msg)
+                r.add(TIMEOUT, "fail", "", msg)
                 out.results.append(r)
             remaining.remove(current)
             out.restarts += 1
@@ -200,13 +201,13 @@ def run_supervised(
             what = "Kernel" if current[0] == "kernel" else "Schedule"
             why = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
             detail = (crash.strip().splitlines()[0] if crash else "") or _tail(err_file)
-            msg = f'{what} "{name}" fails VERIFY_LAUNCH_ERROR: the worker died ({why}) during {last_launch}' + (f" ({detail})" if detail else "") + "."
+            msg = LAUNCH.failure(current[0], name, f"the worker died ({why}) during {last_launch}" + (f" ({detail})" if detail else ""))
             have = {r.backend for r in out.results if r.subject == name and r.kind == current[0]}
             for b in job.backends:
                 if b in have:
                     continue
                 r = SubjectResult(name, current[0], b)
-                r.add("launch", "fail", "", msg)
+                r.add(LAUNCH, "fail", "", msg)
                 out.results.append(r)
             if current in remaining:
                 remaining.remove(current)

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import EnvironmentProblem, UsageError
 from ..findings import CheckResult, NotRun
 from ._plan import DEFAULT_CHAIN_SIZES, DEFAULT_SIZES
-from ._results import CHECK_RULES, CheckRecord, SubjectResult, VerifyRun
+from ..verify_checks import SANITIZER_CHECKS
+from ._results import CheckRecord, SubjectResult, VerifyRun
 from ._session import JobSpec
 
 SANITIZER_TIMEOUT_FACTOR = 20
@@ -132,7 +133,7 @@ def verify(
     subjects = select_subjects(cs, kernels, schedules)
     timing: dict[str, float] = {}
     use_emulated = emulated is not None or "emulated" in backends
-    if sanitizer is not None and sanitizer not in ("memcheck", "racecheck", "initcheck", "synccheck"):
+    if sanitizer is not None and sanitizer not in SANITIZER_CHECKS:
         raise UsageError(f'--sanitizer "{sanitizer}" is not a compute-sanitizer tool; the tools are "memcheck", "racecheck", "initcheck" and "synccheck".')
     sanitizer_exe = None
     if use_emulated:
@@ -226,7 +227,7 @@ def verify(
         run.notes.extend(sup.notes)
         if sanitizer:
             add_sanitizer_records(run, sanitizer, sup.sanitizer_logs, modules, names)
-            if not any(c.verdict == "fail" and c.check.startswith("sanitizer_") for r in run.results for c in r.checks):
+            if not any(c.verdict == "fail" and c.check == SANITIZER_CHECKS[sanitizer].name for r in run.results for c in r.checks):
                 shutil.rmtree(logdir, ignore_errors=True)  # nothing to look at: keep only the logs of reports
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
@@ -267,8 +268,7 @@ def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: 
             continue
     names = {k: [x for x in v.get("names", []) if x] for k, v in modules.items()}
     by_kernel = attribute(reports, names)
-    check = f"sanitizer_{tool}"
-    rule = CHECK_RULES[check]
+    check = SANITIZER_CHECKS[tool]
     kernels_run = [r.subject for r in run.results if r.kind == "kernel"]
     launched = set(kernels_run) | {k for k in names if any(r.kind == "schedule" for r in run.results)}
     for k in sorted(launched):
@@ -281,7 +281,7 @@ def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: 
                 target = SubjectResult(k, "kernel", b)
                 run.results.append(target)
             if reps:
-                target.add(check, "fail", "", f'Kernel "{k}" fails {rule}: {describe(tool, reps)}.')
+                target.add(check, "fail", "", check.failure("kernel", k, describe(tool, reps)))
             else:
                 target.add(check, "pass", "", f"compute-sanitizer {tool}: no reports")
     if by_kernel.get(""):
