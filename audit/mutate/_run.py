@@ -15,8 +15,8 @@
    counts as caught by VERIFY_TIMEOUT. The unmutated kernel (its *baseline*, the copy the mutants are
    compared with) is one more variant of the same call, so it is verified with exactly the same sizes,
    seed, backends and first-failure rule; the baselines go first, so no mutant has touched their
-   workers (a worker is retired after a variant that wrote past its buffers, see
-   :mod:`audit.runtime._many`).
+   workers (a worker is retired after a variant that wrote past its buffers, see the supervisor that
+   ``wireup verify`` shares, :mod:`audit.runtime._supervisor`).
 5. A survivor whose fastest launch in some case takes :data:`SLOWDOWN_RATIO` times the baseline's, and
    :data:`SLOWDOWN_SECONDS` more, is timed again alone (one worker) with its baseline verified before and
    after it, :data:`SLOWDOWN_PASSES` times; if every pass agrees it is caught by MUTATE_SLOWDOWN (the

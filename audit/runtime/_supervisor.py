@@ -308,15 +308,17 @@ class _Supervision:
             w = _Watch(self, worker, i, slot)
             outcome = w.follow()
             seconds = time.perf_counter() - t0
+            # a worker that answered leaves by itself (stdin closed): under compute-sanitizer its log is
+            # complete only then; one that hung or died is killed
             if outcome == "retry":  # the context was lost outside its launches: once more, on a fresh worker
-                self.retire(worker, kill=True)
+                self.retire(worker, kill=False)
                 worker = None
                 self.again(i, pending)
                 continue
             if outcome == "done":
                 self.finish(i, UnitOutcome(w.results, w.seconds), slot)
                 if w.lost:  # the unit lost the context or wrote past its buffers: a fresh worker takes over
-                    self.retire(worker, kill=True)
+                    self.retire(worker, kill=False)
                     worker = None
                 continue
             started = worker.started
