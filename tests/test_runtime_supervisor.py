@@ -166,3 +166,33 @@ def test_there_is_one_worker_program_and_one_place_that_starts_it():
                         popens.append(f"{path.name}:{node.name}")
     assert mains == ["_worker.py"]
     assert sorted(set(popens)) == ["_supervisor.py:spawn_worker"]
+
+
+# a stand-in for compute-sanitizer: runs the worker as its child (stdin inherited) and writes its log
+# only when the child has left, as compute-sanitizer does
+_WRAP = "import subprocess, sys; code = subprocess.call(sys.argv[2:]); open(sys.argv[1], 'w').write(f'child exited {code}'); sys.exit(86 if code else 0)"
+
+
+def test_a_wrapped_worker_takes_its_units_through_the_wrapper_and_leaves_by_itself(request, tmp_path):
+    import sys
+
+    from audit.api import load_project
+    from audit.runtime._session import JobSpec
+    from audit.runtime._supervisor import supervise
+
+    cfg, cs = load_project(request.config.rootpath)
+    modules = {k.name: {"symbol": k.symbol, "names": [k.symbol, k.name]} for k in cs.kernels}
+    base = JobSpec(root=str(cfg.root), backends=["emulated"], subjects=[], sizes=[1, 37], chain_sizes=[], modules=modules,
+                   plugins=["test_runtime_supervisor:register_past_the_end_then_pids"], python_paths=[str(HERE), str(PLUGINS)])  # fmt: skip
+    units = [{"id": f"kernel:{k}", "subjects": [["kernel", k]]} for k in ("strided_gather", "trade_outcome_label")]
+
+    def wrapper(n):
+        log = tmp_path / f"wrapped-{n}.log"
+        return [sys.executable, "-c", _WRAP, str(log)], log
+
+    out = supervise({"base": base.to_dict(), "units": units}, timeout=60, wrapper=wrapper)
+    assert [sorted({c.rule for r in out.outcomes[i].results for c in r.failed}) for i in range(2)] == [["VERIFY_OUT_OF_BOUNDS"], []]
+    # two workers (the write past the buffers retired the first); each left by itself, so each log is
+    # complete when supervise returns: exit 3 after giving up its context, exit 0 when stdin closed
+    assert [p.name for p in out.sanitizer_logs] == ["wrapped-1.log", "wrapped-2.log"]
+    assert [p.read_text() for p in out.sanitizer_logs] == ["child exited 3", "child exited 0"]
