@@ -153,18 +153,17 @@ class UnitRunner:
         returns False when a backend cannot start. A plugin that cannot be loaded raises."""
         envs = {}
         for name in self.base.backends:
-            if name == "emulated":
-                self._pending = self._emulated_backend()  # the first unit's: the job's plugins load here, before "hello"
-                envs[name] = environment_of(self._pending).to_dict()
-                continue
             t = time.perf_counter()
-            try:
-                self.shared[name] = open_backend(name, helper_cubin=self.base.helper_cubin)
-            except BackendUnavailable as exc:
-                self.emit({"event": "unavailable", "backend": name, "reason": str(exc)})
-                return False
+            if name == "emulated":
+                be = self._pending = self._emulated_backend()  # the first unit's: the job's plugins load here, before "hello"
+            else:
+                try:
+                    be = self.shared[name] = open_backend(name, helper_cubin=self.base.helper_cubin)
+                except BackendUnavailable as exc:
+                    self.emit({"event": "unavailable", "backend": name, "reason": str(exc)})
+                    return False
             self.timing["context_start"] = self.timing.get("context_start", 0.0) + time.perf_counter() - t
-            envs[name] = environment_of(self.shared[name]).to_dict()
+            envs[name] = environment_of(be).to_dict()
         self.emit({"event": "hello", "environments": envs})
         return True
 
