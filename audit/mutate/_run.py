@@ -15,8 +15,8 @@
    counts as caught by VERIFY_TIMEOUT. The unmutated kernel (its *baseline*, the copy the mutants are
    compared with) is one more variant of the same call, so it is verified with exactly the same sizes,
    seed, backends and first-failure rule; the baselines go first, so no mutant has touched their
-   workers (a worker is retired after a variant that wrote past its buffers, see
-   :mod:`audit.runtime._many`).
+   workers (a worker is retired after a variant that wrote past its buffers, see the supervisor that
+   ``wireup verify`` shares, :mod:`audit.runtime._supervisor`).
 5. A survivor whose fastest launch in some case takes :data:`SLOWDOWN_RATIO` times the baseline's, and
    :data:`SLOWDOWN_SECONDS` more, is timed again alone (one worker) with its baseline verified before and
    after it, :data:`SLOWDOWN_PASSES` times; if every pass agrees it is caught by MUTATE_SLOWDOWN (the
@@ -420,6 +420,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     from concurrent.futures import ThreadPoolExecutor
 
     from ..runtime import verify
+    from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
 
@@ -430,7 +431,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
-        errors = [(r, m) for r, m in found if r.startswith("SANITIZER_")]
+        errors = [(r, m) for r, m in found if r == SANITIZER_CHECKS[tool].rule]
         verdict = ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}") else ("caught" if errors else "survived")
         if found and not errors:
             verdict += f" (inconclusive: {', '.join(dict.fromkeys(r for r, _ in found))})"

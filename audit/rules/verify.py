@@ -1,6 +1,7 @@
 """Verify rules: what ``wireup verify`` proves on the GPU, one rule per check, read from its facts.
 
-The GPU runner (:mod:`audit.runtime`) records every check of every case; these rules turn the failed
+The GPU runner (:mod:`audit.runtime`) records every check of every case (the checks, their rule IDs
+and purposes are catalogued in :mod:`audit.verify_checks`); these rules turn the failed
 ones into findings, one per rule and kernel or schedule (the first failing case is quoted, the others
 counted). They need the ``verify`` fact, which only ``wireup verify`` gathers: anywhere else they report
 "not run", never "passed".
@@ -13,31 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ..verify_checks import CHECKS
 from ._base import REGISTRY, CheckContext, Hit, Rule, rule
-
-_RULES: list[tuple[str, str]] = [
-    ("VERIFY_REFERENCE", "Every kernel output matches its float64 reference within the documented float32 tolerance, at every size and dims variant."),
-    ("VERIFY_UNWRITTEN_OUTPUT", "A kernel writes every element of every output: none still holds the poison pattern after two runs."),
-    ("VERIFY_OUT_OF_BOUNDS", "A kernel writes nothing into the guard bands around its buffers."),
-    ("VERIFY_INPUT_MODIFIED", "A kernel leaves every input buffer (and a read-only ISV) byte for byte unchanged."),
-    ("VERIFY_NAN", "A kernel produces no NaN or Inf where its float64 reference is finite."),
-    ("VERIFY_GRADCHECK", "A backward kernel's outputs equal central finite differences of its gradient-check loss."),
-    ("VERIFY_MASK_ZERO", "Rows a mask skips are exactly zero in every output the contract lists under mask.zeroes."),
-    ("VERIFY_ALL_SKIP", "A batch whose rows are all skipped gives zeros in the masked outputs and no NaN anywhere."),
-    ("VERIFY_UNIT_SCALE", "A unit_scale property holds: the output stays O(1) for inputs of every declared magnitude once the ISV slot holds their scale."),
-    ("VERIFY_DIVISOR_ZERO", "An ISV scale or divisor slot a kernel reads, set to 0, gives no NaN or Inf."),
-    ("VERIFY_ACCUMULATE", "An accumulate parameter adds to its previous contents instead of overwriting them."),
-    ("VERIFY_DETERMINISM", "Two runs on identical inputs agree bit for bit, or within the declared nondeterministic tolerance."),
-    ("VERIFY_CHAIN", "A schedule run end to end on the device matches the float64 reference chain in every buffer it writes."),
-    ("VERIFY_GRAPH_REPLAY", "A captured CUDA graph replayed after inputs and ISV change in place equals an eager run on the same inputs."),
-    ("VERIFY_EQUIVALENCE", "A schedule declared equivalent to another gives the same losses and gradients from identical inputs."),
-    ("VERIFY_TIMEOUT", "No kernel hangs: every launch finishes within the verify timeout."),
-    ("VERIFY_LAUNCH_ERROR", "Every kernel loads and launches without a CUDA error."),
-    ("SANITIZER_MEMCHECK", "compute-sanitizer memcheck reports no invalid memory access in any kernel."),
-    ("SANITIZER_RACECHECK", "compute-sanitizer racecheck reports no shared-memory data race in any kernel."),
-    ("SANITIZER_INITCHECK", "compute-sanitizer initcheck reports no read of uninitialised device memory."),
-    ("SANITIZER_SYNCCHECK", "compute-sanitizer synccheck reports no invalid barrier use."),
-]
 
 
 def _checker(rule_id: str) -> Callable[[CheckContext], Iterator[Hit]]:
@@ -70,11 +48,11 @@ def _checker(rule_id: str) -> Callable[[CheckContext], Iterator[Hit]]:
     return check
 
 
-for _id, _purpose in _RULES:
-    if _id not in REGISTRY:
-        rule(_id, _purpose, "verify")(_checker(_id))
+for _check in CHECKS:  # one rule per check of the catalogue (audit.verify_checks), its purpose the check's
+    if _check.rule not in REGISTRY:
+        rule(_check.rule, _check.purpose, "verify")(_checker(_check.rule))
 
 
 def rules() -> list[Rule]:
-    """The verify rules in a stable order."""
-    return [REGISTRY[i] for i, _ in _RULES]
+    """The verify rules in a stable order (the catalogue's)."""
+    return [REGISTRY[c.rule] for c in CHECKS]

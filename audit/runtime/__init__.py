@@ -4,9 +4,11 @@ Public face: :func:`verify` (select, build, run in supervised workers, judge wit
 write evidence) and :class:`VerifyOutcome`. The pieces live in private modules: backends
 (``_backend``, ``_pycuda``, ``_cupy``, ``_emulated``), test data (``_inputs``), guarded memory
 (``_memory``), the tolerance rule (``_compare``), kernel checks (``_kernel``), schedules (``_chain``), the
-worker and its supervisor (``_worker``, ``_supervisor``), compute-sanitizer (``_sanitizer``) and evidence
+one worker and its one supervisor (``_worker``, ``_supervisor``: units of work, a per-launch watchdog,
+worker retirement, the context-lost retry), compute-sanitizer (``_sanitizer``) and evidence
 (``_evidence``). :func:`verify_many` (``_many``) verifies many variants of the kernels (mutants) in a
-few long-lived workers. Importing this package imports no GPU package; the backends do, when opened.
+few long-lived workers of the same supervisor. The checks themselves are catalogued in
+:mod:`audit.verify_checks`. Importing this package imports no GPU package; the backends do, when opened.
 
 >>> outcome = verify(Path("."), kernels=["strided_gather"], sizes=[1, 37])   # doctest: +SKIP
 >>> outcome.result.exit_code                                                 # doctest: +SKIP

@@ -9,6 +9,9 @@ replays it, times launches with events and describes the device. Three implement
 * ``emulated`` (:mod:`audit.runtime._emulated`): numpy "device" memory and Python "kernels", for CPU
   tests only: the whole pipeline runs in CI and tests inject broken kernels.
 
+The two GPU backends share :class:`DeviceBackend`: CUDA errors as :class:`DeviceError` (with
+:func:`is_sticky`), function lookup, and the helper cubin's device-side count and hash.
+
 GPU packages are imported only inside the first two modules, lazily, by :func:`open_backend`.
 
 >>> be = open_backend("emulated")
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +36,32 @@ ARG_TYPES: dict[str, type] = {
     "i32": np.int32, "u32": np.uint32, "i64": np.int64, "u64": np.uint64,
     "f32": np.float32, "f64": np.float64, "f16": np.float16,
 }  # fmt: skip
+
+
+# word width in bytes -> the unsigned numpy type of one word
+WORD_TYPES: dict[int, type] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+# CUDA errors whose text says the context is lost (every later call fails): the worker must not go on
+_STICKY = ("illegal address", "illegal memory", "launch failed", "unspecified launch failure", "misaligned", "illegal instruction",
+           "hardware stack", "launch timeout", "timed out", "exception", "trap", "assert")  # fmt: skip
+
+
+def is_sticky(message: str) -> bool:
+    """Whether a CUDA error's message says the context is lost (illegal address, launch failure, ...).
+
+    >>> is_sticky("cuStreamSynchronize failed: an illegal memory access was encountered")
+    True
+    """
+    m = message.lower()
+    return any(s in m for s in _STICKY)
+
+
+def count_words(data: np.ndarray, width: int, mask: int, value: int) -> int:
+    """Number of ``width``-byte words ``w`` of the uint8 array ``data`` with ``w & mask == value`` (a
+    trailing partial word does not count)."""
+    dt = WORD_TYPES[width]
+    w = data[: data.size - data.size % width].view(dt)
+    return int(np.count_nonzero((w & dt(mask)) == dt(value)))
 
 
 @dataclass(frozen=True)
@@ -194,12 +224,7 @@ class Backend(abc.ABC):
 
     def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
         """Number of ``width``-byte words ``w`` at ``ptr`` with ``w & mask == value``."""
-        dt = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
-        total = 0
-        for _, chunk in self._chunks(ptr, nbytes, width):
-            w = chunk.view(dt)
-            total += int(np.count_nonzero((w & dt(mask)) == dt(value)))
-        return total
+        return sum(count_words(chunk, width, mask, value) for _, chunk in self._chunks(ptr, nbytes, width))
 
     def hash(self, ptr: int, nbytes: int) -> int:
         """An order-independent 64-bit hash of the bytes at ``ptr`` (equal bytes give equal hashes)."""
@@ -215,6 +240,72 @@ class Backend(abc.ABC):
 
 
 MASK64 = (1 << 64) - 1
+
+
+class DeviceBackend(Backend):
+    """What the two GPU backends do alike: CUDA errors become :class:`DeviceError` (sticky where
+    :func:`is_sticky` says so), function lookup, and the count and hash on the device through the helper
+    cubin (:mod:`audit.runtime._helpers`), with the host fallbacks of :class:`Backend` where it is
+    missing or a pointer is misaligned. A subclass sets ``_device_errors`` (its package's CUDA error
+    types) and implements :meth:`_run_helper`.
+    """
+
+    _device_errors: tuple[type[BaseException], ...] = ()
+    _helpers: dict[str, Any]
+
+    def _err(self, exc: BaseException, what: str) -> DeviceError:
+        return DeviceError(f"{what}: {exc}", sticky=is_sticky(str(exc)), code=type(exc).__name__)
+
+    def _load_helpers(self, load: Callable[[], Any]) -> None:
+        """Look the helper kernels up in the module ``load()`` returns; none (host fallbacks) if it fails."""
+        self._helpers = {}
+        try:
+            mod = load()
+            for w in (8, 16, 32, 64):
+                self._helpers[f"count{w}"] = mod.get_function(f"wireup_count_masked_u{w}")
+            self._helpers["hash"] = mod.get_function("wireup_hash_u32")
+            self._helper_module = mod
+        except self._device_errors:
+            self._helpers = {}
+
+    def get_function(self, module: Any, symbol: str) -> Any:
+        try:
+            return module.get_function(symbol)
+        except self._device_errors as exc:
+            raise self._err(exc, f'looking up "{symbol}"') from None
+
+    @abc.abstractmethod
+    def _run_helper(self, fn: Any, args: list, n: int) -> int:
+        """Launch helper ``fn`` over ``n`` words with ``args`` and a zeroed 64-bit result; return the result."""
+
+    def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
+        fn = self._helpers.get(f"count{width * 8}")
+        if fn is None or int(ptr) % width:
+            return super().count_masked(ptr, nbytes, width, mask, value)
+        n = int(nbytes) // width
+        if n == 0:
+            return 0
+        t = np.uint64 if width == 8 else np.uint32
+        try:
+            return self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), t(mask), t(value)], n)
+        except self._device_errors as exc:
+            raise self._err(exc, "the count helper kernel") from None
+
+    def hash(self, ptr: int, nbytes: int) -> int:
+        fn = self._helpers.get("hash")
+        if fn is None or int(ptr) % 4:
+            return super().hash(ptr, nbytes)
+        n = int(nbytes) // 4
+        try:
+            total = self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), np.uint64(0)], n) if n else 0
+        except self._device_errors as exc:
+            raise self._err(exc, "the hash helper kernel") from None
+        tail = int(nbytes) % 4
+        if tail:
+            last = np.zeros(4, np.uint8)
+            last[:tail] = self.d2h(int(ptr) + int(nbytes) - tail, tail)
+            total = (total + hash_words(last.view(np.uint32), n)) & MASK64
+        return total
 
 
 def hash_words(words: np.ndarray, first_index: int = 0) -> int:

@@ -31,6 +31,7 @@ from ._inputs import isv_perturbed, isv_reset, resolve_domain
 from ._memory import Arena, DeviceBuffer
 from ._plan import batch_leading, case_label, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
 from ._reference import ReferenceProblem, call
+from ..verify_checks import CHAIN, EQUIVALENCE, GRAPH_REPLAY, GUARDS, LAUNCH, VerifyCheck
 from ._results import SubjectResult
 from ._session import LaunchFailure, Session
 
@@ -69,13 +70,13 @@ class ScheduleVerifier:
         self.isv_name = self.cs.isv.buffer if self.cs.isv else "isv"
 
     # -- records ------------------------------------------------------------------------------------
-    def add(self, backend: str | None, check: str, verdict: str, case: str, message: str, **nums: Any) -> None:
+    def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
         for name, r in self.results.items():
             if backend is None or name == backend:
                 r.add(check, verdict, case, message, **nums)
 
-    def fail_msg(self, rule: str, label: str, what: str, name: str | None = None) -> str:
-        return f'Schedule "{name or self.sched.name}" fails {rule} at {label}: {what}.'
+    def fail_msg(self, check: VerifyCheck, label: str, what: str, name: str | None = None) -> str:
+        return check.failure("schedule", name or self.sched.name, what, at=label)
 
     def run(self) -> list[SubjectResult]:
         try:
@@ -83,17 +84,17 @@ class ScheduleVerifier:
                 label = case_label(size, {}, {}, cs=self.cs)
                 why = size_in_range(self.cs, size)
                 if why:
-                    self.add(None, "chain", "not_run", label, f"not run at {label}: {why}")
+                    self.add(None, CHAIN, "not_run", label, f"not run at {label}: {why}")
                     continue
                 for r in self.results.values():
                     r.sizes.append(label)
                 self.verify_size(size, label)
         except LaunchFailure as exc:
             be = getattr(exc, "backend", None)
-            msg = f'Schedule "{self.sched.name}" fails VERIFY_LAUNCH_ERROR: {exc}.'
+            msg = LAUNCH.failure("schedule", self.sched.name, str(exc))
             for name in self.results:
                 if be is None or name == be:
-                    self.add(name, "launch", "fail", getattr(exc, "case", ""), msg)
+                    self.add(name, LAUNCH, "fail", getattr(exc, "case", ""), msg)
             if exc.sticky:
                 exc.results = list(self.results.values())  # type: ignore[attr-defined]
                 raise
@@ -198,7 +199,7 @@ class ScheduleVerifier:
         env = make_env(self.cs, size)
         steps, why = self.plan(self.sched.name, env)
         if why:
-            self.add(None, "chain", "not_run", label, f"not run: {why}")
+            self.add(None, CHAIN, "not_run", label, f"not run: {why}")
             return
         touched, written, uses_isv = self.buffers_of(steps)
         shapes = {n: shape_of(self.cs.buffer_map[n].shape, env) for n in touched}
@@ -217,7 +218,7 @@ class ScheduleVerifier:
         for be in self.s.backends.values():
             free = be.free_memory()
             if free is not None and nbytes > 0.85 * free:
-                self.add(be.name, "chain", "not_run", label, f"not run at {label}: needs {nbytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free")
+                self.add(be.name, CHAIN, "not_run", label, f"not run at {label}: needs {nbytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free")
                 continue
             arena = Arena(be, self.s.job.guard_bytes)
             try:
@@ -279,10 +280,10 @@ class ScheduleVerifier:
                     damage = arena.guard_damage()
                 if damage:
                     damaged = True
-                    self.add(be.name, "guards", "fail", label, f'Kernel "{st.kernel.name}" fails VERIFY_OUT_OF_BOUNDS at {label} in schedule "{self.sched.name}" ({st.label}): it wrote outside a buffer: {damage[0].describe()}.', output=damage[0].buffer)
+                    self.add(be.name, GUARDS, "fail", label, GUARDS.failure("kernel", st.kernel.name, f"it wrote outside a buffer: {damage[0].describe()}", at=f'{label} in schedule "{self.sched.name}" ({st.label})'), output=damage[0].buffer)
                     arena.restore_guards()
         if check_guards and arena.guard and not damaged:
-            self.add(be.name, "guards", "pass", label, "guard bands intact after every launch")
+            self.add(be.name, GUARDS, "pass", label, "guard bands intact after every launch")
 
     def sample_rows(self, shapes: dict[str, tuple[int, ...]], label: str) -> dict[str, np.ndarray | None]:
         out: dict[str, np.ndarray | None] = {}
@@ -372,7 +373,7 @@ class ScheduleVerifier:
     def compare_chain(self, be: Backend, label: str, got: dict[str, np.ndarray], ref: dict[str, np.ndarray] | None, why: str,
                       rows: dict[str, np.ndarray | None], steps: list[PlanStep]) -> None:  # fmt: skip
         if ref is None:
-            self.add(be.name, "chain", "not_run", label, f"not run: {why}" if "budget" in why else f"not run: the reference chain cannot be built: {why}")
+            self.add(be.name, CHAIN, "not_run", label, f"not run: {why}" if "budget" in why else f"not run: the reference chain cannot be built: {why}")
             return
         writer = {}
         for st in steps:
@@ -397,12 +398,12 @@ class ScheduleVerifier:
                     kind = self.cs.buffer_map[n].kind if n in self.cs.buffer_map else "ISV"
                     by = f', last written by "{writer[n].kernel.name}" at {writer[n].label.split(" (")[0]}' if n in writer else ""
                     sampled = f" (on {len(r)} sampled rows)" if r is not None else ""
-                    self.add(be.name, "chain", "fail", label, self.fail_msg(
-                        "VERIFY_CHAIN", label, f'buffer "{n}" ({kind}{by}) has {cmp.describe()} against the float64 reference chain{sampled}'),
+                    self.add(be.name, CHAIN, "fail", label, self.fail_msg(
+                        CHAIN, label, f'buffer "{n}" ({kind}{by}) has {cmp.describe()} against the float64 reference chain{sampled}'),
                         output=n, rel_norm_err=_fin(cmp.rel_norm), max_abs_err=_fin(cmp.max_abs))  # fmt: skip
                     return
         nums = {"rel_norm_err": _fin(worst[1].rel_norm), "max_abs_err": _fin(worst[1].max_abs)} if worst else {}
-        self.add(be.name, "chain", "pass", label, f"{len(got)} written buffer(s) match the float64 reference chain", output=worst[0] if worst else None, **nums)
+        self.add(be.name, CHAIN, "pass", label, f"{len(got)} written buffer(s) match the float64 reference chain", output=worst[0] if worst else None, **nums)
 
     # -- graph capture ------------------------------------------------------------------------------
     def graph_replay(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], written: list[str],
@@ -438,7 +439,7 @@ class ScheduleVerifier:
                 be.synchronize()
         except (DeviceError, LaunchFailure) as exc:
             sticky = getattr(exc, "sticky", False)
-            self.add(be.name, "graph_replay", "fail", label, self.fail_msg("VERIFY_GRAPH_REPLAY", label, f"capturing or replaying the CUDA graph failed ({exc})"))
+            self.add(be.name, GRAPH_REPLAY, "fail", label, self.fail_msg(GRAPH_REPLAY, label, f"capturing or replaying the CUDA graph failed ({exc})"))
             if sticky:
                 raise LaunchFailure(f"graph replay at {label} failed ({exc})", True) from None
             return
@@ -450,7 +451,7 @@ class ScheduleVerifier:
                     pass
         damage = arena.guard_damage() if arena.guard else []
         if damage:
-            self.add(be.name, "guards", "fail", label, f'Schedule "{self.sched.name}" fails VERIFY_OUT_OF_BOUNDS at {label} (graph replay): {damage[0].describe()}.', output=damage[0].buffer)
+            self.add(be.name, GUARDS, "fail", label, GUARDS.failure("schedule", self.sched.name, damage[0].describe(), at=f"{label} (graph replay)"), output=damage[0].buffer)
             arena.restore_guards()
         with self.s.phase("checks"):
             h_replay = {n: arena.hash(bufs[n]) for n in names}
@@ -461,7 +462,7 @@ class ScheduleVerifier:
             h_eager = {n: arena.hash(bufs[n]) for n in names}
         differ = [n for n in names if h_replay[n] != h_eager[n]]
         if not differ:
-            self.add(be.name, "graph_replay", "pass", label, "graph replay equals eager bit for bit on new inputs")
+            self.add(be.name, GRAPH_REPLAY, "pass", label, "graph replay equals eager bit for bit on new inputs")
             return
         if nondet:
             got_eager = self.fetch(arena, bufs, differ, rows)
@@ -469,32 +470,32 @@ class ScheduleVerifier:
                 if n in got_replay and n in got_eager:
                     cmp = compare(got_replay[n], got_eager[n].astype(np.float64), self.tol)
                     if not cmp.ok:
-                        self.add(be.name, "graph_replay", "fail", label, self.fail_msg(
-                            "VERIFY_GRAPH_REPLAY", label, f'after changing inputs and ISV in place, the replayed graph gives buffer "{n}" '
+                        self.add(be.name, GRAPH_REPLAY, "fail", label, self.fail_msg(
+                            GRAPH_REPLAY, label, f'after changing inputs and ISV in place, the replayed graph gives buffer "{n}" '
                             f"with {cmp.describe()} against an eager run on the same inputs"), output=n)  # fmt: skip
                         return
-            self.add(be.name, "graph_replay", "pass", label, "graph replay equals eager within the chain tolerance (nondeterministic kernels)")
+            self.add(be.name, GRAPH_REPLAY, "pass", label, "graph replay equals eager within the chain tolerance (nondeterministic kernels)")
             return
-        self.add(be.name, "graph_replay", "fail", label, self.fail_msg(
-            "VERIFY_GRAPH_REPLAY", label, f'after changing inputs and ISV in place, the replayed graph and an eager run on the same inputs '
+        self.add(be.name, GRAPH_REPLAY, "fail", label, self.fail_msg(
+            GRAPH_REPLAY, label, f'after changing inputs and ISV in place, the replayed graph and an eager run on the same inputs '
             f'differ bitwise in buffer "{differ[0]}"' + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else "")), output=differ[0])  # fmt: skip
 
     # -- equivalence --------------------------------------------------------------------------------
     def equivalence(self, size: int, env: dict[str, int], label: str, mine: dict[str, dict[str, np.ndarray]]) -> None:
         other = self.cs.schedule_map.get(self.sched.equivalent_to or "")
         if other is None:
-            self.add(None, "equivalence", "not_run", label, f'equivalent_to names the unknown schedule "{self.sched.equivalent_to}"')
+            self.add(None, EQUIVALENCE, "not_run", label, f'equivalent_to names the unknown schedule "{self.sched.equivalent_to}"')
             return
         steps, why = self.plan(other.name, env)
         if why:
-            self.add(None, "equivalence", "not_run", label, f'not run: schedule "{other.name}": {why}')
+            self.add(None, EQUIVALENCE, "not_run", label, f'not run: schedule "{other.name}": {why}')
             return
         touched, written, uses_isv = self.buffers_of(steps)
         my_steps, _ = self.plan(self.sched.name, env)
         _, my_written, _ = self.buffers_of(my_steps)
         common = [n for n in written if n in my_written and n in self.cs.buffer_map and self.cs.buffer_map[n].kind in ("loss", "gradient")]
         if not common:
-            self.add(None, "equivalence", "not_run", label, f'schedules "{self.sched.name}" and "{other.name}" write no common loss or gradient buffer')
+            self.add(None, EQUIVALENCE, "not_run", label, f'schedules "{self.sched.name}" and "{other.name}" write no common loss or gradient buffer')
             return
         shapes = {n: shape_of(self.cs.buffer_map[n].shape, env) for n in touched}
         data = self.initial_data(touched, env, "")
@@ -515,12 +516,12 @@ class ScheduleVerifier:
                     continue
                 cmp = compare(mine[be.name][n], theirs[n].astype(np.float64), self.tol)
                 if not cmp.ok:
-                    self.add(be.name, "equivalence", "fail", label, self.fail_msg(
-                        "VERIFY_EQUIVALENCE", label, f'buffer "{n}" differs from schedule "{other.name}" (declared equivalent) with {cmp.describe()}'),
+                    self.add(be.name, EQUIVALENCE, "fail", label, self.fail_msg(
+                        EQUIVALENCE, label, f'buffer "{n}" differs from schedule "{other.name}" (declared equivalent) with {cmp.describe()}'),
                         output=n, rel_norm_err=_fin(cmp.rel_norm), max_abs_err=_fin(cmp.max_abs))  # fmt: skip
                     break
             else:
-                self.add(be.name, "equivalence", "pass", label, f'{len(common)} loss/gradient buffer(s) equal schedule "{other.name}" within the chain tolerance')
+                self.add(be.name, EQUIVALENCE, "pass", label, f'{len(common)} loss/gradient buffer(s) equal schedule "{other.name}" within the chain tolerance')
 
 
 class _Store:

@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import MASK64, Backend, BackendUnavailable, DeviceError, Graph, StreamGraph, hash_words
+from ._backend import BackendUnavailable, DeviceBackend, DeviceError, Graph, StreamGraph
 from ._helpers import HELPER_THREADS, helper_blocks
-from ._pycuda import _sticky
 
 
-class CupyBackend(Backend):
+class CupyBackend(DeviceBackend):
     name = "cupy"
 
     def __init__(self, helper_cubin: str | None = None, **_: Any):
@@ -34,23 +33,13 @@ class CupyBackend(Backend):
             raise BackendUnavailable(f"CuPy cannot start a CUDA context ({exc})") from None
         self.cp = cupy
         self.rt = cupy.cuda.runtime
-        self._errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
+        self._errors = self._device_errors = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
         self._capture: Any = None
         self._capturing = False
         self._scratch = self.rt.malloc(8)
-        self._helpers: dict[str, Any] = {}
+        self._helpers = {}
         if helper_cubin:
-            try:
-                mod = cupy.RawModule(path=str(helper_cubin))
-                for w in (8, 16, 32, 64):
-                    self._helpers[f"count{w}"] = mod.get_function(f"wireup_count_masked_u{w}")
-                self._helpers["hash"] = mod.get_function("wireup_hash_u32")
-                self._helper_module = mod
-            except self._errors:
-                self._helpers = {}
-
-    def _err(self, exc: Exception, what: str) -> DeviceError:
-        return DeviceError(f"{what}: {exc}", sticky=_sticky(str(exc)), code=type(exc).__name__)
+            self._load_helpers(lambda: cupy.RawModule(path=str(helper_cubin)))
 
     # -- facts ----------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -133,12 +122,6 @@ class CupyBackend(Backend):
         except self._errors as exc:
             raise self._err(exc, f'loading "{path}"') from None
 
-    def get_function(self, module: Any, symbol: str) -> Any:
-        try:
-            return module.get_function(symbol)
-        except self._errors as exc:
-            raise self._err(exc, f'looking up "{symbol}"') from None
-
     def launch(self, fn: Any, grid, block, shared: int, args, meta=None) -> None:
         try:
             if shared > 48 * 1024:
@@ -199,32 +182,3 @@ class CupyBackend(Backend):
         out = np.empty(1, np.uint64)
         self.rt.memcpy(out.ctypes.data, self._scratch, 8, self.rt.memcpyDeviceToHost)
         return int(out[0])
-
-    def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
-        fn = self._helpers.get(f"count{width * 8}")
-        if fn is None or int(ptr) % width:
-            return super().count_masked(ptr, nbytes, width, mask, value)
-        n = int(nbytes) // width
-        if n == 0:
-            return 0
-        t = np.uint64 if width == 8 else np.uint32
-        try:
-            return self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), t(mask), t(value)], n)
-        except self._errors as exc:
-            raise self._err(exc, "the count helper kernel") from None
-
-    def hash(self, ptr: int, nbytes: int) -> int:
-        fn = self._helpers.get("hash")
-        if fn is None or int(ptr) % 4:
-            return super().hash(ptr, nbytes)
-        n = int(nbytes) // 4
-        try:
-            total = self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), np.uint64(0)], n) if n else 0
-        except self._errors as exc:
-            raise self._err(exc, "the hash helper kernel") from None
-        tail = int(nbytes) % 4
-        if tail:
-            last = np.zeros(4, np.uint8)
-            last[:tail] = self.d2h(int(ptr) + int(nbytes) - tail, tail)
-            total = (total + hash_words(last.view(np.uint32), n)) & MASK64
-        return total

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Arg, Backend, DeviceError, Graph, LaunchMeta
+from ._backend import WORD_TYPES, Arg, Backend, DeviceError, Graph, LaunchMeta, count_words
 
 KernelFn = Callable[["EmulatedLaunch"], None]
 _GAP = 1 << 20
@@ -226,7 +226,7 @@ class EmulatedBackend(Backend):
         self._no_capture("a fill")
         width = len(pattern)
         arr, off = self._locate(ptr, width * count)
-        dt = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
+        dt = WORD_TYPES[width]
         region = arr[off : off + width * count]
         if off % width == 0:
             region.view(dt)[:] = np.frombuffer(pattern, dt)[0]
@@ -234,10 +234,8 @@ class EmulatedBackend(Backend):
             region.reshape(count, width)[:] = np.frombuffer(pattern, np.uint8)
 
     def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
-        dt = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[width]
         arr, off = self._locate(ptr, nbytes)
-        w = arr[off : off + nbytes - nbytes % width].view(dt)
-        return int(np.count_nonzero((w & dt(mask)) == dt(value)))
+        return count_words(arr[off : off + nbytes], width, mask, value)
 
     # -- modules and launches -----------------------------------------------------------------------
     def load_module(self, path: str) -> Any:

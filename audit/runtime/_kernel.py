@@ -35,6 +35,10 @@ from ._plan import (
     np_dtype, numel, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim,
 )  # fmt: skip
 from ._reference import ReferenceProblem, call
+from ..verify_checks import (
+    ACCUMULATE, ALL_SKIP, DETERMINISM, DIVISOR_ZERO, FINITE, GRADCHECK, GUARDS, INPUTS_UNMODIFIED, LAUNCH, MASK_ZERO, REFERENCE,
+    UNIT_SCALE, WRITTEN, VerifyCheck,
+)  # fmt: skip
 from ._results import SubjectResult
 from ._session import LaunchFailure, Session
 
@@ -93,14 +97,14 @@ class KernelVerifier:
         self.sizes_run: list[str] = []
 
     # -- records ------------------------------------------------------------------------------------
-    def add(self, backend: str | None, check: str, verdict: str, case: str, message: str, **nums: Any) -> None:
+    def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
         for name, r in self.results.items():
             if backend is None or name == backend:
                 r.add(check, verdict, case, message, **nums)
 
-    def fail_msg(self, rule: str, case: Case | str, what: str) -> str:
+    def fail_msg(self, check: VerifyCheck, case: Case | str, what: str) -> str:
         label = case.label if isinstance(case, Case) else case
-        return f'Kernel "{self.k.name}" fails {rule} at {label}: {what}.'
+        return check.failure("kernel", self.k.name, what, at=label)
 
     def note(self, text: str) -> None:
         for r in self.results.values():
@@ -117,17 +121,17 @@ class KernelVerifier:
                 if self.grad is not None:
                     self.gradcheck(variant)
                 elif self.grad_why:
-                    self.add(None, "gradcheck", "fail", case_label(None, variant, {}, cs=self.cs), self.fail_msg("VERIFY_GRADCHECK", "its gradient check", self.grad_why))
+                    self.add(None, GRADCHECK, "fail", case_label(None, variant, {}, cs=self.cs), self.fail_msg(GRADCHECK, "its gradient check", self.grad_why))
             self.unit_scale()
             self.divisor_zero()
         except LaunchFailure as exc:
             current_backend = getattr(exc, "backend", None)
-            msg = f'Kernel "{self.k.name}" fails VERIFY_LAUNCH_ERROR: {exc}.'
+            msg = LAUNCH.failure("kernel", self.k.name, str(exc))
             for name in self.results:
                 if current_backend is None or name == current_backend:
-                    self.add(name, "launch", "fail", getattr(exc, "case", ""), msg)
+                    self.add(name, LAUNCH, "fail", getattr(exc, "case", ""), msg)
                 else:
-                    self.add(name, "launch", "not_run", "", f"stopped after a launch failure on {current_backend}")
+                    self.add(name, LAUNCH, "not_run", "", f"stopped after a launch failure on {current_backend}")
             if exc.sticky:
                 for r in self.results.values():
                     r.sizes = list(dict.fromkeys(self.sizes_run))
@@ -154,14 +158,14 @@ class KernelVerifier:
         why = size_in_range(self.cs, size)
         label0 = case_label(size, variant, {}, cs=self.cs)
         if why:
-            self.add(None, "reference", "not_run", label0, f"not run at {label0}: {why}")
+            self.add(None, REFERENCE, "not_run", label0, f"not run at {label0}: {why}")
             return
         env0 = make_env(self.cs, size, variant)
         bindings, note = local_bindings(self.cs, self.k, env0, self.s.wiring)
         if note:
             self.note(note)
         if not bindings:
-            self.add(None, "reference", "not_run", label0, f"not run: {note}")
+            self.add(None, REFERENCE, "not_run", label0, f"not run: {note}")
             return
         for lb in bindings:
             self.verify_binding(size, variant, lb)
@@ -227,13 +231,13 @@ class KernelVerifier:
     def verify_binding(self, size: int, variant: dict[str, int], lb: LocalBinding) -> None:
         case = self.base_case(size, variant, lb)
         if isinstance(case, str):
-            self.add(None, "reference", "not_run", case_label(size, variant, lb.values, cs=self.cs), f"not run: {case}")
+            self.add(None, REFERENCE, "not_run", case_label(size, variant, lb.values, cs=self.cs), f"not run: {case}")
             return
         nbytes = sum(numel(case.shapes[p.name]) * np_dtype(p.dtype).itemsize for p in self.k.tensors)
         for be in self.s.backends.values():
             free = be.free_memory()
             if free is not None and nbytes > 0.85 * free:
-                self.add(be.name, "reference", "not_run", case.label, f"not run at {case.label}: needs {nbytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free")
+                self.add(be.name, REFERENCE, "not_run", case.label, f"not run at {case.label}: needs {nbytes / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB free")
                 return
         self.decide_reference(case)
         self.sizes_run.append(case.label.split(" ")[0])
@@ -513,17 +517,17 @@ class KernelVerifier:
     def check_guards(self, be: Backend, arena: Arena, case: Case, run: str) -> None:
         if not arena.guard:
             if run == "A":
-                self.add(be.name, "guards", "not_run", case.label, "guard bands are off (memcheck watches the allocation bounds)")
+                self.add(be.name, GUARDS, "not_run", case.label, "guard bands are off (memcheck watches the allocation bounds)")
             return
         with self.s.phase("checks"):
             damage = arena.guard_damage()
         if damage:
             what = damage[0].describe()
             more = f" (and {len(damage) - 1} more band(s))" if len(damage) > 1 else ""
-            self.add(be.name, "guards", "fail", case.label, self.fail_msg("VERIFY_OUT_OF_BOUNDS", f"{case.label} (run {run})", f"it wrote outside a buffer: {what}{more}"), output=damage[0].buffer)
+            self.add(be.name, GUARDS, "fail", case.label, self.fail_msg(GUARDS, f"{case.label} (run {run})", f"it wrote outside a buffer: {what}{more}"), output=damage[0].buffer)
             arena.restore_guards()
         elif run == "A":
-            self.add(be.name, "guards", "pass", case.label, "guard bands intact")
+            self.add(be.name, GUARDS, "pass", case.label, "guard bands intact")
 
     def check_inputs(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], before: dict[str, int], case: Case) -> bool:
         with self.s.phase("checks"):
@@ -538,9 +542,9 @@ class KernelVerifier:
                 if diff.size:
                     detail = f" ({diff.size} byte(s) changed, first at byte {int(diff[0])})"
             others = f' (and {", ".join(chr(34) + c + chr(34) for c in changed[1:])})' if len(changed) > 1 else ""
-            self.add(be.name, "inputs_unmodified", "fail", case.label, self.fail_msg("VERIFY_INPUT_MODIFIED", case, f'input "{changed[0]}"{others} changed during the launch{detail}'), output=changed[0])
+            self.add(be.name, INPUTS_UNMODIFIED, "fail", case.label, self.fail_msg(INPUTS_UNMODIFIED, case, f'input "{changed[0]}"{others} changed during the launch{detail}'), output=changed[0])
             return True
-        self.add(be.name, "inputs_unmodified", "pass", case.label, "inputs unmodified")
+        self.add(be.name, INPUTS_UNMODIFIED, "pass", case.label, "inputs unmodified")
         return False
 
     def check_reference(self, be: Backend, case: Case, outs: dict[str, np.ndarray], nonfinite: dict[str, int], suffix: str = "",
@@ -548,16 +552,16 @@ class KernelVerifier:
         label = case.label + suffix.replace(" with its optional outputs NULL", ", optional pointers NULL")
         sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
         if case.ref_mode is None:
-            self.add(be.name, "reference", "not_run", label, case.ref_reason or "no reference")
+            self.add(be.name, REFERENCE, "not_run", label, case.ref_reason or "no reference")
             # NaN is never right, reference or not
             bad = [n for n, c in nonfinite.items() if c]
             if bad:
-                self.add(be.name, "finite", "fail", label, self.fail_msg("VERIFY_NAN", label, f'output "{bad[0]}" has {nonfinite[bad[0]]} NaN/Inf element(s)'), output=bad[0])
+                self.add(be.name, FINITE, "fail", label, self.fail_msg(FINITE, label, f'output "{bad[0]}" has {nonfinite[bad[0]]} NaN/Inf element(s)'), output=bad[0])
             return
         try:
             ref = self.reference_of(case) if not null else self.reference_without(case, null)
         except ReferenceProblem as exc:
-            self.add(be.name, "reference", "fail", label, self.fail_msg("VERIFY_REFERENCE", label, f"the float64 reference cannot be evaluated: {exc}"))
+            self.add(be.name, REFERENCE, "fail", label, self.fail_msg(REFERENCE, label, f"the float64 reference cannot be evaluated: {exc}"))
             return
         with self.s.phase("compare"):
             worst: tuple[str, Comparison] | None = None
@@ -580,9 +584,9 @@ class KernelVerifier:
                 if case.rows is not None and nonfinite.get(n) and np.isfinite(want).all() and cmp.status != "nonfinite":
                     nan_fail = nan_fail or (n, f'output "{n}" has {nonfinite[n]} NaN/Inf element(s) outside the sampled rows where the reference rows are finite')
         if nan_fail:
-            self.add(be.name, "finite", "fail", label, self.fail_msg("VERIFY_NAN", label, nan_fail[1]), output=nan_fail[0])
+            self.add(be.name, FINITE, "fail", label, self.fail_msg(FINITE, label, nan_fail[1]), output=nan_fail[0])
         else:
-            self.add(be.name, "finite", "pass", label, "no NaN/Inf")
+            self.add(be.name, FINITE, "pass", label, "no NaN/Inf")
         nums = {}
         if worst is not None:
             c = worst[1]
@@ -592,9 +596,9 @@ class KernelVerifier:
             what = c if isinstance(c, str) else f'output "{n}" has {c.describe()} against the float64 reference{sampled}'
             if not isinstance(c, str):
                 nums = {"rel_norm_err": _finite(c.rel_norm), "max_abs_err": _finite(c.max_abs), "max_rel_err": _finite(c.max_rel)}
-            self.add(be.name, "reference", "fail", label, self.fail_msg("VERIFY_REFERENCE", label, what), output=n, **nums)
+            self.add(be.name, REFERENCE, "fail", label, self.fail_msg(REFERENCE, label, what), output=n, **nums)
         elif not nan_fail:
-            self.add(be.name, "reference", "pass", label, f"matches the float64 reference{sampled}", output=worst[0] if worst else None, **nums)
+            self.add(be.name, REFERENCE, "pass", label, f"matches the float64 reference{sampled}", output=worst[0] if worst else None, **nums)
 
     def check_mask_zero(self, be: Backend, case: Case, outs: dict[str, np.ndarray]) -> None:
         p = self.mask_param
@@ -603,7 +607,7 @@ class KernelVerifier:
         skipped = ~case.valid if case.rows is None else ~case.valid[case.rows]
         if not skipped.any():
             if case.mask_variant == "mixed":
-                self.add(be.name, "mask_zero", "not_run", case.label, "no skipped rows in this case")
+                self.add(be.name, MASK_ZERO, "not_run", case.label, "no skipped rows in this case")
             return
         for n in p.mask.zeroes:
             got = outs.get(n)
@@ -617,11 +621,11 @@ class KernelVerifier:
                 row_ids = np.flatnonzero(skipped) if case.rows is None else case.rows[skipped]
                 first = int(row_ids[nz[0]])
                 mx = float(np.nanmax(np.abs(rows[nz[0]].astype(np.float64)))) if rows.dtype.kind == "f" else float(np.abs(rows[nz[0]]).max())
-                self.add(be.name, "mask_zero", "fail", case.label, self.fail_msg(
-                    "VERIFY_MASK_ZERO", case, f'output "{n}" is not zero on {nz.size} of {int(skipped.sum())} skipped row(s) '
+                self.add(be.name, MASK_ZERO, "fail", case.label, self.fail_msg(
+                    MASK_ZERO, case, f'output "{n}" is not zero on {nz.size} of {int(skipped.sum())} skipped row(s) '
                     f'(label {p.mask.skip_value}; first row {first}, max |value| {mx:.1e})'), output=n)  # fmt: skip
                 return
-        self.add(be.name, "mask_zero", "pass", case.label, "skipped rows are exact zeros")
+        self.add(be.name, MASK_ZERO, "pass", case.label, "skipped rows are exact zeros")
 
     def check_all_skip(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case) -> None:
         p = self.mask_param
@@ -630,25 +634,25 @@ class KernelVerifier:
                 if n in bufs:
                     nz = arena.count_nonzero(bufs[n])
                     if nz:
-                        self.add(be.name, "all_skip", "fail", case.label, self.fail_msg("VERIFY_ALL_SKIP", case, f'output "{n}" has {nz} non-zero element(s) although every row is skipped'), output=n)
+                        self.add(be.name, ALL_SKIP, "fail", case.label, self.fail_msg(ALL_SKIP, case, f'output "{n}" has {nz} non-zero element(s) although every row is skipped'), output=n)
                         return
             for n in self.written_names():
                 nf = arena.count_nonfinite(bufs[n])
                 if nf:
-                    self.add(be.name, "all_skip", "fail", case.label, self.fail_msg("VERIFY_ALL_SKIP", case, f'output "{n}" has {nf} NaN/Inf element(s) when every row is skipped'), output=n)
+                    self.add(be.name, ALL_SKIP, "fail", case.label, self.fail_msg(ALL_SKIP, case, f'output "{n}" has {nf} NaN/Inf element(s) when every row is skipped'), output=n)
                     return
-        self.add(be.name, "all_skip", "pass", case.label, "all-skip batch: zeros and no NaN")
+        self.add(be.name, ALL_SKIP, "pass", case.label, "all-skip batch: zeros and no NaN")
 
     def check_written(self, be: Backend, case: Case, pa: dict[str, int], pb: dict[str, int]) -> set[str]:
         unwritten = {n for n in pa if pa[n] and pb.get(n)}
         if unwritten:
             n = sorted(unwritten)[0]
             total = numel(case.shapes[n])
-            self.add(be.name, "written", "fail", case.label, self.fail_msg(
-                "VERIFY_UNWRITTEN_OUTPUT", case, f'output "{n}" has {min(pa[n], pb[n])} of {total} element(s) never written '
+            self.add(be.name, WRITTEN, "fail", case.label, self.fail_msg(
+                WRITTEN, case, f'output "{n}" has {min(pa[n], pb[n])} of {total} element(s) never written '
                 "(they still hold the poison pattern after two runs)"), output=n)  # fmt: skip
         else:
-            self.add(be.name, "written", "pass", case.label, "every output element written")
+            self.add(be.name, WRITTEN, "pass", case.label, "every output element written")
         return unwritten
 
     def check_determinism(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case,
@@ -658,11 +662,11 @@ class KernelVerifier:
             names = [n for n in self.written_names() if n not in unwritten]
             differ = [n for n in names if arena.hash(bufs[n]) != hashes_a[n]]
         if not differ:
-            self.add(be.name, "determinism", "pass", case.label, "two runs agree bit for bit")
+            self.add(be.name, DETERMINISM, "pass", case.label, "two runs agree bit for bit")
             return
         if nd is None:
-            self.add(be.name, "determinism", "fail", case.label, self.fail_msg(
-                "VERIFY_DETERMINISM", case, f'two runs on identical inputs differ bitwise in output "{differ[0]}" '
+            self.add(be.name, DETERMINISM, "fail", case.label, self.fail_msg(
+                DETERMINISM, case, f'two runs on identical inputs differ bitwise in output "{differ[0]}" '
                 "and the kernel declares no [kernel.nondeterministic] tolerance"), output=differ[0])  # fmt: skip
             return
         with self.s.phase("transfer"):
@@ -672,11 +676,11 @@ class KernelVerifier:
                 continue
             ok, mx, nbad = within(outs_b[n], outs_a[n], nd.rtol, nd.atol)
             if not ok:
-                self.add(be.name, "determinism", "fail", case.label, self.fail_msg(
-                    "VERIFY_DETERMINISM", case, f'two runs differ in output "{n}" by up to {mx:.1e} ({nbad} element(s) beyond '
+                self.add(be.name, DETERMINISM, "fail", case.label, self.fail_msg(
+                    DETERMINISM, case, f'two runs differ in output "{n}" by up to {mx:.1e} ({nbad} element(s) beyond '
                     f"the declared rtol {nd.rtol:g} / atol {nd.atol:g})"), output=n, max_abs_err=mx)  # fmt: skip
                 return
-        self.add(be.name, "determinism", "pass", case.label, f"two runs agree within the declared tolerance (rtol {nd.rtol:g}, atol {nd.atol:g})")
+        self.add(be.name, DETERMINISM, "pass", case.label, f"two runs agree within the declared tolerance (rtol {nd.rtol:g}, atol {nd.atol:g})")
 
     def check_accumulate(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, outs_a: dict[str, np.ndarray]) -> None:
         nd = self.k.nondeterministic
@@ -701,12 +705,12 @@ class KernelVerifier:
             err = np.where(np.isfinite(err), err, np.inf)
             bad = err > bound.reshape(err.shape)
             if bad.any():
-                self.add(be.name, "accumulate", "fail", case.label, self.fail_msg(
-                    "VERIFY_ACCUMULATE", case, f'"{p.name}" does not add to its previous contents: two runs from contents that differ by '
+                self.add(be.name, ACCUMULATE, "fail", case.label, self.fail_msg(
+                    ACCUMULATE, case, f'"{p.name}" does not add to its previous contents: two runs from contents that differ by '
                     f"up to {float(np.abs(d_in).max()):.1e} give results that differ by up to {float(np.abs(d_out[np.isfinite(d_out)]).max() if np.isfinite(d_out).any() else np.nan):.1e} "
                     f"({int(bad.sum())} of {bad.size} element(s) off)"), output=p.name, max_abs_err=_finite(float(err.max())))  # fmt: skip
                 return
-        self.add(be.name, "accumulate", "pass", case.label, "accumulate outputs add to their previous contents")
+        self.add(be.name, ACCUMULATE, "pass", case.label, "accumulate outputs add to their previous contents")
 
     # -- gradient check -----------------------------------------------------------------------------
     def gradcheck(self, variant: dict[str, int]) -> None:
@@ -716,18 +720,18 @@ class KernelVerifier:
             if self.k.dims:
                 bindings, _ = local_bindings(self.cs, self.k, env, self.s.wiring)
                 if not bindings:
-                    self.add(None, "gradcheck", "not_run", label, "no launch binds the kernel's local dims")
+                    self.add(None, GRADCHECK, "not_run", label, "no launch binds the kernel's local dims")
                     return
                 env.update(bindings[0].values)
             try:
                 with self.s.phase("gradcheck"):
                     gc = call(self.grad, self.k.gradcheck, rng=self.s.factory.rng(self.k.name, "gradcheck", label), dims=dict(env))
             except ReferenceProblem as exc:
-                self.add(None, "gradcheck", "fail", label, self.fail_msg("VERIFY_GRADCHECK", label, f"the gradient-check case cannot be built: {exc}"))
+                self.add(None, GRADCHECK, "fail", label, self.fail_msg(GRADCHECK, label, f"the gradient-check case cannot be built: {exc}"))
                 continue
             case = self.grad_case(gc, env, variant, label)
             if isinstance(case, str):
-                self.add(None, "gradcheck", "fail", label, self.fail_msg("VERIFY_GRADCHECK", label, case))
+                self.add(None, GRADCHECK, "fail", label, self.fail_msg(GRADCHECK, label, case))
                 continue
             with self.s.phase("gradcheck"):
                 fds = self.finite_differences(gc, label)
@@ -797,7 +801,7 @@ class KernelVerifier:
                 continue
             got = outs[name].astype(np.float64)
             if not np.isfinite(got).all():
-                self.add(be.name, "gradcheck", "fail", label, self.fail_msg("VERIFY_GRADCHECK", label, f'output "{name}" has NaN/Inf'), output=name)
+                self.add(be.name, GRADCHECK, "fail", label, self.fail_msg(GRADCHECK, label, f'output "{name}" has NaN/Inf'), output=name)
                 return
             g = target.reduced(got).reshape(np.shape(gc.primals[target.primal]))
             kind, data = fds[target.primal]
@@ -810,8 +814,8 @@ class KernelVerifier:
                 worst = max(worst, ratio)
                 if ratio > 1:
                     i = np.unravel_index(int(np.argmax(err / bound)), fd.shape)
-                    self.add(be.name, "gradcheck", "fail", label, self.fail_msg(
-                        "VERIFY_GRADCHECK", label, f'output "{name}" (gradient of "{target.primal}") is {g[i]:.6g} at {list(i)} where '
+                    self.add(be.name, GRADCHECK, "fail", label, self.fail_msg(
+                        GRADCHECK, label, f'output "{name}" (gradient of "{target.primal}") is {g[i]:.6g} at {list(i)} where '
                         f"central differences give {fd[i]:.6g} (max abs error {float(err.max()):.1e})"), output=name, max_abs_err=float(err.max()))  # fmt: skip
                     return
             else:
@@ -822,12 +826,12 @@ class KernelVerifier:
                     bound = GRAD_RTOL * abs(fd) + GRAD_ATOL * gnorm + 1e-12
                     worst = max(worst, err / bound)
                     if err > bound:
-                        self.add(be.name, "gradcheck", "fail", label, self.fail_msg(
-                            "VERIFY_GRADCHECK", label, f'output "{name}" (gradient of "{target.primal}") projects to {an:.6g} on a random '
+                        self.add(be.name, GRADCHECK, "fail", label, self.fail_msg(
+                            GRADCHECK, label, f'output "{name}" (gradient of "{target.primal}") projects to {an:.6g} on a random '
                             f"direction where central differences give {fd:.6g} (relative error {err / max(abs(fd), 1e-300):.1e})"),
                             output=name, max_abs_err=err)  # fmt: skip
                         return
-        self.add(be.name, "gradcheck", "pass", label, f"gradients match central differences (worst {worst:.2f} of the tolerance)")
+        self.add(be.name, GRADCHECK, "pass", label, f"gradients match central differences (worst {worst:.2f} of the tolerance)")
 
     # -- properties ---------------------------------------------------------------------------------
     def property_size(self) -> int | None:
@@ -859,12 +863,12 @@ class KernelVerifier:
             bound = float(prop.get("bound", 100.0))
             sl = self.cs.slot_map.get(str(slot))
             if lb is None or not isinstance(self.k.param(str(inp)), TensorParam) or not isinstance(self.k.param(str(outp)), TensorParam) or sl is None or self.isv_param is None:
-                self.add(None, "unit_scale", "not_run", "", f'the unit_scale property of "{self.k.name}" names an input, output or slot the kernel does not have')
+                self.add(None, UNIT_SCALE, "not_run", "", f'the unit_scale property of "{self.k.name}" names an input, output or slot the kernel does not have')
                 continue
             for m in mags:
                 case = self.base_case(size, {}, lb, extra=f"|{inp}| ~ {m:g}")
                 if isinstance(case, str):
-                    self.add(None, "unit_scale", "not_run", "", f"not run: {case}")
+                    self.add(None, UNIT_SCALE, "not_run", "", f"not run: {case}")
                     continue
                 x = self.s.factory.rng(self.k.name, "unit", m).standard_normal(case.shapes[str(inp)]).astype(np.float32) * np.float32(m)
                 case.inputs[str(inp)] = x
@@ -878,11 +882,11 @@ class KernelVerifier:
                         arena.free_all()
                     big = float(np.max(np.abs(out))) if out.size else 0.0
                     if not np.isfinite(out).all() or big > bound:
-                        self.add(be.name, "unit_scale", "fail", case.label, self.fail_msg(
-                            "VERIFY_UNIT_SCALE", case, f'output "{outp}" is {big:.1e} for "{inp}" of magnitude {m:g} with ISV slot '
+                        self.add(be.name, UNIT_SCALE, "fail", case.label, self.fail_msg(
+                            UNIT_SCALE, case, f'output "{outp}" is {big:.1e} for "{inp}" of magnitude {m:g} with ISV slot '
                             f'"{slot}" holding mean |{inp}| (bound {bound:g})'), output=str(outp), max_abs_err=_finite(big))  # fmt: skip
                     else:
-                        self.add(be.name, "unit_scale", "pass", case.label, f'output "{outp}" is {big:.2e} (bound {bound:g})', max_abs_err=big)
+                        self.add(be.name, UNIT_SCALE, "pass", case.label, f'output "{outp}" is {big:.2e} (bound {bound:g})', max_abs_err=big)
 
     def divisor_zero(self) -> None:
         if self.isv_param is None:
@@ -914,11 +918,11 @@ class KernelVerifier:
                         arena.free_all()
                     bad = [(n, c) for n, c in bad if c]
                     if bad:
-                        self.add(be.name, "divisor_zero", "fail", case.label, self.fail_msg(
-                            "VERIFY_DIVISOR_ZERO", case, f'with ISV slot "{sl.name}" ({sl.role}) at 0, output "{bad[0][0]}" has '
+                        self.add(be.name, DIVISOR_ZERO, "fail", case.label, self.fail_msg(
+                            DIVISOR_ZERO, case, f'with ISV slot "{sl.name}" ({sl.role}) at 0, output "{bad[0][0]}" has '
                             f"{bad[0][1]} NaN/Inf element(s)"), output=bad[0][0])  # fmt: skip
                     else:
-                        self.add(be.name, "divisor_zero", "pass", case.label, f'slot "{sl.name}" at 0 gives no NaN/Inf')
+                        self.add(be.name, DIVISOR_ZERO, "pass", case.label, f'slot "{sl.name}" at 0 gives no NaN/Inf')
 
 
 def _finite(x: float | None) -> float | None:

@@ -15,19 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Backend, BackendUnavailable, DeviceError, Graph, StreamGraph
+from ._backend import BackendUnavailable, DeviceBackend, DeviceError, Graph, StreamGraph
 from ._helpers import HELPER_THREADS, helper_blocks
 
-_STICKY = ("illegal address", "illegal memory", "launch failed", "unspecified launch failure", "misaligned", "illegal instruction",
-           "hardware stack", "launch timeout", "timed out", "exception", "trap", "assert")  # fmt: skip
 
-
-def _sticky(msg: str) -> bool:
-    m = msg.lower()
-    return any(s in m for s in _STICKY)
-
-
-class PyCudaBackend(Backend):
+class PyCudaBackend(DeviceBackend):
     name = "pycuda"
 
     def __init__(self, helper_cubin: str | None = None, **_: Any):
@@ -40,6 +32,7 @@ class PyCudaBackend(Backend):
         except Exception as exc:  # noqa: BLE001 - driver errors of any kind mean no usable device
             raise BackendUnavailable(f"PyCUDA cannot start a CUDA context ({exc})") from None
         self.drv = drv
+        self._device_errors = (drv.Error,)
         self.device = apc.device
         self.context = apc.context
         self.stream = drv.Stream()
@@ -47,20 +40,9 @@ class PyCudaBackend(Backend):
         self._capture: Any = None
         self._capturing = False
         self._scratch = drv.mem_alloc(8)
-        self._helpers: dict[str, Any] = {}
+        self._helpers = {}
         if helper_cubin:
-            try:
-                mod = drv.module_from_file(helper_cubin)
-                for w in (8, 16, 32, 64):
-                    self._helpers[f"count{w}"] = mod.get_function(f"wireup_count_masked_u{w}")
-                self._helpers["hash"] = mod.get_function("wireup_hash_u32")
-                self._helper_module = mod
-            except drv.Error:
-                self._helpers = {}
-
-    def _err(self, exc: Exception, what: str) -> DeviceError:
-        msg = f"{what}: {exc}"
-        return DeviceError(msg, sticky=_sticky(str(exc)), code=type(exc).__name__)
+            self._load_helpers(lambda: drv.module_from_file(helper_cubin))
 
     # -- facts ----------------------------------------------------------------------------------------
     def version(self) -> str:
@@ -165,12 +147,6 @@ class PyCudaBackend(Backend):
         except self.drv.Error as exc:
             raise self._err(exc, f'loading "{path}"') from None
 
-    def get_function(self, module: Any, symbol: str) -> Any:
-        try:
-            return module.get_function(symbol)
-        except self.drv.Error as exc:
-            raise self._err(exc, f'looking up "{symbol}"') from None
-
     def launch(self, fn: Any, grid, block, shared: int, args, meta=None) -> None:
         drv = self.drv
         try:
@@ -241,34 +217,3 @@ class PyCudaBackend(Backend):
         out = np.empty(1, np.uint64)
         drv.memcpy_dtoh(out, int(self._scratch))
         return int(out[0])
-
-    def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
-        fn = self._helpers.get(f"count{width * 8}")
-        if fn is None or int(ptr) % width:
-            return super().count_masked(ptr, nbytes, width, mask, value)
-        n = int(nbytes) // width
-        if n == 0:
-            return 0
-        t = np.uint64 if width == 8 else np.uint32
-        try:
-            return self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), t(mask), t(value)], n)
-        except self.drv.Error as exc:
-            raise self._err(exc, "the count helper kernel") from None
-
-    def hash(self, ptr: int, nbytes: int) -> int:
-        fn = self._helpers.get("hash")
-        if fn is None or int(ptr) % 4:
-            return super().hash(ptr, nbytes)
-        from ._backend import MASK64, hash_words
-
-        n = int(nbytes) // 4
-        try:
-            total = self._run_helper(fn, [np.uint64(int(ptr)), np.uint64(n), np.uint64(0)], n) if n else 0
-        except self.drv.Error as exc:
-            raise self._err(exc, "the hash helper kernel") from None
-        tail = int(nbytes) % 4
-        if tail:
-            last = np.zeros(4, np.uint8)
-            last[:tail] = self.d2h(int(ptr) + int(nbytes) - tail, tail)
-            total = (total + hash_words(last.view(np.uint32), n)) & MASK64
-        return total

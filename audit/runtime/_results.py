@@ -15,31 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# check name -> rule ID (audit/rules/verify.py registers one rule per ID)
-CHECK_RULES = {
-    "reference": "VERIFY_REFERENCE",
-    "written": "VERIFY_UNWRITTEN_OUTPUT",
-    "guards": "VERIFY_OUT_OF_BOUNDS",
-    "inputs_unmodified": "VERIFY_INPUT_MODIFIED",
-    "finite": "VERIFY_NAN",
-    "gradcheck": "VERIFY_GRADCHECK",
-    "mask_zero": "VERIFY_MASK_ZERO",
-    "all_skip": "VERIFY_ALL_SKIP",
-    "unit_scale": "VERIFY_UNIT_SCALE",
-    "divisor_zero": "VERIFY_DIVISOR_ZERO",
-    "accumulate": "VERIFY_ACCUMULATE",
-    "determinism": "VERIFY_DETERMINISM",
-    "chain": "VERIFY_CHAIN",
-    "graph_replay": "VERIFY_GRAPH_REPLAY",
-    "equivalence": "VERIFY_EQUIVALENCE",
-    "timeout": "VERIFY_TIMEOUT",
-    "launch": "VERIFY_LAUNCH_ERROR",
-    "sanitizer_memcheck": "SANITIZER_MEMCHECK",
-    "sanitizer_racecheck": "SANITIZER_RACECHECK",
-    "sanitizer_initcheck": "SANITIZER_INITCHECK",
-    "sanitizer_synccheck": "SANITIZER_SYNCCHECK",
-}
-RULE_CHECKS = {v: k for k, v in CHECK_RULES.items()}
+from ..verify_checks import ANCHORS, VerifyCheck, check_named
+
 
 
 @dataclass
@@ -47,6 +24,8 @@ class CheckRecord:
     """One check of one case: verdict ``pass`` / ``fail`` / ``not_run`` and the numbers behind it.
 
     ``message`` is the finding sentence for a failure, the reason for ``not_run``, a short note for a pass.
+    ``check`` is the name of a check of the catalogue (:mod:`audit.verify_checks`); any other name is an
+    :class:`~audit.verify_checks.UnknownCheck` error, here and where a record crosses the worker boundary.
     """
 
     check: str
@@ -61,9 +40,12 @@ class CheckRecord:
     max_rel_err: float | None = None
     rel_norm_err: float | None = None
 
+    def __post_init__(self) -> None:
+        check_named(self.check)
+
     @property
     def rule(self) -> str:
-        return CHECK_RULES.get(self.check, "VERIFY_REFERENCE")
+        return check_named(self.check).rule
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,13 +89,16 @@ class SubjectResult:
         its reference (kernels) or its reference chain (schedules) at least once; else ``not_run``."""
         if self.failed:
             return "fail"
-        anchor = ("reference", "gradcheck") if self.kind == "kernel" else ("chain",)
+        anchor = {c.name for c in ANCHORS["kernel" if self.kind == "kernel" else "schedule"]}
         if any(c.verdict == "pass" and c.check in anchor for c in self.checks):
             return "pass"
         return "not_run"
 
-    def add(self, check: str, verdict: str, case: str = "", message: str = "", **numbers: Any) -> CheckRecord:
-        rec = CheckRecord(check, verdict, self.subject, self.kind, self.backend, case, message, **numbers)
+    def add(self, check: VerifyCheck, verdict: str, case: str = "", message: str = "", **numbers: Any) -> CheckRecord:
+        """Record one case of ``check`` (an entry of :mod:`audit.verify_checks`, never a bare name)."""
+        if not isinstance(check, VerifyCheck):
+            raise TypeError(f"SubjectResult.add takes a check of audit.verify_checks, not {check!r}")
+        rec = CheckRecord(check.name, verdict, self.subject, self.kind, self.backend, case, message, **numbers)
         self.checks.append(rec)
         return rec
 

@@ -1,14 +1,31 @@
-"""The supervisor: runs a job in worker processes and keeps a hanging or crashing kernel from taking
-wireup down with it.
+"""The one supervisor: runs a job's units in worker processes (:mod:`audit.runtime._worker`) and keeps a
+hanging or crashing kernel from taking wireup down with it. ``verify`` and ``verify_many`` both use it.
 
-A worker reports an event before every launch. When no event arrives for ``timeout`` seconds the kernel
-in flight is hung: the worker's process group is killed, the subject gets a VERIFY_TIMEOUT record naming
-the launch, and a fresh worker continues with the remaining subjects. A worker that dies (a segfault, a
-CUDA error that poisoned its context) gives its subject a VERIFY_LAUNCH_ERROR record with the last
-launch and the tail of its stderr, and is likewise replaced. Under ``--sanitizer`` every worker runs
-inside ``compute-sanitizer``, whose report goes to a log file parsed per worker.
+Each of ``workers`` slots starts a worker (:func:`spawn_worker`, the one place a worker process is
+made) and gives it the next unit when it reports the last one done, so the slots stay busy however
+uneven the units are. Around every unit a watchdog runs:
 
->>> out = run_supervised(job, timeout=60.0, progress=print)     # doctest: +SKIP
+* a hang: no event for ``launch_timeout`` seconds while a launch is in flight, or for ``timeout``
+  seconds otherwise (host work: references, checks). The worker's process group is killed, every subject
+  of the unit not yet reported gets a VERIFY_TIMEOUT record naming what was running, and a fresh worker
+  takes the next unit;
+* a death (a segfault, a context that an illegal address poisoned, a Python exception in the worker):
+  VERIFY_LAUNCH_ERROR records with the last launch and the error or the tail of the worker's stderr;
+  with ``crash_verdict=False`` an internal error (a Python exception) is instead no verdict on the unit
+  (its outcome carries the ``error``). A worker that dies between two units costs the next unit nothing:
+  it runs again on a fresh worker;
+* retirement: a unit that reports its context ``lost`` (a sticky CUDA error, a write past the guard
+  bands) ends its worker, and the next unit runs on a fresh one;
+* the context-lost retry: a sticky CUDA error outside a unit's launches, in wireup's own device work,
+  cannot be pinned on the unit (an earlier unit may have corrupted the worker): the unit runs again on a
+  fresh worker, and only a second such error there is its VERIFY_LAUNCH_ERROR.
+
+A worker that cannot start (no backend, a plugin that cannot be loaded, no answer) is an
+:class:`~audit.errors.EnvironmentProblem`. Under ``--sanitizer`` ``wrapper(n)`` gives the n-th worker a
+command prefix (compute-sanitizer) and its log file. Leaving early (Ctrl-C) kills every worker.
+
+>>> out = supervise(job, workers=2, timeout=60.0, launch_timeout=10.0, progress=print)   # doctest: +SKIP
+>>> out.outcomes[0].results                                                             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -16,33 +33,67 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import EnvironmentProblem
+from ..verify_checks import LAUNCH, TIMEOUT, VerifyCheck
 from ._results import EnvironmentInfo, SubjectResult
-from ._session import JobSpec
 from ._worker_lifetime import supervised_env, track, workers_die_with_supervisor
 
 STDERR_TAIL = 1500
+Progress = Callable[[dict[str, Any]], None]
+Wrapper = Callable[[int], tuple[list[str], Path | None]]
+
+
+@dataclass
+class UnitOutcome:
+    """What became of one unit: its results, how long it took, notes, and the internal error that kept it
+    from a verdict (``crash_verdict=False`` only)."""
+
+    results: list[SubjectResult] = field(default_factory=list)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
 
 
 @dataclass
 class SupervisedRun:
-    results: list[SubjectResult] = field(default_factory=list)
+    """Every unit's outcome (by index) and what the workers reported about themselves."""
+
+    outcomes: dict[int, UnitOutcome] = field(default_factory=dict)
     environments: dict[str, EnvironmentInfo] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     sanitizer_logs: list[Path] = field(default_factory=list)
-    restarts: int = 0
+
+
+def failed_rules(results: Sequence[SubjectResult]) -> list[str]:
+    """Rule IDs of the failed checks, in first-seen order (what a progress line shows)."""
+    return list(dict.fromkeys(c.rule for r in results for c in r.failed))
+
+
+def locked(fn: Progress) -> Progress:
+    """``fn`` behind a lock: the slots report from several threads."""
+    lock = threading.Lock()
+
+    def call(ev: dict[str, Any]) -> None:
+        with lock:
+            fn(ev)
+
+    return call
+
+
+# -- worker processes ---------------------------------------------------------------------------------
 
 
 def _reader(stream, q: queue.Queue) -> None:
@@ -77,152 +128,354 @@ def _tail(path: Path) -> str:
     return " | ".join(lines[-6:])[-STDERR_TAIL:]
 
 
-@workers_die_with_supervisor
-def run_supervised(
-    job: JobSpec,
-    timeout: float,
-    progress: Callable[[dict[str, Any]], None] | None = None,
-    wrapper: Callable[[int], tuple[list[str], Path | None]] | None = None,
-    python: str | None = None,
-    workdir: Path | None = None,
-) -> SupervisedRun:
-    """Verify ``job`` in workers (see the module docstring); ``wrapper(n)`` gives a command prefix and log
-    file for the n-th worker (compute-sanitizer)."""
-    progress = progress or (lambda ev: None)
-    out = SupervisedRun()
-    remaining = [list(s) for s in job.subjects]
-    per_subject = len(job.backends)
-    tmp = Path(tempfile.mkdtemp(prefix="wireup-verify-", dir=workdir))
-    attempt = 0
+def spawn_worker(job_file: Path, err_file: Path, cwd: str, prefix: Sequence[str] = ()) -> subprocess.Popen:
+    """Start one worker process (``python -m audit.runtime._worker JOB.json``, behind ``prefix`` such as
+    compute-sanitizer) in a session of its own, so that killing its process group ends everything it
+    started. The one place wireup makes a worker process."""
     env = dict(os.environ)
     pkg_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("PYTHONUNBUFFERED", "1")
-    env = supervised_env(env)
-    while remaining:
-        attempt += 1
-        before = len(remaining)
-        part = JobSpec.from_dict({**job.to_dict(), "subjects": remaining})
-        job_file = tmp / f"job-{attempt}.json"
-        job_file.write_text(json.dumps(part.to_dict()))
-        err_file = tmp / f"worker-{attempt}.stderr"
-        prefix, log = wrapper(attempt) if wrapper else ([], None)
-        if log is not None:
-            out.sanitizer_logs.append(log)
-        cmd = [*prefix, python or sys.executable, "-m", "audit.runtime._worker", str(job_file)]
-        with open(err_file, "wb") as errfh:
-            proc = track(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errfh, cwd=job.root, env=env, start_new_session=True))
-        q: queue.Queue = queue.Queue()
-        threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True).start()
-        current: list[str] | None = None
-        done_for: dict[str, int] = {}
-        last_event = time.monotonic()
-        last_launch = "starting the worker"
-        started_any = False
-        timed_out = False
-        crash: str | None = None
-        poisoned: str | None = None
-        unavailable: str | None = None
+    env = supervised_env(env)  # the worker leaves when this process dies (audit/runtime/_worker_lifetime.py)
+    with open(err_file, "ab") as errfh:
+        return track(subprocess.Popen(
+            [*prefix, sys.executable, "-m", "audit.runtime._worker", str(job_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=errfh, cwd=cwd, env=env, start_new_session=True,
+        ))  # fmt: skip
+
+
+class _Worker:
+    """One worker process and the queue its reader thread fills with its events."""
+
+    def __init__(self, proc: subprocess.Popen, err_file: Path):
+        self.proc = proc
+        self.err_file = err_file
+        self.events: queue.Queue = queue.Queue()
+        threading.Thread(target=_reader, args=(proc.stdout, self.events), daemon=True).start()
+        self.started = False  # "hello" seen
+
+    def send(self, index: int) -> bool:
+        try:
+            self.proc.stdin.write(f"{index}\n".encode())
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            _kill(self.proc)
+            return
+        if self.proc.poll() is not None:
+            return
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            _kill(self.proc)
+
+    def leftover(self) -> list[dict[str, Any]]:
+        """Events still queued after the worker stopped (its ``bye``)."""
+        out = []
         while True:
             try:
-                ev = q.get(timeout=0.25)
+                ev = self.events.get(timeout=0.5 if self.proc.poll() is not None else 0)
             except queue.Empty:
-                ev = None
-                if time.monotonic() - last_event > timeout:
-                    timed_out = True
-                    _kill(proc)
-                    break
-                if proc.poll() is not None and q.empty():
-                    # the reader thread posts None at EOF; give it a moment
-                    try:
-                        ev = q.get(timeout=2.0)
-                    except queue.Empty:
-                        break
-                    if ev is None:
-                        break
-                else:
-                    continue
+                return out
             if ev is None:
+                return out
+            out.append(ev)
+
+
+# -- supervising ----------------------------------------------------------------------------------------
+
+
+@workers_die_with_supervisor
+def supervise(
+    job: dict[str, Any],
+    workers: int = 1,
+    timeout: float = 60.0,
+    launch_timeout: float | None = None,
+    progress: Progress | None = None,
+    wrapper: Wrapper | None = None,
+    crash_verdict: bool = True,
+    workdir: Path | None = None,
+) -> SupervisedRun:
+    """Run every unit of ``job`` in supervised workers (see the module docstring); ``launch_timeout``
+    defaults to ``timeout``. Progress events: the workers' own (with ``unit`` and ``worker``), and
+    ``unit_start``, ``unit_done`` (``seconds``, ``failed`` rule IDs, or None and ``error``), ``retry`` and
+    ``timeout`` (``subject``, ``what``)."""
+    state = _Supervision(job, timeout, launch_timeout if launch_timeout is not None else timeout, locked(progress or (lambda ev: None)),
+                         wrapper, crash_verdict, workdir)  # fmt: skip
+    return state.run(max(1, min(workers, len(job["units"]) or 1)))
+
+
+class _Supervision:
+    """The supervisor's shared state; :meth:`drive` runs one worker slot."""
+
+    def __init__(self, job: dict[str, Any], timeout: float, launch_timeout: float, progress: Progress, wrapper: Wrapper | None,
+                 crash_verdict: bool, workdir: Path | None):  # fmt: skip
+        self.job, self.units, self.backends = job, job["units"], list(job["base"]["backends"])
+        self.timeout, self.launch_timeout, self.progress = timeout, launch_timeout, progress
+        self.wrapper, self.crash_verdict = wrapper, crash_verdict
+        self.tmp = Path(tempfile.mkdtemp(prefix="wireup-verify-", dir=workdir))
+        self.job_file = self.tmp / "job.json"
+        self.job_file.write_text(json.dumps(job))
+        self.out = SupervisedRun()
+        self.fatal: list[str] = []
+        self.live: set[_Worker] = set()  # running workers, killed if the supervisor is interrupted
+        self.retried: set[int] = set()  # units run again on a fresh worker (a context lost outside their launches, a death between units)
+        self.spawned = 0
+        self.stopping = False
+        self.lock = threading.Lock()
+
+    def run(self, slots: int) -> SupervisedRun:
+        pending: queue.Queue = queue.Queue()
+        for i in range(len(self.units)):
+            pending.put(i)
+        threads = [threading.Thread(target=self.drive, args=(slot, pending), daemon=True) for slot in range(slots)]
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            self.stopping = True  # leaving early (Ctrl-C, SIGTERM): no new units, no worker left behind
+            for w in list(self.live):
+                w.stop(kill=True)
+            shutil.rmtree(self.tmp, ignore_errors=True)  # job file and worker stderr: what mattered is in the records
+        if self.fatal:
+            raise EnvironmentProblem(self.fatal[0])
+        return self.out
+
+    # -- workers of a slot --------------------------------------------------------------------------------
+    def start(self, slot: int) -> _Worker:
+        with self.lock:
+            self.spawned += 1
+            n = self.spawned
+        prefix, log = self.wrapper(n) if self.wrapper else ([], None)
+        if log is not None:
+            with self.lock:
+                self.out.sanitizer_logs.append(log)
+        err = self.tmp / f"worker-{slot}-{n}.stderr"
+        worker = _Worker(spawn_worker(self.job_file, err, self.job["base"]["root"], prefix), err)
+        self.live.add(worker)
+        return worker
+
+    def retire(self, worker: _Worker, kill: bool) -> None:
+        worker.stop(kill=kill)
+        self.live.discard(worker)
+        for ev in worker.leftover():
+            self.absorb(ev)
+
+    def absorb(self, ev: dict[str, Any]) -> None:
+        """Keep what a worker says about itself: its environment and its timing."""
+        with self.lock:
+            if ev.get("event") == "hello":
+                self.out.environments.update({n: EnvironmentInfo.from_dict(e) for n, e in ev.get("environments", {}).items()})
+            elif ev.get("event") == "bye":
+                for k, v in ev.get("timing", {}).items():
+                    self.out.timing[k] = self.out.timing.get(k, 0.0) + float(v)
+
+    def finish(self, i: int, outcome: UnitOutcome, slot: int) -> None:
+        with self.lock:
+            self.out.outcomes[i] = outcome
+        failed = None if outcome.error else failed_rules(outcome.results)
+        ev = {"event": "unit_done", "unit": self.units[i]["id"], "worker": slot, "seconds": outcome.seconds, "failed": failed}
+        self.progress({**ev, "error": outcome.error} if outcome.error else ev)
+
+    def again(self, i: int, pending: queue.Queue) -> bool:
+        """Queue unit ``i`` once more (for a fresh worker); False when it already had its second chance."""
+        with self.lock:
+            if i in self.retried:
+                return False
+            self.retried.add(i)
+        pending.put(i)
+        return True
+
+    def drive(self, slot: int, pending: queue.Queue) -> None:
+        worker: _Worker | None = None
+        while not self.fatal and not self.stopping:
+            try:
+                i = pending.get_nowait()
+            except queue.Empty:
                 break
-            last_event = time.monotonic()
+            if worker is None:
+                worker = self.start(slot)
+            unit = self.units[i]
+            self.progress({"event": "unit_start", "unit": unit["id"], "worker": slot})
+            t0 = time.perf_counter()
+            w = _Watch(self, worker, i, slot)
+            outcome = w.follow()
+            seconds = time.perf_counter() - t0
+            # a worker that answered leaves by itself (stdin closed): under compute-sanitizer its log is
+            # complete only then; one that hung or died is killed
+            if outcome == "retry":  # the context was lost outside its launches: once more, on a fresh worker
+                self.retire(worker, kill=False)
+                worker = None
+                self.again(i, pending)
+                continue
+            if outcome == "done":
+                self.finish(i, UnitOutcome(w.results, w.seconds), slot)
+                if w.lost:  # the unit lost the context or wrote past its buffers: a fresh worker takes over
+                    self.retire(worker, kill=False)
+                    worker = None
+                continue
+            started = worker.started
+            self.retire(worker, kill=True)
+            code = worker.proc.returncode  # its own exit status where it died before the kill
+            err = _tail(worker.err_file)
+            worker = None
+            if outcome == "fatal":
+                break
+            if not started:
+                detail = w.crash or err or (f"exit code {code}" if outcome == "died" else f"no answer within {self.timeout:g} s")
+                self.fatal.append(f"wireup's verification worker failed before verifying anything ({detail.splitlines()[0]}).")
+                break
+            why = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
+            if outcome == "died" and not w.in_unit and not w.crash:
+                # it died before it took the unit up (after the one before): not the unit's doing
+                with self.lock:
+                    self.out.notes.append(f"a worker exited ({why}) between units: {err}" if err else f"a worker exited ({why}) between units")
+                if self.again(i, pending):
+                    continue
+            if w.crash and not self.crash_verdict:  # wireup itself failed (a Python exception in the worker): no verdict
+                self.finish(i, UnitOutcome(w.results, seconds, [f"internal error: {w.crash}"], error=w.crash), slot)
+                continue
+            if outcome == "timeout":
+                limit = self.launch_timeout if w.in_launch else self.timeout
+                self.progress({"event": "timeout", "unit": unit["id"], "subject": w.subject, "what": w.what, "worker": slot})
+                self.finish(i, self.failed(i, w, TIMEOUT, f"no progress for {limit:g} s during {w.what}; the worker was killed and restarted", seconds, "timeout"), slot)
+                continue
+            detail = (w.crash.splitlines() or [""])[0] or err
+            what = f"the worker died ({why}) during {w.what}" + (f" ({detail})" if detail else "")
+            self.finish(i, self.failed(i, w, LAUNCH, what, seconds, "died"), slot)
+        if worker is not None:
+            self.retire(worker, kill=False)
+
+    def failed(self, i: int, w: _Watch, check: VerifyCheck, what: str, seconds: float, note: str) -> UnitOutcome:
+        """The unit's outcome after its worker was lost: what it reported, and one failed ``check`` record
+        per backend for every subject it had not reported."""
+        res = list(w.results)
+        done = {(r.kind, r.subject, r.backend) for r in res}
+        for kind, name in self.units[i]["subjects"]:
+            for b in self.backends:
+                if (kind, name, b) not in done:
+                    r = SubjectResult(name, kind, b)
+                    r.add(check, "fail", "", check.failure(kind, name, what))
+                    res.append(r)
+        return UnitOutcome(res, seconds, [note])
+
+
+class _Watch:
+    """Follows one unit on one worker: sends it, reads the worker's events until the unit is done, the
+    worker hangs, dies or cannot start (the watchdog), and keeps what the unit reported."""
+
+    def __init__(self, sup: _Supervision, worker: _Worker, i: int, slot: int):
+        self.sup, self.worker, self.i, self.slot = sup, worker, i, slot
+        self.unit = sup.units[i]
+        self.what = f'starting "{self.unit["id"]}"' if worker.started else "starting the worker"
+        self.subject = ""
+        self.in_unit = False  # "unit_start" seen
+        self.in_launch = False
+        self.crash = ""
+        self.results: list[SubjectResult] = []
+        self.seconds = 0.0
+        self.lost = False
+
+    def follow(self) -> str:
+        """"done", "retry", "timeout", "died" or "fatal"."""
+        sup, worker = self.sup, self.worker
+        if not worker.send(self.i):
+            return "died"
+        last = time.monotonic()
+        while True:
+            try:
+                ev = worker.events.get(timeout=0.25)
+            except queue.Empty:
+                limit = sup.launch_timeout if self.in_launch else sup.timeout
+                if time.monotonic() - last > limit:
+                    return "timeout"
+                if worker.proc.poll() is None:
+                    continue
+                try:  # the reader thread posts None at EOF; give it a moment
+                    ev = worker.events.get(timeout=2.0)
+                except queue.Empty:
+                    return "died"
+            if ev is None:  # the worker's stdout closed
+                return "died"
+            last = time.monotonic()
             kind = ev.get("event")
             if kind == "hello":
-                for n, e in ev.get("environments", {}).items():
-                    out.environments[n] = EnvironmentInfo.from_dict(e)
-            elif kind == "subject_start":
-                current = [ev["kind"], ev["subject"]]
-                started_any = True
-                last_launch = f'starting "{ev["subject"]}"'
-            elif kind == "launch":
-                last_launch = ev.get("what", last_launch)
-            elif kind == "launched":
-                # the launch finished: a hang from here on is host work (a reference, a check)
-                if not last_launch.startswith("host work after "):
-                    last_launch = "host work after " + last_launch
-            elif kind == "subject_done":
-                r = SubjectResult.from_dict(ev["result"])
-                out.results.append(r)
-                key = f"{r.kind}:{r.subject}"
-                done_for[key] = done_for.get(key, 0) + 1
-                if done_for[key] >= per_subject and [r.kind, r.subject] in remaining:
-                    remaining.remove([r.kind, r.subject])
-                    current = None
-            elif kind == "poisoned":
-                poisoned = ev.get("reason", "")
+                worker.started = True
+                sup.absorb(ev)
             elif kind == "bye":
-                for k, v in ev.get("timing", {}).items():
-                    out.timing[k] = out.timing.get(k, 0.0) + float(v)
-            elif kind == "crash":
-                crash = ev.get("error", "") + "\n" + ev.get("traceback", "")
+                sup.absorb(ev)
             elif kind == "unavailable":
-                unavailable = f'{ev.get("backend")} backend: {ev.get("reason")}'
-            progress(ev)
-        if proc.poll() is None:
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-        code = proc.returncode
-        if unavailable:
-            raise EnvironmentProblem(f"wireup verify could not start the {unavailable}.")
-        if timed_out and current is not None:
-            name = current[1]
-            what = "Kernel" if current[0] == "kernel" else "Schedule"
-            msg = f'{what} "{name}" fails VERIFY_TIMEOUT: no progress for {timeout:g} s during {last_launch}; the worker was killed and restarted.'
-            for b in job.backends:
-                r = SubjectResult(name, current[0], b)
-                r.add("timeout", "fail", "", msg)
-                out.results.append(r)
-            remaining.remove(current)
-            out.restarts += 1
-            progress({"event": "timeout", "subject": name, "what": last_launch})
-            continue
-        if current is not None:
-            # the worker died inside a subject: a crash or a poisoned context
-            name = current[1]
-            what = "Kernel" if current[0] == "kernel" else "Schedule"
-            why = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
-            detail = (crash.strip().splitlines()[0] if crash else "") or _tail(err_file)
-            msg = f'{what} "{name}" fails VERIFY_LAUNCH_ERROR: the worker died ({why}) during {last_launch}' + (f" ({detail})" if detail else "") + "."
-            have = {r.backend for r in out.results if r.subject == name and r.kind == current[0]}
-            for b in job.backends:
-                if b in have:
-                    continue
-                r = SubjectResult(name, current[0], b)
-                r.add("launch", "fail", "", msg)
-                out.results.append(r)
-            if current in remaining:
-                remaining.remove(current)
-            out.restarts += 1
-            continue
-        if remaining and not started_any:
-            detail = (crash or "").strip() or _tail(err_file) or f"exit code {code}"
-            raise EnvironmentProblem(f"wireup verify's worker failed before verifying anything ({detail.splitlines()[0] if detail else code}).")
-        if remaining and poisoned is None and code not in (0, 3, 86):
-            out.notes.append(f"a worker exited with code {code} between subjects: {_tail(err_file)}")
-        if poisoned:
-            out.restarts += 1
-        if remaining and len(remaining) == before:
-            detail = (crash or "").strip() or _tail(err_file) or f"exit code {code}"
-            raise EnvironmentProblem(f"wireup verify's worker stopped without verifying anything ({detail.splitlines()[0]}).")
+                sup.fatal.append(f'wireup could not start the {ev.get("backend")} backend: {ev.get("reason")}.')
+                return "fatal"
+            elif kind == "crash":
+                self.crash = ev.get("error", "")
+            elif kind == "unit_start":
+                self.in_unit = True
+                continue
+            elif kind == "subject_start":
+                self.subject = ev.get("subject", "")
+                self.what = f'starting "{self.subject}"'
+            elif kind == "launch":
+                self.in_launch, self.what = True, ev.get("what", self.what)
+            elif kind == "launched":
+                # the launch finished: a hang from here on is host work (a reference, a check), under ``timeout``
+                self.in_launch = False
+                if not self.what.startswith("host work after "):
+                    self.what = "host work after " + self.what
+            elif kind == "subject_done":
+                self.results.append(SubjectResult.from_dict(ev["result"]))
+            elif kind == "unit_done" and ev.get("index") == self.i:
+                if ev.get("suspect") and self.i not in sup.retried:
+                    self.sup.progress({"event": "retry", "unit": self.unit["id"], "worker": self.slot, "what": ev["suspect"]})
+                    return "retry"
+                self.seconds = float(ev.get("seconds", 0.0))
+                self.lost = bool(ev.get("lost"))
+                return "done"
+            if kind not in ("unit_start", "unit_done"):
+                sup.progress({**ev, "unit": self.unit["id"], "worker": self.slot})
+
+
+# -- in process ---------------------------------------------------------------------------------------------
+
+
+def run_in_process(job: dict[str, Any], cs: Any, cfg: Any, progress: Progress | None = None,
+                   emulated: Sequence[Mapping[str, Any] | None] | None = None) -> SupervisedRun:  # fmt: skip
+    """Run every unit here, one after the other, with the worker's own body (the emulated backend only:
+    numpy memory has no context to lose, and nothing can hang it for good); ``emulated[i]`` are the stand-in
+    kernels of unit ``i``. The same progress events as :func:`supervise`."""
+    from ._worker import UnitRunner
+
+    progress = progress or (lambda ev: None)
+    out = SupervisedRun()
+
+    def emit(ev: dict[str, Any]) -> None:
+        if ev.get("event") == "hello":
+            out.environments.update({n: EnvironmentInfo.from_dict(e) for n, e in ev["environments"].items()})
+        progress(ev)
+
+    t0 = time.perf_counter()
+    runner = UnitRunner(job, emit, cs, cfg)
+    if not runner.open():
+        raise EnvironmentProblem("wireup could not start the verification backend.")
+    try:
+        for i, unit in enumerate(job["units"]):
+            progress({"event": "unit_start", "unit": unit["id"]})
+            t = time.perf_counter()
+            res, _lost = runner.run(unit, (emulated or [None] * (i + 1))[i])  # a fresh emulated backend per unit: nothing to retire
+            out.outcomes[i] = UnitOutcome(res, time.perf_counter() - t)
+            progress({"event": "unit_done", "unit": unit["id"], "seconds": out.outcomes[i].seconds, "failed": failed_rules(res)})
+    finally:
+        runner.close()
+    out.timing = {**runner.timing, "total": time.perf_counter() - t0}
+    progress({"event": "bye", "timing": out.timing})
     return out

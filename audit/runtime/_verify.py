@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import EnvironmentProblem, UsageError
 from ..findings import CheckResult, NotRun
 from ._plan import DEFAULT_CHAIN_SIZES, DEFAULT_SIZES
-from ._results import CHECK_RULES, CheckRecord, SubjectResult, VerifyRun
+from ..verify_checks import SANITIZER_CHECKS
+from ._results import CheckRecord, SubjectResult, VerifyRun
 from ._session import JobSpec
 
 SANITIZER_TIMEOUT_FACTOR = 20
@@ -132,7 +133,7 @@ def verify(
     subjects = select_subjects(cs, kernels, schedules)
     timing: dict[str, float] = {}
     use_emulated = emulated is not None or "emulated" in backends
-    if sanitizer is not None and sanitizer not in ("memcheck", "racecheck", "initcheck", "synccheck"):
+    if sanitizer is not None and sanitizer not in SANITIZER_CHECKS:
         raise UsageError(f'--sanitizer "{sanitizer}" is not a compute-sanitizer tool; the tools are "memcheck", "racecheck", "initcheck" and "synccheck".')
     sanitizer_exe = None
     if use_emulated:
@@ -182,29 +183,15 @@ def verify(
     )  # fmt: skip
     if in_process is None:
         in_process = use_emulated and not plugins
+    # one unit per subject: the watchdog judges each kernel and schedule on its own
+    units = [{"id": f"{kind}:{name}", "subjects": [[kind, name]]} for kind, name in subjects]
+    work = {"base": job.to_dict(), "units": units, "first_failure": False}
     if in_process:
-        from ._emulated import EmulatedBackend
-        from ._runner import run_job
+        from ._supervisor import run_in_process
 
-        bes = None
-        if use_emulated:
-            bes = {"emulated": EmulatedBackend(kernels=dict(emulated or {}))}
-        envs: dict[str, Any] = {}
-
-        def emit(ev: dict[str, Any]) -> None:
-            if ev.get("event") == "hello":
-                envs.update(ev["environments"])
-            if ev.get("event") == "bye":
-                for k2, v in ev.get("timing", {}).items():
-                    timing[k2] = timing.get(k2, 0.0) + float(v)
-            progress(ev)
-
-        run.results = run_job(job, emit, backends=bes, cs=cs, cfg=cfg)
-        from ._results import EnvironmentInfo
-
-        run.environments = {n: EnvironmentInfo.from_dict(e) for n, e in envs.items()}
+        sup = run_in_process(work, cs, cfg, progress, [dict(emulated or {})] * len(units))
     else:
-        from ._supervisor import run_supervised
+        from ._supervisor import supervise
 
         wrapper = None
         if sanitizer:
@@ -218,16 +205,16 @@ def verify(
                 return sanitizer_command(sanitizer, sanitizer_exe, log), log
 
         factor = SANITIZER_TIMEOUT_FACTOR if sanitizer else 1
-        sup = run_supervised(job, timeout * factor, progress, wrapper)
-        run.results = sup.results
-        run.environments = sup.environments
-        for k2, v in sup.timing.items():
-            timing[k2] = timing.get(k2, 0.0) + v
-        run.notes.extend(sup.notes)
-        if sanitizer:
-            add_sanitizer_records(run, sanitizer, sup.sanitizer_logs, modules, names)
-            if not any(c.verdict == "fail" and c.check.startswith("sanitizer_") for r in run.results for c in r.checks):
-                shutil.rmtree(logdir, ignore_errors=True)  # nothing to look at: keep only the logs of reports
+        sup = supervise(work, workers=1, timeout=timeout * factor, progress=progress, wrapper=wrapper)
+    run.results = [r for i in range(len(units)) for r in sup.outcomes[i].results]
+    run.environments = sup.environments
+    for k2, v in sup.timing.items():
+        timing[k2] = timing.get(k2, 0.0) + v
+    run.notes.extend(sup.notes)
+    if sanitizer and not in_process:
+        add_sanitizer_records(run, sanitizer, sup.sanitizer_logs, modules, names)
+        if not any(c.verdict == "fail" and c.check == SANITIZER_CHECKS[sanitizer].name for r in run.results for c in r.checks):
+            shutil.rmtree(logdir, ignore_errors=True)  # nothing to look at: keep only the logs of reports
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
 
@@ -267,8 +254,7 @@ def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: 
             continue
     names = {k: [x for x in v.get("names", []) if x] for k, v in modules.items()}
     by_kernel = attribute(reports, names)
-    check = f"sanitizer_{tool}"
-    rule = CHECK_RULES[check]
+    check = SANITIZER_CHECKS[tool]
     kernels_run = [r.subject for r in run.results if r.kind == "kernel"]
     launched = set(kernels_run) | {k for k in names if any(r.kind == "schedule" for r in run.results)}
     for k in sorted(launched):
@@ -281,7 +267,7 @@ def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: 
                 target = SubjectResult(k, "kernel", b)
                 run.results.append(target)
             if reps:
-                target.add(check, "fail", "", f'Kernel "{k}" fails {rule}: {describe(tool, reps)}.')
+                target.add(check, "fail", "", check.failure("kernel", k, describe(tool, reps)))
             else:
                 target.add(check, "pass", "", f"compute-sanitizer {tool}: no reports")
     if by_kernel.get(""):

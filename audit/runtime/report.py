@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
+from ..verify_checks import CHAIN, REFERENCE
+
 
 class Progress:
     """Progress callback: one line per compiled source and per verified subject, on ``stream``."""
@@ -38,7 +40,7 @@ class Progress:
 
 
 def _max_rel(checks: list[Any]) -> float | None:
-    vals = [c.rel_norm_err for c in checks if c.verdict in ("pass", "fail") and c.check in ("reference", "chain") and c.rel_norm_err is not None]
+    vals = [c.rel_norm_err for c in checks if c.verdict in ("pass", "fail") and c.check in (REFERENCE.name, CHAIN.name) and c.rel_norm_err is not None]
     return max(vals) if vals else None
 
 
