@@ -36,7 +36,6 @@ from ..graph import Wiring
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
 from ..shapes import bind_local_dims, value_at
 from .filters import anchor, format_bytes
-from .filters import format_error as format_error  # re-exported: older templates and callers use it
 from .history import FileHistory, GitHistory
 from .prototype import c_prototype
 from .views import (

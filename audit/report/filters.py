@@ -88,8 +88,6 @@ def err(x: Any) -> str:
         return str(x)
 
 
-format_error = err
-
 
 def errors(outcome: Any) -> str:
     """An outcome's max abs / max rel / rel norm errors, "—" for one it lacks; "" when it has none.

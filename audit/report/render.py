@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
 from .filters import FILTERS, ICONS
