@@ -445,6 +445,19 @@ def test_collect_report_shows_the_facts_it_is_given(tmp_path: Path, no_nvcc: Non
     assert report.rules_ran == len(run.result.ran)
 
 
+def test_a_launcher_scan_that_did_not_run_judges_no_kernel(tmp_path: Path, no_nvcc: None) -> None:
+    """Globs that match no file: the launcher rules did not run, so no kernel is called dead code for it."""
+    root = copy_project(tmp_path)
+    (root / "wireup.toml").write_text((root / "wireup.toml").read_text() + 'launchers = ["crates/**/*.rs"]\n')
+    text = render(root, history=False)
+    assert (
+        'Launcher globs `crates/**/*.rs`: the scan did not run (the launcher globs "crates/\\*\\*/\\*.rs" match no file '
+        "under the project root), so no kernel was judged by its host references."
+    ) in text
+    assert "dead code" not in text and "**Host references:**" not in text
+    assert "| `NO_LAUNCHER` | the launcher globs" in text  # the same reason, from the same check run
+
+
 # ---------------------------------------------------------------------------------------------------
 # git history: stable once committed
 
