@@ -27,8 +27,9 @@ from audit.evidence import CheckOutcome, EvidenceRecord, kernel_source_hash, wri
 from audit.hashing import contract_hash
 from audit.report import ReportOptions, c_prototype, collect_report, render_report
 from audit.findings import NotRun
-from audit.report.collect import check_matrix, phase_sort_key, split_case
+from audit.report.collect import phase_sort_key
 from audit.report.filters import cell_mark
+from audit.report.matrix import check_matrix, split_case
 from audit.report.render import md, report_diff
 from audit.report.views import CheckRow, MatrixCell
 

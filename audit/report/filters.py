@@ -1,9 +1,9 @@
-"""Formatting for the report's templates: every value reaches the page through one of these filters.
+"""Formatting of values for the report's templates: numbers, marks and anchors.
 
-Markdown templates pass contract-provided text through :func:`md` (prose, table cells), :func:`code`
-(inline code) or :func:`fence` (blocks); HTML templates autoescape. Numbers and marks have their own
-filters (:func:`err`, :func:`format_bytes`, :func:`icon`, :func:`verdict_mark`, :func:`cell_mark`) so that
-a template never formats a value by hand.
+Contract-provided text goes through the text filters of :mod:`audit.report.render` (``md`` for prose and
+table cells, ``code`` for inline code, ``fence`` for blocks; HTML templates autoescape); numbers and marks
+go through these (:func:`err`, :func:`errors`, :func:`format_bytes`, :func:`verdict_mark`,
+:func:`cell_mark`), so a template never formats a value by hand.
 
 >>> err(3.1e-07), format_bytes(25392), verdict_mark("not_run")
 ('3.10e-07', '25,392 B (24.8 KiB)', '➖')
@@ -14,48 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-ICONS = {"ok": "✅", "warn": "⚠️", "bad": "❌", "none": "➖"}
 #: A check outcome's mark: passed, failed, not run (anything else a record may hold reads as not run).
 VERDICT_MARKS = {"pass": "✅", "fail": "❌", "not_run": "➖"}
-
-
-def md(text: Any) -> str:
-    """Contract text made safe for a Markdown table cell or paragraph (no HTML, no table breaks).
-
-    ``<`` could open an HTML tag and ``|`` ends a table cell; ``*`` and backticks would start emphasis
-    or code. ``>`` is left alone (harmless inside a line), so "117 -> 118" stays readable in a diff.
-
-    >>> md("a | b <script> -> c")
-    'a \\\\| b &lt;script> -> c'
-    """
-    s = " ".join(str(text if text is not None else "").split())
-    s = re.sub(r"&(?=#?\w+;)", "&amp;", s).replace("<", "&lt;")
-    s = s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*")
-    return s
-
-
-def code(text: Any) -> str:
-    """An inline code span that survives backticks, pipes and angle brackets in ``text``.
-
-    >>> code("ceil_div(B, 256)")
-    '`ceil_div(B, 256)`'
-    """
-    s = " ".join(str(text if text is not None else "").split())
-    if not s:
-        return ""
-    # GitHub treats "|" as a cell break even inside code spans in a table; "<" is literal in a span.
-    s = s.replace("|", "\\|")
-    ticks = max((len(m) for m in re.findall(r"`+", s)), default=0)
-    fence = "`" * (ticks + 1)
-    pad = " " if ticks else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
-
-
-def fence(text: str, lang: str = "") -> str:
-    """A fenced code block longer than any run of backticks inside ``text``."""
-    runs = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    f = "`" * max(3, runs + 1)
-    return f"{f}{lang}\n{text.rstrip(chr(10))}\n{f}"
 
 
 def anchor(text: str) -> str:
@@ -102,11 +62,6 @@ def errors(outcome: Any) -> str:
     return " / ".join(err(v) if v is not None else "—" for v in values)
 
 
-def icon(state: str) -> str:
-    """The mark of a status state (ok / warn / bad / none)."""
-    return ICONS.get(state, "")
-
-
 def verdict_mark(verdict: str) -> str:
     """The mark of one check outcome's verdict."""
     return VERDICT_MARKS.get(verdict, "➖")
@@ -137,15 +92,4 @@ def cell_mark(cell: Any) -> str:
     return head + (" " if head == "✅" else " · ") + " · ".join(tail)
 
 
-FILTERS = {
-    "md": md,
-    "code": code,
-    "fence": fence,
-    "anchor": anchor,
-    "bytes": format_bytes,
-    "err": err,
-    "errors": errors,
-    "icon": icon,
-    "verdict_mark": verdict_mark,
-    "cell_mark": cell_mark,
-}
+VALUE_FILTERS = {"err": err, "errors": errors, "verdict_mark": verdict_mark, "cell_mark": cell_mark}

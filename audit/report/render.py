@@ -5,7 +5,8 @@ Templates ship in ``audit/report/templates`` (``report.md.j2``, ``report.html.j2
 override any of them by pointing ``--templates`` or ``templates`` in ``[tool.wireup]`` at a folder: a
 template found there wins, the shipped ones fill the gaps. HTML templates autoescape every value, so a
 contract string such as a kernel named ``<script>`` renders as text; Markdown templates escape through
-the ``md`` and ``code`` filters. Every filter lives in :mod:`audit.report.filters`.
+the ``md`` and ``code`` filters. Numbers and marks (errors, check-matrix cells) are formatted by the
+filters of :mod:`audit.report.filters`, so every value reaches the page through a filter.
 
 >>> text = render_report(report, "md")                       # doctest: +SKIP
 >>> report_diff(Path("reports/dqn-wire-up-audit.md").read_text(), text)   # doctest: +SKIP
@@ -17,17 +18,57 @@ from __future__ import annotations
 import difflib
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
-from .filters import FILTERS, ICONS
-from .filters import code as code, fence as fence, md as md  # re-exported: tests and user code import them here
-from .views import Report
+from .collect import Report, anchor, format_bytes
+from .filters import VALUE_FILTERS
 
 FORMATS = ("md", "html")
 TEMPLATES = {"md": "report.md.j2", "html": "report.html.j2"}
 PACKAGE_TEMPLATES = Path(__file__).with_name("templates")
+ICONS = {"ok": "✅", "warn": "⚠️", "bad": "❌", "none": "➖"}
 #: Lines of unified diff ``--check`` prints before it stops.
 DIFF_LINES = 60
+
+
+def md(text: Any) -> str:
+    """Contract text made safe for a Markdown table cell or paragraph (no HTML, no table breaks).
+
+    ``<`` could open an HTML tag and ``|`` ends a table cell; ``*`` and backticks would start emphasis
+    or code. ``>`` is left alone (harmless inside a line), so "117 -> 118" stays readable in a diff.
+
+    >>> md("a | b <script> -> c")
+    'a \\| b &lt;script> -> c'
+    """
+    s = " ".join(str(text if text is not None else "").split())
+    s = re.sub(r"&(?=#?\w+;)", "&amp;", s).replace("<", "&lt;")
+    s = s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*")
+    return s
+
+
+def code(text: Any) -> str:
+    """An inline code span that survives backticks, pipes and angle brackets in ``text``.
+
+    >>> code("ceil_div(B, 256)")
+    '`ceil_div(B, 256)`'
+    """
+    s = " ".join(str(text if text is not None else "").split())
+    if not s:
+        return ""
+    # GitHub treats "|" as a cell break even inside code spans in a table; "<" is literal in a span.
+    s = s.replace("|", "\\|")
+    ticks = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (ticks + 1)
+    pad = " " if ticks else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def fence(text: str, lang: str = "") -> str:
+    """A fenced code block longer than any run of backticks inside ``text``."""
+    runs = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    f = "`" * max(3, runs + 1)
+    return f"{f}{lang}\n{text.rstrip(chr(10))}\n{f}"
 
 
 def template_dirs(user: str | Path | None) -> list[Path]:
@@ -56,7 +97,8 @@ def render_report(report: Report, fmt: str = "md", templates: str | Path | None 
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(FILTERS)
+    env.filters.update(md=md, code=code, fence=fence, anchor=anchor, icon=lambda s: ICONS.get(s, ""), bytes=format_bytes)
+    env.filters.update(VALUE_FILTERS)
     try:
         template = env.get_template(TEMPLATES[fmt])
     except jinja2.TemplateNotFound as exc:
