@@ -3,19 +3,27 @@
 >>> result = check(Path("."), select=["wiring"])   # doctest: +SKIP
 >>> [f.rule for f in result.findings]              # doctest: +SKIP
 []
+
+:func:`run_check` returns the same findings together with the facts the run gathered (the build, the
+evidence freshness, the launcher scan): the report is a view over one such run.
+
+>>> run = run_check(Path("."))                     # doctest: +SKIP
+>>> run.fact("evidence")["strided_gather"].status  # doctest: +SKIP
+'verified'
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .config import Config, load_config
-from .findings import CheckResult
+from .findings import CheckResult, NotRun
 from .load import load_contracts
 from .model import ContractSet
-from .rules import CheckContext, run_rules, select_rules
+from .rules import CheckContext, RuleNotRun, run_rules, select_rules
 
 FactProvider = Callable[[CheckContext], Any]
 
@@ -26,7 +34,16 @@ def fact_providers() -> dict[str, FactProvider]:
     from .evidence import evidence_facts
     from .launchers import launcher_facts
 
-    return {"build": build_facts, "evidence": evidence_facts, "launchers": launcher_facts}
+    return {"build": build_facts, "evidence": evidence_facts, "launchers": launcher_facts, "fingerprint": fingerprint_facts}
+
+
+def fingerprint_facts(ctx: CheckContext) -> str:
+    """The ISV layout's fingerprint, computed once for FINGERPRINT_PIN and the report."""
+    if ctx.cs.isv is None:
+        raise RuleNotRun("the contracts declare no ISV layout")
+    from .layout.fingerprint import fingerprint
+
+    return fingerprint(ctx.cs.isv)
 
 
 def load_project(root: Path | None = None, config: Config | None = None) -> tuple[Config, ContractSet]:
@@ -34,6 +51,46 @@ def load_project(root: Path | None = None, config: Config | None = None) -> tupl
     cfg = config or load_config(root)
     cs = load_contracts(cfg.contracts_dir, cfg.root)
     return cfg, cs
+
+
+@dataclass
+class CheckRun:
+    """One run of ``wireup check``: its findings and the context whose facts its rules gathered.
+
+    A fact no selected rule asked for is gathered on first request by the same provider, once, so every
+    reader of the run (the report, ``wireup audit``) sees the facts the findings were computed from.
+    """
+
+    config: Config
+    contracts: ContractSet
+    result: CheckResult
+    context: CheckContext
+
+    def fact(self, name: str) -> Any:
+        """The fact ``name`` ("build", "evidence", "launchers"), or a :class:`NotRun` saying why there is none."""
+        try:
+            return self.context.fact(name)
+        except RuleNotRun as exc:
+            return NotRun("", str(exc))
+
+
+def run_check(
+    root: Path | None = None,
+    select: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    config: Config | None = None,
+    options: dict[str, Any] | None = None,
+    contracts: ContractSet | None = None,
+) -> CheckRun:
+    """Run ``wireup check`` on the project at ``root``; its findings and gathered facts."""
+    cfg = config or load_config(root)
+    cs = contracts or load_contracts(cfg.contracts_dir, cfg.root)
+    rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
+    opts = dict(options or {})
+    ctx = CheckContext(
+        cs, cfg, options=opts, escalate=frozenset(opts.get("escalate", ())), providers=fact_providers()
+    )
+    return CheckRun(cfg, cs, run_rules(ctx, rules), ctx)
 
 
 def check(
@@ -45,11 +102,4 @@ def check(
     contracts: ContractSet | None = None,
 ) -> CheckResult:
     """Run ``wireup check`` on the project at ``root`` and return its findings."""
-    cfg = config or load_config(root)
-    cs = contracts or load_contracts(cfg.contracts_dir, cfg.root)
-    rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
-    opts = dict(options or {})
-    ctx = CheckContext(
-        cs, cfg, options=opts, escalate=frozenset(opts.get("escalate", ())), providers=fact_providers()
-    )
-    return run_rules(ctx, rules)
+    return run_check(root, select, ignore, config, options, contracts).result

@@ -96,6 +96,8 @@ def test_audit_runs_verify_where_a_gpu_is_present(root: Path, monkeypatch: pytes
     assert audit_cmd.run(audit_cmd.argparse.Namespace(root=str(root), check=False, no_verify=False, base=None)) == 0
     assert calls == [["verify", "--root", str(root.resolve())]]
     assert "[3/4] verify: 5 of 5 kernels verified on Fake GPU" in capsys.readouterr().err
+    # the check ran again after verify: the report and its findings see the new records
+    assert "| GPU-verified | ✅ 5 of 5 (0 stale, 0 missing, 0 failed) |" in (root / "reports" / "dqn-wire-up-audit.md").read_text()
 
 
 def test_evidence_summary_wording(root: Path) -> None:

@@ -94,12 +94,13 @@ def test_wiring_the_dead_kernel_clears_no_launcher(tmp_path: Path) -> None:
 
 
 def test_report_marks_dead_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from audit.api import run_check
     from audit.report import ReportOptions, collect_report
 
     monkeypatch.setattr("audit.compile.build_kernels", _no_build, raising=False)
     monkeypatch.setattr("audit.compile.facts.build_kernels", _no_build, raising=False)
     cfg, cs = load_project(project(tmp_path, "rust_crate"))
-    report = collect_report(cfg, cs, ReportOptions(history=False))
+    report = collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False))
     by_name = {k.name: k for k in report.kernels}
     assert by_name["dead_scale"].wired.text == "dead code — no launcher (no host code launches it)"
     assert by_name["scale_rows"].wired.state == "ok"

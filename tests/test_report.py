@@ -1,8 +1,11 @@
-"""The audit report: content, determinism, --check, HTML escaping and the git-history scheme.
+"""The audit report: a view over one check run; content, the per-subject check matrix, determinism,
+--check, HTML escaping and the git-history scheme.
 
 Most tests render a small five-kernel project (tests/data/report/mini) copied to a temporary folder,
 with the build switched off (``no_nvcc``) so that they stay fast; one test marked ``nvcc`` renders the
-build facts for real.
+build facts for real. The mini report with evidence and mutation records is pinned in
+``tests/data/snapshots/report-mini.{md,html}``; after an intended change of the layout rewrite them with
+``WIREUP_UPDATE_SNAPSHOTS=1 pytest tests/test_report.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -17,16 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from audit.api import load_project
+from audit.api import load_project, run_check
 from audit.cli import main
 from audit.errors import EnvironmentProblem
 from audit.evidence import CheckOutcome, EvidenceRecord, kernel_source_hash, write_record
 from audit.hashing import contract_hash
 from audit.report import ReportOptions, c_prototype, collect_report, render_report
+from audit.findings import NotRun
 from audit.report.collect import phase_sort_key
+from audit.report.filters import cell_mark
+from audit.report.matrix import check_matrix, split_case
 from audit.report.render import md, report_diff
+from audit.report.views import CheckRow, MatrixCell
 
 DATA = Path(__file__).parent / "data" / "report"
+SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
 
 
 def copy_project(tmp_path: Path, name: str = "mini") -> Path:
@@ -51,7 +59,7 @@ def no_nvcc(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def render(root: Path, fmt: str = "md", **options) -> str:
     cfg, cs = load_project(root)
-    return render_report(collect_report(cfg, cs, ReportOptions(**options)), fmt)
+    return render_report(collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(**options)), fmt)
 
 
 def git(root: Path, *args: str) -> str:
@@ -233,7 +241,7 @@ def test_report_html_escapes_contract_strings(tmp_path: Path, no_nvcc: None) -> 
 
 def test_html_is_self_contained_and_optionally_loads_mermaid(tmp_path: Path, no_nvcc: None) -> None:
     cfg, cs = load_project(copy_project(tmp_path))
-    report = collect_report(cfg, cs, ReportOptions(history=False))
+    report = collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False))
     html = render_report(report, "html")
     assert html.startswith("<!DOCTYPE html>") and "<style>" in html and "http" not in html.split("<body>")[0]
     with_js = render_report(report, "html", mermaid_js="https://cdn.example/mermaid.esm.min.mjs")
@@ -255,15 +263,22 @@ def test_user_templates_override_the_shipped_ones(tmp_path: Path, no_nvcc: None,
 # evidence and mutation
 
 
-def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) -> None:
-    root = copy_project(tmp_path)
+def write_evidence_and_mutation(root: Path) -> None:
+    """Records for the mini project: forward verified (cases, one not run), loss stale, two mutation runs."""
     cfg, cs = load_project(root)
     k = cs.kernel("forward")
     write_record(cfg.path(cfg.evidence), EvidenceRecord(
         subject="forward", kind="kernel", backend="pycuda", verdict="pass",
         source_hash=kernel_source_hash(cs, cfg, k), contract_hash=contract_hash(k),
         device={"name": "NVIDIA H200", "cc": "9.0"}, date="2026-12-02T14:03:11Z", sizes=["B=1", "B=1024"],
-        checks=[CheckOutcome("reference", "pass", "", "B=1024", 3.1e-7, 2.5e-6, 1.2e-7)],
+        checks=[
+            CheckOutcome("guards", "pass", "guard bands intact", "B=1"),
+            CheckOutcome("reference", "pass", "matches the float64 reference", "B=1", 2.0e-8, 1.0e-7, 5.0e-9),
+            CheckOutcome("all_skip", "pass", "all-skip batch: zeros and no NaN", "B=1 (all-skip)"),
+            CheckOutcome("guards", "pass", "guard bands intact", "B=1024"),
+            CheckOutcome("reference", "pass", "", "B=1024", 3.1e-7, 2.5e-6, 1.2e-7),
+            CheckOutcome("reference", "not_run", "not run: inputs too large at B=1024 (N=64)", "B=1024 (N=64)"),
+        ],
     ))  # fmt: skip
     write_record(cfg.path(cfg.evidence), EvidenceRecord(
         subject="loss", kind="kernel", backend="pycuda", verdict="pass", source_hash="0" * 64, contract_hash="0" * 64,
@@ -280,10 +295,24 @@ def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) 
         "kernel": "loss", "generated": 53, "selected": 30, "mutants": 30, "caught": 26, "equivalent": 4, "score": 1.0,
         "baseline": "pass", "by_check": {"reference": 26}, "survivors": [], "device": {"name": "NVIDIA H200"}, "date": "2026-12-03",
     }))  # fmt: skip
+
+
+def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) -> None:
+    root = copy_project(tmp_path)
+    write_evidence_and_mutation(root)
     text = render(root, history=False)
     assert "**GPU verification:** ✅ verified on NVIDIA H200, 2026-12-02T14:03:11Z (pycuda backend; sizes B=1, B=1024)" in text
-    assert "| reference | ✅ pass | B=1024 | 3.10e-07 | 2.50e-06 | 1.20e-07 |  |" in text
-    assert "| [`forward`](#forward) | forward | ➖ not built here | ✅ clean | ✅ train step 2 | ✅ NVIDIA H200, 2026-12-02 | not run |" in text
+    # one matrix, checks x sizes: the worst of a check's cases per cell, the largest norm-relative error
+    assert "| check | B=1 | B=1024 |\n| --- | --- | --- |\n| guards | ✅ | ✅ |\n" in text
+    assert "| reference | ✅ 5.00e-09 | ➖ 1 of 2 not run · 1.20e-07 |" in text
+    assert "| all_skip | ✅ |  |" in text  # no all-skip case at B=1024: an empty cell
+    # every outcome, losslessly, folded: errors, cases and the details that differ from the row's
+    assert "<details><summary>Every outcome: 6 check outcome(s) in 4 case(s), 1 not run</summary>" in text
+    assert "| reference |  | ✅ 2.00e-08 / 1.00e-07 / 5.00e-09 | ✅ 3.10e-07 / 2.50e-06 / 1.20e-07 — (no detail) | matches the float64 reference |" in text
+    assert "| reference | N=64 |  | ➖ — not run: inputs too large at B=1024 (N=64) | not run: inputs too large at B=1024 (N=64) |" not in text
+    assert "| reference | N=64 |  | ➖ | not run: inputs too large at B=1024 (N=64) |" in text
+    assert "| all_skip | all-skip | ✅ |  | all-skip batch: zeros and no NaN |" in text
+    assert "| [A2](#phase-a2) | [`forward`](#forward) | forward | ➖ not built here | ✅ clean | ✅ train step 2 | ✅ NVIDIA H200, 2026-12-02 | not run |" in text
     assert "**GPU verification:** ⚠️ stale: its source changed since its last GPU verification (2026-11-30)" in text
     assert "**Mutation score:** 3 of 4 caught (75%) on NVIDIA H200, 2026-12-02 — caught by mask: 1, reference: 2" in text
     assert "- `M3` (equivalent): multiplies by one" in text
@@ -291,6 +320,143 @@ def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) 
     # the older record has no generated/selected counts, so the summary cannot say how large a sample it is
     assert "| mutation score | ⚠️ 29 of 30 mutants caught (97%) over 2 of 5 kernels |" in text
     assert "| GPU-verified | ⚠️ 1 of 5 (1 stale, 3 missing, 0 failed) |" in text
+
+
+def test_a_failed_check_is_marked_failed_in_the_matrix_and_the_verdict(tmp_path: Path, no_nvcc: None) -> None:
+    root = copy_project(tmp_path)
+    cfg, cs = load_project(root)
+    k = cs.kernel("reduce")
+    write_record(cfg.path(cfg.evidence), EvidenceRecord(
+        subject="reduce", kind="kernel", backend="cupy", verdict="fail",
+        source_hash=kernel_source_hash(cs, cfg, k), contract_hash=contract_hash(k),
+        device={"name": "NVIDIA H200"}, date="2026-12-03T08:00:00Z", sizes=["B=1", "B=1024"],
+        checks=[
+            CheckOutcome("reference", "pass", "matches the float64 reference", "B=1", 1e-8, 1e-7, 1e-9),
+            CheckOutcome("reference", "fail", 'output "W_grad" has relative error 1.0e+00', "B=1024", 3e-2, 1.0, 1.0),
+            CheckOutcome("reference", "pass", "matches the float64 reference", "B=1024 (M=3)", 1e-8, 1e-7, 2e-9),
+        ],
+    ))  # fmt: skip
+    text = render(root, history=False)
+    assert "| reference | ✅ 1.00e-09 | ❌ 1 of 2 failed · 1.00e+00 |" in text
+    assert '| reference |  | ✅ 1.00e-08 / 1.00e-07 / 1.00e-09 | ❌ 3.00e-02 / 1.00e+00 / 1.00e+00 — output "W_grad" has relative error 1.0e+00 | matches the float64 reference |' in text
+    assert "**GPU verification:** ❌ its last GPU verification failed (reference) — NVIDIA H200, 2026-12-03T08:00:00Z" in text
+    assert "**Verdict: ❌ not wired up** — wireup check reports 1 error(s); GPU verification failed for reduce;" in text
+    assert "| GPU-verified | ❌ 0 of 5 (0 stale, 4 missing, 1 failed) |" in text
+    html = render(root, "html", history=False)
+    assert '<td class="bad">❌ 1 of 2 failed · 1.00e+00</td>' in html
+
+
+def test_check_matrix_folds_cases_and_keeps_every_outcome() -> None:
+    rows = [
+        CheckRow("finite", "pass", "B=37", None, None, None, "no NaN/Inf"),
+        CheckRow("reference", "pass", "B=37 (K=2, all-skip)", 1e-8, 2e-8, 3e-9, "ok"),
+        CheckRow("reference", "pass", "B=37 (K=3), optional pointers NULL", 1e-8, 2e-8, 7e-9, "ok"),
+        CheckRow("reference", "not_run", "B=4 (K=2, all-skip)", None, None, None, "too large"),
+        CheckRow("finite", "fail", "B=4", None, None, None, "NaN at [0]"),
+        CheckRow("finite", "not_run", "B=4, optional pointers NULL", None, None, None, "skipped"),
+    ]
+    m = check_matrix(rows)
+    assert m.columns == ["B=4", "B=37"]  # natural order, not the record's
+    assert [(r.check, [cell_mark(c) for c in r.cells]) for r in m.rows] == [
+        ("finite", ["❌ 1 of 2 failed · 1 not run", "✅"]),
+        ("reference", ["➖ not run", "✅ 7.00e-09"]),
+    ]
+    assert [(c.check, c.case) for c in m.cases] == [
+        ("finite", ""), ("reference", "K=2, all-skip"), ("reference", "(K=3), optional pointers NULL"), ("finite", "optional pointers NULL"),
+    ]  # fmt: skip
+    assert sum(len(cell) for case in m.cases for cell in case.cells) == len(rows) == m.outcomes
+    assert (m.failed, m.not_run) == (1, 2)
+    assert check_matrix([]) is None
+    assert cell_mark(MatrixCell("")) == "" and cell_mark(MatrixCell("mixed", 3, 0, 1, 2e-9)) == "➖ 1 of 3 not run · 2.00e-09"
+
+
+@pytest.mark.parametrize(
+    "size, column, case",
+    [
+        ("B=4096", "B=4096", ""),
+        ("B=37 (K=2, all-skip)", "B=37", "K=2, all-skip"),
+        ("B=1 (K=2), optional pointers NULL", "B=1", "(K=2), optional pointers NULL"),
+        ("B=1, optional pointers NULL", "B=1", "optional pointers NULL"),
+        ("B=4096 (|label| ~ 0.001)", "B=4096", "|label| ~ 0.001"),
+        ("B=4 T=3 (all-valid)", "B=4 T=3", "all-valid"),
+        ("whole chain", "whole chain", ""),
+    ],
+)
+def test_split_case(size: str, column: str, case: str) -> None:
+    assert split_case(size) == (column, case)
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_mini_report_snapshot(tmp_path: Path, no_nvcc: None, fmt: str) -> None:
+    root = copy_project(tmp_path)
+    write_evidence_and_mutation(root)
+    text = render(root, fmt, history=False)
+    snap = SNAPSHOTS / f"report-mini.{fmt}"
+    if os.environ.get("WIREUP_UPDATE_SNAPSHOTS"):
+        snap.write_text(text, encoding="utf-8")
+    assert text == snap.read_text(encoding="utf-8"), f"{snap.name} is stale; see this module's docstring"
+
+
+# ---------------------------------------------------------------------------------------------------
+# a view over one check run
+
+
+def test_report_and_audit_build_once_and_check_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The report reads the check run's facts: one build, one rule run, one evidence lookup per command."""
+    import audit.api
+    import audit.compile.facts
+    import audit.evidence
+
+    calls: dict[str, int] = {"build": 0, "rules": 0, "freshness": 0}
+
+    def no_build(*args, **kwargs):
+        calls["build"] += 1
+        raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
+
+    def counting(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(audit.compile.facts, "build_kernels", no_build)
+    monkeypatch.setattr(audit.api, "run_rules", counting("rules", audit.api.run_rules))
+    monkeypatch.setattr(audit.evidence, "freshness", counting("freshness", audit.evidence.freshness))
+    root = copy_project(tmp_path)
+    assert main(["report", "--root", str(root), "--no-history"]) == 0
+    assert calls == {"build": 1, "rules": 1, "freshness": 1}
+    assert main(["audit", "--root", str(root), "--no-verify", "--check"]) == 0  # not in git: history or not, the same report
+    assert calls == {"build": 2, "rules": 2, "freshness": 2}
+    assert "[2/4] build: not built here (nvcc is not on PATH (switched off by the test))" in capsys.readouterr().err
+
+
+def test_collect_report_shows_the_facts_it_is_given(tmp_path: Path, no_nvcc: None) -> None:
+    """Facts come from the run, not from a second computation: a fact set on the run is what is shown."""
+    cfg, cs = load_project(copy_project(tmp_path))
+    run = run_check(cfg.root, config=cfg, contracts=cs, select=["wiring"])
+    run.context.facts["build"] = NotRun("", f"nvcc exploded in {cfg.root}")
+    run.context.facts["fingerprint"] = "0123456789abcdef"
+    run.context.facts["evidence"] = {}
+    report = collect_report(run, ReportOptions(history=False))
+    assert report.build_note == "not built here: nvcc exploded in ."  # the checkout's path cut out
+    assert report.isv is not None and report.isv.computed == "0123456789abcdef"
+    assert "differs from the layout's 0123456789abcdef" in report.isv.fingerprint_note
+    assert {kv.evidence.status for kv in report.kernels} == {"missing"}
+    assert report.rules_ran == len(run.result.ran)
+
+
+def test_a_launcher_scan_that_did_not_run_judges_no_kernel(tmp_path: Path, no_nvcc: None) -> None:
+    """Globs that match no file: the launcher rules did not run, so no kernel is called dead code for it."""
+    root = copy_project(tmp_path)
+    (root / "wireup.toml").write_text((root / "wireup.toml").read_text() + 'launchers = ["crates/**/*.rs"]\n')
+    text = render(root, history=False)
+    assert (
+        'Launcher globs `crates/**/*.rs`: the scan did not run (the launcher globs "crates/\\*\\*/\\*.rs" match no file '
+        "under the project root), so no kernel was judged by its host references."
+    ) in text
+    assert "dead code" not in text and "**Host references:**" not in text
+    assert "| `NO_LAUNCHER` | the launcher globs" in text  # the same reason, from the same check run
 
 
 # ---------------------------------------------------------------------------------------------------

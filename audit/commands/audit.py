@@ -78,10 +78,9 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import check, load_project
+    from ..api import load_project, run_check
     from ..errors import UserError
-    from ..evidence import freshness, load_records
-    from ..findings import Severity
+    from ..findings import NotRun, Severity
     from ..printers import render
     from ..report import ReportOptions, collect_report, render_report, report_diff
 
@@ -94,12 +93,13 @@ def run(args: argparse.Namespace) -> int:
     cfg, cs = load_project(root_of(args))
 
     t = time.monotonic()
-    result = check(cfg.root, config=cfg, contracts=cs)
+    run = run_check(cfg.root, config=cfg, contracts=cs)
+    result = run.result
     warnings = sum(1 for f in result.findings if f.severity is Severity.WARNING)
     step(1, f"check: {len(result.errors)} error(s), {warnings} warning(s), {len(result.ran)} rule(s) ran", t)
 
     t = time.monotonic()
-    build_line = _build(cfg, cs)
+    build_line = _build(run)
     step(2, f"build: {build_line}", t)
 
     t = time.monotonic()
@@ -110,7 +110,11 @@ def run(args: argparse.Namespace) -> int:
 
         step(3, "verify: running on the GPU ...")
         verify_rc = cli_main(["verify", "--root", str(cfg.root)])
-    fresh = freshness(cs, cfg, load_records(cfg.path(cfg.evidence)))
+        # new evidence records: check again, so that the findings and the report see them (the build is cached)
+        run = run_check(cfg.root, config=cfg, contracts=cs)
+        result = run.result
+    fresh = run.fact("evidence")
+    fresh = {} if isinstance(fresh, NotRun) else fresh
     summary, failed = evidence_summary(fresh)
     if verify_rc is None:
         step(3, f"verify: {reason}: using recorded evidence ({summary})")
@@ -120,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         step(3, f"verify: {summary}", t)
 
     t = time.monotonic()
-    report = collect_report(cfg, cs, ReportOptions(base=args.base), check_result=result)
+    report = collect_report(run, ReportOptions(base=args.base))
     text = render_report(report, "md", str(cfg.path(cfg.templates)) if cfg.templates else None)
     path = cfg.path(cfg.report)
     stale_report = False
@@ -155,17 +159,15 @@ def run(args: argparse.Namespace) -> int:
     return 1 if (errors or failed or stale_report or verify_rc == 1) else 0
 
 
-def _build(cfg, cs) -> str:
-    try:
-        from ..compile import build_kernels
-    except ImportError:
-        return "not available in this installation"
-    from ..errors import EnvironmentProblem
+def _build(run) -> str:
+    """The build line of the check run's build fact (the check compiled or loaded it from the cache)."""
+    from ..findings import NotRun
 
-    try:
-        result = build_kernels(cfg, cs)
-    except EnvironmentProblem as exc:
-        return f"not built here ({exc})"
+    if "build" not in run.context.providers:
+        return "not available in this installation"
+    result = run.fact("build")
+    if isinstance(result, NotRun):
+        return f"not built here ({result.reason})"
     failed = [sb.source for sb in result.sources.values() if not sb.ok]
     line = f"{len(result.sources)} source(s) compiled or cached, nvcc {result.nvcc_version}, {result.arch}"
     if failed:

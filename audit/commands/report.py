@@ -51,14 +51,14 @@ def parse_at(values: list[str]) -> tuple[tuple[str, int], ...]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..api import load_project
+    from ..api import load_project, run_check
     from ..report import ReportOptions, collect_report, render_report, report_diff
 
     cfg, cs = load_project(root_of(args))
     output = args.output or cfg.report
     fmt = args.format or ("html" if output.endswith((".html", ".htm")) else "md")
     options = ReportOptions(base=args.base, at=parse_at(args.at), history=not args.no_history)
-    report = collect_report(cfg, cs, options)
+    report = collect_report(run_check(cfg.root, config=cfg, contracts=cs), options)  # one check run, viewed
     text = render_report(report, fmt, args.templates or (str(cfg.path(cfg.templates)) if cfg.templates else None), args.mermaid_js)
     if output == "-":
         if args.check:

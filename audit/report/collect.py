@@ -1,4 +1,11 @@
-"""Everything the audit report shows, gathered into plain objects the templates read.
+"""Collection: the facts of one ``wireup check`` run turned into the report's view model.
+
+The report is a view. :func:`collect_report` takes a :class:`~audit.api.CheckRun` -- its findings and
+the facts its rules gathered (the build, the evidence freshness, the launcher scan, the layout
+fingerprint) -- and computes none of those again. What no check knows is read here: mutation records
+(``reports/mutation/``), git history, the layout diff against ``--base`` and the representative dims
+the launch geometry is shown at. The objects it fills live in :mod:`audit.report.views`; turning them
+into text is the business of the templates and :mod:`audit.report.filters`.
 
 Nothing here reads the clock: dates come from evidence records and git only, and every list is in a
 fixed order (contract order, phases in natural order, findings by file and line), so the same inputs give
@@ -6,9 +13,9 @@ the same report byte for byte. Parts that belong to other subsystems (the build,
 mutation testing, the launcher scan) are optional: where one is missing or cannot run here the report
 says so ("not built here", "not available", "not run") instead of failing.
 
->>> cfg, cs = load_project(Path("."))                          # doctest: +SKIP
->>> report = collect_report(cfg, cs, ReportOptions())          # doctest: +SKIP
->>> report.verdict.level                                       # doctest: +SKIP
+>>> run = run_check(Path("."))                                   # doctest: +SKIP
+>>> report = collect_report(run, ReportOptions())                 # doctest: +SKIP
+>>> report.verdict.level                                          # doctest: +SKIP
 'incomplete'
 """
 
@@ -17,312 +24,91 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..dims import Expr, format_shape
 from ..errors import UserError
-from ..evidence import Freshness, freshness, load_records
-from ..findings import CheckResult, Finding, NotRun, Severity
+from ..evidence import Freshness
+from ..findings import Finding, NotRun, Severity
 from ..graph import Wiring
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
 from ..shapes import bind_local_dims, value_at
+from .filters import anchor, format_bytes
 from .history import FileHistory, GitHistory
+from .matrix import check_matrix
 from .prototype import c_prototype
+from .views import (
+    BAD,
+    NONE,
+    OK,
+    WARN,
+    BuildView,
+    CheckRow,
+    EvidenceGap,
+    EvidenceView,
+    GeometryRow,
+    HostRef,
+    IsvView,
+    KernelView,
+    LayoutChangeRow,
+    LayoutDiffView,
+    MutationView,
+    ParamRow,
+    PhaseView,
+    Report,
+    ReportOptions,
+    ScheduleView,
+    SlotRow,
+    Status,
+    StepRow,
+    Survivor,
+    Verdict,
+)
+
+if TYPE_CHECKING:
+    from ..api import CheckRun
+
+__all__ = ["Report", "ReportOptions", "collect_report", "device_name", "phase_sort_key"]
 
 #: A runtime dim's representative value when ``--at`` does not give one: a typical training batch,
 #: clamped into the dim's declared range.
 DEFAULT_RUNTIME_VALUE = 4096
 
-OK, WARN, BAD, NONE = "ok", "warn", "bad", "none"
-
-
-@dataclass(frozen=True)
-class ReportOptions:
-    """What the caller chose: ``base`` revision for the layout diff, runtime dim values, history."""
-
-    base: str | None = None
-    at: tuple[tuple[str, int], ...] = ()
-    history: bool = True
-
-
-@dataclass
-class Status:
-    """One cell of a kernel's status row: ``state`` is ok / warn / bad / none, ``text`` the words."""
-
-    state: str
-    text: str
-
-
-@dataclass
-class ParamRow:
-    index: int
-    name: str
-    kind: str
-    dtype: str
-    shape: str = ""
-    bound: str = ""
-    role: str = ""
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class GeometryRow:
-    where: str
-    grid: str
-    block: str
-    shared: str
-
-
-@dataclass
-class BuildView:
-    state: str  # ok | failed | not_built | unavailable
-    text: str
-    cubin: str = ""
-    cubin_size: int | None = None
-    registers: int | None = None
-    spill_stores: int | None = None
-    spill_loads: int | None = None
-    shared_static_bytes: int | None = None
-    stack_frame: int | None = None
-
-
-@dataclass
-class CheckRow:
-    name: str
-    verdict: str
-    size: str
-    max_abs_err: str
-    max_rel_err: str
-    rel_norm_err: str
-    detail: str
-
-
-@dataclass
-class EvidenceView:
-    status: str  # verified | stale | missing | failed
-    reason: str = ""
-    device: str = ""
-    date: str = ""
-    backend: str = ""
-    sizes: list[str] = field(default_factory=list)
-    checks: list[CheckRow] = field(default_factory=list)
-
-
-@dataclass
-class Survivor:
-    id: str
-    equivalent: bool
-    reason: str
-    diff: str
-
-
-@dataclass
-class MutationView:
-    mutants: int
-    caught: int
-    score: str
-    by_check: list[tuple[str, Any]]
-    survivors: list[Survivor]
-    device: str
-    date: str
-    counted: int | None = None  # the score's denominator: mutants - equivalent; None when not scored
-    selected: int | None = None  # mutants the run selected (--max-mutants), where the record says
-    generated: int | None = None  # mutants the operators made, where the record says
-
-
-@dataclass
-class HostRef:
-    file: str
-    line: int
-    kind: str
-    text: str
-
-
-@dataclass
-class KernelView:
-    """One kernel as the report shows it."""
-
-    name: str
-    anchor: str
-    phase: str
-    stage: str
-    doc: str
-    source: str
-    symbol: str
-    contract: str  # file:line of its [[kernel]] table
-    contract_file: str
-    prototype: str
-    params: list[ParamRow]
-    masks: list[str]
-    isv_reads: list[str]
-    isv_writes: list[str]
-    saved: list[str]
-    partials: list[str]
-    geometry_expr: GeometryRow
-    geometry: list[GeometryRow]
-    launch_sites: list[str]
-    host_refs: list[HostRef] | None
-    build: BuildView
-    evidence: EvidenceView
-    mutation: MutationView | None
-    source_history: FileHistory
-    contract_history: FileHistory
-    findings: list[Finding]
-    compiled: Status
-    checked: Status
-    wired: Status
-    verified: Status
-
-
-@dataclass
-class PhaseView:
-    name: str
-    anchor: str
-    kernels: list[KernelView]
-
-
-@dataclass
-class StepRow:
-    number: int
-    what: str  # "launch" | "zero"
-    target: str
-    bindings: str
-
-
-@dataclass
-class ScheduleView:
-    name: str
-    anchor: str
-    doc: str
-    stream: str
-    graph_capture: bool
-    after: list[str]
-    equivalent_to: str | None
-    steps: list[StepRow]
-    mermaid: str
-    evidence: EvidenceView
-
-
-@dataclass
-class SlotRow:
-    index: str
-    name: str
-    count: int
-    dtype: str
-    role: str
-    resets: list[str]
-    readers: list[str]
-    writers: list[str]
-    doc: str
-
-
-@dataclass
-class LayoutChangeRow:
-    rule: str
-    message: str
-    old_index: str
-    new_index: str
-    slot: str
-
-
-@dataclass
-class LayoutDiffView:
-    base: str
-    state: str  # ok | unavailable | error
-    text: str = ""  # why there is no diff (state != ok)
-    lines: list[str] = field(default_factory=list)  # verdict, fingerprint old -> new, migrator
-    changes: list[LayoutChangeRow] = field(default_factory=list)
-
-
-@dataclass
-class IsvView:
-    buffer: str
-    dtype: str
-    total_dim: int
-    events: list[str]
-    slots: list[SlotRow]
-    pinned: str
-    computed: str  # "" when the layout package is not available
-    fingerprint_note: str
-    diff: LayoutDiffView | None
-
-
-@dataclass
-class EvidenceGap:
-    kind: str
-    name: str
-    status: str
-    reason: str
-
-
-@dataclass
-class Verdict:
-    level: str  # pass | incomplete | fail
-    headline: str
-    reasons: list[str]
-
-
-@dataclass
-class Report:
-    """The whole report; the templates in ``audit/report/templates`` render it."""
-
-    title: str
-    verdict: Verdict
-    totals: list[tuple[str, Status]]
-    phases: list[PhaseView]
-    kernels: list[KernelView]
-    schedules: list[ScheduleView]
-    isv: IsvView | None
-    findings: list[Finding]
-    not_run: list[NotRun]
-    errors: int
-    warnings: int
-    rules_ran: int
-    evidence_gaps: list[EvidenceGap]
-    build_note: str
-    toolchain: str
-    representative: str
-    launchers: list[str]
-    unaudited: list[HostRef]
-    history: bool
-    inputs: list[str]
-
-
 # ---------------------------------------------------------------------------------------------------
 
 
-def collect_report(
-    cfg: Config, cs: ContractSet, options: ReportOptions = ReportOptions(), check_result: CheckResult | None = None
-) -> Report:
-    """Gather every fact the report shows (runs ``wireup check`` unless ``check_result`` is given, the
-    build and the evidence lookup)."""
+def collect_report(run: CheckRun, options: ReportOptions = ReportOptions()) -> Report:
+    """The report over one check run: its findings and facts, plus mutation records, history and dims."""
     from ..load import gc_paused
 
     with gc_paused():  # a large, long-lived, acyclic object graph (see audit.load.gc_paused)
-        return _collect_report(cfg, cs, options, check_result)
+        return _collect_report(run, options)
 
 
-def _collect_report(cfg: Config, cs: ContractSet, options: ReportOptions, check_result: CheckResult | None) -> Report:
-    from ..api import check
-
-    wiring = Wiring.of(cs)  # the check below uses the same one
-    result = check_result if check_result is not None else check(cfg.root, config=cfg, contracts=cs)
+def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
+    cfg, cs, result = run.config, run.contracts, run.result
+    wiring = run.context.wiring  # the one the check's rules used
     history = GitHistory.open(cfg.root, options.history)
     history.prefetch(sorted({k.source for k in cs.kernels} | {k.loc.file for k in cs.kernels if k.loc.file}))
-    build, build_note, toolchain = _build(cfg, cs)
-    fresh = freshness(cs, cfg, load_records(cfg.path(cfg.evidence)))
+    build, build_note, toolchain = _build(run)
+    fresh = run.fact("evidence")
+    no_evidence = fresh.reason if isinstance(fresh, NotRun) else ""
+    if isinstance(fresh, NotRun):
+        fresh = {}
     env, representative = _representative_env(cs, dict(options.at))
-    scan = _launcher_scan(cfg, cs)
+    scan = run.fact("launchers") if cfg.launchers else None
+    launcher_note = _scrub(scan.reason, cfg.root) if isinstance(scan, NotRun) else ""
+    if isinstance(scan, NotRun):
+        scan = None
     mutation_dir = cfg.path(cfg.reports) / "mutation"
 
     findings_of: dict[str, list[Finding]] = {}  # subject -> its findings, in the result's order
     for f in result.findings:
         findings_of.setdefault(f.subject, []).append(f)
     kernels = [
-        _kernel_view(cfg, cs, k, wiring, findings_of.get(k.name, []), history, build, fresh, env, scan, mutation_dir)
+        _kernel_view(cfg, cs, k, wiring, findings_of.get(k.name, []), history, build, fresh, env, scan, mutation_dir, no_evidence)
         for k in cs.kernel_map.values()
     ]
     phases: dict[str, list[KernelView]] = {}
@@ -332,8 +118,8 @@ def _collect_report(cfg: Config, cs: ContractSet, options: ReportOptions, check_
         PhaseView(name, anchor(f"phase {name}"), phases[name]) for name in sorted(phases, key=phase_sort_key)
     ]
     ordered = [kv for p in phase_views for kv in p.kernels]
-    schedules = [_schedule_view(cs, s, wiring, fresh) for s in cs.schedule_map.values()]
-    isv = _isv_view(cfg, cs, options.base)
+    schedules = [_schedule_view(cs, s, wiring, fresh, no_evidence) for s in cs.schedule_map.values()]
+    isv = _isv_view(cfg, cs, options.base, run.fact("fingerprint"))
     errors = len(result.errors)
     warnings = sum(1 for f in result.findings if f.severity is Severity.WARNING)
     gaps = [
@@ -359,6 +145,7 @@ def _collect_report(cfg: Config, cs: ContractSet, options: ReportOptions, check_
         toolchain=toolchain,
         representative=representative,
         launchers=list(cfg.launchers),
+        launcher_note=launcher_note,
         unaudited=scan.unaudited if scan is not None else [],
         history=history.available,
         inputs=_inputs(cfg),
@@ -372,17 +159,6 @@ def _collect_report(cfg: Config, cs: ContractSet, options: ReportOptions, check_
 # small helpers the templates use too
 
 
-def anchor(text: str) -> str:
-    """The id GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens.
-
-    >>> anchor("Phase A1")
-    'phase-a1'
-    """
-    text = text.strip().lower()
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
 def phase_sort_key(name: str) -> tuple:
     """Natural order: A1, A2, ..., A10, B; kernels without a phase come last.
 
@@ -393,24 +169,6 @@ def phase_sort_key(name: str) -> tuple:
         return (1,)
     parts = re.split(r"(\d+)", name)
     return (0, tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in parts if p))
-
-
-def format_bytes(n: int | None) -> str:
-    """``25,392 B (24.8 KiB)``; small sizes in bytes only."""
-    if n is None:
-        return "n/a"
-    if n < 1024:
-        return f"{n} B"
-    return f"{n:,} B ({n / 1024:.1f} KiB)"
-
-
-def format_error(x: Any) -> str:
-    if x is None:
-        return ""
-    try:
-        return f"{float(x):.2e}"
-    except (TypeError, ValueError):
-        return str(x)
 
 
 def _scrub(text: str, root: Path) -> str:
@@ -466,7 +224,7 @@ def _bound_shape(shape: Sequence[Expr], env: Mapping[str, int]) -> str:
 # kernels
 
 
-def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding], history: GitHistory, build, fresh, rep_env, scan, mutation_dir) -> KernelView:
+def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding], history: GitHistory, build, fresh, rep_env, scan, mutation_dir, no_evidence: str) -> KernelView:
     fixed = cs.fixed_env
     slots = cs.slot_indices
     params = []
@@ -516,7 +274,7 @@ def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding]
     geometry, sites = _geometry(cs, k, wiring, rep_env)
     # evidence findings repeat what the GPU verification line says; the Findings section lists them all
     findings = [f for f in own_findings if f.category != "evidence"]
-    ev = _evidence_view(fresh.get(k.name))
+    ev = _evidence_view(fresh.get(k.name), no_evidence)
     build_view = _build_view(build, k)
     host = scan.references.get(k.name, []) if scan is not None else None
     host_refs = [HostRef(r.file, r.line, r.kind, r.text) for r in host] if host is not None else None
@@ -646,16 +404,13 @@ def _verified_status(ev: EvidenceView) -> Status:
 # build
 
 
-def _build(cfg: Config, cs: ContractSet) -> tuple[Any, str, str]:
-    """(build result or None, why there is none, toolchain line)."""
-    try:
-        from ..compile import build_kernels
-    except ImportError:
+def _build(run: CheckRun) -> tuple[Any, str, str]:
+    """(the check run's build or None, why there is none, toolchain line)."""
+    if "build" not in run.context.providers and "build" not in run.context.facts:
         return None, "build support is not available in this installation", ""
-    try:
-        result = build_kernels(cfg, cs)
-    except UserError as exc:  # EnvironmentProblem: nvcc missing, and other problems the user can fix
-        return None, f"not built here: {_scrub(str(exc), cfg.root)}", ""
+    result = run.fact("build")
+    if isinstance(result, NotRun):  # nvcc missing, and other problems the user can fix
+        return None, f"not built here: {_scrub(result.reason, run.config.root)}", ""
     return result, "", f"nvcc {result.nvcc_version}, arch {result.arch}, flags {' '.join(result.flags)}"
 
 
@@ -693,17 +448,14 @@ def device_name(device: Any) -> str:
     return str(device or "")
 
 
-def _evidence_view(f: Freshness | None) -> EvidenceView:
+def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     if f is None:
-        return EvidenceView("missing", "no source file to verify")
+        return EvidenceView("missing", no_evidence or "no source file to verify")
     rec = f.record
     if rec is None:
         return EvidenceView(f.status, f.reason)
-    checks = [
-        CheckRow(c.name, c.verdict, c.size, format_error(c.max_abs_err), format_error(c.max_rel_err), format_error(c.rel_norm_err), c.detail)
-        for c in rec.checks
-    ]
-    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks)
+    checks = [CheckRow(c.name, c.verdict, c.size, c.max_abs_err, c.max_rel_err, c.rel_norm_err, c.detail) for c in rec.checks]
+    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks))
 
 
 def _mutation_view(path: Path) -> MutationView | None:
@@ -746,21 +498,11 @@ def _mutation_view(path: Path) -> MutationView | None:
 # launchers
 
 
-def _launcher_scan(cfg: Config, cs: ContractSet) -> Any:
-    if not cfg.launchers:
-        return None
-    try:
-        from ..launchers import scan_launchers
-    except ImportError:
-        return None
-    return scan_launchers(cfg, cs)
-
-
 # ---------------------------------------------------------------------------------------------------
 # schedules
 
 
-def _schedule_view(cs: ContractSet, s: Schedule, wiring: Wiring, fresh: Mapping[str, Freshness]) -> ScheduleView:
+def _schedule_view(cs: ContractSet, s: Schedule, wiring: Wiring, fresh: Mapping[str, Freshness], no_evidence: str) -> ScheduleView:
     from ..draw import mermaid
 
     steps = []
@@ -786,7 +528,7 @@ def _schedule_view(cs: ContractSet, s: Schedule, wiring: Wiring, fresh: Mapping[
         equivalent_to=s.equivalent_to,
         steps=steps,
         mermaid=mermaid(cs, s.name, wiring),
-        evidence=_evidence_view(fresh.get(f"schedule:{s.name}")),
+        evidence=_evidence_view(fresh.get(f"schedule:{s.name}"), no_evidence),
     )
 
 
@@ -803,7 +545,7 @@ def _format_reset(value: Any) -> str:
     return repr(0.0 if f == 0.0 else f)
 
 
-def _isv_view(cfg: Config, cs: ContractSet, base: str | None) -> IsvView | None:
+def _isv_view(cfg: Config, cs: ContractSet, base: str | None, computed: str | NotRun) -> IsvView | None:
     isv = cs.isv
     if isv is None:
         return None
@@ -821,14 +563,10 @@ def _isv_view(cfg: Config, cs: ContractSet, base: str | None) -> IsvView | None:
             index, s.name, s.count, s.dtype, s.role, [_format_reset(s.reset_value(ev)) for ev in isv.reset_events],
             sorted(readers.get(s.name, ())), sorted(writers.get(s.name, ())), s.doc,
         ))  # fmt: skip
-    try:
-        from ..layout import fingerprint
-    except ImportError:
-        fingerprint = None
-    computed = fingerprint(isv) if fingerprint is not None else ""
+    computed = computed if isinstance(computed, str) else ""  # the check run's fact
     pinned = isv.fingerprint or ""
     if not computed:
-        note = "the layout package is not available here, so the fingerprint was not computed"
+        note = "the check run computed no fingerprint here, so it is not shown"
     elif not pinned:
         note = "no fingerprint is pinned in the contract"
     elif pinned == computed:

@@ -5,7 +5,8 @@ Templates ship in ``audit/report/templates`` (``report.md.j2``, ``report.html.j2
 override any of them by pointing ``--templates`` or ``templates`` in ``[tool.wireup]`` at a folder: a
 template found there wins, the shipped ones fill the gaps. HTML templates autoescape every value, so a
 contract string such as a kernel named ``<script>`` renders as text; Markdown templates escape through
-the ``md`` and ``code`` filters.
+the ``md`` and ``code`` filters. Numbers and marks (errors, check-matrix cells) are formatted by the
+filters of :mod:`audit.report.filters`, so every value reaches the page through a filter.
 
 >>> text = render_report(report, "md")                       # doctest: +SKIP
 >>> report_diff(Path("reports/dqn-wire-up-audit.md").read_text(), text)   # doctest: +SKIP
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .collect import Report, anchor, format_bytes
+from .filters import VALUE_FILTERS
 
 FORMATS = ("md", "html")
 TEMPLATES = {"md": "report.md.j2", "html": "report.html.j2"}
@@ -96,6 +98,7 @@ def render_report(report: Report, fmt: str = "md", templates: str | Path | None 
         undefined=jinja2.StrictUndefined,
     )
     env.filters.update(md=md, code=code, fence=fence, anchor=anchor, icon=lambda s: ICONS.get(s, ""), bytes=format_bytes)
+    env.filters.update(VALUE_FILTERS)
     try:
         template = env.get_template(TEMPLATES[fmt])
     except jinja2.TemplateNotFound as exc:

@@ -18,9 +18,7 @@ def check_fingerprint_pin(ctx: CheckContext) -> Iterator[Hit]:
     isv = ctx.cs.isv
     if isv is None:
         return
-    from ..layout.fingerprint import fingerprint
-
-    computed = fingerprint(isv)
+    computed = ctx.fact("fingerprint")  # audit.api.fingerprint_facts, shared with the report
     where = isv.loc.file or "the contracts"
     if isv.fingerprint is None:
         yield Hit(
