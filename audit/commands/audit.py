@@ -79,7 +79,6 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import check, load_project
-    from ..errors import UserError
     from ..evidence import freshness, load_records
     from ..findings import Severity
     from ..printers import render
@@ -135,12 +134,9 @@ def run(args: argparse.Namespace) -> int:
                 print("\n".join(diff))
             step(4, f"report: {cfg.report} is {'out of date' if stale_report else 'up to date'}", t)
     else:
-        from ..atomic import write_text_atomic
+        from ..output import write_output
 
-        try:
-            write_text_atomic(path, text)
-        except OSError as exc:
-            raise UserError(f'cannot write the report to "{cfg.report}" ({exc.strerror}).') from None
+        write_output(path, text, explicit=False, root=cfg.root, what='the configuration key "report"')
         step(4, f"report: wrote {cfg.report}", t)
 
     errors = [f for f in result.findings if f.severity is Severity.ERROR]

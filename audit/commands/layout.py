@@ -47,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _add_root(p: argparse.ArgumentParser) -> None:
     # SUPPRESS keeps a --root given before the action ("wireup layout --root X diff") from being reset.
     p.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help="project root (default: found from the current folder)")
+    from ..cli import add_debug_argument
+
+    add_debug_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:

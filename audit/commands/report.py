@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(diff))
         print(f"wireup report --check: {shown} is out of date; run `wireup report` and commit it.", file=sys.stderr)
         return 1
-    from ..atomic import write_text_atomic
+    from ..output import write_output
 
-    write_text_atomic(Path(path), text)
+    write_output(Path(path), text, explicit=args.output is not None, root=cfg.root, what='the configuration key "report"')
     print(f"wireup report: wrote {shown} ({report.verdict.level}: {report.verdict.headline}).", file=sys.stderr)
     return 0
 
