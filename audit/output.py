@@ -32,7 +32,15 @@ _UMASK_LOCK = threading.Lock()
 
 
 def current_umask() -> int:
-    """The process's umask (read by setting it and putting it back; the lock keeps threads apart)."""
+    """The process's umask: from ``/proc/self/status`` on Linux, else read by setting it and putting it
+    back (a moment in which another thread creating a file would get 0o022; the lock keeps ours apart)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     with _UMASK_LOCK:
         mask = os.umask(0o022)
         os.umask(mask)
@@ -135,7 +143,8 @@ def _replace_atomically(target: Path, blob: bytes, old: os.stat_result | None, n
             fh.write(blob)
             fh.flush()
             # an existing file keeps its mode (and, where we may, its owner), as with open(path, "w")
-            os.fchmod(fh.fileno(), stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~current_umask())
+            # (the permission bits only: no set-user-ID bit is carried onto new content)
+            os.fchmod(fh.fileno(), old.st_mode & 0o777 if old is not None else 0o666 & ~current_umask())
             if old is not None and hasattr(os, "fchown") and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
                 try:
                     os.fchown(fh.fileno(), old.st_uid, old.st_gid)

@@ -275,3 +275,14 @@ def test_a_crash_in_a_subprocess_exits_3(tmp_path: Path) -> None:
     assert proc.returncode == 3
     assert proc.stdout == "" and "Traceback" not in proc.stderr
     assert proc.stderr.startswith("wireup: internal error (KeyError: 'x'); this is a bug in wireup")
+
+
+def test_init_writes_through_a_fifo_without_force(tmp_path: Path, capsys) -> None:
+    fifo = tmp_path / "contracts.toml"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    t = read_fifo(fifo, got)
+    rc, _, err = run(capsys, "init", "--root", str(GOOD), str(GOOD / "kernels" / "chain.cu"), "-o", str(fifo))
+    t.join(timeout=30)
+    assert rc == 0, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and b"[[kernel]]" in got[0]

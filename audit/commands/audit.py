@@ -9,7 +9,7 @@ render the report, and say in a few lines where the chain stands.
 
 Progress goes to stderr, the summary to stdout. Exit 1 when the check has errors, GPU evidence of the
 current sources failed, or (``--check``) the committed report is out of date; 2 for environment and
-usage problems; else 0. Without a GPU (or with ``--no-verify``) nothing is run on a device: the audit
+usage problems; 3 when verify stopped on an internal error (a bug in wireup); else 0. Without a GPU (or with ``--no-verify``) nothing is run on a device: the audit
 relies on the evidence records already committed and says how fresh they are.
 """
 
@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     summary, failed = evidence_summary(fresh)
     if verify_rc is None:
         step(3, f"verify: {reason}: using recorded evidence ({summary})")
+    elif verify_rc == 3:  # an internal error of verify (its line is above): never a pass, never findings
+        step(3, f"verify: stopped by an internal error (see above): using recorded evidence ({summary})", t)
     elif verify_rc == 2:
         step(3, f"verify: could not run here (see above): using recorded evidence ({summary})", t)
     else:
@@ -148,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  - {reason_line}")
     if stale_report:
         print(f"  - {cfg.report} is out of date: run `wireup report` and commit it")
+    if verify_rc == 3:
+        return 3
     return 1 if (errors or failed or stale_report or verify_rc == 1) else 0
 
 

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     text = "\n".join(parts)
     if args.output:
         out = Path(args.output)
-        if out.exists() and not args.force:
+        if out.is_file() and not args.force:  # a device or FIFO (-o /dev/stdout) is written through
             raise UsageError(f'"{args.output}" exists; pass --force to overwrite it or choose another --output.')
         from ..output import write_output
 
