@@ -382,30 +382,31 @@ def _list(names: list[str]) -> str:
 # --- names as written ------------------------------------------------------------------------------
 
 
-def _declared_names(cs) -> Iterator[tuple[str, str, object, str, bool]]:
-    """(what, name, loc, subject, must be an identifier) for every name a contract declares."""
+def _declared_names(cs) -> Iterator[tuple[str, tuple, str, object, str, bool]]:
+    """(template, its arguments, name, loc, subject, must be an identifier) for every name a contract
+    declares; the sentence is only built for a finding (``template.format(*arguments)``)."""
     for d in cs.dims:
-        yield "Dim", d.name, d.loc, d.name, True
+        yield "Dim", (), d.name, d.loc, d.name, True
     for b in cs.buffers:
-        yield "Buffer", b.name, b.loc, b.name, False
+        yield "Buffer", (), b.name, b.loc, b.name, False
     for k in cs.kernels:
         # the kernel's name is its entry point unless "entry" or "cpp_name" says otherwise
-        yield "Kernel", k.name, k.loc, k.name, not (k.entry or k.cpp_name)
+        yield "Kernel", (), k.name, k.loc, k.name, not (k.entry or k.cpp_name)
         if k.entry:
-            yield f'Kernel "{k.name}" entry point', k.entry, k.loc.child("entry"), k.name, True
+            yield 'Kernel "{}" entry point', (k.name,), k.entry, k.loc.child("entry"), k.name, True
         for i, d in enumerate(k.dims):
-            yield f'Kernel "{k.name}" local dim', d, k.loc.child("dims", i), k.name, True
+            yield 'Kernel "{}" local dim', (k.name,), d, k.loc.child("dims", i), k.name, True
         for p in k.params:
-            yield f'Kernel "{k.name}" parameter', p.name, p.loc, k.name, True
+            yield 'Kernel "{}" parameter', (k.name,), p.name, p.loc, k.name, True
     if cs.isv is not None:
         for s in cs.isv.slots:
-            yield "ISV slot", s.name, s.loc, s.name, True
+            yield "ISV slot", (), s.name, s.loc, s.name, True
         for i, ev in enumerate(cs.isv.reset_events):
-            yield "ISV reset event", ev, cs.isv.loc.child("reset_events", i), ev, True
+            yield "ISV reset event", (), ev, cs.isv.loc.child("reset_events", i), ev, True
     for s in cs.schedules:
-        yield "Schedule", s.name, s.loc, s.name, False
+        yield "Schedule", (), s.name, s.loc, s.name, False
     for inv in cs.invariants:
-        yield "Invariant", inv.name, inv.loc, inv.name, False
+        yield "Invariant", (), inv.name, inv.loc, inv.name, False
 
 
 def _expr_names(e) -> Iterator[str]:
@@ -495,14 +496,14 @@ def _referenced_names(cs) -> Iterator[tuple[str, tuple, str, object, tuple, str]
 
 @rule("NAME_NOT_IDENTIFIER", "Dim, parameter, ISV slot, reset event and entry-point names are whole ASCII identifiers (nothing after them, not even a newline): they become dim expressions, C parameters and generated constants.", "schema")
 def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
-    for what, name, loc, subject, needed in _declared_names(ctx.cs):
+    for template, args, name, loc, subject, needed in _declared_names(ctx.cs):
         if not needed or is_identifier(name):
             continue
         norm = nfkc_change(name)
         if norm is not None and is_identifier(norm):
             continue  # a look-alike of an identifier: NAME_NOT_NORMALIZED says so more precisely
         yield Hit(
-            f'{what} "{shown(name)}" is not an identifier ({why_not_identifier(name)}); expected ASCII letters, digits '
+            f'{template.format(*args)} "{shown(name)}" is not an identifier ({why_not_identifier(name)}); expected ASCII letters, digits '
             "and underscores, not starting with a digit.",
             loc, subject,
         )  # fmt: skip
@@ -525,10 +526,10 @@ def _look_alike(name: str, norm: str) -> str:
 def check_normalized(ctx: CheckContext) -> Iterator[Hit]:
     if _all_ascii(ctx.cs):
         return
-    for what, name, loc, subject, _ in _declared_names(ctx.cs):
+    for template, args, name, loc, subject, _ in _declared_names(ctx.cs):
         norm = nfkc_change(name)
         if norm is not None:
-            yield Hit(f'{what} "{shown(name)}" is {_look_alike(name, norm)}', loc, subject)
+            yield Hit(f'{template.format(*args)} "{shown(name)}" is {_look_alike(name, norm)}', loc, subject)
     for template, args, name, loc, key, subject in _referenced_names(ctx.cs):
         if name.isascii():
             continue
