@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     path = cfg.path(output)
     shown = _shown(path, cfg.root)
     if args.check:
+        if path.is_dir():
+            raise UsageError(f'--check compares against a file, but "{shown}" is a folder; give the path of the report.')
         if not path.is_file():
             print(f"wireup report --check: {shown} does not exist; run `wireup report` and commit it.", file=sys.stderr)
             return 1
