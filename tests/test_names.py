@@ -110,3 +110,12 @@ def test_architecture_is_a_full_match(capsys: pytest.CaptureFixture[str]) -> Non
     rc = main(["build", "--root", str(RULES / "NAME_NOT_IDENTIFIER" / "good"), "--arch", "sm_90\n"])
     _, err = capsys.readouterr()
     assert rc == 2 and err.startswith('error: Architecture "sm_90\n" is not a CUDA SM architecture')
+
+
+def test_a_look_alike_spelled_with_a_toml_escape_in_an_ascii_file_is_found() -> None:
+    # the rule skips projects whose files are all ASCII; a \u escape spells a look-alike in ASCII
+    lines = variant("NAME_NOT_NORMALIZED", "contracts/kernels.toml", '{ name = "y", dtype = "f32", shape = ["B"]', '{ name = "y", dtype = "f32", shape = ["\\u212C"]')
+    assert lines == [
+        'contracts/kernels.toml:12: NAME_NOT_NORMALIZED Kernel "make_label" parameter "y" shape uses "ℬ", written with U+212C SCRIPT '
+        'CAPITAL B, which Unicode NFKC normalisation turns into "B"; names are compared exactly as written, so it is not the name "B".'
+    ]

@@ -509,12 +509,15 @@ def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
         )  # fmt: skip
 
 
+_ESCAPES = ("\\u", "\\U", "\\x")  # the TOML escapes that can spell a character beyond ASCII (the last one TOML 1.1's)
+
+
 def _all_ascii(cs) -> bool:
-    """Every contract file is ASCII without a TOML ``\\u``/``\\U`` escape, so no name can be anything
+    """Every contract file is ASCII without a TOML ``\\u``/``\\U``/``\\x`` escape, so no name can be anything
     else (a fast path: most projects; a model built in memory, without files, is always walked)."""
     top = (*cs.dims, *cs.buffers, *cs.kernels, *cs.schedules, *cs.invariants, *((cs.isv,) if cs.isv else ()))
     sources = {id(o.loc.source): o.loc.source for o in top}
-    return all(src is not None and src.text.isascii() and "\\u" not in src.text and "\\U" not in src.text for src in sources.values())
+    return all(src is not None and src.text.isascii() and not any(e in src.text for e in _ESCAPES) for src in sources.values())
 
 
 def _look_alike(name: str, norm: str) -> str:
