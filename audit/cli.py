@@ -3,7 +3,8 @@
 Each subcommand lives in :mod:`audit.commands` as a module with ``NAME``, ``HELP``,
 ``add_arguments(parser)`` and ``run(args) -> int``; this module only parses and maps errors to exit
 codes in one place: 0 clean, 1 findings, 2 usage or environment errors (printed as one sentence, no
-traceback).
+traceback), 3 an internal error, a bug in wireup (one line saying so; the traceback only with
+``WIREUP_DEBUG=1`` in the environment or ``--debug``).
 
     wireup check --format sarif --output wireup.sarif
     wireup graph --format mermaid
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import ContractError, ExitCode, UserError
+from .errors import REPORT_BUGS_TO, ContractError, ExitCode, UserError
 
 COMMANDS = ("check", "graph", "rules", "build", "verify", "layout", "report", "audit", "init", "mutate")
 
@@ -28,24 +31,60 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prove hand-written CUDA training kernels are wired up correctly.",
     )
     parser.add_argument("--version", action="version", version=f"wireup {__version__}")
+    add_debug_argument(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         mod = importlib.import_module(f".commands.{name}", __package__)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         p.add_argument("--root", metavar="DIR", help="project root (default: the folder holding wireup.toml / pyproject.toml / .git)")
+        add_debug_argument(p)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
 
 
+def add_debug_argument(p: argparse.ArgumentParser, top: bool = False) -> None:
+    """``--debug``: show the traceback of an internal error (accepted before or after the command)."""
+    # SUPPRESS below the top level keeps "wireup --debug check" from being reset by the subparser
+    p.add_argument("--debug", action="store_true", default=False if top else argparse.SUPPRESS,
+                   help="on an internal error (exit 3), print its traceback (also WIREUP_DEBUG=1)")  # fmt: skip
+
+
+def debug_wanted(args: argparse.Namespace | None) -> bool:
+    """``--debug`` given, or ``WIREUP_DEBUG`` set to anything but "", "0", "false", "no"."""
+    env = os.environ.get("WIREUP_DEBUG", "").strip().lower()
+    return bool(getattr(args, "debug", False)) or env not in ("", "0", "false", "no", "off")
+
+
+def report_internal_error(exc: BaseException, args: argparse.Namespace | None) -> int:
+    """One line on stderr for an exception that is no user error (the traceback with the debug switch);
+    returns :attr:`ExitCode.INTERNAL`.
+
+    >>> report_internal_error(RuntimeError("boom"), None)      # doctest: +SKIP
+    wireup: internal error (RuntimeError: boom); this is a bug in wireup: please report it on ...
+    """
+    if debug_wanted(args):
+        traceback.print_exception(exc, file=sys.stderr)
+        how = "with the traceback above"
+    else:
+        how = "with the traceback, which WIREUP_DEBUG=1 or --debug prints"
+    what = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if len(what) > 200:
+        what = what[:197] + "..."
+    print(f"wireup: internal error ({what}); this is a bug in wireup, not a finding: please report it on {REPORT_BUGS_TO} "
+          f"{how} (exit {int(ExitCode.INTERNAL)}).", file=sys.stderr)  # fmt: skip
+    return int(ExitCode.INTERNAL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    """Run one ``wireup`` command; returns its exit code (:class:`~audit.errors.ExitCode`)."""
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse prints its own usage message
         return int(exc.code or 0) if exc.code in (0, None) else int(ExitCode.USAGE)
+    except Exception as exc:
+        return report_internal_error(exc, None)
     if not getattr(args, "_run", None):
         parser.print_help()
         return int(ExitCode.USAGE)
@@ -65,6 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return int(ExitCode.CLEAN)
+    except Exception as exc:  # anything else is a bug in wireup; it must not pass for findings (exit 1)
+        return report_internal_error(exc, args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -92,7 +94,64 @@ def _parse_text(source: str) -> Expr:
     names: set[str] = set()
     slots: set[str] = set()
     tree = _convert(node, text, names, slots)
+    if not text.isascii():  # Python normalised the names (NFKC): take them back as written
+        tree = _as_written(tree, _written_names(node, text), text)
+        names = _names_of(tree, "name")
+        slots = _names_of(tree, "slot")
     return Expr(text, tree, frozenset(names), frozenset(slots))
+
+
+def _written_names(node: ast.AST, text: str) -> list[str]:
+    """The names of ``node`` in source order, as the text writes them (``ast`` gives them after NFKC
+    normalisation: ``"ℬ"`` parses as ``B``, and a contract must not silently mean another name)."""
+    lines = re.split(r"\r\n|\r|\n", text)  # the tokenizer's line ends (str.splitlines knows more)
+    out = []
+    spans = sorted(
+        ((n.lineno, n.col_offset, n.end_lineno, n.end_col_offset, n.id) for n in ast.walk(node) if isinstance(n, ast.Name)),
+    )
+    for line, col, end_line, end_col, ident in spans:
+        if line != end_line or line > len(lines):
+            raise ExprError(f'"{_clip(text)}" is not a valid dim expression')
+        raw = lines[line - 1].encode("utf-8")[col:end_col].decode("utf-8", errors="replace")
+        out.append(raw if unicodedata.normalize("NFKC", raw) == ident else ident)
+    return out
+
+
+def _as_written(tree: object, written: list[str], text: str) -> object:
+    """``tree`` with the names of its ("name", x) and ("slot", x) leaves replaced, in source order, by
+    ``written`` (which also holds the names of called functions: each must be written as it is named)."""
+    it = iter(written)
+
+    def function(name: str) -> None:
+        fn = next(it)
+        if fn != name:
+            raise ExprError(f'"{_clip(text)}" calls "{fn}", which Unicode normalisation would turn into "{name}"; the functions are "ceil_div", "min", "max" and "slot", written in ASCII')
+
+    def walk(t: object) -> object:
+        op = t[0]  # type: ignore[index]
+        if op == "int":
+            return t
+        if op in ("name", "slot"):
+            if op == "slot":
+                function("slot")
+            return (op, next(it))
+        if op in _FUNCS:
+            function(op)
+        return (op, *(walk(a) for a in t[1:]))  # type: ignore[index]
+
+    return walk(tree)
+
+
+def _names_of(tree: object, kind: str) -> set[str]:
+    op = tree[0]  # type: ignore[index]
+    if op == kind:
+        return {tree[1]}  # type: ignore[index]
+    if op in ("int", "name", "slot"):
+        return set()
+    out: set[str] = set()
+    for a in tree[1:]:  # type: ignore[index]
+        out |= _names_of(a, kind)
+    return out
 
 
 MAX_DEPTH = 64  # operators and calls nested deeper than this are no contract's dim expression

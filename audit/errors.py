@@ -2,8 +2,10 @@
 
 User errors (a contract that cannot be read, a bad flag, a missing tool) and internal errors stay
 apart: everything a user can cause derives from :class:`UserError`, carries a one-sentence message
-that names file, key and line where there is one, and is printed without a traceback. Anything else
-is a bug in wireup and is allowed to show its traceback.
+that names file, key and line where there is one, and is printed without a traceback (exit 2). Anything
+else is a bug in wireup: the command line prints one line saying so, where to report it and how to see
+the traceback (``WIREUP_DEBUG=1`` or ``--debug``), and exits 3, never 1, so that a crash is not read as
+findings.
 
 >>> raise ContractError("contracts/isv.toml", 12, "isv.slot[3].role", 'expected one of "ema", ...')
 """
@@ -19,7 +21,12 @@ class ExitCode(IntEnum):
 
     CLEAN = 0
     FINDINGS = 1
-    USAGE = 2
+    USAGE = 2  # usage or environment error, one sentence
+    INTERNAL = 3  # a bug in wireup: an exception that is no UserError
+
+
+#: where the one-line message of an internal error sends its reader
+REPORT_BUGS_TO = "the wireup issue tracker"
 
 
 class UserError(Exception):
@@ -30,6 +37,12 @@ class UserError(Exception):
 
 class UsageError(UserError):
     """A bad command line or configuration value."""
+
+
+class OutputError(UsageError, OSError):
+    """A path wireup was asked to write that it cannot or must not write (a folder, a missing folder, a
+    path outside the project root from the configuration). An :class:`OSError` too, so callers that
+    tolerate a failed write (a cache) keep doing so."""
 
 
 class EnvironmentProblem(UserError):

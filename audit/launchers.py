@@ -45,7 +45,7 @@ FUNCTION_GETTERS = {
     "cuModuleGetFunction": "last", "RawKernel": "last", "load_ptx": "array",
 }  # fmt: skip
 _GETTER_CALL = re.compile(r"\b(" + "|".join(FUNCTION_GETTERS) + r")\s*(?:::\s*<[^>]*>\s*)?\(")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch: a "$" would accept a trailing newline
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                         scan.unaudited.append(HostReference(rel, lit.line, kind, value, None))
             elif value in by_stem:
                 add(HostReference(rel, lit.line, "build", value), by_stem[value])
-            elif call and _IDENT.match(value) and not value.startswith("_Z"):
+            elif call and _IDENT.fullmatch(value) and not value.startswith("_Z"):
                 scan.unaudited.append(HostReference(rel, lit.line, "launch", value, None, call))
     return scan
 

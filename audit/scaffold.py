@@ -56,7 +56,7 @@ _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "_
 _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "__noinline__",
                "__forceinline__", "static", "inline", "__inline__", "void", "extern", "__global__", "extern_C"}  # fmt: skip
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|::|\d[\w.]*|\S")
-_ISV_NAME = re.compile(r"^isv(?:_dev)?(?:_ptr)?$|^isv_dev_ptr$")
+_ISV_NAME = re.compile(r"isv(?:_dev)?(?:_ptr)?|isv_dev_ptr")  # used with fullmatch
 
 
 @dataclass
@@ -72,7 +72,7 @@ class CParam:
 
     @property
     def kind(self) -> str:
-        if self.pointer and _ISV_NAME.match(self.name) and self.dtype == "f32":
+        if self.pointer and _ISV_NAME.fullmatch(self.name) and self.dtype == "f32":
             return "isv"
         return "tensor" if self.pointer else "scalar"
 

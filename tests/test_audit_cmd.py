@@ -105,3 +105,11 @@ def test_evidence_summary_wording(root: Path) -> None:
     cfg, cs = load_project(root)
     text, failed = audit_cmd.evidence_summary(freshness(cs, cfg, load_records(cfg.path(cfg.evidence))))
     assert (text, failed) == ("5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale", 0)
+
+
+def test_audit_exits_3_when_verify_stops_on_an_internal_error(root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    record_all(root)  # even with passing records, a crashed verify is no pass
+    monkeypatch.setattr(audit_cmd, "gpu_available", lambda: None)
+    monkeypatch.setattr("audit.cli.main", lambda argv: 3)
+    assert audit_cmd.run(audit_cmd.argparse.Namespace(root=str(root), check=False, no_verify=False, base=None)) == 3
+    assert "[3/4] verify: stopped by an internal error (see above): using recorded evidence (5 of 5 kernels verified" in capsys.readouterr().err

@@ -72,6 +72,7 @@ def test_sarif_and_scaffolded_contracts_are_readable_by_others(tmp_path: Path, u
     assert mode(root / "wireup.sarif") == 0o644
     source = next((root / "kernels").glob("*.cu"))
     out = root / "contracts" / "scaffold" / "new.toml"
+    out.parent.mkdir()  # an --output through a missing folder is a usage error (issue 20)
     assert main(["init", str(source), "--root", str(root), "--output", str(out)]) in (0, 1)
     capsys.readouterr()
     assert out.is_file() and mode(out) == 0o644

@@ -27,11 +27,12 @@ def split_list(values: list[str]) -> tuple[str, ...]:
 
 
 def emit(text: str, output: str | None) -> None:
-    """Print ``text``, or write it atomically to ``output``."""
+    """Print ``text``, or write it to ``output``, a path the user gave on the command line (see
+    :func:`audit.output.write_output`: a regular file atomically, a device or FIFO in place)."""
     if output:
-        from ..atomic import write_text_atomic
+        from ..output import write_output
 
-        write_text_atomic(Path(output), text)
+        write_output(Path(output), text, explicit=True, root=None)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -9,7 +9,7 @@ render the report, and say in a few lines where the chain stands.
 
 Progress goes to stderr, the summary to stdout. Exit 1 when the check has errors, GPU evidence of the
 current sources failed, or (``--check``) the committed report is out of date; 2 for environment and
-usage problems; else 0. Without a GPU (or with ``--no-verify``) nothing is run on a device: the audit
+usage problems; 3 when verify stopped on an internal error (a bug in wireup); else 0. Without a GPU (or with ``--no-verify``) nothing is run on a device: the audit
 relies on the evidence records already committed and says how fresh they are.
 """
 
@@ -79,7 +79,6 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project, run_check
-    from ..errors import UserError
     from ..findings import NotRun, Severity
     from ..printers import render
     from ..report import ReportOptions, collect_report, render_report, report_diff
@@ -118,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
     summary, failed = evidence_summary(fresh)
     if verify_rc is None:
         step(3, f"verify: {reason}: using recorded evidence ({summary})")
+    elif verify_rc == 3:  # an internal error of verify (its line is above): never a pass, never findings
+        step(3, f"verify: stopped by an internal error (see above): using recorded evidence ({summary})", t)
     elif verify_rc == 2:
         step(3, f"verify: could not run here (see above): using recorded evidence ({summary})", t)
     else:
@@ -139,12 +140,9 @@ def run(args: argparse.Namespace) -> int:
                 print("\n".join(diff))
             step(4, f"report: {cfg.report} is {'out of date' if stale_report else 'up to date'}", t)
     else:
-        from ..atomic import write_text_atomic
+        from ..output import write_output
 
-        try:
-            write_text_atomic(path, text)
-        except OSError as exc:
-            raise UserError(f'cannot write the report to "{cfg.report}" ({exc.strerror}).') from None
+        write_output(path, text, explicit=False, root=cfg.root, what='the configuration key "report"')
         step(4, f"report: wrote {cfg.report}", t)
 
     errors = [f for f in result.findings if f.severity is Severity.ERROR]
@@ -156,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  - {reason_line}")
     if stale_report:
         print(f"  - {cfg.report} is out of date: run `wireup report` and commit it")
+    if verify_rc == 3:
+        return 3
     return 1 if (errors or failed or stale_report or verify_rc == 1) else 0
 
 

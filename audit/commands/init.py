@@ -94,11 +94,11 @@ def run(args: argparse.Namespace) -> int:
     text = "\n".join(parts)
     if args.output:
         out = Path(args.output)
-        if out.exists() and not args.force:
+        if out.is_file() and not args.force:  # a device or FIFO (-o /dev/stdout) is written through
             raise UsageError(f'"{args.output}" exists; pass --force to overwrite it or choose another --output.')
-        from ..atomic import write_text_atomic
+        from ..output import write_output
 
-        write_text_atomic(out, text)
+        write_output(out, text, explicit=True, root=cfg.root)
         print(f"wireup init: wrote {args.output}; fill in every TODO, then run wireup check.", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def _add_root(p: argparse.ArgumentParser) -> None:
     # SUPPRESS keeps a --root given before the action ("wireup layout --root X diff") from being reset.
     p.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help="project root (default: found from the current folder)")
+    from ..cli import add_debug_argument
+
+    add_debug_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,6 +199,7 @@ def _generate(args: argparse.Namespace) -> int:
     cfg, cs = load_project(root_of(args))
     if cs.isv is None:
         raise UsageError(f'The contracts under "{cfg.contracts}" declare no [isv] table, so there are no slot constants to generate.')
+    _require_identifiers(cs.isv)
     files = generated_files(cfg.generated)
     results = generate(cfg.root, cs.isv, files, cs.isv.loc.file or cfg.contracts, check=args.check)
     stale = 0
@@ -209,3 +213,17 @@ def _generate(args: argparse.Namespace) -> int:
         print(f"wireup layout generate --check: {stale} of {len(results)} generated file(s) out of date.", file=sys.stderr)
         return 1
     return 0
+
+
+def _require_identifiers(layout) -> None:
+    """Slot and reset-event names become constants in C, Python and Rust: each must be one whole
+    identifier (a full match; a pattern ending in ``$`` lets "ROW_SCALE\\n" through, and the generated
+    Python would not parse). Rule NAME_NOT_IDENTIFIER reports the same in ``wireup check``."""
+    from ..names import is_identifier, shown, why_not_identifier
+
+    for s in layout.slots:
+        if not is_identifier(s.name):
+            raise UsageError(f'{s.loc}: slot name "{shown(s.name)}" cannot become the constant {shown(s.name)}_INDEX ({why_not_identifier(s.name)}); expected ASCII letters, digits and underscores, not starting with a digit.')
+    for i, ev in enumerate(layout.reset_events):
+        if not is_identifier(ev):
+            raise UsageError(f'{layout.loc.child("reset_events", i)}: reset event "{shown(ev)}" cannot become a constant ({why_not_identifier(ev)}); expected ASCII letters, digits and underscores, not starting with a digit.')

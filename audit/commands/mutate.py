@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         if main_thread:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     out_dir = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
-    written = [write_kernel_json(k, result, out_dir) for k in result.kernels]
+    written = [write_kernel_json(k, result, out_dir, explicit=bool(args.output_dir), root=cfg.root) for k in result.kernels]
     text = render_table(result)
     t = result.timing
     text += f"wrote {len(written)} file(s) to {out_dir}; " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()) + "\n"

@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     path = cfg.path(output)
     shown = _shown(path, cfg.root)
     if args.check:
+        if path.is_dir():
+            raise UsageError(f'--check compares against a file, but "{shown}" is a folder; give the path of the report.')
         if not path.is_file():
             print(f"wireup report --check: {shown} does not exist; run `wireup report` and commit it.", file=sys.stderr)
             return 1
@@ -79,9 +81,9 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(diff))
         print(f"wireup report --check: {shown} is out of date; run `wireup report` and commit it.", file=sys.stderr)
         return 1
-    from ..atomic import write_text_atomic
+    from ..output import write_output
 
-    write_text_atomic(Path(path), text)
+    write_output(Path(path), text, explicit=args.output is not None, root=cfg.root, what='the configuration key "report"')
     print(f"wireup report: wrote {shown} ({report.verdict.level}: {report.verdict.headline}).", file=sys.stderr)
     return 0
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..model import ContractSet
 
 BUILD_FORMAT = "wireup-build-2"  # bump when the cache layout or the parsers change
-_ARCH = re.compile(r"^sm_\d+[a-z]?$")
+_ARCH = re.compile(r"sm_\d+[a-z]?")  # full match: "sm_90\n" is no architecture
 _TIMEOUT_S = 900
 
 
@@ -64,7 +64,7 @@ def build_kernels(
     """
     started = time.perf_counter()
     arch = arch or cfg.arch
-    if not _ARCH.match(arch):
+    if not _ARCH.fullmatch(arch):
         raise UsageError(f'Architecture "{arch}" is not a CUDA SM architecture; expected sm_<number>, e.g. "sm_90".')
     root = cs.root.resolve()
     kernels = _select(cs, sources)

@@ -20,7 +20,7 @@ from ._types import Diagnostic, EntryInfo, PtxParam
 
 _ENTRY = re.compile(r"^[ \t]*(?:\.(?:visible|weak|extern)\s+)*\.entry\s+([\w$.]+)\s*\(", re.MULTILINE)
 _PARAM = re.compile(r"\.param\b([^,]*)")
-_TYPE = re.compile(r"^\.([usbf](?:8|16|32|64)|bf16)$")
+_TYPE = re.compile(r"\.([usbf](?:8|16|32|64)|bf16)")  # used with fullmatch
 _NAME = re.compile(r"([\w$.%]+)\s*(?:\[\s*(\d+)\s*\])?\s*$")
 _DIRECTIVE = re.compile(r"^\s*\.(maxntid|reqntid)\s+([\d,\s]+)$", re.MULTILINE)
 
@@ -67,7 +67,7 @@ def _param(index: int, text: str) -> PtxParam:
             continue
         if tok == ".ptr":
             pointer = True
-        elif _TYPE.match(tok):
+        elif _TYPE.fullmatch(tok):
             ptx_type = tok[1:]
         elif not tok.startswith("."):
             name_part = " ".join(tokens[i:])

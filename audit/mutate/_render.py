@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text_atomic
+from ..output import write_output
 from ._mutants import Mutant
 from ._operators import OPERATORS
 from ._results import KernelMutation, MutationRun
@@ -140,8 +140,10 @@ def kernel_json(k: KernelMutation, run: MutationRun) -> dict:
     }
 
 
-def write_kernel_json(k: KernelMutation, run: MutationRun, folder: Path) -> Path:
-    """Write ``<folder>/<kernel>.json`` atomically; returns its path."""
+def write_kernel_json(k: KernelMutation, run: MutationRun, folder: Path, *, explicit: bool = False, root: Path | None = None) -> Path:
+    """Write ``<folder>/<kernel>.json`` atomically; returns its path. ``explicit``: ``folder`` is the
+    user's ``--output-dir`` (it may lie outside ``root``); else it must lie inside ``root``."""
     path = folder / f"{k.kernel}.json"
-    write_text_atomic(path, json.dumps(kernel_json(k, run), indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    text = json.dumps(kernel_json(k, run), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    write_output(path, text, explicit=explicit, root=root, what='the mutation results folder of the configuration key "reports"', make_parents=True)
     return path

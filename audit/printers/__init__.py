@@ -1,5 +1,11 @@
 """Printers: one per output format, each rendering the same :class:`~audit.findings.CheckResult`.
 
+What a printer renders goes to stdout or, with ``--output``, through :func:`audit.output.write_output`.
+The exit code beside it is the CLI's (:class:`~audit.errors.ExitCode`): 0 clean, 1 findings, 2 a usage
+or environment error, 3 an internal error (a bug in wireup, one line on stderr, never findings; the
+traceback with ``WIREUP_DEBUG=1`` or ``--debug``). A crash therefore never leaves a half-written output
+file that reads as a clean run.
+
 >>> print(render(result, "text"))      # doctest: +SKIP
 contracts/schedules.toml:87: SHAPE_MISMATCH Kernel "aux_trunk_backward" ...
 """

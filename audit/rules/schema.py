@@ -1,4 +1,5 @@
-"""Schema rules: names resolve, nothing is declared twice, dims are sane, paths stay inside the root."""
+"""Schema rules: names resolve, are identifiers where they become code and are written as Unicode
+normalises them, nothing is declared twice, dims are sane, paths stay inside the root."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from ..dims import Expr
 from ..findings import Severity
 from ..model import ScalarParam, TensorParam
+from ..names import changed_characters, code_point, is_identifier, nfkc_change, shown, why_not_identifier
 from ..shapes import probe_envs, value_at
 from ._base import CheckContext, Hit, rule
 
@@ -394,3 +396,163 @@ def check_unused_suppressions(ctx: CheckContext) -> Iterator[Hit]:
                 f'The suppression of {entry.rule}{about} suppresses nothing: the rule finds nothing there any more; remove it.',
                 entry.loc, entry.rule,
             )  # fmt: skip
+# --- names as written ------------------------------------------------------------------------------
+
+
+def _declared_names(cs) -> Iterator[tuple[str, tuple, str, object, str, bool]]:
+    """(template, its arguments, name, loc, subject, must be an identifier) for every name a contract
+    declares; the sentence is only built for a finding (``template.format(*arguments)``)."""
+    for d in cs.dims:
+        yield "Dim", (), d.name, d.loc, d.name, True
+    for b in cs.buffers:
+        yield "Buffer", (), b.name, b.loc, b.name, False
+    for k in cs.kernels:
+        # the kernel's name is its entry point unless "entry" or "cpp_name" says otherwise
+        yield "Kernel", (), k.name, k.loc, k.name, not (k.entry or k.cpp_name)
+        if k.entry:
+            yield 'Kernel "{}" entry point', (k.name,), k.entry, k.loc.child("entry"), k.name, True
+        for i, d in enumerate(k.dims):
+            yield 'Kernel "{}" local dim', (k.name,), d, k.loc.child("dims", i), k.name, True
+        for p in k.params:
+            yield 'Kernel "{}" parameter', (k.name,), p.name, p.loc, k.name, True
+    if cs.isv is not None:
+        for s in cs.isv.slots:
+            yield "ISV slot", (), s.name, s.loc, s.name, True
+        for i, ev in enumerate(cs.isv.reset_events):
+            yield "ISV reset event", (), ev, cs.isv.loc.child("reset_events", i), ev, True
+    for s in cs.schedules:
+        yield "Schedule", (), s.name, s.loc, s.name, False
+    for inv in cs.invariants:
+        yield "Invariant", (), inv.name, inv.loc, inv.name, False
+
+
+def _expr_names(e) -> Iterator[str]:
+    if isinstance(e, Expr):
+        yield from sorted(e.names)
+        yield from sorted(e.slots)
+
+
+def _referenced_names(cs) -> Iterator[tuple[str, tuple, str, object, tuple, str]]:
+    """(template, its arguments, name, loc, key below loc, subject) for every name a contract refers to.
+
+    The sentence and the location are only built for a finding (``template.format(*arguments)``,
+    ``loc.child(*key)``): a 10,000-kernel project refers to some 200,000 names."""
+    for d in cs.dims:
+        for n in _expr_names(d.expr):
+            yield 'Dim "{}" = "{}" uses', (d.name, d.expr), n, d.loc, (), d.name
+    for b in cs.buffers:
+        for i, e in enumerate(b.shape):
+            for n in _expr_names(e):
+                yield 'Buffer "{}" shape uses', (b.name,), n, b.loc, ("shape", i), b.name
+        if b.grad_of:
+            yield 'Buffer "{}" is the gradient of', (b.name,), b.grad_of, b.loc, ("grad_of",), b.name
+    for k in cs.kernels:
+        for key, exprs in (("grid", k.grid), ("block", k.block), ("shared_bytes", (k.shared_bytes,))):
+            for i, e in enumerate(exprs):
+                for n in _expr_names(e):
+                    yield 'Kernel "{}" {} uses', (k.name, key), n, k.loc, (key,) if key == "shared_bytes" else (key, i), k.name
+        for key in ("cpp_name", "reference", "gradcheck"):
+            value = getattr(k, key)
+            if value:
+                yield 'Kernel "{}" {}', (k.name, key), value, k.loc, (key,), k.name
+        for p in k.params:
+            if isinstance(p, TensorParam):
+                for i, e in enumerate(p.shape):
+                    for n in _expr_names(e):
+                        yield 'Kernel "{}" parameter "{}" shape uses', (k.name, p.name), n, p.loc, ("shape", i), k.name
+                if p.partial_of:
+                    yield 'Kernel "{}" parameter "{}" is a partial of', (k.name, p.name), p.partial_of, p.loc, ("partial_of",), k.name
+                for i, z in enumerate(p.mask.zeroes if p.mask else ()):
+                    yield 'Kernel "{}" mask on "{}" zeroes', (k.name, p.name), z, p.mask.loc, ("zeroes", i), k.name
+            elif isinstance(p, ScalarParam):
+                for n in _expr_names(p.value):
+                    yield 'Kernel "{}" parameter "{}" value uses', (k.name, p.name), n, p.loc, ("value",), k.name
+        for r in k.isv_reads:
+            yield 'Kernel "{}" reads ISV slot', (k.name,), r.slot, r.loc, (), k.name
+        for i, w in enumerate(k.isv_writes):
+            yield 'Kernel "{}" writes ISV slot', (k.name,), w, k.loc, ("isv_writes", i), k.name
+        for name, _ in k.verify.dims:
+            yield 'Kernel "{}" verify.dims names', (k.name,), name, k.verify.loc, ("dims", name), k.name
+    if cs.isv is not None:
+        for s in cs.isv.slots:
+            for ev, _ in s.reset:
+                yield 'ISV slot "{}" resets on', (s.name,), ev, s.loc, ("reset", ev), s.name
+            for i, w in enumerate(s.shared_writers):
+                yield 'ISV slot "{}" lists shared writer', (s.name,), w, s.loc, ("shared_writers", i), s.name
+    for s in cs.schedules:
+        for i, dep in enumerate(s.after):
+            yield 'Schedule "{}" comes after', (s.name,), dep, s.loc, ("after", i), s.name
+        if s.equivalent_to:
+            yield 'Schedule "{}" is equivalent to', (s.name,), s.equivalent_to, s.loc, ("equivalent_to",), s.name
+        for step in s.steps:
+            at = (s.name, step.index + 1)
+            if step.launch:
+                yield 'Schedule "{}" step {} launches', at, step.launch, step.loc, ("launch",), s.name
+            if step.zero:
+                yield 'Schedule "{}" step {} zeroes', at, step.zero, step.loc, ("zero",), s.name
+            for pname, b in step.bind:
+                yield 'Schedule "{}" step {} binds parameter', at, pname, b.loc, (), s.name
+                if b.buffer is not None:
+                    yield 'Schedule "{}" step {} binds "{}" to', (*at, pname), b.buffer, b.loc, (), s.name
+                for i, e in enumerate(b.view or ()):
+                    for n in _expr_names(e):
+                        yield 'Schedule "{}" step {} view of "{}" uses', (*at, pname), n, b.loc, ("view", i), s.name
+            for name, e in step.dims:
+                yield 'Schedule "{}" step {} binds dim', at, name, step.loc, ("dims", name), s.name
+                for n in _expr_names(e):
+                    yield 'Schedule "{}" step {} dim "{}" uses', (*at, name), n, step.loc, ("dims", name), s.name
+            for name, e in step.args:
+                yield 'Schedule "{}" step {} passes argument', at, name, step.loc, ("args", name), s.name
+                for n in _expr_names(e):
+                    yield 'Schedule "{}" step {} argument "{}" uses', (*at, name), n, step.loc, ("args", name), s.name
+    for inv in cs.invariants:
+        for key, nodes in (("sources", inv.sources), ("targets", inv.targets)):
+            for i, n in enumerate(nodes):
+                yield 'Invariant "{}" {} name', (inv.name, key), n, inv.loc, (key, i), inv.name
+
+
+@rule("NAME_NOT_IDENTIFIER", "Dim, parameter, ISV slot, reset event and entry-point names are whole ASCII identifiers (nothing after them, not even a newline): they become dim expressions, C parameters and generated constants.", "schema")
+def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
+    for template, args, name, loc, subject, needed in _declared_names(ctx.cs):
+        if not needed or is_identifier(name):
+            continue
+        norm = nfkc_change(name)
+        if norm is not None and is_identifier(norm):
+            continue  # a look-alike of an identifier: NAME_NOT_NORMALIZED says so more precisely
+        yield Hit(
+            f'{template.format(*args)} "{shown(name)}" is not an identifier ({why_not_identifier(name)}); expected ASCII letters, digits '
+            "and underscores, not starting with a digit.",
+            loc, subject,
+        )  # fmt: skip
+
+
+_ESCAPES = ("\\u", "\\U", "\\x")  # the TOML escapes that can spell a character beyond ASCII (the last one TOML 1.1's)
+
+
+def _all_ascii(cs) -> bool:
+    """Every contract file is ASCII without a TOML ``\\u``/``\\U``/``\\x`` escape, so no name can be anything
+    else (a fast path: most projects; a model built in memory, without files, is always walked)."""
+    top = (*cs.dims, *cs.buffers, *cs.kernels, *cs.schedules, *cs.invariants, *((cs.isv,) if cs.isv else ()))
+    sources = {id(o.loc.source): o.loc.source for o in top}
+    return all(src is not None and src.text.isascii() and not any(e in src.text for e in _ESCAPES) for src in sources.values())
+
+
+def _look_alike(name: str, norm: str) -> str:
+    chars = " and ".join(code_point(c) for c in changed_characters(name)[:3])
+    return f'written with {chars}, which Unicode NFKC normalisation turns into "{shown(norm)}"; names are compared exactly as written, so it is not the name "{shown(norm)}".'
+
+
+@rule("NAME_NOT_NORMALIZED", "Names are compared exactly as written: a declared or referenced name that Unicode NFKC normalisation changes (look-alike letters such as \"ℬ\" or \"Ｄ\") is a finding, never silently equal to another name.", "schema")
+def check_normalized(ctx: CheckContext) -> Iterator[Hit]:
+    if _all_ascii(ctx.cs):
+        return
+    for template, args, name, loc, subject, _ in _declared_names(ctx.cs):
+        norm = nfkc_change(name)
+        if norm is not None:
+            yield Hit(f'{template.format(*args)} "{shown(name)}" is {_look_alike(name, norm)}', loc, subject)
+    for template, args, name, loc, key, subject in _referenced_names(ctx.cs):
+        if name.isascii():
+            continue
+        norm = nfkc_change(name)
+        if norm is not None:
+            yield Hit(f'{template.format(*args)} "{shown(name)}", {_look_alike(name, norm)}', loc.child(*key) if key else loc, subject)
