@@ -184,4 +184,4 @@ def _load_rule_modules() -> None:
     if _LOADED:
         return
     _LOADED = True
-    from . import build, evidence, invariants, isv, layout, launchers, schema, verify, wiring  # noqa: F401
+    from . import build, evidence, invariants, isv, layout, launchers, schema, tails, verify, wiring  # noqa: F401

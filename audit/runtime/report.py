@@ -71,6 +71,25 @@ def summary_table(outcome: Any) -> str:
     notes = sorted({n for r in run.results for n in r.notes})
     for n in notes:
         out += f"note: {n}\n"
+    out += coverage_lines(run)
+    return out
+
+
+def coverage_lines(run: Any) -> str:
+    """Per subject (once, whatever the backends): the cases that ran and the tail-coverage verdicts."""
+    out = ""
+    seen: set[tuple[str, str]] = set()
+    for r in run.results:
+        if (r.kind, r.subject) in seen or not (r.cases or r.tails):
+            continue
+        seen.add((r.kind, r.subject))
+        name = f"{'schedule:' if r.kind == 'schedule' else ''}{r.subject}"
+        if r.cases:
+            labels = [",".join(f"{k}={v}" for k, v in c.items()) for c in r.cases]
+            out += f"cases: {name}: {len(labels)} ({' '.join(labels)})\n"
+        for t in r.tails:
+            state = "covered" if t.get("covered") else "NOT COVERED"
+            out += f"tails: {name}: {t.get('kernel')} {t.get('field')} {t.get('expr')}: {t.get('exact', 0)} exact, {t.get('tail', 0)} with a tail, {state}\n"
     return out
 
 
@@ -87,10 +106,12 @@ def verify_json(rendered: str, outcome: Any) -> str:
                 "subject": r.subject, "kind": r.kind, "backend": r.backend, "verdict": r.verdict,
                 "passed": len(r.passed), "failed": len(r.failed), "not_run": len(r.not_run),
                 "max_rel_err": _max_rel(r.checks), "duration_s": r.duration_s, "timing": r.timing, "notes": r.notes,
+                "cases": r.cases, "tails": r.tails,
             }  # fmt: skip
             for r in run.results
         ],
         "evidence": [str(p) for p in outcome.evidence],
         "notes": run.notes,
+        "plans": run.plans,
     }
     return json.dumps(doc, indent=2) + "\n"

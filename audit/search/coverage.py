@@ -4,10 +4,10 @@ A launch's grid, block and ``shared_bytes`` are dim expressions; every ``ceil_di
 ``a % b`` in them is a *tail site*. A case where ``a % b != 0`` runs the partial last block (or warp, or
 tile); a case where ``a % b == 0`` runs only full ones. A site whose ``a`` depends on the runtime dims
 should have run both ways; :func:`tail_verdicts` says, per site, which sides the given environments
-reached, and for a side none reached, why, in one sentence:
+reached, and for a side none reached, why (the findings put the kernel and the expression in front):
 
-    ceil_div(B * T * 32, 512): B * T * 32 is a multiple of 512 in every case because T = 64 is fixed;
-    make T a runtime dim or give it test values.
+    B * T * 32 is a multiple of 512 in every case because T = 64 is fixed; make T a runtime dim or give
+    it test values.
 
 A side no value of the runtime dims can reach, whatever the fixed dims are (``ceil_div(B * 512, 512)``),
 is no tail at all and gets no verdict. Sites whose ``a`` does not depend on the runtime dims are constant
@@ -179,7 +179,7 @@ def _why(cs: ContractSet, kernel: Kernel, wiring: Any, site: TailSite, missing: 
     """The sentence for a missing side, or ``"-"`` when no dims can reach it (no tail exists)."""
     a, b = site.a_text, site.b_text
     state = f"is a multiple of {b}" if missing == "tail" else f"is never a multiple of {b}"
-    head = f"{site.text}: {a} {state} in every {what}"
+    head = f"{a} {state} in every {what}"
     base = dict(envs[0])
     found = reach(cs, kernel, wiring, site, missing, base)
     if found is not None:
@@ -217,7 +217,8 @@ def reach(cs: ContractSet, kernel: Kernel, wiring: Any, site: TailSite, side: st
     bval = _value(site.b, {**base, **(fixed or {})})
     span = min(SEARCH_SPAN, 2 * abs(bval) + 2) if bval else SEARCH_SPAN
     for name, (lo, hi) in ranges.items():
-        for v in [*range(lo, min(hi, lo + span) + 1), hi]:
+        likely = [lo, hi] + ([abs(bval), abs(bval) + 1, 2 * abs(bval), abs(bval) - 1] if bval else [])
+        for v in dict.fromkeys([*(x for x in likely if lo <= x <= hi), *range(lo, min(hi, lo + span) + 1)]):
             env = fill_derived({**start, name: v}, derived)
             for e in at(env):
                 if site.side(e) == side:

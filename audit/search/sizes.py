@@ -329,7 +329,7 @@ def _plan(cs: ContractSet, kind: str, subject: str, kernels: list[Kernel], wirin
 def plan_kernel(cs: ContractSet, kernel: Kernel, wiring: Any, *, seed: int = 0, max_cases: int = MAX_KERNEL_CASES,
                 max_elements: int = MAX_CASE_ELEMENTS, root: Path | None = None, overrides: Mapping[str, int] | None = None) -> SizePlan:  # fmt: skip
     """The default sweep of one kernel (plus its contract's extra ``cases``)."""
-    extra = [DimCase.of(c) for c in getattr(kernel.verify, "cases", ())]
+    extra = [DimCase.of(dict(c)) for c in getattr(kernel.verify, "cases", ())]
     return _plan(cs, "kernel", kernel.name, [kernel], wiring, base=BASE_VALUES, max_cases=max_cases, seed=seed,
                  max_elements=max_elements, root=root, extra=extra, overrides=overrides)  # fmt: skip
 
@@ -342,6 +342,6 @@ def plan_schedule(cs: ContractSet, schedule: Schedule, wiring: Any, *, seed: int
         k = cs.kernel_map.get(st.launch or "")
         if k is not None and k not in kernels:
             kernels.append(k)
-    extra = [DimCase.of(c) for c in getattr(schedule, "verify_cases", ())]
+    extra = [DimCase.of(dict(c)) for c in getattr(schedule, "verify_cases", ())]
     return _plan(cs, "schedule", schedule.name, kernels, wiring, base=BASE_CHAIN_VALUES, max_cases=max_cases, seed=seed,
                  max_elements=max_elements, root=root, extra=extra)  # fmt: skip
