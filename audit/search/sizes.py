@@ -48,7 +48,7 @@ MAX_CANDIDATES = 4096  # the product of candidate values is sampled (seeded) bey
 MAX_VALUES_PER_DIM = 16
 SOURCE_BYTES = 1 << 20  # at most this much of a kernel source is read for its loop tiles
 _LOOP_STEP = re.compile(r"\bfor\s*\([^;{}]*;[^;{}]*;\s*\w+\s*\+=\s*(\d+)\s*\)")
-_TILE_CONST = re.compile(r"\b(?:constexpr|const|#define)\s+(?:(?:unsigned|int|long|size_t|static)\s+)*(\w*(?:TILE|ROWS|WARPS|THREADS|BLOCK|PER)\w*)\s*=?\s*(\d+)\b", re.I)
+_TILE_CONST = re.compile(r"(?:\bconstexpr|\bconst|#\s*define)\s+(?:(?:unsigned|int|long|size_t|static)\s+)*(\w*(?:TILE|ROWS|WARPS|THREADS|BLOCK|PER)\w*)\s*=?\s*(\d+)\b", re.I)
 
 W_TAIL, W_VALUE, W_PAIR = 1000.0, 10.0, 1.0
 
@@ -203,7 +203,8 @@ def choose_cases(values: Mapping[str, Sequence[int]], *, seed: int = 0, max_case
     def items(c: Mapping[str, int]) -> dict[Any, float]:
         out: dict[Any, float] = {}
         for n in names:
-            out[("v", n, c[n])] = W_VALUE * (1.0 + (len(values[n]) - rank[n][c[n]]) / max(1, len(values[n])))
+            r = rank[n].get(c[n], len(values[n]))  # a required case's value may be no candidate
+            out[("v", n, c[n])] = W_VALUE * (1.0 + (len(values[n]) - r) / max(1, len(values[n])))
         for x, y in itertools.combinations(names, 2):
             out[("p", x, c[x], y, c[y])] = W_PAIR
         if sides is not None:
