@@ -222,7 +222,7 @@ def test_coverage_says_which_side_ran_and_what_case_would_reach_the_other(tail: 
     envs = [make_env(cs, DimCase.of({"B": b, "T": 8})) for b in (1, 3)]
     [v] = tail_verdicts(cs, k, w, sites, envs)
     assert (v.exact, v.tail, v.covered) == (2, 0, False)
-    assert v.message == "B * T is a multiple of 8 in every case (2 run); add a case where it is not, such as B=1,T=1."
+    assert v.message == "B * T is a multiple of 8 in every case (2 run); add a case where it is not, such as B=1,T=9."
     envs.append(make_env(cs, DimCase.of({"B": 3, "T": 3})))
     [v] = tail_verdicts(cs, k, w, sites, envs)
     assert (v.exact, v.tail, v.covered) == (2, 1, True)

@@ -178,8 +178,7 @@ def _why(cs: ContractSet, kernel: Kernel, wiring: Any, site: TailSite, missing: 
          envs: Sequence[Mapping[str, int]], what: str) -> tuple[str, tuple[str, ...]]:  # fmt: skip
     """The sentence for a missing side, or ``"-"`` when no dims can reach it (no tail exists)."""
     a, b = site.a_text, site.b_text
-    state = f"is a multiple of {b}" if missing == "tail" else f"is never a multiple of {b}"
-    head = f"{a} {state} in every {what}"
+    head = f"{a} is a multiple of {b} in every {what}" if missing == "tail" else f"{a} is not a multiple of {b} in any {what}"
     base = dict(envs[0])
     found = reach(cs, kernel, wiring, site, missing, base)
     if found is not None:
@@ -217,7 +216,7 @@ def reach(cs: ContractSet, kernel: Kernel, wiring: Any, site: TailSite, side: st
     bval = _value(site.b, {**base, **(fixed or {})})
     span = min(SEARCH_SPAN, 2 * abs(bval) + 2) if bval else SEARCH_SPAN
     for name, (lo, hi) in ranges.items():
-        likely = [lo, hi] + ([abs(bval), abs(bval) + 1, 2 * abs(bval), abs(bval) - 1] if bval else [])
+        likely = ([abs(bval), abs(bval) + 1, 2 * abs(bval), abs(bval) - 1] if bval else []) + [lo, hi]
         for v in dict.fromkeys([*(x for x in likely if lo <= x <= hi), *range(lo, min(hi, lo + span) + 1)]):
             env = fill_derived({**start, name: v}, derived)
             for e in at(env):
