@@ -222,7 +222,7 @@ def test_coverage_says_which_side_ran_and_what_case_would_reach_the_other(tail: 
     envs = [make_env(cs, DimCase.of({"B": b, "T": 8})) for b in (1, 3)]
     [v] = tail_verdicts(cs, k, w, sites, envs)
     assert (v.exact, v.tail, v.covered) == (2, 0, False)
-    assert v.message == "B * T is a multiple of 8 in every case (2 run); add a case where it is not, such as B=1,T=9."
+    assert v.message == "B * T is a multiple of 8 in all 2 cases that ran; add a case where it is not, such as B=1,T=9."
     envs.append(make_env(cs, DimCase.of({"B": 3, "T": 3})))
     [v] = tail_verdicts(cs, k, w, sites, envs)
     assert (v.exact, v.tail, v.covered) == (2, 1, True)
@@ -331,3 +331,12 @@ def test_a_subject_never_compared_is_not_verified(tail: Path) -> None:
     strict = verify(tail, emulated={"tail_rows_partial": buggy_tail_rows}, kernels=["tail_rows_partial"], sizes=["B=8,T=1"], strict=True)
     assert ("VERIFY_NOT_VERIFIED", "error") in [(f.rule, f.severity.value) for f in strict.result.findings]
     assert strict.result.exit_code == 1
+
+
+def test_the_report_shows_the_cases_and_tail_coverage_of_a_record(tail: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    verify(tail, emulated={}, kernels=["tail_rows_partial"], sizes=["B=2,T=4;B=3,T=3"], evidence_dir=tail / "evidence")
+    assert main(["report", "--root", str(tail), "--output", str(tail / "r.md")]) == 0
+    capsys.readouterr()
+    text = (tail / "r.md").read_text()
+    assert "(emulated backend; sizes B=2,T=4, B=3,T=3)" in text
+    assert "**Tail coverage:** ceil_div(B \\* T, 8): 1 case(s) without a remainder, 1 with one" in text

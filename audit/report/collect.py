@@ -106,6 +106,9 @@ class EvidenceView:
     backend: str = ""
     sizes: list[str] = field(default_factory=list)
     checks: list[CheckRow] = field(default_factory=list)
+    # tail coverage of the launch geometry, one line a site (records from before cases were dim
+    # assignments have none, and show nothing)
+    tails: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -672,7 +675,9 @@ def _evidence_view(f: Freshness | None) -> EvidenceView:
         CheckRow(c.name, c.verdict, c.size, format_error(c.max_abs_err), format_error(c.max_rel_err), format_error(c.rel_norm_err), c.detail)
         for c in rec.checks
     ]
-    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks)
+    tails = [f"{t.get('expr')}: " + (f"{t.get('exact', 0)} case(s) without a remainder, {t.get('tail', 0)} with one" if t.get("covered")
+             else f"not covered ({t.get('message', '')})") for t in getattr(rec, "tails", [])]  # fmt: skip
+    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, tails)
 
 
 def _mutation_view(path: Path) -> MutationView | None:

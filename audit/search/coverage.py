@@ -183,7 +183,11 @@ def _why(cs: ContractSet, kernel: Kernel, wiring: Any, site: TailSite, missing: 
     found = reach(cs, kernel, wiring, site, missing, base)
     if found is not None:
         example = ",".join(f"{k}={v}" for k, v in found.items())
-        return f"{head} ({len(envs)} run); add a case where it {'is not' if missing == 'tail' else 'is'}, such as {example}.", ()
+        ran = f"the one {what} that ran" if len(envs) == 1 else f"all {len(envs)} {what}s that ran"
+        state = f"is a multiple of {b} in {ran}" if missing == "tail" else f"is not a multiple of {b} in any of the {len(envs)} {what}s that ran"
+        if missing == "exact" and len(envs) == 1:
+            state = f"is not a multiple of {b} in {ran}"
+        return f"{a} {state}; add a case where it {'is not' if missing == 'tail' else 'is'}, such as {example}.", ()
     fixed = sorted(n for n in _derived_closure(cs, tree_names(site.a) | tree_names(site.b))
                    if n in cs.dim_map and cs.dim_map[n].kind == "fixed" and n in base)  # fmt: skip
     culprits = []
