@@ -87,8 +87,40 @@ class TailVerdict:
                 "tail": self.tail, "covered": self.covered, "message": self.message}  # fmt: skip
 
 
+def _memo(cs: ContractSet) -> dict[str, Any]:
+    """Per contract set memos of this module (kept in its instance dict, like probe_envs)."""
+    return cs.__dict__.setdefault("_tail_memo", {"closure": {}, "sites": {}})
+
+
+def _runtime(cs: ContractSet) -> frozenset[str]:
+    memo = _memo(cs)
+    if "runtime" not in memo:
+        memo["runtime"] = frozenset(d.name for d in cs.dim_map.values() if d.kind == "runtime")
+    return memo["runtime"]
+
+
+def _moving_derived(cs: ContractSet) -> list[Any]:
+    """Derived dims whose value depends on a runtime dim (the others are the same in every case)."""
+    memo = _memo(cs)
+    if "moving" not in memo:
+        runtime = _runtime(cs)
+        memo["moving"] = [d for d in cs.dim_map.values() if d.kind == "derived" and d.expr is not None
+                          and _derived_closure(cs, set(d.expr.names)) & runtime]  # fmt: skip
+    return memo["moving"]
+
+
 def _derived_closure(cs: ContractSet, names: set[str]) -> set[str]:
     """``names`` with the names of every derived dim among them, transitively."""
+    key = frozenset(names)
+    cache = _memo(cs)["closure"]
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    cache[key] = out = _closure(cs, names)
+    return out
+
+
+def _closure(cs: ContractSet, names: set[str]) -> set[str]:
     dims = cs.dim_map
     out, todo = set(), list(names)
     while todo:
@@ -125,26 +157,38 @@ def launch_envs(cs: ContractSet, kernel: Kernel, wiring: Any) -> Callable[[Mappi
 def kernel_sites(cs: ContractSet, kernel: Kernel, wiring: Any) -> list[TailSite]:
     """The tail sites of ``kernel`` whose dividend depends on a runtime dim (directly, through a derived
     dim, or through a local dim a launch binds to one)."""
-    runtime = {d.name for d in cs.dim_map.values() if d.kind == "runtime"}
-    at = launch_envs(cs, kernel, wiring)
-    probes = [e for p in probe_envs(cs)[:3] for e in at(p)]
-    out: list[TailSite] = []
+    runtime = _runtime(cs)
     exprs = [("grid", e) for e in kernel.grid] + [("block", e) for e in kernel.block]
     if kernel.shared_bytes is not None:
         exprs.append(("shared_bytes", kernel.shared_bytes))
-    for fname, e in exprs:
-        for op, a, b in divisions(e):
-            names = _derived_closure(cs, tree_names(a) | tree_names(b))
-            if not names & runtime:
-                if not (names & set(kernel.dims)):
-                    continue
-                site = TailSite(kernel.name, fname, op, a, b)
-                values = {(_value(a, env), _value(b, env)) for env in probes}
-                if len(values) < 2:
-                    continue  # a local dim, but bound to the same value at every runtime size
-            site = TailSite(kernel.name, fname, op, a, b, kernel.loc)
-            if site not in out:
-                out.append(site)
+    # the divisions of a geometry and whether they move with the runtime dims, memoized by the identities
+    # of its expressions (equal texts share one Expr): a large contract set repeats a few geometries
+    key = (tuple(id(e) for _, e in exprs), kernel.dims)
+    cache = _memo(cs)["sites"]
+    found = cache.get(key)
+    if found is None:
+        found = []
+        for fname, e in exprs:
+            for op, a, b in divisions(e):
+                names = _derived_closure(cs, tree_names(a) | tree_names(b))
+                found.append((fname, op, a, b, bool(names & runtime), bool(names & set(kernel.dims))))
+        cache[key] = (exprs, found)  # the expressions stay alive with the memo, so their ids stay theirs
+    else:
+        found = found[1]
+    out: list[TailSite] = []
+    probes: list[dict[str, int]] | None = None
+    for fname, op, a, b, moves, local in found:
+        if not moves:
+            if not local:
+                continue
+            if probes is None:
+                at = launch_envs(cs, kernel, wiring)
+                probes = [e for p in probe_envs(cs)[:3] for e in at(p)]
+            if len({(_value(a, env), _value(b, env)) for env in probes}) < 2:
+                continue  # a local dim, but bound to the same value at every runtime size
+        site = TailSite(kernel.name, fname, op, a, b, kernel.loc)
+        if site not in out:
+            out.append(site)
     return out
 
 
@@ -213,9 +257,13 @@ def reach(cs: ContractSet, kernel: Kernel, wiring: Any, site: TailSite, side: st
     """
     ranges = {d.name: (d.min or 1, d.max or (d.min or 1)) for d in cs.dim_map.values() if d.kind == "runtime"}
     at = launch_envs(cs, kernel, wiring)
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.expr is not None]
-    start = {k: v for k, v in base.items() if k in cs.dim_map and cs.dim_map[k].kind in ("fixed", "runtime")}
-    start.update({k: v for k, v in base.items() if k not in cs.dim_map and k not in kernel.dims})  # variant dims
+    # the derived dims to recompute: those that move with the runtime dims, and with a fixed override all
+    derived = _moving_derived(cs) if not fixed else [d for d in cs.dim_map.values() if d.kind == "derived" and d.expr is not None]
+    start = dict(base)
+    for d in derived:
+        start.pop(d.name, None)
+    for n in kernel.dims:  # bound again by each launch
+        start.pop(n, None)
     start.update(fixed or {})
     bval = _value(site.b, {**base, **(fixed or {})})
     span = min(SEARCH_SPAN, 2 * abs(bval) + 2) if bval else SEARCH_SPAN
