@@ -340,3 +340,10 @@ def test_the_report_shows_the_cases_and_tail_coverage_of_a_record(tail: Path, ca
     text = (tail / "r.md").read_text()
     assert "(emulated backend; sizes B=2,T=4, B=3,T=3)" in text
     assert "**Tail coverage:** ceil_div(B \\* T, 8): 1 case(s) without a remainder, 1 with one" in text
+
+
+def test_a_given_case_over_the_memory_budget_exits_2(tail: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["verify", "--root", str(tail), "--emulated", "--kernel", "tail_rows_partial", "--sizes", "B=4096,T=1024", "--no-evidence"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.strip().endswith('--sizes case "B=4096,T=1024" gives kernel "tail_rows_partial" 1.34e+08 input elements, over the budget of 6.71e+07; choose smaller values.')

@@ -341,7 +341,22 @@ def plan_cases(cfg: Any, cs: Any, subjects: Sequence[Sequence[str]], seed: int, 
             plans.append(plan.to_dict())
         elif any(isinstance(c, DimCase) for c in given):
             planned[f"{kind}:{name}"] = [as_case(cs, c).as_dict() for c in given]
+            if kind == "kernel":
+                for c in given:
+                    if isinstance(c, DimCase):
+                        _check_case_budget(cs, cs.kernel_map[name], c, wiring or Wiring(cs), "--sizes")
     return planned, plans
+
+
+def _check_case_budget(cs: Any, kernel: Any, case: DimCase, wiring: Any, flag: str) -> None:
+    """A given case whose inputs exceed the memory budget for every launch of the kernel is a usage error."""
+    from ..cases import make_env
+    from ..search.coverage import launch_envs
+    from ..search.sizes import MAX_CASE_ELEMENTS, case_elements
+
+    elements = min(case_elements(kernel, e) for e in launch_envs(cs, kernel, wiring)(make_env(cs, case)))
+    if elements > MAX_CASE_ELEMENTS:
+        raise UsageError(f'{flag} case "{case.label}" gives kernel "{kernel.name}" {elements:.2e} input elements, over the budget of {MAX_CASE_ELEMENTS:.2e}; choose smaller values.')
 
 
 def judge(run: VerifyRun, cs: Any, cfg: Any, strict: bool = False) -> CheckResult:

@@ -253,7 +253,7 @@ def _better(pool: list[dict[str, int]], cost: Any, tie: Mapping[int, int], i: in
     return tie[i] < tie[j]
 
 
-def _tensor_elements(k: Kernel, env: Mapping[str, int]) -> int:
+def case_elements(k: Kernel, env: Mapping[str, int]) -> int:
     """Elements of the kernel's input tensors at ``env`` (what a case draws on the host)."""
     total = 0
     for p in k.params:
@@ -297,7 +297,7 @@ def _plan(cs: ContractSet, kind: str, subject: str, kernels: list[Kernel], wirin
         env = env_of(c)
         # a kernel's case is worth running when one of its launches fits (the runtime says "not run" for
         # the others); a schedule's needs every kernel
-        return max((min(_tensor_elements(k, e) for e in launch_envs(cs, k, wiring)(env)) for k in kernels), default=0)
+        return max((min(case_elements(k, e) for e in launch_envs(cs, k, wiring)(env)) for k in kernels), default=0)
 
     def sides(c: Mapping[str, int]) -> set[tuple[int, str]]:
         env = env_of(c)
