@@ -23,13 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from ..cases import as_case, bind_local_dims
 from ..model import IsvParam, Kernel, Schedule, ScalarParam, TensorParam
-from ..shapes import bind_local_dims
 from ._backend import Backend, DeviceError
 from ._compare import Tolerance, compare
 from ._inputs import isv_perturbed, isv_reset, resolve_domain
 from ._memory import Arena, DeviceBuffer
-from ..cases import as_case
 from ._plan import batch_leading, case_label, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
 from ._reference import ReferenceProblem, call
 from ._results import SubjectResult

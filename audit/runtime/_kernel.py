@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from ..cases import DimCase, as_case
 from ..gradcheck import central_difference, random_directions
 from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorParam
 from ._backend import Backend
 from ._compare import Comparison, Tolerance, compare, within
 from ._inputs import apply_mask, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer
-from ..cases import DimCase, as_case
 from ._plan import (
     GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, local_bindings, make_env,
     np_dtype, numel, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim,
