@@ -347,3 +347,11 @@ def test_a_given_case_over_the_memory_budget_exits_2(tail: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert rc == 2
     assert err.strip().endswith('--sizes case "B=4096,T=1024" gives kernel "tail_rows_partial" 1.34e+08 input elements, over the budget of 6.71e+07; choose smaller values.')
+
+
+def test_verify_prints_the_chosen_cases_before_it_runs(tail: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["verify", "--root", str(tail), "--emulated", "--kernel", "tail_rows_partial", "--max-cases", "3", "--no-evidence"])
+    err = capsys.readouterr().err
+    assert rc == 0  # the emulated kernel is the reference itself: no bug, and three cases reach both sides
+    first = err.splitlines()[0]
+    assert first.startswith("cases    kernel   tail_rows_partial: 3 (B=1,T=1 ") and first.endswith("; tail sides 2 of 2")

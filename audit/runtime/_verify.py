@@ -166,6 +166,8 @@ def verify(
         raise UsageError(f"--max-cases takes a positive number of cases, found {max_cases}.")
     planned, plans = plan_cases(cfg, cs, subjects, seed, sizes, chain_sizes, sweep_kernels, sweep_chains, max_cases)
     strict = cfg.verify_strict if strict is None else bool(strict)
+    for plan in plans:
+        progress({"event": "plan", "plan": plan})
 
     run = VerifyRun(seed=int(seed), sizes=[int(s) for s in sizes if not isinstance(s, DimCase)], plans=plans)
     helper = None

@@ -30,6 +30,11 @@ class Progress:
             n = sum(1 for c in checks if c["verdict"] == "not_run")
             verdict = "FAIL" if f else ("ok" if p else "not run")
             line = f"verify   {r['kind']:<8} {r['subject']} [{r['backend']}] {verdict}: {p} passed, {f} failed, {n} not run ({r.get('duration_s', 0):.1f} s)"
+        elif kind == "plan":
+            p = ev["plan"]
+            cases = " ".join(",".join(f"{k}={v}" for k, v in c.items()) for c in p.get("cases", []))
+            tails = p.get("tails", [0, 0])
+            line = f"cases    {p['kind']:<8} {p['subject']}: {len(p.get('cases', []))} ({cases}); tail sides {tails[0]} of {tails[1]}"
         elif kind == "timeout":
             line = f"verify   timeout in {ev.get('subject')} during {ev.get('what')}; restarting the worker"
         if line:
