@@ -328,6 +328,9 @@ def test_a_subject_never_compared_is_not_verified(tail: Path) -> None:
     out = verify(tail, emulated={"tail_rows_partial": buggy_tail_rows}, kernels=["tail_rows_partial"], sizes=["B=8,T=1"])
     msgs = [(f.rule, f.severity.value) for f in out.result.findings]
     assert ("VERIFY_NOT_VERIFIED", "warning") in msgs
+    from audit.runtime.report import summary_table
+
+    assert "not verified: kernel tail_rows_partial on emulated: no case compared it with its reference" in summary_table(out)
     strict = verify(tail, emulated={"tail_rows_partial": buggy_tail_rows}, kernels=["tail_rows_partial"], sizes=["B=8,T=1"], strict=True)
     assert ("VERIFY_NOT_VERIFIED", "error") in [(f.rule, f.severity.value) for f in strict.result.findings]
     assert strict.result.exit_code == 1

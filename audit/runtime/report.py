@@ -85,6 +85,8 @@ def coverage_lines(run: Any) -> str:
     out = ""
     seen: set[tuple[str, str]] = set()
     for r in run.results:
+        if r.verdict == "not_run" and r.checks:
+            out += f"not verified: {r.kind} {r.subject} on {r.backend}: no case compared it with its reference\n"
         if (r.kind, r.subject) in seen or not (r.cases or r.tails):
             continue
         seen.add((r.kind, r.subject))
