@@ -169,7 +169,9 @@ def verify(
     for plan in plans:
         progress({"event": "plan", "plan": plan})
 
-    run = VerifyRun(seed=int(seed), sizes=[int(s) for s in sizes if not isinstance(s, DimCase)], plans=plans)
+    # the scalar sizes of the run (none where every kernel subject got its own sweep: see plans)
+    scalars = [] if sweep_kernels else [int(s) for s in sizes if not isinstance(s, DimCase)]
+    run = VerifyRun(seed=int(seed), sizes=scalars, plans=plans)
     helper = None
     if use_emulated:
         modules = {k.name: {"symbol": k.symbol, "names": [k.symbol, k.cpp_name or "", k.name]} for k in cs.kernels}
