@@ -35,6 +35,7 @@ _KEYS = {
     "generated": dict,
     "cache": str,
     "reference_paths": list,
+    "verify_strict": bool,
 }
 
 
@@ -62,6 +63,7 @@ class Config:
     )
     cache: str = ".wireup-cache"
     reference_paths: tuple[str, ...] = ()
+    verify_strict: bool = False  # `wireup verify --strict` always: uncovered tails and unverified subjects fail
     source: str = "defaults"
 
     def path(self, rel: str) -> Path:

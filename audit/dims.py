@@ -268,3 +268,87 @@ def probe_points(runtime: Mapping[str, tuple[int, int]]) -> list[dict[str, int]]
 def format_shape(shape: tuple[Expr, ...]) -> str:
     """``[B, SH2 + 6]`` as written in the contract."""
     return "[" + ", ".join(e.text for e in shape) + "]"
+
+
+# -- the divisions inside an expression (tail coverage reads them) ------------------------------------
+
+_PREC = {"+": 1, "-": 1, "*": 2, "//": 2, "%": 2}
+
+
+def divisions(expr: Expr) -> list[tuple[str, object, object]]:
+    """Every ``ceil_div(a, b)``, ``a // b`` and ``a % b`` inside ``expr``, outermost first, as
+    ``(op, a tree, b tree)``.
+
+    >>> [(op, tree_text(a), tree_text(b)) for op, a, b in divisions(parse_expr("min(ceil_div(B * T, 64), 256)"))]
+    [('ceil_div', 'B * T', '64')]
+    """
+    out: list[tuple[str, object, object]] = []
+
+    def walk(t: object) -> None:
+        if not isinstance(t, tuple) or t[0] in ("int", "name", "slot"):
+            return
+        if t[0] in ("ceil_div", "//", "%"):
+            out.append((t[0], t[1], t[2]))
+        for child in t[1:]:
+            walk(child)
+
+    walk(expr.tree)
+    return out
+
+
+def tree_text(t: object) -> str:
+    """The text of an expression tree, with the parentheses its operators need."""
+    op = t[0]  # type: ignore[index]
+    if op == "int":
+        return str(t[1])  # type: ignore[index]
+    if op == "name":
+        return str(t[1])  # type: ignore[index]
+    if op == "slot":
+        return f"slot({t[1]})"  # type: ignore[index]
+    if op == "neg":
+        inner = t[1]  # type: ignore[index]
+        s = tree_text(inner)
+        return f"-({s})" if inner[0] in _PREC else f"-{s}"
+    if op in _PREC:
+        left, right = t[1], t[2]  # type: ignore[index]
+        ls, rs = tree_text(left), tree_text(right)
+        if left[0] in _PREC and _PREC[left[0]] < _PREC[op]:
+            ls = f"({ls})"
+        if right[0] in _PREC and (_PREC[right[0]] < _PREC[op] or (_PREC[right[0]] == _PREC[op] and op in ("-", "//", "%"))):
+            rs = f"({rs})"
+        return f"{ls} {op} {rs}"
+    return f"{op}(" + ", ".join(tree_text(a) for a in t[1:]) + ")"  # type: ignore[index]
+
+
+def eval_tree(t: object, env: Mapping[str, int], slots: Mapping[str, int] | None = None) -> int:
+    """The value of an expression tree (a part of an :class:`Expr`) in ``env``."""
+    return _eval(t, env, slots or {})
+
+
+def tree_names(t: object) -> set[str]:
+    """The dim names an expression tree uses."""
+    if not isinstance(t, tuple):
+        return set()
+    if t[0] == "name":
+        return {t[1]}
+    out: set[str] = set()
+    for child in t[1:]:
+        out |= tree_names(child)
+    return out
+
+
+def literals(expr: Expr) -> set[int]:
+    """The integer literals of ``expr`` (its tiling constants, where it is launch geometry)."""
+    out: set[int] = set()
+
+    def walk(t: object) -> None:
+        if not isinstance(t, tuple):
+            return
+        if t[0] == "int":
+            out.add(int(t[1]))
+            return
+        for child in t[1:]:
+            walk(child)
+
+    walk(expr.tree)
+    return out

@@ -64,6 +64,10 @@ class EvidenceRecord:
     date: str = ""
     duration_s: float | None = None
     format: int = FORMAT_VERSION
+    # the dim assignments that ran and the tail coverage of the launch geometry (absent from records
+    # written before cases were dim assignments: read as empty, "not recorded")
+    cases: list[dict[str, int]] = field(default_factory=list)
+    tails: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"

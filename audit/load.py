@@ -252,7 +252,7 @@ class _Loader:
         v = self.table(t["verify"], vl, "a [kernel.verify] table")
         if v is None:
             return VerifySpec()
-        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch"), f'[kernel.verify] of "{kernel}"')
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
             if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
@@ -266,9 +266,55 @@ class _Loader:
             atol=self.get(v, vl, "atol", float, None),
             max_batch=self.get(v, vl, "max_batch", int, None),
             loc=vl,
+            cases=self.cases(v, vl, "cases"),
         )
 
+    def cases(self, t: dict, loc: Loc, key: str) -> tuple[tuple[tuple[str, int], ...], ...]:
+        """Extra verify cases: strings ``"B=4,T=17"`` or tables ``{ B = 4, T = 17 }`` (checked against the
+        runtime dims once every file is loaded, by :func:`_check_cases`)."""
+        raw = t.get(key, [])
+        if not isinstance(raw, list):
+            self.problem(loc.child(key), f'expected an array of cases such as ["B=4,T=17"] or [{{ B = 4, T = 17 }}], found {_describe(raw)}.')
+            return ()
+        out = []
+        for i, item in enumerate(raw):
+            il = loc.child(key, i)
+            pairs: list[tuple[str, int]] = []
+            if isinstance(item, str):
+                for part in (p.strip() for p in item.split(",")):
+                    name, sep, value = (x.strip() for x in part.partition("="))
+                    try:
+                        pairs.append((name, int(value)))
+                    except ValueError:
+                        sep = ""
+                    if not sep or not name:
+                        self.problem(il, f'case "{item}": "{part}" is not an assignment NAME=VALUE with an integer value.')
+                        pairs = []
+                        break
+            elif isinstance(item, dict) and all(isinstance(x, int) and not isinstance(x, bool) for x in item.values()):
+                pairs = [(str(k), int(x)) for k, x in item.items()]
+            else:
+                self.problem(il, f'expected a case such as "B=4,T=17" or {{ B = 4, T = 17 }}, found {_describe(item)}.')
+            if pairs:
+                out.append(tuple(pairs))
+        return tuple(out)
+
     # -- sections -----------------------------------------------------------------------------------
+    def test_values(self, spec: dict, dl: Loc, name: str, lo: int | None, hi: int | None) -> tuple[int, ...]:
+        """A runtime dim's ``test = [1, 17, 64]``: integers inside its range."""
+        if "test" not in spec:
+            return ()
+        raw = spec["test"]
+        tl = dl.child("test")
+        if not isinstance(raw, list) or not raw or not all(isinstance(x, int) and not isinstance(x, bool) for x in raw):
+            self.problem(tl, f'dim "{name}": expected "test" to be a non-empty array of integers, found {_describe(raw)}.')
+            return ()
+        for x in raw:
+            if lo is not None and hi is not None and not lo <= x <= hi:
+                self.problem(tl, f'dim "{name}": test value {x} is outside its range {lo}..{hi}.')
+                return ()
+        return tuple(dict.fromkeys(int(x) for x in raw))
+
     def dims(self, table: Any, loc: Loc) -> list[Dim]:
         table = self.table(table, loc, "the [dims] table")
         if table is None:
@@ -285,7 +331,7 @@ class _Loader:
                 if e is not None:
                     out.append(Dim(name, "derived", expr=e, loc=dl))
             elif isinstance(spec, dict):
-                self.keys(spec, dl, ("value", "min", "max", "expr", "doc"), f'dim "{name}"')
+                self.keys(spec, dl, ("value", "min", "max", "expr", "doc", "test"), f'dim "{name}"')
                 doc = self.get(spec, dl, "doc", str, "")
                 if "value" in spec:
                     v = self.get(spec, dl, "value", int)
@@ -298,8 +344,9 @@ class _Loader:
                 elif "min" in spec or "max" in spec:
                     lo = self.get(spec, dl, "min", int)
                     hi = self.get(spec, dl, "max", int)
+                    test = self.test_values(spec, dl, name, lo, hi)
                     if lo is not None and hi is not None:
-                        out.append(Dim(name, "runtime", min=lo, max=hi, doc=doc, loc=dl))
+                        out.append(Dim(name, "runtime", min=lo, max=hi, doc=doc, loc=dl, test=test))
                 else:
                     self.problem(dl, f'dim "{name}" needs "value" (fixed), "min" and "max" (runtime) or "expr" (derived).')
             else:
@@ -564,7 +611,7 @@ class _Loader:
         return IsvLayout(buffer, dtype, total, events, tuple(slots), fp, tuple(acks), loc)
 
     def schedule(self, t: dict, loc: Loc) -> Schedule | None:
-        self.keys(t, loc, ("name", "stream", "graph_capture", "after", "equivalent_to", "step", "doc", "tolerance"), "a [[schedule]]")
+        self.keys(t, loc, ("name", "stream", "graph_capture", "after", "equivalent_to", "step", "doc", "tolerance", "verify_cases"), "a [[schedule]]")
         name = self.get(t, loc, "name", str)
         stream = self.get(t, loc, "stream", str, "default")
         capture = self.get(t, loc, "graph_capture", bool, False)
@@ -597,7 +644,7 @@ class _Loader:
                         tolerance = Tolerance(rtol, atol, reason, tl)
         if name is None:
             return None
-        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance)
+        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance, verify_cases=self.cases(t, loc, "verify_cases"))
 
     def step(self, s: Any, sl: Loc, index: int) -> Step | None:
         st = self.table(s, sl, "a [[schedule.step]]")
@@ -853,6 +900,7 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
     if len(acc["isv"]) > 1:
         second = acc["isv"][1]
         loader.problem(second.loc, f'a second [isv] table; the layout is already declared in "{acc["isv"][0].loc.file}".')
+    _check_cases(loader, acc)
     if loader.problems:
         raise ContractError(loader.problems)
     return ContractSet(
@@ -866,6 +914,33 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
         files=tuple(files),
         suppressions=tuple(acc["suppress"]),
     )
+
+
+def _check_cases(loader: _Loader, acc: dict[str, list]) -> None:
+    """Every extra verify case gives each runtime dim (and nothing else) a value inside its range."""
+    runtime = {d.name: d for d in acc["dims"] if d.kind == "runtime"}
+    owners = [(k.verify.cases, k.verify.loc.child("cases")) for k in acc["kernel"] if k.verify.cases]
+    owners += [(s.verify_cases, s.loc.child("verify_cases")) for s in acc["schedule"] if s.verify_cases]
+    for cases, loc in owners:
+        for i, case in enumerate(cases):
+            text = ",".join(f"{n}={v}" for n, v in case)
+            il = loc.child(i)
+            names = [n for n, _ in case]
+            bad = next((n for n in names if n not in runtime), None)
+            if bad is not None:
+                valid = ", ".join(f'"{n}"' for n in runtime) or "none"
+                loader.problem(il, f'case "{text}": "{bad}" is not a runtime dim; the runtime dims are {valid}.')
+                continue
+            missing = [n for n in runtime if n not in names]
+            if missing or len(set(names)) != len(names):
+                what = "does not bind " + ", ".join(f'"{n}"' for n in missing) if missing else "binds a dim twice"
+                loader.problem(il, f'case "{text}" {what}; a case gives every runtime dim one value.')
+                continue
+            for n, v in case:
+                d = runtime[n]
+                if (d.min is not None and v < d.min) or (d.max is not None and v > d.max):
+                    loader.problem(il, f'case "{text}": {n} = {v} is outside its range {d.min}..{d.max}.')
+                    break
 
 
 def _rel(path: Path, root: Path) -> str:

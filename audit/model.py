@@ -117,6 +117,9 @@ class Dim:
     expr: Expr | None = None
     doc: str = ""
     loc: Loc = _loc()
+    # values a verify case should give this runtime dim (``test = [1, 17, 64]``); not part of the contract's
+    # meaning (hash), the cases that ran are recorded in the evidence
+    test: tuple[int, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +220,9 @@ class VerifySpec:
     atol: float | None = None  # elementwise absolute tolerance override (relative to max |ref|)
     max_batch: int | None = None  # largest batch the float64 reference is run at in full
     loc: Loc = _loc()
+    # extra verify cases, each a value for every runtime dim (``cases = ["B=4,T=17"]``); kept out of the
+    # contract hash like ``Dim.test``: the evidence records the cases that ran
+    cases: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +460,7 @@ class Schedule:
     loc: Loc = _loc()
     #: how far the chain's buffers may differ from the float64 reference chain (default: the runner's)
     tolerance: Tolerance | None = field(default=None, metadata={"hash_omit_default": True})
+    verify_cases: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)  # as VerifySpec.cases
 
     @property
     def launches(self) -> tuple[Step, ...]:

@@ -94,6 +94,8 @@ def _dim(d: Dim) -> dict[str, Any]:
         out = {"expr": d.expr}
     else:
         out = {"min": d.min, "max": d.max}
+        if d.test:
+            out["test"] = d.test
     return _with_doc(out, d.doc)
 
 
@@ -149,7 +151,7 @@ def _kernel(k: Kernel) -> str:
         t["isv_writes"] = k.isv_writes
     if k.nondeterministic is not None:
         t["nondeterministic"] = _tolerance(k.nondeterministic)
-    if k.verify != VerifySpec():
+    if k.verify != VerifySpec() or k.verify.cases:  # cases are outside equality (and the contract hash)
         t["verify"] = _verify(k.verify)
     if k.requires:
         t["requires"] = [r.text for r in k.requires]
@@ -184,7 +186,14 @@ def _verify(v: VerifySpec) -> dict[str, Any]:
     for key in ("rtol", "atol", "max_batch"):
         if getattr(v, key) is not None:
             out[key] = getattr(v, key)
+    if v.cases:
+        out["cases"] = [_case_text(c) for c in v.cases]
     return out
+
+
+def _case_text(case: tuple[tuple[str, int], ...]) -> str:
+    """``"B=4,T=17"``: a verify case as the contracts write it."""
+    return ",".join(f"{n}={v}" for n, v in case)
 
 
 def _param(p: TensorParam | ScalarParam | IsvParam) -> dict[str, Any]:
@@ -269,6 +278,8 @@ def _schedule(s: Schedule) -> str:
         t["equivalent_to"] = s.equivalent_to
     if s.tolerance is not None:
         t["tolerance"] = _tolerance(s.tolerance)
+    if s.verify_cases:
+        t["verify_cases"] = [_case_text(c) for c in s.verify_cases]
     parts = [_table("[[schedule]]", _with_doc(t, s.doc))]
     parts.extend(_table("[[schedule.step]]", _step(step)) for step in s.steps)
     return "\n".join(parts)

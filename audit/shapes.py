@@ -1,7 +1,7 @@
 """Dim values and shape comparison across a contract set.
 
 Fixed dims have values; derived dims are evaluated from them; runtime dims (``B``) stay symbolic and are
-sampled at probe points (see :func:`audit.dims.probe_points`). A shape is compared by its values at every
+sampled at probe points (see :func:`audit.cases.probe_envs`, which builds every dim environment). A shape is compared by its values at every
 probe environment, so ``[B, SH2 + 6]`` equals ``[B, 262]`` when ``SH2 = 256`` and differs from ``[B, 256]``.
 
 >>> envs = probe_envs(cs)                          # doctest: +SKIP
@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .dims import Expr, probe_points
+from .cases import bind_local_dims, fill_derived, probe_envs  # dim environments live in audit.cases
+from .dims import Expr
 
 if TYPE_CHECKING:
     from .model import ContractSet
+
+__all__ = ["ShapeKeys", "bind_local_dims", "fill_derived", "numel", "probe_envs", "resolve_fixed_dims", "shape_key", "value_at"]
 
 
 def resolve_fixed_dims(cs: ContractSet) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -70,41 +73,6 @@ def resolve_fixed_dims(cs: ContractSet) -> tuple[dict[str, int], list[tuple[str,
     return env, problems
 
 
-def probe_envs(cs: ContractSet) -> list[dict[str, int]]:
-    """Full dim environments (fixed, runtime probe values, derived) at which shapes are compared."""
-    cached = cs.__dict__.get("_probe_envs")
-    if cached is not None:
-        return cached
-    fixed = cs.fixed_env
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in fixed]
-    envs = []
-    for point in probe_points(cs.runtime_ranges):
-        env = dict(fixed)
-        env.update(point)
-        envs.append(fill_derived(env, derived))
-    cs.__dict__["_probe_envs"] = envs
-    return envs
-
-
-def fill_derived(env: dict[str, int], derived: Sequence) -> dict[str, int]:
-    """``env`` with every derived dim whose names it binds evaluated, in dependency order (by iteration:
-    a derived dim may use another); one that divides by zero stays unbound."""
-    for _ in range(len(derived) + 1):
-        progressed = False
-        for d in derived:
-            if d.name in env or d.expr is None:
-                continue
-            if all(n in env for n in d.expr.names):
-                try:
-                    env[d.name] = d.expr.evaluate(env)
-                    progressed = True
-                except ZeroDivisionError:
-                    pass
-        if not progressed:
-            break
-    return env
-
-
 def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple[tuple[int, ...], ...] | None:
     """The shape's values at every probe environment, or None when a name is unbound."""
     out = []
@@ -152,54 +120,3 @@ def numel(shape: Sequence[int]) -> int:
     for s in shape:
         n *= s
     return n
-
-
-def bind_local_dims(
-    local: Sequence[str],
-    pairs: Sequence[tuple[str, Sequence[Expr], Sequence[Expr]]],
-    explicit: Mapping[str, Expr],
-    envs: Sequence[Mapping[str, int]],
-) -> tuple[list[dict[str, int]], list[str]]:
-    """Bind a kernel's local dims for one launch, per probe environment.
-
-    ``pairs`` holds ``(param name, param shape, bound buffer shape)``. A param dim that is a bare local
-    name binds to the buffer's dim at that position; explicit ``dims = {N = ...}`` on the launch win.
-    Returns the extended environments and one sentence per conflict.
-    """
-    if not local and not explicit:  # nothing to bind (most launches): the environments as they are
-        return [dict(env) for env in envs], []
-    problems: list[str] = []
-    out_envs: list[dict[str, int]] = []
-    reported: set[str] = set()
-    for env in envs:
-        e = dict(env)
-        source: dict[str, str] = {}
-        for name, expr in explicit.items():
-            try:
-                e[name] = expr.evaluate(env)
-                source[name] = f'the launch\'s dims ({name} = "{expr.text}")'
-            except (KeyError, ZeroDivisionError):
-                pass
-        for pname, pshape, bshape in pairs:
-            if len(pshape) != len(bshape):
-                continue
-            for i, (pe, be) in enumerate(zip(pshape, bshape)):
-                tree = pe.tree
-                if not (isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local):
-                    continue
-                name = tree[1]
-                try:
-                    v = be.evaluate(env)
-                except (KeyError, ZeroDivisionError):
-                    continue
-                if name in e and name in source and e[name] != v and name not in reported:
-                    reported.add(name)
-                    problems.append(
-                        f'dim "{name}" is bound to {e[name]} by {source[name]} but to {v} by parameter '
-                        f'"{pname}" (dim {i}, "{be.text}")'
-                    )
-                elif name not in e:
-                    e[name] = v
-                    source[name] = f'parameter "{pname}" (dim {i}, "{be.text}")'
-        out_envs.append(e)
-    return out_envs, problems

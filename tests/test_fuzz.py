@@ -301,13 +301,13 @@ def test_mutated_shipped_contracts_never_crash(files: dict[str, str]) -> None:
 # every field of every contract dataclass, as of this test; a new field must be written by
 # audit/serialize.py (and added here), or the round trip above would silently drop it
 MODEL_FIELDS = {
-    "Dim": "name kind value min max expr doc",
+    "Dim": "name kind value min max expr doc test",
     "Slot": "index name role dtype count reset shared_writers doc",
     "Acknowledgement": "from_fingerprint to_fingerprint reason migrator",
     "IsvLayout": "buffer dtype total_dim reset_events slots fingerprint acknowledgements",
     "Mask": "skip_value zeroes",
     "Values": "choices weights min max scale include",
-    "VerifySpec": "rowwise dims rtol atol max_batch",
+    "VerifySpec": "rowwise dims rtol atol max_batch cases",
     "TensorParam": "name dtype shape role mask saved partial_of optional values doc",
     "ScalarParam": "name dtype value doc",
     "IsvParam": "name doc",
@@ -320,7 +320,7 @@ MODEL_FIELDS = {
     "Buffer": "name dtype shape kind external grad_of values doc",
     "Binding": "buffer view",
     "Step": "index launch zero bind dims args",
-    "Schedule": "name steps stream graph_capture after equivalent_to doc tolerance",
+    "Schedule": "name steps stream graph_capture after equivalent_to doc tolerance verify_cases",
     "Invariant": "name kind sources targets reason",
     "ContractSet": "root dims buffers kernels schedules invariants isv files suppressions",
     "Suppression": "rule subject reason",

@@ -52,7 +52,7 @@ def test_missing_sanitizer_exits_2(request, monkeypatch, capsys):
     [
         (["--kernel", "nope"], 'error: --kernel "nope" is not a kernel of the contracts; the kernels are "aux_label_scale_ema_update",'),
         (["--schedule", "nope"], 'error: --schedule "nope" is not a schedule of the contracts; the schedules are "aux_heads_forward",'),
-        (["--sizes", "1,x"], 'error: --sizes takes comma-separated integers, found "x".'),
+        (["--sizes", "1,x"], 'error: --sizes takes batch sizes or dim assignments such as "B=4,T=17;B=1,T=1", found "x".'),
         (["--sizes", "0"], "error: --sizes takes positive batch sizes, found 0."),
         (["--replace-source", "strided_gather"], 'error: --replace-source takes KERNEL=FILE, found "strided_gather".'),
     ],
@@ -65,11 +65,12 @@ def test_usage_errors_exit_2(request, capsys, args, message):
 
 def test_text_output_has_progress_findings_summary_and_table(request, capsys):
     code = main(["verify", "--emulated", "--root", str(request.config.rootpath), "--kernel", "strided_gather",
-                 "--schedule", "aux_heads_forward", "--sizes", "1,37", "--chain-sizes", "37", "--no-evidence"])  # fmt: skip
+                 "--schedule", "aux_heads_forward", "--sizes", "1,37,256", "--chain-sizes", "37,256", "--no-evidence"])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0
     assert "verify   kernel   strided_gather [emulated] ok:" in err
-    assert out.startswith("wireup verify: 0 error(s), 0 warning(s); 21 rule(s) ran.\n")
+    # 256 is a multiple of every divisor of their geometry, 1 and 37 of none: every tail side ran
+    assert out.startswith("wireup verify: 0 error(s), 0 warning(s); 23 rule(s) ran.\n")
     header = next(line for line in out.splitlines() if line.startswith("subject"))
     assert header.split() == ["subject", "backend", "passed", "failed", "not", "run", "max", "rel", "err", "time"]
     assert any(line.startswith("schedule:aux_heads_forward") for line in out.splitlines())

@@ -52,7 +52,8 @@ def test_resolve_domain_follows_parameter_buffer_and_kind(shipped):
     k = cs.kernel("aux_trade_outcome_backward")
     labels = k.param("labels")
     env = make_env(cs, 37, {"K": 2})
-    assert resolve_domain(labels, None, (37,), env) == Domain(lo=0.0, hi=1.0)  # max = "K - 1" follows the variant
+    # max = "K - 1" follows the variant; the out-of-range label 3 the loss also tests (DOMAIN_MISMATCH) is mixed in
+    assert resolve_domain(labels, None, (37,), env) == Domain(lo=0.0, hi=1.0, include=(3.0,))
     w1 = k.param("W1")
     d = resolve_domain(w1, cs.buffer_map["to_W1"], (128, 256), env)
     assert d.scale == pytest.approx(1 / 16)  # a weight: 1/sqrt(fan_in)
@@ -86,10 +87,10 @@ def test_cases_cover_mixed_all_skip_and_all_valid(shipped):
     skip = v.base_case(300, {"K": 3}, lb, "all_skip")
     full = v.base_case(300, {"K": 3}, lb, "all_valid")
     assert (skip.inputs["labels"] == -1).all()
-    assert ((full.inputs["labels"] >= 0) & (full.inputs["labels"] <= 2)).all()
+    assert ((full.inputs["labels"] >= 0) & (full.inputs["labels"] <= 3)).all()  # 3: the out-of-range label, skipped
     m = mixed.inputs["labels"]
     assert 0 < (m >= 0).sum() < 0.1 * m.size
-    assert set(np.unique(m[m >= 0])) <= {0, 1, 2}
+    assert set(np.unique(m[m >= 0])) <= {0, 1, 2, 3}
     # accumulate buffers start from random non-zero data, a different draw for the second contents
     acc1, acc2 = mixed.inputs["dh_s2_aux_accum"], mixed.init2["dh_s2_aux_accum"]
     assert np.abs(acc1).min() > 0 and not np.array_equal(acc1, acc2)

@@ -4,6 +4,7 @@ contract properties, run the schedules end to end with CUDA-graph capture, and r
 Exit codes: 0 every check passed, 1 a check failed, 2 no GPU / package / sanitizer, or a bad argument.
 
     wireup verify --kernel aux_trunk_forward --sizes 37,4096
+    wireup verify --kernel tail_rows_partial --sizes "B=4,T=17;B=1,T=1" --strict
     wireup verify --backend pycuda --backend cupy --format json --output verify.json
     wireup verify --sanitizer memcheck --kernel strided_gather
 """
@@ -14,7 +15,7 @@ import argparse
 import json
 import sys
 
-from ._common import add_output_arguments, emit, root_of, split_list
+from ._common import add_output_arguments, emit, root_of
 
 NAME = "verify"
 HELP = "run the compiled kernels on the GPU against float64 references, gradients and contract properties"
@@ -25,8 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schedule", action="append", default=[], metavar="NAME", help="verify this schedule end to end (repeatable)")
     p.add_argument("--backend", action="append", default=[], choices=("auto", "pycuda", "cupy"), help="GPU backend; repeat it to run both on the same inputs (default: auto, PyCUDA where installed)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
-    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of the kernel checks (default 1,37,300,4096,4103,65536)")
-    p.add_argument("--chain-sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of the schedule runs (default 37,300,4096)")
+    p.add_argument("--sizes", action="append", default=[], metavar="CASES", help="cases of the kernel checks: batch sizes that set every runtime dim (37,4096) or dim assignments (B=4,T=17;B=1,T=1); default: each kernel's tail-hunting sweep")
+    p.add_argument("--chain-sizes", action="append", default=[], metavar="CASES", help="cases of the schedule runs, in the same forms (default: each schedule's sweep)")
+    p.add_argument("--max-cases", type=int, default=None, metavar="N", help="cases per kernel (and dims variant) of the default sweep (default 12; schedules 6)")
+    p.add_argument("--strict", action="store_true", default=None, help="uncovered tails (VERIFY_TAIL_UNCOVERED) and subjects never compared with their reference (VERIFY_NOT_VERIFIED) are errors (also: verify_strict = true in [tool.wireup])")
     p.add_argument("--sanitizer", choices=("memcheck", "racecheck", "initcheck", "synccheck"), help="run the verification under compute-sanitizer with this tool")
     add_output_arguments(p)
     p.add_argument("--no-evidence", action="store_true", help="write no evidence records (broken fixtures, mutants)")
@@ -35,21 +38,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emulated", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--plugin", action="append", default=[], help=argparse.SUPPRESS)
     p.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
-
-
-def _ints(values: list[str], flag: str) -> list[int] | None:
-    from ..errors import UsageError
-
-    items = split_list(values)
-    if not items:
-        return None
-    out = []
-    for x in items:
-        try:
-            out.append(int(x))
-        except ValueError:
-            raise UsageError(f'{flag} takes comma-separated integers, found "{x}".') from None
-    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
         schedules=args.schedule,
         backends=args.backend or ["auto"],
         seed=args.seed,
-        sizes=_ints(args.sizes, "--sizes"),
-        chain_sizes=_ints(args.chain_sizes, "--chain-sizes"),
+        sizes=list(args.sizes) or None,
+        chain_sizes=list(args.chain_sizes) or None,
+        strict=args.strict,
+        max_cases=args.max_cases,
         sanitizer=args.sanitizer,
         evidence=not args.no_evidence,
         timeout=args.timeout,

@@ -34,7 +34,8 @@ from ..evidence import Freshness
 from ..findings import Finding, NotRun, Severity
 from ..graph import Wiring
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
-from ..shapes import bind_local_dims, value_at
+from ..cases import launch_env, representative_env
+from ..shapes import value_at
 from .filters import anchor, format_bytes
 from .history import FileHistory, GitHistory
 from .matrix import check_matrix
@@ -71,10 +72,6 @@ if TYPE_CHECKING:
     from ..api import CheckRun
 
 __all__ = ["Report", "ReportOptions", "collect_report", "device_name", "phase_sort_key"]
-
-#: A runtime dim's representative value when ``--at`` does not give one: a typical training batch,
-#: clamped into the dim's declared range.
-DEFAULT_RUNTIME_VALUE = 4096
 
 # ---------------------------------------------------------------------------------------------------
 
@@ -185,26 +182,7 @@ def _inputs(cfg: Config) -> list[str]:
 # dims
 
 
-def _representative_env(cs: ContractSet, at: Mapping[str, int]) -> tuple[dict[str, int], str]:
-    """Fixed dims, each runtime dim at its representative value, and the derived dims that follow."""
-    env = dict(cs.fixed_env)
-    shown = []
-    for name, (lo, hi) in sorted(cs.runtime_ranges.items()):
-        value = at.get(name, min(max(DEFAULT_RUNTIME_VALUE, lo), hi))
-        env[name] = value
-        shown.append(f"{name} = {value}")
-    for name, value in sorted(at.items()):
-        if name not in cs.runtime_ranges:
-            env[name] = value
-            shown.append(f"{name} = {value}")
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in env and d.expr is not None]
-    for _ in range(len(derived)):
-        for d in derived:
-            if d.name not in env and all(n in env for n in d.expr.names):
-                v = value_at(d.expr, env)
-                if v is not None:
-                    env[d.name] = v
-    return env, ", ".join(shown)
+_representative_env = representative_env  # one module (audit.cases) builds every dim environment
 
 
 def _values(exprs: Sequence[Expr], env: Mapping[str, int], slots: Mapping[str, int]) -> str:
@@ -322,16 +300,7 @@ def _geometry(cs: ContractSet, k: Kernel, wiring: Wiring, env: dict[str, int]) -
     for sname, launch in wiring.launches_by_kernel.get(k.name, ()):  # indexed once, not a scan per kernel
         site = f"{sname} step {launch.step.index + 1}"
         sites.append(site)
-        local_env = env
-        if k.dims:
-            pairs = []
-            for p, b in launch.bound():
-                buf = cs.buffer_map.get(b.buffer or "")
-                target = b.view if b.view is not None else (buf.shape if buf else None)
-                if target is not None:
-                    pairs.append((p.name, p.shape, target))
-            envs, _ = bind_local_dims(k.dims, pairs, dict(launch.step.dims), [env])
-            local_env = envs[0]
+        local_env = launch_env(cs, k, launch, env) if k.dims else env
         key = (
             _values(k.grid, local_env, slots),
             _values(k.block, local_env, slots),
@@ -455,7 +424,9 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     if rec is None:
         return EvidenceView(f.status, f.reason)
     checks = [CheckRow(c.name, c.verdict, c.size, c.max_abs_err, c.max_rel_err, c.rel_norm_err, c.detail) for c in rec.checks]
-    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks))
+    tails = [f"{t.get('expr')}: " + (f"{t.get('exact', 0)} case(s) without a remainder, {t.get('tail', 0)} with one" if t.get("covered")
+             else f"not covered ({t.get('message', '')})") for t in getattr(rec, "tails", [])]  # fmt: skip
+    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks), tails)
 
 
 def _mutation_view(path: Path) -> MutationView | None:

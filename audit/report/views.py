@@ -134,6 +134,9 @@ class EvidenceView:
     sizes: list[str] = field(default_factory=list)
     checks: list[CheckRow] = field(default_factory=list)
     matrix: CheckMatrix | None = None
+    # tail coverage of the launch geometry, one line a site (records from before cases were dim
+    # assignments have none, and show nothing)
+    tails: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -22,6 +22,7 @@ from . import (  # noqa: F401  (registration)
     launchers,
     layout,
     schema,
+    tails,
     verify,
     wiring,
 )

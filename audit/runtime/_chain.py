@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..cases import as_case, bind_local_dims
 from ..model import IsvParam, Kernel, Schedule, ScalarParam, TensorParam
-from ..shapes import bind_local_dims
 from ._backend import Backend, DeviceError
 from ._compare import Tolerance, compare
 from ._inputs import isv_perturbed, isv_reset, resolve_domain
@@ -68,6 +68,7 @@ class ScheduleVerifier:
         declared = schedule.tolerance  # a schedule may loosen it, with a reason (fast-math tanh, say)
         self.tol = Tolerance.of(declared.rtol, declared.atol) if declared else Tolerance.of(CHAIN_RTOL, CHAIN_ATOL)
         self.isv_name = self.cs.isv.buffer if self.cs.isv else "isv"
+        self.envs_run: list[dict[str, int]] = []
 
     # -- records ------------------------------------------------------------------------------------
     def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
@@ -80,7 +81,7 @@ class ScheduleVerifier:
 
     def run(self) -> list[SubjectResult]:
         try:
-            for size in self.s.job.chain_sizes:
+            for size in self.s.cases_for("schedule", self.sched.name):
                 label = case_label(size, {}, {}, cs=self.cs)
                 why = size_in_range(self.cs, size)
                 if why:
@@ -88,8 +89,11 @@ class ScheduleVerifier:
                     continue
                 for r in self.results.values():
                     r.sizes.append(label)
+                    r.cases.append(as_case(self.cs, size).as_dict())
+                self.envs_run.append(make_env(self.cs, size))
                 self.verify_size(size, label)
         except LaunchFailure as exc:
+            self.record_coverage()
             be = getattr(exc, "backend", None)
             msg = LAUNCH.failure("schedule", self.sched.name, str(exc))
             for name in self.results:
@@ -98,7 +102,25 @@ class ScheduleVerifier:
             if exc.sticky:
                 exc.results = list(self.results.values())  # type: ignore[attr-defined]
                 raise
+        self.record_coverage()
         return list(self.results.values())
+
+    def record_coverage(self) -> None:
+        """Tail coverage of the launch geometry of every kernel the schedule launches, over its cases."""
+        from ..search.coverage import kernel_sites, launch_envs, tail_verdicts
+
+        tails: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for st in self.sched.launches:
+            k = self.cs.kernel_map.get(st.launch or "")
+            if k is None or k.name in seen:
+                continue
+            seen.add(k.name)
+            at = launch_envs(self.cs, k, self.s.wiring)
+            envs = [e for env in self.envs_run for e in at(env)]
+            tails += [v.to_dict() for v in tail_verdicts(self.cs, k, self.s.wiring, kernel_sites(self.cs, k, self.s.wiring), envs)]
+        for r in self.results.values():
+            r.tails = [dict(t) for t in tails]
 
     # -- plan ---------------------------------------------------------------------------------------
     def order(self, name: str) -> list[Schedule]:

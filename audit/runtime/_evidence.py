@@ -68,6 +68,8 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         checks=checks,
         date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         duration_s=round(result.duration_s, 3),
+        cases=[dict(c) for c in result.cases],
+        tails=[dict(t) for t in result.tails],
     )
 
 

@@ -1,6 +1,7 @@
 """Verification of one kernel: reference comparison, poison and guards, contract properties, gradients.
 
-For every size (and dims variant, and local-dim binding) a *case* is built from the contracts: seeded
+For every case of dim values (``B=37``, ``B=4,T=17``; see :mod:`audit.cases`), dims variant and local-dim
+binding a *case* is built from the contracts: seeded
 inputs, the perturbed ISV, scalar values, and whether the float64 reference runs in full or on sampled
 rows. Each backend then runs the case:
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cases import DimCase, as_case
 from ..gradcheck import central_difference, random_directions
 from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorParam
 from ._backend import Backend
@@ -59,7 +61,7 @@ class Case:
     """One set of inputs for one dim environment."""
 
     label: str
-    size: int
+    size: int  # rows of the batch-leading tensors (the largest runtime value where none leads with one)
     env: dict[str, int]
     variant: dict[str, int]
     local: LocalBinding
@@ -95,6 +97,8 @@ class KernelVerifier:
         self.tol = Tolerance.of(kernel.verify.rtol, kernel.verify.atol)
         self._sample_mode: dict[tuple, tuple[str | None, str]] = {}
         self.sizes_run: list[str] = []
+        self.cases_run: list[dict[str, int]] = []  # dim assignments that ran
+        self.envs_run: list[dict[str, int]] = []  # their full environments (what tail coverage reads)
 
     # -- records ------------------------------------------------------------------------------------
     def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
@@ -116,7 +120,7 @@ class KernelVerifier:
         current_backend = None
         try:
             for variant in dims_variants(self.k, self.cs):
-                for size in self.s.job.sizes:
+                for size in self.s.cases_for("kernel", self.k.name):
                     self.verify_size(size, variant)
                 if self.grad is not None:
                     self.gradcheck(variant)
@@ -133,14 +137,23 @@ class KernelVerifier:
                 else:
                     self.add(name, LAUNCH, "not_run", "", f"stopped after a launch failure on {current_backend}")
             if exc.sticky:
-                for r in self.results.values():
-                    r.sizes = list(dict.fromkeys(self.sizes_run))
+                self.record_coverage()
                 exc.results = list(self.results.values())  # type: ignore[attr-defined]
                 raise
         finally:
-            for r in self.results.values():
-                r.sizes = list(dict.fromkeys(self.sizes_run))
+            self.record_coverage()
         return list(self.results.values())
+
+    def record_coverage(self) -> None:
+        """The sizes and dim assignments that ran, and the tail coverage of the kernel's launch geometry."""
+        from ..search.coverage import kernel_sites, tail_verdicts
+
+        cases = list({tuple(sorted(c.items())): c for c in self.cases_run}.values())
+        tails = [v.to_dict() for v in tail_verdicts(self.cs, self.k, self.s.wiring, kernel_sites(self.cs, self.k, self.s.wiring), self.envs_run)]
+        for r in self.results.values():
+            r.sizes = list(dict.fromkeys(self.sizes_run))
+            r.cases = [dict(c) for c in cases]
+            r.tails = [dict(t) for t in tails]
 
     def launch(self, backend: Backend, case: Case, ptrs: dict[str, int], run: str) -> None:
         try:
@@ -154,7 +167,7 @@ class KernelVerifier:
             times[case.label] = min(seconds, times.get(case.label, seconds))
 
     # -- cases --------------------------------------------------------------------------------------
-    def verify_size(self, size: int, variant: dict[str, int]) -> None:
+    def verify_size(self, size: DimCase | int, variant: dict[str, int]) -> None:
         why = size_in_range(self.cs, size)
         label0 = case_label(size, variant, {}, cs=self.cs)
         if why:
@@ -170,7 +183,7 @@ class KernelVerifier:
         for lb in bindings:
             self.verify_binding(size, variant, lb)
 
-    def base_case(self, size: int, variant: dict[str, int], lb: LocalBinding, mask_variant: str = "mixed",
+    def base_case(self, size: DimCase | int, variant: dict[str, int], lb: LocalBinding, mask_variant: str = "mixed",
                   extra: str = "") -> Case | str:  # fmt: skip
         """The inputs of one case, or a sentence saying why it cannot be built."""
         env = {**make_env(self.cs, size, variant), **lb.values}
@@ -196,7 +209,9 @@ class KernelVerifier:
                 if p.dtype == "f32":
                     v = float(np.float32(v))
                 scalars[p.name] = v
-        case = Case(label, size, env, dict(variant), lb, mask_variant, shapes, scalars)
+        lead = [shapes[p.name][0] for p in self.k.tensors if batch_leading(p.shape, self.cs) and shapes[p.name]]
+        case = Case(label, lead[0] if lead else as_case(self.cs, size).size, env, dict(variant), lb, mask_variant, shapes, scalars)
+        key = seed_key(size)  # a one-dim case seeds its data as the scalar size always did
         f = self.s.factory
         with self.s.phase("input_generation"):
             for p in self.k.tensors:
@@ -209,11 +224,11 @@ class KernelVerifier:
                 if not batch:
                     # small tensors (weights, counts) get a fresh draw per case, so that one unlucky draw (a
                     # count of 0, say) cannot hide a bug at every size
-                    salt += f"@{size}:{sorted(variant.items())}"
+                    salt += f"@{key}:{sorted(variant.items())}"
                 data = f.tensor(p.name, p.dtype, shape, dom, batch, salt)
                 if p.mask is not None:
                     rows = shape[0] if shape else 1
-                    valid = f.mask_rows((self.k.name, p.name, size, tuple(sorted(variant.items()))), rows)
+                    valid = f.mask_rows((self.k.name, p.name, key, tuple(sorted(variant.items()))), rows)
                     if mask_variant == "all_skip":
                         valid[:] = False
                     elif mask_variant == "all_valid":
@@ -228,7 +243,7 @@ class KernelVerifier:
                 case.isv = isv_perturbed(self.cs, f.rng(self.k.name, "isv", label))
         return case
 
-    def verify_binding(self, size: int, variant: dict[str, int], lb: LocalBinding) -> None:
+    def verify_binding(self, size: DimCase | int, variant: dict[str, int], lb: LocalBinding) -> None:
         case = self.base_case(size, variant, lb)
         if isinstance(case, str):
             self.add(None, REFERENCE, "not_run", case_label(size, variant, lb.values, cs=self.cs), f"not run: {case}")
@@ -241,6 +256,8 @@ class KernelVerifier:
                 return
         self.decide_reference(case)
         self.sizes_run.append(case.label.split(" ")[0])
+        self.cases_run.append(as_case(self.cs, size).as_dict())
+        self.envs_run.append(dict(case.env))
         variants = ["mixed"] + (["all_skip", "all_valid"] if self.mask_param is not None else [])
         for mv in variants:
             c = case if mv == "mixed" else self.base_case(size, variant, lb, mv)
@@ -834,11 +851,13 @@ class KernelVerifier:
         self.add(be.name, GRADCHECK, "pass", label, f"gradients match central differences (worst {worst:.2f} of the tolerance)")
 
     # -- properties ---------------------------------------------------------------------------------
-    def property_size(self) -> int | None:
-        sizes = [s for s in self.s.job.sizes if 1 < s <= 4096 and not size_in_range(self.cs, s)]
-        return max(sizes) if sizes else (min(self.s.job.sizes) if self.s.job.sizes else None)
+    def property_size(self) -> DimCase | int | None:
+        """The case the contract properties run at: the largest of the cases up to 4096 (by its largest value)."""
+        all_cases = self.s.cases_for("kernel", self.k.name)
+        sizes = [s for s in all_cases if 1 < scale_of(s) <= 4096 and not size_in_range(self.cs, s)]
+        return max(sizes, key=scale_of) if sizes else (min(all_cases, key=scale_of) if all_cases else None)
 
-    def first_binding(self, size: int) -> LocalBinding | None:
+    def first_binding(self, size: DimCase | int) -> LocalBinding | None:
         env0 = make_env(self.cs, size, {})
         bindings, _ = local_bindings(self.cs, self.k, env0, self.s.wiring)
         return bindings[0] if bindings else None
@@ -898,8 +917,8 @@ class KernelVerifier:
                 slots.append(sl)
         if not slots:
             return
-        sizes = [s for s in self.s.job.sizes if not size_in_range(self.cs, s) and s <= 4096]
-        sizes = sorted({min(sizes), max(sizes)}) if sizes else []
+        sizes = [s for s in self.s.cases_for("kernel", self.k.name) if not size_in_range(self.cs, s) and scale_of(s) <= 4096]
+        sizes = sorted({min(sizes, key=scale_of), max(sizes, key=scale_of)}, key=scale_of) if sizes else []
         for size in sizes:
             lb = self.first_binding(size)
             if lb is None:
@@ -923,6 +942,16 @@ class KernelVerifier:
                             f"{bad[0][1]} NaN/Inf element(s)"), output=bad[0][0])  # fmt: skip
                     else:
                         self.add(be.name, DIVISOR_ZERO, "pass", case.label, f'slot "{sl.name}" at 0 gives no NaN/Inf')
+
+
+def seed_key(size: DimCase | int) -> int | str:
+    """What seeds a case's data: the scalar size, or :attr:`DimCase.key`."""
+    return size.key if isinstance(size, DimCase) else int(size)
+
+
+def scale_of(size: DimCase | int) -> int:
+    """A case's scale (its largest value) for picking the cases properties run at."""
+    return size.size if isinstance(size, DimCase) else int(size)
 
 
 def _finite(x: float | None) -> float | None:

@@ -70,6 +70,8 @@ class SubjectResult:
     # case label -> the fastest launch of the kernel in that case, in seconds (the backend's timer: CUDA
     # events on the GPU backends); what ``wireup mutate`` compares a mutant's cost with. Never evidence.
     launch_seconds: dict[str, float] = field(default_factory=dict)
+    cases: list[dict[str, int]] = field(default_factory=list)  # the dim assignments that ran, in order
+    tails: list[dict[str, Any]] = field(default_factory=list)  # tail coverage verdicts (search.coverage.TailVerdict.to_dict)
 
     @property
     def failed(self) -> list[CheckRecord]:
@@ -116,6 +118,8 @@ class SubjectResult:
         out.sizes = list(d.get("sizes", []))
         out.notes = list(d.get("notes", []))
         out.launch_seconds = {str(k): float(v) for k, v in d.get("launch_seconds", {}).items()}
+        out.cases = [{str(k): int(v) for k, v in c.items()} for c in d.get("cases", [])]
+        out.tails = [dict(t) for t in d.get("tails", [])]
         return out
 
 
@@ -148,6 +152,7 @@ class VerifyRun:
     sizes: list[int] = field(default_factory=list)
     build: Any = None  # audit.compile.BuildResult, where one was made
     notes: list[str] = field(default_factory=list)
+    plans: list[dict[str, Any]] = field(default_factory=list)  # the size sweep of each subject (search.sizes.SizePlan.to_dict)
 
     def subjects(self, kind: str | None = None) -> list[str]:
         seen: dict[str, None] = {}

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cases import DimCase
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, TensorParam
 from ._backend import Arg, Backend, DeviceError, LaunchMeta
 from ._inputs import InputFactory
@@ -50,6 +51,9 @@ class JobSpec:
     plugins: list[str] = field(default_factory=list)  # "module:function" registering emulated kernels
     sanitizer: str | None = None
     budgets: dict[str, int] = field(default_factory=dict)
+    # "kernel:NAME" / "schedule:NAME" -> the subject's cases (dim assignments); a subject not listed runs
+    # at ``sizes`` / ``chain_sizes``, each scalar setting every runtime dim
+    cases: dict[str, list[dict[str, int]]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,7 +91,8 @@ class Session:
         self.backends = backends
         self.emit = emit or (lambda ev: None)
         self.wiring = wiring or Wiring(cs)
-        self.factory = InputFactory(job.seed, max_rows=max([*job.sizes, *job.chain_sizes, 1]))
+        largest = [v for cases in job.cases.values() for c in cases for v in c.values()]
+        self.factory = InputFactory(job.seed, max_rows=max([*job.sizes, *job.chain_sizes, *largest, 1]))
         self.timing: dict[str, float] = {}
         self._subject_timing: dict[str, float] | None = None
         self._modules: dict[tuple[str, str], Any] = {}
@@ -104,6 +109,13 @@ class Session:
         self.fetch_budget = int(b.get("fetch", HOST_FETCH_BUDGET))
         self.factory.max_elements = self.input_budget
         self.poisoned: str | None = None
+
+    def cases_for(self, kind: str, name: str) -> list[DimCase | int]:
+        """The cases of one subject: its planned dim assignments, else the job's scalar sizes."""
+        planned = self.job.cases.get(f"{kind}:{name}")
+        if planned is not None:
+            return [DimCase.of(c) for c in planned]
+        return list(self.job.sizes if kind == "kernel" else self.job.chain_sizes)
 
     # -- timing -------------------------------------------------------------------------------------
     @contextlib.contextmanager

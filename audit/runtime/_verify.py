@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import EnvironmentProblem, UsageError
 from ..findings import CheckResult, NotRun
+from ..cases import DimCase
 from ._plan import DEFAULT_CHAIN_SIZES, DEFAULT_SIZES
 from ..verify_checks import SANITIZER_CHECKS
 from ._results import CheckRecord, SubjectResult, VerifyRun
@@ -103,8 +104,8 @@ def verify(
     schedules: Sequence[str] = (),
     backends: Sequence[str] = ("auto",),
     seed: int = 0,
-    sizes: Sequence[int] | None = None,
-    chain_sizes: Sequence[int] | None = None,
+    sizes: Sequence[int | str | DimCase] | None = None,
+    chain_sizes: Sequence[int | str | DimCase] | None = None,
     sanitizer: str | None = None,
     evidence: bool = True,
     timeout: float = 60.0,
@@ -117,6 +118,8 @@ def verify(
     config: Any = None,
     python_paths: Sequence[str] = (),
     evidence_dir: Path | None = None,
+    strict: bool | None = None,
+    max_cases: int | None = None,
 ) -> VerifyOutcome:
     """Verify kernels and schedules on the GPU (or the emulated backend); see docs/verification.md.
 
@@ -124,6 +127,11 @@ def verify(
     CPU tests; ``plugins`` names ``module:function`` hooks that register emulated kernels in a worker.
     Evidence goes to the configured evidence folder, or ``evidence_dir``; an emulated run proves nothing
     about a GPU and writes evidence only to an explicit ``evidence_dir`` (tests).
+
+    ``sizes`` / ``chain_sizes`` hold scalars (every runtime dim at that value), :class:`~audit.cases.DimCase`
+    s, or ``--sizes`` texts (``"37,4096"``, ``"B=4,T=17;B=1,T=1"``); None runs each subject's default sweep
+    (:mod:`audit.search.sizes`, at most ``max_cases`` cases). ``strict`` (default: the config's
+    ``verify_strict``) makes uncovered tails errors and a subject never compared with its reference a failure.
     """
     from ..api import load_project
 
@@ -152,15 +160,19 @@ def verify(
                 raise EnvironmentProblem(f"wireup verify --sanitizer {sanitizer} needs compute-sanitizer; it was not found on PATH, in $CUDA_HOME/bin or in /usr/local/cuda/bin.")
         if arch and cfg.arch and cfg.arch.rstrip("a").rstrip("f") == arch:
             arch = cfg.arch  # keep the configured variant (sm_90a) where it fits this device
-    if sizes is None:
-        sizes = SANITIZER_SIZES if sanitizer else DEFAULT_SIZES
-    if chain_sizes is None:
-        chain_sizes = SANITIZER_CHAIN_SIZES if sanitizer else DEFAULT_CHAIN_SIZES
-    for s in [*sizes, *chain_sizes]:
-        if int(s) < 1:
-            raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
+    sweep_kernels, sweep_chains = sizes is None and not sanitizer, chain_sizes is None and not sanitizer
+    sizes = _cases_of(cs, sizes, "--sizes") if sizes is not None else list(SANITIZER_SIZES if sanitizer else DEFAULT_SIZES)
+    chain_sizes = _cases_of(cs, chain_sizes, "--chain-sizes") if chain_sizes is not None else list(SANITIZER_CHAIN_SIZES if sanitizer else DEFAULT_CHAIN_SIZES)
+    if max_cases is not None and max_cases < 1:
+        raise UsageError(f"--max-cases takes a positive number of cases, found {max_cases}.")
+    planned, plans = plan_cases(cfg, cs, subjects, seed, sizes, chain_sizes, sweep_kernels, sweep_chains, max_cases)
+    strict = cfg.verify_strict if strict is None else bool(strict)
+    for plan in plans:
+        progress({"event": "plan", "plan": plan})
 
-    run = VerifyRun(seed=int(seed), sizes=[int(s) for s in sizes])
+    # the scalar sizes of the run (none where every kernel subject got its own sweep: see plans)
+    scalars = [] if sweep_kernels else [int(s) for s in sizes if not isinstance(s, DimCase)]
+    run = VerifyRun(seed=int(seed), sizes=scalars, plans=plans)
     helper = None
     if use_emulated:
         modules = {k.name: {"symbol": k.symbol, "names": [k.symbol, k.cpp_name or "", k.name]} for k in cs.kernels}
@@ -176,10 +188,10 @@ def verify(
         if why:
             run.notes.append(why)
     job = JobSpec(
-        root=str(cfg.root), backends=names, subjects=subjects, seed=int(seed), sizes=[int(s) for s in sizes],
-        chain_sizes=[int(s) for s in chain_sizes], modules=modules, helper_cubin=helper,
+        root=str(cfg.root), backends=names, subjects=subjects, seed=int(seed), sizes=[int(s) for s in sizes if not isinstance(s, DimCase)],
+        chain_sizes=[int(s) for s in chain_sizes if not isinstance(s, DimCase)], modules=modules, helper_cubin=helper,
         guard_bytes=0 if sanitizer == "memcheck" else 4096, python_paths=[str(cfg.path(p)) for p in cfg.reference_paths] + [str(p) for p in python_paths],
-        plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}),
+        plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}), cases=planned,
     )  # fmt: skip
     if in_process is None:
         in_process = use_emulated and not plugins
@@ -218,7 +230,7 @@ def verify(
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
 
-    result = judge(run, cs, cfg)
+    result = judge(run, cs, cfg, strict)
     outcome = VerifyOutcome(result, run)
     if use_emulated and evidence_dir is None:
         evidence = False
@@ -276,13 +288,78 @@ def add_sanitizer_records(run: VerifyRun, tool: str, logs: list[Path], modules: 
         run.results.append(r)
 
 
-def judge(run: VerifyRun, cs: Any, cfg: Any) -> CheckResult:
-    """Findings from the verify rules over the run's facts, plus not-run notes and subjects per rule."""
+def _cases_of(cs: Any, items: Sequence[int | str | DimCase], flag: str) -> list[int | DimCase]:
+    """Scalars and cases from ``--sizes`` texts, scalars and cases (a bad one is a usage error)."""
+    from ..cases import CaseError, cases_from_sizes
+
+    out: list[int | DimCase] = []
+    for s in items:
+        if isinstance(s, DimCase):
+            out.append(s)
+        elif isinstance(s, str):
+            try:
+                out += cases_from_sizes(cs, [s], flag) or []
+            except CaseError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            if int(s) < 1:
+                raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
+            out.append(int(s))
+    return out
+
+
+def plan_cases(cfg: Any, cs: Any, subjects: Sequence[Sequence[str]], seed: int, sizes: Sequence[int | DimCase],
+               chain_sizes: Sequence[int | DimCase], sweep_kernels: bool, sweep_chains: bool,
+               max_cases: int | None) -> tuple[dict[str, list[dict[str, int]]], list[dict[str, Any]]]:  # fmt: skip
+    """Each subject's cases: the default sweep, or the given cases (scalars set every runtime dim)."""
+    from ..cases import as_case
+    from ..graph import Wiring
+    from ..search.sizes import MAX_CHAIN_CASES, MAX_KERNEL_CASES, plan_kernel, plan_schedule
+
+    planned: dict[str, list[dict[str, int]]] = {}
+    plans: list[dict[str, Any]] = []
+    wiring = Wiring(cs) if (sweep_kernels or sweep_chains) else None
+    for kind, name in subjects:
+        sweep = sweep_kernels if kind == "kernel" else sweep_chains
+        given = sizes if kind == "kernel" else chain_sizes
+        if sweep:
+            if kind == "kernel":
+                plan = plan_kernel(cs, cs.kernel_map[name], wiring, seed=seed, max_cases=max_cases or MAX_KERNEL_CASES, root=cfg.root)
+            else:
+                plan = plan_schedule(cs, cs.schedule_map[name], wiring, seed=seed, max_cases=max_cases or MAX_CHAIN_CASES, root=cfg.root)
+            planned[f"{kind}:{name}"] = [c.as_dict() for c in plan.cases]
+            plans.append(plan.to_dict())
+        elif any(isinstance(c, DimCase) for c in given):
+            planned[f"{kind}:{name}"] = [as_case(cs, c).as_dict() for c in given]
+            if kind == "kernel":
+                for c in given:
+                    if isinstance(c, DimCase):
+                        _check_case_budget(cs, cs.kernel_map[name], c, wiring or Wiring(cs), "--sizes")
+    return planned, plans
+
+
+def _check_case_budget(cs: Any, kernel: Any, case: DimCase, wiring: Any, flag: str) -> None:
+    """A given case whose inputs exceed the memory budget for every launch of the kernel is a usage error."""
+    from ..cases import make_env
+    from ..search.coverage import launch_envs
+    from ..search.sizes import MAX_CASE_ELEMENTS, case_elements
+
+    elements = min(case_elements(kernel, e) for e in launch_envs(cs, kernel, wiring)(make_env(cs, case)))
+    if elements > MAX_CASE_ELEMENTS:
+        raise UsageError(f'{flag} case "{case.label}" gives kernel "{kernel.name}" {elements:.2e} input elements, over the budget of {MAX_CASE_ELEMENTS:.2e}; choose smaller values.')
+
+
+def judge(run: VerifyRun, cs: Any, cfg: Any, strict: bool = False) -> CheckResult:
+    """Findings from the verify rules over the run's facts, plus not-run notes and subjects per rule.
+
+    Under ``strict`` an uncovered tail is an error and a subject whose reference was never compared
+    fails (VERIFY_NOT_VERIFIED)."""
     from ..rules import CheckContext, run_rules
     from ..rules import verify as verify_rules
 
     rules = verify_rules.rules()
-    ctx = CheckContext(cs, cfg, facts={"verify": run})
+    escalate = frozenset({"VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED"}) if strict else frozenset()
+    ctx = CheckContext(cs, cfg, facts={"verify": run}, escalate=escalate)
     result = run_rules(ctx, rules)
     subjects = run.subjects()
     for r in rules:

@@ -32,6 +32,11 @@ class Progress:
             n = sum(1 for c in checks if c["verdict"] == "not_run")
             verdict = "FAIL" if f else ("ok" if p else "not run")
             line = f"verify   {r['kind']:<8} {r['subject']} [{r['backend']}] {verdict}: {p} passed, {f} failed, {n} not run ({r.get('duration_s', 0):.1f} s)"
+        elif kind == "plan":
+            p = ev["plan"]
+            cases = " ".join(",".join(f"{k}={v}" for k, v in c.items()) for c in p.get("cases", []))
+            tails = p.get("tails", [0, 0])
+            line = f"cases    {p['kind']:<8} {p['subject']}: {len(p.get('cases', []))} ({cases}); tail sides {tails[0]} of {tails[1]}"
         elif kind == "timeout":
             line = f"verify   timeout in {ev.get('subject')} during {ev.get('what')}; restarting the worker"
         if line:
@@ -73,6 +78,27 @@ def summary_table(outcome: Any) -> str:
     notes = sorted({n for r in run.results for n in r.notes})
     for n in notes:
         out += f"note: {n}\n"
+    out += coverage_lines(run)
+    return out
+
+
+def coverage_lines(run: Any) -> str:
+    """Per subject (once, whatever the backends): the cases that ran and the tail-coverage verdicts."""
+    out = ""
+    seen: set[tuple[str, str]] = set()
+    for r in run.results:
+        if r.verdict == "not_run" and r.checks:
+            out += f"not verified: {r.kind} {r.subject} on {r.backend}: no case compared it with its reference\n"
+        if (r.kind, r.subject) in seen or not (r.cases or r.tails):
+            continue
+        seen.add((r.kind, r.subject))
+        name = f"{'schedule:' if r.kind == 'schedule' else ''}{r.subject}"
+        if r.cases:
+            labels = [",".join(f"{k}={v}" for k, v in c.items()) for c in r.cases]
+            out += f"cases: {name}: {len(labels)} ({' '.join(labels)})\n"
+        for t in r.tails:
+            state = "covered" if t.get("covered") else "NOT COVERED"
+            out += f"tails: {name}: {t.get('kernel')} {t.get('field')} {t.get('expr')}: {t.get('exact', 0)} exact, {t.get('tail', 0)} with a tail, {state}\n"
     return out
 
 
@@ -89,10 +115,12 @@ def verify_json(rendered: str, outcome: Any) -> str:
                 "subject": r.subject, "kind": r.kind, "backend": r.backend, "verdict": r.verdict,
                 "passed": len(r.passed), "failed": len(r.failed), "not_run": len(r.not_run),
                 "max_rel_err": _max_rel(r.checks), "duration_s": r.duration_s, "timing": r.timing, "notes": r.notes,
+                "cases": r.cases, "tails": r.tails,
             }  # fmt: skip
             for r in run.results
         ],
         "evidence": [str(p) for p in outcome.evidence],
         "notes": run.notes,
+        "plans": run.plans,
     }
     return json.dumps(doc, indent=2) + "\n"

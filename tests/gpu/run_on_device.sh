@@ -2,7 +2,7 @@
 # GPU verification on the device machine: run from the repository root with .whl/ (the PyCUDA wheels of
 # ../shared/device, copied by its prepare.sh) carried along.
 #
-#   tests/gpu/run_on_device.sh [smoke|verify|tests|all]      (default: all)
+#   tests/gpu/run_on_device.sh [smoke|verify|tests|tails|all]      (default: all)
 #
 # smoke  : two kernels and one schedule with each backend (catches API problems in seconds)
 # verify : every shipped kernel and schedule with PyCUDA and CuPy together (one run, shared inputs and
@@ -10,6 +10,9 @@
 #          as text (the table and the time line)
 # tests  : the GPU pytest tests (tests/gpu/test_verify_gpu.py): both backends, broken fixtures, generality,
 #          memcheck, the one-minute budget
+# tails  : the tail fixture and the size sweep on the GPU (tests/gpu/test_tails_gpu.py: the fixture fails
+#          with the default sweep, with T fixed it passes with VERIFY_TAIL_UNCOVERED; the shipped set covers
+#          every tail within the minute), then the both-backend verify as JSON (its timing: docs/benchmarks.md)
 # all    : smoke, the both-backend verify and the tests (about 6-8 minutes; split it where one call has
 #          less than 10 minutes)
 #
@@ -73,6 +76,11 @@ case $MODE in verify | all)
 esac
 case $MODE in verify)
     step verify-text 300 python3 -m audit verify --backend pycuda --no-evidence
+    ;;
+esac
+case $MODE in tails)
+    step pytest-tails 400 python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_tails_gpu.py
+    step verify-both 400 python3 -m audit verify --backend pycuda --backend cupy --format json --output "$OUT/verify.json" --no-evidence
     ;;
 esac
 case $MODE in tests | all)

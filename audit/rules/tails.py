@@ -1,0 +1,61 @@
+"""The static prediction of tail coverage: launch-geometry tails no runtime value can reach.
+
+For every ``ceil_div(a, b)``, ``a // b`` and ``a % b`` in a kernel's grid, block or ``shared_bytes``
+whose ``a`` depends on a runtime dim, both sides (``a % b == 0`` and ``!= 0``) should be reachable by
+some value of the runtime dims, or ``wireup verify`` can never run the partial last block, warp or tile
+(it reports VERIFY_TAIL_UNCOVERED). When only a fixed dim hides a side (``B * T * 32`` with ``T = 64``
+is always a multiple of 512), the contracts most likely fix a dim that varies in production, at the value
+of one test: this rule says so before any GPU run. A side no dims can reach (``ceil_div(B * 512, 512)``)
+is no tail and is not reported.
+
+>>> [r.id for r in REGISTRY.values() if r.id == "TAIL_UNREACHABLE"]
+['TAIL_UNREACHABLE']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..cases import DimCase, make_env
+from ..findings import Severity
+from ..search.coverage import kernel_sites, launch_envs, tail_verdicts
+from ._base import REGISTRY, CheckContext, Hit, rule
+
+
+@rule("TAIL_UNREACHABLE", "Every ceil_div, // and % of a launch's geometry that depends on a runtime dim can run both with a remainder and without one at some value of the runtime dims.", "wiring", Severity.WARNING)
+def check_tail_unreachable(ctx: CheckContext) -> Iterator[Hit]:
+    cs, wiring = ctx.cs, ctx.wiring
+    runtime = [d for d in cs.dim_map.values() if d.kind == "runtime" and d.min is not None]
+    if not runtime:
+        return
+    # the prediction starts from every runtime dim at its smallest value (the search moves one dim at a time
+    # from there) and the first values of the dims the kernel's [kernel.verify] dims varies: the culprits
+    # are fixed dims, the same in every variant
+    base = {d.name: max(d.min or 1, 1) for d in runtime}
+    # kernels that bind no local dim get the same verdicts from the same geometry: a large contract set
+    # repeats a few geometries, so those are judged once (keyed by the expressions' identities, which
+    # equal texts share, and kept alive with the memo)
+    memo: dict[tuple, tuple[object, list[tuple[str, str, str]]]] = {}
+    launches = wiring.launches_by_kernel
+    for k in cs.kernels:
+        variant = {name: values[0] for name, values in k.verify.dims if values}
+        exprs = (*k.grid, *k.block, k.shared_bytes)
+        plain = not k.dims and not any(ln.step.dims for _, ln in launches.get(k.name, ()))
+        key = (tuple(map(id, exprs)), tuple(sorted(variant.items())))
+        hit = memo.get(key) if plain else None
+        if hit is None:
+            found = []
+            sites = kernel_sites(cs, k, wiring)
+            if sites:
+                envs = launch_envs(cs, k, wiring)(make_env(cs, DimCase.of(base), variant))
+                for v in tail_verdicts(cs, k, wiring, sites, envs, what="case"):
+                    if not v.covered and v.culprits:  # a side runtime values reach is verify's to cover
+                        found.append((v.site.field, v.site.text, v.message))
+            hit = (exprs, found)
+            if plain:
+                memo[key] = hit
+        for field, text, message in hit[1]:
+            yield Hit(f'Kernel "{k.name}" {field} "{text}": {message}', k.loc.child(field), k.name)
+
+
+assert "TAIL_UNREACHABLE" in REGISTRY
