@@ -54,7 +54,10 @@ def gpu_available() -> str | None:
 
 
 def evidence_summary(fresh: dict) -> tuple[str, int]:
-    """``"14 of 14 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale"`` and the failed count."""
+    """``"14 of 14 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale"`` and the failed count.
+
+    Where nothing was built here the records were matched on their sources, contracts, flags and
+    architecture only, and the text says that the compiled code was not compared."""
     from ..report.collect import device_name
 
     kernels = [f for f in fresh.values() if f.kind == "kernel"]
@@ -74,13 +77,15 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
         text += f", {missing} missing"
     if failed:
         text += f", {failed} failed"
+    if kernels and not any(f.code_compared for f in kernels):
+        text += "; compiled code not compared (not built here)"
     return text, failed
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import check, load_project
     from ..errors import UserError
-    from ..evidence import freshness, load_records
+    from ..evidence import project_freshness
     from ..findings import Severity
     from ..printers import render
     from ..report import ReportOptions, collect_report, render_report, report_diff
@@ -99,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     step(1, f"check: {len(result.errors)} error(s), {warnings} warning(s), {len(result.ran)} rule(s) ran", t)
 
     t = time.monotonic()
-    build_line = _build(cfg, cs)
+    build, build_line = _build(cfg, cs)
     step(2, f"build: {build_line}", t)
 
     t = time.monotonic()
@@ -110,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
         step(3, "verify: running on the GPU ...")
         verify_rc = cli_main(["verify", "--root", str(cfg.root)])
-    fresh = freshness(cs, cfg, load_records(cfg.path(cfg.evidence)))
+    fresh = project_freshness(cfg, cs, build, build_line)
     summary, failed = evidence_summary(fresh)
     if verify_rc is None:
         step(3, f"verify: {reason}: using recorded evidence ({summary})")
@@ -155,19 +160,20 @@ def run(args: argparse.Namespace) -> int:
     return 1 if (errors or failed or stale_report or verify_rc == 1) else 0
 
 
-def _build(cfg, cs) -> str:
+def _build(cfg, cs):
+    """(the build result or None, the progress line); evidence freshness compares its code hashes."""
     try:
         from ..compile import build_kernels
     except ImportError:
-        return "not available in this installation"
+        return None, "not available in this installation"
     from ..errors import EnvironmentProblem
 
     try:
         result = build_kernels(cfg, cs)
     except EnvironmentProblem as exc:
-        return f"not built here ({exc})"
+        return None, f"not built here ({exc})"
     failed = [sb.source for sb in result.sources.values() if not sb.ok]
     line = f"{len(result.sources)} source(s) compiled or cached, nvcc {result.nvcc_version}, {result.arch}"
     if failed:
         line += f"; {len(failed)} failed: " + ", ".join(failed)
-    return line
+    return result, line

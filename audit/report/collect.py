@@ -24,7 +24,7 @@ from typing import Any
 from ..config import Config
 from ..dims import Expr, format_shape
 from ..errors import UserError
-from ..evidence import Freshness, freshness, load_records
+from ..evidence import Freshness, project_freshness
 from ..findings import CheckResult, Finding, NotRun, Severity
 from ..graph import Wiring
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
@@ -313,7 +313,7 @@ def _collect_report(cfg: Config, cs: ContractSet, options: ReportOptions, check_
     history = GitHistory.open(cfg.root, options.history)
     history.prefetch(sorted({k.source for k in cs.kernels} | {k.loc.file for k in cs.kernels if k.loc.file}))
     build, build_note, toolchain = _build(cfg, cs)
-    fresh = freshness(cs, cfg, load_records(cfg.path(cfg.evidence)))
+    fresh = project_freshness(cfg, cs, build, build_note)
     env, representative = _representative_env(cs, dict(options.at))
     scan = _launcher_scan(cfg, cs)
     mutation_dir = cfg.path(cfg.reports) / "mutation"
