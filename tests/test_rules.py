@@ -22,7 +22,8 @@ from audit.rules import iter_rules
 RULES = Path(__file__).resolve().parent / "data" / "rules"
 CATEGORIES = ("schema", "wiring", "isv", "invariants")
 STATIC = {r.id: r for r in iter_rules() if r.category in CATEGORIES and r.replaced_by is None}
-FIXTURES = sorted(p.name for p in RULES.iterdir() if p.is_dir())
+EVIDENCE = {r.id for r in iter_rules() if r.category == "evidence"}  # their pairs: tests/test_evidence_rules.py
+FIXTURES = sorted(p.name for p in RULES.iterdir() if p.is_dir() and p.name not in EVIDENCE)
 
 
 def run_check(capsys: pytest.CaptureFixture[str], root: Path, *select: str) -> tuple[int, list[str]]:
