@@ -197,3 +197,24 @@ def test_a_source_that_does_not_compile_here_cannot_be_compared(project: Path, b
     monkeypatch.setattr(audit.compile.facts, "build_kernels", failing)
     lines = stale_lines(capsys, project)
     assert lines[0].endswith('"kernels/chain.cu" did not compile here, so its code cannot be compared with the last one (2026-12-02).')
+
+
+# --- the pytest plugin decides as wireup check does ------------------------------------------------------
+
+pytest_plugins = ["pytester"]
+
+
+def test_plugin_items_follow_the_same_freshness_and_require_evidence(pytester: pytest.Pytester, build) -> None:
+    shutil.copytree(RULES / "EVIDENCE_STALE" / "bad", pytester.path, dirs_exist_ok=True)
+    pytester.makeini("[pytest]\nwireup = true\nwireup_select = evidence\n")
+    args = ("-p", "no:wireup", "-p", "audit.pytest_plugin", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args)
+    assert result.parseoutcomes()["passed"] > 0 and "failed" not in result.parseoutcomes()  # stale is a warning
+    result = pytester.runpytest(*args, "--wireup-require-evidence")
+    result.assert_outcomes(failed=2, passed=result.parseoutcomes()["passed"])
+    result.stdout.fnmatch_lines([
+        '*EVIDENCE_STALE Kernel "make_label" has no GPU verification of its current build: its contract changed since the last one (2026-12-02).',
+        "FAILED wireup::EVIDENCE_STALE[[]make_label[]]*",
+    ])  # fmt: skip
+    pytester.makeini("[pytest]\nwireup = true\nwireup_select = evidence\nwireup_require_evidence = true\n")
+    assert pytester.runpytest(*args).parseoutcomes()["failed"] == 2
