@@ -159,3 +159,33 @@ def test_check_and_audit_agree_on_the_committed_evidence_in_a_clone_at_another_p
     assert audit_stale == len(stale & kernels)
     assert rc == (0 if not flagged else 1)
     assert "compiled code not compared" not in err  # nvcc built the clone: the code was compared
+
+
+@pytest.mark.nvcc
+def test_records_written_from_one_checkouts_build_cover_another_checkouts_build(tmp_path):
+    """What a GPU run on one machine writes (here: an emulated run given this machine's real build) is
+    accepted by a checkout at another path with other file times that builds the sources itself."""
+    from audit.evidence import freshness, load_records
+    from audit.runtime import verify
+    from audit.runtime._evidence import write_evidence
+
+    src = REPO / "tests" / "data" / "generality"
+    roots = []
+    for where, mtime in (("gpu-machine/repo", 1_700_000_000), ("ci/checkout", 1_800_000_000)):
+        root = tmp_path / where
+        shutil.copytree(src, root, ignore=shutil.ignore_patterns(".wireup-cache", "evidence", "__pycache__"), copy_function=shutil.copyfile)
+        for p in root.rglob("*"):
+            os.utime(p, (mtime, mtime))
+        roots.append(root)
+    gpu, ci = roots
+    cfg, cs = load_project(gpu)
+    out = verify(gpu, emulated={}, sizes=(1,), chain_sizes=(37,), evidence_dir=tmp_path / "scratch")
+    out.run.build = build_kernels(cfg, cs)
+    write_evidence(out.run, cs, cfg, ci / "evidence")  # committed, then checked out elsewhere
+    cfg2, cs2 = load_project(ci)
+    records = load_records(cfg2.path(cfg2.evidence))
+    assert records and all(r.code_hashes and r.code_hash_version == "wireup-code-1" for r in records)
+    here = build_kernels(cfg2, cs2)
+    assert here.code_hashes == out.run.build.code_hashes
+    status = freshness(cs2, cfg2, records, here)
+    assert {f.status for f in status.values()} == {"verified"} and all(f.code_compared for f in status.values())
