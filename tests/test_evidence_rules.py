@@ -218,3 +218,17 @@ def test_plugin_items_follow_the_same_freshness_and_require_evidence(pytester: p
     ])  # fmt: skip
     pytester.makeini("[pytest]\nwireup = true\nwireup_select = evidence\nwireup_require_evidence = true\n")
     assert pytester.runpytest(*args).parseoutcomes()["failed"] == 2
+
+
+@pytest.mark.parametrize("rule_id", sorted(EVIDENCE))
+def test_every_format_carries_the_bad_fixtures_findings(rule_id: str, build, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_printers import assert_sarif_well_formed
+
+    root = RULES / rule_id / "bad"
+    main(["check", "--root", str(root), "--select", "evidence", "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["rule"] for f in findings] == [rule_id] * len(expected_lines(rule_id))
+    main(["check", "--root", str(root), "--select", "evidence", "--format", "sarif"])
+    doc = json.loads(capsys.readouterr().out)
+    assert_sarif_well_formed(doc, len(findings))
+    assert [(r["ruleId"], r["message"]["text"]) for r in doc["runs"][0]["results"]] == [(f["rule"], f["message"]) for f in findings]
