@@ -73,10 +73,20 @@ class EvidenceRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvidenceRecord:
+        """The record ``data`` holds; ValueError where a field freshness compares has the wrong type."""
         d = dict(data)
         d["checks"] = [CheckOutcome(**c) for c in d.get("checks", [])]
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+        rec = cls(**{k: v for k, v in d.items() if k in known})
+        strings = (rec.subject, rec.kind, rec.backend, rec.verdict, rec.source_hash, rec.contract_hash, rec.arch, rec.date, rec.code_hash_version)
+        maps = (rec.cubin_hashes, rec.code_hashes, rec.versions)
+        if not (
+            all(isinstance(v, str) for v in strings)
+            and isinstance(rec.build_flags, list) and all(isinstance(f, str) for f in rec.build_flags)
+            and all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in maps)
+        ):  # fmt: skip
+            raise ValueError("an evidence record with a field of the wrong type")
+        return rec
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:

@@ -232,3 +232,11 @@ def test_every_format_carries_the_bad_fixtures_findings(rule_id: str, build, cap
     doc = json.loads(capsys.readouterr().out)
     assert_sarif_well_formed(doc, len(findings))
     assert [(r["ruleId"], r["message"]["text"]) for r in doc["runs"][0]["results"]] == [(f["rule"], f["message"]) for f in findings]
+
+
+def test_a_record_with_fields_of_the_wrong_type_is_skipped_not_a_traceback(project: Path, build, capsys) -> None:
+    build(CHAIN_CODE)
+    edit_record(project, "loss", code_hashes=["kernels/chain.cu"])
+    edit_record(project, "reduce", build_flags="-O3")
+    rc, lines = run_check(capsys, project, "--select", "evidence")
+    assert rc == 0 and [line.split(": ")[1].split(" ")[0] for line in lines] == ["EVIDENCE_MISSING", "EVIDENCE_MISSING"]
