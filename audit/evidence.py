@@ -2,16 +2,18 @@
 
 ``wireup verify`` writes one JSON record per verified kernel or schedule and backend under
 ``reports/evidence/{kernels,schedules}/<name>.<backend>.json``. A record names the source hash (the
-``.cu`` file and its local headers), the contract hash, the cubin hash, the build flags, the device,
-driver and CUDA versions, the backend, seed and sizes, and every check with its verdict and errors.
-Static checks read them back: a kernel whose current source or contract has no passing record is
-"changed since its last GPU verification".
+``.cu`` file and its local headers), the contract hash, the code hash of each cubin it ran
+(:func:`audit.compile.code_hash`: the same in every checkout), the cubin hashes, the build flags and
+architecture, the device, driver, CUDA and nvcc versions, the backend, seed and sizes, and every check
+with its verdict and errors. Static checks read them back through :func:`freshness`, the one function
+that decides whether a kernel or schedule is verified, stale, failed or missing (for ``wireup check``,
+``wireup audit``, ``wireup report`` and the pytest plugin alike).
 
 Records are written atomically as sorted, indented JSON so they diff well; the date inside comes from
 the run, never from rendering.
 
->>> recs = load_records(Path("reports/evidence"))          # doctest: +SKIP
->>> freshness(cs, cfg, recs)["aux_trunk_forward"].status   # doctest: +SKIP
+>>> fresh = project_freshness(cfg, cs, build)               # doctest: +SKIP
+>>> fresh["aux_trunk_forward"].status                      # doctest: +SKIP
 'verified'
 """
 
