@@ -2,16 +2,18 @@
 
 ``wireup verify`` writes one JSON record per verified kernel or schedule and backend under
 ``reports/evidence/{kernels,schedules}/<name>.<backend>.json``. A record names the source hash (the
-``.cu`` file and its local headers), the contract hash, the cubin hash, the build flags, the device,
-driver and CUDA versions, the backend, seed and sizes, and every check with its verdict and errors.
-Static checks read them back: a kernel whose current source or contract has no passing record is
-"changed since its last GPU verification".
+``.cu`` file and its local headers), the contract hash, the code hash of each cubin it ran
+(:func:`audit.compile.code_hash`: the same in every checkout), the cubin hashes, the build flags and
+architecture, the device, driver, CUDA and nvcc versions, the backend, seed and sizes, and every check
+with its verdict and errors. Static checks read them back through :func:`freshness`, the one function
+that decides whether a kernel or schedule is verified, stale, failed or missing (for ``wireup check``,
+``wireup audit``, ``wireup report`` and the pytest plugin alike).
 
 Records are written atomically as sorted, indented JSON so they diff well; the date inside comes from
 the run, never from rendering.
 
->>> recs = load_records(Path("reports/evidence"))          # doctest: +SKIP
->>> freshness(cs, cfg, recs)["aux_trunk_forward"].status   # doctest: +SKIP
+>>> fresh = project_freshness(cfg, cs, build)               # doctest: +SKIP
+>>> fresh["aux_trunk_forward"].status                      # doctest: +SKIP
 'verified'
 """
 
@@ -25,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text_atomic
+from .compile import CODE_HASH_VERSION
 from .hashing import canonical, files_hash, include_closure
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: code hashes (audit.compile.code_hash) of every source the subject ran
 
 
 @dataclass
@@ -54,6 +57,8 @@ class EvidenceRecord:
     source_hash: str
     contract_hash: str
     cubin_hashes: dict[str, str] = field(default_factory=dict)  # source path -> sha256 of its cubin
+    code_hashes: dict[str, str] = field(default_factory=dict)  # source path -> code hash of its cubin
+    code_hash_version: str = ""  # what the code hashes cover (audit.compile.CODE_HASH_VERSION)
     build_flags: list[str] = field(default_factory=list)
     arch: str = ""
     device: dict[str, Any] = field(default_factory=dict)
@@ -74,10 +79,20 @@ class EvidenceRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvidenceRecord:
+        """The record ``data`` holds; ValueError where a field freshness compares has the wrong type."""
         d = dict(data)
         d["checks"] = [CheckOutcome(**c) for c in d.get("checks", [])]
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
+        rec = cls(**{k: v for k, v in d.items() if k in known})
+        strings = (rec.subject, rec.kind, rec.backend, rec.verdict, rec.source_hash, rec.contract_hash, rec.arch, rec.date, rec.code_hash_version)
+        maps = (rec.cubin_hashes, rec.code_hashes, rec.versions)
+        if not (
+            all(isinstance(v, str) for v in strings)
+            and isinstance(rec.build_flags, list) and all(isinstance(f, str) for f in rec.build_flags)
+            and all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in maps)
+        ):  # fmt: skip
+            raise ValueError("an evidence record with a field of the wrong type")
+        return rec
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:
@@ -242,11 +257,51 @@ class Freshness:
     status: str  # "verified" | "stale" | "missing" | "failed"
     record: EvidenceRecord | None = None
     reason: str = ""
+    code_compared: bool = False  # whether the compiled code (not only its inputs) was compared
 
 
-def freshness(cs, cfg, records: Iterable[EvidenceRecord], cubin_hashes: Mapping[str, str] | None = None) -> dict[str, Freshness]:
-    """Status of every kernel and schedule: verified (a passing record matches the current hashes),
-    failed (the matching record failed), stale (records exist for other hashes) or missing."""
+@dataclass(frozen=True)
+class CodeIdentity:
+    """What the current checkout builds, as evidence is compared with it.
+
+    A record matches when it names the same source-closure hash and contract hash as the tree, the same
+    build flags and architecture as the configuration, and -- where the kernels were built here -- the
+    same code hash (:func:`audit.compile.code_hash`: the cubin without its debug sections and toolchain
+    notes) for every source the subject runs. The nvcc version is recorded and quoted, not compared: the
+    code hash already says whether two toolkits produced the same code.
+
+    >>> ident = CodeIdentity.of(cfg, build)            # doctest: +SKIP
+    >>> ident.code_hashes["kernels/aux_trunk_kernel.cu"][:8], ident.nvcc_version   # doctest: +SKIP
+    ('a2ff5b8f', '13.0.88 (cuda_13.0.r13.0/compiler.36424714_0)')
+    """
+
+    flags: tuple[str, ...]
+    arch: str
+    code_hashes: Mapping[str, str] | None = None  # None: nothing was built here, code is not compared
+    nvcc_version: str = ""
+    not_compared: str = ""  # why code_hashes is None
+
+    @classmethod
+    def of(cls, cfg, build=None, not_built: str = "") -> CodeIdentity:
+        """The identity of ``cfg``'s build; ``build`` is a :class:`audit.compile.BuildResult` or None."""
+        from .compile import effective_flags
+
+        flags, arch = tuple(effective_flags(cfg)), cfg.arch
+        if build is None:
+            return cls(flags, arch, None, "", not_built or "the kernels were not built here")
+        return cls(tuple(build.flags), build.arch, dict(build.code_hashes), build.nvcc_version or "")
+
+
+def freshness(cs, cfg, records: Iterable[EvidenceRecord], build=None, not_built: str = "") -> dict[str, Freshness]:
+    """Status of every kernel and schedule: verified (a passing record matches the current identity),
+    failed (the matching record failed), stale (records exist for another identity) or missing.
+
+    The one place that decides: ``wireup check`` (the EVIDENCE_* rules), ``wireup audit``, ``wireup
+    report`` and the pytest plugin all come here. ``build`` is the current
+    :class:`audit.compile.BuildResult` (or a :class:`CodeIdentity`); without one the code is not compared
+    (``not_built`` says why) and a record matches on its source, contract, flags and architecture.
+    """
+    ident = build if isinstance(build, CodeIdentity) else CodeIdentity.of(cfg, build, not_built)
     by_subject: dict[tuple[str, str], list[EvidenceRecord]] = {}
     for r in records:
         by_subject.setdefault((r.kind, r.subject), []).append(r)
@@ -255,53 +310,91 @@ def freshness(cs, cfg, records: Iterable[EvidenceRecord], cubin_hashes: Mapping[
     for k in cs.kernels:
         if not files.is_file(k.source):
             continue
-        src = files.kernel(k)
-        con = _kernel_contract_hash(cs, k)
-        cubin = (cubin_hashes or {}).get(k.source)
-        out[k.name] = _status("kernel", k.name, by_subject.get(("kernel", k.name), []), src, con, cubin, k.source)
+        current = _Current(files.kernel(k), _kernel_contract_hash(cs, k), (k.source,))
+        out[k.name] = _status("kernel", k.name, by_subject.get(("kernel", k.name), []), current, ident)
     for s in cs.schedules:
         try:
             src, con = files.schedule(s), _schedule_contract_hash(cs, s)
         except OSError:
             continue
-        out[f"schedule:{s.name}"] = _status("schedule", s.name, by_subject.get(("schedule", s.name), []), src, con, None, None)
+        sources = tuple(sorted({cs.kernel_map[st.launch].source for st in s.steps if st.launch in cs.kernel_map}))
+        out[f"schedule:{s.name}"] = _status("schedule", s.name, by_subject.get(("schedule", s.name), []), _Current(src, con, sources), ident)
     return out
 
 
-def _status(kind, name, recs, src, con, cubin, source_path) -> Freshness:
+def project_freshness(cfg, cs, build=None, not_built: str = "") -> dict[str, Freshness]:
+    """:func:`freshness` of the records in the project's evidence folder."""
+    return freshness(cs, cfg, load_records(cfg.path(cfg.evidence)), build, not_built)
+
+
+@dataclass(frozen=True)
+class _Current:
+    source_hash: str
+    contract_hash: str
+    sources: tuple[str, ...]  # the kernel sources whose code the subject runs
+
+
+def _mismatch(r: EvidenceRecord, cur: _Current, ident: CodeIdentity) -> str:
+    """Why ``r`` does not cover the current build ("" when it does), worded to follow "has no GPU
+    verification of its current build: "."""
+    when = f"({r.date[:10]})" if r.date else "(undated)"
+    if r.source_hash != cur.source_hash:
+        return f"its source changed since the last one {when}"
+    if r.contract_hash != cur.contract_hash:
+        return f"its contract changed since the last one {when}"
+    if list(r.build_flags) != list(ident.flags):
+        return f'its build flags changed since the last one {when}: "{" ".join(r.build_flags)}" then, "{" ".join(ident.flags)}" now'
+    if r.arch != ident.arch:
+        return f'its architecture changed since the last one {when}: "{r.arch}" then, "{ident.arch}" now'
+    if not r.code_hashes or r.code_hash_version != CODE_HASH_VERSION:
+        return (
+            f"the last one {when} recorded no {CODE_HASH_VERSION} code hash, only cubin hashes, which older builds "
+            "made depend on the checkout's path and file times: verify it again"
+        )
+    if ident.code_hashes is None:
+        return ""
+    for source in cur.sources:
+        now = ident.code_hashes.get(source)
+        if now is None:
+            return f'"{source}" did not compile here, so its code cannot be compared with the last one {when}'
+        if r.code_hashes.get(source) != now:
+            then_nvcc, now_nvcc = r.versions.get("nvcc", ""), ident.nvcc_version
+            toolkits = f"; nvcc {then_nvcc or 'unknown'} then, {now_nvcc or 'unknown'} now" if then_nvcc != now_nvcc else ""
+            return f'the code built from "{source}" differs from the code the last one ran {when}{toolkits}'
+    return ""
+
+
+def _status(kind, name, recs, cur: _Current, ident: CodeIdentity) -> Freshness:
+    compared = ident.code_hashes is not None
     if not recs:
-        return Freshness(name, kind, "missing", None, "no GPU verification record")
-    matching = [r for r in recs if r.source_hash == src and r.contract_hash == con]
-    if cubin is not None and source_path is not None:
-        matching = [r for r in matching if r.cubin_hashes.get(source_path) in (None, cubin)]
+        return Freshness(name, kind, "missing", None, "no GPU verification record", compared)
+    matching = [r for r in recs if not _mismatch(r, cur, ident)]
     if not matching:
         newest = max(recs, key=lambda r: r.date)
-        what = "source" if newest.source_hash != src else ("contract" if newest.contract_hash != con else "cubin")
-        return Freshness(name, kind, "stale", newest, f"its {what} changed since its last GPU verification ({newest.date[:10]})")
+        return Freshness(name, kind, "stale", newest, _mismatch(newest, cur, ident), compared)
     passing = [r for r in matching if r.verdict == "pass"]
     if passing:
         best = max(passing, key=lambda r: r.date)
-        return Freshness(name, kind, "verified", best, "")
+        return Freshness(name, kind, "verified", best, "", compared)
     worst = max(matching, key=lambda r: r.date)
     failed = ", ".join(c.name for c in worst.failed_checks[:3]) or "see the record"
-    return Freshness(name, kind, "failed", worst, f"its last GPU verification failed ({failed})")
+    return Freshness(name, kind, "failed", worst, f"its last GPU verification failed ({failed})", compared)
 
 
 def evidence_facts(ctx) -> dict[str, Freshness]:
-    """Fact provider for the evidence rules."""
+    """Fact provider for the evidence rules: :func:`freshness` against the build the other rules read
+    (the same with or without ``--require-evidence``, which only turns warnings into errors)."""
     cfg = ctx.config
     if cfg is None:
         from .rules import RuleNotRun
 
         raise RuleNotRun("no project configuration")
-    records = load_records(cfg.path(cfg.evidence))
-    cubins = None
-    if ctx.options.get("require_evidence"):
-        build = ctx.facts.get("build")
-        if build is None and "build" in ctx.providers:
-            try:
-                build = ctx.fact("build")
-            except Exception:  # noqa: BLE001 - without a build the cubin check is skipped, not fatal
-                build = None
-        cubins = getattr(build, "cubin_hashes", None)
-    return freshness(ctx.cs, cfg, records, cubins)
+    build, not_built = None, ""
+    if "build" in ctx.providers or "build" in ctx.facts:
+        try:
+            build = ctx.fact("build")
+        except Exception as exc:  # noqa: BLE001 - RuleNotRun (no nvcc): the code is not compared, said so
+            not_built = str(exc)
+    if build is not None and getattr(build, "overrides", None):
+        build, not_built = None, "the build replaces kernel sources"
+    return project_freshness(cfg, ctx.cs, build, not_built)

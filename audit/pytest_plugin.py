@@ -7,10 +7,13 @@ changes another project's test run. Enable it with ``pytest --wireup`` or in the
     wireup = true
     wireup_select = ["schema", "wiring", "isv"]   # optional: rules or categories (default: the config's)
     wireup_ignore = ["EVIDENCE_MISSING"]          # optional
+    wireup_require_evidence = true                # optional: as wireup check --require-evidence
 
 Then every rule that ran becomes items named ``wireup::RULE[subject]`` (subject: a kernel, schedule,
 slot or invariant), failing with the finding messages; rules that could not run here (no nvcc, no
-launcher globs) are skipped with their reason. Warnings pass unless ``--wireup-strict``. The items carry
+launcher globs) are skipped with their reason. Warnings pass unless ``--wireup-strict``; the evidence
+items decide fresh or stale exactly as ``wireup check`` and ``wireup audit`` do
+(:func:`audit.evidence.freshness`), and ``--wireup-require-evidence`` fails stale or missing evidence. The items carry
 the ``wireup`` marker (``-m "not wireup"`` leaves them out); the plugin also registers the ``gpu`` marker
 for GPU tests.
 
@@ -36,9 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wireup", action="store_true", default=False, help="collect wireup contract checks as test items")
     group.addoption("--wireup-root", metavar="DIR", default=None, help="project root of the contracts (default: the pytest rootdir)")
     group.addoption("--wireup-strict", action="store_true", default=False, help="warnings fail the items too")
+    group.addoption(
+        "--wireup-require-evidence", action="store_true", default=False,
+        help="stale or missing GPU evidence fails its items (as wireup check --require-evidence)",
+    )  # fmt: skip
     parser.addini("wireup", type="bool", default=False, help="collect wireup contract checks as test items")
     parser.addini("wireup_select", type="args", default=[], help="wireup rules or categories to run (default: the project's configuration)")
     parser.addini("wireup_ignore", type="args", default=[], help="wireup rules or categories to skip")
+    parser.addini("wireup_require_evidence", type="bool", default=False, help="stale or missing GPU evidence fails its items")
 
 
 def enabled(config: pytest.Config) -> bool:
@@ -73,8 +81,13 @@ class WireupChecks(pytest.Collector):
         config = self.config
         root = Path(config.getoption("wireup_root") or config.rootpath)
         strict = bool(config.getoption("wireup_strict"))
+        options = {}
+        if config.getoption("wireup_require_evidence") or config.getini("wireup_require_evidence"):
+            from .rules.evidence import REQUIRE_EVIDENCE_ESCALATES
+
+            options = {"require_evidence": True, "escalate": REQUIRE_EVIDENCE_ESCALATES}
         try:
-            result = check(root, select=config.getini("wireup_select"), ignore=config.getini("wireup_ignore"))
+            result = check(root, select=config.getini("wireup_select"), ignore=config.getini("wireup_ignore"), options=options)
         except ContractError as exc:
             return [WireupItem.from_parent(self, name="contracts", problems=[p.render() for p in exc.problems])]
         except UserError as exc:

@@ -11,6 +11,7 @@ import audit.commands.audit as audit_cmd
 from audit.api import load_project
 from audit.cli import main
 from audit.errors import EnvironmentProblem
+from audit.compile import CODE_HASH_VERSION
 from audit.evidence import EvidenceRecord, freshness, kernel_source_hash, load_records, write_record
 from audit.hashing import contract_hash
 
@@ -38,7 +39,8 @@ def record_all(root: Path, verdict: str = "pass", device: str = "NVIDIA H200", d
     for k in cs.kernels:
         write_record(cfg.path(cfg.evidence), EvidenceRecord(
             subject=k.name, kind="kernel", backend="pycuda", verdict=verdict, source_hash=kernel_source_hash(cs, cfg, k),
-            contract_hash=contract_hash(k), device={"name": device}, date=date,
+            contract_hash=contract_hash(k), build_flags=["-O3", "-lineinfo", "-std=c++17"], arch="sm_90",
+            code_hashes={k.source: "c0de"}, code_hash_version=CODE_HASH_VERSION, device={"name": device}, date=date,
         ))  # fmt: skip
 
 
@@ -48,7 +50,7 @@ def test_audit_without_gpu_relies_on_recorded_evidence(root: Path, capsys: pytes
     steps = [line for line in out.err.splitlines() if line.startswith("wireup audit: [")]
     assert [s.split("]")[0] for s in steps] == ["wireup audit: [1/4", "wireup audit: [2/4", "wireup audit: [3/4", "wireup audit: [4/4"]
     assert "[2/4] build: not built here (nvcc is not on PATH (switched off by the test))" in out.err
-    assert "[3/4] verify: no GPU here: using recorded evidence (0 of 5 kernels verified, 0 stale, 5 missing)" in out.err
+    assert "[3/4] verify: no GPU here: using recorded evidence (0 of 5 kernels verified, 0 stale, 5 missing; compiled code not compared (not built here))" in out.err
     assert "[4/4] report: wrote reports/dqn-wire-up-audit.md" in out.err
     assert out.out.startswith("wireup audit: incomplete: statically sound, not yet fully proven.\n")
     assert (root / "reports" / "dqn-wire-up-audit.md").is_file()
@@ -75,11 +77,11 @@ def test_audit_summarises_fresh_and_failed_evidence(root: Path, capsys: pytest.C
     record_all(root)
     assert main(["audit", "--root", str(root)]) == 0
     err = capsys.readouterr().err
-    assert "using recorded evidence (5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale)" in err
+    assert "using recorded evidence (5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale; compiled code not compared (not built here))" in err
     record_all(root, verdict="fail", date="2026-12-03T10:00:00Z")
     assert main(["audit", "--root", str(root)]) == 1
     out = capsys.readouterr()
-    assert "0 of 5 kernels verified, newest 2026-12-03, 0 stale, 5 failed" in out.err
+    assert "0 of 5 kernels verified, newest 2026-12-03, 0 stale, 5 failed; compiled code not compared" in out.err
     assert "GPU verification failed for" in out.out
 
 
@@ -104,7 +106,7 @@ def test_evidence_summary_wording(root: Path) -> None:
     record_all(root)
     cfg, cs = load_project(root)
     text, failed = audit_cmd.evidence_summary(freshness(cs, cfg, load_records(cfg.path(cfg.evidence))))
-    assert (text, failed) == ("5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale", 0)
+    assert (text, failed) == ("5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale; compiled code not compared (not built here)", 0)
 
 
 def test_audit_exits_3_when_verify_stops_on_an_internal_error(root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

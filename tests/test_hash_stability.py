@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from audit.api import load_project
+from audit.compile import CODE_HASH_VERSION
 from audit.evidence import EvidenceRecord, freshness, kernel_source_hash, schedule_hashes
 from audit.hashing import canonical, contract_hash, files_hash, include_closure, source_hash
 
@@ -170,8 +171,10 @@ for k in cs.kernels:
 for s in cs.schedules:
     out["schedules"][s.name] = list(schedule_hashes(cs, cfg, s))
 # what freshness() (the memoized path of check and report) accepts: a record of exactly these hashes
-recs = [EvidenceRecord(n, "kernel", "pycuda", "pass", *h, date="2026-01-01") for n, h in out["kernels"].items()]
-recs += [EvidenceRecord(n, "schedule", "pycuda", "pass", *h, date="2026-01-01") for n, h in out["schedules"].items()]
+from audit.compile import CODE_HASH_VERSION
+built = dict(build_flags=["-O3", "-lineinfo", "-std=c++17"], arch=cfg.arch, code_hashes={"-": "-"}, code_hash_version=CODE_HASH_VERSION)
+recs = [EvidenceRecord(n, "kernel", "pycuda", "pass", *h, date="2026-01-01", **built) for n, h in out["kernels"].items()]
+recs += [EvidenceRecord(n, "schedule", "pycuda", "pass", *h, date="2026-01-01", **built) for n, h in out["schedules"].items()]
 out["freshness"] = sorted({f.status for f in freshness(cs, cfg, recs).values()})
 print(json.dumps(out))
 """
@@ -210,11 +213,12 @@ def test_freshness_matches_the_pinned_hashes(shipped):
 
 def test_freshness_in_process_matches_the_plain_definitions():
     cfg, cs = load_project(REPO)
+    built = dict(build_flags=["-O3", "-lineinfo", "-std=c++17"], arch=cfg.arch, code_hashes={"-": "-"}, code_hash_version=CODE_HASH_VERSION)
     records = []
     for k in cs.kernels:
-        records.append(EvidenceRecord(k.name, "kernel", "pycuda", "pass", _plain_kernel_source_hash(cs, cfg, k), _plain_contract_hash(k), date="2026-01-01"))
+        records.append(EvidenceRecord(k.name, "kernel", "pycuda", "pass", _plain_kernel_source_hash(cs, cfg, k), _plain_contract_hash(k), date="2026-01-01", **built))
     for s in cs.schedules:
-        records.append(EvidenceRecord(s.name, "schedule", "pycuda", "pass", *_plain_schedule_hashes(cs, cfg, s), date="2026-01-01"))
+        records.append(EvidenceRecord(s.name, "schedule", "pycuda", "pass", *_plain_schedule_hashes(cs, cfg, s), date="2026-01-01", **built))
     for _ in range(2):
         status = freshness(cs, cfg, records)
         assert len(status) == len(cs.kernels) + len(cs.schedules)

@@ -23,6 +23,7 @@ import pytest
 from audit.api import load_project, run_check
 from audit.cli import main
 from audit.errors import EnvironmentProblem
+from audit.compile import CODE_HASH_VERSION
 from audit.evidence import CheckOutcome, EvidenceRecord, kernel_source_hash, write_record
 from audit.hashing import contract_hash
 from audit.report import ReportOptions, c_prototype, collect_report, render_report
@@ -270,6 +271,7 @@ def write_evidence_and_mutation(root: Path) -> None:
     write_record(cfg.path(cfg.evidence), EvidenceRecord(
         subject="forward", kind="kernel", backend="pycuda", verdict="pass",
         source_hash=kernel_source_hash(cs, cfg, k), contract_hash=contract_hash(k),
+        build_flags=["-O3", "-lineinfo", "-std=c++17"], arch="sm_90", code_hashes={k.source: "c0de"}, code_hash_version=CODE_HASH_VERSION,
         device={"name": "NVIDIA H200", "cc": "9.0"}, date="2026-12-02T14:03:11Z", sizes=["B=1", "B=1024"],
         checks=[
             CheckOutcome("guards", "pass", "guard bands intact", "B=1"),
@@ -313,7 +315,7 @@ def test_evidence_and_mutation_results_are_shown(tmp_path: Path, no_nvcc: None) 
     assert "| reference | N=64 |  | ➖ | not run: inputs too large at B=1024 (N=64) |" in text
     assert "| all_skip | all-skip | ✅ |  | all-skip batch: zeros and no NaN |" in text
     assert "| [A2](#phase-a2) | [`forward`](#forward) | forward | ➖ not built here | ✅ clean | ✅ train step 2 | ✅ NVIDIA H200, 2026-12-02 | not run |" in text
-    assert "**GPU verification:** ⚠️ stale: its source changed since its last GPU verification (2026-11-30)" in text
+    assert "**GPU verification:** ⚠️ stale: its source changed since the last one (2026-11-30)" in text
     assert "**Mutation score:** 3 of 4 caught (75%) on NVIDIA H200, 2026-12-02 — caught by mask: 1, reference: 2" in text
     assert "- `M3` (equivalent): multiplies by one" in text
     assert "**Mutation score:** 26 of 26 caught (100%; 4 equivalent mutants not counted; a sample: 30 of its 53 mutants run) on NVIDIA H200" in text
@@ -329,6 +331,7 @@ def test_a_failed_check_is_marked_failed_in_the_matrix_and_the_verdict(tmp_path:
     write_record(cfg.path(cfg.evidence), EvidenceRecord(
         subject="reduce", kind="kernel", backend="cupy", verdict="fail",
         source_hash=kernel_source_hash(cs, cfg, k), contract_hash=contract_hash(k),
+        build_flags=["-O3", "-lineinfo", "-std=c++17"], arch="sm_90", code_hashes={k.source: "c0de"}, code_hash_version=CODE_HASH_VERSION,
         device={"name": "NVIDIA H200"}, date="2026-12-03T08:00:00Z", sizes=["B=1", "B=1024"],
         checks=[
             CheckOutcome("reference", "pass", "matches the float64 reference", "B=1", 1e-8, 1e-7, 1e-9),

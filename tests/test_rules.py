@@ -27,7 +27,8 @@ CATEGORIES = ("schema", "wiring", "isv", "invariants")
 #: build cache never lands in tests/data
 FACT_CATEGORIES = ("build", "layout", "launchers")
 STATIC = {r.id: r for r in iter_rules() if r.category in CATEGORIES + FACT_CATEGORIES and r.replaced_by is None}
-FIXTURES = sorted(p.name for p in RULES.iterdir() if p.is_dir())
+EVIDENCE = {r.id for r in iter_rules() if r.category == "evidence"}  # their pairs: tests/test_evidence_rules.py
+FIXTURES = sorted(p.name for p in RULES.iterdir() if p.is_dir() and p.name not in EVIDENCE)
 NEEDS_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="the build rules' fixtures need nvcc on PATH")
 
 

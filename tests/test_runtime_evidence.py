@@ -44,14 +44,51 @@ def test_records_are_written_read_back_and_fresh(project):
     assert all(c.verdict in ("pass", "fail", "not_run") for c in r.checks)
     ref = next(c for c in r.checks if c.name == "reference" and c.verdict == "pass")
     assert ref.rel_norm_err is not None and ref.rel_norm_err < 1e-5
-    # the static side sees the current sources as verified
+    # the emulated run built nothing: its records name no code hash, so they cover no build
+    assert r.code_hashes == {} and r.code_hash_version == ""
     cfg, cs = load_project(project)
     status = freshness(cs, cfg, recs)
-    assert status["scale_rows"].status == "verified"
-    assert status["schedule:gen_step"].status == "verified"
+    assert status["scale_rows"].status == "stale"
+    assert status["scale_rows"].reason.endswith(': "" then, "-O3 -lineinfo -std=c++17" now')  # no build, no flags
     # sorted, indented JSON that diffs well
     text = (folder / "kernels" / "scale_rows.emulated.json").read_text()
     assert json.loads(text)["subject"] == "scale_rows" and text.endswith("\n") and '\n  "arch"' in text
+
+
+class _Build:
+    """What build_record reads of a BuildResult: a build of the generality sources on another machine."""
+
+    def __init__(self, cfg, cs, code="c0de"):
+        from audit.compile._compile import effective_flags
+
+        sources = sorted({k.source for k in cs.kernels})
+        self.flags, self.arch, self.nvcc_version = effective_flags(cfg), cfg.arch, "13.0.88 (test)"
+        self.cubin_hashes = {s: "cub1" + s for s in sources}  # bytes that differ per machine do not matter
+        self.code_hashes = {s: code + s for s in sources}
+
+
+def test_records_of_a_built_run_are_fresh_against_the_same_code_only(project):
+    from audit.runtime._evidence import write_evidence
+
+    cfg, cs = load_project(project)
+    out = verify(project, emulated={}, sizes=(1,), chain_sizes=(37,), evidence_dir=project / "scratch")
+    out.run.build = _Build(cfg, cs)
+    paths, _ = write_evidence(out.run, cs, cfg, project / "evidence")
+    recs = load_records(project / "evidence")
+    assert len(paths) == len(recs) == 6
+    r = next(r for r in recs if r.subject == "gen_step")
+    assert r.code_hashes == {s: "c0de" + s for s in r.cubin_hashes} and r.code_hash_version == "wireup-code-1"
+    assert r.build_flags == ["-O3", "-lineinfo", "-std=c++17"] and r.format == 2
+    here = _Build(cfg, cs)
+    here.cubin_hashes = {s: "other bytes" for s in here.cubin_hashes}
+    status = freshness(cs, cfg, recs, here)
+    assert {f.status for f in status.values()} == {"verified"} and all(f.code_compared for f in status.values())
+    other = freshness(cs, cfg, recs, _Build(cfg, cs, code="beef"))
+    assert {f.status for f in other.values()} == {"stale"}
+    assert other["scale_rows"].reason.startswith('the code built from "kernels/generality.cu" differs from the code the last one ran (')
+    # without a build here the record matches on its source, contract, flags and architecture
+    unbuilt = freshness(cs, cfg, recs)
+    assert {f.status for f in unbuilt.values()} == {"verified"} and not any(f.code_compared for f in unbuilt.values())
 
 
 def test_an_edited_kernel_makes_its_record_stale(project):

@@ -54,7 +54,10 @@ def gpu_available() -> str | None:
 
 
 def evidence_summary(fresh: dict) -> tuple[str, int]:
-    """``"14 of 14 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale"`` and the failed count."""
+    """``"14 of 14 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale"`` and the failed count.
+
+    Where nothing was built here the records were matched on their sources, contracts, flags and
+    architecture only, and the text says that the compiled code was not compared."""
     from ..report.collect import device_name
 
     kernels = [f for f in fresh.values() if f.kind == "kernel"]
@@ -74,6 +77,8 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
         text += f", {missing} missing"
     if failed:
         text += f", {failed} failed"
+    if kernels and not any(f.code_compared for f in kernels):
+        text += "; compiled code not compared (not built here)"
     return text, failed
 
 

@@ -3,7 +3,8 @@
 ``build_kernels`` compiles each distinct kernel source once and returns a :class:`BuildResult`; the
 build rules (COMPILE_ERROR, ENTRY_MISSING, ABI_MISMATCH, LAUNCH_RESOURCES, REGISTER_SPILLS) read it
 through the ``build`` fact (:func:`audit.compile.facts.build_facts`), ``wireup build`` prints it, and the
-GPU runner loads the cubins it points at. See ``docs/build.md``.
+GPU runner loads the cubins it points at. :func:`code_hash` identifies the code of a cubin (debug
+information and toolchain notes left out), the key GPU evidence is recorded under. See ``docs/build.md``.
 
 >>> from audit.compile import build_kernels
 >>> result = build_kernels(cfg, cs, arch="sm_90", jobs=2)          # doctest: +SKIP
@@ -12,7 +13,8 @@ GPU runner loads the cubins it points at. See ``docs/build.md``.
 ('aux_trunk_forward', 79, 28760)
 """
 
-from ._compile import build_kernels as build_kernels
+from ._compile import build_kernels as build_kernels, effective_flags as effective_flags
+from ._identity import CODE_HASH_VERSION as CODE_HASH_VERSION, NotACubin as NotACubin, code_hash as code_hash
 from ._toolchain import NVCC_MISSING as NVCC_MISSING, find_nvcc as find_nvcc
 from ._types import (
     BuildResult as BuildResult,

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import EnvironmentProblem, UsageError
 from ..hashing import files_hash, include_closure
+from ._identity import NotACubin, code_hash
 from ._toolchain import NVCC_MISSING, find_demangler, find_nvcc, find_ptxas, nvcc_version, ptxas_options
 from ._types import BuildResult, SourceBuild
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..model import ContractSet
 
-BUILD_FORMAT = "wireup-build-2"  # bump when the cache layout or the parsers change
+BUILD_FORMAT = "wireup-build-3"  # bump when the cache layout, the parsers or the cubin bytes change
 _ARCH = re.compile(r"sm_\d+[a-z]?")  # full match: "sm_90\n" is no architecture
 _TIMEOUT_S = 900
 
@@ -280,6 +281,13 @@ class _Job:
             diagnostics = parse_diagnostics(log, self.root, name)
             entries = self._finish_entries(entries, resources)
             data = cubin.read_bytes() if ok else None
+            code = None
+            if data is not None:
+                try:
+                    code = code_hash(data)
+                except NotACubin as exc:
+                    ok, data = False, None
+                    log += f"ptxas wrote {cubin.name}, which is not a cubin ({exc}).\n"
             sb = SourceBuild(
                 source=name,
                 ok=ok,
@@ -292,6 +300,7 @@ class _Job:
                 key=key,
                 cubin_sha256=hashlib.sha256(data).hexdigest() if data is not None else None,
                 cubin_size=len(data) if data is not None else None,
+                code_sha256=code,
             )
             # a failure with no located diagnostic (a crash, a timeout, a missing host compiler) may
             # not repeat: it is reported but not cached

@@ -88,18 +88,21 @@ def _product(dims: tuple[int, ...]) -> int:
     return n
 
 
+PTX_FILE_STAMP = ", 1, 0"  # timestamp, size of every .file directive (see normalize_ptx_files)
 _FILE = re.compile(r'^(\s*\.file\s+\d+\s+)"([^"]*)"(?:\s*,\s*\d+\s*,\s*\d+)?', re.MULTILINE)
 
 
 def normalize_ptx_files(ptx: str, roots: list[str]) -> str:
-    """``.file`` directives with the project root prefix dropped (and no timestamp or size).
+    """``.file`` directives with the project root prefix dropped and a fixed timestamp and size.
 
-    nvcc writes absolute paths into the line tables of ``-lineinfo`` builds, so the same source would
-    give different cubin bytes in two checkouts; relative names keep cubin hashes (and the evidence keyed
-    by them) equal wherever the repository lives.
+    nvcc writes absolute paths into the line tables of ``-lineinfo`` builds, and ptxas, given a ``.file``
+    without a timestamp (or with timestamp 0), looks the file up and records its modification time and
+    size: the same source would give different cubin bytes in two checkouts, or in one checkout after
+    ``git checkout`` touched it. Relative names and an explicit timestamp of 1 (0 means "look it up")
+    and size 0 (DWARF's "unknown") make the cubin a function of the PTX alone.
 
     >>> normalize_ptx_files('\\t.file\\t1 "/w/r/kernels/x.cu"', ["/w/r"])
-    '\\t.file\\t1 "kernels/x.cu"'
+    '\\t.file\\t1 "kernels/x.cu", 1, 0'
     """
     prefixes = [r.rstrip("/") + "/" for r in roots if r]
 
@@ -109,7 +112,7 @@ def normalize_ptx_files(ptx: str, roots: list[str]) -> str:
             if path.startswith(p):
                 path = path[len(p) :]
                 break
-        return f'{m.group(1)}"{path}"'
+        return f'{m.group(1)}"{path}"{PTX_FILE_STAMP}'
 
     return _FILE.sub(fix, ptx)
 

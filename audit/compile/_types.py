@@ -126,6 +126,7 @@ class SourceBuild:
     key: str
     cubin_sha256: str | None = None
     cubin_size: int | None = None
+    code_sha256: str | None = None  # audit.compile.code_hash of the cubin: what the GPU runs
     seconds: float = 0.0
 
     @property
@@ -148,6 +149,7 @@ class SourceBuild:
             "key": self.key,
             "cubin_sha256": self.cubin_sha256,
             "cubin_size": self.cubin_size,
+            "code_sha256": self.code_sha256,
         }
 
     @classmethod
@@ -169,6 +171,7 @@ class SourceBuild:
             key=meta["key"],
             cubin_sha256=meta["cubin_sha256"],
             cubin_size=meta["cubin_size"],
+            code_sha256=meta["code_sha256"],
         )
 
 
@@ -208,6 +211,12 @@ class BuildResult:
     def cubin_hashes(self) -> dict[str, str]:
         """Source path -> sha256 of its cubin, for every source that compiled."""
         return {k: s.cubin_sha256 for k, s in self.sources.items() if s.cubin_sha256}
+
+    @property
+    def code_hashes(self) -> dict[str, str]:
+        """Source path -> code hash of its cubin (:func:`audit.compile.code_hash`), for every source
+        that compiled: the identity GPU evidence is keyed by, equal in every checkout."""
+        return {k: s.code_sha256 for k, s in self.sources.items() if s.code_sha256}
 
     @property
     def ok(self) -> bool:

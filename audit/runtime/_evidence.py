@@ -1,6 +1,7 @@
 """Evidence records of a verification run (one per verified kernel or schedule and backend).
 
-Each record names the hashes of what ran (kernel source and headers, contract, cubins, build flags,
+Each record names the hashes of what ran (kernel source and headers, contract, cubins and their code
+hashes -- the identity that holds in every checkout, see :func:`audit.compile.code_hash` -- build flags,
 architecture), where it ran (device, driver, CUDA runtime, backend and its version, Python and numpy),
 how (seed, sizes) and every check with its verdict and errors. A subject with no passing anchor check
 (no reference and no gradient check ran) gets no record: missing evidence is reported as such, never
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compile import CODE_HASH_VERSION
 from ..evidence import CheckOutcome, EvidenceRecord, kernel_source_hash, schedule_hashes, write_record
 from ..hashing import contract_hash
 from ._results import VerifyRun
@@ -36,6 +38,7 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         src, con = schedule_hashes(cs, cfg, sched)
         sources = sorted({cs.kernel_map[s.launch].source for s in sched.launches if s.launch in cs.kernel_map})
     hashes = getattr(build, "cubin_hashes", {}) or {}
+    codes = getattr(build, "code_hashes", {}) or {}
     versions = {
         "python": platform.python_version(),
         "numpy": np.__version__,
@@ -59,6 +62,8 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         source_hash=src,
         contract_hash=con,
         cubin_hashes={s: hashes[s] for s in sources if s in hashes},
+        code_hashes={s: codes[s] for s in sources if s in codes},
+        code_hash_version=CODE_HASH_VERSION if codes else "",
         build_flags=list(getattr(build, "flags", []) or []),
         arch=getattr(build, "arch", "") or "",
         device=dict(env.device) if env else {},

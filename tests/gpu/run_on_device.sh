@@ -6,8 +6,9 @@
 #
 # smoke  : two kernels and one schedule with each backend (catches API problems in seconds)
 # verify : every shipped kernel and schedule with PyCUDA and CuPy together (one run, shared inputs and
-#          references, both verdicts) as JSON with the timing breakdown and evidence, then PyCUDA alone
-#          as text (the table and the time line)
+#          references, both verdicts) as JSON with the timing breakdown and evidence, `check
+#          --require-evidence --select evidence` on the records it wrote, then PyCUDA alone as text (the
+#          table and the time line)
 # tests  : the GPU pytest tests (tests/gpu/test_verify_gpu.py): both backends, broken fixtures, generality,
 #          memcheck, the one-minute budget
 # tails  : the tail fixture and the size sweep on the GPU (tests/gpu/test_tails_gpu.py: the fixture fails
@@ -72,6 +73,9 @@ case $MODE in smoke | all)
 esac
 case $MODE in verify | all)
     step verify-both 400 python3 -m audit verify --backend pycuda --backend cupy --format json --output "$OUT/verify.json"
+    # the records just written must cover this checkout's build (code hashes included); the same
+    # command on a CPU machine with the same nvcc must then agree
+    step evidence-check 120 python3 -m audit check --require-evidence --select evidence
     ;;
 esac
 case $MODE in verify)
