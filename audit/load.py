@@ -67,6 +67,39 @@ try:  # an optional compiled TOML parser (installed with the "fast" extra); toml
 except (ImportError, AttributeError, ValueError):
     _rtoml = None
 
+# The default parser: tomli compiled with mypyc (about twice as fast as tomllib, which is the same parser in
+# pure Python). tomli < 2.3 reads TOML 1.0 like tomllib; a newer tomli reads TOML 1.1 and is then used only
+# for texts that pass the same screens as rtoml. tomli limits the nesting of inline arrays and tables to
+# the recursion limit at its import, deeper than tomllib gets before its RecursionError: it is imported
+# with the limit lowered to _TOMLI_NESTING, so every text it reads is one tomllib reads too.
+_TOMLI_NESTING = 200
+
+
+def _import_tomli() -> tuple[Any, bool] | None:
+    """(tomli, whether it reads TOML 1.1), or None where it is missing or its nesting limit is unknown."""
+    import sys
+
+    old = sys.getrecursionlimit()
+    try:
+        if "tomli._parser" not in sys.modules:
+            sys.setrecursionlimit(_TOMLI_NESTING)
+        import tomli
+        import tomli._parser
+    except (ImportError, RecursionError):
+        return None
+    finally:
+        sys.setrecursionlimit(old)
+    if getattr(tomli._parser, "MAX_INLINE_NESTING", None) != _TOMLI_NESTING:
+        return None  # imported before us, with another limit, or a tomli without one
+    try:
+        version = tuple(int(x) for x in getattr(tomli, "__version__", "0").split(".")[:2])
+    except ValueError:
+        return None
+    return tomli, version >= (2, 3)
+
+
+_tomli = _import_tomli()
+
 _MISSING = object()
 _DTYPE_NAMES = tuple(DTYPES)
 _TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant")
@@ -701,12 +734,23 @@ def _rtoml_agrees(text: str) -> bool:
 
 
 def _parse_toml(text: str) -> dict[str, Any]:
-    """``tomllib.loads(text)``, by rtoml where it is installed and agrees; tomllib's errors otherwise."""
-    if _rtoml is not None and _rtoml_agrees(text):
-        try:
-            return _rtoml.loads(text)
-        except Exception:  # noqa: BLE001 - anything rtoml refuses, tomllib decides (with its message)
-            pass
+    """``tomllib.loads(text)``, by rtoml where it is installed and agrees, else by the compiled tomli;
+    tomllib's values and errors in every case (whatever a fast parser refuses, tomllib decides)."""
+    agrees: bool | None = None
+    if _rtoml is not None:
+        agrees = _rtoml_agrees(text)
+        if agrees:
+            try:
+                return _rtoml.loads(text)
+            except Exception:  # noqa: BLE001 - anything rtoml refuses, tomllib decides (with its message)
+                pass
+    if _tomli is not None:
+        tomli, reads_1_1 = _tomli
+        if not reads_1_1 or (agrees if agrees is not None else _rtoml_agrees(text)):
+            try:
+                return tomli.loads(text)
+            except Exception:  # noqa: BLE001 - errors are tomllib's (same messages, its exception class)
+                pass
     return tomllib.loads(text)
 
 
