@@ -105,6 +105,27 @@ class AnalysisCache:
         return out
 
 
+    def value(self, kind: str, parts: Sequence[str | bytes], check: Callable[[Any], Any], compute: Callable[[], Any]) -> Any:
+        """Like :meth:`results` for a plain JSON value: ``check(stored)`` returns it (converted) or raises
+        ValueError/TypeError for a value of the wrong shape, which is then recomputed."""
+        key = self.key(kind, parts) if self.folder is not None else None
+        if key is None or self.folder is None:
+            return compute()
+        path = self.folder / kind / f"{key}.json"
+        try:
+            data = json.loads(path.read_bytes())
+            if isinstance(data, dict) and data.get("format") == ANALYSIS_FORMAT and data.get("key") == key:
+                out = check(data["value"])
+                self.hits += 1
+                return out
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            pass
+        self.misses += 1
+        out = compute()
+        _store(path, {"format": ANALYSIS_FORMAT, "key": key, "value": out})
+        return out
+
+
 def _read(path: Path, key: str, cls: type[T]) -> list[T] | None:
     try:
         data = json.loads(path.read_bytes())
@@ -147,7 +168,10 @@ def _typed(value: Any, spec: Any) -> Any:
 
 def _write(path: Path, key: str, results: list[Any]) -> None:
     """Store an entry (best effort: a cache that cannot be written only costs the next run time)."""
-    data = {"format": ANALYSIS_FORMAT, "key": key, "results": [list(dataclasses.astuple(r)) for r in results]}
+    _store(path, {"format": ANALYSIS_FORMAT, "key": key, "results": [list(dataclasses.astuple(r)) for r in results]})
+
+
+def _store(path: Path, data: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:12]}-", suffix=".tmp", dir=path.parent)
