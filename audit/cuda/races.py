@@ -249,11 +249,11 @@ def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
     own: int | None = None
     loc: tuple[int, int] | None = None
     pos = 0
-    while pos < len(body):
-        m = _LOC.match(body, pos)
+    n = len(body)
+    while pos < n:
         if skip := _SKIP.match(body, pos):
             pos = skip.end()
-        elif m is not None:
+        elif body.startswith(".loc", pos) and (m := _LOC.match(body, pos)) is not None:
             pos = m.end()
             here = (int(m[1]), int(m[2]), int(m[3]))
             at = (int(m[4]), int(m[5]), int(m[6])) if m[4] else None
@@ -315,11 +315,9 @@ def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
             count[d] = count.get(d, 0) + (2 if inst.guard else 1)
     forms: Forms = {}
     preds: Preds = {}
+    once = [(inst, inst.dests()) for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
     for _ in range(3):  # definitions nearly always come first; a few passes settle the rest
-        for inst in insts:
-            dests = inst.dests()
-            if not dests or any(count[d] != 1 for d in dests):
-                continue
+        for inst, dests in once:
             parts, src, d = inst.opcode.split("."), inst.operands[1:], dests[0]
             if parts[0] in ("mov", "cvt") and len(src) == 1:
                 s = src[0]
