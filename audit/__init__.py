@@ -14,6 +14,22 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .api import check as check
+from typing import TYPE_CHECKING, Any
+
 from .errors import ContractError as ContractError, ExitCode as ExitCode, UserError as UserError
-from .load import load_contracts as load_contracts
+
+if TYPE_CHECKING:
+    from .api import check as check
+    from .load import load_contracts as load_contracts
+
+_LAZY = {"check": "api", "load_contracts": "load"}  # imported on first use: `wireup --version` needs neither
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -276,16 +276,19 @@ class Wiring:
             return None
 
     @functools.cached_property
-    def schedule_graph(self) -> nx.DiGraph:
-        """Schedules with an edge T -> S when S is declared after T or reads what only T produces."""
-        import networkx as nx
+    def _schedule_ops(self) -> list[tuple[str, ...]]:
+        """How :attr:`schedule_graph` is built, in order: ``("node", S)`` and ``("edge", T, S, why)``.
 
-        g = nx.DiGraph()
+        Kept as a list so that the graph's node and edge order (which the cycle messages follow) is the
+        same whether or not it is built, and so that acyclicity can be decided without networkx."""
+        ops: list[tuple[str, ...]] = []
+        edges: set[tuple[str, str]] = set()
         for s in self.cs.schedule_map.values():
-            g.add_node(s.name)
+            ops.append(("node", s.name))
             for dep in s.after:
                 if dep in self.cs.schedule_map:
-                    g.add_edge(dep, s.name, why="after")
+                    ops.append(("edge", dep, s.name, "after"))
+                    edges.add((dep, s.name))
         buffers = self.cs.buffer_map
         for sname, accs in self.accesses.items():
             own = {a.buffer for a in accs if a.writes}
@@ -298,6 +301,60 @@ class Wiring:
                 producers = {w.schedule for w in self.writers.get(a.buffer, []) if w.schedule != sname}
                 if len(producers) == 1:
                     (p,) = producers
-                    if not g.has_edge(p, sname):
-                        g.add_edge(p, sname, why=f'reads "{a.buffer}"')
+                    if (p, sname) not in edges:
+                        ops.append(("edge", p, sname, f'reads "{a.buffer}"'))
+                        edges.add((p, sname))
+        return ops
+
+    @functools.cached_property
+    def schedule_graph(self) -> nx.DiGraph:
+        """Schedules with an edge T -> S when S is declared after T or reads what only T produces."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for op in self._schedule_ops:
+            if op[0] == "node":
+                g.add_node(op[1])
+            else:
+                g.add_edge(op[1], op[2], why=op[3])
         return g
+
+    def schedules_acyclic(self) -> bool:
+        """Whether :attr:`schedule_graph` has no cycle (self-loops included), decided without building it
+        (Kahn's algorithm over its edges): the common case, where SCHEDULE_CYCLE needs no networkx."""
+        succ: dict[str, set[str]] = {}
+        indegree: dict[str, int] = {}
+        for op in self._schedule_ops:
+            if op[0] == "node":
+                indegree.setdefault(op[1], 0)
+                continue
+            u, v = op[1], op[2]
+            if u == v:
+                return False
+            indegree.setdefault(u, 0)
+            if v not in succ.setdefault(u, set()):
+                succ[u].add(v)
+                indegree[v] = indegree.get(v, 0) + 1
+        ready = [n for n, d in indegree.items() if d == 0]
+        seen = 0
+        while ready:
+            n = ready.pop()
+            seen += 1
+            for m in succ.get(n, ()):
+                indegree[m] -= 1
+                if indegree[m] == 0:
+                    ready.append(m)
+        return seen == len(indegree)
+
+    def graph_digest(self) -> str:
+        """sha256 of the data-flow graph's nodes and edges in insertion order: a cache key for answers
+        about :attr:`graph` (such as :meth:`path`) that holds across runs."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for n, _ in self._node_list:
+            h.update(n.encode() + b"\0")
+        h.update(b"\1")
+        for u, v in self._edge_list:
+            h.update(u.encode() + b"\0" + v.encode() + b"\0")
+        return h.hexdigest()

@@ -204,8 +204,12 @@ def host_info() -> dict[str, object]:
 
 def toml_parser(env: Mapping[str, str] | None = None) -> str:
     """Which TOML parser ``wireup`` uses in a child with ``env``: "rtoml X.Y.Z" (the optional fast path of
-    audit/load.py, where rtoml is importable) or "tomllib"."""
-    code = "import audit.load as L; r = getattr(L, '_rtoml', None); print('rtoml ' + r.VERSION if r else 'tomllib')"
+    audit/load.py, where rtoml is importable), "tomli X.Y.Z (compiled|pure Python)" (the default) or
+    "tomllib"."""
+    code = ("import audit.load as L; r = getattr(L, '_rtoml', None); t = getattr(L, '_tomli', None)\n"
+            "if r: print('rtoml ' + r.VERSION)\n"
+            "elif t: print('tomli ' + t[0].__version__ + (' (compiled)' if t[0].__file__.endswith('.so') else ' (pure Python)'))\n"
+            "else: print('tomllib')")
     r = run_child([python(), "-c", code], env=env, cwd=REPO, timeout=120)
     return r.stdout.strip() or f"unknown ({r.stderr.strip()[-200:]})"
 

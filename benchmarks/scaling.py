@@ -49,7 +49,7 @@ from check_latency import PHASES  # noqa: E402
 from synth_contracts import write_layout_pair, write_project  # noqa: E402
 
 STATIC = "schema,wiring,isv,invariants"
-TARGET_S = 3.0
+TARGET_S = 1.5  # issue 14: 10,000 kernels checked in under 1.5 s with the default installation (was 3.0 s)
 TARGET_N = 10_000
 
 

@@ -50,12 +50,14 @@ def build_kernels(
     sources: Iterable[str] | None = None,
     source_overrides: Mapping[str, Path] | None = None,
     progress: Callable[[str], None] | None = None,
+    on_compile: Callable[[int], None] | None = None,
 ) -> BuildResult:
     """Compile the kernel sources of ``cs`` (each distinct source once), using the build cache.
 
     ``sources`` restricts the build to the sources of the named kernels; ``source_overrides`` maps a
     kernel name to a replacement ``.cu`` compiled instead of the contract's source (same include folders,
-    cached by its own content). ``progress`` receives one status line per source. Kernels whose source
+    cached by its own content). ``progress`` receives one status line per source; ``on_compile`` the number
+    of sources about to be compiled, once, before the first nvcc starts (not called when all are cached). Kernels whose source
     does not exist or lies outside the project root are skipped (the schema rules report them).
     Raises :class:`~audit.errors.EnvironmentProblem` where nvcc is missing.
 
@@ -111,6 +113,8 @@ def build_kernels(
             todo.append((name, path, key))
 
     if todo:
+        if on_compile is not None:
+            on_compile(len(todo))
         tools = _Tools(nvcc, find_ptxas(nvcc), find_demangler(nvcc))
         job = _Job(tools, arch, flags, include_args, root, cache_arch, force)
         workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))

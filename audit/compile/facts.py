@@ -31,6 +31,17 @@ def build_facts(ctx: CheckContext) -> BuildResult:
     if cfg is None:
         raise RuleNotRun("no project configuration, so the kernels were not built")
     try:
-        return build_kernels(cfg, ctx.cs, source_overrides=ctx.options.get("source_overrides"))
+        return build_kernels(cfg, ctx.cs, source_overrides=ctx.options.get("source_overrides"), on_compile=announce_compile)
     except EnvironmentProblem as exc:
         raise RuleNotRun(str(exc)) from None
+
+
+def announce_compile(count: int) -> None:
+    """One line on stderr before a check compiles sources that are not in the build cache, so a cold
+    check (nvcc takes seconds per source) is not silent. Always one line, TTY or not: a CI log shows why
+    the step took long, and stdout (where JSON, SARIF and JUnit go) is untouched."""
+    import sys
+
+    what = "source" if count == 1 else "sources"
+    print(f"wireup: compiling {count} kernel {what} with nvcc (not in the build cache yet); this takes a few seconds each.",
+          file=sys.stderr, flush=True)  # fmt: skip

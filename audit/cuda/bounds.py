@@ -16,6 +16,7 @@ bound, a template extent, another name in the index, a guard comparing the loop 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -96,7 +97,7 @@ def find_overruns(text: str, constants: Mapping[str, int] | None = None) -> list
     the text's own ``#define`` constants join them, and a name given two values is dropped. A source that
     cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`.
     """
-    return _Analysis(text, _merge(_macros(text, constants or {}), constants or {})).overruns()
+    return analysis(text, constants).overruns()
 
 
 def integer_constants(text: str, known: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -107,9 +108,21 @@ def integer_constants(text: str, known: Mapping[str, int] | None = None) -> dict
     without a constant value) is left out. ``known`` (constants of included headers) may appear in the
     expressions but is not part of the result.
     """
-    macros = _macros(text, known or {})
+    return dict(_integer_constants(text, _key(known)))
+
+
+def _key(constants: Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((constants or {}).items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _integer_constants(text: str, known_items: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    """:func:`integer_constants`, once per (text, known constants): a header included by several sources
+    is read once per run."""
+    known = dict(known_items)
+    macros = _macros(text, known)
     values: dict[str, set[int | None]] = {name: {value} for name, value in macros.items()}
-    for decls in _Analysis(text, _merge(macros, known or {})).decls.values():
+    for decls in _analysis(text, _key(_merge(macros, known))).decls.values():
         for d in decls:
             if d.const_int:
                 values.setdefault(d.name, set()).add(d.value)
@@ -126,6 +139,19 @@ def included_constants(path: Path, include_dirs: Sequence[Path]) -> dict[str, in
         if header != path.resolve():
             constants.update(integer_constants(header.read_text(encoding="utf-8", errors="replace"), constants))
     return constants
+
+
+def analysis(text: str, constants: Mapping[str, int] | None = None) -> _Analysis:
+    """The analysis of one source text with the constants of its headers (``constants``) and its own
+    ``#define`` constants known, built once per (text, constants): LOCAL_ARRAY_BOUNDS and
+    LOCAL_UNINIT_READ read the same one. Nothing changes an analysis after it is built."""
+    consts = constants or {}
+    return _analysis(text, _key(_merge(_macros(text, consts), consts)))
+
+
+@functools.lru_cache(maxsize=32)
+def _analysis(text: str, fallback_items: tuple[tuple[str, int], ...]) -> _Analysis:
+    return _Analysis(text, dict(fallback_items))
 
 
 def _macros(text: str, known: Mapping[str, int]) -> dict[str, int | None]:

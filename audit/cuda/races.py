@@ -64,6 +64,12 @@ _LABEL = re.compile(r"([$\w.]+)\s*:(?!:)")
 _GUARD = re.compile(r"@(!?)(%[\w$]+)\s+")
 _REG = re.compile(r"%[A-Za-z_$][\w$]*(?:\.[xyz])?")
 _INT = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)U?")
+_BRACKET = re.compile(r"[{}\[\]()]")
+_SPLIT = re.compile(r"[{}\[\](),]")
+_BRACE = re.compile(r"[{}]")
+_WORD = re.compile(r"[\w$]+")
+_SP = re.compile(r"%SPL?\b")
+_CVTA_OTHER = re.compile(r"cvta\.(shared|local|const|param)")
 
 
 @dataclass(frozen=True)
@@ -90,28 +96,31 @@ class StoreRace:
                 f"{scope} stores (if ({guard})), or use an atomic.")
 
 
-@dataclass(frozen=True)
 class _Inst:
-    opcode: str
-    operands: tuple[str, ...]
-    guard: tuple[str, bool] | None  # (predicate, negated)
-    loc: tuple[int, int] | None  # (file index, line)
-    text: str
+    """One PTX instruction. Its head, written and read registers are computed once, when it is parsed:
+    the analyses below ask for them hundreds of thousands of times (a fixed point over every
+    instruction of an entry)."""
 
-    @property
-    def head(self) -> str:
-        return self.opcode.split(".", 1)[0]
+    __slots__ = ("opcode", "operands", "guard", "loc", "text", "head", "_dests", "_sources")
 
-    def dests(self) -> list[str]:
+    def __init__(self, opcode: str, operands: tuple[str, ...], guard: tuple[str, bool] | None,
+                 loc: tuple[int, int] | None, text: str) -> None:
+        self.opcode, self.operands, self.guard, self.loc, self.text = opcode, operands, guard, loc, text
+        self.head = opcode.split(".", 1)[0]
+        dests: tuple[str, ...] = ()
+        if self.head not in _NO_DEST and operands and operands[0][0] in "%{":
+            dests = tuple(r for r in _REG.findall(operands[0]) if not _special(r))
+        self._dests = dests
+        ops = operands[1:] if dests else operands
+        self._sources = tuple(r for op in ops for r in _REG.findall(op)) + ((guard[0],) if guard else ())
+
+    def dests(self) -> tuple[str, ...]:
         """The registers written: the first operand, a vector ``{%r1, %r2}`` or a pair ``%p|%q``."""
-        if self.head in _NO_DEST or not self.operands or self.operands[0][0] not in "%{":
-            return []
-        return [r for r in _REG.findall(self.operands[0]) if not _special(r)]
+        return self._dests
 
-    def sources(self) -> list[str]:
+    def sources(self) -> tuple[str, ...]:
         """The registers read, the guard predicate included."""
-        ops = self.operands[1:] if self.dests() else self.operands
-        return [r for op in ops for r in _REG.findall(op)] + ([self.guard[0]] if self.guard else [])
+        return self._sources
 
 
 @dataclass(frozen=True)
@@ -192,10 +201,10 @@ def _entry_text(text: str, entry: str) -> tuple[set[str], str, str]:
         close = text.index(")", m.end())
         params = {re.sub(r"\[\d*\]", "", p).split()[-1] for p in text[m.end() : close].split(",") if p.strip()}
         start, depth = text.index("{", close), 0
-        for i in range(start, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
+        for b in _BRACE.finditer(text, start):
+            depth += 1 if b.group() == "{" else -1
             if depth == 0:
-                return params, text[close + 1 : start], text[start + 1 : i]
+                return params, text[close + 1 : start], text[start + 1 : b.start()]
         raise ValueError(f"PTX entry {entry!r} has no closing brace")
     raise ValueError(f"no PTX entry {entry!r} in this module")
 
@@ -211,14 +220,21 @@ def _thread_extents(head: str, block: Dims) -> Dims:
 
 
 def _split_operands(text: str) -> tuple[str, ...]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        depth += {"{": 1, "[": 1, "(": 1, "}": -1, "]": -1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            out, cur = [*out, cur], ""
-        else:
-            cur += ch
-    return tuple(" ".join(o.split()) for o in [*out, cur] if o.strip())
+    """The comma-separated operands of ``text``, commas inside ``{}``, ``[]`` or ``()`` kept."""
+    if not _BRACKET.search(text):
+        parts = text.split(",")
+    else:
+        parts, depth, start = [], 0, 0
+        for m in _SPLIT.finditer(text):
+            ch = m.group()
+            if ch == ",":
+                if depth == 0:
+                    parts.append(text[start : m.start()])
+                    start = m.end()
+            else:
+                depth += 1 if ch in "{[(" else -1
+        parts.append(text[start:])
+    return tuple(" ".join(o.split()) for o in parts if o.strip())
 
 
 def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
@@ -233,11 +249,11 @@ def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
     own: int | None = None
     loc: tuple[int, int] | None = None
     pos = 0
-    while pos < len(body):
-        m = _LOC.match(body, pos)
+    n = len(body)
+    while pos < n:
         if skip := _SKIP.match(body, pos):
             pos = skip.end()
-        elif m is not None:
+        elif body.startswith(".loc", pos) and (m := _LOC.match(body, pos)) is not None:
             pos = m.end()
             here = (int(m[1]), int(m[2]), int(m[3]))
             at = (int(m[4]), int(m[5]), int(m[6])) if m[4] else None
@@ -299,11 +315,9 @@ def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
             count[d] = count.get(d, 0) + (2 if inst.guard else 1)
     forms: Forms = {}
     preds: Preds = {}
+    once = [(inst, inst.dests()) for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
     for _ in range(3):  # definitions nearly always come first; a few passes settle the rest
-        for inst in insts:
-            dests = inst.dests()
-            if not dests or any(count[d] != 1 for d in dests):
-                continue
+        for inst, dests in once:
             parts, src, d = inst.opcode.split("."), inst.operands[1:], dests[0]
             if parts[0] in ("mov", "cvt") and len(src) == 1:
                 s = src[0]
@@ -410,19 +424,32 @@ def _uniformity(insts: list[_Inst], params: set[str], blocks: list[tuple[int, in
     """(thread-varying registers, block-varying registers), to a fixed point."""
     ipdom = _ipdom(succ)
     defs = [{d for i in range(a, b) for d in insts[i].dests()} for a, b in blocks]
-    uses = [{u for i in range(a, b) for u in insts[i].sources()} for a, b in blocks]
+    use_blocks: dict[str, set[int]] = {}  # register -> the blocks reading it
+    for n, (a, b) in enumerate(blocks):
+        for i in range(a, b):
+            for u in insts[i].sources():
+                use_blocks.setdefault(u, set()).add(n)
     regions: dict[int, set[str]] = {}  # branch block -> registers written under the branch and read after it
     varying: tuple[set[str], set[str]] = (set(), set())
+    # per instruction, once: (dests, sources, seeds thread-varying, seeds block-varying); an instruction
+    # writing nothing cannot change the sets
+    steps = []
+    for inst in insts:
+        dests = inst.dests()
+        if not dests:
+            continue
+        srcs, fresh = inst.sources(), _fresh(inst, params)
+        seeds = tuple(fresh or any(_special(s) and s[1:].startswith(kinds) for s in srcs)
+                      for kinds in (_THREAD_SPECIAL, _BLOCK_SPECIAL))
+        steps.append((frozenset(dests), srcs, seeds))
     changed = True
     while changed:
         changed = False
-        for inst in insts:
-            srcs, fresh = inst.sources(), _fresh(inst, params)
-            for kinds, var in zip((_THREAD_SPECIAL, _BLOCK_SPECIAL), varying):
-                if fresh or any(s in var or (_special(s) and s[1:].startswith(kinds)) for s in srcs):
-                    new = set(inst.dests()) - var
-                    var |= new
-                    changed |= bool(new)
+        for dests, srcs, seeds in steps:
+            for seed, var in zip(seeds, varying):
+                if (seed or not var.isdisjoint(srcs)) and not dests <= var:
+                    var |= dests
+                    changed = True
         for n, (a, b) in enumerate(blocks):
             last = insts[b - 1] if b > a else None
             if last is None or last.guard is None or len(succ[n]) < 2:
@@ -431,8 +458,8 @@ def _uniformity(insts: list[_Inst], params: set[str], blocks: list[tuple[int, in
                 if last.guard[0] in var:
                     if n not in regions:
                         inside = _region(n, succ, ipdom[n])
-                        after = set().union(*(uses[r] for r in range(len(blocks)) if r not in inside))
-                        regions[n] = set().union(*(defs[r] for r in inside)) & after
+                        written = set().union(*(defs[r] for r in inside))
+                        regions[n] = {r for r in written if not use_blocks.get(r, set()) <= inside}
                     new = regions[n] - var
                     var |= new
                     changed |= bool(new)
@@ -440,21 +467,35 @@ def _uniformity(insts: list[_Inst], params: set[str], blocks: list[tuple[int, in
 
 
 def _ipdom(succ: list[list[int]]) -> list[int | None]:
-    """Each block's immediate post-dominator (None: only the exit)."""
+    """Each block's immediate post-dominator (None: only the exit). Post-dominator sets are bit masks."""
     n = exit_ = len(succ)
-    pdom: list[set[int]] = [set(range(n + 1)) for _ in range(n)] + [{exit_}]
+    pdom: list[int] = [(1 << (n + 1)) - 1] * n + [1 << exit_]
     changed = True
     while changed:
         changed = False
         for b in reversed(range(n)):
-            new = {b} | set.intersection(*(pdom[s] for s in succ[b] or [exit_]))
+            new = pdom[exit_]
+            if succ[b]:
+                new = pdom[succ[b][0]]
+                for s in succ[b][1:]:
+                    new &= pdom[s]
+            new |= 1 << b
             if new != pdom[b]:
                 pdom[b], changed = new, True
     out: list[int | None] = []
     for b in range(n):  # the nearest strict post-dominator: the one all the others post-dominate
-        strict = pdom[b] - {b}
-        near = [d for d in strict if len(pdom[d]) == len(strict)] if exit_ in strict else []
-        out.append(near[0] if near and near[0] != exit_ else None)
+        strict = pdom[b] & ~(1 << b)
+        size, near = strict.bit_count(), None
+        if strict >> exit_ & 1:
+            rest = strict
+            while rest:
+                low = rest & -rest
+                d = low.bit_length() - 1
+                if pdom[d].bit_count() == size:
+                    near = d
+                    break
+                rest ^= low
+        out.append(near if near is not None and near != exit_ else None)
     return out
 
 
@@ -507,18 +548,30 @@ def _address_origin(insts: list[_Inst], params: set[str], text: str) -> tuple[se
     gvars = set(_GLOBAL_VAR.findall(text))
     glob: set[str] = set()
     other: set[str] = set()
+    # per instruction, once: (kind, dests, sources, names a .global variable); only writers matter
+    steps = []
+    for inst in insts:
+        dests = inst.dests()
+        if not dests:
+            continue
+        ops = " ".join(inst.operands[1:])
+        if inst.opcode.startswith("ld.param") and not _fresh(inst, params):
+            steps.append(("param", dests, (), False))
+        elif _CVTA_OTHER.match(inst.opcode) or _SP.search(ops):
+            steps.append(("other", dests, (), False))
+        elif inst.head != "ld":
+            steps.append(("op", dests, inst.sources(), not gvars.isdisjoint(_WORD.findall(ops))))
     for _ in range(3):
-        for inst in insts:
-            srcs, ops = inst.sources(), " ".join(inst.operands[1:])
-            if inst.opcode.startswith("ld.param") and not _fresh(inst, params):
-                glob |= set(inst.dests())
-            elif re.match(r"cvta\.(shared|local|const|param)", inst.opcode) or re.search(r"%SPL?\b", ops):
-                other |= set(inst.dests())
-            elif inst.head != "ld":
-                if any(s in glob for s in srcs) or any(w in gvars for w in re.findall(r"[\w$]+", ops)):
-                    glob |= set(inst.dests())
-                if any(s in other for s in srcs):
-                    other |= set(inst.dests())
+        for kind, dests, srcs, names_global in steps:
+            if kind == "param":
+                glob.update(dests)
+            elif kind == "other":
+                other.update(dests)
+            else:
+                if names_global or not glob.isdisjoint(srcs):
+                    glob.update(dests)
+                if not other.isdisjoint(srcs):
+                    other.update(dests)
     return glob, other
 
 

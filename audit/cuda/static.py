@@ -21,30 +21,61 @@ Three bugs that no run of a kernel can show, because the compiled code hides the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .bounds import Overrun, find_overruns, included_constants
 from .races import StoreRace, find_store_races
-from .uninit import UninitRead, source_uninit_reads
+from .uninit import UninitRead
+from .uninit import source_uninit_reads as _uninit_reads
 
 if TYPE_CHECKING:
     from ..model import ContractSet, Kernel
+    from .cache import AnalysisCache
+
+T = TypeVar("T")
 
 Extents = tuple[int | None, int | None, int | None]
 
 
-def source_overruns(path: Path, include_dirs: Sequence[Path]) -> list[Overrun]:
+def source_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[Overrun]:
     """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
-    it includes (transitively) known. A file that cannot be read or tokenized has none."""
+    it includes (transitively) known. A file that cannot be read or tokenized has none. ``cache`` keeps
+    the result by the content of the file and its headers."""
     from .tokens import TokenizeError
 
+    def compute() -> list[Overrun]:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            return find_overruns(text, included_constants(path, include_dirs))
+        except (OSError, TokenizeError):
+            return []
+
+    return _cached(cache, "bounds", path, include_dirs, Overrun, compute)
+
+
+def source_uninit_reads(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[UninitRead]:
+    """The LOCAL_UNINIT_READ findings of one source file (see :func:`audit.cuda.uninit.source_uninit_reads`);
+    ``cache`` keeps the result by the content of the file and its headers."""
+    return _cached(cache, "uninit", path, include_dirs, UninitRead, lambda: _uninit_reads(path, include_dirs))
+
+
+def _cached(cache: AnalysisCache | None, kind: str, path: Path, include_dirs: Sequence[Path], cls: type[T],
+            compute: Callable[[], list[T]]) -> list[T]:  # fmt: skip
+    """``compute()``, through ``cache`` keyed by the bytes of ``path`` and of its local headers in include
+    order (what the source analyses read); uncached where a file cannot be read."""
+    if cache is None:
+        return compute()
+    from ..hashing import include_closure
+
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        return find_overruns(text, included_constants(path, include_dirs))
-    except (OSError, TokenizeError):
-        return []
+        own = path.resolve()
+        parts = [path.read_bytes()]
+        parts += [h.read_bytes() for h in include_closure(path, include_dirs) if h != own]
+    except OSError:
+        return compute()
+    return cache.results(kind, parts, cls, compute)
 
 
 def overrun_text(o: Overrun | UninitRead) -> str:
@@ -71,10 +102,19 @@ def launch_extents(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[Extents, Ex
     return agree(k.block), agree(k.grid)
 
 
-def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None) -> list[StoreRace]:
-    """The STORE_RACE stores of ``k``'s entry in the PTX module ``ptx``."""
+def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                      cache: AnalysisCache | None = None) -> list[StoreRace]:  # fmt: skip
+    """The STORE_RACE stores of ``k``'s entry in the PTX module ``ptx``; ``cache`` keeps them by the PTX
+    text, the entry and the launch extents."""
     block, grid = launch_extents(cs, wiring, k)
-    return find_store_races(ptx, symbol or k.symbol, block, grid)
+    entry = symbol or k.symbol
+
+    def compute() -> list[StoreRace]:
+        return find_store_races(ptx, entry, block, grid)
+
+    if cache is None:
+        return compute()
+    return cache.results("races", [ptx, entry, repr(block), repr(grid)], StoreRace, compute)
 
 
 def race_line(race: StoreRace, source: str) -> int | None:

@@ -13,6 +13,7 @@ and what a mutant's id quotes.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass
 
 # longest first within each length, so a greedy match takes ">>=" before ">>" before ">"
@@ -44,7 +45,17 @@ class TokenizeError(ValueError):
 
 
 def tokenize(src: str) -> list[Token]:
-    """The tokens of ``src`` (see the module docstring)."""
+    """The tokens of ``src`` (see the module docstring); a text is tokenized once per process (the
+    analyses, their headers and ``#define`` expressions ask for the same texts many times)."""
+    return list(_tokenize(src))
+
+
+@functools.lru_cache(maxsize=256)
+def _tokenize(src: str) -> tuple[Token, ...]:
+    return tuple(_scan(src))
+
+
+def _scan(src: str) -> list[Token]:
     line_starts = [0] + [i + 1 for i, ch in enumerate(src) if ch == "\n"]
 
     def where(pos: int) -> tuple[int, int]:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .bounds import _MAX_EVALS, _Analysis, _Decl, _Expr, _Loop, _macros, _merge, _Unknown, included_constants
+from .bounds import _MAX_EVALS, _Analysis, _Decl, _Expr, _Loop, _Unknown, analysis, included_constants
 
 _CMP: dict[str, Callable[[int, int], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -119,9 +119,7 @@ def find_uninit_reads(text: str, constants: Mapping[str, int] | None = None) -> 
     :func:`~audit.cuda.bounds.integer_constants`); the text's own ``#define`` constants join them. A source
     that cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`.
     """
-    consts = constants or {}
-    a = _Analysis(text, _merge(_macros(text, consts), consts))
-    return _Uninit(a).reads()
+    return _Uninit(analysis(text, constants)).reads()
 
 
 def source_uninit_reads(path: Path, include_dirs: Sequence[Path]) -> list[UninitRead]:

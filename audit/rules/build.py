@@ -18,6 +18,7 @@ from ._base import CheckContext, Hit, rule
 
 if TYPE_CHECKING:
     from ..compile import BuildResult, EntryInfo, SourceBuild
+    from ..cuda.cache import AnalysisCache
 
 REGISTERS_PER_BLOCK = 65536  # every architecture from sm_50 to sm_120
 # The most shared memory one block may use (static + dynamic, with the opt-in attribute), per arch.
@@ -216,24 +217,33 @@ def _project_sources(ctx: CheckContext) -> Iterator[tuple[Any, str, str, list[An
         yield f, shown, kernel, dirs
 
 
+def _analysis_cache(ctx: CheckContext) -> AnalysisCache | None:
+    """The on-disk cache of the source/PTX analyses, beside the build cache (None without a configuration)."""
+    from ..cuda.cache import AnalysisCache
+
+    cfg = ctx.config
+    return AnalysisCache(cfg.path(cfg.cache) / "analysis") if cfg is not None else None
+
+
 @rule("LOCAL_ARRAY_BOUNDS", "No constant-bound loop of a kernel source indexes a fixed-size local or shared array out of its bounds (undefined behaviour the compiler hides).", "build")
 def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
     from ..cuda.static import overrun_text, source_overruns
 
+    cache = _analysis_cache(ctx)
     for f, shown, kernel, dirs in _project_sources(ctx):
-        for o in source_overruns(f, dirs):
+        for o in source_overruns(f, dirs, cache):
             yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
 
 
 @rule("LOCAL_UNINIT_READ", "No read of a fixed-size local array finds an element that was written only under a run-time guard the read lacks (an uninitialised register the compiler hides).", "build")
 def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
-    from ..cuda.static import overrun_text
-    from ..cuda.uninit import source_uninit_reads
+    from ..cuda.static import overrun_text, source_uninit_reads
 
+    cache = _analysis_cache(ctx)
     for f, shown, kernel, dirs in _project_sources(ctx):
-        for r in source_uninit_reads(f, dirs):
+        for r in source_uninit_reads(f, dirs, cache):
             yield Hit(overrun_text(r), Loc(_CudaLine(shown, r.line)), kernel)
 
 
@@ -243,11 +253,12 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     tid/ctaid == constant conditions that hold where the store runs (see :mod:`audit.cuda.races`)."""
     from ..cuda.static import entry_store_races, race_line
 
+    cache = _analysis_cache(ctx)
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
             continue
         ptx = sb.ptx.read_text(errors="replace")
-        for race in entry_store_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol):
+        for race in entry_store_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
             line = race_line(race, sb.source)
             loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
             yield Hit(race.message(k.name, sb.source), loc, k.name)

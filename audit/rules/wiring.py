@@ -281,6 +281,8 @@ def check_dead(ctx: CheckContext) -> Iterator[Hit]:
 
 @rule("SCHEDULE_CYCLE", "Schedules do not depend on each other in a cycle (declared order plus data dependencies).", "wiring")
 def check_cycles(ctx: CheckContext) -> Iterator[Hit]:
+    if ctx.wiring.schedules_acyclic():  # no cycle, no finding: networkx is neither imported nor asked
+        return
     import networkx as nx
 
     g = ctx.wiring.schedule_graph
