@@ -153,6 +153,8 @@ def _refuse_escaping_paths(cfg: Config) -> None:
                 (root / rel).resolve().relative_to(root)
             except ValueError:
                 why = "resolves outside the project root (through a symbolic link)"
+            except (RuntimeError, OSError):
+                why = "is a symbolic link loop"
         if why:
             raise UsageError(f'{cfg.source}: key "{key}" ("{rel}") {why}; paths must stay inside the project root.')
 

@@ -34,39 +34,64 @@ def resolve_fixed_dims(cs: ContractSet) -> tuple[dict[str, int], list[tuple[str,
             env[d.name] = d.value
     state: dict[str, str] = {}
 
-    def visit(name: str, chain: tuple[str, ...]) -> bool:
-        """True when the derived dim ``name`` evaluates to a constant."""
-        d = dims.get(name)
-        if d is None:
-            return False
-        if d.kind != "derived":
-            return name in env
-        if state.get(name) == "done":
-            return name in env
-        if name in chain:
-            cyc = " -> ".join((*chain[chain.index(name) :], name))
-            problems.append((name, f'Derived dim "{name}" depends on itself: {cyc}.'))
-            state[name] = "done"
-            return False
-        ok = True
+    def finish(name: str, ok: bool) -> None:
+        d = dims[name]
         assert d.expr is not None
-        for ref in sorted(d.expr.names):
-            if ref not in dims:
-                problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" uses "{ref}", which is not a declared dim.'))
-                ok = False
-            elif not visit(ref, (*chain, name)) and dims[ref].kind != "runtime":
-                ok = False
         if ok and all(r in env for r in d.expr.names):
             try:
                 env[name] = d.expr.evaluate(env)
-            except ZeroDivisionError as exc:
+            except ArithmeticError as exc:
                 problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" cannot be evaluated: {exc}.'))
         state[name] = "done"
-        return name in env
+
+    def visit(start: str) -> None:
+        """Evaluate the derived dim ``start`` after the derived dims it uses, depth first.
+
+        An explicit stack rather than recursion: a contract may chain thousands of derived dims.
+        """
+        if state.get(start) == "done":
+            return
+        path: list[str] = [start]
+        on_path = {start}
+        stack: list[list] = [[start, iter(sorted(dims[start].expr.names)), True]]
+        while stack:
+            frame = stack[-1]
+            name = frame[0]
+            descended = False
+            for ref in frame[1]:
+                rd = dims.get(ref)
+                if rd is None:
+                    problems.append((name, f'Derived dim "{name}" = "{dims[name].expr.text}" uses "{ref}", which is not a declared dim.'))
+                    frame[2] = False
+                elif rd.kind != "derived":
+                    if ref not in env and rd.kind != "runtime":
+                        frame[2] = False
+                elif state.get(ref) == "done":
+                    if ref not in env:
+                        frame[2] = False
+                elif ref in on_path:
+                    cyc = " -> ".join((*path[path.index(ref) :], ref))
+                    problems.append((ref, f'Derived dim "{ref}" depends on itself: {cyc}.'))
+                    state[ref] = "done"
+                    frame[2] = False
+                else:
+                    stack.append([ref, iter(sorted(rd.expr.names)), True])
+                    path.append(ref)
+                    on_path.add(ref)
+                    descended = True
+                    break
+            if descended:
+                continue
+            finish(name, frame[2])
+            stack.pop()
+            path.pop()
+            on_path.discard(name)
+            if stack and name not in env:
+                stack[-1][2] = False
 
     for d in dims.values():
         if d.kind == "derived":
-            visit(d.name, ())
+            visit(d.name)
     return env, problems
 
 
@@ -87,21 +112,34 @@ def probe_envs(cs: ContractSet) -> list[dict[str, int]]:
 
 
 def fill_derived(env: dict[str, int], derived: Sequence) -> dict[str, int]:
-    """``env`` with every derived dim whose names it binds evaluated, in dependency order (by iteration:
-    a derived dim may use another); one that divides by zero stays unbound."""
-    for _ in range(len(derived) + 1):
-        progressed = False
-        for d in derived:
-            if d.name in env or d.expr is None:
-                continue
-            if all(n in env for n in d.expr.names):
-                try:
-                    env[d.name] = d.expr.evaluate(env)
-                    progressed = True
-                except ZeroDivisionError:
-                    pass
-        if not progressed:
-            break
+    """``env`` with every derived dim whose names it binds evaluated, in dependency order (a derived dim
+    may use another); one that divides by zero or overflows stays unbound."""
+    by_name = {d.name: d for d in derived if d.expr is not None}
+    order: list = []
+    seen: set[str] = set()
+    for d in by_name.values():  # depth-first post-order with an explicit stack (chains can be long)
+        if d.name in seen:
+            continue
+        seen.add(d.name)
+        stack = [(d, iter(sorted(d.expr.names)))]
+        while stack:
+            top, refs = stack[-1]
+            for ref in refs:
+                if ref in by_name and ref not in seen:
+                    seen.add(ref)
+                    stack.append((by_name[ref], iter(sorted(by_name[ref].expr.names))))
+                    break
+            else:
+                order.append(top)
+                stack.pop()
+    for d in order:
+        if d.name in env:
+            continue
+        if all(n in env for n in d.expr.names):
+            try:
+                env[d.name] = d.expr.evaluate(env)
+            except ArithmeticError:
+                pass
     return env
 
 
@@ -111,7 +149,7 @@ def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple
     for env in envs:
         try:
             out.append(tuple(e.evaluate(env) for e in shape))
-        except (KeyError, ZeroDivisionError):
+        except (KeyError, ArithmeticError):
             return None
     return tuple(out)
 
@@ -143,7 +181,7 @@ def value_at(expr: Expr, env: Mapping[str, int], slots: Mapping[str, int] | None
     """``expr`` evaluated in ``env``, or None when it cannot be."""
     try:
         return expr.evaluate(env, slots)
-    except (KeyError, ZeroDivisionError):
+    except (KeyError, ArithmeticError):
         return None
 
 
@@ -178,7 +216,7 @@ def bind_local_dims(
             try:
                 e[name] = expr.evaluate(env)
                 source[name] = f'the launch\'s dims ({name} = "{expr.text}")'
-            except (KeyError, ZeroDivisionError):
+            except (KeyError, ArithmeticError):
                 pass
         for pname, pshape, bshape in pairs:
             if len(pshape) != len(bshape):
@@ -190,7 +228,7 @@ def bind_local_dims(
                 name = tree[1]
                 try:
                     v = be.evaluate(env)
-                except (KeyError, ZeroDivisionError):
+                except (KeyError, ArithmeticError):
                     continue
                 if name in e and name in source and e[name] != v and name not in reported:
                     reported.add(name)

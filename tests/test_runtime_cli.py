@@ -108,11 +108,11 @@ def test_other_printers_render_verify_findings(request, capsys, fmt, monkeypatch
     assert "VERIFY_REFERENCE" in out
 
 
-def test_static_commands_never_import_the_runtime_or_gpu_packages(request):
+def test_static_commands_never_import_the_runtime_or_gpu_packages(request, tmp_path):
     code = (
         "import sys\n"
         "from audit.cli import main\n"
-        f"main(['check', '--root', {str(request.config.rootpath)!r}, '--format', 'json', '--output', '/dev/null'])\n"
+        f"main(['check', '--root', {str(request.config.rootpath)!r}, '--format', 'json', '--output', {str(tmp_path / 'out.json')!r}])\n"
         "bad = [m for m in sys.modules if m.startswith(('audit.runtime', 'pycuda', 'cupy', 'audit.references'))]\n"
         "print(bad)\n"
     )
