@@ -16,6 +16,7 @@ the read either. Folders are walked without following links into other folders a
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -98,7 +99,13 @@ def read_bytes(path: Path, root: Path, limit: int) -> bytes:
     why = refusal(path, root, limit)
     if why is not None:
         raise UnreadableFile(why)
-    fd = os.open(resolve(path) or path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    return read_regular(resolve(path) or path, limit)
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes (wherever it lies);
+    :class:`UnreadableFile` or another OSError otherwise. Never blocks on a FIFO or device."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped after the check
@@ -115,6 +122,63 @@ def read_bytes(path: Path, root: Path, limit: int) -> bytes:
 def read_text(path: Path, root: Path, limit: int) -> str:
     """:func:`read_bytes` decoded as UTF-8 with undecodable bytes replaced."""
     return read_bytes(path, root, limit).decode("utf-8", errors="replace")
+
+
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*include(?:_next)?\b[ \t]*([^\r\n]*)", re.MULTILINE)
+#: Most files one kernel's include closure may hold before it is refused.
+MAX_INCLUDES = 512
+
+
+def source_refusal(source: Path, include_dirs: list[Path], root: Path) -> str | None:
+    """Why the kernel source ``source`` may not be compiled or analysed, or None.
+
+    The source and every local header it includes (transitively) must be regular files inside the root
+    of at most :data:`SOURCE_LIMIT` bytes, and every ``#include`` must name its file literally (no
+    absolute path, no macro): the preprocessor would otherwise read whatever a pull request points it
+    at, a FIFO or ``/dev/zero`` included, and block or never end. The phrase completes a sentence that
+    starts with the source's name.
+    """
+    why = refusal(source, root, SOURCE_LIMIT)
+    if why is not None:
+        return why
+    if not source.exists():
+        return None
+    seen: set[Path] = set()
+    stack = [(resolve(source) or source, None)]
+    while stack:
+        path, via = stack.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        if len(seen) > MAX_INCLUDES:
+            return f"includes more than {MAX_INCLUDES} local headers"
+        try:
+            data = read_regular(path, SOURCE_LIMIT)
+        except OSError as exc:
+            return f'includes "{via}", which {exc if isinstance(exc, UnreadableFile) else "cannot be read"}'
+        for m in _DIRECTIVE.finditer(data):
+            arg = m.group(1).split(b"//", 1)[0].strip().decode("utf-8", "replace")
+            if not arg or arg[0] not in "\"<" or arg[-1] not in "\">" or len(arg) < 3:
+                return f"has the computed include \"#include {arg[:60]}\" (includes must name their file literally)"
+            name = arg[1:-1]
+            if os.path.isabs(name) or "\x00" in name:
+                return f'includes "{name[:80]}", an absolute path (includes must be relative)'
+            if arg[0] == "<":
+                if ".." in Path(name).parts:
+                    return f'includes <{name[:80]}>, which climbs out through ".."'
+                continue
+            for d in (path.parent, *include_dirs):
+                cand = d / name
+                if os.path.lexists(cand):
+                    why = refusal(cand, root, SOURCE_LIMIT)
+                    if why is not None:
+                        return f'includes "{name[:80]}", which {why}'
+                    if cand.is_file():
+                        stack.append((resolve(cand) or cand, name))
+                        break
+            else:
+                continue
+    return None
 
 
 def walk_files(folder: Path, suffix: str, max_depth: int = MAX_DEPTH) -> tuple[list[Path], list[tuple[Path, str]]]:

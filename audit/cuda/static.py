@@ -37,10 +37,11 @@ Extents = tuple[int | None, int | None, int | None]
 def source_overruns(path: Path, include_dirs: Sequence[Path]) -> list[Overrun]:
     """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
     it includes (transitively) known. A file that cannot be read or tokenized has none."""
+    from ..untrusted import SOURCE_LIMIT, read_regular
     from .tokens import TokenizeError
 
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
         return find_overruns(text, included_constants(path, include_dirs))
     except (OSError, TokenizeError):
         return []
