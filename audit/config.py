@@ -270,6 +270,7 @@ def _refuse_escaping_paths(cfg: Config) -> None:
     checks = [(k, getattr(cfg, k)) for k in _ROOTED if getattr(cfg, k)]
     checks += [("include", v) for v in cfg.include] + [("reference_paths", v) for v in cfg.reference_paths]
     checks += [("generated", v) for _, v in cfg.generated]
+    checks += [("launchers", v) for v in cfg.launchers]  # globs: absolute or ".." would walk outside
     root = cfg.root.resolve()
     for key, rel in checks:
         why = None

@@ -243,9 +243,13 @@ def _depth(code: str, start: int, pos: int) -> int:
 
 def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
     """Files the globs match under ``root`` (root-relative, sorted), skipping hidden and build folders."""
+    from .untrusted import refusal
+
     seen: set[str] = set()
     root = root.resolve()
     for pattern in globs:
+        if _leaves(pattern):  # the configuration refuses these; a caller passing one gets nothing
+            continue
         for p in root.glob(pattern):
             try:
                 rel = p.relative_to(root)
@@ -253,13 +257,21 @@ def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
                 continue
             if any(part.startswith(".") or part in SKIP_DIRS for part in rel.parts[:-1]):
                 continue
-            if p.is_file() and p.stat().st_size <= MAX_FILE_BYTES:
+            # a regular file inside the root (a folder linked from outside it is not scanned)
+            if refusal(p, root, MAX_FILE_BYTES) is None and p.is_file():
                 seen.add(rel.as_posix())
     return sorted(seen)
 
 
+def _leaves(pattern: str) -> bool:
+    """Whether a glob is absolute or climbs out through ".." (it would walk outside the root)."""
+    return pattern.startswith(("/", "\\")) or ":" in pattern[:3] or ".." in PurePosixPath(pattern.replace("\\", "/")).parts
+
+
 def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     """Scan the host sources the ``launchers`` globs name for references to kernels."""
+    from .untrusted import read_regular
+
     root = cfg.root.resolve()
     scan = LauncherScan(tuple(cfg.launchers), host_files(root, tuple(cfg.launchers)))
     by_symbol: dict[str, list[str]] = {}
@@ -284,7 +296,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     for rel in scan.files:
         path = root / rel
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = read_regular(path, MAX_FILE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
         lits, code = lex(text, language_of(rel))
@@ -310,15 +322,20 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
 
 def _files_named(value: str, here: Path, root: Path, by_source: dict, by_name: dict) -> list[tuple[str, list[str]]]:
     """(file name, contracted kernels whose source it is) for a path or glob literal."""
+    from .untrusted import inside
+
     if "{" in value:  # a format string (``format!("kernels/{name}.cu")``): nothing to resolve
         return []
     if "*" in value or "?" in value:
+        if _leaves(value):  # a literal in a host file is the project's text: never walk outside the root
+            return []
         matches: dict[Path, None] = {}
         for base in (here, root):
             try:
                 for p in sorted(base.glob(value)):
-                    matches[p.resolve()] = None
-            except (ValueError, NotImplementedError):
+                    if inside(p, root):
+                        matches[p.resolve()] = None
+            except (ValueError, NotImplementedError, OSError, RuntimeError):
                 continue
         return [(p.name, _kernels_of(p, by_source, by_name)) for p in matches]
     stem_path = PurePosixPath(value)
