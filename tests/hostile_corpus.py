@@ -514,7 +514,7 @@ def markup_in_names_and_docs(root: Path, outside: Path) -> None:
     text = text.replace('name = "y"', f'name = "y{m}"').replace('y = "y"', f'y = "y{m}"')
     text = text.replace('name = "SCALE_EMA"', f'name = "SCALE_EMA"\ndoc = "{m}"')
     _chain(root).write_text(text)
-    _append(root, f'\n[[invariant]]\nname = "{m}"\nkind = "no_grad_path"\nfrom = ["{m}"]\nto = ["scale"]\nreason = "{m}"\n')
+    _append(root, f'\n[[invariant]]\nname = "{m}"\nkind = "no_path"\nfrom = ["{m}"]\nto = ["scale"]\nreason = "{m}"\n')
 
 
 @case("markup")
@@ -677,16 +677,43 @@ def make_tree(folder: Path, name: str, base: Path | None = None) -> tuple[Path, 
     return root, outside
 
 
+def remove_tree(folder: Path) -> None:
+    """Delete ``folder`` without recursion (``shutil.rmtree`` recurses and fails on the 1,100-deep case)."""
+    stack = [str(folder)]
+    while stack:
+        here = stack[-1]
+        try:
+            entries = list(os.scandir(here))
+        except FileNotFoundError:
+            stack.pop()
+            continue
+        subdirs = [e.path for e in entries if e.is_dir(follow_symlinks=False)]
+        for e in entries:
+            if not e.is_dir(follow_symlinks=False):
+                os.unlink(e.path)
+        if subdirs:
+            stack.extend(subdirs)
+        else:
+            os.rmdir(here)
+            stack.pop()
+
+
 def snapshot(folder: Path, skip: Path) -> dict[str, tuple[int, int, float]]:
     """Path -> (mode, size, mtime) of everything under ``folder`` except ``skip`` (no links followed)."""
     out = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        if Path(dirpath) == skip.parent:
-            dirnames[:] = [d for d in dirnames if Path(dirpath, d) != skip]
-        for n in dirnames + filenames:
-            p = os.path.join(dirpath, n)
-            st = os.lstat(p)
-            out[p] = (st.st_mode, st.st_size if not stat.S_ISDIR(st.st_mode) else 0, st.st_mtime)
+    stack = [str(folder)]
+    while stack:
+        here = stack.pop()
+        for e in os.scandir(here):
+            if e.path == str(skip):
+                continue
+            st = e.stat(follow_symlinks=False)
+            # a folder's own mtime moves with any entry made and removed in it (the runner's output files)
+            if stat.S_ISDIR(st.st_mode):
+                out[e.path] = (st.st_mode, 0, 0.0)
+                stack.append(e.path)
+            else:
+                out[e.path] = (st.st_mode, st.st_size, st.st_mtime)
     return out
 
 
@@ -701,13 +728,24 @@ class Outcome:
 
 def run_static(root: Path, argv: list[str], timeout: float, home: Path | None = None) -> Outcome:
     """``wireup ARGV --root ROOT`` in a forked child, killed (with its process group) after ``timeout``."""
+    return run_static_many(root, [argv], timeout, home)[0]
+
+
+def run_static_many(root: Path, argvs: list[list[str]], timeout: float, home: Path | None = None) -> list[Outcome]:
+    """Each of ``argvs`` as :func:`run_static`, all at once (each in a forked child of its own)."""
+    running = [_spawn(root, argv, i, home) for i, argv in enumerate(argvs)]
+    return [_reap(child, timeout) for child in running]
+
+
+def _spawn(root: Path, argv: list[str], index: int, home: Path | None) -> tuple:
     from audit.cli import main
 
     if argv[0] == "layout":
         full = ["layout", argv[1], "--root", str(root), *argv[2:]]
     else:
         full = [argv[0], "--root", str(root), *argv[1:]]
-    out_path, err_path = root.parent / f".out-{os.getpid()}", root.parent / f".err-{os.getpid()}"
+    tag = f"{os.getpid()}-{index}"
+    out_path, err_path = root.parent / f".out-{tag}", root.parent / f".err-{tag}"
     sys.stdout.flush()
     sys.stderr.flush()
     t0 = time.perf_counter()
@@ -719,6 +757,7 @@ def run_static(root: Path, argv: list[str], timeout: float, home: Path | None = 
             os.chdir(root)
             os.environ["HOME"] = str(home or root.parent / "home")
             os.environ["XDG_CACHE_HOME"] = str(home or root.parent / "home")
+            os.environ.pop("WIREUP_CACHE", None)
             fo, fe = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             os.dup2(fo, 1)
             os.dup2(fe, 2)
@@ -735,6 +774,11 @@ def run_static(root: Path, argv: list[str], timeout: float, home: Path | None = 
             sys.stderr.flush()
         finally:
             os._exit(code)
+    return pid, full, out_path, err_path, t0
+
+
+def _reap(child: tuple, timeout: float) -> Outcome:
+    pid, full, out_path, err_path, t0 = child
     deadline = t0 + timeout
     code: int | None = None
     while True:

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     parts = []
     for n in names:
         body = mermaid(cs, n, w) if args.format == "mermaid" else dot(cs, n, w)
-        parts.append((f"%% schedule {n}\n" if args.format == "mermaid" else f"// schedule {n}\n") + body)
+        shown = " ".join(n.split())  # a line break in a name would end the comment and inject a statement
+        parts.append((f"%% schedule {shown}\n" if args.format == "mermaid" else f"// schedule {shown}\n") + body)
     emit("\n".join(parts), args.output)
     return 0

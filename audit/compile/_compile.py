@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import EnvironmentProblem, UsageError
 from ..hashing import files_hash, include_closure
-from ..untrusted import source_refusal
+from ..untrusted import resolve, source_refusal
 from ._toolchain import NVCC_MISSING, find_demangler, find_nvcc, find_ptxas, nvcc_version, ptxas_options
 from ._types import BuildResult, SourceBuild
 
@@ -75,9 +75,11 @@ def build_kernels(
         if k.name in overrides:
             units.setdefault(overrides[k.name][0], overrides[k.name][1])
             continue
-        path = (root / k.source).resolve()
-        # a source whose include closure is unsafe (a FIFO, /dev/zero, a computed include) is not
-        # given to nvcc, which would block on it; SOURCE_UNSAFE reports it
+        path = resolve(root / k.source)
+        # a source whose include closure is unsafe (a FIFO, /dev/zero, a computed include, a link loop)
+        # is not given to nvcc, which would block on it; SOURCE_UNSAFE reports it
+        if path is None:
+            continue
         if path.is_file() and _inside(path, root) and source_refusal(path, [cfg.path(d) for d in cfg.include_dirs], root) is None:
             units.setdefault(k.source, path)
 

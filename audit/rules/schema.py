@@ -312,6 +312,8 @@ def _first_out_of_range(value: Expr, dtype: str, envs, slots) -> int | None:
 
 def _inside(root: Path, rel: str) -> str | None:
     """None when ``rel`` stays inside ``root``; otherwise why not."""
+    if "\x00" in rel:
+        return "holds a NUL character"
     if os.path.isabs(rel):
         return "is an absolute path"
     p = Path(rel)
@@ -324,6 +326,8 @@ def _inside(root: Path, rel: str) -> str | None:
         real.relative_to(root.resolve())
     except ValueError:
         return "resolves outside the project root (through a symbolic link)"
+    except (RuntimeError, OSError):
+        return "is a symbolic link loop"
     return None
 
 
