@@ -590,6 +590,8 @@ def forged_build_cache_entry(root: Path, outside: Path) -> None:
     d.mkdir(parents=True)
     (d / "scale.cubin").write_bytes(b"\x7fELF forged")
     (d / "build.json").write_text(json.dumps({"format": "wireup-build-2", "ok": True, "source": "kernels/scale.cu", "cubin": "scale.cubin", "cubin_size": 15, "entries": {}, "log": "", "diagnostics": []}))
+    _git(root, "add", "-f", "--", ".wireup-cache")
+    _git(root, "commit", "-qm", "a build-cache entry, committed")
 
 
 @case("wrong types")

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from hostile_corpus import CASES, STATIC_COMMANDS, make_base, make_tree, remove_tree, run_static, run_static_many, snapshot
+from hostile_corpus import BASE_TOML, CASES, STATIC_COMMANDS, make_base, make_tree, remove_tree, run_static, run_static_many, snapshot
 
 TIMEOUT_S = 30
 
@@ -256,3 +257,36 @@ def test_evidence_records_of_the_wrong_type_are_skipped(base: Path, tmp_path: Pa
 def test_launcher_globs_may_not_leave_the_root(base: Path, tmp_path: Path) -> None:
     root, _ = make_tree(tmp_path / "c", "launcher_glob_leaves_the_root", base)
     assert _err(root, ["check"]) == 'error: wireup.toml: key "launchers" ("../outside/*.rs") leaves the project root through ".."; paths must stay inside the project root.\n'
+
+
+def test_a_committed_build_cache_is_not_trusted(base: Path, tmp_path: Path) -> None:
+    from audit.compile._compile import committed_cache_files
+
+    root, _ = make_tree(tmp_path / "c", "forged_build_cache_entry", base)
+    assert committed_cache_files(root / ".wireup-cache", root)
+    root, _ = make_tree(tmp_path / "d", "markup_in_names_and_docs", base)  # its cache is git-ignored
+    assert not committed_cache_files(root / ".wireup-cache", root)
+    assert not committed_cache_files(tmp_path / "elsewhere", root)
+
+
+@pytest.mark.nvcc
+def test_a_forged_cache_entry_under_the_real_key_is_rebuilt(base: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from audit.api import load_project
+    from audit.compile import build_kernels
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    root, _ = make_tree(tmp_path / "c", "markup_in_names_and_docs", base)
+    (root / "contracts" / "chain.toml").write_text(BASE_TOML)
+    cfg, cs = load_project(root)
+    real = build_kernels(cfg, cs).sources["kernels/scale.cu"]
+    entry = real.cubin.parent
+    real.cubin.write_bytes(b"forged")  # the claim: this source built cleanly into these bytes
+    meta = json.loads((entry / "build.json").read_text())
+    (entry / "build.json").write_text(json.dumps({**meta, "cubin_size": 6}))
+    assert build_kernels(cfg, cs).sources["kernels/scale.cu"].cached  # untracked: the cache is wireup's own
+    subprocess.run(["git", "-C", str(root), "add", "-f", "--", ".wireup-cache"], check=True)
+    again = build_kernels(cfg, cs).sources["kernels/scale.cu"]
+    assert not again.cached and again.cubin_sha256 == real.cubin_sha256 and again.cubin.read_bytes() != b"forged"
