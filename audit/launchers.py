@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .config import Config
+from .errors import UsageError
 from .model import ContractSet
 
 #: Folders never scanned: tool caches, virtual environments, build output.
@@ -241,8 +242,12 @@ def _depth(code: str, start: int, pos: int) -> int:
 # the scan
 
 
-def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
-    """Files the globs match under ``root`` (root-relative, sorted), skipping hidden and build folders."""
+def host_files(root: Path, globs: tuple[str, ...], source: str = "configuration") -> list[str]:
+    """Files the globs match under ``root`` (root-relative, sorted), skipping hidden and build folders.
+
+    A match that is a link leading out of the root, a FIFO or a device is a
+    :class:`~audit.errors.UsageError` naming the glob (``source`` names the configuration file).
+    """
     from .untrusted import refusal
 
     seen: set[str] = set()
@@ -257,8 +262,15 @@ def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
                 continue
             if any(part.startswith(".") or part in SKIP_DIRS for part in rel.parts[:-1]):
                 continue
-            # a regular file inside the root (a folder linked from outside it is not scanned)
-            if refusal(p, root, MAX_FILE_BYTES) is None and p.is_file():
+            # a regular file inside the root: a link out of it (or a folder linked from outside), a FIFO
+            # or a device is refused, naming the glob that matched it
+            why = refusal(p, root)
+            if why is not None:
+                raise UsageError(
+                    f'{source}: key "launchers" ("{pattern}") matches "{rel.as_posix()}", which {why}; '
+                    "launcher files are regular files inside the project root."
+                )
+            if p.is_file() and p.stat().st_size <= MAX_FILE_BYTES:
                 seen.add(rel.as_posix())
     return sorted(seen)
 
@@ -273,7 +285,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     from .untrusted import read_regular
 
     root = cfg.root.resolve()
-    scan = LauncherScan(tuple(cfg.launchers), host_files(root, tuple(cfg.launchers)))
+    scan = LauncherScan(tuple(cfg.launchers), host_files(root, tuple(cfg.launchers), cfg.source.split(" ")[0]))
     by_symbol: dict[str, list[str]] = {}
     by_source: dict[Path, list[str]] = {}
     by_name: dict[str, list[str]] = {}  # source file name -> kernels

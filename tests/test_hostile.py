@@ -290,3 +290,35 @@ def test_a_forged_cache_entry_under_the_real_key_is_rebuilt(base: Path, tmp_path
     subprocess.run(["git", "-C", str(root), "add", "-f", "--", ".wireup-cache"], check=True)
     again = build_kernels(cfg, cs).sources["kernels/scale.cu"]
     assert not again.cached and again.cubin_sha256 == real.cubin_sha256 and again.cubin.read_bytes() != b"forged"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["check", "--changed-since=--output=PWN"], 'error: --changed-since "--output=PWN" does not name a commit here'),
+        (["layout", "diff", "--against=--output=PWN"], 'error: "--output=PWN" is not a git revision'),
+        (["layout", "diff", "--against=-c core.pager=touch PWN"], 'error: "-c core.pager=touch PWN" is not a git revision'),
+    ],
+)
+def test_git_arguments_that_look_like_options_are_refused(base: Path, tmp_path: Path, argv: list[str], message: str) -> None:
+    root, _ = make_tree(tmp_path / "c", "contract_file_named_like_an_option", base)
+    out = run_static(root, argv, TIMEOUT_S)
+    assert out.code == 2 and out.stderr.startswith(message), out.stderr
+    assert not list(root.rglob("PWN")) and not list(tmp_path.rglob("PWN"))
+
+
+def test_launcher_files_leading_out_of_the_root_or_special_are_named(base: Path, tmp_path: Path) -> None:
+    root, _ = make_tree(tmp_path / "c", "launcher_folder_is_a_symlink_out_of_the_root", base)
+    assert _err(root, ["check"]) == (
+        'error: wireup.toml: key "launchers" ("src/**/*.rs") resolves outside the project root (through a symbolic link); '
+        "paths must stay inside the project root.\n"
+    )
+    (root / "src").unlink()  # the folder inside, one file in it a link out
+    (root / "src").mkdir()
+    (root / "src" / "launch.rs").symlink_to(root.parent / "outside" / "src" / "launch.rs")
+    assert _err(root, ["check"]) == (
+        'error: wireup.toml: key "launchers" ("src/**/*.rs") matches "src/launch.rs", which leads outside the project root '
+        "(through a symbolic link or an absolute path); launcher files are regular files inside the project root.\n"
+    )
+    root, _ = make_tree(tmp_path / "d", "launcher_is_a_fifo", base)
+    assert "matches \"src/launch.rs\", which is not a regular file (a FIFO);" in _err(root, ["check"])
