@@ -217,21 +217,34 @@ def case_label(case: DimCase | int | None, variant: Mapping[str, int], local: Ma
 
 
 def fill_derived(env: dict[str, int], derived: Sequence) -> dict[str, int]:
-    """``env`` with every derived dim whose names it binds evaluated, in dependency order (by iteration:
-    a derived dim may use another); one that divides by zero stays unbound."""
-    for _ in range(len(derived) + 1):
-        progressed = False
-        for d in derived:
-            if d.name in env or d.expr is None:
-                continue
-            if all(n in env for n in d.expr.names):
-                try:
-                    env[d.name] = d.expr.evaluate(env)
-                    progressed = True
-                except ZeroDivisionError:
-                    pass
-        if not progressed:
-            break
+    """``env`` with every derived dim whose names it binds evaluated, in dependency order (a derived dim
+    may use another); one that divides by zero or overflows stays unbound."""
+    by_name = {d.name: d for d in derived if d.expr is not None}
+    order: list = []
+    seen: set[str] = set()
+    for d in by_name.values():  # depth-first post-order with an explicit stack (chains can be long)
+        if d.name in seen:
+            continue
+        seen.add(d.name)
+        stack = [(d, iter(sorted(d.expr.names)))]
+        while stack:
+            top, refs = stack[-1]
+            for ref in refs:
+                if ref in by_name and ref not in seen:
+                    seen.add(ref)
+                    stack.append((by_name[ref], iter(sorted(by_name[ref].expr.names))))
+                    break
+            else:
+                order.append(top)
+                stack.pop()
+    for d in order:
+        if d.name in env:
+            continue
+        if all(n in env for n in d.expr.names):
+            try:
+                env[d.name] = d.expr.evaluate(env)
+            except ArithmeticError:
+                pass
     return env
 
 
@@ -270,7 +283,7 @@ def representative_env(cs: ContractSet, at: Mapping[str, int]) -> tuple[dict[str
             if d.name not in env and all(n in env for n in d.expr.names):
                 try:
                     env[d.name] = d.expr.evaluate(env)
-                except (KeyError, ZeroDivisionError):
+                except (KeyError, ArithmeticError):
                     pass
     return env, ", ".join(shown)
 
@@ -302,7 +315,7 @@ def bind_local_dims(
             try:
                 e[name] = expr.evaluate(env)
                 source[name] = f'the launch\'s dims ({name} = "{expr.text}")'
-            except (KeyError, ZeroDivisionError):
+            except (KeyError, ArithmeticError):
                 pass
         for pname, pshape, bshape in pairs:
             if len(pshape) != len(bshape):
@@ -314,7 +327,7 @@ def bind_local_dims(
                 name = tree[1]
                 try:
                     v = be.evaluate(env)
-                except (KeyError, ZeroDivisionError):
+                except (KeyError, ArithmeticError):
                     continue
                 if name in e and name in source and e[name] != v and name not in reported:
                     reported.add(name)

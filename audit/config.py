@@ -13,6 +13,7 @@ codebase (a Rust workspace holding ``.cu`` files, say) a ``wireup.toml`` points 
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -98,16 +99,21 @@ def load_config(root: Path | None = None, cwd: Path | None = None) -> Config:
     wt = root / "wireup.toml"
     pp = root / "pyproject.toml"
     where = _Where(wt, ())
-    if wt.is_file():
-        table, source = _read(wt), "wireup.toml"
+    text = ""
+    prefix: tuple[str, ...] = ()
+    if wt.is_file() or _is_special(wt):
+        (table, text), source = _read(wt, root), "wireup.toml"
         tool = table.get("tool")
         if isinstance(tool, dict) and "wireup" in tool:
-            table, source, where = tool["wireup"], "wireup.toml [tool.wireup]", _Where(wt, ("tool", "wireup"))
-    elif pp.is_file():
-        data = _read(pp)
+            table, source, prefix = tool["wireup"], "wireup.toml [tool.wireup]", ("tool", "wireup")
+            where = _Where(wt, prefix)
+    elif pp.is_file() or _is_special(pp):
+        data, text = _read(pp, root)
+        where = _Where(pp, ())
         tool = data.get("tool")
         if isinstance(tool, dict) and "wireup" in tool:
-            table, source, where = tool["wireup"], "pyproject.toml [tool.wireup]", _Where(pp, ("tool", "wireup"))
+            table, source, prefix = tool["wireup"], "pyproject.toml [tool.wireup]", ("tool", "wireup")
+            where = _Where(pp, prefix)
     if not isinstance(table, dict):
         raise where.error(source, None, f"[tool.wireup] must be a table of settings, found {type(table).__name__} {table!r}.")
     cfg = Config(root=root, source=source)
@@ -128,7 +134,12 @@ def load_config(root: Path | None = None, cwd: Path | None = None) -> Config:
         updates[key] = value
     cfg = replace(cfg, **updates)
     _refuse_escaping_paths(cfg, where)
+    _refuse_nvcc_flags(cfg, text, prefix)
+    cache = os.environ.get(CACHE_ENV)
+    if cache:  # the user's own choice (not the project's): any folder, e.g. one shared across checkouts
+        cfg = replace(cfg, cache=os.path.abspath(os.path.expanduser(cache)))
     return cfg
+
 
 
 class _Where:
@@ -149,17 +160,140 @@ class _Where:
         return ConfigError(f"{source}: {detail}", self.path.name, line, ".".join(keypath), detail)
 
 
-# keys whose paths must resolve inside the project root; "cache" (a build output) may live anywhere
-_ROOTED = ("contracts", "kernels", "reports", "evidence", "report", "templates")
+#: An environment variable naming the build cache folder; it overrides "cache" and may lie outside the root.
+CACHE_ENV = "WIREUP_CACHE"
+
+# nvcc options a project's configuration may not give: they name programs nvcc runs (a host compiler,
+# options passed on to it or to the linker, a program run after the build), files or folders nvcc
+# writes (outputs, kept intermediates, dependency files), files it reads options or code from, or they
+# change what the build produces. A pull request could otherwise run its own script during
+# `wireup check` or write outside the project. Users set such options in their environment
+# (NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS), which a pull request does not control.
+_REFUSED_NVCC = {
+    "-ccbin": "chooses the host compiler, a program nvcc runs",
+    "--compiler-bindir": "chooses the host compiler, a program nvcc runs",
+    "-Xcompiler": "passes options to the host compiler",
+    "--compiler-options": "passes options to the host compiler",
+    "-forward-unknown-to-host-compiler": "passes options to the host compiler",
+    "--forward-unknown-to-host-compiler": "passes options to the host compiler",
+    "-forward-unknown-opts": "passes options to the host compiler",
+    "--forward-unknown-opts": "passes options to the host compiler",
+    "-Xlinker": "passes options to the host linker",
+    "--linker-options": "passes options to the host linker",
+    "-Xnvlink": "passes options to the device linker",
+    "--nvlink-options": "passes options to the device linker",
+    "-Xarchive": "passes options to the archiver",
+    "--archive-options": "passes options to the archiver",
+    "-Xcicc": "passes options to the front end (wireup passes its own)",
+    "-Xcudafe": "passes options to the front end",
+    "-run": "runs the compiled program",
+    "--run": "runs the compiled program",
+    "-run-args": "runs the compiled program",
+    "--run-args": "runs the compiled program",
+    "-optf": "reads further options from a file",
+    "--options-file": "reads further options from a file",
+    "-o": "names an output file",
+    "--output-file": "names an output file",
+    "-odir": "names an output folder",
+    "--output-directory": "names an output folder",
+    "-keep": "keeps intermediate files",
+    "--keep": "keeps intermediate files",
+    "-keep-dir": "names a folder for intermediate files",
+    "--keep-dir": "names a folder for intermediate files",
+    "-save-temps": "keeps intermediate files",
+    "--save-temps": "keeps intermediate files",
+    "-objtemp": "names intermediate files",
+    "--objdir-as-tempdir": "writes intermediate files next to the output",
+    "-MF": "names a dependency file to write",
+    "--dependency-output": "names a dependency file to write",
+    "-M": "writes dependencies instead of compiling",
+    "-MD": "writes a dependency file",
+    "-MMD": "writes a dependency file",
+    "--generate-dependencies": "writes dependencies instead of compiling",
+    "--generate-nonsystem-dependencies": "writes dependencies instead of compiling",
+    "--generate-dependencies-with-compile": "writes a dependency file",
+    "--generate-nonsystem-dependencies-with-compile": "writes a dependency file",
+    "-I": "adds an include folder (use the \"include\" key, which stays inside the root)",
+    "--include-path": "adds an include folder (use the \"include\" key, which stays inside the root)",
+    "-isystem": "adds an include folder (use the \"include\" key, which stays inside the root)",
+    "--system-include": "adds an include folder (use the \"include\" key, which stays inside the root)",
+    "-include": "includes a file named in the flags",
+    "--pre-include": "includes a file named in the flags",
+    "-L": "adds a library folder",
+    "--library-path": "adds a library folder",
+    "-l": "links a library",
+    "--library": "links a library",
+    "-lib": "changes what the build produces",
+    "--lib": "changes what the build produces",
+    "-link": "changes what the build produces",
+    "--link": "changes what the build produces",
+    "-dlink": "changes what the build produces",
+    "--device-link": "changes what the build produces",
+}
+_JOINED = ("-o", "-I", "-L", "-MF", "-isystem", "-include")  # short options nvcc also takes joined: "-Ipath"
+_PTXAS_REFUSED = ("-o", "--output-file", "--input-as-string", "--options-file", "-optf")
+
+
+def _refuse_nvcc_flags(cfg: Config, text: str, prefix: tuple[str, ...]) -> None:
+    """Refuse nvcc options from the project's configuration that run programs or read or write files."""
+    flags = cfg.nvcc_flags
+    for i, flag in enumerate(flags):
+        why = _nvcc_refusal(flag, flags[i + 1] if i + 1 < len(flags) else None)
+        if why is None:
+            continue
+        file = cfg.source.split(" ")[0]
+        line = _line_of(text, (*prefix, "nvcc_flags"), i, len(flags))
+        raise UsageError(
+            f'{file}:{line}: key "nvcc_flags" holds "{flag}", which {why}; a project may not set nvcc options that '
+            f"run programs or read or write files (set them in NVCC_PREPEND_FLAGS instead)."
+            if line else
+            f'{file}: key "nvcc_flags" holds "{flag}", which {why}; a project may not set nvcc options that '
+            f"run programs or read or write files (set them in NVCC_PREPEND_FLAGS instead)."
+        )  # fmt: skip
+
+
+def _nvcc_refusal(flag: str, following: str | None) -> str | None:
+    """Why the nvcc option ``flag`` (followed by ``following``) is refused from a project, or None."""
+    name = flag.split("=", 1)[0]
+    why = _REFUSED_NVCC.get(name)
+    if why is not None:
+        return why
+    for short in _JOINED:  # "-Ipath", "-ofile"
+        if name.startswith(short) and name not in ("-odir", "-objtemp", "-optf") and not name.startswith("-include"):
+            return _REFUSED_NVCC[short]
+    if name.startswith("-l") and name not in ("-lineinfo", "-lto"):
+        return _REFUSED_NVCC["-l"]
+    if name in ("-Xptxas", "--ptxas-options"):
+        value = flag.split("=", 1)[1] if "=" in flag else following or ""
+        if any(p.strip().split("=", 1)[0].startswith(_PTXAS_REFUSED) for p in value.split(",")):
+            return "names a file for ptxas to read or write"
+    return None
+
+
+def _line_of(text: str, key: tuple[str, ...], index: int, count: int) -> int | None:
+    """The line of element ``index`` of the array at ``key`` in the TOML ``text`` (else of the key)."""
+    if not text:
+        return None
+    from ._tomlpos import locate_lines
+
+    try:
+        lines = locate_lines(text)
+    except Exception:  # noqa: BLE001 - a line number is a courtesy; the message stands without it
+        return None
+    return lines.get((*key, index)) or lines.get(key)
+
+
+# keys whose paths must resolve inside the project root; the build cache too (a pull request could
+# otherwise point it anywhere): a cache outside the root is the user's choice, made with WIREUP_CACHE
+_ROOTED = ("contracts", "kernels", "reports", "evidence", "report", "templates", "cache")
 
 
 def _refuse_escaping_paths(cfg: Config, where: _Where) -> None:
     """Config paths stay inside the root, so a pull request cannot point the checker at other files."""
-    import os
-
     checks = [(k, getattr(cfg, k)) for k in _ROOTED if getattr(cfg, k)]
     checks += [("include", v) for v in cfg.include] + [("reference_paths", v) for v in cfg.reference_paths]
     checks += [("generated", v) for _, v in cfg.generated]
+    checks += [("launchers", v) for v in cfg.launchers]  # globs: absolute or ".." would walk outside
     root = cfg.root.resolve()
     for key, rel in checks:
         why = None
@@ -172,14 +306,23 @@ def _refuse_escaping_paths(cfg: Config, where: _Where) -> None:
                 (root / rel).resolve().relative_to(root)
             except ValueError:
                 why = "resolves outside the project root (through a symbolic link)"
+            except (RuntimeError, OSError):
+                why = "is a symbolic link loop"
         if why:
             raise where.error(cfg.source, key, f'key "{key}" ("{rel}") {why}; paths must stay inside the project root.')
 
 
-def _read(path: Path) -> dict:
+def _is_special(path: Path) -> bool:
+    """Whether ``path`` exists but is no regular file (a FIFO, a folder, a link loop): refused, not skipped."""
+    return os.path.lexists(path) and not path.is_file() and not path.is_dir()
+
+
+def _read(path: Path, root: Path) -> tuple[dict, str]:
+    from .untrusted import CONTRACT_LIMIT, UnreadableFile, read_bytes
+
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        text = read_bytes(path, root, CONTRACT_LIMIT).decode("utf-8")
+        return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         if line is None and "(at line " in str(exc):
@@ -189,6 +332,14 @@ def _read(path: Path) -> dict:
                 line = None
         detail = f"not valid TOML ({exc})."
         raise ConfigError(f"{path.name}: {detail}", path.name, line, "", detail) from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path.name}: expected UTF-8 text, found the byte 0x{exc.object[exc.start:exc.start + 1].hex()} at offset {exc.start}; save the file as UTF-8.") from None
+    except RecursionError:
+        raise UsageError(f"{path.name}: not valid TOML (arrays or tables are nested too deeply).") from None
+    except UnreadableFile as exc:
+        raise UsageError(f"{path.name}: this configuration file {exc}; expected a regular file inside the project root.") from None
+    except ValueError:  # tomllib's int() of an integer of more than 4300 digits
+        raise UsageError(f"{path.name}: not valid TOML (an integer of thousands of digits).") from None
     except OSError as exc:
         detail = f"cannot be read ({exc.strerror})."
         raise ConfigError(f"{path}: {detail}", path.name, None, "", detail) from None

@@ -45,7 +45,11 @@ class Expr:
     slots: frozenset[str] = field(default=frozenset())
 
     def evaluate(self, env: Mapping[str, int], slot_index: Mapping[str, int] | None = None) -> int:
-        """Integer value with every free name taken from ``env`` (KeyError names a missing one)."""
+        """Integer value with every free name taken from ``env`` (KeyError names a missing one).
+
+        Raises ZeroDivisionError for a division by zero and OverflowError for a value past 2^62 in
+        magnitude (both ArithmeticError).
+        """
         return _eval(self.tree, env, slot_index or {})
 
     @property
@@ -72,8 +76,19 @@ def parse_expr(source: str | int) -> Expr:
     return _parse_text(str(source))
 
 
+#: Largest magnitude of a literal or of any intermediate value; past it evaluation raises OverflowError
+#: (contract dims are far smaller, and an unbounded product of dims would take unbounded time).
+MAX_VALUE = 2**62
+
+
+def _too_large(value: int) -> str:
+    return f"an integer of {value.bit_length()} bits; dim expression values are at most 2^62 in magnitude"
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse_int(source: int) -> Expr:
+    if not -MAX_VALUE <= source <= MAX_VALUE:
+        raise ExprError(f"found {_too_large(source)}")
     return Expr(str(source), ("int", source))
 
 
@@ -170,7 +185,9 @@ def _convert(node: ast.AST, text: str, names: set[str], slots: set[str], depth: 
     depth += 1
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int):
-            raise ExprError(f'"{_clip(text)}" uses {node.value!r}; dim expressions take integers only')
+            raise ExprError(f'"{_clip(text)}" uses {_clip(repr(node.value))}; dim expressions take integers only')
+        if not -MAX_VALUE <= node.value <= MAX_VALUE:
+            raise ExprError(f'"{_clip(text)}" uses {_too_large(node.value)}')
         return ("int", node.value)
     if isinstance(node, ast.Name):
         names.add(node.id)
@@ -215,12 +232,13 @@ def _eval(t: object, env: Mapping[str, int], slots: Mapping[str, int]) -> int:
     if op == "neg":
         return -_eval(t[1], env, slots)  # type: ignore[index]
     args = [_eval(a, env, slots) for a in t[1:]]  # type: ignore[index]
-    if op == "+":
-        return args[0] + args[1]
-    if op == "-":
-        return args[0] - args[1]
-    if op == "*":
-        return args[0] * args[1]
+    if op in ("+", "-", "*"):
+        # operands are at most 2^62 (literals are, and so is every result), so this is cheap; checking
+        # each step keeps a chain of squaring dims from building numbers of billions of digits
+        r = args[0] + args[1] if op == "+" else args[0] - args[1] if op == "-" else args[0] * args[1]
+        if not -MAX_VALUE <= r <= MAX_VALUE:
+            raise OverflowError("a value exceeds 2^62 in magnitude")
+        return r
     if op == "//":
         if args[1] == 0:
             raise ZeroDivisionError("division by zero in a dim expression")

@@ -25,7 +25,15 @@ def _ident(prefix: str, name: str, ids: dict[str, str]) -> str:
 
 
 def _label(text: str) -> str:
-    return re.sub(r'["<>]', "", text)
+    """A Mermaid label: no quote, angle bracket or line break of a contract name survives to end the label
+    or open markup (``"]-->X["`` or ``<img onerror=...>`` stay text)."""
+    return re.sub(r'["<>`#]', "", " ".join(text.split()))
+
+
+def _dot(text: str) -> str:
+    """A DOT quoted string's body: backslashes and quotes escaped, line breaks and controls dropped."""
+    text = "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def schedule_edges(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> list[tuple[str, str, str]]:
@@ -123,7 +131,7 @@ def mermaid_document(cs: ContractSet, schedules: list[str], wiring: Wiring | Non
 
 def dot(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:
     """A Graphviz digraph of one schedule."""
-    lines = [f'digraph "{_label(schedule)}" {{', "  rankdir=LR;", '  node [fontname="Helvetica"];']
+    lines = [f'digraph "{_dot(schedule)}" {{', "  rankdir=LR;", '  node [fontname="Helvetica"];']
     shapes = {"kernel": "box", "buffer": "ellipse", "slot": "hexagon", "zero": "plaintext"}
     declared: set[str] = set()
     for a, b, kind in schedule_edges(cs, schedule, wiring):
@@ -132,8 +140,8 @@ def dot(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:
                 declared.add(node)
                 kind_, name = node.split(":", 1)
                 label = "zero" if kind_ == "zero" else name
-                lines.append(f'  "{node}" [label="{_label(label)}", shape={shapes[kind_]}];')
+                lines.append(f'  "{_dot(node)}" [label="{_dot(label)}", shape={shapes[kind_]}];')
         style = ' [style=dashed]' if kind.startswith("isv") else (' [label="+="]' if kind == "accumulate" else "")
-        lines.append(f'  "{a}" -> "{b}"{style};')
+        lines.append(f'  "{_dot(a)}" -> "{_dot(b)}"{style};')
     lines.append("}")
     return "\n".join(lines) + "\n"

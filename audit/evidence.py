@@ -79,24 +79,57 @@ class EvidenceRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvidenceRecord:
-        """The record ``data`` holds; ValueError where a field freshness compares has the wrong type."""
+        """A record from its JSON form; TypeError or ValueError for a field of the wrong type (records
+        are files in the repository, which a pull request can edit)."""
+        if not isinstance(data, Mapping):
+            raise TypeError("an evidence record is a JSON object")
         d = dict(data)
-        d["checks"] = [CheckOutcome(**c) for c in d.get("checks", [])]
+        raw = d.get("checks", [])
+        if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
+            raise TypeError('"checks" is a list of objects')
+        d["checks"] = [CheckOutcome(**_typed(c, _CHECK_TYPES)) for c in raw]
         known = set(cls.__dataclass_fields__)
-        rec = cls(**{k: v for k, v in d.items() if k in known})
-        strings = (rec.subject, rec.kind, rec.backend, rec.verdict, rec.source_hash, rec.contract_hash, rec.arch, rec.date, rec.code_hash_version)
-        maps = (rec.cubin_hashes, rec.code_hashes, rec.versions)
-        if not (
-            all(isinstance(v, str) for v in strings)
-            and isinstance(rec.build_flags, list) and all(isinstance(f, str) for f in rec.build_flags)
-            and all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in maps)
-        ):  # fmt: skip
-            raise ValueError("an evidence record with a field of the wrong type")
-        return rec
+        return cls(**_typed({k: v for k, v in d.items() if k in known}, _RECORD_TYPES))
 
     @property
     def failed_checks(self) -> list[CheckOutcome]:
         return [c for c in self.checks if c.verdict == "fail"]
+
+
+_TEXT = (str,)
+_NUMBER = (int, float, type(None))
+_CHECK_TYPES: dict[str, tuple] = {"name": _TEXT, "verdict": _TEXT, "detail": _TEXT, "size": _TEXT,
+                                  "max_abs_err": _NUMBER, "max_rel_err": _NUMBER, "rel_norm_err": _NUMBER}  # fmt: skip
+_RECORD_TYPES: dict[str, tuple] = {
+    "subject": _TEXT, "kind": _TEXT, "backend": _TEXT, "verdict": _TEXT, "source_hash": _TEXT, "contract_hash": _TEXT,
+    "cubin_hashes": (dict,), "build_flags": (list,), "arch": _TEXT, "device": (dict,), "versions": (dict,), "seed": (int,),
+    "sizes": (list,), "checks": (list,), "date": _TEXT, "duration_s": _NUMBER, "format": (int,),
+    "code_hashes": (dict,), "code_hash_version": _TEXT, "cases": (list,), "tails": (list,),
+}  # fmt: skip
+_LISTS_OF_OBJECTS = ("checks", "cases", "tails")
+
+
+def _typed(d: dict, types: Mapping[str, tuple]) -> dict:
+    """``d`` when each known field has its type (bools are no numbers; dicts and lists hold strings)."""
+    for key, value in d.items():
+        want = types.get(key)
+        if want is None:
+            raise TypeError(f'unknown field "{key}"')
+        if not isinstance(value, want) or isinstance(value, bool):
+            raise TypeError(f'field "{key}" has the wrong type')
+        if isinstance(value, float) and value != value:
+            raise ValueError(f'field "{key}" is NaN')
+        if isinstance(value, int) and abs(value) > 2**63:
+            raise ValueError(f'field "{key}" is out of range')
+        if isinstance(value, list) and key not in _LISTS_OF_OBJECTS and not all(isinstance(x, str) for x in value):
+            raise TypeError(f'field "{key}" is a list of strings')
+        if isinstance(value, list) and key in ("cases", "tails") and not all(isinstance(x, dict) for x in value):
+            raise TypeError(f'field "{key}" is a list of objects')
+        if isinstance(value, dict) and key != "device" and not all(isinstance(x, str) for x in value.values()):
+            raise TypeError(f'field "{key}" maps strings to strings')
+        if key == "device" and not all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in value.values()):
+            raise TypeError('field "device" maps strings to strings or numbers')
+    return d
 
 
 def record_path(folder: Path, kind: str, subject: str, backend: str) -> Path:
@@ -115,10 +148,13 @@ def load_records(folder: Path) -> list[EvidenceRecord]:
     out = []
     if not folder.is_dir():
         return out
+    from .untrusted import RECORD_LIMIT, read_bytes
+
+    root = folder.resolve() if folder.is_dir() else folder
     for path in sorted(folder.glob("*/*.json")):
-        try:
-            out.append(EvidenceRecord.from_dict(json.loads(path.read_text())))
-        except (OSError, ValueError, TypeError):
+        try:  # regular, bounded, inside the evidence folder; a record that is not valid is skipped
+            out.append(EvidenceRecord.from_dict(json.loads(read_bytes(path, root, RECORD_LIMIT))))
+        except (OSError, ValueError, TypeError, RecursionError):
             continue
     return out
 

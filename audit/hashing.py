@@ -24,19 +24,24 @@ _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 def include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
     """``source`` and every local header it includes, transitively, in a stable order."""
+    from .untrusted import SOURCE_LIMIT, read_regular, resolve
+
     seen: dict[Path, None] = {}
-    stack = [source.resolve()]
+    stack = [p] if (p := resolve(source)) is not None else []
     while stack:
         path = stack.pop()
         if path in seen or not path.is_file():
             continue
         seen[path] = None
-        data = path.read_bytes()
+        try:  # a regular file of bounded size only: a header that is a FIFO or /dev/zero would never end
+            data = read_regular(path, SOURCE_LIMIT)
+        except OSError:
+            continue
         for m in _INCLUDE.finditer(data):
             name = m.group(1).decode("utf-8", "replace")
             for d in (path.parent, *include_dirs):
-                cand = (d / name).resolve()
-                if cand.is_file():
+                cand = resolve(d / name)
+                if cand is not None and cand.is_file():
                     stack.append(cand)
                     break
     return sorted(seen, key=lambda p: p.as_posix())

@@ -33,6 +33,7 @@ from .cuda.hostlex import Literal as Literal
 from .cuda.hostlex import language_of as language_of
 from .cuda.hostlex import lex as lex
 from .cuda.launches import find_launches
+from .errors import UsageError
 from .model import ContractSet
 
 #: Folders never scanned: tool caches, virtual environments, build output.
@@ -114,11 +115,19 @@ def _depth(code: str, start: int, pos: int) -> int:
 # the scan
 
 
-def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
-    """Files the globs match under ``root`` (root-relative, sorted), skipping hidden and build folders."""
+def host_files(root: Path, globs: tuple[str, ...], source: str = "configuration") -> list[str]:
+    """Files the globs match under ``root`` (root-relative, sorted), skipping hidden and build folders.
+
+    A match that is a link leading out of the root, a FIFO or a device is a
+    :class:`~audit.errors.UsageError` naming the glob (``source`` names the configuration file).
+    """
+    from .untrusted import refusal
+
     seen: set[str] = set()
     root = root.resolve()
     for pattern in globs:
+        if _leaves(pattern):  # the configuration refuses these; a caller passing one gets nothing
+            continue
         for p in root.glob(pattern):
             try:
                 rel = p.relative_to(root)
@@ -126,17 +135,32 @@ def host_files(root: Path, globs: tuple[str, ...]) -> list[str]:
                 continue
             if any(part.startswith(".") or part in SKIP_DIRS for part in rel.parts[:-1]):
                 continue
+            # a regular file inside the root: a link out of it (or a folder linked from outside), a FIFO
+            # or a device is refused, naming the glob that matched it
+            why = refusal(p, root)
+            if why is not None:
+                raise UsageError(
+                    f'{source}: key "launchers" ("{pattern}") matches "{rel.as_posix()}", which {why}; '
+                    "launcher files are regular files inside the project root."
+                )
             if p.is_file() and p.stat().st_size <= MAX_FILE_BYTES:
                 seen.add(rel.as_posix())
     return sorted(seen)
 
 
+def _leaves(pattern: str) -> bool:
+    """Whether a glob is absolute or climbs out through ".." (it would walk outside the root)."""
+    return pattern.startswith(("/", "\\")) or ":" in pattern[:3] or ".." in PurePosixPath(pattern.replace("\\", "/")).parts
+
+
 def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     """Scan for references to kernels: the host sources the ``launchers`` globs name and the kernels' own
     source files (a ``.cu`` whose host functions launch its kernels with ``<<<...>>>``)."""
+    from .untrusted import read_regular, resolve
+
     root = cfg.root.resolve()
-    files = host_files(root, tuple(cfg.launchers))
-    own = sorted({k.source for k in cs.kernels if (root / k.source).is_file()} - set(files))
+    files = host_files(root, tuple(cfg.launchers), cfg.source.split(" ")[0])
+    own = sorted({k.source for k in cs.kernels if _own_source_is_readable(root, k.source)} - set(files))
     scan = LauncherScan(tuple(cfg.launchers), sorted({*files, *own}))
     by_symbol: dict[str, list[str]] = {}
     by_source: dict[Path, list[str]] = {}
@@ -148,7 +172,9 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         function = (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip()
         by_function.setdefault(function, []).append(k.name)
         src = PurePosixPath(k.source)
-        by_source.setdefault((root / k.source).resolve(), []).append(k.name)
+        real = resolve(root / k.source)
+        if real is not None:
+            by_source.setdefault(real, []).append(k.name)
         by_name.setdefault(src.name, []).append(k.name)
         by_stem.setdefault(src.stem, []).append(k.name)
     for k in cs.kernel_map.values():
@@ -163,7 +189,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     for rel in scan.files:
         path = root / rel
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = read_regular(path, MAX_FILE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
         lits, code = lex(text, language_of(rel))
@@ -196,17 +222,37 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     return scan
 
 
+def _own_source_is_readable(root: Path, source: str) -> bool:
+    """A kernel's own source joins the scan where it is a regular file inside the root (a link loop, a
+    FIFO or a name with a NUL byte is left to SOURCE_UNSAFE and the build, never read here)."""
+    from .untrusted import resolve
+
+    real = resolve(root / source)
+    if real is None:
+        return False
+    try:
+        real.relative_to(root)
+        return real.is_file()
+    except (ValueError, OSError):
+        return False
+
+
 def _files_named(value: str, here: Path, root: Path, by_source: dict, by_name: dict) -> list[tuple[str, list[str]]]:
     """(file name, contracted kernels whose source it is) for a path or glob literal."""
+    from .untrusted import inside
+
     if "{" in value:  # a format string (``format!("kernels/{name}.cu")``): nothing to resolve
         return []
     if "*" in value or "?" in value:
+        if _leaves(value):  # a literal in a host file is the project's text: never walk outside the root
+            return []
         matches: dict[Path, None] = {}
         for base in (here, root):
             try:
                 for p in sorted(base.glob(value)):
-                    matches[p.resolve()] = None
-            except (ValueError, NotImplementedError):
+                    if inside(p, root):
+                        matches[p.resolve()] = None
+            except (ValueError, NotImplementedError, OSError, RuntimeError):
                 continue
         return [(p.name, _kernels_of(p, by_source, by_name)) for p in matches]
     stem_path = PurePosixPath(value)
@@ -230,7 +276,7 @@ def launcher_facts(ctx) -> LauncherScan:
     cfg = ctx.config
     if cfg is None:
         raise RuleNotRun('no launcher scan is configured (set launchers = ["crates/**/*.rs", "build.rs"] in [tool.wireup])')
-    if cfg.launchers and not host_files(cfg.root.resolve(), tuple(cfg.launchers)):
+    if cfg.launchers and not host_files(cfg.root.resolve(), tuple(cfg.launchers), cfg.source.split(" ")[0]):
         globs = ", ".join(f'"{g}"' for g in cfg.launchers)
         raise RuleNotRun(f"the launcher globs {globs} match no file under the project root")
     scan = scan_launchers(cfg, ctx.cs)

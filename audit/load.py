@@ -104,6 +104,10 @@ def _import_tomli() -> tuple[Any, bool] | None:
 _tomli = _import_tomli()
 
 _MISSING = object()
+#: Largest integer magnitude a contract may give; dim expressions refuse larger values the same way.
+MAX_INT = 2**62
+#: Known [[kernel.property]] kinds and the keys each takes.
+PROPERTY_KINDS = {"unit_scale": ("input", "slot", "output", "magnitudes", "bound")}
 _DTYPE_NAMES = tuple(DTYPES)
 _TOP_KEYS = ("dims", "buffer", "kernel", "isv", "schedule", "invariant", "suppress")
 _TYPE_NAMES = {
@@ -166,13 +170,19 @@ class _Loader:
                 self.problem(loc, f'missing required key "{key}" ({_TYPE_NAMES[kind]}).')
                 return None
             return default
-        if type(value) is kind:  # the common case (a bool is no int here, an int no float)
-            return value
+        if type(value) is kind and kind is not float and (kind is not int or -MAX_INT <= value <= MAX_INT):
+            return value  # the common case (a bool is no int here, an int no float)
         ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        if kind is float and isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_INT:
             value, ok = float(value), True
         if not ok:
             self.problem(loc.child(key), f"expected {_TYPE_NAMES[kind]}, found {_describe(value)}.")
+            return None if default is _MISSING else default
+        if kind is int and not -MAX_INT <= value <= MAX_INT:
+            self.problem(loc.child(key), f"expected an integer of at most 2^62 in magnitude, found one of {len(str(abs(value)))} digits.")
+            return None if default is _MISSING else default
+        if kind is float and not math.isfinite(value):
+            self.problem(loc.child(key), f"expected a finite number, found {value}.")
             return None if default is _MISSING else default
         return value
 
@@ -259,8 +269,8 @@ class _Loader:
         nums = []
         for key in ("choices", "weights", "include"):
             raw = v.get(key, [])
-            if not isinstance(raw, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in raw):
-                self.problem(vl.child(key), f"expected an array of numbers, found {_describe(raw)}.")
+            if not isinstance(raw, list) or not all(_finite_number(x) for x in raw):
+                self.problem(vl.child(key), f"expected an array of finite numbers, found {_describe(raw)}.")
                 raw = []
             nums.append(tuple(float(x) for x in raw))
         choices, weights, include = nums
@@ -272,7 +282,9 @@ class _Loader:
             if raw is None:
                 bounds.append(None)
             elif isinstance(raw, float):
-                bounds.append(raw)
+                if not math.isfinite(raw):
+                    self.problem(vl.child(key), f"expected a finite number or a dim expression, found {raw}.")
+                bounds.append(raw if math.isfinite(raw) else None)
             else:
                 bounds.append(self.expr(raw, vl.child(key)))
         scale = self.get(v, vl, "scale", float, None)
@@ -288,7 +300,7 @@ class _Loader:
         self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
-            if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
+            if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) and abs(x) <= MAX_INT for x in vals):
                 self.problem(vl.child("dims", name), f"expected a non-empty array of integers, found {_describe(vals)}.")
                 continue
             dims.append((name, tuple(vals)))
@@ -358,7 +370,10 @@ class _Loader:
             if isinstance(spec, bool):
                 self.problem(dl, f"expected an integer, a dim expression or a table, found {_describe(spec)}.")
             elif isinstance(spec, int):
-                out.append(Dim(name, "fixed", value=spec, loc=dl))
+                if abs(spec) > MAX_INT:
+                    self.problem(dl, f"expected an integer of at most 2^62 in magnitude, found one of {len(str(abs(spec)))} digits.")
+                else:
+                    out.append(Dim(name, "fixed", value=spec, loc=dl))
             elif isinstance(spec, str):
                 e = self.expr(spec, dl)
                 if e is not None:
@@ -534,9 +549,19 @@ class _Loader:
             pt = self.table(p, pl, "a [[kernel.property]]")
             if pt is None:
                 continue
-            kind = self.get(pt, pl, "kind", str)
-            if kind is not None:
-                props.append(Property(kind, tuple((k, _freeze(v)) for k, v in pt.items() if k != "kind"), pl))
+            kind = self.enum(pt, pl, "kind", tuple(PROPERTY_KINDS))
+            if kind is None:
+                continue
+            self.keys(pt, pl, ("kind", *PROPERTY_KINDS[kind]), f'a "{kind}" property of kernel "{label}"')
+            for k in ("input", "slot", "output"):
+                self.get(pt, pl, k, str, None)
+            mags = pt.get("magnitudes", [1.0])
+            if not isinstance(mags, list) or not mags or not all(_finite_number(m) and m > 0 for m in mags):
+                self.problem(pl.child("magnitudes"), f"expected a non-empty array of positive finite numbers, found {_describe(mags)}.")
+            bound = self.get(pt, pl, "bound", float, None)
+            if bound is not None and bound <= 0:
+                self.problem(pl.child("bound"), f"expected a positive number, found {bound}.")
+            props.append(Property(kind, tuple((k, _freeze(v)) for k, v in pt.items() if k != "kind"), pl))
         verify = self.verify_spec(t, loc, label)
         doc = self.get(t, loc, "doc", str, "")
         if None in (name, source, stage, grid, block):
@@ -761,23 +786,36 @@ class _Loader:
         except RecursionError:
             self.problems.append(ContractProblem(src.path, None, "", "not valid TOML: arrays or tables are nested too deeply."))
             return
-        except tomllib.TOMLDecodeError as exc:
-            msg = str(exc)
-            line = None
-            if "(at line " in msg:
-                try:
-                    line = int(msg.rsplit("(at line ", 1)[1].split(",")[0])
-                except ValueError:
-                    line = None
-                msg = msg.rsplit(" (at line ", 1)[0]
-            lines = src.text.splitlines()
-            if msg == "Cannot overwrite a value" and line is not None and line <= len(lines) and "=" in lines[line - 1]:
-                # tomllib names no key: take it from the line ("name = ..." given twice in one table)
-                key = lines[line - 1].split("=", 1)[0].strip()
-                quoted = key if key[:1] in "\"'" and key else f'"{key}"'
-                msg = f"{quoted} is given twice in one table; a TOML key can be set once"
-            self.problems.append(ContractProblem(src.path, line, "", f"not valid TOML: {msg}."))
+        except ValueError as exc:
+            if isinstance(exc, tomllib.TOMLDecodeError):
+                self._toml_error(src, exc)
+                return
+            # tomllib converts integer literals with int(): more than 4300 digits raise ValueError
+            m = _LONG_INTEGER.search(src.text)
+            line = src.text.count("\n", 0, m.start()) + 1 if m else None
+            digits = len(m.group(0).replace("_", "")) if m else "thousands of"
+            self.problems.append(ContractProblem(src.path, line, "", f"not valid TOML: an integer of {digits} digits; contract integers are at most 2^62 in magnitude."))
             return
+        self._load_data(src, data, acc)
+
+    def _toml_error(self, src: SourceFile, exc: tomllib.TOMLDecodeError) -> None:
+        msg = str(exc)
+        line = None
+        if "(at line " in msg:
+            try:
+                line = int(msg.rsplit("(at line ", 1)[1].split(",")[0])
+            except ValueError:
+                line = None
+            msg = msg.rsplit(" (at line ", 1)[0]
+        lines = src.text.splitlines()
+        if msg == "Cannot overwrite a value" and line is not None and line <= len(lines) and "=" in lines[line - 1]:
+            # tomllib names no key: take it from the line ("name = ..." given twice in one table)
+            key = lines[line - 1].split("=", 1)[0].strip()
+            quoted = key if key[:1] in "\"'" and key else f'"{key}"'
+            msg = f"{quoted} is given twice in one table; a TOML key can be set once"
+        self.problems.append(ContractProblem(src.path, line, "", f"not valid TOML: {msg}."))
+
+    def _load_data(self, src: SourceFile, data: dict[str, Any], acc: dict[str, list]) -> None:
         root = Loc(src, ())
         for key, value in data.items():
             loc = root.child(key)
@@ -898,6 +936,13 @@ def _parse_toml(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+_LONG_INTEGER = re.compile(r"(?<![\w.])[+-]?(?:0[xob])?[0-9a-fA-F_]{4000,}")
+
+
+def _finite_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and (math.isfinite(x) if isinstance(x, float) else abs(x) <= MAX_INT)
+
+
 def _freeze(v: Any) -> Any:
     if isinstance(v, list):
         return tuple(_freeze(x) for x in v)
@@ -935,8 +980,22 @@ def gc_paused() -> Iterator[None]:
 
 
 def contract_files(folder: Path) -> list[Path]:
-    """Every ``*.toml`` under ``folder``, sorted by relative path (the load order)."""
-    return sorted((p for p in folder.rglob("*.toml") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
+    """Every ``*.toml`` under ``folder``, sorted by relative path (the load order).
+
+    Links to folders are not followed and folders nested deeper than
+    :data:`~audit.untrusted.MAX_DEPTH` are not entered (:func:`find_contract_files` says which).
+    """
+    return find_contract_files(folder)[0]
+
+
+def find_contract_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """``(files, skipped)``: the sorted ``*.toml`` files under ``folder`` and ``(path, why)`` of what was
+    not read (a folder too deep or unreadable)."""
+    from .untrusted import walk_files
+
+    found, skipped = walk_files(folder, ".toml")
+    files = found  # links and special files too: the reader refuses them, naming why
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix()), skipped
 
 
 def load_contracts(folder: Path, root: Path | None = None, texts: dict[str, str] | None = None) -> ContractSet:
@@ -954,20 +1013,28 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
     loader = _Loader(root)
     acc: dict[str, list] = {k: [] for k in _TOP_KEYS}
     files: list[str] = []
+    from_disk = texts is None
     if texts is None:
+        from .untrusted import CONTRACT_LIMIT, UnreadableFile, read_bytes, resolve
+
+        if resolve(folder) is None:
+            raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder is a symbolic link loop; expected a folder of *.toml contract files.")])
         if not folder.is_dir():
             what = "is a file, not a folder" if folder.exists() else "does not exist"
             raise ContractError([ContractProblem(_rel(folder, root), None, "", f"the contracts folder {what}; expected a folder of *.toml contract files.")])
-        paths = contract_files(folder)
-        if not paths:
+        paths, skipped = find_contract_files(folder)
+        for path, why in skipped:
+            loader.problems.append(ContractProblem(_rel(path, root), None, "", f"this folder {why}; its contract files were not read."))
+        if not paths and not skipped:
             raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder holds no *.toml contract files; expected at least one.")])
         texts = {}
         for path in paths:
             rel = _rel(path, root)
             try:
-                raw = path.read_bytes()
+                raw = read_bytes(path, root, CONTRACT_LIMIT)
             except OSError as exc:
-                loader.problems.append(ContractProblem(rel, None, "", f"cannot be read ({exc.strerror or exc})."))
+                why = str(exc) if isinstance(exc, UnreadableFile) else f"cannot be read ({exc.strerror or exc})"
+                loader.problems.append(ContractProblem(rel, None, "", f"this file {why}; contract files are regular files inside the project root."))
                 continue
             try:
                 texts[rel] = raw.decode("utf-8")
@@ -984,6 +1051,9 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
         second = acc["isv"][1]
         loader.problem(second.loc, f'a second [isv] table; the layout is already declared in "{acc["isv"][0].loc.file}".')
     _check_cases(loader, acc)
+    if from_disk and not loader.problems and not any(acc.values()):
+        where = _rel(folder, root)
+        loader.problems.append(ContractProblem(where, None, "", f"the {len(files)} contract file{'s' if len(files) != 1 else ''} under the contracts folder declare nothing; expected at least one [[kernel]], [dims], [[buffer]], [isv] or [[schedule]]."))
     if loader.problems:
         raise ContractError(loader.problems)
     return ContractSet(
@@ -1029,5 +1099,8 @@ def _check_cases(loader: _Loader, acc: dict[str, list]) -> None:
 def _rel(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
+    except (ValueError, RuntimeError, OSError):  # outside the root, or a loop of links
+        try:
+            return path.absolute().relative_to(root).as_posix()
+        except ValueError:
+            return path.as_posix()

@@ -37,39 +37,64 @@ def resolve_fixed_dims(cs: ContractSet) -> tuple[dict[str, int], list[tuple[str,
             env[d.name] = d.value
     state: dict[str, str] = {}
 
-    def visit(name: str, chain: tuple[str, ...]) -> bool:
-        """True when the derived dim ``name`` evaluates to a constant."""
-        d = dims.get(name)
-        if d is None:
-            return False
-        if d.kind != "derived":
-            return name in env
-        if state.get(name) == "done":
-            return name in env
-        if name in chain:
-            cyc = " -> ".join((*chain[chain.index(name) :], name))
-            problems.append((name, f'Derived dim "{name}" depends on itself: {cyc}.'))
-            state[name] = "done"
-            return False
-        ok = True
+    def finish(name: str, ok: bool) -> None:
+        d = dims[name]
         assert d.expr is not None
-        for ref in sorted(d.expr.names):
-            if ref not in dims:
-                problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" uses "{ref}", which is not a declared dim.'))
-                ok = False
-            elif not visit(ref, (*chain, name)) and dims[ref].kind != "runtime":
-                ok = False
         if ok and all(r in env for r in d.expr.names):
             try:
                 env[name] = d.expr.evaluate(env)
-            except ZeroDivisionError as exc:
+            except ArithmeticError as exc:
                 problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" cannot be evaluated: {exc}.'))
         state[name] = "done"
-        return name in env
+
+    def visit(start: str) -> None:
+        """Evaluate the derived dim ``start`` after the derived dims it uses, depth first.
+
+        An explicit stack rather than recursion: a contract may chain thousands of derived dims.
+        """
+        if state.get(start) == "done":
+            return
+        path: list[str] = [start]
+        on_path = {start}
+        stack: list[list] = [[start, iter(sorted(dims[start].expr.names)), True]]
+        while stack:
+            frame = stack[-1]
+            name = frame[0]
+            descended = False
+            for ref in frame[1]:
+                rd = dims.get(ref)
+                if rd is None:
+                    problems.append((name, f'Derived dim "{name}" = "{dims[name].expr.text}" uses "{ref}", which is not a declared dim.'))
+                    frame[2] = False
+                elif rd.kind != "derived":
+                    if ref not in env and rd.kind != "runtime":
+                        frame[2] = False
+                elif state.get(ref) == "done":
+                    if ref not in env:
+                        frame[2] = False
+                elif ref in on_path:
+                    cyc = " -> ".join((*path[path.index(ref) :], ref))
+                    problems.append((ref, f'Derived dim "{ref}" depends on itself: {cyc}.'))
+                    state[ref] = "done"
+                    frame[2] = False
+                else:
+                    stack.append([ref, iter(sorted(rd.expr.names)), True])
+                    path.append(ref)
+                    on_path.add(ref)
+                    descended = True
+                    break
+            if descended:
+                continue
+            finish(name, frame[2])
+            stack.pop()
+            path.pop()
+            on_path.discard(name)
+            if stack and name not in env:
+                stack[-1][2] = False
 
     for d in dims.values():
         if d.kind == "derived":
-            visit(d.name, ())
+            visit(d.name)
     return env, problems
 
 
@@ -79,7 +104,7 @@ def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple
     for env in envs:
         try:
             out.append(tuple(e.evaluate(env) for e in shape))
-        except (KeyError, ZeroDivisionError):
+        except (KeyError, ArithmeticError):
             return None
     return tuple(out)
 
@@ -111,7 +136,7 @@ def value_at(expr: Expr, env: Mapping[str, int], slots: Mapping[str, int] | None
     """``expr`` evaluated in ``env``, or None when it cannot be."""
     try:
         return expr.evaluate(env, slots)
-    except (KeyError, ZeroDivisionError):
+    except (KeyError, ArithmeticError):
         return None
 
 

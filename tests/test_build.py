@@ -280,8 +280,9 @@ def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path, capsys):
 
 def _copy_project(src: Path, dst: Path, cache: Path) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".wireup-cache", "__pycache__"))
+    # the configuration may only name a cache inside the root (one elsewhere is the user's: WIREUP_CACHE)
     with (dst / "wireup.toml").open("a") as fh:
-        fh.write(f'cache = "{cache.as_posix()}"\n')
+        fh.write(f'cache = "{cache.relative_to(dst).as_posix()}"\n' if cache.is_relative_to(dst) else 'cache = "build-cache"\n')
     return dst
 
 
@@ -478,8 +479,8 @@ def shipped(tmp_path_factory) -> tuple[Path, Path, BuildResult, float]:
     project.mkdir()
     shutil.copytree(REPO / "contracts", project / "contracts")
     shutil.copytree(REPO / "kernels", project / "kernels")
-    cache = base / "cache"
-    (project / "wireup.toml").write_text(f'cache = "{cache.as_posix()}"\n')
+    cache = project / "build-cache"
+    (project / "wireup.toml").write_text('cache = "build-cache"\n')
     cfg, cs = load_project(project)
     t0 = time.perf_counter()
     result = build_kernels(cfg, cs, jobs=2)
@@ -513,8 +514,8 @@ def test_shipped_kernels_compile_and_a_second_build_starts_no_process(shipped, m
 def test_cubin_hash_does_not_depend_on_the_checkout_location(shipped, tmp_path):
     project, _, first, _ = shipped
     elsewhere = tmp_path / "another" / "checkout"
-    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns("wireup.toml"))
-    (elsewhere / "wireup.toml").write_text(f'cache = "{(tmp_path / "cache").as_posix()}"\n')
+    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns("wireup.toml", "build-cache"))
+    (elsewhere / "wireup.toml").write_text('cache = "build-cache"\n')
     cfg, cs = load_project(elsewhere)
     again = build_kernels(cfg, cs, sources=["strided_gather"])
     src = cs.kernel("strided_gather").source

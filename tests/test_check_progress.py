@@ -43,14 +43,13 @@ def test_a_cached_build_prints_nothing(monkeypatch, capsys):
 
 
 @pytest.mark.nvcc
-def test_wireup_check_announces_a_cold_build_and_not_a_warm_one(tmp_path, capsys):
+def test_wireup_check_announces_a_cold_build_and_not_a_warm_one(tmp_path, capsys, monkeypatch):
     project = tmp_path / "project"
     shutil.copytree(DATA, project, ignore=shutil.ignore_patterns(".wireup-cache", "__pycache__"))
     for cu in (project / "kernels").glob("*.cu"):
         if cu.name != "quads_ok.cu":
             cu.unlink()  # one small source to compile; the others' kernels are reported missing
-    with (project / "wireup.toml").open("a") as fh:
-        fh.write(f'cache = "{(tmp_path / "cache").as_posix()}"\n')
+    monkeypatch.setenv("WIREUP_CACHE", str(tmp_path / "cache"))  # a cache outside the root: the user's choice
     args = ["check", "--root", str(project), "--select", "COMPILE_ERROR", "--format", "json"]
     main(args)
     cold = capsys.readouterr()

@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "mermaid":
         emit(mermaid_document(cs, names, w), args.output)  # one diagram: a subgraph per schedule
         return 0
-    parts = [f"// schedule {n}\n" + dot(cs, n, w) for n in names]
+    # a line break in a name would end the comment and inject a statement
+    parts = [f"// schedule {' '.join(n.split())}\n" + dot(cs, n, w) for n in names]
     emit("\n".join(parts), args.output)
     return 0

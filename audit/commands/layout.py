@@ -65,27 +65,37 @@ def run(args: argparse.Namespace) -> int:
 def _layout_from_path(path: Path, root: Path):
     """The layout declared by a contract file, or by the files of a contract folder."""
     from ..layout.gitrev import layout_from_texts
-    from ..load import contract_files
+    from ..load import find_contract_files
+    from ..untrusted import CONTRACT_LIMIT, UnreadableFile, inside, read_bytes, resolve
 
+    if resolve(path) is None:
+        raise UsageError(f'"{_display(path, root)}" is a symbolic link loop, neither a contract file nor a folder of contract files.')
     if path.is_dir():
-        files = contract_files(path)
+        files, skipped = find_contract_files(path)
+        if skipped:
+            raise UsageError(f'"{_display(skipped[0][0], root)}" {skipped[0][1]}; its contract files were not read.')
     elif path.is_file():
         files = [path]
     else:
         raise UsageError(f'"{path}" is neither a contract file nor a folder of contract files.')
+    # the project's files stay inside its root; a path given on the command line outside it is the
+    # user's own choice, and is read within its own folder
+    base = root if inside(path, root) else (path if path.is_dir() else path.parent)
     texts = {}
     for f in files:
         try:
-            texts[_display(f, root)] = f.read_text(encoding="utf-8")
+            texts[_display(f, root)] = read_bytes(f, base, CONTRACT_LIMIT).decode("utf-8")
+        except UnreadableFile as exc:
+            raise UsageError(f'"{_display(f, root)}" {exc}; contract files are regular files inside the project root.') from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f'"{f}" cannot be read ({exc}).') from None
+            raise UsageError(f'"{_display(f, root)}" cannot be read ({exc}).') from None
     return layout_from_texts(texts, root, f'"{_display(path, root)}"')
 
 
 def _display(path: Path, root: Path) -> str:
     try:
         return path.resolve().relative_to(root).as_posix()
-    except ValueError:
+    except (ValueError, RuntimeError, OSError):  # outside the root, or a loop of links
         return path.as_posix()
 
 
@@ -199,6 +209,11 @@ def _generate(args: argparse.Namespace) -> int:
     cfg, cs = load_project(root_of(args))
     if cs.isv is None:
         raise UsageError(f'The contracts under "{cfg.contracts}" declare no [isv] table, so there are no slot constants to generate.')
+    from ..rules.layout import refuse_huge_layout
+
+    too_large = refuse_huge_layout(cs.isv)
+    if too_large:
+        raise UsageError(f"{cs.isv.loc}: {too_large}")
     _require_identifiers(cs.isv)
     files = generated_files(cfg.generated)
     results = generate(cfg.root, cs.isv, files, cs.isv.loc.file or cfg.contracts, check=args.check)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import EnvironmentProblem, UsageError
 from ..hashing import files_hash, include_closure
+from ..untrusted import resolve, source_refusal
 from ._identity import NotACubin, code_hash
 from ._toolchain import NVCC_MISSING, find_demangler, find_nvcc, find_ptxas, nvcc_version, ptxas_options
 from ._types import BuildResult, SourceBuild
@@ -77,14 +78,21 @@ def build_kernels(
         if k.name in overrides:
             units.setdefault(overrides[k.name][0], overrides[k.name][1])
             continue
-        path = (root / k.source).resolve()
-        if path.is_file() and _inside(path, root):
+        path = resolve(root / k.source)
+        # a source whose include closure is unsafe (a FIFO, /dev/zero, a computed include, a link loop)
+        # is not given to nvcc, which would block on it; SOURCE_UNSAFE reports it
+        if path is None:
+            continue
+        if path.is_file() and _inside(path, root) and source_refusal(path, [cfg.path(d) for d in cfg.include_dirs], root) is None:
             units.setdefault(k.source, path)
 
     nvcc = find_nvcc()
     if nvcc is None:
         raise EnvironmentProblem(NVCC_MISSING)
     cache_arch = cfg.path(cfg.cache) / "build" / arch
+    if not force and committed_cache_files(cfg.path(cfg.cache), root):
+        # entries a commit brought in are the project's word, not a build's: rebuild and replace them
+        force = True
     version = nvcc_version(nvcc, cache_arch.parent)
     flags = effective_flags(cfg)
     include_dirs = [cfg.path(d) for d in cfg.include_dirs]
@@ -219,6 +227,62 @@ def _load_entry(folder: Path, source: str) -> SourceBuild | None:
     if sb.ok and (sb.cubin is None or not _has_size(sb.cubin, sb.cubin_size)):
         return None
     return sb
+
+
+def committed_cache_files(cache: Path, root: Path) -> bool:
+    """Whether git tracks any file under ``cache`` in the repository holding ``root``.
+
+    The cache is trusted because wireup wrote it; a pull request that commits a cache entry (a cubin and
+    a build.json claiming a clean build, under the key its sources hash to) would otherwise pass the
+    build rules without nvcc ever seeing the source. The git index lists tracked paths as plain bytes
+    (index versions 2 and 3), so this reads it rather than start a process: a cached build starts none.
+    """
+    try:
+        real = cache.resolve()
+        real.relative_to(root)
+    except (ValueError, OSError, RuntimeError):
+        return False  # outside the root: the user's own folder (WIREUP_CACHE)
+    top, index = _git_index(root)
+    if index is None:
+        return False
+    try:
+        rel = real.relative_to(top).as_posix()
+        with index.open("rb") as fh:
+            head = fh.read(8)
+            if head[:4] != b"DIRC" or index.stat().st_size > 256 << 20:
+                return False
+            version = int.from_bytes(head[4:8], "big")
+            data = fh.read()
+    except (OSError, ValueError):
+        return False
+    if version >= 4:  # paths are prefix-compressed: ask git
+        from ..errors import EnvironmentProblem
+        from ..git import run_git
+
+        try:
+            out = run_git(top, "ls-files", "-z", "--", f":(literal){rel}")
+        except EnvironmentProblem:
+            return False
+        return out.returncode == 0 and bool(out.stdout)
+    return (rel.encode() + b"/") in data
+
+
+def _git_index(root: Path) -> tuple[Path, Path | None]:
+    """(top folder, index file) of the git work tree holding ``root``; (root, None) outside one."""
+    for d in (root, *root.parents):
+        dot = d / ".git"
+        if dot.is_dir():
+            return d, dot / "index" if (dot / "index").is_file() else None
+        if dot.is_file():  # a linked work tree or submodule: "gitdir: <path>"
+            try:
+                line = dot.read_text(errors="replace").strip()
+            except OSError:
+                return d, None
+            if line.startswith("gitdir:"):
+                gitdir = (d / line[7:].strip()).resolve()
+                return d, gitdir / "index" if (gitdir / "index").is_file() else None
+            return d, None
+    return root, None
 
 
 def _has_size(path: Path, size: int | None) -> bool:

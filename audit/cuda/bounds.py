@@ -133,11 +133,12 @@ def included_constants(path: Path, include_dirs: Sequence[Path]) -> dict[str, in
     """The integer constants of the local headers that ``path`` includes (transitively), in include order;
     raises OSError when a header cannot be read."""
     from ..hashing import include_closure
+    from ..untrusted import SOURCE_LIMIT, read_regular
 
     constants: dict[str, int] = {}
     for header in include_closure(path, include_dirs):
         if header != path.resolve():
-            constants.update(integer_constants(header.read_text(encoding="utf-8", errors="replace"), constants))
+            constants.update(integer_constants(read_regular(header, SOURCE_LIMIT).decode("utf-8", errors="replace"), constants))
     return constants
 
 

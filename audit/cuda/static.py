@@ -42,12 +42,13 @@ Extents = tuple[int | None, int | None, int | None]
 def source_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[Overrun]:
     """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
     it includes (transitively) known. A file that cannot be read or tokenized has none. ``cache`` keeps
-    the result by the content of the file and its headers."""
+    the result by the content of the file and its headers. Files are read bounded and only when regular."""
+    from ..untrusted import SOURCE_LIMIT, read_regular
     from .tokens import TokenizeError
 
     def compute() -> list[Overrun]:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
             return find_overruns(text, included_constants(path, include_dirs))
         except (OSError, TokenizeError):
             return []
@@ -68,11 +69,12 @@ def _cached(cache: AnalysisCache | None, kind: str, path: Path, include_dirs: Se
     if cache is None:
         return compute()
     from ..hashing import include_closure
+    from ..untrusted import SOURCE_LIMIT, read_regular
 
     try:
         own = path.resolve()
-        parts = [path.read_bytes()]
-        parts += [h.read_bytes() for h in include_closure(path, include_dirs) if h != own]
+        parts = [read_regular(path, SOURCE_LIMIT)]
+        parts += [read_regular(h, SOURCE_LIMIT) for h in include_closure(path, include_dirs) if h != own]
     except OSError:
         return compute()
     return cache.results(kind, parts, cls, compute)

@@ -125,10 +125,11 @@ def find_uninit_reads(text: str, constants: Mapping[str, int] | None = None) -> 
 def source_uninit_reads(path: Path, include_dirs: Sequence[Path]) -> list[UninitRead]:
     """The LOCAL_UNINIT_READ findings of one source file, with the integer constants of the local headers it
     includes (transitively) known. A file that cannot be read or tokenized has none."""
+    from ..untrusted import SOURCE_LIMIT, read_regular
     from .tokens import TokenizeError
 
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
         return find_uninit_reads(text, included_constants(path, include_dirs))
     except (OSError, TokenizeError):
         return []

@@ -38,13 +38,16 @@ def md(text: Any) -> str:
     ``<`` could open an HTML tag and ``|`` ends a table cell; ``*`` and backticks would start emphasis
     or code. ``>`` is left alone (harmless inside a line), so "117 -> 118" stays readable in a diff.
 
-    >>> md("a | b <script> -> c")
-    'a \\| b &lt;script> -> c'
+    >>> md("a | b <script> -> c [x](javascript:y)")
+    'a \\\\| b &lt;script> -> c [x]\\\\(javascript:y)'
     """
     s = " ".join(str(text if text is not None else "").split())
     s = re.sub(r"&(?=#?\w+;)", "&amp;", s).replace("<", "&lt;")
     s = s.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`").replace("*", "\\*")
-    return s
+    # no link or image from contract text: "[x](javascript:...)", "![x](...)" and "[x][ref]" lose the
+    # bracket that joins text and target, and a leading "[x]:" cannot define a reference
+    s = s.replace("](", "]\\(").replace("][", "]\\[")
+    return "\\" + s if s.startswith("[") else s
 
 
 def code(text: Any) -> str:
@@ -83,30 +86,169 @@ def template_dirs(user: str | Path | None) -> list[Path]:
     return dirs
 
 
-def render_report(report: Report, fmt: str = "md", templates: str | Path | None = None, mermaid_js: str | None = None) -> str:
-    """The report as text in ``fmt`` ("md" or "html")."""
-    import jinja2
+#: Most seconds a report template may take to render; a project's template that loops longer is refused.
+RENDER_SECONDS = 60
+#: Longest string or list a template may build with ``*`` (and largest power with ``**``).
+MAX_PRODUCT = 10_000_000
+#: Largest template file read.
+TEMPLATE_LIMIT = 4 << 20
 
-    if fmt not in FORMATS:
-        raise UsageError(f'unknown report format "{fmt}"; valid formats are "md" and "html".')
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader([str(d) for d in template_dirs(templates)]),
+
+def _environment(dirs: list[Path]):
+    """A sandboxed Jinja environment over ``dirs``: a project's template runs no Python (no attribute
+    starting with "_", no unsafe callables), builds no huge string or number, and reads only regular
+    files of bounded size inside its own folder (a link out of it, a FIFO or ``..`` is not found)."""
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    import os
+
+    from ..untrusted import inside, read_regular, refusal
+
+    class BoundedLoader(jinja2.BaseLoader):
+        def get_source(self, environment, template):
+            parts = template.split("/")
+            if any(p in ("", ".", "..") for p in parts) or "\\" in template or "\x00" in template:
+                raise jinja2.TemplateNotFound(template)
+            for d in dirs:
+                path = d.joinpath(*parts)
+                if not os.path.lexists(path):
+                    continue
+                if not path.is_file() or not inside(path, d):
+                    why = refusal(path, d, TEMPLATE_LIMIT) or "is not a regular file"
+                    raise UsageError(f'template "{path}" {why}; templates are regular files inside their folder.')
+                try:
+                    text = read_regular(path, TEMPLATE_LIMIT).decode("utf-8")
+                except (OSError, UnicodeDecodeError):
+                    raise jinja2.TemplateNotFound(template) from None
+                return text, str(path), lambda: False
+            raise jinja2.TemplateNotFound(template)
+
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
+        intercepted_binops = frozenset(["*", "**", "+"])
+
+        def call_binop(self, context, operator, left, right):
+            if operator == "**":
+                if isinstance(right, (int, float)) and abs(right) > 64:
+                    raise jinja2.sandbox.SecurityError(f"the power {right} is larger than templates may compute")
+                return left**right
+            if operator == "*":
+                for seq, n in ((left, right), (right, left)):
+                    if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > MAX_PRODUCT:
+                        raise jinja2.sandbox.SecurityError(f"a sequence of {len(seq) * n} items is larger than templates may build")
+                return left * right
+            if isinstance(left, (str, list, tuple)) and isinstance(right, type(left)) and len(left) + len(right) > MAX_PRODUCT:
+                raise jinja2.sandbox.SecurityError("a string or list is larger than templates may build")
+            return left + right
+
+    return BoundedSandbox(
+        loader=BoundedLoader(),
         autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default_for_string=False),
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
+
+
+def render_report(report: Report, fmt: str = "md", templates: str | Path | None = None, mermaid_js: str | None = None) -> str:
+    """The report as text in ``fmt`` ("md" or "html").
+
+    Templates render in a sandbox (a project's template folder is code a pull request controls); an
+    error a template raises while rendering, or a render past :data:`RENDER_SECONDS`, is a
+    :class:`~audit.errors.UsageError` naming the template and line.
+    """
+    import jinja2
+
+    if fmt not in FORMATS:
+        raise UsageError(f'unknown report format "{fmt}"; valid formats are "md" and "html".')
+    dirs = template_dirs(templates)
+    env = _environment(dirs)
     env.filters.update(md=md, code=code, fence=fence, anchor=anchor, icon=lambda s: ICONS.get(s, ""), bytes=format_bytes)
     env.filters.update(VALUE_FILTERS)
     try:
         template = env.get_template(TEMPLATES[fmt])
     except jinja2.TemplateNotFound as exc:
-        raise UsageError(f'template "{exc.name}" was not found in {", ".join(str(d) for d in template_dirs(templates))}.') from None
+        raise UsageError(f'template "{exc.name}" was not found in {", ".join(str(d) for d in dirs)}.') from None
     except jinja2.TemplateSyntaxError as exc:
         raise UsageError(f"{exc.filename}:{exc.lineno}: template syntax error: {exc.message}.") from None
-    text = template.render(r=report, mermaid_js=mermaid_js, icons=ICONS)
+    try:
+        with _time_limit(RENDER_SECONDS):
+            text = template.render(r=report, mermaid_js=mermaid_js, icons=ICONS)
+    except Exception as exc:  # noqa: BLE001 - any error raised by a project's template is the project's
+        where = _template_line(exc, dirs[:-1])
+        if where is None:
+            raise  # an error in a shipped template is a bug in wireup: let it show
+        if isinstance(exc, jinja2.TemplateSyntaxError):
+            raise UsageError(f"{where}: template syntax error: {exc.message}.") from None
+        raise UsageError(f"{where}: the template failed while rendering ({type(exc).__name__}: {_one_line(exc)}).") from None
     return tidy(text, markdown=(fmt == "md"))
+
+
+class RenderTimeout(Exception):
+    """A template took longer than :data:`RENDER_SECONDS` to render."""
+
+    def __str__(self) -> str:
+        return f"it ran longer than {RENDER_SECONDS} s"
+
+
+def _time_limit(seconds: int):
+    """A context that raises :class:`RenderTimeout` after ``seconds`` (main thread only; a no-op elsewhere)."""
+    import contextlib
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def limit():
+        def expire(signum, frame):
+            raise RenderTimeout()
+
+        old = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+    return limit()
+
+
+def _template_line(exc: BaseException, user_dirs: list[Path]) -> str | None:
+    """``file:line`` of the deepest frame of a project's template in ``exc``'s traceback, or None."""
+    if isinstance(exc, jinja2_syntax_error()) and exc.filename:
+        files = [(exc.filename, exc.lineno)]
+    else:
+        files = []
+        tb = exc.__traceback__
+        while tb is not None:
+            files.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+            tb = tb.tb_next
+    for filename, line in reversed(files):
+        path = Path(filename)
+        for d in user_dirs:
+            try:
+                rel = path.resolve().relative_to(d.resolve())
+            except (ValueError, OSError, RuntimeError):
+                continue
+            return f"{(d / rel).as_posix()}:{line}"
+    if isinstance(exc, RenderTimeout) and user_dirs:
+        return user_dirs[0].as_posix()
+    return None
+
+
+def jinja2_syntax_error():
+    import jinja2
+
+    return jinja2.TemplateSyntaxError
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def tidy(text: str, markdown: bool) -> str:

@@ -327,6 +327,7 @@ def _source_names(ctx: CheckContext, k: Kernel, sb: SourceBuild) -> list[str | N
 
     from ..compile.abi import function_name, source_param_names
     from ..hashing import include_closure
+    from ..untrusted import SOURCE_LIMIT, read_regular
 
     cfg = ctx.config
     path = Path(sb.source) if sb.source != k.source else ctx.cs.root / k.source
@@ -334,7 +335,7 @@ def _source_names(ctx: CheckContext, k: Kernel, sb: SourceBuild) -> list[str | N
     try:
         files = [path.resolve(), *[p for p in include_closure(path, dirs) if p != path.resolve()]]
         for f in files:
-            names = source_param_names(f.read_text(errors="replace"), function_name(k))
+            names = source_param_names(read_regular(f, SOURCE_LIMIT).decode("utf-8", errors="replace"), function_name(k))
             if names is not None:
                 return names
     except OSError:

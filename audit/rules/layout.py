@@ -68,6 +68,19 @@ def _brief(c, old, new) -> str:
     return f'{c.rule} "{c.slot}" at {c.new_index if c.new_index is not None else c.old_index}'
 
 
+#: Most ISV indices the generated files describe (their reset tables walk every index); the shipped
+#: layout has 117.
+MAX_GENERATED_SLOTS = 1 << 20
+
+
+def refuse_huge_layout(isv) -> str | None:
+    """Why the generated files of ``isv`` are not rendered (it spans too many indices), or None."""
+    largest = max([isv.total_dim, *(s.index + s.count for s in isv.slots)])
+    if largest > MAX_GENERATED_SLOTS:
+        return f"the layout spans {largest} indices; generated constants cover at most {MAX_GENERATED_SLOTS} (2^20)."
+    return None
+
+
 @rule("GENERATED_STALE", "Every generated slot-constant file exists and matches the layout (run `wireup layout generate`).", "layout")
 def check_generated(ctx: CheckContext) -> Iterator[Hit]:
     isv = ctx.cs.isv
@@ -76,6 +89,10 @@ def check_generated(ctx: CheckContext) -> Iterator[Hit]:
     from ..layout.codegen import generated_files, layout_context, stale_reason
 
     source = isv.loc.file or ctx.config.contracts
+    too_large = refuse_huge_layout(isv)
+    if too_large:
+        yield Hit(f"The slot constants cannot be generated: {too_large}", isv.loc, "isv")
+        return
     try:
         files = generated_files(ctx.config.generated)
         context = layout_context(isv, source)

@@ -315,6 +315,8 @@ def _first_out_of_range(value: Expr, dtype: str, envs, slots) -> int | None:
 
 def _inside(root: Path, rel: str) -> str | None:
     """None when ``rel`` stays inside ``root``; otherwise why not."""
+    if "\x00" in rel:
+        return "holds a NUL character"
     if os.path.isabs(rel):
         return "is an absolute path"
     p = Path(rel)
@@ -327,6 +329,8 @@ def _inside(root: Path, rel: str) -> str | None:
         real.relative_to(root.resolve())
     except ValueError:
         return "resolves outside the project root (through a symbolic link)"
+    except (RuntimeError, OSError):
+        return "is a symbolic link loop"
     return None
 
 
@@ -351,16 +355,35 @@ def check_paths(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(f'Kernel "{k.name}" source "{k.source}" {why}; sources must lie inside the project root.', k.loc.child("source"), k.name)
 
 
+@rule("SOURCE_UNSAFE", "Every kernel source and local header it includes is a bounded regular file inside the root, included by a literal relative name (the build reads nothing else).", "schema")
+def check_sources_safe(ctx: CheckContext) -> Iterator[Hit]:
+    from ..untrusted import source_refusal
+
+    root = ctx.cs.root
+    inside = _inside_memo(root)
+    dirs = [ctx.config.path(d) for d in ctx.config.include_dirs] if ctx.config else []
+    why: dict[str, str | None] = {}
+    for k in ctx.cs.kernels:
+        if inside(k.source):
+            continue
+        if k.source not in why:
+            why[k.source] = source_refusal(root / k.source, dirs, root)
+        if why[k.source]:
+            yield Hit(f'Kernel "{k.name}" source "{k.source}" {why[k.source]}; it is neither compiled nor analysed.', k.loc.child("source"), k.name)
+
+
 @rule("SOURCE_MISSING", "Every kernel's source file exists.", "schema")
 def check_sources_exist(ctx: CheckContext) -> Iterator[Hit]:
+    from ..untrusted import refusal
+
     root = ctx.cs.root
     inside = _inside_memo(root)
     exists: dict[str, bool] = {}
     for k in ctx.cs.kernels:
         if inside(k.source):
             continue
-        if k.source not in exists:
-            exists[k.source] = (root / k.source).is_file()
+        if k.source not in exists:  # a FIFO, a folder or a link loop is SOURCE_UNSAFE's
+            exists[k.source] = (root / k.source).is_file() or refusal(root / k.source, root) is not None
         if not exists[k.source]:
             yield Hit(f'Kernel "{k.name}" source "{k.source}" does not exist.', k.loc.child("source"), k.name)
 
