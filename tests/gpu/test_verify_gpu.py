@@ -122,7 +122,9 @@ def test_generality_fixture_passes_on_both_backends(tmp_path):
 def test_memcheck_finds_nothing_in_the_shipped_kernels():
     out = verify(REPO, kernels=["strided_gather", "aux_trade_outcome_backward", "aux_weight_grad_reduce"], backends=["pycuda"],
                  sanitizer="memcheck", sizes=(1, 37), chain_sizes=(37,), evidence=False)  # fmt: skip
-    assert out.result.findings == [], "\n".join(_messages(out))
+    # two small sizes leave tails uncovered on purpose (a warning); what memcheck says is what counts here
+    found = [f for f in out.result.findings if f.rule != "VERIFY_TAIL_UNCOVERED"]
+    assert found == [], "\n".join(_messages(out))
     passes = [c for r in out.run.results for c in r.checks if c.check == "sanitizer_memcheck"]
     assert len(passes) == 3 and all(c.verdict == "pass" for c in passes)
 
