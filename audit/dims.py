@@ -25,6 +25,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class ExprError(ValueError):
@@ -370,3 +371,78 @@ def literals(expr: Expr) -> set[int]:
 
     walk(expr.tree)
     return out
+
+
+def resolve_fixed(dims: Mapping[str, Any]) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Values of fixed dims and of derived dims that depend only on fixed ones; ``dims`` maps each name to
+    its declaration (an :class:`audit.model.Dim`: ``kind``, ``value``, ``expr``).
+
+    Returns ``(env, problems)``; each problem is ``(dim name, sentence)`` for a derived dim that refers
+    to an unknown name, is part of a cycle, or fails to evaluate.
+    """
+    env: dict[str, int] = {}
+    problems: list[tuple[str, str]] = []
+    for d in dims.values():
+        if d.kind == "fixed" and d.value is not None:
+            env[d.name] = d.value
+    state: dict[str, str] = {}
+
+    def finish(name: str, ok: bool) -> None:
+        d = dims[name]
+        assert d.expr is not None
+        if ok and all(r in env for r in d.expr.names):
+            try:
+                env[name] = d.expr.evaluate(env)
+            except ArithmeticError as exc:
+                problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" cannot be evaluated: {exc}.'))
+        state[name] = "done"
+
+    def visit(start: str) -> None:
+        """Evaluate the derived dim ``start`` after the derived dims it uses, depth first.
+
+        An explicit stack rather than recursion: a contract may chain thousands of derived dims.
+        """
+        if state.get(start) == "done":
+            return
+        path: list[str] = [start]
+        on_path = {start}
+        stack: list[list] = [[start, iter(sorted(dims[start].expr.names)), True]]
+        while stack:
+            frame = stack[-1]
+            name = frame[0]
+            descended = False
+            for ref in frame[1]:
+                rd = dims.get(ref)
+                if rd is None:
+                    problems.append((name, f'Derived dim "{name}" = "{dims[name].expr.text}" uses "{ref}", which is not a declared dim.'))
+                    frame[2] = False
+                elif rd.kind != "derived":
+                    if ref not in env and rd.kind != "runtime":
+                        frame[2] = False
+                elif state.get(ref) == "done":
+                    if ref not in env:
+                        frame[2] = False
+                elif ref in on_path:
+                    cyc = " -> ".join((*path[path.index(ref) :], ref))
+                    problems.append((ref, f'Derived dim "{ref}" depends on itself: {cyc}.'))
+                    state[ref] = "done"
+                    frame[2] = False
+                else:
+                    stack.append([ref, iter(sorted(rd.expr.names)), True])
+                    path.append(ref)
+                    on_path.add(ref)
+                    descended = True
+                    break
+            if descended:
+                continue
+            finish(name, frame[2])
+            stack.pop()
+            path.pop()
+            on_path.discard(name)
+            if stack and name not in env:
+                stack[-1][2] = False
+
+    for d in dims.values():
+        if d.kind == "derived":
+            visit(d.name)
+    return env, problems

@@ -550,9 +550,9 @@ class ContractSet:
     @functools.cached_property
     def fixed_env(self) -> dict[str, int]:
         """Values of fixed and derived dims (derived ones that evaluate); runtime dims are absent."""
-        from .shapes import resolve_fixed_dims
+        from .dims import resolve_fixed
 
-        return resolve_fixed_dims(self)[0]
+        return resolve_fixed(self.dim_map)[0]
 
     @functools.cached_property
     def runtime_ranges(self) -> dict[str, tuple[int, int]]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .cases import bind_local_dims, fill_derived, probe_envs  # dim environments live in audit.cases
-from .dims import Expr
+from .dims import Expr, resolve_fixed
 
 if TYPE_CHECKING:
     from .model import ContractSet
@@ -24,78 +24,10 @@ __all__ = ["ShapeKeys", "bind_local_dims", "fill_derived", "numel", "probe_envs"
 
 
 def resolve_fixed_dims(cs: ContractSet) -> tuple[dict[str, int], list[tuple[str, str]]]:
-    """Values of fixed dims and of derived dims that depend only on fixed ones.
-
-    Returns ``(env, problems)``; each problem is ``(dim name, sentence)`` for a derived dim that refers
-    to an unknown name, is part of a cycle, or fails to evaluate.
-    """
-    env: dict[str, int] = {}
-    problems: list[tuple[str, str]] = []
-    dims = cs.dim_map
-    for d in dims.values():
-        if d.kind == "fixed" and d.value is not None:
-            env[d.name] = d.value
-    state: dict[str, str] = {}
-
-    def finish(name: str, ok: bool) -> None:
-        d = dims[name]
-        assert d.expr is not None
-        if ok and all(r in env for r in d.expr.names):
-            try:
-                env[name] = d.expr.evaluate(env)
-            except ArithmeticError as exc:
-                problems.append((name, f'Derived dim "{name}" = "{d.expr.text}" cannot be evaluated: {exc}.'))
-        state[name] = "done"
-
-    def visit(start: str) -> None:
-        """Evaluate the derived dim ``start`` after the derived dims it uses, depth first.
-
-        An explicit stack rather than recursion: a contract may chain thousands of derived dims.
-        """
-        if state.get(start) == "done":
-            return
-        path: list[str] = [start]
-        on_path = {start}
-        stack: list[list] = [[start, iter(sorted(dims[start].expr.names)), True]]
-        while stack:
-            frame = stack[-1]
-            name = frame[0]
-            descended = False
-            for ref in frame[1]:
-                rd = dims.get(ref)
-                if rd is None:
-                    problems.append((name, f'Derived dim "{name}" = "{dims[name].expr.text}" uses "{ref}", which is not a declared dim.'))
-                    frame[2] = False
-                elif rd.kind != "derived":
-                    if ref not in env and rd.kind != "runtime":
-                        frame[2] = False
-                elif state.get(ref) == "done":
-                    if ref not in env:
-                        frame[2] = False
-                elif ref in on_path:
-                    cyc = " -> ".join((*path[path.index(ref) :], ref))
-                    problems.append((ref, f'Derived dim "{ref}" depends on itself: {cyc}.'))
-                    state[ref] = "done"
-                    frame[2] = False
-                else:
-                    stack.append([ref, iter(sorted(rd.expr.names)), True])
-                    path.append(ref)
-                    on_path.add(ref)
-                    descended = True
-                    break
-            if descended:
-                continue
-            finish(name, frame[2])
-            stack.pop()
-            path.pop()
-            on_path.discard(name)
-            if stack and name not in env:
-                stack[-1][2] = False
-
-    for d in dims.values():
-        if d.kind == "derived":
-            visit(d.name)
-    return env, problems
+    """Values of fixed dims and of derived dims that depend only on fixed ones (see
+    :func:`audit.dims.resolve_fixed`, which the model uses too: this module imports the model, so the
+    work lives below both)."""
+    return resolve_fixed(cs.dim_map)
 
 
 def shape_key(shape: Sequence[Expr], envs: Sequence[Mapping[str, int]]) -> tuple[tuple[int, ...], ...] | None:

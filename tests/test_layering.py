@@ -106,3 +106,10 @@ def test_static_commands_load_no_runtime_mutation_or_gpu_package(argv, tmp_path,
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.stdout.strip().splitlines()[-1:] == ["[]"], out.stdout + out.stderr
+
+
+def test_no_import_circles():
+    """Not even through an import inside a function: a circle means two modules that cannot be read, tested
+    or moved apart (the rule registry, the backend factory and the session with its verifiers were)."""
+    cycles = sorted(sorted(c) for c in nx.simple_cycles(GRAPH))
+    assert cycles == []

@@ -407,7 +407,7 @@ def _list(names: list[str]) -> str:
 def check_unused_suppressions(ctx: CheckContext) -> Iterator[Hit]:
     """Runs after every other selected rule (the engine orders it last); an entry whose rule did not run in
     this invocation (not selected, or not run here) is not judged."""
-    from . import REGISTRY
+    from ._base import REGISTRY
 
     hits, ran = ctx.fact("suppressions")
     for entry, count in hits.items():

@@ -12,9 +12,9 @@ replays it, times launches with events and describes the device. Three implement
 The two GPU backends share :class:`DeviceBackend`: CUDA errors as :class:`DeviceError` (with
 :func:`is_sticky`), function lookup, and the helper cubin's device-side count and hash.
 
-GPU packages are imported only inside the first two modules, lazily, by :func:`open_backend`.
+GPU packages are imported only inside the first two modules, lazily, by :func:`audit.runtime._open.open_backend`.
 
->>> be = open_backend("emulated")
+>>> be = open_backend("emulated")   # from audit.runtime._open
 >>> ptr = be.alloc(16); be.h2d(ptr, np.arange(4, dtype=np.float32)); be.d2h(ptr, 16).view(np.float32)
 array([0., 1., 2., 3.], dtype=float32)
 """
@@ -321,19 +321,3 @@ def hash_words(words: np.ndarray, first_index: int = 0) -> int:
         x = x ^ (x >> np.uint64(31))
         return int(x.sum(dtype=np.uint64))
 
-
-def open_backend(name: str, **options: Any) -> Backend:
-    """Start the named backend (``pycuda``, ``cupy`` or ``emulated``); raises :class:`BackendUnavailable`."""
-    if name == "pycuda":
-        from ._pycuda import PyCudaBackend
-
-        return PyCudaBackend(**options)
-    if name == "cupy":
-        from ._cupy import CupyBackend
-
-        return CupyBackend(**options)
-    if name == "emulated":
-        from ._emulated import EmulatedBackend
-
-        return EmulatedBackend(**options)
-    raise BackendUnavailable(f'unknown backend "{name}"; the backends are "pycuda", "cupy" and "emulated"')

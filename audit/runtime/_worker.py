@@ -35,9 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from ..verify_checks import GUARDS, LAUNCH
-from ._backend import Backend, BackendUnavailable, DeviceError, open_backend
+from ._backend import Backend, BackendUnavailable, DeviceError
+from ._open import open_backend
 from ._results import EnvironmentInfo, SubjectResult
 from ._session import JobSpec, LaunchFailure, Session
+from ._verifiers import VerifyingSession
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -97,7 +99,7 @@ def _first_failure_verifier():
     return FirstFailureVerifier
 
 
-class _FirstFailureSession(Session):
+class _FirstFailureSession(VerifyingSession):
     """A session whose kernel subjects stop at their first failing case (``first_failure``): enough to
     know a mutant is caught, and much cheaper than every check at every size."""
 
@@ -193,7 +195,7 @@ class UnitRunner:
     def _session(self, unit: Mapping[str, Any], bes: dict[str, Backend]) -> Session:
         """The base session (its modules loaded once) for a unit of the base's modules on the GPU
         backends; a session of its own for a unit with its own modules or an emulated backend."""
-        cls = _FirstFailureSession if self.first_failure else Session
+        cls = _FirstFailureSession if self.first_failure else VerifyingSession
         own = "modules" in unit or "emulated" in bes
         if not own and self._base_session is not None:
             return self._base_session
