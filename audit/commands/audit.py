@@ -19,6 +19,7 @@ import argparse
 import sys
 import time
 
+from ..errors import ExitCode
 from ._common import root_of
 
 NAME = "audit"
@@ -160,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
     if stale_report:
         print(f"  - {cfg.report} is out of date: run `wireup report` and commit it")
     if verify_rc == 3:
-        return 3
-    return 1 if (errors or failed or stale_report or verify_rc == 1) else 0
+        return ExitCode.INTERNAL
+    return ExitCode.FINDINGS if (errors or failed or stale_report or verify_rc == 1) else ExitCode.CLEAN
 
 
 def _build(run) -> str:

@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
     from ..compile import build_kernels
-    from ..errors import UsageError
+    from ..errors import ExitCode, UsageError
 
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, found {args.jobs}.")
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         n = len(failed)
         print(f"{n} source{'s do' if n != 1 else ' does'} not compile: " + ", ".join(sb.source for sb in failed))
     print(f"{result.compiled} compiled, {result.cached} cached in {result.seconds:.2f} s")
-    return 1 if failed else 0
+    return ExitCode.FINDINGS if failed else ExitCode.CLEAN
 
 
 def render_table(result, kernels) -> str:

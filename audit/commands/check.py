@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_output_arguments, add_selection_arguments, emit, root_of, split_list
+from ._common import (
+    add_output_arguments,
+    add_selection_arguments,
+    emit,
+    root_of,
+    split_list,
+)
 
 NAME = "check"
 HELP = "check the contracts and kernels statically (shapes, wiring, ISV, invariants, ABI)"

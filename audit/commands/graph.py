@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ._common import emit, root_of
 
 NAME = "graph"
@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     w = Wiring(cs)
     if args.format == "mermaid":
         emit(mermaid_document(cs, names, w), args.output)  # one diagram: a subgraph per schedule
-        return 0
+        return ExitCode.CLEAN
     # a line break in a name would end the comment and inject a statement
     parts = [f"// schedule {' '.join(n.split())}\n" + dot(cs, n, w) for n in names]
     emit("\n".join(parts), args.output)
-    return 0
+    return ExitCode.CLEAN

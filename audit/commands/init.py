@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ._common import root_of
 
 NAME = "init"
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     for src in empty:
         print(f'wireup init: "{src}" declares no __global__ function (a kernel declared through a macro is not seen).', file=sys.stderr)
     if not parts:
-        return 1
+        return ExitCode.FINDINGS
     text = "\n".join(parts)
     if args.output:
         out = Path(args.output)
@@ -102,4 +102,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"wireup init: wrote {args.output}; fill in every TODO, then run wireup check.", file=sys.stderr)
     else:
         sys.stdout.write(text)
-    return 1 if empty else 0
+    return ExitCode.FINDINGS if empty else ExitCode.CLEAN

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ._common import add_output_arguments, emit, root_of
 
 NAME = "layout"
@@ -118,7 +118,7 @@ def _fingerprint(args: argparse.Namespace) -> int:
             pin = f"the pin in [isv] is {layout.fingerprint} (stale)"
         out = f"{layout.loc.file}: {len(layout.slots)} slots ({real} not padding), total_dim {layout.total_dim}, dtype {layout.dtype}; {pin}\n"
     emit(out + fp + "\n", None)
-    return 0
+    return ExitCode.CLEAN
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -226,8 +226,8 @@ def _generate(args: argparse.Namespace) -> int:
             print(f"{f.path}: {status}.")
     if args.check and stale:
         print(f"wireup layout generate --check: {stale} of {len(results)} generated file(s) out of date.", file=sys.stderr)
-        return 1
-    return 0
+        return ExitCode.FINDINGS
+    return ExitCode.CLEAN
 
 
 def _require_identifiers(layout) -> None:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..errors import ExitCode
 from ._common import root_of, split_list
 
 NAME = "mutate"
@@ -122,7 +123,14 @@ class MutateProgress:
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
     from ..errors import EnvironmentProblem, UsageError
-    from ..mutate import MUTATE_SIZES, plan_mutants, render_list, render_table, run_mutation, write_kernel_json
+    from ..mutate import (
+        MUTATE_SIZES,
+        plan_mutants,
+        render_list,
+        render_table,
+        run_mutation,
+        write_kernel_json,
+    )
 
     root = root_of(args)
     cfg, cs = load_project(root)
@@ -139,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         generated, selected = plan_mutants(cs, cfg, names, operators, args.max_mutants)
         flat = [m for ms in selected.values() for m in ms]
         sys.stdout.write(render_list(flat, {k: len(v) for k, v in generated.items()}, diffs=args.diff))
-        return 0
+        return ExitCode.CLEAN
     for flag, value in (("--jobs", args.jobs), ("--workers", args.workers)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} takes a positive number, found {value}.")
@@ -148,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
 
         counts = build_only(root, names, operators, args.max_mutants, args.jobs, MutateProgress(sys.stderr), cfg)
         sys.stdout.write(f"built {sum(counts.values())} mutant(s) for {cfg.arch} into the build cache: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + "\n")
-        return 0
+        return ExitCode.CLEAN
     if args.timeout <= 0:
         raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")
     sizes = _ints(args.sizes, "--sizes")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import UsageError
+from ..errors import ExitCode, UsageError
 from ._common import root_of
 
 NAME = "report"
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         if args.check:
             raise UsageError("--check compares against a file; give --output FILE (or none for the configured report).")
         sys.stdout.write(text)
-        return 0
+        return ExitCode.CLEAN
     path = cfg.path(output)
     shown = _shown(path, cfg.root)
     if args.check:
@@ -72,20 +72,20 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f'--check compares against a file, but "{shown}" is a folder; give the path of the report.')
         if not path.is_file():
             print(f"wireup report --check: {shown} does not exist; run `wireup report` and commit it.", file=sys.stderr)
-            return 1
+            return ExitCode.FINDINGS
         committed = path.read_bytes().decode("utf-8", errors="replace")
         diff = report_diff(committed, text, shown)
         if not diff:
             print(f"wireup report --check: {shown} is up to date.", file=sys.stderr)
-            return 0
+            return ExitCode.CLEAN
         print("\n".join(diff))
         print(f"wireup report --check: {shown} is out of date; run `wireup report` and commit it.", file=sys.stderr)
-        return 1
+        return ExitCode.FINDINGS
     from ..output import write_output
 
     write_output(Path(path), text, explicit=args.output is not None, root=cfg.root, what='the configuration key "report"')
     print(f"wireup report: wrote {shown} ({report.verdict.level}: {report.verdict.headline}).", file=sys.stderr)
-    return 0
+    return ExitCode.CLEAN
 
 
 def _shown(path, root) -> str:

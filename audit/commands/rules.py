@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import ExitCode
+
 NAME = "rules"
 HELP = "list the rules wireup checks"
 
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
                 hint = f"; did you mean {', '.join(near)}?" if near else '; "wireup rules" lists them.'
                 raise UsageError(f'Unknown rule "{rid}"{hint}')
         print("\n".join(explain(rid) for rid in args.ids), end="")
-        return 0
+        return ExitCode.CLEAN
     if args.format == "markdown":
         print("| rule | category | severity | purpose |\n| --- | --- | --- | --- |")
         for r in rules:
@@ -40,4 +42,4 @@ def run(args: argparse.Namespace) -> int:
         width = max(len(r.id) for r in rules)
         for r in rules:
             print(f"{r.id:<{width}}  {r.category:<10} {r.severity.value:<7}  {r.purpose}")
-    return 0
+    return ExitCode.CLEAN
