@@ -305,3 +305,26 @@ def test_every_printer_renders_arbitrary_findings(findings: list[Finding], not_r
     text = render(result, "text")
     assert text.endswith(".\n") and "error(s)" in text.split("\n")[-2]
     assert text.count("\n") == len(findings) + len(not_run) + 1, "one line per finding"
+
+
+def test_sarif_rules_carry_help_and_a_help_uri_into_the_rules_page(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    _, out = cli_output(capsys, RULES / "SLOT_GAP" / "bad", "isv", "sarif")
+    rules = {r["id"]: r for r in json.loads(out)["runs"][0]["tool"]["driver"]["rules"]}
+    page = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text(encoding="utf-8")
+    anchors = {h.lower() for h in re.findall(r"^## ([A-Z_]+)$", page, re.M)}
+    for rule_id, r in rules.items():
+        assert r["helpUri"].endswith(f"/docs/rules.md#{rule_id.lower()}")
+        assert rule_id.lower() in anchors, f"{rule_id} has no section in docs/rules.md"
+        assert r["help"]["text"].startswith(f"{rule_id}: ")
+    assert "```diff" in rules["SLOT_GAP"]["help"]["markdown"]  # a static rule's help shows its example
+
+
+def test_sarif_lists_suppressed_findings_as_suppressed(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out = cli_output(capsys, RULES / "SUPPRESSION_UNUSED" / "good", "isv,schema", "sarif")
+    assert rc == 0
+    results = json.loads(out)["runs"][0]["results"]
+    (res,) = results
+    assert res["ruleId"] == "SLOT_GAP"
+    assert res["suppressions"] == [{"kind": "inSource", "justification": "indices 6..7 are reserved for the next head's EMAs; checkpoints already carry them"}]

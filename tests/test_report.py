@@ -544,3 +544,17 @@ def test_report_check_imports_no_repository_or_gpu_code(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root, env=env, check=True)
     assert out.stdout.strip() == "1 []"
+
+
+def test_the_report_lists_suppressed_findings_with_their_reasons(tmp_path: Path) -> None:
+    import shutil
+
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "data" / "rules" / "SUPPRESSION_UNUSED" / "good", root)
+    assert main(["report", "--root", str(root), "--no-history", "--output", str(root / "r.md")]) == 0
+    text = (root / "r.md").read_text(encoding="utf-8")
+    assert "Suppressed by `[[suppress]]` entries of the contracts (reviewed, not counted):" in text
+    assert "| `SLOT_GAP` | `contracts/isv.toml:5` |" in text
+    assert "indices 6..7 are reserved for the next head's EMAs; checkpoints already carry them |" in text

@@ -133,6 +133,7 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         schedules=schedules,
         isv=isv,
         findings=list(result.findings),
+        suppressed=list(result.suppressed),
         not_run=sorted(result.not_run, key=lambda n: n.rule),
         errors=errors,
         warnings=warnings,

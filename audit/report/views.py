@@ -318,3 +318,5 @@ class Report:
     unaudited: list[HostRef]
     history: bool
     inputs: list[str]
+    #: (finding, reason) of every finding a [[suppress]] entry covers: shown apart, never counted
+    suppressed: list[tuple[Finding, str]] = field(default_factory=list)
