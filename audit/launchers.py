@@ -162,6 +162,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     files = host_files(root, tuple(cfg.launchers), cfg.source.split(" ")[0])
     own = sorted({k.source for k in cs.kernels if _own_source_is_readable(root, k.source)} - set(files))
     scan = LauncherScan(tuple(cfg.launchers), sorted({*files, *own}))
+    own_only = set(own)
     by_symbol: dict[str, list[str]] = {}
     by_source: dict[Path, list[str]] = {}
     by_name: dict[str, list[str]] = {}  # source file name -> kernels
@@ -192,6 +193,8 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             text = read_regular(path, MAX_FILE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
+        if rel in own_only and not any(mark in text for mark in _HOST_MARKS):
+            continue  # a kernel source with no host code in it (the usual case): nothing to lex
         lits, code = lex(text, language_of(rel))
         sites = find_launches(text, language_of(rel), rel)
         scan.launch_sites.extend(sites)
@@ -220,6 +223,10 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             elif call and _IDENT.fullmatch(value) and not value.startswith("_Z"):
                 scan.unaudited.append(HostReference(rel, lit.line, "launch", value, None, call))
     return scan
+
+
+#: what host code in a kernel's own source shows (a launch, a module loaded or a kernel fetched by name)
+_HOST_MARKS = ("<<<", "cuLaunchKernel", "cuModuleGetFunction", "get_function", "load_function", "RawKernel", "get_func", ".cubin", ".ptx")
 
 
 def _own_source_is_readable(root: Path, source: str) -> bool:
