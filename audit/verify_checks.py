@@ -50,6 +50,7 @@ MASK_ZERO = VerifyCheck("mask_zero", "VERIFY_MASK_ZERO", "Rows a mask skips are 
 ALL_SKIP = VerifyCheck("all_skip", "VERIFY_ALL_SKIP", "A batch whose rows are all skipped gives zeros in the masked outputs and no NaN anywhere.")
 UNIT_SCALE = VerifyCheck("unit_scale", "VERIFY_UNIT_SCALE", "A unit_scale property holds: the output stays O(1) for inputs of every declared magnitude once the ISV slot holds their scale.")
 DIVISOR_ZERO = VerifyCheck("divisor_zero", "VERIFY_DIVISOR_ZERO", "An ISV scale or divisor slot a kernel reads, set to 0, gives no NaN or Inf.")
+INOUT_DELTA = VerifyCheck("inout_delta", "VERIFY_INOUT_DELTA", "The change a kernel makes to an inout or accumulate buffer (out - in) matches the reference's change within a tolerance relative to that change.")
 ACCUMULATE = VerifyCheck("accumulate", "VERIFY_ACCUMULATE", "An accumulate parameter adds to its previous contents instead of overwriting them.")
 DETERMINISM = VerifyCheck("determinism", "VERIFY_DETERMINISM", "Two runs on identical inputs agree bit for bit, or within the declared nondeterministic tolerance.")
 CHAIN = VerifyCheck("chain", "VERIFY_CHAIN", "A schedule run end to end on the device matches the float64 reference chain in every buffer it writes.")
@@ -65,7 +66,7 @@ SANITIZER_SYNCCHECK = VerifyCheck("sanitizer_synccheck", "SANITIZER_SYNCCHECK", 
 # every check, in the order ``wireup rules`` lists the verify rules
 CHECKS: tuple[VerifyCheck, ...] = (
     REFERENCE, WRITTEN, GUARDS, INPUTS_UNMODIFIED, FINITE, GRADCHECK, MASK_ZERO, ALL_SKIP, UNIT_SCALE, DIVISOR_ZERO,
-    ACCUMULATE, DETERMINISM, CHAIN, GRAPH_REPLAY, EQUIVALENCE, TIMEOUT, LAUNCH,
+    ACCUMULATE, INOUT_DELTA, DETERMINISM, CHAIN, GRAPH_REPLAY, EQUIVALENCE, TIMEOUT, LAUNCH,
     SANITIZER_MEMCHECK, SANITIZER_RACECHECK, SANITIZER_INITCHECK, SANITIZER_SYNCCHECK,
 )  # fmt: skip
 

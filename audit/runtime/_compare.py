@@ -12,6 +12,10 @@ output that is zero everywhere. Integer outputs must be equal. An all-zero outpu
 reference has relative error 1 and fails however loose the tolerance (``rtol`` is capped below 1).
 The rationale and the numbers are in docs/verification.md.
 
+The change of an ``inout`` or ``accumulate`` buffer (``out - in``) is compared with the reference's
+change (``ref - in``) by :func:`compare_delta`, under its own tolerance relative to the change, so an
+update of 1e-4 relative whose weight-decay term is missing does not hide inside the whole buffer's.
+
 >>> c = compare(np.zeros(4, np.float32), np.ones(4))
 >>> c.status, c.rel_norm
 ('trivial', 1.0)
@@ -28,6 +32,13 @@ DEFAULT_ATOL = 1e-5
 ELEMENT_RTOL_FACTOR = 10.0  # rtol_elem = 10 * rtol: one element may be 10x worse than the norm
 ZERO_FLOOR = 1e-30  # "zero" for an output compared with an all-zero reference
 MAX_RTOL = 0.5  # an override can never let an all-zero output pass (its error is exactly 1)
+# the change of an inout buffer is computed from a handful of float32 roundings of the change itself,
+# so 1e-3 of its size is generous; the rounding of the stored result is allowed on top (the floor)
+DELTA_RTOL = 1e-3
+# machine epsilon of the stored dtype: the floor is eps * (|in| + |ref|) per element, two ulps of the
+# larger magnitude, what storing the updated value can cost (half an ulp) with margin; bf16 buffers travel
+# as raw uint16 bits and integer ones are compared exactly as a whole, so neither has a delta comparison
+DTYPE_EPS = {"f64": 2.0**-52, "f32": 2.0**-23, "f16": 2.0**-10}
 
 
 @dataclass(frozen=True)
@@ -173,6 +184,86 @@ def compare(out: np.ndarray, ref: np.ndarray, tol: Tolerance = Tolerance(), inte
     return Comparison(
         "mismatch", rel_norm=rel_norm, max_abs=max_abs, max_rel=max_rel, n_bad=nb, n=n,
         worst=_idx(k, shape), got=float(o[k]), want=float(r[k]),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DeltaTolerance:
+    """The tolerance of a change: ``rtol`` of its norm, ``rtol_elem`` per element, ``eps`` of the stored dtype.
+
+    >>> DeltaTolerance.of(Tolerance()).rtol
+    0.001
+    """
+
+    rtol: float = DELTA_RTOL
+    rtol_elem: float = DELTA_RTOL * ELEMENT_RTOL_FACTOR
+    eps: float = DTYPE_EPS["f32"]
+
+    @classmethod
+    def of(cls, tol: Tolerance, dtype: str = "f32") -> DeltaTolerance:
+        """Scaled as the whole-buffer tolerance is: a contract that loosens ``rtol`` tenfold loosens this tenfold."""
+        r = min(DELTA_RTOL * tol.rtol / DEFAULT_RTOL, MAX_RTOL)
+        return cls(r, min(r * ELEMENT_RTOL_FACTOR, MAX_RTOL), DTYPE_EPS.get(dtype, DTYPE_EPS["f32"]))
+
+
+def compare_delta(out: np.ndarray, before: np.ndarray, ref: np.ndarray, tol: DeltaTolerance = DeltaTolerance(),
+                  slack: np.ndarray | float = 0.0) -> Comparison:  # fmt: skip
+    """Compare the kernel's change ``out - before`` with the reference's ``ref - before``.
+
+    Per element the error ``e = |(out - before) - (ref - before)|`` is first reduced by the rounding floor
+    ``q = eps * (|before| + |ref|) + slack`` (what storing the result in its dtype can cost, plus any declared
+    nondeterministic slack); what is left must satisfy
+
+    * ``||max(e - q, 0)||_2 <= rtol * ||ref - before||_2`` (norm-relative to the size of the change), and
+    * ``max(e - q, 0) <= rtol_elem * |ref - before| + rtol * max|ref - before|`` everywhere.
+
+    Where the reference does not change a buffer (``ref == before``), both bounds are 0: the kernel's change
+    must stay within the rounding floor too. Only positions where ``before`` and ``ref`` are finite count;
+    a non-finite output there is status "nonfinite" (VERIFY_NAN judges it).
+
+    >>> p = np.ones(4, np.float32); want = 1.0 - 1e-4 * 1.01
+    >>> compare_delta(np.float32(1.0 - 1e-4) * p, p, np.full(4, want)).status
+    'mismatch'
+    >>> compare_delta(np.float32(want) * p, p, np.full(4, want)).status
+    'pass'
+    """
+    out = np.asarray(out)
+    b = np.asarray(before, dtype=np.float64).reshape(-1)
+    r = np.asarray(ref, dtype=np.float64).reshape(-1)
+    o = out.astype(np.float64, copy=False).reshape(-1)
+    if not (o.size == b.size == r.size):
+        return Comparison("shape", detail=f"{o.size} element(s) where the input has {b.size} and the reference {r.size}")
+    shape = out.shape
+    n = int(o.size)
+    if n == 0:
+        return Comparison("pass", n=0)
+    fin = np.isfinite(b) & np.isfinite(r)
+    bad_nf = fin & ~np.isfinite(o)
+    if bad_nf.any():
+        k = int(np.argmax(bad_nf))
+        return Comparison("nonfinite", n_bad=int(bad_nf.sum()), n=n, worst=_idx(k, shape), got=float(o[k]), want=float(r[k]),
+                          rel_norm=float("inf"), max_abs=float("inf"))  # fmt: skip
+    o, b, r = np.where(fin, o, 0.0), np.where(fin, b, 0.0), np.where(fin, r, 0.0)
+    d_got = o - b
+    d_ref = r - b
+    err = np.abs(d_got - d_ref)
+    floor = tol.eps * (np.abs(b) + np.abs(r)) + np.broadcast_to(np.asarray(slack, dtype=np.float64), shape).reshape(-1)
+    excess = np.maximum(err - floor, 0.0)
+    ad = np.abs(d_ref)
+    max_change = float(ad.max())
+    change_norm = float(np.sqrt(np.dot(d_ref, d_ref)))
+    excess_norm = float(np.sqrt(np.dot(excess, excess)))
+    over = excess - (tol.rtol_elem * ad + tol.rtol * max_change)
+    nb = int(np.count_nonzero(over > 0))
+    rel_norm = excess_norm / change_norm if change_norm > 0 else (0.0 if excess_norm == 0 else float("inf"))
+    max_rel = float((excess / np.maximum(ad, 1e-300)).max())
+    if excess_norm <= tol.rtol * change_norm and nb == 0:
+        return Comparison("pass", rel_norm=rel_norm, max_abs=float(err.max()), max_rel=max_rel, n=n)
+    k = int(np.argmax(over))
+    return Comparison(
+        "mismatch", rel_norm=rel_norm, max_abs=float(err.max()), max_rel=max_rel, n_bad=max(nb, 1), n=n,
+        worst=_idx(k, shape), got=float(d_got[k]), want=float(d_ref[k]),
+        detail="the reference does not change it" if max_change == 0 else "",
     )  # fmt: skip
 
 

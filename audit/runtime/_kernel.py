@@ -5,8 +5,9 @@ binding a *case* is built from the contracts: seeded
 inputs, the perturbed ISV, scalar values, and whether the float64 reference runs in full or on sampled
 rows. Each backend then runs the case:
 
-* run A: inputs uploaded, outputs poisoned; guards, unmodified inputs, the reference comparison, masked
-  rows zero (and for an all-skip case: zero outputs, no NaN anywhere);
+* run A: inputs uploaded, outputs poisoned; guards, unmodified inputs, the reference comparison, the
+  change of each ``inout``/``accumulate`` buffer against the reference's change, masked rows zero (and
+  for an all-skip case: zero outputs, no NaN anywhere);
 * run B: same inputs, the other poison pattern: nothing left unwritten, bitwise determinism (or within
   the declared ``nondeterministic`` tolerance);
 * run C (``accumulate`` parameters): other initial contents, the result moves by exactly that much;
@@ -29,7 +30,7 @@ from ..cases import DimCase, as_case
 from ..gradcheck import central_difference, random_directions
 from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorParam
 from ._backend import Backend
-from ._compare import Comparison, Tolerance, compare, within
+from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare, compare_delta, within
 from ._inputs import apply_mask, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer
 from ._plan import (
@@ -38,8 +39,8 @@ from ._plan import (
 )  # fmt: skip
 from ._reference import ReferenceProblem, call
 from ..verify_checks import (
-    ACCUMULATE, ALL_SKIP, DETERMINISM, DIVISOR_ZERO, FINITE, GRADCHECK, GUARDS, INPUTS_UNMODIFIED, LAUNCH, MASK_ZERO, REFERENCE,
-    UNIT_SCALE, WRITTEN, VerifyCheck,
+    ACCUMULATE, ALL_SKIP, DETERMINISM, DIVISOR_ZERO, FINITE, GRADCHECK, GUARDS, INOUT_DELTA, INPUTS_UNMODIFIED, LAUNCH, MASK_ZERO,
+    REFERENCE, UNIT_SCALE, WRITTEN, VerifyCheck,
 )  # fmt: skip
 from ._results import SubjectResult
 from ._session import LaunchFailure, Session
@@ -92,6 +93,8 @@ class KernelVerifier:
         self.grad, self.grad_why = session.gradcheck_fn(kernel)
         self.mask_param = next((p for p in kernel.tensors if p.mask is not None), None)
         self.written = [p for p in kernel.tensors if p.role != "in"]
+        # buffers a kernel updates in place: their change is compared besides the whole (VERIFY_INOUT_DELTA)
+        self.delta_params = [p for p in kernel.tensors if p.role in ("inout", "accumulate") and p.dtype in DTYPE_EPS]
         self.isv_param = next((p for p in kernel.params if isinstance(p, IsvParam)), None)
         self.isv_written = bool(kernel.isv_writes) and self.isv_param is not None
         self.tol = Tolerance.of(kernel.verify.rtol, kernel.verify.atol)
@@ -568,8 +571,11 @@ class KernelVerifier:
                         null: list[str] | None = None) -> None:  # fmt: skip
         label = case.label + suffix.replace(" with its optional outputs NULL", ", optional pointers NULL")
         sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
+        deltas = not suffix and bool(self.delta_params)
         if case.ref_mode is None:
             self.add(be.name, REFERENCE, "not_run", label, case.ref_reason or "no reference")
+            if deltas:
+                self.add(be.name, INOUT_DELTA, "not_run", label, case.ref_reason or "no reference")
             # NaN is never right, reference or not
             bad = [n for n, c in nonfinite.items() if c]
             if bad:
@@ -579,7 +585,11 @@ class KernelVerifier:
             ref = self.reference_of(case) if not null else self.reference_without(case, null)
         except ReferenceProblem as exc:
             self.add(be.name, REFERENCE, "fail", label, self.fail_msg(REFERENCE, label, f"the float64 reference cannot be evaluated: {exc}"))
+            if deltas:
+                self.add(be.name, INOUT_DELTA, "not_run", label, "the float64 reference cannot be evaluated")
             return
+        if deltas:
+            self.check_inout_delta(be, case, outs, ref)
         with self.s.phase("compare"):
             worst: tuple[str, Comparison] | None = None
             fail: tuple[str, Comparison | str] | None = None
@@ -616,6 +626,44 @@ class KernelVerifier:
             self.add(be.name, REFERENCE, "fail", label, self.fail_msg(REFERENCE, label, what), output=n, **nums)
         elif not nan_fail:
             self.add(be.name, REFERENCE, "pass", label, f"matches the float64 reference{sampled}", output=worst[0] if worst else None, **nums)
+
+    def check_inout_delta(self, be: Backend, case: Case, outs: dict[str, np.ndarray], ref: dict[str, Any]) -> None:
+        """The change of every float ``inout``/``accumulate`` buffer (``out - in``) against the reference's
+        change (``ref - in``), relative to the size of that change (:func:`compare_delta`)."""
+        sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
+        nd = self.k.nondeterministic
+        compared: list[str] = []
+        with self.s.phase("compare"):
+            for p in self.delta_params:
+                got = outs.get(p.name)
+                if got is None or p.name not in ref:
+                    continue  # not fetched (over the fetch budget) or not returned: VERIFY_REFERENCE says so
+                before = case.inputs[p.name]
+                if case.rows is not None and batch_leading(p.shape, self.cs):
+                    before = before[case.rows]
+                want = np.asarray(ref[p.name], dtype=np.float64)
+                slack: np.ndarray | float = 0.0
+                if nd is not None:
+                    # atomics: the change may differ between runs by the declared tolerance, so it may here too
+                    slack = nd.atol * float(np.nanmax(np.abs(want))) + nd.rtol * np.abs(want).reshape(got.shape) if want.size else 0.0
+                cmp = compare_delta(got, before, want.reshape(got.shape) if want.size == got.size else want, DeltaTolerance.of(self.tol, p.dtype), slack)
+                if cmp.status == "nonfinite":
+                    self.add(be.name, INOUT_DELTA, "not_run", case.label, f'"{p.name}" has NaN/Inf where the reference is finite (VERIFY_NAN judges it)', output=p.name)
+                    return
+                if not cmp.ok:
+                    what = cmp.detail if cmp.status == "shape" else (
+                        f'the change of "{p.name}" (out - in) has relative error {cmp.rel_norm:.1e} against the reference\'s change '
+                        f"({cmp.n_bad} of {cmp.n} element(s) outside the tolerance beyond the rounding floor, worst at "
+                        f"{list(cmp.worst or ())}: {cmp.got:.6g} against {cmp.want:.6g}"
+                        + (f"; {cmp.detail}" if cmp.detail else "") + f"){sampled}"
+                    )  # fmt: skip
+                    self.add(be.name, INOUT_DELTA, "fail", case.label, self.fail_msg(INOUT_DELTA, case, what), output=p.name,
+                             rel_norm_err=_finite(cmp.rel_norm), max_abs_err=_finite(cmp.max_abs))  # fmt: skip
+                    return
+                compared.append(p.name)
+        if compared:
+            names = ", ".join(f'"{n}"' for n in compared)
+            self.add(be.name, INOUT_DELTA, "pass", case.label, f"the change of {names} matches the reference's change{sampled}")
 
     def check_mask_zero(self, be: Backend, case: Case, outs: dict[str, np.ndarray]) -> None:
         p = self.mask_param
