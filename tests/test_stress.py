@@ -83,7 +83,25 @@ def test_the_shipped_kernels_that_get_stress_cases() -> None:
     loss = (REPO / "kernels" / "aux_trade_outcome_loss_reduce_kernel.cu").read_text()
     fwd = (REPO / "kernels" / "aux_trade_outcome_forward_kernel.cu").read_text()
     assert [u[:2] for u in direct(loss, "aux_trade_outcome_loss_reduce")] == [("logits", "exp")]
+    # b2 as a divisor is the analysis being flow-insensitive: l[k] holds b2 + logit, then exp of it, and
+    # prow[k] = l[k] / sum reads the later value (a near-zero b2 is an ordinary bias; the case is harmless)
     assert [u[:2] for u in direct(fwd, "aux_trade_outcome_forward")] == [("b2", "div"), ("b2", "exp")]
+
+
+def test_the_shipped_chain_stresses_two_inputs() -> None:
+    """Every shipped kernel's plan (default domains: unbounded float inputs): only the trade-outcome
+    logits (loss reduce) and the output bias b2 (forward) reach exp or a divisor directly."""
+    cs = load_contracts(REPO / "contracts")
+    stressed = {}
+    for k in cs.kernels:
+        domains = {p.name: ("scale", None, None, True) for p in k.tensors}
+        plan = stress_plan(k, (REPO / k.source).read_text(), domains, {})
+        if plan.cases:
+            stressed[k.name] = sorted({(c.param, c.kind) for c in plan.cases})
+    assert stressed == {
+        "aux_trade_outcome_forward": [("b2", "exp+100"), ("b2", "exp-100"), ("b2", "exp±100"), ("b2", "near-zero"), ("b2", "zeros")],
+        "aux_trade_outcome_loss_reduce": [("logits", "exp+100"), ("logits", "exp-100"), ("logits", "exp±100"), ("logits", "zeros")],
+    }
 
 
 # -- the plan and the values -------------------------------------------------------------------------------
@@ -94,7 +112,7 @@ def test_the_plan_stays_inside_the_domain_and_says_what_it_left_out() -> None:
     k = cs.kernel("stress_softmax")
     plan = stress_plan(k, SOFTMAX, {"logits": ("scale", None, None, True)}, {})
     assert [c.kind for c in plan.cases] == ["exp+100", "exp-100", "exp±100", "zeros"]
-    assert plan.lines("stress_softmax") == ['stress cases of "stress_softmax": input "logits" (exp at lines 12, 13): exp+100, exp-100, exp±100, zeros']
+    assert plan.lines("stress_softmax") == ['stress cases of "stress_softmax": input "logits": exp+100, exp-100, exp±100, zeros (exp at lines 12, 13)']
     capped = stress_plan(k, SOFTMAX, {"logits": ("range", -5.0, 10.0, True)}, {})
     assert [c.kind for c in capped.cases] == ["zeros"]
     positive = stress_plan(k, SOFTMAX, {"logits": ("range", 1.0, 500.0, True)}, {})
@@ -150,7 +168,7 @@ def test_the_correct_softmax_passes_every_stress_case(softmax: Path) -> None:
     [r] = out.run.results
     labels = {o.case for o in r.checks if "stress" in o.case}
     assert labels == {f"B=37 (stress logits {k})" for k in ("exp+100", "exp-100", "exp±100", "zeros")}
-    assert 'stress cases of "stress_softmax": input "logits" (exp at lines 12, 13): exp+100, exp-100, exp±100, zeros' in r.notes
+    assert 'stress cases of "stress_softmax": input "logits": exp+100, exp-100, exp±100, zeros (exp at lines 12, 13)' in r.notes
 
 
 def test_the_softmax_without_max_passes_the_normal_cases_and_fails_a_stress_case(softmax: Path) -> None:

@@ -103,10 +103,11 @@ class StressPlan:
 
     def lines(self, kernel: str) -> list[str]:
         """What was stressed, one line per input (the kernel's notes in ``wireup verify``'s output)."""
-        by_param: dict[str, list[StressCase]] = {}
+        by_param: dict[str, dict[str, list[str]]] = {}
         for c in self.cases:
-            by_param.setdefault(c.param, []).append(c)
-        out = [f'stress cases of "{kernel}": input "{p}" ({cs[0].why}): {", ".join(c.kind for c in cs)}' for p, cs in by_param.items()]
+            by_param.setdefault(c.param, {}).setdefault(c.why, []).append(c.kind)
+        out = [f'stress cases of "{kernel}": input "{p}": ' + "; ".join(f'{", ".join(kinds)} ({why})' for why, kinds in groups.items())
+               for p, groups in by_param.items()]  # fmt: skip
         return out + [f'stress cases of "{kernel}": {s}' for s in self.skipped]
 
 
