@@ -191,3 +191,15 @@ def test_without_the_stress_cases_the_bug_passes(softmax: Path) -> None:
     [r] = out.run.results
     assert not any("stress" in o.case for o in r.checks)
     assert 'stress cases of "stress_softmax": input "logits" (exp at lines 12, 13) opts out: the control of the test' in r.notes
+
+
+def test_the_opt_out_survives_a_dump_and_reload(softmax: Path) -> None:
+    from audit.serialize import dump_contracts
+
+    path = softmax / "contracts" / "softmax.toml"
+    line = '  { name = "logits", dtype = "f32", shape = ["B", "K"], role = "in" },'
+    path.write_text(path.read_text().replace(line, line[:-3] + ', values = { scale = 1.0, stress = false, stress_reason = "bounded upstream" } },'))
+    cs = load_contracts(softmax / "contracts")
+    assert cs.kernel("stress_softmax").param("logits").values.stress_reason == "bounded upstream"
+    texts = {f"contracts/{name}": text for name, text in dump_contracts(cs).items()}
+    assert load_contracts(softmax / "contracts", cs.root, texts=texts) == cs
