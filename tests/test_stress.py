@@ -19,6 +19,7 @@ import pytest
 from audit.errors import ContractError
 from audit.load import load_contracts
 from audit.runtime import verify
+from audit.runtime.report import summary_table
 from audit.search.values import StressCase, apply_stress, math_uses, stress_plan
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,6 +170,8 @@ def test_the_correct_softmax_passes_every_stress_case(softmax: Path) -> None:
     labels = {o.case for o in r.checks if "stress" in o.case}
     assert labels == {f"B=37 (stress logits {k})" for k in ("exp+100", "exp-100", "exp±100", "zeros")}
     assert 'stress cases of "stress_softmax": input "logits": exp+100, exp-100, exp±100, zeros (exp at lines 12, 13)' in r.notes
+    # the text output of wireup verify lists it
+    assert 'note: stress cases of "stress_softmax": input "logits": exp+100, exp-100, exp±100, zeros (exp at lines 12, 13)\n' in summary_table(out)
 
 
 def test_the_softmax_without_max_passes_the_normal_cases_and_fails_a_stress_case(softmax: Path) -> None:
