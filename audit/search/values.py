@@ -34,8 +34,8 @@ lines are the kernel's notes in ``wireup verify``'s output.
 
 >>> uses = math_uses('extern "C" __global__ void k(const float* x, float* y, int n) {'
 ...                  '  float v = x[0] + 1.0f; y[0] = expf(v) / n; }', "k")
->>> sorted((u.param, u.op, u.direct) for u in uses)
-[('x', 'exp', True)]
+>>> sorted((u.param, u.op, u.direct) for u in uses)   # the plan stresses tensor inputs only (not n)
+[('n', 'div', True), ('x', 'exp', True)]
 """
 
 from __future__ import annotations
