@@ -265,7 +265,7 @@ class _Loader:
         v = self.table(t["values"], vl, "a value domain")
         if v is None:
             return None
-        self.keys(v, vl, ("choices", "weights", "min", "max", "scale", "include"), f"the value domain of {what}")
+        self.keys(v, vl, ("choices", "weights", "min", "max", "scale", "include", "stress", "stress_reason"), f"the value domain of {what}")
         nums = []
         for key in ("choices", "weights", "include"):
             raw = v.get(key, [])
@@ -288,7 +288,13 @@ class _Loader:
             else:
                 bounds.append(self.expr(raw, vl.child(key)))
         scale = self.get(v, vl, "scale", float, None)
-        return Values(choices, weights, bounds[0], bounds[1], scale, include, vl)
+        stress = self.get(v, vl, "stress", bool, True)
+        reason = self.get(v, vl, "stress_reason", str, "")
+        if stress is False and not (reason or "").strip():
+            self.problem(vl.child("stress"), f'expected a "stress_reason" (a string saying why {what} is not stressed) next to stress = false, found none.')
+        elif stress is not False and reason:
+            self.problem(vl.child("stress_reason"), 'expected "stress_reason" only next to stress = false, found it with stress on.')
+        return Values(choices, weights, bounds[0], bounds[1], scale, include, vl, stress is not False, (reason or "").strip())
 
     def verify_spec(self, t: dict, loc: Loc, kernel: str) -> VerifySpec:
         if "verify" not in t:

@@ -198,7 +198,8 @@ class Values:
     ``choices`` (with optional ``weights``) for flags and labels, or ``min``/``max`` (dim expressions
     for integers, numbers for floats), or ``scale`` (standard deviation of normal float data).
     ``include`` lists edge values (thresholds, exact zeros) mixed into the data at a small rate, so a
-    ``<`` that should be ``<=`` is caught at the boundary that random data never hits.
+    ``<`` that should be ``<=`` is caught at the boundary that random data never hits. ``stress = false``
+    (with ``stress_reason``) keeps the tensor out of the numeric stress cases.
     """
 
     choices: tuple[float, ...] = ()
@@ -208,6 +209,10 @@ class Values:
     scale: float | None = None
     include: tuple[float, ...] = ()
     loc: Loc = _loc()
+    # numeric stress cases (audit/search/values.py): ``stress = false`` opts the tensor out, with its reason;
+    # absent (the default) they leave the contract hash as it was
+    stress: bool = field(default=True, metadata={"hash_omit_default": True})
+    stress_reason: str = field(default="", metadata={"hash_omit_default": True})
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,6 +124,9 @@ def _values(v: Values) -> dict[str, Any]:
         out["scale"] = v.scale
     if v.include:
         out["include"] = v.include
+    if not v.stress:
+        out["stress"] = False
+        out["stress_reason"] = v.stress_reason
     return out
 
 

@@ -306,7 +306,7 @@ MODEL_FIELDS = {
     "Acknowledgement": "from_fingerprint to_fingerprint reason migrator",
     "IsvLayout": "buffer dtype total_dim reset_events slots fingerprint acknowledgements",
     "Mask": "skip_value zeroes",
-    "Values": "choices weights min max scale include",
+    "Values": "choices weights min max scale include stress stress_reason",
     "VerifySpec": "rowwise dims rtol atol max_batch cases",
     "TensorParam": "name dtype shape role mask saved partial_of optional values doc",
     "ScalarParam": "name dtype value doc",

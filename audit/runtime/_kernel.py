@@ -22,7 +22,8 @@ ISV scale/divisor slots at zero.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from ..verify_checks import (
 from ._results import SubjectResult
 from ._session import LaunchFailure, Session
 
+if TYPE_CHECKING:
+    from ..search.values import StressPlan
+
 F32_EPS = float(np.finfo(np.float32).eps)
 GRAD_RTOL = 1e-3  # gradient check: relative to the finite difference
 GRAD_ATOL = 1e-4  # gradient check: relative to the gradient's scale (max |fd| or ||g||_2)
@@ -55,6 +59,7 @@ SAMPLE_VALID_ROWS = 64
 SAMPLE_SKIPPED_ROWS = 16
 TILE_EDGES = (31, 32, 63, 64, 127, 128, 255, 256)
 PROBE_SIZE = 37
+STRESS_ROWS = 16  # the stress cases run at the first size with at least this many rows
 
 
 @dataclass
@@ -102,6 +107,8 @@ class KernelVerifier:
         self.sizes_run: list[str] = []
         self.cases_run: list[dict[str, int]] = []  # dim assignments that ran
         self.envs_run: list[dict[str, int]] = []  # their full environments (what tail coverage reads)
+        # numeric stress cases (audit/search/values.py): per (dims variant, local binding), the case they run at
+        self._stress_at: dict[tuple, tuple[DimCase | int, dict[str, int], LocalBinding, int]] = {}
 
     # -- records ------------------------------------------------------------------------------------
     def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
@@ -125,6 +132,7 @@ class KernelVerifier:
             for variant in dims_variants(self.k, self.cs):
                 for size in self.s.cases_for("kernel", self.k.name):
                     self.verify_size(size, variant)
+                self.run_stress(variant)
                 if self.grad is not None:
                     self.gradcheck(variant)
                 elif self.grad_why:
@@ -236,6 +244,9 @@ class KernelVerifier:
                         valid[:] = False
                     elif mask_variant == "all_valid":
                         valid[:] = True
+                    elif mask_variant == "one_valid":  # a stress case: one valid row among many skipped
+                        valid[:] = False
+                        valid[rows // 2] = True
                     data = apply_mask(data.reshape(rows, -1) if shape else data.reshape(1, -1), valid, p.mask.skip_value).reshape(shape)
                     if p is self.mask_param:
                         case.valid = valid
@@ -272,6 +283,68 @@ class KernelVerifier:
                     c.rows = self.sample_rows(c)
             for be in self.s.backends.values():
                 self.run_case(be, c, full=(mv == "mixed"))
+        if case.ref_mode == "full":
+            # the stress cases run once per binding, at the first size of at least STRESS_ROWS rows whose
+            # reference runs in full (else the largest such size below it)
+            key = (tuple(sorted(variant.items())), tuple(sorted(lb.values.items())))
+            held = self._stress_at.get(key)
+            if held is None or (held[3] < STRESS_ROWS and case.size > held[3]):
+                self._stress_at[key] = (size, dict(variant), lb, case.size)
+
+    # -- numeric stress cases -------------------------------------------------------------------------
+    def stress_plan(self, case: Case) -> StressPlan:
+        """The stress cases of this kernel at ``case``'s dims (domains resolved there)."""
+        from ..search.values import stress_plan
+        from ..untrusted import SOURCE_LIMIT, UnreadableFile, read_text
+
+        root = Path(self.s.cfg.root)
+        try:
+            text = read_text(root / self.k.source, root, SOURCE_LIMIT)
+        except (OSError, UnreadableFile, UnicodeDecodeError):
+            text = None
+        domains: dict[str, tuple[str, float | None, float | None, bool]] = {}
+        opt_out: dict[str, str] = {}
+        for p in self.k.tensors:
+            if p.role == "out":
+                continue
+            buf = case.local.buffers.get(p.name)
+            d = resolve_domain(p, buf, case.shapes[p.name], case.env)
+            domains[p.name] = ("choices" if d.choices else "range" if d.lo is not None else "scale", d.lo, d.hi, True)
+            vals = p.values or (buf.values if buf is not None else None)
+            if vals is not None and not vals.stress:
+                opt_out[p.name] = vals.stress_reason
+        return stress_plan(self.k, text, domains, opt_out)
+
+    def run_stress(self, variant: dict[str, int]) -> None:
+        """Each stress case (and for a masked kernel, one valid row among many skipped) once per binding."""
+        from ..search.values import apply_stress
+
+        vkey = tuple(sorted(variant.items()))
+        for key, (size, var, lb, _rows) in list(self._stress_at.items()):
+            if key[0] != vkey:
+                continue
+            del self._stress_at[key]
+            base = self.base_case(size, var, lb)
+            if isinstance(base, str):
+                continue
+            plan = self.stress_plan(base)
+            for line in plan.lines(self.k.name):
+                self.note(line)
+            todo: list[Case] = []
+            for sc in plan.cases:
+                c = self.base_case(size, var, lb, "mixed", extra=sc.label)
+                if isinstance(c, str):
+                    continue
+                c.inputs[sc.param] = apply_stress(sc, c.inputs[sc.param], self.s.factory.rng(self.k.name, "stress", c.label))
+                todo.append(c)
+            if self.mask_param is not None and base.size > 1:
+                c = self.base_case(size, var, lb, "one_valid", extra=f"stress {self.mask_param.name} one-valid")
+                if not isinstance(c, str):
+                    todo.append(c)
+            for c in todo:
+                c.ref_mode, c.ref_reason = "full", ""
+                for be in self.s.backends.values():
+                    self.run_case(be, c, full=False)
 
     def decide_reference(self, case: Case) -> None:
         """Full reference, sampled rows (rowwise kernels), or not run (too large)."""
