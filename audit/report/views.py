@@ -318,3 +318,5 @@ class Report:
     unaudited: list[HostRef]
     history: bool
     inputs: list[str]
+    # the records of header mutants (reports/mutation/<header>.json), by header name: not any one kernel's
+    header_mutations: list[tuple[str, MutationView]] = field(default_factory=list)
