@@ -181,3 +181,53 @@ def test_compiled_pipeline_runs_header_mutants_through_the_static_checks_and_ver
     # each mutant is checked once per including kernel, on that kernel's copy beside the mutated header
     assert seen[0] == [(key, kern, f) for key in keys for kern, f in zip(FORWARDS, ("aux_next_bar_forward_kernel.cu", "aux_trade_outcome_forward_kernel.cu"))]
     assert seen[1] == [(HEAD, kern, f) for kern, f in zip(FORWARDS, ("aux_next_bar_forward_kernel.cu", "aux_trade_outcome_forward_kernel.cu"))]
+
+
+def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path, monkeypatch):
+    """The summary's mutation row: header records counted, headers without one named as not run, and a
+    sample (or a run missing headers) a warning, never a full score."""
+    import shutil
+
+    import audit.compile
+    import audit.compile.facts
+    from audit.api import run_check
+    from audit.errors import EnvironmentProblem
+    from audit.report import ReportOptions, collect_report
+
+    def missing(*args, **kwargs):
+        raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
+
+    monkeypatch.setattr(audit.compile, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile.facts, "build_kernels", missing)
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels", "reports/mutation"):
+        shutil.copytree(REPO / part, root / part)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+
+    def row() -> tuple[str, str]:
+        cfg, cs = load_project(root)
+        totals = dict(collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False)).totals)
+        return totals["mutation score"].state, totals["mutation score"].text
+
+    state, text = row()
+    assert "header mutants not run for aux_common.cuh, aux_head_forward.cuh, sgemm_tile.cuh" in text
+    assert "; a sample, not a full score: 524 of 1024 generated mutants run" in text and state == "warn"
+    # full kernel records and every header recorded, all caught: a full score
+    folder = root / "reports" / "mutation"
+    for p in folder.glob("*.json"):
+        data = json.loads(p.read_text())
+        data.update(generated=data["selected"])
+        p.write_text(json.dumps(data))
+    for name, caught in (("aux_common.cuh", 5), ("aux_head_forward.cuh", 4), ("sgemm_tile.cuh", 3)):
+        (folder / f"{name}.json").write_text(json.dumps({
+            "header": True, "judged_by": ["x"], "kernel": name, "generated": caught, "selected": caught, "mutants": caught,
+            "caught": caught, "equivalent": 0, "score": 1.0, "baseline": "pass", "survivors": [],
+        }))  # fmt: skip
+    state, text = row()
+    assert text == ("427 of 427 mutants caught (100%) over 14 of 14 kernels; header mutants: 12 of 12 caught over 3 of 3 headers "
+                    "(each judged against every kernel including it)") and state == "ok"  # fmt: skip
+    # one header sampled: a warning again
+    data = json.loads((folder / "sgemm_tile.cuh.json").read_text())
+    (folder / "sgemm_tile.cuh.json").write_text(json.dumps(data | {"generated": 157}))
+    state, text = row()
+    assert text.endswith("; a sample, not a full score: 536 of 690 generated mutants run") and state == "warn"

@@ -447,7 +447,7 @@ def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
     return entry is None or entry.shared_static_bytes > 0
 
 
-def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Mapping[str, Path]], originals: Mapping[str, Mapping[str, Path]], backends: Sequence[str],
+def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path | Mapping[str, Path]], originals: Mapping[str, Path | Mapping[str, Path]], backends: Sequence[str],
               seed: int, progress: Progress, workers: int = 4) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
     :data:`RACE_SIZES`): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
@@ -475,8 +475,11 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         return key, errors
 
     todo = [m for m in mutants if m.key in paths]
-    jobs = [(f"{k}/{BASELINE}", originals[k]) for k in dict.fromkeys(m.kernel for m in todo) if k in originals]
-    jobs += [(m.key, paths[m.key]) for m in todo]
+    def overrides(kernel: str, v: Path | Mapping[str, Path]) -> Mapping[str, Path]:  # one kernel's copy, or a header's copies
+        return {kernel: v} if isinstance(v, Path) else v
+
+    jobs = [(f"{k}/{BASELINE}", overrides(k, originals[k])) for k in dict.fromkeys(m.kernel for m in todo) if k in originals]
+    jobs += [(m.key, overrides(m.kernel, paths[m.key])) for m in todo]
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     bases: dict[str, list[tuple[str, str]] | None] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:

@@ -148,6 +148,8 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         inputs=_inputs(cfg),
         header_mutations=_header_mutations(mutation_dir),
     )
+    recorded = {name for name, _ in report.header_mutations}
+    report.header_mutation_missing = [h for h in _mutated_headers(cfg, cs) if h not in recorded]
     report.totals = _totals(report)
     report.verdict = _verdict(report, fresh)
     return report
@@ -430,6 +432,16 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks), tails)
 
 
+def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
+    """The included headers ``wireup mutate --all`` mutates (none where they cannot be read)."""
+    from ..mutate import mutated_headers
+
+    try:
+        return mutated_headers(cfg, cs)
+    except (UserError, OSError, ValueError):
+        return []
+
+
 def _header_mutations(folder: Path) -> list[tuple[str, MutationView]]:
     """The header mutants' records in ``folder`` (``"header": true``), by header name, in name order."""
     out: list[tuple[str, MutationView]] = []
@@ -635,6 +647,9 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
             text += (f"; header mutants: {hcaught} of {htotal} caught over {len(hscored)} of {len(heads)} headers"
                      " (each judged against every kernel including it)")  # fmt: skip
             full = full and hcaught == htotal and len(hscored) == len(heads)
+        if r.header_mutation_missing:
+            text += "; header mutants not run for " + ", ".join(r.header_mutation_missing)
+            full = False
         views = [kv.mutation for kv in mutated] + heads
         if all(m.selected is not None and m.generated is not None for m in views):
             selected, generated = sum(m.selected or 0 for m in views), sum(m.generated or 0 for m in views)
