@@ -1,7 +1,9 @@
 """``run_mutation()``: generate, compile and verify the mutants of the selected kernels, then classify.
 
-1. Generate every mutant of each kernel's own source (:mod:`audit.mutate._operators`) and keep at most
-   ``max_mutants`` per kernel (a deterministic selection that keeps every operator represented).
+1. Generate every mutant of each kernel's own source (:mod:`audit.mutate._operators`), and of each named
+   header (:mod:`audit.mutate._headers`: a header mutant is compiled into, verified with and judged
+   against every kernel including the header; below, "kernel" stands for such a header too), and keep
+   at most ``max_mutants`` per kernel (a deterministic selection that keeps every operator represented).
 2. Find the GPU (before anything is compiled) and compile every mutant, ``jobs`` at a time, through the
    build cache; drop the stillborn and the identical ones (:mod:`audit.mutate._build`).
 3. Run the static kernel-code checks of ``wireup check`` on each mutant (:mod:`audit.mutate._static`:
