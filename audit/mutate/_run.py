@@ -141,9 +141,11 @@ def _units_named(cs: Any, cfg: Any, names: Sequence[str]) -> dict[str, Any]:
 
 
 def mutated_headers(cfg: Any, cs: Any) -> list[str]:
-    """The header units that have mutants (some including kernel reaches a function of theirs), in path
-    order: what ``--all`` and ``--headers-only`` add."""
-    return [name for name, unit in header_units(cfg, cs).items() if header_mutants(cfg, cs, unit)]
+    """The header units some including kernel reaches a function of (where their mutants are made), in
+    path order: what ``--all`` and ``--headers-only`` add."""
+    from ..cuda.headers import reached_headers
+
+    return reached_headers(cfg, cs)
 
 
 def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[str] | None = None, max_mutants: int | None = None,

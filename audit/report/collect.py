@@ -434,10 +434,10 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
 
 def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
     """The included headers ``wireup mutate --all`` mutates (none where they cannot be read)."""
-    from ..mutate import mutated_headers
+    from ..cuda.headers import reached_headers
 
     try:
-        return mutated_headers(cfg, cs)
+        return reached_headers(cfg, cs)
     except (UserError, OSError, ValueError):
         return []
 
