@@ -10,6 +10,7 @@ its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argum
     wireup mutate --all --max-mutants 40 --jobs 16
     wireup mutate aux_trade_outcome_backward --operators ror,guard,sync --sizes 1,37,300 --sanitizers none
     wireup mutate --all --max-mutants 30 --build-only   # compile here (no GPU); carry the cache to the GPU
+    wireup mutate --headers-only --max-mutants 20       # the shared headers' mutants, each judged by every including kernel
     wireup mutate --reclassify                      # apply equivalent.toml to reports/mutation/*.json
 """
 
@@ -31,8 +32,9 @@ HELP = "mutation testing: mutate each kernel's source, verify the mutants on the
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("kernels", nargs="*", metavar="KERNEL", help="kernels to mutate (names from the contracts)")
-    p.add_argument("--all", action="store_true", help="mutate every kernel of the contracts")
+    p.add_argument("kernels", nargs="*", metavar="KERNEL", help="kernels to mutate (names from the contracts), or included headers (by file name, e.g. aux_common.cuh: each header mutant is judged against every kernel including it)")
+    p.add_argument("--all", action="store_true", help="mutate every kernel of the contracts and every included header some kernel reaches a function of")
+    p.add_argument("--headers-only", action="store_true", help="mutate only the included headers (every one some kernel reaches a function of; with --all too)")
     p.add_argument("--operators", action="append", default=[], metavar="OP,OP,...", help="only these mutation operators (default: all; see docs/mutation.md)")
     p.add_argument("--max-mutants", type=int, metavar="N", help="at most N mutants per kernel, chosen deterministically with every operator represented (default: all)")
     p.add_argument("--list", action="store_true", help="print the mutants and exit (no compiler, no GPU)")
@@ -136,7 +138,11 @@ def run(args: argparse.Namespace) -> int:
     cfg, cs = load_project(root)
     if args.reclassify:
         return _reclassify(args, cfg, cs)
-    names = [k.name for k in cs.kernels] if args.all else []
+    from ..mutate import mutated_headers
+
+    names = [k.name for k in cs.kernels] if args.all and not args.headers_only else []
+    if args.all or args.headers_only:
+        names += [h for h in mutated_headers(cfg, cs) if h not in names]
     names += [k for k in args.kernels if k not in names]
     if not names:
         raise UsageError("wireup mutate needs kernel names or --all; the kernels are " + ", ".join(f'"{k.name}"' for k in cs.kernels) + ".")

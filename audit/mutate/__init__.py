@@ -2,7 +2,9 @@
 
 ``wireup mutate`` makes systematic, deterministic source mutations of a kernel's own ``.cu`` file
 (inside its entry function and the functions of that file it reaches), compiles each mutant, verifies it
-on the GPU for that kernel only, and reports which checks caught it. A surviving mutant is a missing
+on the GPU for that kernel only, and reports which checks caught it. A shared header's mutants (in the
+header functions the kernels including it reach, :mod:`audit.mutate._headers`) are compiled into, and
+judged against, every kernel that includes the header. A surviving mutant is a missing
 check or an equivalent mutant; proven equivalents are recorded in ``equivalent.toml``. See
 docs/mutation.md.
 
@@ -23,4 +25,5 @@ from ._operators import OPERATOR_MAP as OPERATOR_MAP, OPERATORS as OPERATORS, Op
 from ._render import kernel_json as kernel_json, render_list as render_list, render_table as render_table, write_kernel_json as write_kernel_json
 from ._results import KernelMutation as KernelMutation, MutantOutcome as MutantOutcome, MutationRun as MutationRun
 from ._reclassify import reclassify as reclassify, reclassify_exit_code as reclassify_exit_code, render_reclassified as render_reclassified
-from ._run import MUTATE_SIZES as MUTATE_SIZES, build_only as build_only, plan_mutants as plan_mutants, run_mutation as run_mutation
+from ._headers import HeaderUnit as HeaderUnit, header_mutants as header_mutants, header_units as header_units
+from ._run import MUTATE_SIZES as MUTATE_SIZES, build_only as build_only, mutated_headers as mutated_headers, plan_mutants as plan_mutants, run_mutation as run_mutation

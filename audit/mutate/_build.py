@@ -19,11 +19,10 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_text_atomic
 from ..errors import UsageError
 from ._mutants import Mutant
 
@@ -41,11 +40,12 @@ class MutantBuild:
     detail: str = ""
     nvcc: str = ""  # the compiler's version
     ptx: Path | None = None  # the compiled PTX (in the build cache), for the static checks
+    # a header mutant: per including kernel, the copy of its source compiled with the mutated header and its PTX
+    overrides: dict[str, Path] = field(default_factory=dict)
+    ptxs: dict[str, Path] = field(default_factory=dict)
 
 
-def mutant_dir(cfg: Any, kernel: str) -> Path:
-    """Where the mutants of ``kernel`` are written (inside the build cache folder)."""
-    return cfg.path(cfg.cache) / "mutate" / kernel
+from ._paths import _write_if_changed, mutant_dir  # noqa: E402  (shared with the header mutants)
 
 
 def write_mutant(cfg: Any, m: Mutant) -> Path:
@@ -53,15 +53,6 @@ def write_mutant(cfg: Any, m: Mutant) -> Path:
     path = mutant_dir(cfg, m.kernel) / f"{m.file_stem}.cu"
     _write_if_changed(path, m.mutated)
     return path
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    try:
-        if path.read_text(encoding="utf-8") == text:
-            return
-    except OSError:
-        pass
-    write_text_atomic(path, text)
 
 
 def normalized_ptx(text: str, symbol: str) -> str:
@@ -134,6 +125,8 @@ def build_mutants(
     progress = progress or (lambda ev: None)
     lock = threading.Lock()
     workers = max(1, jobs or usable_cpus())
+    headers = [m for m in mutants if m.is_header]
+    mutants = [m for m in mutants if not m.is_header]
     originals = {m.kernel: m.original for m in mutants}
 
     def baseline(name: str) -> tuple[str, str]:
@@ -160,6 +153,98 @@ def build_mutants(
             out = MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
         with lock:
             progress({"event": "mutant_built", "mutant": m.key, "status": out.status, "cached": sb.cached})
+        return m.key, out
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:
+        out = dict(pool.map(one, mutants))
+    if headers:
+        out.update(build_header_mutants(cfg, cs, headers, arch, workers, progress))
+    return out
+
+
+def _unit(cfg: Any, m: Mutant) -> Any:
+    from ..untrusted import resolve
+    from ._headers import HeaderUnit
+
+    path = cfg.path(m.source)
+    return HeaderUnit(m.kernel, m.source, resolve(path) or path, m.kernels)
+
+
+def _build_tree(cfg: Any, cs: Any, overrides: dict[str, Path], arch: str) -> tuple[dict[str, Any], str, bool]:
+    """Build each kernel of ``overrides`` from its copy: kernel -> (source build, entry), the compiler's
+    version, and whether every build came from the cache."""
+    from ..compile import build_kernels
+
+    result = build_kernels(cfg, cs, arch=arch, jobs=1, sources=list(overrides), source_overrides=overrides)
+    return {k: result.kernel(cs.kernel(k)) for k in overrides}, result.nvcc_version, all(result.kernel(cs.kernel(k))[0].cached for k in overrides)
+
+
+def build_header_original(cfg: Any, cs: Any, m: Mutant, arch: str) -> MutantBuild:
+    """Write and compile the unmutated tree of ``m``'s header unit (``<cache>/mutate/<header>/original/``:
+    the header, the other local headers and each including kernel's source), exactly as its mutants are.
+
+    Raises :class:`UsageError` when some including kernel does not compile from there."""
+    from ._headers import write_header_tree
+
+    unit = _unit(cfg, m)
+    overrides = write_header_tree(cfg, cs, unit, "original", m.original)
+    built, nvcc, _ = _build_tree(cfg, cs, overrides, arch)
+    ptxs: dict[str, Path] = {}
+    for kernel, (sb, entry) in built.items():
+        if not sb.ok or entry is None or sb.ptx is None:
+            first = sb.first_error.render() if sb.first_error else "no entry point " + cs.kernel(kernel).symbol
+            raise UsageError(
+                f'The unmutated copy of header "{m.source}" does not compile into kernel "{kernel}" at "{overrides[kernel]}" ({first}); '
+                f'header mutants are compiled from that folder, so every header must be found beside the kernel\'s source or through the include folders ("include" in wireup.toml).'
+            )
+        ptxs[kernel] = sb.ptx
+    first_kernel = m.kernels[0]
+    return MutantBuild("compiled", unit.path, nvcc=nvcc, ptx=ptxs[first_kernel], overrides=overrides, ptxs=ptxs)
+
+
+def build_header_mutants(cfg: Any, cs: Any, mutants: Sequence[Mutant], arch: str, workers: int,
+                         progress: Callable[[dict[str, Any]], None]) -> dict[str, MutantBuild]:  # fmt: skip
+    """Compile each header mutant into every kernel that includes its header: *stillborn* when one of
+    those builds fails, *identical* when every including kernel's PTX equals its unmutated build's."""
+    from ._headers import write_header_tree
+
+    lock = threading.Lock()
+    firsts: dict[str, Mutant] = {}
+    for m in mutants:
+        firsts.setdefault(m.kernel, m)
+
+    def baseline(unit: str) -> tuple[str, dict[str, str]]:
+        b = build_header_original(cfg, cs, firsts[unit], arch)
+        return unit, {k: normalized_ptx(p.read_text(), cs.kernel(k).symbol) for k, p in b.ptxs.items()}
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:
+        baselines = dict(pool.map(baseline, firsts))
+
+    def one(m: Mutant) -> tuple[str, MutantBuild]:
+        unit = _unit(cfg, m)
+        overrides = write_header_tree(cfg, cs, unit, m.file_stem, m.mutated)
+        header = overrides and next(iter(overrides.values())).parent / unit.path.name
+        built, nvcc, cached = _build_tree(cfg, cs, overrides, arch)
+        ptxs: dict[str, Path] = {}
+        out: MutantBuild | None = None
+        same = True
+        for kernel, (sb, entry) in built.items():
+            if not sb.ok or sb.cubin is None:
+                first = sb.first_error
+                out = MutantBuild("stillborn", header or unit.path, f'in kernel "{kernel}": ' + (first.render() if first else "the compiler failed"), nvcc)
+                break
+            if entry is None:
+                out = MutantBuild("stillborn", header or unit.path, f'in kernel "{kernel}": its cubin has no entry point "{cs.kernel(kernel).symbol}"', nvcc)
+                break
+            if sb.ptx is not None:
+                ptxs[kernel] = sb.ptx
+            if sb.ptx is None or normalized_ptx(sb.ptx.read_text(), entry.symbol) != baselines[m.kernel][kernel]:
+                same = False
+        if out is None:
+            status = "identical" if same else "compiled"
+            out = MutantBuild(status, header or unit.path, nvcc=nvcc, ptx=ptxs.get(m.kernels[0]), overrides=overrides, ptxs=ptxs)
+        with lock:
+            progress({"event": "mutant_built", "mutant": m.key, "status": out.status, "cached": cached})
         return m.key, out
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:

@@ -38,6 +38,16 @@ class Mutant:
     edits: tuple[Edit, ...]
     original: str  # the whole original source text
     mutated: str  # the whole mutated source text
+    judged_by: tuple[str, ...] = ()  # a header mutant: every kernel that includes the header (empty: ``kernel`` itself)
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        """The kernels whose checks judge this mutant: those including its header, else its own kernel."""
+        return self.judged_by or (self.kernel,)
+
+    @property
+    def is_header(self) -> bool:
+        return bool(self.judged_by)
 
     @property
     def id(self) -> str:
@@ -127,13 +137,21 @@ def mutants_of_source(
 ) -> list[Mutant]:
     """Every mutant of the entry ``symbol`` in ``text`` (and of what it reaches in the same file), in
     source order; ``operators`` restricts them to those operator ids."""
-    chosen = check_operators(operators)
     src = Source.parse(text)
     entry = src.entry(symbol)
     if entry is None:
+        check_operators(operators)
         return []
     params = _entry_params(src, entry)
     ctx = Context(src, src.body_indices(symbol), tuple(runtime_dims), frozenset(params))
+    return mutants_in(text, ctx, kernel or symbol, source, operators)
+
+
+def mutants_in(text: str, ctx: Context, kernel: str, source: str, operators: Sequence[str] | None = None,
+               judged_by: tuple[str, ...] = ()) -> list[Mutant]:  # fmt: skip
+    """Every mutant the operators make at the mutable token indices of ``ctx``, in source order (a
+    header's mutants carry ``judged_by``, the kernels including it)."""
+    chosen = check_operators(operators)
     seen_texts = {text}
     out: list[Mutant] = []
     for op in OPERATORS:
@@ -148,7 +166,7 @@ def mutants_of_source(
             if mutated in seen_texts:
                 continue
             seen_texts.add(mutated)
-            out.append(Mutant(kernel or symbol, source, op.id, pos[0], pos[1], ordinal, site.what, site.edits, text, mutated))
+            out.append(Mutant(kernel, source, op.id, pos[0], pos[1], ordinal, site.what, site.edits, text, mutated, judged_by))
     order = {op.id: n for n, op in enumerate(OPERATORS)}
     return sorted(out, key=lambda m: (m.line, m.col, order[m.operator], m.ordinal))
 

@@ -34,6 +34,7 @@ from ..atomic import write_text_atomic
 from ..errors import UsageError
 from ._equivalent import DEFAULT_FILE, load_records, match_records
 from ._render import survivor_row
+from ._headers import header_mutants, header_units
 from ._run import _display, kernel_mutants
 
 
@@ -91,29 +92,30 @@ def _one(path: Path, cfg: Any, cs: Any, records: Sequence[Any], eq_name: str, wr
         return Reclassified(path, path.stem, problem='is no mutation record (it needs "kernel" and "results")')
     name = data["kernel"]
     out = Reclassified(path, name, data, before={k: data.get(k) for k in ("equivalent", "survived", "score")})
-    if name not in cs.kernel_map:
+    unit = header_units(cfg, cs).get(name) if data.get("header") is True else None
+    if unit is None and name not in cs.kernel_map:
         out.problem = f'names kernel "{name}", which the contracts do not have'
         return out
-    k = cs.kernel(name)
-    source = data.get("source") or k.source
-    if source != k.source:
-        out.problem = f'was made from "{source}" but kernel "{name}" now lives in "{k.source}"; re-run `wireup mutate {name}`'
+    k_source = unit.source if unit else cs.kernel(name).source
+    source = data.get("source") or k_source
+    if source != k_source:
+        out.problem = f'was made from "{source}" but kernel "{name}" now lives in "{k_source}"; re-run `wireup mutate {name}`'
         return out
     try:
-        src = cfg.path(k.source).read_text(encoding="utf-8")
+        src = cfg.path(k_source).read_text(encoding="utf-8")
     except OSError as exc:
-        out.problem = f'its source "{k.source}" cannot be read ({exc.strerror})'
+        out.problem = f'its source "{k_source}" cannot be read ({exc.strerror})'
         return out
     if hashlib.sha256(src.encode()).hexdigest() != data.get("source_sha256"):
-        out.problem = f'"{k.source}" changed since the run, so its mutant ids may name other code; re-run `wireup mutate {name}`'
+        out.problem = f'"{k_source}" changed since the run, so its mutant ids may name other code; re-run `wireup mutate {name}`'
         return out
-    every = kernel_mutants(cs, name, src)
+    every = header_mutants(cfg, cs, unit) if unit else kernel_mutants(cs, name, src)
     by_id = {m.id: m for m in every}
     matched, stale = match_records(name, every, records)
     survived = [r.get("id") for r in data["results"] if isinstance(r, dict) and r.get("status") == "survived"]
     unknown = [i for i in survived if i not in by_id]
     if unknown:
-        out.problem = f'surviving mutant "{unknown[0]}" is no mutant of "{k.source}" (a newer or older wireup?); re-run `wireup mutate {name}`'
+        out.problem = f'surviving mutant "{unknown[0]}" is no mutant of "{k_source}" (a newer or older wireup?); re-run `wireup mutate {name}`'
         return out
 
     new = dict(data)

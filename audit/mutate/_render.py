@@ -36,7 +36,8 @@ def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = No
         ops = {o: n for o, n in ops.items() if n}
         total = (generated or {}).get(k, len(mine))
         of = f" of {total}" if total != len(mine) else ""
-        lines.append(f"{k}: {len(mine)}{of} mutant(s) in {mine[0].source} (" + ", ".join(f"{o} {n}" for o, n in ops.items()) + ")")
+        judged = f", each judged against {len(mine[0].judged_by)} including kernel(s): {', '.join(mine[0].judged_by)}" if mine[0].is_header else ""
+        lines.append(f"{k}: {len(mine)}{of} mutant(s) in {mine[0].source} (" + ", ".join(f"{o} {n}" for o, n in ops.items()) + f"){judged}")
         for m in mine:
             lines.append(f"  {m.id.ljust(width)}  {m.source}:{m.line}  {m.summary}")
             if diffs:
@@ -109,7 +110,8 @@ def kernel_json(k: KernelMutation, run: MutationRun) -> dict:
         if o.status in ("stillborn", "error", "not_scored") and o.detail:
             row["detail"] = o.detail.splitlines()[0][:300]
         results.append(row)
-    return {
+    header = {"header": True, "judged_by": list(k.judged_by)} if k.is_header else {}  # a header's record (its "kernel" is the header)
+    return header | {
         "format": FORMAT,
         "kernel": k.kernel,
         "baseline": k.baseline,

@@ -77,6 +77,11 @@ class KernelMutation:
     stale: list[str] = field(default_factory=list)  # stale equivalence records, one sentence each
     baseline: str = "pass"  # one of BASELINES: the unmutated kernel's verdict at the run's settings
     baseline_findings: list[str] = field(default_factory=list)  # "RULE: message" per failed check of the baseline
+    judged_by: list[str] = field(default_factory=list)  # a header: every kernel including it (its mutants are judged against all)
+
+    @property
+    def is_header(self) -> bool:
+        return bool(self.judged_by)
 
     @property
     def scored(self) -> bool:

@@ -1,7 +1,9 @@
 """``run_mutation()``: generate, compile and verify the mutants of the selected kernels, then classify.
 
-1. Generate every mutant of each kernel's own source (:mod:`audit.mutate._operators`) and keep at most
-   ``max_mutants`` per kernel (a deterministic selection that keeps every operator represented).
+1. Generate every mutant of each kernel's own source (:mod:`audit.mutate._operators`), and of each named
+   header (:mod:`audit.mutate._headers`: a header mutant is compiled into, verified with and judged
+   against every kernel including the header; below, "kernel" stands for such a header too), and keep
+   at most ``max_mutants`` per kernel (a deterministic selection that keeps every operator represented).
 2. Find the GPU (before anything is compiled) and compile every mutant, ``jobs`` at a time, through the
    build cache; drop the stillborn and the identical ones (:mod:`audit.mutate._build`).
 3. Run the static kernel-code checks of ``wireup check`` on each mutant (:mod:`audit.mutate._static`:
@@ -52,8 +54,9 @@ from typing import Any
 
 from .. import __version__
 from ..errors import UsageError
-from ._build import build_mutants, build_original, mutant_dir, usable_cpus
+from ._build import MutantBuild, build_header_original, build_mutants, build_original, mutant_dir, usable_cpus
 from ._equivalent import DEFAULT_FILE, load_records, match_records
+from ._headers import header_mutants, header_units
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
 from ._static import STATIC_RULES, static_catches
@@ -100,25 +103,49 @@ def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[
     from ..cuda.scope import Source
 
     check_operators(operators)
-    unknown = [k for k in kernels if k not in cs.kernel_map]
-    if unknown:
-        valid = ", ".join(f'"{k}"' for k in cs.kernel_map)
-        raise UsageError(f'"{unknown[0]}" is not a kernel of the contracts; the kernels are {valid}.')
+    units = _units_named(cs, cfg, kernels)
     generated: dict[str, list[Mutant]] = {}
     selected: dict[str, list[Mutant]] = {}
     for name in dict.fromkeys(kernels):
-        k = cs.kernel(name)
-        path = cfg.path(k.source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f'Kernel "{name}" has source "{k.source}", which cannot be read ({exc.strerror}).') from None
-        if Source.parse(text).entry(k.symbol) is None:
-            raise UsageError(f'Kernel "{name}": "{k.source}" defines no function "{k.symbol}" to mutate.')
-        ms = kernel_mutants(cs, name, text, operators)
+        if name in units:
+            ms = header_mutants(cfg, cs, units[name], operators)
+        else:
+            k = cs.kernel(name)
+            path = cfg.path(k.source)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(f'Kernel "{name}" has source "{k.source}", which cannot be read ({exc.strerror}).') from None
+            if Source.parse(text).entry(k.symbol) is None:
+                raise UsageError(f'Kernel "{name}": "{k.source}" defines no function "{k.symbol}" to mutate.')
+            ms = kernel_mutants(cs, name, text, operators)
         generated[name] = ms
         selected[name] = select_mutants(ms, max_mutants)
     return generated, selected
+
+
+def _units_named(cs: Any, cfg: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The header units among ``names`` (the others must be kernels); raises :class:`UsageError` for a
+    name that is neither."""
+    others = [n for n in names if n not in cs.kernel_map]
+    if not others:
+        return {}
+    units = header_units(cfg, cs)
+    unknown = [n for n in others if n not in units]
+    if unknown:
+        valid = ", ".join(f'"{k}"' for k in cs.kernel_map)
+        heads = ", ".join(f'"{h}"' for h in units)
+        raise UsageError(f'"{unknown[0]}" is not a kernel of the contracts; the kernels are {valid}'
+                         + (f", and the included headers {heads}." if heads else "."))  # fmt: skip
+    return {n: units[n] for n in others}
+
+
+def mutated_headers(cfg: Any, cs: Any) -> list[str]:
+    """The header units some including kernel reaches a function of (where their mutants are made), in
+    path order: what ``--all`` and ``--headers-only`` add."""
+    from ..cuda.headers import reached_headers
+
+    return reached_headers(cfg, cs)
 
 
 def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[str] | None = None, max_mutants: int | None = None,
@@ -190,6 +217,7 @@ def run_mutation(
             raise UsageError(f'--sanitizers takes {" and ".join(f"{t!r}" for t in SANITIZERS)} (or "none"), found "{tool}".')
     slowdown = stand_in is None if slowdown is None else slowdown
     generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
+    units = _units_named(cs, cfg, kernels)
     eq_path = equivalent_file or DEFAULT_FILE
     records = load_records(eq_path, _display(eq_path, cfg.root))
     timing["generate"] = time.perf_counter() - t_start
@@ -203,14 +231,20 @@ def run_mutation(
         timing["compile"] = time.perf_counter() - t
         statuses = {key: b.status for key, b in builds.items()}
         details = {key: b.detail for key, b in builds.items()}
-        paths = {key: b.path for key, b in builds.items()}
+        # per mutant, the source overrides its variant is built with: its own kernel's mutated copy, or
+        # for a header mutant the copy of every including kernel's source beside the mutated header
+        by_m = {m.key: m for m in all_selected}
+        paths = {key: dict(b.overrides) if b.overrides else {by_m[key].kernel: b.path} for key, b in builds.items() if b.status != "stillborn"}
         nvcc = next((b.nvcc for b in builds.values() if b.nvcc), "")
         # the static kernel-code checks of `wireup check`, on each mutant and on each unmutated copy
         t = time.perf_counter()
-        originals_built = {name: build_original(cfg, cs, name, ms[0].original, arch) for name, ms in selected.items() if ms}
-        hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key]) for m in all_selected if statuses[m.key] in ("compiled", "identical")])
+        originals_built = {
+            name: build_header_original(cfg, cs, ms[0], arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, arch)
+            for name, ms in selected.items() if ms
+        }  # fmt: skip
+        hits = static_catches(cfg, cs, [it for m in all_selected if statuses[m.key] in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])])
         static = {key: (tuple(dict.fromkeys(r for r, _ in v)), v[0][1]) for key, v in hits.items()}
-        static_baselines = static_catches(cfg, cs, [(name, name, b) for name, b in originals_built.items()])
+        static_baselines = static_catches(cfg, cs, [it for name, ms in selected.items() if ms for it in _static_items(name, ms[0], originals_built[name])])
         for key in static:
             statuses[key] = "compiled"  # an identical mutant that a static check flags is caught, not dropped
         timing["static"] = time.perf_counter() - t
@@ -224,19 +258,21 @@ def run_mutation(
     order = [m for group in _round_robin(list(selected.values())) for m in group]
     to_run = [m for m in order if statuses[m.key] == "compiled" and m.key not in static]
     variants = [
-        Variant(m.key, (m.kernel,), {m.kernel: paths[m.key]} if m.key in paths else {}, stand_in(m) if stand_in else None)
+        Variant(m.key, m.kernels, paths.get(m.key, {}), stand_in(m) if stand_in else None)
         for m in to_run
     ]  # fmt: skip
     # the unmutated copy of every kernel, verified in the same call with the same settings (a check that
     # fails without any mutation would "catch" every mutant), and first, on workers no mutant has used
-    originals: dict[str, Path] = {}
+    originals: dict[str, dict[str, Path]] = {}
     baseline_variants: list[Variant] = []
-    for name in selected:
-        copy = mutant_dir(cfg, name) / "original.cu"
-        if stand_in is None and copy.is_file():
-            originals[name] = copy
+    for name, ms in selected.items():
+        judged = ms[0].kernels if ms else (name,)
+        if stand_in is None and ms and ms[0].is_header:
+            originals[name] = dict(originals_built[name].overrides)
+        elif stand_in is None and (copy := mutant_dir(cfg, name) / "original.cu").is_file():
+            originals[name] = {name: copy}
         baseline_variants.append(Variant(
-            f"{name}/{BASELINE}", (name,), {name: originals[name]} if name in originals else {},
+            f"{name}/{BASELINE}", judged, originals.get(name, {}),
             (baseline_stand_in(name) if baseline_stand_in else {}) if stand_in else None,
         ))  # fmt: skip
     variants = baseline_variants + variants
@@ -298,7 +334,7 @@ def run_mutation(
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
         # their kernel (a report it has itself would "catch" every such survivor). racecheck sees shared
         # memory only, so it takes the survivors of kernels that use it and every lost barrier.
-        todo = [m for m in survivors if m.key not in late and (tool != "racecheck" or m.operator == "sync" or _uses_shared(cfg, cs, m.kernel, arch))]
+        todo = [m for m in survivors if m.key not in late and (tool != "racecheck" or m.operator == "sync" or any(_uses_shared(cfg, cs, k, arch) for k in m.kernels))]
         t = time.perf_counter()
         found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers())
         timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
@@ -309,11 +345,15 @@ def run_mutation(
 
     results: list[KernelMutation] = []
     for name, ms in selected.items():
-        k = cs.kernel(name)
-        text = ms[0].original if ms else cfg.path(k.source).read_text(encoding="utf-8")
+        unit = units.get(name)
+        source = unit.source if unit else cs.kernel(name).source
+        text = ms[0].original if ms else cfg.path(source).read_text(encoding="utf-8")
         # records are matched against the mutants of every operator, so a run restricted by --operators
         # does not report the records of the other operators stale
-        every = generated[name] if operators is None else kernel_mutants(cs, name, text)
+        if operators is None:
+            every = generated[name]
+        else:
+            every = header_mutants(cfg, cs, unit) if unit else kernel_mutants(cs, name, text)
         matched, stale = match_records(name, every, records)
         baseline, baseline_findings = baselines[name]
         unscored = not_scored_reason(baseline, baseline_findings)
@@ -345,8 +385,8 @@ def run_mutation(
         per_op: dict[str, int] = {}
         for m in generated[name]:
             per_op[m.operator] = per_op.get(m.operator, 0) + 1
-        results.append(KernelMutation(name, k.source, hashlib.sha256(text.encode()).hexdigest(), len(generated[name]), per_op, outcomes, stale,
-                                      baseline=baseline, baseline_findings=baseline_findings))  # fmt: skip
+        results.append(KernelMutation(name, source, hashlib.sha256(text.encode()).hexdigest(), len(generated[name]), per_op, outcomes, stale,
+                                      baseline=baseline, baseline_findings=baseline_findings, judged_by=list(unit.kernels) if unit else []))  # fmt: skip
 
     run = MutationRun(results, settings={
         "sizes": [int(s) for s in sizes], "seed": int(seed), "operators": sorted(check_operators(operators)),
@@ -411,7 +451,7 @@ def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
     return entry is None or entry.shared_static_bytes > 0
 
 
-def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path], originals: Mapping[str, Path], backends: Sequence[str],
+def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path | Mapping[str, Path]], originals: Mapping[str, Path | Mapping[str, Path]], backends: Sequence[str],
               seed: int, progress: Progress, workers: int = 4) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
     :data:`RACE_SIZES`): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
@@ -424,10 +464,10 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
 
-    def one(job: tuple[str, str, Path]) -> tuple[str, list[tuple[str, str]]]:
-        key, kernel, source = job
-        out = verify(cfg.root, kernels=[kernel], backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
-                     sanitizer=tool, evidence=False, source_overrides={kernel: source}, config=cfg, timeout=SANITIZER_TIMEOUT)  # fmt: skip
+    def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
+        key, overrides = job
+        out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
+                     sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT)  # fmt: skip
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
@@ -439,8 +479,11 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         return key, errors
 
     todo = [m for m in mutants if m.key in paths]
-    jobs = [(f"{k}/{BASELINE}", k, originals[k]) for k in dict.fromkeys(m.kernel for m in todo) if k in originals]
-    jobs += [(m.key, m.kernel, paths[m.key]) for m in todo]
+    def overrides(kernel: str, v: Path | Mapping[str, Path]) -> Mapping[str, Path]:  # one kernel's copy, or a header's copies
+        return {kernel: v} if isinstance(v, Path) else v
+
+    jobs = [(f"{k}/{BASELINE}", overrides(k, originals[k])) for k in dict.fromkeys(m.kernel for m in todo) if k in originals]
+    jobs += [(m.key, overrides(m.kernel, paths[m.key])) for m in todo]
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     bases: dict[str, list[tuple[str, str]] | None] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -451,6 +494,14 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
             elif errors:
                 found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
     return found, bases
+
+
+def _static_items(key: str, m: Mutant, build: MutantBuild) -> list[tuple[str, str, Any]]:
+    """The ``(key, kernel, build)`` items of :func:`static_catches` for a mutant (or an unmutated copy):
+    its own kernel's build, or one per kernel including a header (its source copy and PTX), keyed alike."""
+    if not m.is_header:
+        return [(key, m.kernel, build)]
+    return [(key, k, MutantBuild(build.status, p, ptx=build.ptxs.get(k))) for k, p in build.overrides.items()]
 
 
 def _round_robin(groups: list[list[Mutant]]) -> list[list[Mutant]]:

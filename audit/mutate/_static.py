@@ -25,7 +25,8 @@ STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE")
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:
     """For each ``(key, kernel, build)`` (a :class:`~audit.mutate.MutantBuild`: its source and PTX), the
-    ``(rule, message)`` findings of :data:`STATIC_RULES`; keys without a finding are left out."""
+    ``(rule, message)`` findings of :data:`STATIC_RULES` (those of every item with that key); keys
+    without a finding are left out."""
     from ..cuda.static import kernel_code_findings
     from ..graph import Wiring
 
@@ -36,6 +37,6 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> 
         k = cs.kernel(kernel)
         ptx = build.ptx.read_text(errors="replace") if build.ptx is not None and build.ptx.is_file() else None
         hits = kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
-        if hits:
-            out[key] = hits
+        if hits:  # a header mutant has one item per including kernel, all under its key
+            out.setdefault(key, []).extend(hits)
     return out

@@ -147,7 +147,10 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         unaudited=scan.unaudited if scan is not None else [],
         history=history.available,
         inputs=_inputs(cfg),
+        header_mutations=_header_mutations(mutation_dir),
     )
+    recorded = {name for name, _ in report.header_mutations}
+    report.header_mutation_missing = [h for h in _mutated_headers(cfg, cs) if h not in recorded]
     report.totals = _totals(report)
     report.verdict = _verdict(report, fresh)
     return report
@@ -430,6 +433,35 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks), tails)
 
 
+def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
+    """The included headers ``wireup mutate --all`` mutates (none where they cannot be read)."""
+    from ..cuda.headers import reached_headers
+
+    try:
+        return reached_headers(cfg, cs)
+    except (UserError, OSError, ValueError):
+        return []
+
+
+def _header_mutations(folder: Path) -> list[tuple[str, MutationView]]:
+    """The header mutants' records in ``folder`` (``"header": true``), by header name, in name order."""
+    out: list[tuple[str, MutationView]] = []
+    try:
+        paths = sorted(p for p in folder.glob("*.json") if p.is_file())
+    except OSError:
+        return out
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, Mapping) and data.get("header") is True:
+            view = _mutation_view(path)
+            if view is not None:
+                out.append((str(data.get("kernel", path.stem)), view))
+    return out
+
+
 def _mutation_view(path: Path) -> MutationView | None:
     if not path.is_file():
         return None
@@ -601,19 +633,34 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
     state = BAD if vfailed else (OK if verified == n else WARN)
     out.append(("GPU-verified", Status(state, f"{verified} of {n} ({stale} stale, {missing} missing, {vfailed} failed)")))
     mutated = [kv for kv in ks if kv.mutation is not None]
-    if mutated:
+    heads = [v for _, v in r.header_mutations]
+    if mutated or heads:
         scored = [kv.mutation for kv in mutated if kv.mutation.counted is not None]
         unscored = len(mutated) - len(scored)
         caught = sum(m.caught for m in scored)
         total = sum(m.counted or 0 for m in scored)
         score = f"{caught} of {total} mutants caught" + (f" ({100.0 * caught / total:.0f}%)" if total else "")
         text = f"{score} over {len(scored)} of {n} kernels" + (f"; {unscored} not scored" if unscored else "")
-        views = [kv.mutation for kv in mutated]
+        full = caught == total and not unscored
+        if heads:
+            hscored = [m for m in heads if m.counted is not None]
+            hcaught, htotal = sum(m.caught for m in hscored), sum(m.counted or 0 for m in hscored)
+            text += (f"; header mutants: {hcaught} of {htotal} caught over {len(hscored)} of {len(heads)} headers"
+                     " (each judged against every kernel including it)")  # fmt: skip
+            full = full and hcaught == htotal and len(hscored) == len(heads)
+        if r.header_mutation_missing:
+            text += "; header mutants not run for " + ", ".join(r.header_mutation_missing)
+            full = False
+        views = [kv.mutation for kv in mutated] + heads
         if all(m.selected is not None and m.generated is not None for m in views):
             selected, generated = sum(m.selected or 0 for m in views), sum(m.generated or 0 for m in views)
             if selected < generated:
-                text += f"; a sample: {selected} of {generated} generated mutants run"
-        out.append(("mutation score", Status(OK if caught == total and not unscored else WARN, text)))
+                # a sample is not a full score: it says nothing about the mutants not run
+                text += f"; a sample, not a full score: {selected} of {generated} generated mutants run"
+                full = False
+        else:
+            full = False  # a record without its generated count (an older format) may be a sample
+        out.append(("mutation score", Status(OK if full else WARN, text)))
     else:
         out.append(("mutation score", Status(NONE, "not run")))
     return out

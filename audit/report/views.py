@@ -320,3 +320,6 @@ class Report:
     inputs: list[str]
     #: (finding, reason) of every finding a [[suppress]] entry covers: shown apart, never counted
     suppressed: list[tuple[Finding, str]] = field(default_factory=list)
+    # the records of header mutants (reports/mutation/<header>.json), by header name: not any one kernel's
+    header_mutations: list[tuple[str, MutationView]] = field(default_factory=list)
+    header_mutation_missing: list[str] = field(default_factory=list)  # included headers with mutants but no record

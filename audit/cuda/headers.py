@@ -1,0 +1,116 @@
+"""The local headers the kernels include, and which of their functions each kernel reaches: what header
+mutants (``wireup mutate``, :mod:`audit.mutate._headers`) are made of, and what the report counts them
+against.
+
+A *header unit* is a local header (a file inside the project root in some kernel's include closure,
+other than a kernel's own source), named by its file name (``aux_common.cuh``), with its *including
+kernels*: every kernel whose include closure holds it, directly or through another header.
+
+>>> units = header_units(cfg, cs)                                 # doctest: +SKIP
+>>> units["aux_head_forward.cuh"].kernels                         # doctest: +SKIP
+('aux_next_bar_forward', 'aux_trade_outcome_forward')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class HeaderUnit:
+    """A local header and the kernels (contract order) whose include closure holds it."""
+
+    name: str  # the unit's name: the header's file name (its root-relative path with "_" for "/" when two share a name)
+    source: str  # root-relative path
+    path: Path  # resolved
+    kernels: tuple[str, ...]
+
+
+def include_dirs(cfg: Any) -> list[Path]:
+    return [cfg.path(d) for d in cfg.include_dirs]
+
+
+def source_closure(cfg: Any, source: str) -> list[Path]:
+    from ..hashing import include_closure
+
+    return include_closure(cfg.path(source), include_dirs(cfg))
+
+
+def header_units(cfg: Any, cs: Any) -> dict[str, HeaderUnit]:
+    """Every local header some kernel includes (directly or through another header), by unit name, in
+    path order."""
+    from ..untrusted import resolve
+
+    root = resolve(cfg.root) or cfg.root
+    found: dict[Path, list[str]] = {}
+    for k in cs.kernels:
+        own = resolve(cfg.path(k.source))
+        for h in source_closure(cfg, k.source):
+            if h == own or any(h == resolve(cfg.path(o.source)) for o in cs.kernels):
+                continue
+            try:
+                h.relative_to(root)
+            except ValueError:
+                continue  # a header outside the project (a toolkit header found through an include folder)
+            found.setdefault(h, [])
+            if k.name not in found[h]:
+                found[h].append(k.name)
+    paths = sorted(found, key=lambda p: p.relative_to(root).as_posix())
+    names = [p.name for p in paths]
+    out: dict[str, HeaderUnit] = {}
+    for p in paths:
+        rel = p.relative_to(root).as_posix()
+        name = p.name if names.count(p.name) == 1 else rel.replace("/", "_")
+        out[name] = HeaderUnit(name, rel, p, tuple(found[p]))
+    return out
+
+
+def reached_bodies(cfg: Any, cs: Any, kernel: str, header: Path) -> list[tuple[int, int]]:
+    """The ``(open, close)`` body braces of the functions of ``header`` that ``kernel``'s entry reaches:
+    through the functions of its own file and of every header in its include closure, by name (and by
+    owning struct, as :meth:`audit.cuda.scope.Source.reachable_bodies` does within one file)."""
+    from ..cuda.scope import Source
+    from ..untrusted import SOURCE_LIMIT, read_regular, resolve
+
+    k = cs.kernel(kernel)
+    own = resolve(cfg.path(k.source))
+    parsed: dict[Path, Source] = {}
+    for p in source_closure(cfg, k.source):
+        try:
+            parsed[p] = Source.parse(read_regular(p, SOURCE_LIMIT).decode("utf-8", "replace"))
+        except OSError:
+            continue
+    if own not in parsed or (entry := parsed[own].entry(k.symbol)) is None:
+        return []
+    by_name: dict[str, list[tuple[Path, Any]]] = {}
+    by_owner: dict[str, list[tuple[Path, Any]]] = {}
+    for p, src in parsed.items():
+        for f in src.functions:
+            if f.close <= f.open or (f.is_global and not (p == own and f is entry)):
+                continue
+            by_name.setdefault(f.name, []).append((p, f))
+            if f.owner:
+                by_owner.setdefault(f.owner, []).append((p, f))
+    seen = {(own, entry.open)}
+    todo = [(own, entry)]
+    out: list[tuple[int, int]] = []
+    while todo:
+        p, f = todo.pop()
+        if p == header:
+            out.append((f.open, f.close))
+        for t in parsed[p].tokens[f.open + 1 : f.close]:
+            if t.kind != "ident":
+                continue
+            for q, g in by_name.get(t.text, []) + by_owner.get(t.text, []):
+                if (q, g.open) not in seen:
+                    seen.add((q, g.open))
+                    todo.append((q, g))
+    return sorted(out)
+
+
+def reached_headers(cfg: Any, cs: Any) -> list[str]:
+    """The header units some including kernel reaches a function of, in path order: the headers
+    ``wireup mutate --all`` mutates."""
+    return [name for name, unit in header_units(cfg, cs).items() if any(reached_bodies(cfg, cs, k, unit.path) for k in unit.kernels)]

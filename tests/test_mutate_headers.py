@@ -1,0 +1,233 @@
+"""Header mutants: the shared headers' functions the including kernels reach are mutated once, and each
+mutant is judged against every kernel that includes the header (emulated backend with stand-ins); the
+``nvcc`` tests compile header mutants into both kernels including ``aux_head_forward.cuh``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.api import load_project
+from audit.cli import main
+from audit.errors import UsageError
+from audit.mutate import header_mutants, header_units, kernel_json, mutated_headers, plan_mutants, reclassify, run_mutation
+from audit.mutate._headers import reached_bodies
+
+REPO = Path(__file__).resolve().parents[1]
+HEAD = "aux_head_forward.cuh"
+FORWARDS = ("aux_next_bar_forward", "aux_trade_outcome_forward")
+
+
+def _wrong(launch):
+    out = launch.run_reference()
+    launch.write_outputs({k: v * 1.5 for k, v in out.items()})
+
+
+@pytest.fixture(scope="module")
+def project():
+    return load_project(REPO)
+
+
+def test_header_units_name_the_headers_and_every_kernel_including_them(project):
+    cfg, cs = project
+    units = header_units(cfg, cs)
+    assert list(units) == ["aux_common.cuh", "aux_head_forward.cuh", "isv_layout.cuh", "sgemm_tile.cuh"]
+    assert units[HEAD].source == "kernels/aux_head_forward.cuh" and units[HEAD].kernels == FORWARDS
+    # sgemm_tile.cuh is included directly by the GEMM kernels and through aux_head_forward.cuh by the forwards
+    assert set(FORWARDS) <= set(units["sgemm_tile.cuh"].kernels) and "aux_trunk_forward" in units["sgemm_tile.cuh"].kernels
+    assert "strided_gather" not in units["aux_common.cuh"].kernels  # it includes no header
+    # isv_layout.cuh holds constants only: no function to mutate, so --all and --headers-only leave it out
+    assert header_mutants(cfg, cs, units["isv_layout.cuh"]) == []
+    assert mutated_headers(cfg, cs) == ["aux_common.cuh", "aux_head_forward.cuh", "sgemm_tile.cuh"]
+
+
+def test_a_header_function_reached_by_two_kernels_yields_its_mutants_once_judged_against_both(project):
+    cfg, cs = project
+    unit = header_units(cfg, cs)[HEAD]
+    spans = [reached_bodies(cfg, cs, k, unit.path) for k in FORWARDS]
+    assert spans[0] and spans[0] == spans[1]  # both forwards reach the same header functions
+    ms = header_mutants(cfg, cs, unit)
+    assert ms and len({m.key for m in ms}) == len(ms) == len({m.mutated for m in ms})
+    assert all(m.kernel == HEAD and m.source == "kernels/aux_head_forward.cuh" and m.kernels == FORWARDS and m.is_header for m in ms)
+    assert all(m.key == f"{HEAD}/{m.id}" for m in ms)  # the id names the header
+    # only inside the reached bodies: every mutated line lies in one of them
+    lines = unit.path.read_text().splitlines()
+    assert all(m.original.splitlines() == lines for m in ms)
+    assert [m.key for m in header_mutants(cfg, cs, unit)] == [m.key for m in ms]  # deterministic
+    # a kernel that includes no header and one that reaches no function of this header
+    assert reached_bodies(cfg, cs, "strided_gather", unit.path) == []
+    assert reached_bodies(cfg, cs, "aux_next_bar_loss_reduce", unit.path) == []
+
+
+def test_plan_takes_kernels_and_headers_and_names_both_in_its_error(project):
+    cfg, cs = project
+    generated, selected = plan_mutants(cs, cfg, ["strided_gather", HEAD], None, 5)
+    assert list(generated) == ["strided_gather", HEAD]
+    assert len(selected[HEAD]) == 5 and len(generated[HEAD]) > 5
+    assert {m.operator for m in selected[HEAD]} <= {m.operator for m in generated[HEAD]}
+    with pytest.raises(UsageError, match=r'"nope.cuh" is not a kernel of the contracts; the kernels are "aux_label_scale_ema_update".*, '
+                                         r'and the included headers "aux_common.cuh", "aux_head_forward.cuh", "isv_layout.cuh", "sgemm_tile.cuh"\.$'):  # fmt: skip
+        plan_mutants(cs, cfg, ["nope.cuh"])
+
+
+def test_list_shows_header_mutants_and_the_kernels_judging_them(capsys):
+    assert main(["mutate", "--root", str(REPO), "--headers-only", "--list"]) == 0
+    out = capsys.readouterr().out
+    heads = [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ") and ": " in line]
+    assert heads == ["aux_common.cuh", "aux_head_forward.cuh", "sgemm_tile.cuh"]
+    assert f"each judged against 2 including kernel(s): {', '.join(FORWARDS)}" in out
+    assert main(["mutate", "--root", str(REPO), "--all", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "strided_gather: " in listed and "aux_common.cuh: " in listed and "sgemm_tile.cuh: " in listed
+
+
+def test_a_header_mutant_is_caught_when_any_including_kernel_catches_it(tmp_path):
+    """Three mutants: wrong in the second including kernel only (caught), wrong in the first only
+    (caught), right in both (survives): each is verified against both kernels in one variant."""
+    picks = {}
+
+    def stand_in(m):
+        n = picks.setdefault(m.id, len(picks))
+        assert m.kernels == FORWARDS
+        return [{FORWARDS[1]: _wrong}, {FORWARDS[0]: _wrong}, {}][n]
+
+    events = []
+    run = run_mutation(REPO, [HEAD], max_mutants=3, sizes=(1,), stand_in=stand_in, equivalent_file=tmp_path / "none.toml", progress=events.append)
+    (k,) = run.kernels
+    assert (k.kernel, k.source, k.judged_by, k.baseline) == (HEAD, "kernels/aux_head_forward.cuh", list(FORWARDS), "pass")
+    assert [o.status for o in k.outcomes] == ["caught", "caught", "survived"]
+    assert [o.checks for o in k.outcomes[:2]] == [("VERIFY_REFERENCE",), ("VERIFY_REFERENCE",)]
+    assert k.outcomes[0].detail.startswith(f'Kernel "{FORWARDS[1]}" fails VERIFY_REFERENCE')
+    assert k.outcomes[1].detail.startswith(f'Kernel "{FORWARDS[0]}" fails VERIFY_REFERENCE')
+    assert (k.mutants, k.caught, k.score) == (3, 2, pytest.approx(2 / 3)) and run.exit_code == 1
+    # the baseline (the unmutated header) is verified with both kernels too
+    done = {e["variant"] for e in events if e["event"] == "variant_done"}
+    assert f"{HEAD}/baseline" in done and {o.mutant.key for o in k.outcomes} <= done
+    data = kernel_json(k, run)
+    assert data["header"] is True and data["judged_by"] == list(FORWARDS) and data["kernel"] == HEAD
+    assert (data["generated"], data["selected"], data["mutants"], data["caught"], data["survived"]) == (k.generated, 3, 3, 2, 1)
+    assert [r["status"] for r in data["results"]] == ["caught", "caught", "survived"]
+    assert data["survivors"][0]["diff"].startswith("--- a/kernels/aux_head_forward.cuh\n")
+    # a kernel's own record keeps its format: no header keys
+    own = run_mutation(REPO, ["trade_outcome_label"], max_mutants=1, sizes=(1,), stand_in=lambda m: {m.kernel: _wrong})
+    assert not {"header", "judged_by"} & set(kernel_json(own.kernels[0], own))
+
+
+def test_header_records_are_written_reclassified_and_counted_by_the_report(tmp_path, capsys):
+    from audit.report.collect import _header_mutations
+
+    sys.path.insert(0, str(REPO / "tests" / "data" / "mutate"))
+    try:
+        code = main(["mutate", "--root", str(REPO), HEAD, "--max-mutants", "2", "--sizes", "1", "--stand-in", "stand_in:by_operator",
+                     "--output-dir", str(tmp_path)])  # fmt: skip
+    finally:
+        sys.path.remove(str(REPO / "tests" / "data" / "mutate"))
+    out = capsys.readouterr().out
+    assert code in (0, 1) and f"{HEAD} " in out
+    data = json.loads((tmp_path / f"{HEAD}.json").read_text())
+    assert data["header"] is True and data["selected"] == 2
+    cfg, cs = load_project(REPO)
+    (r,) = reclassify(tmp_path, cfg, cs, [HEAD], write=False)
+    assert r.problem == "" or r.problem is None
+    ((name, view),) = _header_mutations(tmp_path)
+    assert name == HEAD and view.selected == 2 and view.generated == data["generated"]
+
+
+@pytest.mark.nvcc
+def test_build_only_compiles_a_header_mutant_into_both_including_kernels(tmp_path, project):
+    from audit.config import with_overrides
+    from audit.mutate import build_mutants, build_only
+
+    cfg, cs = project
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    assert build_only(REPO, [HEAD], max_mutants=2, jobs=2, config=cfg) == {"compiled": 2}
+    _, selected = plan_mutants(cs, cfg, [HEAD], None, 2)
+    events = []
+    builds = build_mutants(cfg, cs, selected[HEAD], cfg.arch, jobs=2, progress=events.append)
+    assert [e["cached"] for e in events if e["event"] == "mutant_built"] == [True, True]  # the second pass starts no compiler
+    for m in selected[HEAD]:
+        b = builds[m.key]
+        folder = tmp_path / "cache" / "mutate" / HEAD / m.file_stem
+        assert b.status == "compiled" and b.path == folder / HEAD and b.path.read_text() == m.mutated
+        assert sorted(b.overrides) == sorted(FORWARDS) and all(p.parent == folder for p in b.overrides.values())
+        assert sorted(b.ptxs) == sorted(FORWARDS)
+        # the unmutated sibling headers sit beside it, so no include reaches the project's own copy
+        assert (folder / "aux_common.cuh").read_text() == (REPO / "kernels" / "aux_common.cuh").read_text()
+    original = tmp_path / "cache" / "mutate" / HEAD / "original" / HEAD
+    assert original.read_text() == (REPO / "kernels" / HEAD).read_text()
+
+
+@pytest.mark.nvcc
+def test_compiled_pipeline_runs_header_mutants_through_the_static_checks_and_verification(tmp_path, monkeypatch, project):
+    """The real compile step and the static checks on each including kernel's copy, then the emulated
+    backend (the reference stands in for every variant, so the compiled mutants survive)."""
+    from audit import runtime
+    from audit.config import with_overrides
+    from audit.mutate import _run
+
+    cfg, _ = project
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    seen = []
+    real = _run.static_catches
+    monkeypatch.setattr(_run, "static_catches", lambda c, cs, items: seen.append([(k, n, b.path.name) for k, n, b in items]) or real(c, cs, items))
+    run = run_mutation(REPO, [HEAD], max_mutants=2, config=cfg, sizes=(1,), sanitizers=(), slowdown=False, equivalent_file=tmp_path / "none.toml")
+    (k,) = run.kernels
+    assert k.baseline == "pass" and [o.status for o in k.outcomes] == ["survived", "survived"]
+    keys = [o.mutant.key for o in k.outcomes]
+    # each mutant is checked once per including kernel, on that kernel's copy beside the mutated header
+    assert seen[0] == [(key, kern, f) for key in keys for kern, f in zip(FORWARDS, ("aux_next_bar_forward_kernel.cu", "aux_trade_outcome_forward_kernel.cu"))]
+    assert seen[1] == [(HEAD, kern, f) for kern, f in zip(FORWARDS, ("aux_next_bar_forward_kernel.cu", "aux_trade_outcome_forward_kernel.cu"))]
+
+
+def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path, monkeypatch):
+    """The summary's mutation row: header records counted, headers without one named as not run, and a
+    sample (or a run missing headers) a warning, never a full score."""
+    import shutil
+
+    import audit.compile
+    import audit.compile.facts
+    from audit.api import run_check
+    from audit.errors import EnvironmentProblem
+    from audit.report import ReportOptions, collect_report
+
+    def missing(*args, **kwargs):
+        raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
+
+    monkeypatch.setattr(audit.compile, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile.facts, "build_kernels", missing)
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels", "reports/mutation"):
+        shutil.copytree(REPO / part, root / part)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+
+    def row() -> tuple[str, str]:
+        cfg, cs = load_project(root)
+        totals = dict(collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False)).totals)
+        return totals["mutation score"].state, totals["mutation score"].text
+
+    state, text = row()
+    assert "header mutants not run for aux_common.cuh, aux_head_forward.cuh, sgemm_tile.cuh" in text
+    assert "; a sample, not a full score: 524 of 1024 generated mutants run" in text and state == "warn"
+    # full kernel records and every header recorded, all caught: a full score
+    folder = root / "reports" / "mutation"
+    for p in folder.glob("*.json"):
+        data = json.loads(p.read_text())
+        data.update(generated=data["selected"])
+        p.write_text(json.dumps(data))
+    for name, caught in (("aux_common.cuh", 5), ("aux_head_forward.cuh", 4), ("sgemm_tile.cuh", 3)):
+        (folder / f"{name}.json").write_text(json.dumps({
+            "header": True, "judged_by": ["x"], "kernel": name, "generated": caught, "selected": caught, "mutants": caught,
+            "caught": caught, "equivalent": 0, "score": 1.0, "baseline": "pass", "survivors": [],
+        }))  # fmt: skip
+    state, text = row()
+    assert text == ("427 of 427 mutants caught (100%) over 14 of 14 kernels; header mutants: 12 of 12 caught over 3 of 3 headers "
+                    "(each judged against every kernel including it)") and state == "ok"  # fmt: skip
+    # one header sampled: a warning again
+    data = json.loads((folder / "sgemm_tile.cuh.json").read_text())
+    (folder / "sgemm_tile.cuh.json").write_text(json.dumps(data | {"generated": 157}))
+    state, text = row()
+    assert text.endswith("; a sample, not a full score: 536 of 690 generated mutants run") and state == "warn"
