@@ -138,6 +138,15 @@ def test_the_rule_points_at_a_launch_argument_that_reads_on_the_host(tmp_path: P
     assert main(["check", "--root", str(root), "--select", "HOST_READ_IN_GRAPH"]) == 1
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith('contracts/chain.toml:84: HOST_READ_IN_GRAPH Schedule "step" is captured into a CUDA graph, but step 2')
+    # every other static rule reads such an argument without tripping over it
+    assert main(["check", "--root", str(root), "--select", "schema,wiring,isv,invariants"]) == 1
+    assert [x.split(" ")[1] for x in capsys.readouterr().out.splitlines() if x.startswith("contracts/")] == ["HOST_READ_IN_GRAPH"]
+    toml.write_text(toml.read_text().replace('args = { scale = "isv(LABEL_SCALE)" }', 'args = { scale = "isv(LABEL_SCAL)" }'))
+    assert main(["check", "--root", str(root), "--select", "UNKNOWN_SLOT"]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == (
+        'contracts/chain.toml:84: UNKNOWN_SLOT Schedule "step" step 2 argument "scale" reads slot "LABEL_SCAL" on the host, '
+        'which is not in the layout (did you mean "LABEL_SCALE"?).'
+    )
 
 
 # -- the runtime --------------------------------------------------------------------------------------

@@ -98,11 +98,6 @@ def check_unknown_dims(ctx: CheckContext) -> Iterator[Hit]:
             k = cs.kernel_map.get(step.launch or "")
             local = set(k.dims) if k else set()
             for name, e in step.args:
-                if isinstance(e, HostRead) and e.slot not in slots:
-                    yield Hit(
-                        f'Schedule "{sched.name}" step {step.index + 1} argument "{name}" reads slot "{e.slot}" on the host, which is not in the layout{valid(e.slot)}.',
-                        step.loc.child("args", name), sched.name,
-                    )  # fmt: skip
                 if isinstance(e, Expr):
                     for n in _dim_names_ok(e, glob | local):
                         yield Hit(f'Schedule "{s.name}" step {step.index + 1} argument "{name}" uses "{n}", which is not a declared dim.', step.loc.child("args", name), s.name)
