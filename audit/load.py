@@ -31,6 +31,7 @@ from .model import (
     DTYPES,
     INVARIANT_KINDS,
     NULL,
+    RECAPTURE_MODES,
     REQUIREMENT_OPS,
     ROLES,
     SLOT_ROLES,
@@ -40,6 +41,7 @@ from .model import (
     Buffer,
     ContractSet,
     Dim,
+    HostRead,
     Invariant,
     IsvLayout,
     IsvParam,
@@ -470,7 +472,9 @@ class _Loader:
             return None
         return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc)
 
-    def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | None:
+    def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | HostRead | None:
+        if isinstance(value, str) and value.strip().startswith("isv("):
+            return self.host_read(value, loc)
         if dtype and DTYPES[dtype][3] == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
             if not math.isfinite(float(value)):
                 self.problem(loc, f"expected a finite number, found {value}.")
@@ -480,6 +484,14 @@ class _Loader:
             self.problem(loc, f"expected an integer or a dim expression for an integer scalar, found {_describe(value)}.")
             return None
         return self.expr(value, loc, slots=True)
+
+    def host_read(self, value: str, loc: Loc) -> HostRead | None:
+        """``isv(SLOT_NAME)``: the slot read on the host at launch time (the slot's existence is UNKNOWN_SLOT's)."""
+        m = _HOST_READ.fullmatch(value.strip())
+        if m is None:
+            self.problem(loc, f'expected "isv(SLOT_NAME)" (a host-side read of one ISV slot), found "{value}".')
+            return None
+        return HostRead(m.group(1), loc)
 
     def kernel(self, t: dict, loc: Loc) -> Kernel | None:
         allowed = (
@@ -679,10 +691,11 @@ class _Loader:
         return IsvLayout(buffer, dtype, total, events, tuple(slots), fp, tuple(acks), loc)
 
     def schedule(self, t: dict, loc: Loc) -> Schedule | None:
-        self.keys(t, loc, ("name", "stream", "graph_capture", "after", "equivalent_to", "step", "doc", "tolerance", "verify_cases"), "a [[schedule]]")
+        self.keys(t, loc, ("name", "stream", "graph_capture", "recapture", "after", "equivalent_to", "step", "doc", "tolerance", "verify_cases"), "a [[schedule]]")
         name = self.get(t, loc, "name", str)
         stream = self.get(t, loc, "stream", str, "default")
         capture = self.get(t, loc, "graph_capture", bool, False)
+        recapture = self.enum(t, loc, "recapture", RECAPTURE_MODES, None) if "recapture" in t else None
         after = self.strings(t, loc, "after")
         equiv = self.get(t, loc, "equivalent_to", str, None)
         doc = self.get(t, loc, "doc", str, "")
@@ -712,7 +725,7 @@ class _Loader:
                         tolerance = Tolerance(rtol, atol, reason, tl)
         if name is None:
             return None
-        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance, verify_cases=self.cases(t, loc, "verify_cases"))
+        return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance, verify_cases=self.cases(t, loc, "verify_cases"), recapture=recapture)
 
     def step(self, s: Any, sl: Loc, index: int) -> Step | None:
         st = self.table(s, sl, "a [[schedule.step]]")
@@ -747,6 +760,10 @@ class _Loader:
         for aname, av in (self.table(st.get("args", {}), sl.child("args"), "scalar arguments") or {}).items():
             if isinstance(av, float):
                 args.append((aname, av))
+            elif isinstance(av, str) and av.strip().startswith("isv("):
+                hr = self.host_read(av, sl.child("args", aname))
+                if hr is not None:
+                    args.append((aname, hr))
             else:
                 e = self.expr(av, sl, slots=True, at=("args", aname))
                 if e is not None:
@@ -888,6 +905,7 @@ def _plain_tensor_param(t: dict, loc: Loc) -> TensorParam | None:
 # control characters and CR (rtoml keeps CRLF inside multi-line strings), \x and \e escapes, times
 # (seconds are optional in 1.1; offsets come back as another tzinfo class), a trailing comma or a line
 # break inside an inline table (1.1 only). rtoml refuses nesting deeper than tomllib does.
+_HOST_READ = re.compile(r"isv\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)")  # a scalar read on the host from one ISV slot
 _FAST_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _FAST_ESCAPE = re.compile(r"\\[xXeE]")
 _FAST_TIME = re.compile(r":\d")

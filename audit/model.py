@@ -35,6 +35,7 @@ DTYPES = {
     "u64": (8, "uint64", "unsigned long long", "int"),
 }
 ROLES = ("in", "out", "inout", "accumulate")
+RECAPTURE_MODES = ("every_step",)
 STAGES = ("producer", "forward", "loss", "backward", "reduce", "optimizer", "other")
 BUFFER_KINDS = (
     "input", "parameter", "activation", "label", "loss", "partial", "gradient",
@@ -258,12 +259,35 @@ class TensorParam:
 
 
 @dataclass(frozen=True, slots=True)
+class HostRead:
+    """A scalar read on the host from an ISV slot at launch time (``value = "isv(LABEL_SCALE)"``).
+
+    An eager launch passes the slot's value as the device holds it just before the launch; a launch
+    captured into a CUDA graph passes the value as of capture, frozen for every replay.
+
+    >>> str(HostRead("LABEL_SCALE"))
+    'isv(LABEL_SCALE)'
+    """
+
+    slot: str
+    loc: Loc = _loc()
+
+    @property
+    def text(self) -> str:
+        return f"isv({self.slot})"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
 class ScalarParam:
-    """A by-value argument: dtype and its value (a dim expression for integers, a number for floats)."""
+    """A by-value argument: dtype and its value (a dim expression for integers, a number for floats, or
+    ``isv(SLOT)``, a host-side read of an ISV slot at launch time)."""
 
     name: str
     dtype: str
-    value: Expr | float | None = None
+    value: Expr | float | HostRead | None = None
     doc: str = ""
     loc: Loc = _loc()
 
@@ -435,7 +459,7 @@ class Step:
     zero: str | None = None
     bind: tuple[tuple[str, Binding], ...] = ()
     dims: tuple[tuple[str, Expr], ...] = ()
-    args: tuple[tuple[str, Expr | float], ...] = ()
+    args: tuple[tuple[str, Expr | float | HostRead], ...] = ()
     loc: Loc = _loc()
 
     def binding(self, param: str) -> Binding | None:
@@ -444,7 +468,7 @@ class Step:
                 return b
         return None
 
-    def arg(self, param: str) -> Expr | float | None:
+    def arg(self, param: str) -> Expr | float | HostRead | None:
         for k, v in self.args:
             if k == param:
                 return v
@@ -466,6 +490,9 @@ class Schedule:
     #: how far the chain's buffers may differ from the float64 reference chain (default: the runner's)
     tolerance: Tolerance | None = field(default=None, metadata={"hash_omit_default": True})
     verify_cases: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)  # as VerifySpec.cases
+    #: ``"every_step"``: the graph is captured anew each training step, so host reads (``isv(...)``
+    #: scalars) are fresh on every replay; None: captured once and replayed
+    recapture: str | None = field(default=None, metadata={"hash_omit_default": True})
 
     @property
     def launches(self) -> tuple[Step, ...]:

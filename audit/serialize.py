@@ -37,6 +37,7 @@ from .model import (
     Kernel,
     Mask,
     Property,
+    HostRead,
     ScalarParam,
     Schedule,
     Slot,
@@ -204,7 +205,9 @@ def _param(p: TensorParam | ScalarParam | IsvParam) -> dict[str, Any]:
         return _with_doc({"name": p.name, "kind": "isv"}, p.doc)
     if isinstance(p, ScalarParam):
         t: dict[str, Any] = {"name": p.name, "kind": "scalar", "dtype": p.dtype}
-        if isinstance(p.value, Expr) and DTYPES.get(p.dtype, "????")[3] == "float":
+        if isinstance(p.value, HostRead):
+            t["value"] = p.value.text
+        elif isinstance(p.value, Expr) and DTYPES.get(p.dtype, "????")[3] == "float":
             t["value"] = p.value.text  # a float scalar reads an integer as a number: keep the expression a string
         elif p.value is not None:
             t["value"] = p.value
@@ -275,6 +278,8 @@ def _schedule(s: Schedule) -> str:
         t["stream"] = s.stream
     if s.graph_capture:
         t["graph_capture"] = True
+    if s.recapture is not None:
+        t["recapture"] = s.recapture
     if s.after:
         t["after"] = s.after
     if s.equivalent_to is not None:
@@ -303,7 +308,7 @@ def _step(step: Step) -> dict[str, Any]:
     if step.dims:
         t["dims"] = dict(step.dims)
     if step.args:
-        t["args"] = dict(step.args)
+        t["args"] = {k: (v.text if isinstance(v, HostRead) else v) for k, v in step.args}
     return t
 
 

@@ -30,12 +30,12 @@ def test_exit_codes_clean_findings_and_warnings_only(capsys: pytest.CaptureFixtu
     assert run(capsys, "check", "--root", str(BAD), "--select", "wiring")[0] == 1
     # a warning alone does not fail the check
     rc, out, _ = run(capsys, "check", "--root", str(RULES / "SLOT_GAP" / "bad"), "--select", "isv")
-    assert rc == 0 and "SLOT_GAP (warning)" in out and out.endswith("0 error(s), 1 warning(s); 8 rule(s) ran.\n")
+    assert rc == 0 and "SLOT_GAP (warning)" in out and out.endswith("0 error(s), 1 warning(s); 9 rule(s) ran.\n")
 
 
 def test_select_and_ignore_take_ids_categories_and_commas(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "check", "--root", str(BAD), "--select", "SHAPE_MISMATCH,isv", "--select", "DEAD_KERNEL")
-    assert rc == 1 and out.endswith("1 error(s), 0 warning(s); 10 rule(s) ran.\n")
+    assert rc == 1 and out.endswith("1 error(s), 0 warning(s); 11 rule(s) ran.\n")
     rc, out, _ = run(capsys, "check", "--root", str(BAD), "--select", "wiring", "--ignore", "SHAPE_MISMATCH")
     assert rc == 0 and "SHAPE_MISMATCH" not in out
 

@@ -239,6 +239,8 @@ def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding]
                 value = p.value.text + (f" = {v}" if v is not None and str(v) != p.value.text else "")
             elif p.value is None:
                 value = "(no value)"
+            elif hasattr(p.value, "slot"):  # isv(SLOT): a host-side read
+                value = f"{p.value.text} (read on the host at launch time)"
             else:
                 value = repr(p.value)
             params.append(ParamRow(i, p.name, "scalar", p.dtype, "", "", f"value {value}", [p.doc] if p.doc else []))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from ..dims import Expr
 from ..findings import Severity
-from ..model import ADDITIVE_ROLES, MULTIPLICATIVE_ROLES, IsvParam, ScalarParam
+from ..model import ADDITIVE_ROLES, MULTIPLICATIVE_ROLES, HostRead, IsvParam, ScalarParam
 from ._base import CheckContext, Hit, rule
 
 
@@ -171,3 +171,34 @@ def check_isv_access(ctx: CheckContext) -> Iterator[Hit]:
                 for slot in sorted(p.value.slots - touched):
                     yield Hit(f'Kernel "{k.name}" parameter "{p.name}" passes slot "{slot}", which the kernel does not declare in isv_reads or isv_writes.', p.loc.child("value"), k.name)
 
+
+
+@rule(
+    "HOST_READ_IN_GRAPH",
+    'A scalar read on the host from an ISV slot (isv(SLOT)) is not passed in a schedule captured into a CUDA graph, unless the schedule is re-captured every step (recapture = "every_step").',
+    "isv",
+)
+def check_host_read_in_graph(ctx: CheckContext) -> Iterator[Hit]:
+    # a launch argument is copied into the graph at capture: a host read there is frozen for every replay,
+    # while the slot it read moves every training step
+    for sched in ctx.cs.schedules:
+        if not sched.graph_capture or sched.recapture == "every_step":
+            continue
+        for step in sched.launches:
+            k = ctx.cs.kernel_map.get(step.launch or "")
+            if k is None:
+                continue
+            for p in k.params:
+                if not isinstance(p, ScalarParam):
+                    continue
+                arg = step.arg(p.name)
+                value = arg if arg is not None else p.value
+                if not isinstance(value, HostRead):
+                    continue
+                where = step.loc.child("args", p.name) if arg is not None else p.loc.child("value")
+                yield Hit(
+                    f'Schedule "{sched.name}" is captured into a CUDA graph, but step {step.index + 1} passes scalar "{p.name}" '
+                    f'of kernel "{k.name}" as {value.text}, read on the host at capture and frozen for every replay; pass the '
+                    f'ISV pointer and the slot index instead, or declare recapture = "every_step".',
+                    where, sched.name,
+                )  # fmt: skip

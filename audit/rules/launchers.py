@@ -90,12 +90,13 @@ def _host_in_contract_terms(k, site, host: str) -> tuple[object | None, str]:
     from ..dims import ExprError, parse_expr
     import re
 
-    from ..model import ScalarParam
+    from ..model import HostRead, ScalarParam
 
     placeholders: dict[str, str] = {}
     values: dict[str, str] = {}
     for p, arg in zip(k.params, site.args or ()):
-        if isinstance(p, ScalarParam) and p.dtype[0] in "iu" and p.value is not None and not isinstance(p.value, float):
+        # a host read (isv(SLOT)) has no dim expression: a host variable passed for it stays unknown
+        if isinstance(p, ScalarParam) and p.dtype[0] in "iu" and p.value is not None and not isinstance(p.value, (float, HostRead)):
             if re.search(r"[A-Za-z_]", arg):
                 placeholders[arg] = f"wireup_arg_{p.name}"
                 values[f"wireup_arg_{p.name}"] = f"({p.value})"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..dims import Expr
 from ..findings import Severity
-from ..model import ScalarParam, TensorParam
+from ..model import HostRead, ScalarParam, TensorParam
 from ..names import changed_characters, code_point, is_identifier, nfkc_change, shown, why_not_identifier
 from ..shapes import probe_envs, value_at
 from ._base import CheckContext, Hit, rule
@@ -147,9 +147,17 @@ def check_unknown_slots(ctx: CheckContext) -> Iterator[Hit]:
                 for sname in sorted(p.value.slots):
                     if sname not in slots:
                         yield Hit(f'Kernel "{k.name}" parameter "{p.name}" passes slot "{sname}", which is not in the layout{valid(sname)}.', p.loc.child("value"), k.name)
+            if isinstance(p, ScalarParam) and isinstance(p.value, HostRead) and p.value.slot not in slots:
+                sname = p.value.slot
+                yield Hit(f'Kernel "{k.name}" parameter "{p.name}" reads slot "{sname}" on the host, which is not in the layout{valid(sname)}.', p.loc.child("value"), k.name)
     for sched in cs.schedules:
         for step in sched.steps:
             for name, e in step.args:
+                if isinstance(e, HostRead) and e.slot not in slots:
+                    yield Hit(
+                        f'Schedule "{sched.name}" step {step.index + 1} argument "{name}" reads slot "{e.slot}" on the host, which is not in the layout{valid(e.slot)}.',
+                        step.loc.child("args", name), sched.name,
+                    )  # fmt: skip
                 if isinstance(e, Expr):
                     for sname in sorted(e.slots):
                         if sname not in slots:

@@ -3,13 +3,16 @@
 At each chain size (default B = 37 and 4096) the schedule runs eagerly on the device (after the
 schedules it is declared ``after``, on shared buffers) exactly as the wiring says: zero steps as memsets,
 views as reinterpretations of one allocation, NULL bindings as null pointers, scalars from the launch
-``args`` or the contract. External inputs and parameters get seeded data, the ISV its reset values, every
-other buffer poison. The same steps run on the host through the float64 references (the reference
-chain), and every buffer the chain writes is compared: losses and parameter gradients first.
+``args`` or the contract; an ``isv(SLOT)`` scalar is the slot's value read from the device just before
+its launch. External inputs and parameters get seeded data, the ISV its reset values, every other buffer
+poison. The same steps run on the host through the float64 references (the reference chain), and every
+buffer the chain writes is compared: losses and parameter gradients first.
 
-Then each ``graph_capture`` schedule is captured into a CUDA graph, the inputs and the ISV are changed in
-place (same device pointers), the graphs are replayed, and the replay must equal an eager run on the same
-new inputs (bitwise, or within the chain tolerance where a launched kernel declares nondeterminism).
+Then each ``graph_capture`` schedule is captured once into a CUDA graph (an ``isv(SLOT)`` scalar frozen
+at the value the host reads at capture) and replayed at ``REPLAY_STATES`` fresh states, as a training
+loop replays it step after step: before each replay the inputs and every ISV slot change in place (same
+device pointers), and the replay must equal an eager run at that same new state (bitwise, or within the
+chain tolerance where a launched kernel declares nondeterminism).
 A schedule with ``equivalent_to`` runs from inputs identical to its twin's, and their loss and gradient
 buffers must agree within the chain tolerance.
 
@@ -24,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from ..cases import as_case, bind_local_dims
-from ..model import IsvParam, Kernel, Schedule, ScalarParam, TensorParam
+from ..model import DTYPES, IsvParam, Kernel, Schedule, ScalarParam, TensorParam
 from ._backend import Backend, DeviceError
 from ._compare import Tolerance, compare
 from ._inputs import isv_perturbed, isv_reset, resolve_domain
 from ._memory import Arena, DeviceBuffer
-from ._plan import batch_leading, case_label, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
+from ._plan import batch_leading, case_label, host_read_of, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
 from ._reference import ReferenceProblem, call
 from ..verify_checks import CHAIN, EQUIVALENCE, GRAPH_REPLAY, GUARDS, LAUNCH, VerifyCheck
 from ._results import SubjectResult
@@ -37,6 +40,7 @@ from ._session import LaunchFailure, Session
 
 CHAIN_RTOL = 1e-4  # float32 chains against float64: errors compound over a dozen launches
 CHAIN_ATOL = 1e-4
+REPLAY_STATES = 2  # fresh states one captured graph is replayed at (a training loop replays it every step)
 CHAIN_BUDGET = 1 << 28  # float64 elements of the reference chain's buffers (2 GiB)
 _PRIORITY = {"loss": 0, "gradient": 1}
 
@@ -50,6 +54,7 @@ class PlanStep:
     env: dict[str, int] = field(default_factory=dict)
     bindings: dict[str, tuple[str, tuple[int, ...]] | None] = field(default_factory=dict)  # param -> (buffer, view shape)
     scalars: dict[str, int | float] = field(default_factory=dict)
+    host_reads: dict[str, int] = field(default_factory=dict)  # scalar -> ISV index it reads on the host (isv(SLOT))
 
     @property
     def label(self) -> str:
@@ -169,6 +174,13 @@ class ScheduleVerifier:
                     return [], f'step {step.index} of "{sched.name}": {problems[0]}'
                 for p in k.params:
                     if isinstance(p, ScalarParam):
+                        hr = host_read_of(p, step)
+                        if hr is not None:
+                            if hr.slot not in slots:
+                                return [], f'step {step.index} of "{sched.name}": scalar "{p.name}" reads the unknown ISV slot "{hr.slot}"'
+                            ps.host_reads[p.name] = slots[hr.slot]
+                            ps.scalars[p.name] = 0.0  # read from the device at launch (eager) or at capture
+                            continue
                         try:
                             v = scalar_value(p, ps.env, slots, step)
                         except KeyError as exc:
@@ -189,6 +201,7 @@ class ScheduleVerifier:
                 touched.setdefault(st.zero, None)
                 written.setdefault(st.zero, None)
                 continue
+            isv = isv or bool(st.host_reads)
             for p in st.kernel.params:
                 if isinstance(p, IsvParam):
                     isv = True
@@ -292,7 +305,8 @@ class ScheduleVerifier:
                 continue
             ref, _ = self.s.reference(st.kernel)
             try:
-                self.s.launch(be, st.kernel, st.env, self.pointers(st, bufs), st.scalars, f"{st.label} at {label}", ref)
+                scalars = self.host_scalars(st, self.read_isv(be, bufs)) if st.host_reads else st.scalars
+                self.s.launch(be, st.kernel, st.env, self.pointers(st, bufs), scalars, f"{st.label} at {label}", ref)
             except LaunchFailure as exc:
                 exc.backend = be.name  # type: ignore[attr-defined]
                 exc.case = label  # type: ignore[attr-defined]
@@ -306,6 +320,20 @@ class ScheduleVerifier:
                     arena.restore_guards()
         if check_guards and arena.guard and not damaged:
             self.add(be.name, GUARDS, "pass", label, "guard bands intact after every launch")
+
+    def read_isv(self, be: Backend, bufs: dict[str, DeviceBuffer]) -> np.ndarray:
+        """The ISV as the host reads it now (a device-to-host copy, as a training loop's host read is)."""
+        b = bufs[self.isv_name]
+        with self.s.phase("transfer"):
+            return be.d2h(b.ptr, b.nbytes).view(b.dtype).copy()
+
+    def host_scalars(self, st: PlanStep, isv: np.ndarray) -> dict[str, int | float]:
+        """The step's scalars with each ``isv(SLOT)`` host read taken from ``isv``."""
+        out = dict(st.scalars)
+        for name, index in st.host_reads.items():
+            v = float(isv[index])
+            out[name] = v if DTYPES[st.kernel.param(name).dtype][3] == "float" else int(v)
+        return out
 
     def sample_rows(self, shapes: dict[str, tuple[int, ...]], label: str) -> dict[str, np.ndarray | None]:
         out: dict[str, np.ndarray | None] = {}
@@ -371,6 +399,9 @@ class ScheduleVerifier:
                         b = st.bindings.get(p.name)
                         if b is not None and p.role != "out":
                             kwargs[p.name] = store[b[0]].reshape(b[1])
+                    elif isinstance(p, ScalarParam) and p.name in st.host_reads:
+                        # the host reads the float32 slot as the chain left it before this launch
+                        kwargs[p.name] = float(np.float32(store[self.isv_name][st.host_reads[p.name]]))
                     elif isinstance(p, ScalarParam):
                         kwargs[p.name] = st.scalars[p.name]
                     elif isinstance(p, IsvParam):
@@ -428,19 +459,14 @@ class ScheduleVerifier:
         self.add(be.name, CHAIN, "pass", label, f"{len(got)} written buffer(s) match the float64 reference chain", output=worst[0] if worst else None, **nums)
 
     # -- graph capture ------------------------------------------------------------------------------
-    def graph_replay(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], written: list[str],
-                     env: dict[str, int], label: str, uses_isv: bool) -> None:  # fmt: skip
-        data2 = self.initial_data([n for n in bufs if n in self.cs.buffer_map], env, "replay")
-        isv2 = isv_perturbed(self.cs, self.s.factory.rng(self.sched.name, "isv-replay", label)) if uses_isv else None
-        names = [n for n in written if n in bufs]
-        if uses_isv and self.isv_name in bufs and self.isv_name not in names:
-            names.append(self.isv_name)
-        nondet = any(st.kernel is not None and st.kernel.nondeterministic is not None for st in steps)
-        rows = self.sample_rows({n: bufs[n].shape for n in names}, label + "replay")
+    def capture(self, be: Backend, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], label: str) -> list[Any]:
+        """One CUDA graph per schedule in order; an ``isv(SLOT)`` scalar takes the slot's value as the host
+        reads it just before the capture, and the graph keeps that value for every replay."""
         graphs = []
         try:
             for sched in self.order(self.sched.name):
                 part = [st for st in steps if st.schedule == sched.name]
+                isv_now = self.read_isv(be, bufs) if any(st.host_reads for st in part) else None
                 be.begin_capture()
                 try:
                     for st in part:
@@ -448,17 +474,45 @@ class ScheduleVerifier:
                             be.memset8(bufs[st.zero].ptr, 0, bufs[st.zero].nbytes, capture=True)
                         else:
                             ref, _ = self.s.reference(st.kernel)
-                            self.s.enqueue(be, st.kernel, st.env, self.pointers(st, bufs), st.scalars, f"{st.label} at {label} (captured)", ref)
+                            scalars = self.host_scalars(st, isv_now) if st.host_reads else st.scalars
+                            self.s.enqueue(be, st.kernel, st.env, self.pointers(st, bufs), scalars, f"{st.label} at {label} (captured)", ref)
                 finally:
                     graph = be.end_capture()
                 graphs.append(graph)
-            # new inputs and ISV in place (same pointers), non-inputs poisoned, then replay
-            self.load(arena, bufs, data2, isv2)
-            self.s.emit({"event": "launch", "subject": self.s.current, "backend": be.name, "what": f"graph replay of {self.sched.name} at {label}"})
-            with self.s.phase("graph"):
-                for g in graphs:
-                    g.replay()
-                be.synchronize()
+        except BaseException:
+            _close(graphs)
+            raise
+        return graphs
+
+    def graph_replay(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], written: list[str],
+                     env: dict[str, int], label: str, uses_isv: bool) -> None:  # fmt: skip
+        """Capture once, then replay at REPLAY_STATES fresh states, as a training loop replays one graph
+        step after step: before each replay every input buffer and ISV slot the chain reads takes new
+        values (same device pointers), every other buffer is poisoned, and the replay must equal an eager
+        run at that same new state. A schedule declared ``recapture = "every_step"`` is captured anew at
+        each state instead (its host reads then see that state, as they do in its training loop)."""
+        names = [n for n in written if n in bufs]
+        if uses_isv and self.isv_name in bufs and self.isv_name not in names:
+            names.append(self.isv_name)
+        nondet = any(st.kernel is not None and st.kernel.nondeterministic is not None for st in steps)
+        rows = self.sample_rows({n: bufs[n].shape for n in names}, label + "replay")
+        recapture = self.sched.recapture == "every_step"
+        graphs: list[Any] = []
+        try:
+            graphs = self.capture(be, bufs, steps, label)
+            for k in range(REPLAY_STATES):
+                # replay 0 keeps the seeds the single-replay check always used
+                salt = "replay" if k == 0 else f"replay-{k}"
+                data_k = self.initial_data([n for n in bufs if n in self.cs.buffer_map], env, salt)
+                isv_k = isv_perturbed(self.cs, self.s.factory.rng(self.sched.name, "isv-replay", label, *((k,) if k else ()))) if uses_isv else None
+                at = label if k == 0 else f"{label}, replay {k + 1} of {REPLAY_STATES}"
+                if recapture:  # captured anew at each step's state, as the contract says the training loop does
+                    _close(graphs)
+                    graphs = []
+                    self.load(arena, bufs, data_k, isv_k)
+                    graphs = self.capture(be, bufs, steps, at)
+                if not self.replay_state(be, arena, bufs, steps, graphs, names, rows, nondet, data_k, isv_k, label, at):
+                    return
         except (DeviceError, LaunchFailure) as exc:
             sticky = getattr(exc, "sticky", False)
             self.add(be.name, GRAPH_REPLAY, "fail", label, self.fail_msg(GRAPH_REPLAY, label, f"capturing or replaying the CUDA graph failed ({exc})"))
@@ -466,26 +520,36 @@ class ScheduleVerifier:
                 raise LaunchFailure(f"graph replay at {label} failed ({exc})", True) from None
             return
         finally:
+            _close(graphs)
+        if nondet:
+            self.add(be.name, GRAPH_REPLAY, "pass", label, f"graph replay equals eager within the chain tolerance at {REPLAY_STATES} fresh states (nondeterministic kernels)")
+        else:
+            self.add(be.name, GRAPH_REPLAY, "pass", label, f"graph replay equals eager bit for bit at {REPLAY_STATES} fresh states (inputs and ISV changed between replays)")
+
+    def replay_state(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], graphs: list[Any],
+                     names: list[str], rows: dict[str, np.ndarray | None], nondet: bool, data: dict[str, np.ndarray],
+                     isv: np.ndarray | None, label: str, at: str) -> bool:  # fmt: skip
+        """One replay at the state (``data``, ``isv``) against an eager run at it; False after a failure is recorded."""
+        self.load(arena, bufs, data, isv)
+        self.s.emit({"event": "launch", "subject": self.s.current, "backend": be.name, "what": f"graph replay of {self.sched.name} at {at}"})
+        with self.s.phase("graph"):
             for g in graphs:
-                try:
-                    g.close()
-                except Exception:  # noqa: BLE001
-                    pass
+                g.replay()
+            be.synchronize()
         damage = arena.guard_damage() if arena.guard else []
         if damage:
-            self.add(be.name, GUARDS, "fail", label, GUARDS.failure("schedule", self.sched.name, damage[0].describe(), at=f"{label} (graph replay)"), output=damage[0].buffer)
+            self.add(be.name, GUARDS, "fail", label, GUARDS.failure("schedule", self.sched.name, damage[0].describe(), at=f"{at} (graph replay)"), output=damage[0].buffer)
             arena.restore_guards()
         with self.s.phase("checks"):
             h_replay = {n: arena.hash(bufs[n]) for n in names}
         got_replay = self.fetch(arena, bufs, names, rows) if nondet else {}
-        self.load(arena, bufs, data2, isv2)
-        self.eager(be, arena, bufs, steps, label + " (eager, new inputs)", check_guards=False)
+        self.load(arena, bufs, data, isv)
+        self.eager(be, arena, bufs, steps, at + " (eager, new inputs)", check_guards=False)
         with self.s.phase("checks"):
             h_eager = {n: arena.hash(bufs[n]) for n in names}
         differ = [n for n in names if h_replay[n] != h_eager[n]]
         if not differ:
-            self.add(be.name, GRAPH_REPLAY, "pass", label, "graph replay equals eager bit for bit on new inputs")
-            return
+            return True
         if nondet:
             got_eager = self.fetch(arena, bufs, differ, rows)
             for n in differ:
@@ -493,14 +557,14 @@ class ScheduleVerifier:
                     cmp = compare(got_replay[n], got_eager[n].astype(np.float64), self.tol)
                     if not cmp.ok:
                         self.add(be.name, GRAPH_REPLAY, "fail", label, self.fail_msg(
-                            GRAPH_REPLAY, label, f'after changing inputs and ISV in place, the replayed graph gives buffer "{n}" '
+                            GRAPH_REPLAY, at, f'after changing inputs and ISV in place, the replayed graph gives buffer "{n}" '
                             f"with {cmp.describe()} against an eager run on the same inputs"), output=n)  # fmt: skip
-                        return
-            self.add(be.name, GRAPH_REPLAY, "pass", label, "graph replay equals eager within the chain tolerance (nondeterministic kernels)")
-            return
+                        return False
+            return True
         self.add(be.name, GRAPH_REPLAY, "fail", label, self.fail_msg(
-            GRAPH_REPLAY, label, f'after changing inputs and ISV in place, the replayed graph and an eager run on the same inputs '
+            GRAPH_REPLAY, at, f'after changing inputs and ISV in place, the replayed graph and an eager run on the same inputs '
             f'differ bitwise in buffer "{differ[0]}"' + (f" (and {len(differ) - 1} more)" if len(differ) > 1 else "")), output=differ[0])  # fmt: skip
+        return False
 
     # -- equivalence --------------------------------------------------------------------------------
     def equivalence(self, size: int, env: dict[str, int], label: str, mine: dict[str, dict[str, np.ndarray]]) -> None:
@@ -578,6 +642,14 @@ class _Store:
 
     def zero(self, n: str) -> None:
         self.arrays[n] = np.zeros(self.shapes[n], np.int64 if self._int(n) else np.float64)
+
+
+def _close(graphs: list[Any]) -> None:
+    for g in graphs:
+        try:
+            g.close()
+        except Exception:  # noqa: BLE001 - closing after a device fault may fail too; the fault is what counts
+            pass
 
 
 def _fin(x: float | None) -> float | None:

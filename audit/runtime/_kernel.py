@@ -106,6 +106,9 @@ class KernelVerifier:
         self._sample_mode: dict[tuple, tuple[str | None, str]] = {}
         self.sizes_run: list[str] = []
         self.cases_run: list[dict[str, int]] = []  # dim assignments that ran
+        # the ISV an ``isv(SLOT)`` scalar reads on the host: one perturbed state per kernel (scale slots
+        # 0.1..10), so a kernel verified alone sees a host-read scale other than its reset value
+        self.host_isv = isv_perturbed(self.cs, session.factory.rng("host-read", kernel.name)) if self.cs.isv is not None else None
         self.envs_run: list[dict[str, int]] = []  # their full environments (what tail coverage reads)
         # numeric stress cases (audit/search/values.py): per (dims variant, local binding), the case they run at
         self._stress_at: dict[tuple, tuple[DimCase | int, dict[str, int], LocalBinding, int]] = {}
@@ -212,7 +215,7 @@ class KernelVerifier:
         for p in self.k.params:
             if isinstance(p, ScalarParam):
                 try:
-                    v = scalar_value(p, env, self.s.slot_index, lb.step)
+                    v = scalar_value(p, env, self.s.slot_index, lb.step, self.host_isv)
                 except KeyError as exc:
                     return f'scalar "{p.name}" uses the unbound dim or slot {exc}'
                 if v is None:
@@ -892,7 +895,7 @@ class KernelVerifier:
             if isinstance(p, ScalarParam):
                 v = gc.inputs.get(p.name)
                 if v is None:
-                    v = scalar_value(p, env, self.s.slot_index)
+                    v = scalar_value(p, env, self.s.slot_index, isv=self.host_isv)
                 if v is None:
                     return f'scalar "{p.name}" has no value'
                 scalars[p.name] = float(np.float32(v)) if p.dtype == "f32" else int(v)

@@ -21,7 +21,7 @@ from ..cases import (  # noqa: F401  (re-exported: the runtime's modules import 
     MAX_LOCAL_BINDINGS, DimCase, LocalBinding, case_in_range, case_label, launch_buffers, local_bindings, make_env, runtime_dims,
 )
 from ..dims import Expr
-from ..model import DTYPES, ContractSet, Kernel, ScalarParam, Step, TensorParam
+from ..model import DTYPES, ContractSet, HostRead, Kernel, ScalarParam, Step, TensorParam
 
 # 4103 = 4 * 1025 + 3: a row tail after the float4 quads (B % 4 != 0) above one pass of a 1024-thread
 # block, and an odd slice count on the last rank of a cluster split (mutation survivors of the first H200
@@ -60,13 +60,30 @@ def dims_variants(kernel: Kernel, cs: ContractSet) -> list[dict[str, int]]:
     return variants
 
 
-def scalar_value(p: ScalarParam, env: Mapping[str, int], slots: Mapping[str, int], step: Step | None = None) -> int | float | None:
-    """The value a launch passes for scalar ``p``: the step's ``args`` win over the contract's value."""
+def host_read_of(p: ScalarParam, step: Step | None = None) -> HostRead | None:
+    """The ``isv(SLOT)`` host read a launch passes for scalar ``p`` (the step's ``args`` win), or None."""
+    raw = step.arg(p.name) if step is not None else None
+    if raw is None:
+        raw = p.value
+    return raw if isinstance(raw, HostRead) else None
+
+
+def scalar_value(p: ScalarParam, env: Mapping[str, int], slots: Mapping[str, int], step: Step | None = None,
+                 isv: Any = None) -> int | float | None:  # fmt: skip
+    """The value a launch passes for scalar ``p``: the step's ``args`` win over the contract's value.
+
+    An ``isv(SLOT)`` host read takes the slot's value from ``isv`` (the ISV as the host read it); without
+    one, it raises KeyError naming the slot, as an unbound name does."""
     raw = step.arg(p.name) if step is not None else None
     if raw is None:
         raw = p.value
     if raw is None:
         return None
+    if isinstance(raw, HostRead):
+        if isv is None or raw.slot not in slots or not 0 <= slots[raw.slot] < len(isv):
+            raise KeyError(raw.text)
+        v = float(isv[slots[raw.slot]])
+        return v if DTYPES[p.dtype][3] == "float" else int(v)
     if isinstance(raw, Expr):
         v = raw.evaluate(env, slots)
         return float(v) if DTYPES[p.dtype][3] == "float" else int(v)

@@ -7,6 +7,8 @@
   finding its fixture names, compiled through ``source_overrides`` in place of the shipped source;
 * the generality fixture (C++ template, in-place, atomics, dynamic shared memory, int64/double scalars,
   optional NULL pointers, its own reference module) passes on both backends;
+* the host-read fixture (tests/data/host_read): a scalar read on the host and frozen in a captured graph
+  fails the state-changing replay on real CUDA graphs, the ISV-pointer version passes;
 * compute-sanitizer memcheck finds nothing in the shipped kernels.
 
 Run on the device machine through tests/gpu/run_on_device.sh.
@@ -117,6 +119,24 @@ def test_generality_fixture_passes_on_both_backends(tmp_path):
     assert len(out.evidence) == 12  # 5 kernels and 1 schedule, 2 backends
     cases = {c.case for r in out.run.results if r.subject == "col_sum_atomic" for c in r.checks}
     assert {"B=4096 (N=48)", "B=4096 (N=96)"} <= cases
+
+
+@pytest.mark.parametrize("variant", ["pointer", "host"])
+def test_host_read_frozen_in_a_graph_is_caught_by_the_state_changing_replay(tmp_path, variant):
+    """tests/data/host_read: the label scale passed by value (isv(LABEL_SCALE)) into a captured schedule fails
+    VERIFY_GRAPH_REPLAY on real CUDA graphs, on both backends; read through the ISV pointer it passes."""
+    project = tmp_path / variant
+    shutil.copytree(REPO / "tests" / "data" / "host_read" / variant, project, ignore=shutil.ignore_patterns(".wireup-cache", "evidence"))
+    out = verify(project, backends=["pycuda", "cupy"], sizes=(37, 128), chain_sizes=(37, 128), evidence=False)
+    failing = sorted({f.rule for f in out.result.findings if f.severity.value == "error"})
+    replay = {(r.backend, c.case): c.verdict for r in out.run.results if r.subject == "step" for c in r.checks if c.check == "graph_replay"}
+    assert len(replay) == 4, replay  # two cases, two backends
+    if variant == "pointer":
+        assert failing == [], "\n".join(_messages(out))
+        assert set(replay.values()) == {"pass"}
+    else:
+        assert failing == ["VERIFY_GRAPH_REPLAY"], "\n".join(_messages(out))
+        assert set(replay.values()) == {"fail"}
 
 
 def test_memcheck_finds_nothing_in_the_shipped_kernels():
