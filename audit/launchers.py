@@ -170,8 +170,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     by_function: dict[str, list[str]] = {}  # the C++ function a <<<>>> launch names (no template arguments)
     for k in cs.kernel_map.values():
         by_symbol.setdefault(k.symbol, []).append(k.name)
-        function = (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip()
-        by_function.setdefault(function, []).append(k.name)
+        by_function.setdefault(launch_name(k), []).append(k.name)
         src = PurePosixPath(k.source)
         real = resolve(root / k.source)
         if real is not None:
@@ -223,6 +222,12 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             elif call and _IDENT.fullmatch(value) and not value.startswith("_Z"):
                 scan.unaudited.append(HostReference(rel, lit.line, "launch", value, None, call))
     return scan
+
+
+def launch_name(k) -> str:
+    """The name a ``<<<...>>>`` launch of ``k`` uses: its C++ function without namespace or template
+    arguments (``ns::scale<float>`` -> ``scale``)."""
+    return (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip()
 
 
 #: what host code in a kernel's own source shows (a launch, a module loaded or a kernel fetched by name)

@@ -133,8 +133,14 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
     from ..dims import parse_expr
 
+    from ..launchers import launch_name
+
+    by_name: dict[str, list] = {}  # the names a launch site may use for a kernel, each kernel once per name
+    for k in ctx.cs.kernel_map.values():
+        for name in dict.fromkeys((k.symbol, launch_name(k))):
+            by_name.setdefault(name, []).append(k)
     for site in scan.launch_sites:
-        kernels = [k for k in ctx.cs.kernel_map.values() if site.kernel in (k.symbol, (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip())]
+        kernels = by_name.get(site.kernel, [])
         for k in kernels:
             contract = {
                 **{f"grid.{ax}": e for ax, e in zip("xyz", k.grid)},
