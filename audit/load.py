@@ -305,7 +305,7 @@ class _Loader:
         v = self.table(t["verify"], vl, "a [kernel.verify] table")
         if v is None:
             return VerifySpec()
-        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases"), f'[kernel.verify] of "{kernel}"')
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
             if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) and abs(x) <= MAX_INT for x in vals):
@@ -320,7 +320,18 @@ class _Loader:
             max_batch=self.get(v, vl, "max_batch", int, None),
             loc=vl,
             cases=self.cases(v, vl, "cases"),
+            variant_cases=self.variant_cases(v, vl),
         )
+
+    def variant_cases(self, v: dict, vl: Loc) -> int | None:
+        n = self.get(v, vl, "variant_cases", int, None)
+        if n is not None and n < 1:
+            self.problem(vl.child("variant_cases"), f"expected a positive number of cases, found {n}.")
+            return None
+        if n is not None and not v.get("dims"):
+            self.problem(vl.child("variant_cases"), 'expected "variant_cases" only next to "dims" (it caps the cases of the dims variants after the first), found no dims.')
+            return None
+        return n
 
     def cases(self, t: dict, loc: Loc, key: str) -> tuple[tuple[tuple[str, int], ...], ...]:
         """Extra verify cases: strings ``"B=4,T=17"`` or tables ``{ B = 4, T = 17 }`` (checked against the

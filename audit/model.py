@@ -229,6 +229,9 @@ class VerifySpec:
     # extra verify cases, each a value for every runtime dim (``cases = ["B=4,T=17"]``); kept out of the
     # contract hash like ``Dim.test``: the evidence records the cases that ran
     cases: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)
+    # dims variants after the first run at the sweep's N smallest cases (None: every case), so values of
+    # a fixed dim that only open a code path (H = 129: the scalar tail of a float4 loop) stay cheap
+    variant_cases: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

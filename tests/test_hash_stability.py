@@ -35,53 +35,53 @@ REPO = Path(__file__).resolve().parents[1]
 
 # kernel -> (source hash, contract hash); schedule -> (source hash, contract hash), of the shipped tree
 KERNELS = {
-    "aux_heads_loss_ema_update": (
-        "cbf4a2823ccb34efb3720d74bbee56a731c9238ea56712ea0a2d220ee87a47ce",
-        "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
-    ),
     "aux_label_scale_ema_update": (
         "cbf4a2823ccb34efb3720d74bbee56a731c9238ea56712ea0a2d220ee87a47ce",
         "efa1dbb703a5c9c3effaedda1701bcbcb590f4d06e29da941d225c862eb2120a",
     ),
-    "aux_next_bar_backward": (
-        "6109802801afc66e7338be44b5058b5c0215c4b2d923d98b17ca3565f9177129",
-        "0d74a1b37a1704cb3532d5d4425b48548142e446c8b4319561c85487c980086e",
+    "aux_heads_loss_ema_update": (
+        "cbf4a2823ccb34efb3720d74bbee56a731c9238ea56712ea0a2d220ee87a47ce",
+        "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
     ),
     "aux_next_bar_forward": (
         "5052f572825b6720e614e9b9dceb2641afd95e3ca22077dfcf84160be3ce8264",
-        "972c3581010b1a0b345f71200b617a7f814ea6002cc73ce9a8abec59ad4f52db",
+        "1eea092c610629490213a8c53765d8e59783538b4517f3cc6aa491d58606a6c1",
     ),
     "aux_next_bar_loss_reduce": (
         "1444e2d0a3e7a80bf56726d697152c12df2ca1f50820f5c983a5dfa444943f1c",
         "62c19dff23dbf80e5bef1418e82aeff09997b84f10b3cf89c8a228580b5d5c17",
     ),
+    "aux_next_bar_backward": (
+        "6109802801afc66e7338be44b5058b5c0215c4b2d923d98b17ca3565f9177129",
+        "eb3e3e21e9af4c5e2ed1bf841e59438bff13d97c49f7267c854d86882050710d",
+    ),
     "aux_param_grad_reduce": (
         "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
-    "aux_trade_outcome_backward": (
-        "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "94ca4e95c1477e25415b967be280dfc98a3fec65285a7a168985ccb78ab353c6",
+    "aux_weight_grad_reduce": (
+        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "75b336981b8350a32169196da6aaf4119da6b8147ef73ad11b18c05f9c77e393",
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "1c7643040e0d7979057dff9dea6066a89561c18c94ea5e629007e33cf73b58ec",
+        "c3950ac241c342a39fb8786df523ac2964cd5c8dd09b897f74caecfef4f54297",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
         "11b7680d5e621e35b829e9f8a00fce71f528186706c5b9bc1846cdbc7ac94e97",
     ),
-    "aux_trunk_backward": (
-        "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
-        "44f7a305a76c515768c09b3562d9ce8fb2910e83505f62df5a709728c685095a",
+    "aux_trade_outcome_backward": (
+        "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
+        "d751a807431be5b22562ab05bad48172e0bdf0829b971d6440fc2dcfc1e0b759",
     ),
     "aux_trunk_forward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
         "46774776568831c7236ba2965adfc0d7de9a9990c69c34ad1a772086364c345d",
     ),
-    "aux_weight_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
-        "75b336981b8350a32169196da6aaf4119da6b8147ef73ad11b18c05f9c77e393",
+    "aux_trunk_backward": (
+        "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
+        "44f7a305a76c515768c09b3562d9ce8fb2910e83505f62df5a709728c685095a",
     ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
@@ -93,17 +93,17 @@ KERNELS = {
     ),
 }
 SCHEDULES = {
+    "aux_heads_forward": (
+        "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
+        "8e0b49dfb3e0c3d24dfbf7ee71b7311cfbc5eeb92ab4902d038dad8300265698",
+    ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "51a324be23aa0d33653a2751b05535f92f017e7ecc3fcfeae9c6be7ff6a6bdcb",
+        "8d09999e24f46c2f8e6ff9aaa95ef35966e8e53ffc849be49a72467673ac3d6a",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "7ad6e1a03590e8c164c536e4f8ee1314f8cab61f0b867ec28af2f42939b437cb",
-    ),
-    "aux_heads_forward": (
-        "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "a9cd1ef813796165707f425bca50cdbb208dfe27f32f266cde4a2d3ec8d3fd8f",
+        "1fa727e16da00b1574ab0686d6735ea784d5cc0dd8e30c4cdbe7368adea3f19a",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

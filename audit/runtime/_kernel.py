@@ -132,8 +132,15 @@ class KernelVerifier:
     def run(self) -> list[SubjectResult]:
         current_backend = None
         try:
-            for variant in dims_variants(self.k, self.cs):
-                for size in self.s.cases_for("kernel", self.k.name):
+            sizes = self.s.cases_for("kernel", self.k.name)
+            cap = self.k.verify.variant_cases
+            planned = self.s.job.cases.get(f"kernel:{self.k.name}") is not None
+            for i, variant in enumerate(dims_variants(self.k, self.cs)):
+                todo = sizes
+                if i and cap is not None and planned and len(sizes) > cap:
+                    todo = sizes[:cap]  # the sweep runs smallest first
+                    self.note(f"dims variants after the first ran at the sweep's {cap} smallest case(s) of {len(sizes)} (variant_cases = {cap})")
+                for size in todo:
                     self.verify_size(size, variant)
                 self.run_stress(variant)
                 if self.grad is not None:

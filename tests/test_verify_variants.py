@@ -1,0 +1,53 @@
+"""Dims variants of fixed dims (``[kernel.verify] dims``) and their ``variant_cases`` cap, on the
+emulated backend: the shipped head forwards are verified at H = 129 and SH2 = 253 as well as at the
+production 128 / 256, so a bug only the scalar tail paths of aux_head_forward.cuh reach is caught."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audit.load import load_contracts
+from audit.runtime import verify
+
+
+@pytest.fixture(scope="module")
+def repo_root(request):
+    return request.config.rootpath
+
+
+def wrong_when_h_is_no_multiple_of_4(launch):
+    """The class of the surviving header mutants: a tail path (H % 4 != 0) that drops the last unit."""
+    res = launch.run_reference()
+    if launch.scalar("H") % 4:
+        res["h1_out"] = np.array(res["h1_out"], copy=True)
+        res["h1_out"][:, -1] = 0.0
+    launch.write_outputs(res)
+
+
+def test_the_shipped_head_forward_declares_a_tail_variant(repo_root):
+    cs = load_contracts(repo_root / "contracts", repo_root)
+    spec = cs.kernel_map["aux_next_bar_forward"].verify
+    assert dict(spec.dims) == {"H": (128, 129), "SH2": (256, 253)}
+    assert spec.variant_cases == 3
+
+
+def test_a_bug_only_a_fixed_dim_tail_reaches_is_caught_by_the_variant(repo_root):
+    out = verify(repo_root, kernels=["aux_next_bar_forward"], emulated={"aux_next_bar_forward": wrong_when_h_is_no_multiple_of_4},
+                 evidence=False)  # fmt: skip
+    bad = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
+    assert bad, [f.message for f in out.result.findings]
+    assert all("H=129" in f.message for f in bad), [f.message for f in bad]
+    assert out.result.exit_code == 1
+
+
+def test_later_variants_run_only_the_smallest_cases(repo_root):
+    out = verify(repo_root, kernels=["aux_next_bar_forward"], emulated={}, evidence=False)
+    r = out.run.results[0]
+    assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
+    labels = {c.case for c in r.checks if c.check == "reference" and c.verdict == "pass"}
+    at_129 = {lab for lab in labels if "H=129" in lab}
+    at_prod = {lab for lab in labels if "(H=128, SH2=256)" in lab}
+    assert at_129 and len({lab.split(" ")[0] for lab in at_129}) <= 3, sorted(at_129)
+    assert len({lab.split(" ")[0] for lab in at_prod}) > 3, sorted(at_prod)
+    assert any("variant_cases = 3" in n for n in r.notes)
