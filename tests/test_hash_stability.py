@@ -45,7 +45,7 @@ KERNELS = {
     ),
     "aux_next_bar_forward": (
         "5052f572825b6720e614e9b9dceb2641afd95e3ca22077dfcf84160be3ce8264",
-        "1eea092c610629490213a8c53765d8e59783538b4517f3cc6aa491d58606a6c1",
+        "3a561ca6c8483ccc91bb698f9f3b53f022f29f8dd59c794c13de54b911b116b6",
     ),
     "aux_next_bar_loss_reduce": (
         "1444e2d0a3e7a80bf56726d697152c12df2ca1f50820f5c983a5dfa444943f1c",
@@ -95,7 +95,7 @@ KERNELS = {
 SCHEDULES = {
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "8e0b49dfb3e0c3d24dfbf7ee71b7311cfbc5eeb92ab4902d038dad8300265698",
+        "3cf103070de90d4de274f23c8963558c2eedf38a19c3c5017076388e7da9d43f",
     ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",

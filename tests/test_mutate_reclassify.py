@@ -144,10 +144,14 @@ def test_stale_records_are_reported_and_records_of_other_operators_are_not_stale
     assert main(["mutate", "--root", str(REPO), "--reclassify", "--output-dir", str(out), "--equivalent", str(eq)]) == 1
     shown = capsys.readouterr().out
     data = json.loads((out / "strided_gather.json").read_text())
-    # ror:11:59:0 was caught in the run: a record for it is no survivor's, but it is not stale either
+    # ror:11:59:0 was caught in the run by a verify check: its record is not stale (it names the current
+    # line) but refuted, since a record claims no admitted launch tells the mutant apart
+    caught_by = next(r["checks"][0] for r in data["results"] if r["id"] == "ror:11:59:0")
     assert data["stale_equivalences"] == [
         f'{eq}:11: equivalence record "aor:12:53:0" of kernel "strided_gather" quotes "dst[b] = src[b];" but line 12 now reads '
-        '"dst[b] = __ldg(src + (size_t)b * row_stride + col);"; the source changed, so the record is ignored until it is re-checked.'
+        '"dst[b] = __ldg(src + (size_t)b * row_stride + col);"; the source changed, so the record is ignored until it is re-checked.',
+        f'{eq}:6: equivalence record "ror:11:59:0" of kernel "strided_gather" is refuted: the run caught ror:11:59:0 ({caught_by}), so its '
+        "argument no longer holds (it relies on a value the verification no longer fixes); delete or narrow the record.",
     ]
     assert "warning: " + data["stale_equivalences"][0] in shown
     assert "1 surviving mutant(s)" in shown and "  strided_gather accum:11:66:0  kernels/strided_gather_kernel.cu:11  " in shown

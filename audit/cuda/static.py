@@ -130,9 +130,18 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
                          display: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
     """``(rule, message)`` of the three checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
     ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file."""
+    from ..hashing import include_closure
+
     display = display or k.source
-    out = [("LOCAL_ARRAY_BOUNDS", o.message(display)) for o in source_overruns(source, include_dirs)]
-    out += [("LOCAL_UNINIT_READ", r.message(display)) for r in source_uninit_reads(source, include_dirs)]
+    # the source and every local header it includes, found beside it first: a header mutant is compiled
+    # from a copy of the kernel source next to the mutated header, so that is the header read here
+    first = source.resolve()
+    files = [first, *(h for h in include_closure(source, include_dirs) if h != first)]
+    out: list[tuple[str, str]] = []
+    for f in files:
+        shown = display if f == first else (Path(display).parent / f.name).as_posix()
+        out += [("LOCAL_ARRAY_BOUNDS", o.message(shown)) for o in source_overruns(f, include_dirs)]
+        out += [("LOCAL_UNINIT_READ", r.message(shown)) for r in source_uninit_reads(f, include_dirs)]
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
     return out

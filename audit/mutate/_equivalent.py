@@ -154,3 +154,24 @@ def match_records(kernel: str, mutants: Sequence[Mutant], records: Sequence[Equi
         else:
             matched[r.id] = r
     return matched, stale
+
+
+
+def refuted_records(kernel: str, matched: dict[str, EquivalenceRecord], caught: dict[str, Sequence[str]]) -> list[str]:
+    """One sentence per record that covers a mutant a run caught by running it: the record claimed that no
+    launch the contracts admit tells the mutant apart, and a verify or sanitizer check found one (typically
+    at a value a widened contract now verifies, such as a second value of a fixed dim). A mutant caught only
+    by a static rule (a code pattern) or by MUTATE_SLOWDOWN (same results, more time) does not refute a
+    record: it can compute the same values and still be flagged."""
+    hits: dict[EquivalenceRecord, list[tuple[str, str]]] = {}
+    for mid, rules in sorted(caught.items()):
+        r = matched.get(mid)
+        behavioural = [x for x in rules if x.startswith(("VERIFY_", "SANITIZER_"))]
+        if r is not None and behavioural:
+            hits.setdefault(r, []).append((mid, behavioural[0]))
+    out = []
+    for r, ms in sorted(hits.items(), key=lambda kv: (kv[0].line or 0, kv[0].label)):
+        shown = ", ".join(f"{mid} ({rule})" for mid, rule in ms[:3]) + (f" and {len(ms) - 3} more" if len(ms) > 3 else "")
+        out.append(f'{r.where}: equivalence record "{r.label}" of kernel "{kernel}" is refuted: the run caught {shown}, so its argument '
+                   f"no longer holds (it relies on a value the verification no longer fixes); delete or narrow the record.")
+    return out

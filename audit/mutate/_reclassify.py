@@ -32,7 +32,7 @@ from typing import Any
 
 from ..atomic import write_text_atomic
 from ..errors import UsageError
-from ._equivalent import DEFAULT_FILE, load_records, match_records
+from ._equivalent import DEFAULT_FILE, load_records, match_records, refuted_records
 from ._render import survivor_row
 from ._headers import header_mutants, header_units
 from ._run import _display, kernel_mutants
@@ -126,7 +126,8 @@ def _one(path: Path, cfg: Any, cs: Any, records: Sequence[Any], eq_name: str, wr
     mutants, caught = int(data.get("mutants") or 0), int(data.get("caught") or 0)
     scored = data.get("baseline", "pass") == "pass"
     new["score"] = round(caught / (mutants - eq), 4) if scored and mutants - eq > 0 else None
-    new["stale_equivalences"] = stale
+    caught = {r["id"]: tuple(r.get("checks") or ()) for r in data["results"] if isinstance(r, dict) and r.get("status") == "caught" and isinstance(r.get("id"), str)}
+    new["stale_equivalences"] = stale + refuted_records(name, matched, caught)
     new["settings"] = {**(data.get("settings") or {}), "equivalent_file": eq_name}
     out.data = new
     text_new = dump(new)

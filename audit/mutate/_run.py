@@ -55,7 +55,7 @@ from typing import Any
 from .. import __version__
 from ..errors import UsageError
 from ._build import MutantBuild, build_header_original, build_mutants, build_original, mutant_dir, usable_cpus
-from ._equivalent import DEFAULT_FILE, load_records, match_records
+from ._equivalent import DEFAULT_FILE, load_records, match_records, refuted_records
 from ._headers import header_mutants, header_units
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
@@ -382,6 +382,7 @@ def run_mutation(
                 outcomes.append(MutantOutcome(m, "caught", rules, first, seconds=o.seconds))
             else:
                 outcomes.append(MutantOutcome(m, "survived", equivalent=matched.get(m.id), seconds=o.seconds))
+        stale = stale + refuted_records(name, matched, {o.mutant.id: o.checks for o in outcomes if o.status == "caught"})
         per_op: dict[str, int] = {}
         for m in generated[name]:
             per_op[m.operator] = per_op.get(m.operator, 0) + 1
