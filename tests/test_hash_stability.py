@@ -65,7 +65,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "c3950ac241c342a39fb8786df523ac2964cd5c8dd09b897f74caecfef4f54297",
+        "06bea03d74f9c25fc2fed352ab1fc0c667524d345e90fe1814ef7706d73fb85b",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
@@ -73,15 +73,15 @@ KERNELS = {
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "d751a807431be5b22562ab05bad48172e0bdf0829b971d6440fc2dcfc1e0b759",
+        "d41666c9a35858d0a8c3b82752a0ed9a18f9893c9b3c5cc81f573813d19f3fe2",
     ),
     "aux_trunk_forward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
-        "46774776568831c7236ba2965adfc0d7de9a9990c69c34ad1a772086364c345d",
+        "172f874a80fe97423a6e3062732363b2dfe4ba115d7ac2f05b3d6813f6d35bb4",
     ),
     "aux_trunk_backward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
-        "44f7a305a76c515768c09b3562d9ce8fb2910e83505f62df5a709728c685095a",
+        "a7c46aed27b27ea0af57e4916c060df4c3e24bebd719c9ec16dccd9795b5c4d5",
     ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
@@ -95,15 +95,15 @@ KERNELS = {
 SCHEDULES = {
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "3cf103070de90d4de274f23c8963558c2eedf38a19c3c5017076388e7da9d43f",
+        "ecea780f3c119f0b056e2fea040b5ef46c44324201af3681ad65c63a38b9b7eb",
     ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "8d09999e24f46c2f8e6ff9aaa95ef35966e8e53ffc849be49a72467673ac3d6a",
+        "8c3b2f9dd2639b454704151d938562136c5af46c6ee7b93fb4a41df157e1c006",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "1fa727e16da00b1574ab0686d6735ea784d5cc0dd8e30c4cdbe7368adea3f19a",
+        "eff83039cb63eff79a273a12cb7909caceda9ec6d5afc0d89b613dd044ba7021",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

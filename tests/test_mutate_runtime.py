@@ -40,7 +40,7 @@ def test_first_failure_stops_after_the_first_failing_case():
     first = verify_many(REPO, v, backends=["emulated"], sizes=[1, 37], first_failure=True)[0]
     assert "VERIFY_GRADCHECK" in every.failed_rules and first.failed_rules == ["VERIFY_ACCUMULATE", "VERIFY_INOUT_DELTA", "VERIFY_REFERENCE"]
     checks = first.outcome.run.results[0].checks
-    assert {c.case.split(",")[0] for c in checks} == {"B=1 (K=2)"}  # nothing after the case that failed
+    assert {c.case.split(",")[0] for c in checks} == {"B=1 (K=3"}  # nothing after the case that failed (K=3, H=128, SH2=256)
     assert len(checks) < len(every.outcome.run.results[0].checks) / 4
 
 

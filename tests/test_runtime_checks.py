@@ -245,9 +245,9 @@ def test_reference_message_names_kernel_check_size_output_and_numbers(repo_root)
     out = run(repo_root, kernels=["aux_trunk_forward"], bugs={"aux_trunk_forward": doubled}, sizes=(37,))
     (f,) = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
     assert re.fullmatch(
-        r'Kernel "aux_trunk_forward" fails VERIFY_REFERENCE at B=37: output "h_out" has relative error 1\.0e\+00 '
+        r'Kernel "aux_trunk_forward" fails VERIFY_REFERENCE at B=37 \(E=256, SH2=256\): output "h_out" has relative error 1\.0e\+00 '
         r"\(max abs \d\.\de[+-]\d\d, \d+ of 9472 element\(s\) outside the tolerance, worst at \[\d+, \d+\]: \S+ against \S+\) "
-        r"against the float64 reference\.",
+        r"against the float64 reference \(and 3 more case\(s\): B=37 \(E=256, SH2=253\); B=37 \(E=253, SH2=256\); B=37 \(E=253, SH2=253\)\)\.",
         f.message,
     ), f.message
 

@@ -58,4 +58,66 @@ def check_tail_unreachable(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(f'Kernel "{k.name}" {field} "{text}": {message}', k.loc.child(field), k.name)
 
 
+@rule("FIXED_DIM_TAIL", "A kernel's code for the values of a fixed dim other than the contract's (the scalar side of an H % 4 test, the partial last chunk of a loop over H) runs when it is verified: a [kernel.verify] dims variant gives that dim a value off the divisor.", "build", Severity.WARNING)
+def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each kernel's source and the local headers it includes (within the project) for ``ARG % C``
+    tests and ``v < ARG; v += C`` loops over a scalar argument bound to a fixed dim; needs no compiler."""
+    from pathlib import Path
+
+    from ..cuda.bounds import included_constants, integer_constants
+    from ..cuda.fixedtails import fixed_dim_tails
+    from ..cuda.tokens import TokenizeError
+    from ..hashing import include_closure
+    from ..model import ScalarParam
+    from ..untrusted import SOURCE_LIMIT, read_regular
+
+    cfg, cs = ctx.config, ctx.cs
+    if cfg is None:
+        return
+    root = Path(cs.root).resolve()
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    fixed = {d.name: d.value for d in cs.dim_map.values() if d.kind == "fixed" and d.value}
+    memo: dict[tuple[Path, frozenset[str]], list] = {}
+    for k in cs.kernels:
+        bound: dict[str, str] = {}  # argument -> the fixed dim it is bound to
+        for p in k.params:
+            if isinstance(p, ScalarParam) and getattr(p.value, "names", None) and getattr(p.value, "text", None) in fixed:
+                bound[p.name] = p.value.text
+        if not bound:
+            continue
+        verified = {d: {fixed[d]} for d in bound.values()}
+        for name, values in k.verify.dims:
+            if name in verified:
+                verified[name] |= set(values)
+        path = cfg.path(k.source)
+        if not path.is_file():
+            continue
+        reported: set[tuple[str, int]] = set()
+        for f in [path.resolve(), *(h for h in include_closure(path, dirs) if h != path.resolve())]:
+            try:
+                shown = f.relative_to(root).as_posix()
+            except ValueError:
+                continue  # a header outside the project is not its code to judge
+            key = (f, frozenset(bound))
+            hits = memo.get(key)
+            if hits is None:
+                try:
+                    text = read_regular(f, SOURCE_LIMIT).decode("utf-8", errors="replace")
+                    hits = fixed_dim_tails(text, bound, {**included_constants(f, dirs), **integer_constants(text)})
+                except (OSError, TokenizeError):
+                    hits = []
+                memo[key] = hits
+            for h in hits:
+                dim = bound[h.name]
+                if (dim, h.divisor) in reported or any(v % h.divisor for v in verified[dim]):
+                    continue
+                reported.add((dim, h.divisor))
+                v = fixed[dim]
+                shown_values = ", ".join(str(x) for x in sorted(verified[dim]))
+                yield Hit(f'Kernel "{k.name}" passes the fixed dim {dim} as "{h.name}", and {shown}:{h.line} has "{h.text}": every verified '
+                          f"{dim} ({shown_values}) is a multiple of {h.divisor}, so the code for the other values never runs; if the kernel "
+                          f"takes other values of {dim}, verify one too: [kernel.verify] dims = {{ {dim} = [{v}, {v + 1}] }}.",
+                          k.loc, k.name)  # fmt: skip
+
+
 assert "TAIL_UNREACHABLE" in REGISTRY
