@@ -51,3 +51,13 @@ def test_later_variants_run_only_the_smallest_cases(repo_root):
     assert at_129 and len({lab.split(" ")[0] for lab in at_129}) <= 3, sorted(at_129)
     assert len({lab.split(" ")[0] for lab in at_prod}) > 3, sorted(at_prod)
     assert any("variant_cases = 3" in n for n in r.notes)
+
+
+def test_capped_variants_skip_the_numeric_stress_cases(repo_root):
+    out = verify(repo_root, kernels=["aux_trade_outcome_forward"], emulated={}, evidence=False)
+    r = out.run.results[0]
+    stress = {c.case for c in r.checks if "stress" in c.case}
+    assert stress, "the first variant runs stress cases"
+    assert all("(K=3, H=128, SH2=256, stress" in lab for lab in stress), sorted(stress)
+    assert {c.case for c in r.checks if "K=8" in c.case}, "the later variants still run"
+    assert any("numeric stress cases ran at the first dims variant only" in n for n in r.notes)
