@@ -44,13 +44,14 @@ def _value(tok: Token, constants: Mapping[str, int]) -> int | None:
     return None
 
 
-def fixed_dim_tails(text: str, names: Collection[str], constants: Mapping[str, int]) -> list[FixedTail]:
-    """The ``name % C`` and ``v < name; v += C`` sites of ``text`` for the identifiers in ``names``, with
-    ``C > 1`` a literal or one of ``constants``; raises TokenizeError on text the tokenizer rejects."""
+def fixed_dim_tails(text: str, names: Collection[str] | None, constants: Mapping[str, int]) -> list[FixedTail]:
+    """The ``name % C`` and ``v < name; v += C`` sites of ``text`` for the identifiers in ``names`` (every
+    identifier when None), with ``C > 1`` a literal or one of ``constants``; raises TokenizeError on text
+    the tokenizer rejects."""
     toks = tokenize(text)
     out: list[FixedTail] = []
     for i, t in enumerate(toks):
-        if t.kind != "ident" or t.text not in names:
+        if t.kind != "ident" or (names is not None and t.text not in names):
             continue
         # name % C (not part of a longer product such as a->H or x.H)
         prev = toks[i - 1].text if i else ""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .bounds import Overrun, find_overruns, included_constants
+from .fixedtails import FixedTail
 from .races import StoreRace, find_store_races
 from .uninit import UninitRead
 from .uninit import source_uninit_reads as _uninit_reads
@@ -60,6 +61,26 @@ def source_uninit_reads(path: Path, include_dirs: Sequence[Path], cache: Analysi
     """The LOCAL_UNINIT_READ findings of one source file (see :func:`audit.cuda.uninit.source_uninit_reads`);
     ``cache`` keeps the result by the content of the file and its headers."""
     return _cached(cache, "uninit", path, include_dirs, UninitRead, lambda: _uninit_reads(path, include_dirs))
+
+
+def source_fixed_tails(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[FixedTail]:
+    """Every ``ARG % C`` test and chunk loop ``v < ARG; v += C`` of one source file, for any identifier
+    (FIXED_DIM_TAIL keeps those of arguments bound to fixed dims), with the integer constants of the file
+    and of the local headers it includes known; ``cache`` keeps the result by the content of the file and
+    its headers. A file that cannot be read or tokenized has none."""
+    from ..untrusted import SOURCE_LIMIT, read_regular
+    from .bounds import integer_constants
+    from .fixedtails import fixed_dim_tails
+    from .tokens import TokenizeError
+
+    def compute() -> list[FixedTail]:
+        try:
+            text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
+            return fixed_dim_tails(text, None, {**included_constants(path, include_dirs), **integer_constants(text)})
+        except (OSError, TokenizeError):
+            return []
+
+    return _cached(cache, "fixedtails", path, include_dirs, FixedTail, compute)
 
 
 def _cached(cache: AnalysisCache | None, kind: str, path: Path, include_dirs: Sequence[Path], cls: type[T],

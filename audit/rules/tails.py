@@ -64,12 +64,10 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
     tests and ``v < ARG; v += C`` loops over a scalar argument bound to a fixed dim; needs no compiler."""
     from pathlib import Path
 
-    from ..cuda.bounds import included_constants, integer_constants
-    from ..cuda.fixedtails import fixed_dim_tails
-    from ..cuda.tokens import TokenizeError
+    from ..cuda.static import source_fixed_tails
     from ..hashing import include_closure
     from ..model import ScalarParam
-    from ..untrusted import SOURCE_LIMIT, read_regular
+    from .build import _analysis_cache
 
     cfg, cs = ctx.config, ctx.cs
     if cfg is None:
@@ -77,7 +75,8 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
     root = Path(cs.root).resolve()
     dirs = [cfg.path(d) for d in cfg.include_dirs]
     fixed = {d.name: d.value for d in cs.dim_map.values() if d.kind == "fixed" and d.value}
-    memo: dict[tuple[Path, frozenset[str]], list] = {}
+    memo: dict[Path, list] = {}
+    cache = _analysis_cache(ctx)
     for k in cs.kernels:
         bound: dict[str, str] = {}  # argument -> the fixed dim it is bound to
         for p in k.params:
@@ -98,17 +97,13 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
                 shown = f.relative_to(root).as_posix()
             except ValueError:
                 continue  # a header outside the project is not its code to judge
-            key = (f, frozenset(bound))
-            hits = memo.get(key)
+            hits = memo.get(f)
             if hits is None:
-                try:
-                    text = read_regular(f, SOURCE_LIMIT).decode("utf-8", errors="replace")
-                    hits = fixed_dim_tails(text, bound, {**included_constants(f, dirs), **integer_constants(text)})
-                except (OSError, TokenizeError):
-                    hits = []
-                memo[key] = hits
+                hits = memo[f] = source_fixed_tails(f, dirs, cache)
             for h in hits:
-                dim = bound[h.name]
+                dim = bound.get(h.name)
+                if dim is None:
+                    continue
                 if (dim, h.divisor) in reported or any(v % h.divisor for v in verified[dim]):
                     continue
                 reported.add((dim, h.divisor))
