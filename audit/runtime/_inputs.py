@@ -52,14 +52,39 @@ class Domain:
 
 
 def resolve_domain(
-    param: TensorParam, buffer: Buffer | None, shape: tuple[int, ...], env: Mapping[str, int]
+    param: TensorParam, buffer: Buffer | None, shape: tuple[int, ...], env: Mapping[str, int],
+    upstream: Values | None = None,
 ) -> Domain:
-    """The domain of ``param`` at ``env``: its own values, else its buffer's, else the defaults above."""
-    vals: Values | None = param.values or (buffer.values if buffer is not None else None)
+    """The domain of ``param`` at ``env``: its own values, else its buffer's, else ``upstream`` (the values
+    the kernel that writes the buffer declares on its output), else the defaults above.
+
+    A domain flows along the chain: where the reader declares its own values *and* the buffer or its
+    producer declares integer choices the reader's domain leaves out (a sentinel, an out-of-range code the
+    producer may emit), those choices are drawn too (as ``include``), so every reader of the buffer is
+    verified on every value its writer says it holds."""
+    declared = (buffer.values if buffer is not None else None) or upstream
+    vals: Values | None = param.values or declared
     domain = _resolve(vals, param, buffer, shape, env)
-    if vals is not None and vals.include:
-        domain = Domain(domain.choices, domain.weights, domain.lo, domain.hi, domain.scale, tuple(vals.include))
+    include = list(vals.include) if vals is not None and vals.include else []
+    include += [float(c) for c in inherited_sentinels(param, domain, declared, env) if float(c) not in include]
+    if include:
+        domain = Domain(domain.choices, domain.weights, domain.lo, domain.hi, domain.scale, tuple(include))
     return domain
+
+
+def inherited_sentinels(param: TensorParam, own: Domain, declared: Values | None, env: Mapping[str, int]) -> list[float]:
+    """The integer choices of the buffer's (or producer's) declared domain that ``param``'s own domain
+    ``own`` does not draw (none when ``param`` declares no values of its own: then it draws ``declared``)."""
+    if param.values is None or declared is None or not declared.choices or DTYPES[param.dtype][3] == "float":
+        return []
+    skip = param.mask.skip_value if param.mask is not None else None  # drawn by the mask's own cases
+    out = []
+    for c in declared.choices:
+        v = float(c)
+        if (skip is not None and v == float(skip)) or v in own.choices or (own.lo is not None and own.hi is not None and own.lo <= v <= own.hi):
+            continue
+        out.append(v)
+    return out
 
 
 def _resolve(vals: Values | None, param: TensorParam, buffer: Buffer | None, shape: tuple[int, ...], env: Mapping[str, int]) -> Domain:

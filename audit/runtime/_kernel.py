@@ -32,7 +32,7 @@ from ..gradcheck import central_difference, random_directions
 from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorParam
 from ._backend import Backend
 from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare, compare_delta, within
-from ._inputs import apply_mask, isv_perturbed, resolve_domain
+from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer
 from ._plan import (
     GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, local_bindings, make_env,
@@ -112,6 +112,25 @@ class KernelVerifier:
         self.envs_run: list[dict[str, int]] = []  # their full environments (what tail coverage reads)
         # numeric stress cases (audit/search/values.py): per (dims variant, local binding), the case they run at
         self._stress_at: dict[tuple, tuple[DimCase | int, dict[str, int], LocalBinding, int]] = {}
+
+    def upstream_values(self, p: Any, buf: Any, env: Any) -> Any:
+        """The values the writer of ``p``'s buffer declares on its output, where the buffer declares none
+        (None otherwise); notes once where an input's domain, or a value of it, came from upstream."""
+        if buf is None:
+            return None
+        up = None if buf.values is not None else self.s.producer_domains.get(buf.name)
+        declared = buf.values if buf.values is not None else (up[0] if up else None)
+        if declared is None:
+            return None
+        origin = f'buffer "{buf.name}"' if buf.values is not None else up[1]
+        if p.values is None and up is not None:
+            self.note(f'input "{p.name}" is drawn from the domain declared on {origin} (the kernel\'s contract gives it none)')
+        elif p.values is not None and declared.choices:
+            extra = inherited_sentinels(p, resolve_domain(p, None, (), env), declared, env)
+            if extra:
+                shown = ", ".join(f"{v:g}" for v in extra)
+                self.note(f'input "{p.name}" also draws {shown}: {origin} declares it may hold them and the kernel\'s own domain leaves them out')
+        return up[0] if up else None
 
     # -- records ------------------------------------------------------------------------------------
     def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
@@ -242,7 +261,8 @@ class KernelVerifier:
                 if p.role == "out":
                     continue
                 shape = shapes[p.name]
-                dom = resolve_domain(p, lb.buffers.get(p.name), shape, env)
+                buf = lb.buffers.get(p.name)
+                dom = resolve_domain(p, buf, shape, env, self.upstream_values(p, buf, env))
                 batch = batch_leading(p.shape, self.cs)
                 salt = "init1" if p.role in ("inout", "accumulate") else ""
                 if not batch:
@@ -321,7 +341,7 @@ class KernelVerifier:
             if p.role == "out":
                 continue
             buf = case.local.buffers.get(p.name)
-            d = resolve_domain(p, buf, case.shapes[p.name], case.env)
+            d = resolve_domain(p, buf, case.shapes[p.name], case.env, self.upstream_values(p, buf, case.env))
             domains[p.name] = ("choices" if d.choices else "range" if d.lo is not None else "scale", d.lo, d.hi, True)
             vals = p.values or (buf.values if buf is not None else None)
             if vals is not None and not vals.stress:

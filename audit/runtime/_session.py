@@ -91,6 +91,9 @@ class Session:
         self.backends = backends
         self.emit = emit or (lambda ev: None)
         self.wiring = wiring or Wiring(cs)
+        from ._plan import producer_domains
+
+        self.producer_domains = producer_domains(cs, self.wiring)  # buffer -> the values its writer declares
         largest = [v for cases in job.cases.values() for c in cases for v in c.values()]
         self.factory = InputFactory(job.seed, max_rows=max([*job.sizes, *job.chain_sizes, *largest, 1]))
         self.timing: dict[str, float] = {}
