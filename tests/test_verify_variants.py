@@ -4,6 +4,8 @@ production 128 / 256, so a bug only the scalar tail paths of aux_head_forward.cu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -61,3 +63,50 @@ def test_capped_variants_skip_the_numeric_stress_cases(repo_root):
     assert all("(K=3, H=128, SH2=256, stress" in lab for lab in stress), sorted(stress)
     assert {c.case for c in r.checks if "K=8" in c.case}, "the later variants still run"
     assert any("numeric stress cases ran at the first dims variant only" in n for n in r.notes)
+
+
+_KERNEL = """[dims]
+B = { min = 1, max = 8 }
+H = { value = 4 }
+
+[[kernel]]
+name = "k"
+source = "kernels/k.cu"
+stage = "forward"
+grid = [1, 1, 1]
+block = [32, 1, 1]
+params = [{ name = "x", dtype = "f32", shape = ["B", "H"], role = "in" }]
+
+[kernel.verify]
+"""
+
+
+@pytest.mark.parametrize(
+    ("verify", "line", "message"),
+    [
+        ("dims = { H = [4, 5] }\nvariant_cases = 0\n", 15, "expected a positive number of cases, found 0."),
+        ("variant_cases = 2\n", 14, 'expected "variant_cases" only next to "dims" (it caps the cases of the dims variants after the first), found no dims.'),
+        ('dims = { H = [4, 5] }\nvariant_cases = "3"\n', 15, None),
+    ],
+)
+def test_bad_variant_cases_name_file_key_and_line(verify, line, message):
+    from audit.errors import ContractError
+
+    with pytest.raises(ContractError) as info:
+        load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _KERNEL + verify})
+    (problem,) = info.value.problems
+    assert (problem.path, problem.line, problem.key) == ("contracts/k.toml", line, "kernel[0].verify.variant_cases")
+    if message is not None:
+        assert problem.message == message
+    else:
+        assert "integer" in problem.message and '"3"' in problem.message
+
+
+def test_variant_cases_stays_out_of_the_contract_hash():
+    from audit.hashing import contract_hash
+
+    texts = {"contracts/k.toml": _KERNEL + "dims = { H = [4, 5] }\n"}
+    a = load_contracts(Path("contracts"), Path("."), texts=texts)
+    b = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": texts["contracts/k.toml"] + "variant_cases = 1\n"})
+    assert b.kernel_map["k"].verify.variant_cases == 1
+    assert contract_hash(a.kernel_map["k"]) == contract_hash(b.kernel_map["k"])
