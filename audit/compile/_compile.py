@@ -78,6 +78,8 @@ def build_kernels(
         if k.name in overrides:
             units.setdefault(overrides[k.name][0], overrides[k.name][1])
             continue
+        if k.source in units:
+            continue  # the entries of one source share its unit (and its checks below)
         path = resolve(root / k.source)
         # a source whose include closure is unsafe (a FIFO, /dev/zero, a computed include, a link loop)
         # is not given to nvcc, which would block on it; SOURCE_UNSAFE reports it

@@ -171,6 +171,11 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
 _EXTERN_SHARED = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([A-Za-z_$][\w$]*)\s*\[\s*\]\s*;", re.MULTILINE)
 
 
+def extern_shared_names(ptx: str) -> list[str]:
+    """The ``.extern .shared`` arrays a PTX module declares (none: no entry of it uses dynamic shared memory)."""
+    return _EXTERN_SHARED.findall(ptx)
+
+
 def dynamic_shared_arrays(ptx: str, entry: str) -> list[str]:
     """The ``extern __shared__`` arrays (dynamic shared memory) that the PTX entry ``entry`` uses.
 
@@ -178,7 +183,7 @@ def dynamic_shared_arrays(ptx: str, entry: str) -> list[str]:
     >>> dynamic_shared_arrays(ptx, "k"), dynamic_shared_arrays(ptx.replace("mov.u32 %r1, smem;", ""), "k")
     (['smem'], [])
     """
-    names = _EXTERN_SHARED.findall(ptx)
+    names = extern_shared_names(ptx)
     if not names:
         return []
     m = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(", ptx)

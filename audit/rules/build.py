@@ -205,7 +205,11 @@ def _project_sources(ctx: CheckContext) -> Iterator[tuple[Any, str, str, list[An
     root = Path(ctx.cs.root).resolve()
     dirs = [cfg.path(d) for d in cfg.include_dirs]
     owner: dict[Path, str] = {}
+    seen: set[str] = set()  # kernels share sources (ten entries of one file): each closure is read once
     for k in ctx.cs.kernels:
+        if k.source in seen:
+            continue
+        seen.add(k.source)
         path = cfg.path(k.source)
         for f in [path.resolve(), *include_closure(path, dirs)] if path.is_file() else []:
             owner.setdefault(f, k.name)
@@ -247,6 +251,15 @@ def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(overrun_text(r), Loc(_CudaLine(shown, r.line)), kernel)
 
 
+def _ptx_text(ctx: CheckContext, path: Any) -> str:
+    """The PTX of a compiled source, read once per check (the entries of one source share one file)."""
+    memo = ctx.facts.setdefault("_ptx_text", {})
+    text = memo.get(path)
+    if text is None:
+        text = memo[path] = path.read_text(errors="replace")
+    return text
+
+
 @rule("STORE_RACE", "A non-atomic global store at an address that is the same for every thread (an ISV slot) is made by one thread of one block.", "build")
 def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the address's dependence on the thread and block index, and the
@@ -257,7 +270,7 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
             continue
-        ptx = sb.ptx.read_text(errors="replace")
+        ptx = _ptx_text(ctx, sb.ptx)
         for race in entry_store_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
             line = race_line(race, sb.source)
             loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
@@ -347,13 +360,18 @@ def _source_names(ctx: CheckContext, k: Kernel, sb: SourceBuild) -> list[str | N
 def check_shared_bytes_missing(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX for the ``.extern .shared`` arrays it uses; a launch with no dynamic
     shared memory gives such an array 0 bytes, so every access leaves the block's shared memory."""
-    from ..cuda.static import dynamic_shared_arrays
+    from ..cuda.static import dynamic_shared_arrays, extern_shared_names
     from ..shapes import probe_envs, value_at
 
+    declares: dict[Any, bool] = {}  # PTX file -> whether it declares any extern shared array (once per file)
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
             continue
-        arrays = dynamic_shared_arrays(sb.ptx.read_text(errors="replace"), entry.symbol)
+        if sb.ptx not in declares:
+            declares[sb.ptx] = bool(extern_shared_names(_ptx_text(ctx, sb.ptx)))
+        if not declares[sb.ptx]:
+            continue
+        arrays = dynamic_shared_arrays(_ptx_text(ctx, sb.ptx), entry.symbol)
         if not arrays:
             continue
         names = ", ".join(f'"{a}"' for a in arrays)
