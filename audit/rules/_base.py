@@ -90,6 +90,8 @@ class CheckContext:
     options: dict[str, Any] = field(default_factory=dict)
     escalate: frozenset[str] = frozenset()  # rule IDs whose warnings count as errors for this run
     providers: dict[str, Callable[[CheckContext], Any]] = field(default_factory=dict)
+    # files several rules read within one check (the PTX of a compiled source), by path
+    texts: dict[Any, str] = field(default_factory=dict)
 
     @functools.cached_property
     def wiring(self) -> Wiring:

@@ -253,10 +253,9 @@ def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
 
 def _ptx_text(ctx: CheckContext, path: Any) -> str:
     """The PTX of a compiled source, read once per check (the entries of one source share one file)."""
-    memo = ctx.facts.setdefault("_ptx_text", {})
-    text = memo.get(path)
+    text = ctx.texts.get(path)
     if text is None:
-        text = memo[path] = path.read_text(errors="replace")
+        text = ctx.texts[path] = path.read_text(errors="replace")
     return text
 
 

@@ -76,6 +76,7 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
     dirs = [cfg.path(d) for d in cfg.include_dirs]
     fixed = {d.name: d.value for d in cs.dim_map.values() if d.kind == "fixed" and d.value}
     memo: dict[Path, list] = {}
+    closures: dict[str, list[Path]] = {}  # kernels share sources: each closure is walked once
     cache = _analysis_cache(ctx)
     for k in cs.kernels:
         bound: dict[str, str] = {}  # argument -> the fixed dim it is bound to
@@ -88,11 +89,13 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
         for name, values in k.verify.dims:
             if name in verified:
                 verified[name] |= set(values)
-        path = cfg.path(k.source)
-        if not path.is_file():
-            continue
+        files = closures.get(k.source)
+        if files is None:
+            path = cfg.path(k.source)
+            first = path.resolve()
+            files = closures[k.source] = [first, *(h for h in include_closure(path, dirs) if h != first)] if path.is_file() else []
         reported: set[tuple[str, int]] = set()
-        for f in [path.resolve(), *(h for h in include_closure(path, dirs) if h != path.resolve())]:
+        for f in files:
             try:
                 shown = f.relative_to(root).as_posix()
             except ValueError:
