@@ -101,11 +101,12 @@ class _Inst:
     the analyses below ask for them hundreds of thousands of times (a fixed point over every
     instruction of an entry)."""
 
-    __slots__ = ("opcode", "operands", "guard", "loc", "text", "head", "_dests", "_sources")
+    __slots__ = ("opcode", "operands", "guard", "loc", "text", "head", "src", "_dests", "_sources")
 
     def __init__(self, opcode: str, operands: tuple[str, ...], guard: tuple[str, bool] | None,
-                 loc: tuple[int, int] | None, text: str) -> None:
+                 loc: tuple[int, int] | None, text: str, src: tuple[int, int] | None = None) -> None:
         self.opcode, self.operands, self.guard, self.loc, self.text = opcode, operands, guard, loc, text
+        self.src = src  # (file, line) of its own .loc, before inlining resolves it to the kernel's file
         self.head = opcode.split(".", 1)[0]
         dests: tuple[str, ...] = ()
         if self.head not in _NO_DEST and operands and operands[0][0] in "%{":
@@ -248,6 +249,7 @@ def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
     inlined: dict[tuple[int, int, int], tuple[int, int, int]] = {}
     own: int | None = None
     loc: tuple[int, int] | None = None
+    src: tuple[int, int] | None = None
     pos = 0
     n = len(body)
     while pos < n:
@@ -263,6 +265,8 @@ def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
             if at is not None:
                 inlined[here] = at
             where = at or here
+            if here[1] > 0:
+                src = (here[0], here[1])
             if where[0] == own and where[1] > 0:
                 loc = (where[0], where[1])
         elif body.startswith(".", pos):  # a directive: .reg, .shared, .pragma, .param, an unreadable .loc ...
@@ -281,7 +285,7 @@ def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
             opcode, *rest = stmt.split(None, 1)
             operands = _split_operands(rest[0] if rest else "")
             shown = (f"@{'!' if guard[1] else ''}{guard[0]} " if guard else "") + f"{opcode} {', '.join(operands)}"
-            insts.append(_Inst(opcode, operands, guard, loc, shown.strip()))
+            insts.append(_Inst(opcode, operands, guard, loc, shown.strip(), src))
     return insts, labels
 
 

@@ -12,6 +12,10 @@ Three bugs that no run of a kernel can show, because the compiled code hides the
 * STORE_RACE (:mod:`audit.cuda.races`, on the PTX): a non-atomic global store at an address that is the
   same for every thread, which more than one thread runs (a deleted ``if (tid == 0)`` around an ISV
   update). The lanes of a warp store the same value; warps that interleave blend an EMA twice.
+* SHARED_RMW_RACE (:mod:`audit.cuda.sharedraces`, on the PTX): a non-atomic read-modify-write of a
+  shared-memory element that two threads which may run it both update (a deleted ``if (lane == 0)``
+  around ``s[row] += p``, an ``atomicAdd`` on shared memory turned into ``+=``): lost updates, invisible
+  while the lanes happen to add the same value.
 
 >>> hits = kernel_code_findings(cs, wiring, cs.kernel("aux_heads_loss_ema_update"), path, [], ptx)  # doctest: +SKIP
 >>> hits                                                                                           # doctest: +SKIP
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .bounds import Overrun, find_overruns, included_constants
 from .fixedtails import FixedTail
 from .races import StoreRace, find_store_races
+from .sharedraces import SharedRace, find_shared_races
 from .uninit import UninitRead
 from .uninit import source_uninit_reads as _uninit_reads
 
@@ -140,7 +145,22 @@ def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol:
     return cache.results("races", [ptx, entry, repr(block), repr(grid)], StoreRace, compute)
 
 
-def race_line(race: StoreRace, source: str) -> int | None:
+def entry_shared_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                       cache: AnalysisCache | None = None) -> list[SharedRace]:  # fmt: skip
+    """The SHARED_RMW_RACE stores of ``k``'s entry in the PTX module ``ptx`` (its block extent from the
+    launches, as for STORE_RACE); ``cache`` keeps them by the PTX text, the entry and the block."""
+    block, _ = launch_extents(cs, wiring, k)
+    entry = symbol or k.symbol
+
+    def compute() -> list[SharedRace]:
+        return find_shared_races(ptx, entry, block)
+
+    if cache is None:
+        return compute()
+    return cache.results("shared-races", [ptx, entry, repr(block)], SharedRace, compute)
+
+
+def race_line(race: StoreRace | SharedRace, source: str) -> int | None:
     """The race's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
     if race.line is None or race.file is None:
         return None
@@ -165,6 +185,7 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         out += [("LOCAL_UNINIT_READ", r.message(shown)) for r in source_uninit_reads(f, include_dirs)]
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
+        out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
     return out
 
 

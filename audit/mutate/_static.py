@@ -7,7 +7,10 @@ that was written only under a run-time guard the read lacks (a deleted ``if (k <
 reads back ``l[k]``: an uninitialised register that nvcc may compile into the original's behaviour), or
 when STORE_RACE finds a global store of its entry, at an
 address the same for every thread, that more than one thread runs (a deleted ``if (tid == 0)`` around an
-ISV update: the lanes of a warp store the same value, so no run sees that either). The unmutated copy
+ISV update: the lanes of a warp store the same value, so no run sees that either), or when SHARED_RMW_RACE
+finds a shared-memory read-modify-write that two threads which may run it make to one element (a deleted
+``if (lane == 0)`` around ``s.logits[row][k] += p``: lost updates the lanes hide by adding the same
+value). The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
 
 >>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE")
+STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE", "SHARED_RMW_RACE")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:

@@ -276,6 +276,23 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(race.message(k.name, sb.source), loc, k.name)
 
 
+@rule("SHARED_RMW_RACE", "A shared-memory read-modify-write (s[i] += v) is made by one thread per element, or atomically.", "build")
+def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX with the block extent of its launches: which threads may run each
+    ``ld.shared``/``st.shared`` pair, and each one's address per thread (see :mod:`audit.cuda.sharedraces`)."""
+    from ..cuda.static import entry_shared_races, race_line
+
+    cache = _analysis_cache(ctx)
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        ptx = _ptx_text(ctx, sb.ptx)
+        for race in entry_shared_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
+            line = race_line(race, sb.source)
+            loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
+            yield Hit(race.message(k.name, sb.source), loc, k.name)
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
