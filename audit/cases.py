@@ -375,6 +375,15 @@ class LocalBinding:
         return " ".join(f"{k}={v}" for k, v in self.values.items())
 
 
+def extra_bindings(cs: ContractSet, kernel: Kernel, wiring: Any) -> list[LocalBinding]:
+    """The ``[kernel.verify] bindings`` of ``kernel``, each with the buffers of its first launch (which give
+    the inputs their value domains); the schedules' own bindings come from :func:`local_bindings`."""
+    first = next(((sname, ln) for sname, lns in wiring.launches.items() for ln in lns
+                  if ln.kernel is not None and ln.kernel.name == kernel.name), (None, None))  # fmt: skip
+    step = first[1].step if first[1] is not None else None
+    return [LocalBinding(dict(b), first[0], step, launch_buffers(cs, kernel, step)) for b in kernel.verify.bindings]
+
+
 def launch_buffers(cs: ContractSet, kernel: Kernel, step: Step | None) -> dict[str, Buffer]:
     out: dict[str, Buffer] = {}
     if step is None:

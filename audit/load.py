@@ -305,7 +305,7 @@ class _Loader:
         v = self.table(t["verify"], vl, "a [kernel.verify] table")
         if v is None:
             return VerifySpec()
-        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases"), f'[kernel.verify] of "{kernel}"')
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "bindings"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
             if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) and abs(x) <= MAX_INT for x in vals):
@@ -321,15 +321,46 @@ class _Loader:
             loc=vl,
             cases=self.cases(v, vl, "cases"),
             variant_cases=self.variant_cases(v, vl),
+            bindings=self.bindings(v, vl, t.get("dims")),
         )
+
+    def bindings(self, v: dict, vl: Loc, local: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
+        """Extra local-dim bindings: each a value for every local dim of the kernel (its ``dims``)."""
+        if "bindings" not in v:
+            return ()
+        names = [d for d in local if isinstance(d, str)] if isinstance(local, list) else []
+        if not names:
+            self.problem(vl.child("bindings"), 'expected "bindings" only in a kernel with local dims (dims = ["M", "N"]), found a kernel without them.')
+            return ()
+        out = []
+        for i, pairs in enumerate(self.cases(v, vl, "bindings")):
+            il = vl.child("bindings", i)
+            text = ",".join(f"{n}={x}" for n, x in pairs)
+            got = [n for n, _ in pairs]
+            bad = next((n for n in got if n not in names), None)
+            if bad is not None:
+                listed = ", ".join('"' + n + '"' for n in names)
+                self.problem(il, f'binding "{text}": "{bad}" is not a local dim of the kernel; its local dims are {listed}.')
+                continue
+            missing = [n for n in names if n not in got]
+            if missing or len(set(got)) != len(got):
+                what = "does not bind " + ", ".join(f'"{n}"' for n in missing) if missing else "binds a dim twice"
+                self.problem(il, f'binding "{text}" {what}; a binding gives every local dim one value.')
+                continue
+            small = next(((n, x) for n, x in pairs if not 1 <= x <= MAX_INT), None)
+            if small is not None:
+                self.problem(il, f'binding "{text}": {small[0]} = {small[1]} is not a positive size.')
+                continue
+            out.append(tuple(sorted(pairs, key=lambda nx: names.index(nx[0]))))
+        return tuple(out)
 
     def variant_cases(self, v: dict, vl: Loc) -> int | None:
         n = self.get(v, vl, "variant_cases", int, None)
         if n is not None and n < 1:
             self.problem(vl.child("variant_cases"), f"expected a positive number of cases, found {n}.")
             return None
-        if n is not None and not v.get("dims"):
-            self.problem(vl.child("variant_cases"), 'expected "variant_cases" only next to "dims" (it caps the cases of the dims variants after the first), found no dims.')
+        if n is not None and not v.get("dims") and not v.get("bindings"):
+            self.problem(vl.child("variant_cases"), 'expected "variant_cases" only next to "dims" or "bindings" (it caps the cases of the dims variants after the first and of the extra bindings), found neither.')
             return None
         return n
 

@@ -232,6 +232,9 @@ class VerifySpec:
     # dims variants after the first run at the sweep's N smallest cases (None: every case), so values of
     # a fixed dim that only open a code path (H = 129: the scalar tail of a float4 loop) stay cheap
     variant_cases: int | None = field(default=None, compare=False)
+    # extra values of the kernel's local dims (``bindings = [{ M = 8, N = 129 }]``), verified besides the
+    # ones the schedules' launches bind: a shape-generic kernel's code for other shapes; outside the hash
+    bindings: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True, slots=True)

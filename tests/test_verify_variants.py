@@ -85,7 +85,7 @@ params = [{ name = "x", dtype = "f32", shape = ["B", "H"], role = "in" }]
     ("verify", "line", "message"),
     [
         ("dims = { H = [4, 5] }\nvariant_cases = 0\n", 15, "expected a positive number of cases, found 0."),
-        ("variant_cases = 2\n", 14, 'expected "variant_cases" only next to "dims" (it caps the cases of the dims variants after the first), found no dims.'),
+        ("variant_cases = 2\n", 14, 'expected "variant_cases" only next to "dims" or "bindings" (it caps the cases of the dims variants after the first and of the extra bindings), found neither.'),
         ('dims = { H = [4, 5] }\nvariant_cases = "3"\n', 15, None),
     ],
 )
@@ -110,3 +110,122 @@ def test_variant_cases_stays_out_of_the_contract_hash():
     b = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": texts["contracts/k.toml"] + "variant_cases = 1\n"})
     assert b.kernel_map["k"].verify.variant_cases == 1
     assert contract_hash(a.kernel_map["k"]) == contract_hash(b.kernel_map["k"])
+
+
+# --- [kernel.verify] bindings: local-dim values no launch binds -------------------------------------------
+
+
+def wrong_when_n_is_no_multiple_of_4(launch):
+    """A shape-generic reduction whose scalar path (N % 4 != 0) drops the last column: the schedules
+    launch it at N = 256 and 128 only, so only an extra binding reaches that path."""
+    res = launch.run_reference()
+    if launch.scalar("N") % 4:
+        res["dW"] = np.array(res["dW"], copy=True)
+        res["dW"][:, -1] = 0.0
+    launch.write_outputs(res)
+
+
+def test_the_shipped_weight_reduce_declares_bindings_off_its_launch_shapes(repo_root):
+    cs = load_contracts(repo_root / "contracts", repo_root)
+    spec = cs.kernel_map["aux_weight_grad_reduce"].verify
+    assert [dict(b) for b in spec.bindings] == [{"M": 8, "N": 129}, {"M": 9, "N": 100}, {"M": 70, "N": 33}]
+    assert spec.variant_cases == 3
+
+
+def test_a_bug_only_an_extra_binding_reaches_is_caught_there(repo_root):
+    out = verify(repo_root, kernels=["aux_weight_grad_reduce"], emulated={"aux_weight_grad_reduce": wrong_when_n_is_no_multiple_of_4},
+                 evidence=False)  # fmt: skip
+    bad = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
+    assert bad, [f.message for f in out.result.findings]
+    assert all("N=129" in f.message or "N=33" in f.message for f in bad), [f.message for f in bad]
+    # the same kernel passes at the launches' own shapes: the bindings are what finds it
+    r = out.run.results[0]
+    at_launches = [c for c in r.checks if c.check == "reference" and ("N=256" in c.case or "N=128" in c.case)]
+    assert at_launches and not [c.case for c in at_launches if c.verdict == "fail"]
+
+
+def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
+    out = verify(repo_root, kernels=["aux_weight_grad_reduce"], emulated={}, evidence=False)
+    r = out.run.results[0]
+    assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
+    at_binding = {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and "N=129" in c.case}
+    assert 1 <= len(at_binding) <= 3, sorted(at_binding)
+    assert any("extra bindings ran at the sweep's 3 smallest" in n for n in r.notes)
+    # the partial column tile of the grid now runs: N = 129 and 33 leave a remainder of ceil_div(N, 32)
+    (tile,) = [t for t in r.tails if t["expr"] == "ceil_div(N, 32)"]
+    assert tile["covered"] and tile["exact"] and tile["tail"]
+
+
+_LOCAL = """[dims]
+B = { min = 1, max = 8 }
+
+[[kernel]]
+name = "k"
+source = "kernels/k.cu"
+stage = "reduce"
+dims = ["M", "N"]
+grid = [1, 1, 1]
+block = [32, 1, 1]
+params = [{ name = "x", dtype = "f32", shape = ["M", "N"], role = "in" }]
+
+[kernel.verify]
+"""
+
+
+@pytest.mark.parametrize(
+    ("verify", "key", "message"),
+    [
+        ("bindings = [{ M = 8, Q = 3 }]\n", "kernel[0].verify.bindings[0]",
+         'binding "M=8,Q=3": "Q" is not a local dim of the kernel; its local dims are "M", "N".'),
+        ('bindings = ["M=8"]\n', "kernel[0].verify.bindings[0]", 'binding "M=8" does not bind "N"; a binding gives every local dim one value.'),
+        ("bindings = [{ M = 0, N = 3 }]\n", "kernel[0].verify.bindings[0]", 'binding "M=0,N=3": M = 0 is not a positive size.'),
+        ('bindings = ["M=x"]\n', "kernel[0].verify.bindings[0]", 'case "M=x": "M=x" is not an assignment NAME=VALUE with an integer value.'),
+    ],
+)
+def test_bad_bindings_name_file_key_and_line(verify, key, message):
+    from audit.errors import ContractError
+
+    with pytest.raises(ContractError) as info:
+        load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _LOCAL + verify})
+    (problem,) = info.value.problems
+    assert (problem.path, problem.line, problem.key, problem.message) == ("contracts/k.toml", 14, key, message)
+
+
+def test_bindings_need_local_dims_and_stay_out_of_the_hash():
+    from audit.errors import ContractError
+    from audit.hashing import contract_hash
+
+    with pytest.raises(ContractError) as info:
+        load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _KERNEL + "bindings = [{ H = 5 }]\n"})
+    (problem,) = info.value.problems
+    assert (problem.line, problem.key) == (14, "kernel[0].verify.bindings")
+    assert problem.message == 'expected "bindings" only in a kernel with local dims (dims = ["M", "N"]), found a kernel without them.'
+    a = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _LOCAL})
+    b = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _LOCAL + "bindings = [{ M = 8, N = 3 }]\n"})
+    assert b.kernel_map["k"].verify.bindings == ((("M", 8), ("N", 3)),)
+    assert contract_hash(a.kernel_map["k"]) == contract_hash(b.kernel_map["k"])
+
+
+def test_fixed_dim_tail_judges_local_dims_by_the_launches_and_the_bindings(repo_root):
+    """Without its bindings, aux_weight_grad_reduce's N is 256 or 128 at every launch: its N % 4 test hides
+    the scalar path, and FIXED_DIM_TAIL says so with a binding to add; with them the rule is quiet."""
+    from audit.api import check
+    from audit.config import load_config
+
+    rel = "contracts/kernels/aux_param_grad_reduce.toml"
+    text = (repo_root / rel).read_text()
+    head, sep, _ = text.partition("bindings = [")
+    assert sep
+    stripped = head.rsplit("[kernel.verify]", 1)[0]
+    texts = {p.relative_to(repo_root).as_posix(): p.read_text() for p in (repo_root / "contracts").rglob("*.toml")}
+    texts[rel] = stripped
+    cs = load_contracts(repo_root / "contracts", repo_root, texts=texts)
+    cfg = load_config(repo_root)
+    lines = [f.message for f in check(repo_root, select=["FIXED_DIM_TAIL"], config=cfg, contracts=cs).findings]
+    assert lines == [
+        'Kernel "aux_weight_grad_reduce" passes its local dim N as "N", and kernels/aux_param_grad_reduce_kernel.cu:134 has "N % 4": '
+        "every verified N (128, 256, from the schedules' launches and [kernel.verify] bindings) is a multiple of 4, so the code for "
+        "the other values never runs; if the kernel takes other shapes, verify one too: [kernel.verify] bindings = [{ M = 1, N = 129 }]."
+    ]
+    shipped = load_contracts(repo_root / "contracts", repo_root)
+    assert check(repo_root, select=["FIXED_DIM_TAIL"], config=cfg, contracts=shipped).findings == []

@@ -79,16 +79,22 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
     closures: dict[str, list[Path]] = {}  # kernels share sources: each closure is walked once
     cache = _analysis_cache(ctx)
     for k in cs.kernels:
-        bound: dict[str, str] = {}  # argument -> the fixed dim it is bound to
+        bound: dict[str, str] = {}  # argument -> the fixed dim (or local dim bound to fixed values) it passes
+        local = _local_values(cs, k, ctx.wiring) if k.dims else {}
         for p in k.params:
-            if isinstance(p, ScalarParam) and getattr(p.value, "names", None) and getattr(p.value, "text", None) in fixed:
-                bound[p.name] = p.value.text
+            text = getattr(p.value, "text", None) if isinstance(p, ScalarParam) and getattr(p.value, "names", None) else None
+            if text in fixed or text in local:
+                bound[p.name] = text  # type: ignore[assignment]
         if not bound:
             continue
-        verified = {d: {fixed[d]} for d in bound.values()}
+        verified = {d: ({fixed[d]} if d in fixed else set(local[d])) for d in bound.values()}
         for name, values in k.verify.dims:
             if name in verified:
                 verified[name] |= set(values)
+        for binding in k.verify.bindings:
+            for name, value in binding:
+                if name in verified:
+                    verified[name].add(value)
         files = closures.get(k.source)
         if files is None:
             path = cfg.path(k.source)
@@ -110,12 +116,41 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
                 if (dim, h.divisor) in reported or any(v % h.divisor for v in verified[dim]):
                     continue
                 reported.add((dim, h.divisor))
-                v = fixed[dim]
                 shown_values = ", ".join(str(x) for x in sorted(verified[dim]))
+                if dim in local:
+                    first = {d: min(local[d]) for d in k.dims}
+                    first[dim] += 1
+                    fix = ", ".join(f"{d} = {x}" for d, x in first.items())
+                    yield Hit(f'Kernel "{k.name}" passes its local dim {dim} as "{h.name}", and {shown}:{h.line} has "{h.text}": every verified '
+                              f"{dim} ({shown_values}, from the schedules' launches and [kernel.verify] bindings) is a multiple of {h.divisor}, "
+                              f"so the code for the other values never runs; if the kernel takes other shapes, verify one too: "
+                              f"[kernel.verify] bindings = [{{ {fix} }}].",
+                              k.loc, k.name)  # fmt: skip
+                    continue
+                v = fixed[dim]
                 yield Hit(f'Kernel "{k.name}" passes the fixed dim {dim} as "{h.name}", and {shown}:{h.line} has "{h.text}": every verified '
                           f"{dim} ({shown_values}) is a multiple of {h.divisor}, so the code for the other values never runs; if the kernel "
                           f"takes other values of {dim}, verify one too: [kernel.verify] dims = {{ {dim} = [{v}, {v + 1}] }}.",
                           k.loc, k.name)  # fmt: skip
+
+
+def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-untyped-def]
+    """The values the schedules' launches bind each local dim of ``k`` to, for the local dims whose values
+    do not move with the runtime dims (those the size sweep varies, which is verify's to cover)."""
+    from ..cases import local_bindings
+
+    runtime = [d for d in cs.dim_map.values() if d.kind == "runtime"]
+    lows = {d.name: max(d.min or 1, 1) for d in runtime}
+    highs = {d.name: min(d.max, 4103) if d.max is not None else 4103 for d in runtime}
+    seen: list[dict[str, set[int]]] = []
+    for values in (lows, {n: max(v, lows[n]) for n, v in highs.items()}):
+        bindings, _ = local_bindings(cs, k, make_env(cs, DimCase.of(values)), wiring)
+        got: dict[str, set[int]] = {}
+        for lb in bindings:
+            for d, v in lb.values.items():
+                got.setdefault(d, set()).add(int(v))
+        seen.append(got)
+    return {d: vals for d, vals in seen[0].items() if seen[1].get(d) == vals}
 
 
 assert "TAIL_UNREACHABLE" in REGISTRY

@@ -35,7 +35,7 @@ from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare,
 from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer
 from ._plan import (
-    GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, local_bindings, make_env,
+    GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, extra_bindings, local_bindings, make_env,
     np_dtype, numel, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim,
 )  # fmt: skip
 from ._reference import ReferenceProblem, call
@@ -169,6 +169,14 @@ class KernelVerifier:
                     self.gradcheck(variant)
                 elif self.grad_why:
                     self.add(None, GRADCHECK, "fail", case_label(None, variant, {}, cs=self.cs), self.fail_msg(GRADCHECK, "its gradient check", self.grad_why))
+            # [kernel.verify] bindings: local-dim values no launch binds (a shape-generic kernel's other shapes)
+            for lb in extra_bindings(self.cs, self.k, self.s.wiring):
+                todo = sizes
+                if cap is not None and planned and len(sizes) > cap:
+                    todo = sizes[:cap]
+                    self.note(f"the extra bindings ran at the sweep's {cap} smallest case(s) of {len(sizes)} (variant_cases = {cap})")
+                for size in todo:
+                    self.verify_size(size, {}, only=lb)
             self.unit_scale()
             self.divisor_zero()
         except LaunchFailure as exc:
@@ -210,11 +218,15 @@ class KernelVerifier:
             times[case.label] = min(seconds, times.get(case.label, seconds))
 
     # -- cases --------------------------------------------------------------------------------------
-    def verify_size(self, size: DimCase | int, variant: dict[str, int]) -> None:
+    def verify_size(self, size: DimCase | int, variant: dict[str, int], only: LocalBinding | None = None) -> None:
+        """Every check at one case, for each local-dim binding the launches make (or ``only`` that one)."""
         why = size_in_range(self.cs, size)
-        label0 = case_label(size, variant, {}, cs=self.cs)
+        label0 = case_label(size, variant, only.values if only is not None else {}, cs=self.cs)
         if why:
             self.add(None, REFERENCE, "not_run", label0, f"not run at {label0}: {why}")
+            return
+        if only is not None:
+            self.verify_binding(size, variant, only)
             return
         env0 = make_env(self.cs, size, variant)
         bindings, note = local_bindings(self.cs, self.k, env0, self.s.wiring)

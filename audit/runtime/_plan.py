@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..cases import (  # noqa: F401  (re-exported: the runtime's modules import them from here)
-    MAX_LOCAL_BINDINGS, DimCase, LocalBinding, case_in_range, case_label, launch_buffers, local_bindings, make_env, runtime_dims,
+    MAX_LOCAL_BINDINGS, DimCase, LocalBinding, case_in_range, case_label, extra_bindings, launch_buffers, local_bindings, make_env, runtime_dims,
 )
 from ..dims import Expr
 from ..model import DTYPES, ContractSet, HostRead, Kernel, ScalarParam, Step, TensorParam, Values
