@@ -615,8 +615,12 @@ class _Loader:
             return ()
         raw = t["aliases"]
         al = loc.child("aliases")
-        if not isinstance(raw, list) or not all(isinstance(x, list) and len(x) == 2 and all(isinstance(n, str) for n in x) for x in raw):
-            self.problem(al, f'expected a list of parameter pairs such as [["dinp", "dout"]], found {_describe(raw)}.')
+        def pair(x: Any) -> bool:
+            return isinstance(x, list) and len(x) == 2 and all(isinstance(n, str) for n in x)
+
+        if not isinstance(raw, list) or not all(pair(x) for x in raw):
+            found = _describe(raw) if not isinstance(raw, list) else f"{_describe(next(x for x in raw if not pair(x)))} in it"
+            self.problem(al, f'expected a list of parameter pairs such as [["dinp", "dout"]], found {found}.')
             return ()
         tensors = [p.name for p in params if isinstance(p, TensorParam)]
         partner: dict[str, str] = {}
