@@ -44,6 +44,11 @@ class _Slice:
         return f'the view at offset "{b.offset.text}" as [{", ".join(e.text for e in b.view)}]'
 
 
+def _has_offsets(cs) -> bool:
+    """Whether any launch binds a view at an offset (most projects: none, and the view rules stop there)."""
+    return any(b.offset is not None for s in cs.schedules for st in s.steps for _, b in st.bind)
+
+
 def _span(b: Binding, env: Mapping[str, int]) -> tuple[int, int] | None:
     if b.offset is None or b.view is None:
         return None
@@ -67,36 +72,42 @@ def _envs(ctx: CheckContext, launch: Launch) -> Sequence[Mapping[str, int]]:
 
 @rule("WRITE_RANGE_OUTSIDE", "A parameter's write_range lies inside the axis it names and is not empty, at every probed size.", "wiring")
 def check_write_ranges(ctx: CheckContext) -> Iterator[Hit]:
-    cs, w = ctx.cs, ctx.wiring
+    cs = ctx.cs
+    ranged = [(k, p) for k in cs.kernels for p in k.params if getattr(p, "write_range", None) is not None]
+    if not ranged:  # most projects: no partial writes, no wiring walk
+        return
+    w = ctx.wiring
     launched: dict[str, list[Launch]] = {}
     for launches in w.launches.values():
         for launch in launches:
             if launch.kernel is not None:
                 launched.setdefault(launch.kernel.name, []).append(launch)
     slots = cs.slot_indices
-    for k in cs.kernels:
-        for p in k.tensors:
-            r = p.write_range
-            if r is None or r.axis >= len(p.shape):
+    for k, p in ranged:
+        r = p.write_range
+        if r.axis >= len(p.shape):
+            continue
+        envs = [env for launch in launched.get(k.name, []) for env in launch.envs] or ([] if k.dims else list(w.envs))
+        for env in envs:
+            start, stop, extent = (value_at(e, env, slots) for e in (r.start, r.stop, p.shape[r.axis]))
+            if None in (start, stop, extent):
                 continue
-            envs = [env for launch in launched.get(k.name, []) for env in launch.envs] or ([] if k.dims else list(w.envs))
-            for env in envs:
-                start, stop, extent = (value_at(e, env, slots) for e in (r.start, r.stop, p.shape[r.axis]))
-                if None in (start, stop, extent):
-                    continue
-                if start < 0 or stop > extent or start >= stop:
-                    why = "is empty" if start >= stop else "lies outside it"
-                    yield Hit(
-                        f'Kernel "{k.name}" parameter "{p.name}" writes {r.text} of its shape {show_shape(p.shape, w.envs)}, but at '
-                        f"{_at(env, cs)} that is [{start}, {stop}) of an axis of {extent}, which {why}.",
-                        r.loc, k.name,
-                    )  # fmt: skip
-                    break
+            if start < 0 or stop > extent or start >= stop:
+                why = "is empty" if start >= stop else "lies outside it"
+                yield Hit(
+                    f'Kernel "{k.name}" parameter "{p.name}" writes {r.text} of its shape {show_shape(p.shape, w.envs)}, but at '
+                    f"{_at(env, cs)} that is [{start}, {stop}) of an axis of {extent}, which {why}.",
+                    r.loc, k.name,
+                )  # fmt: skip
+                break
 
 
 @rule("VIEW_OUT_OF_BOUNDS", "A view at an offset into a flat buffer lies inside the buffer at every probed size.", "wiring")
 def check_view_bounds(ctx: CheckContext) -> Iterator[Hit]:
-    cs, w = ctx.cs, ctx.wiring
+    cs = ctx.cs
+    if not _has_offsets(cs):
+        return
+    w = ctx.wiring
     for sname, launches in w.launches.items():
         for launch in launches:
             for p, b in launch.bound():
@@ -124,7 +135,10 @@ def check_view_overlap(ctx: CheckContext) -> Iterator[Hit]:
     """Views that partition a flat buffer (every weight's gradient in one allocation) must not share an
     element: a writer of one would clobber the other. The same view (same offset and size) written by
     several launches is one tensor, not an overlap; views only read may overlap."""
-    cs, w = ctx.cs, ctx.wiring
+    cs = ctx.cs
+    if not _has_offsets(cs):
+        return
+    w = ctx.wiring
     views: dict[str, dict[tuple, list[_Slice]]] = {}
     for launches in w.launches.values():
         for launch in launches:
@@ -153,7 +167,10 @@ def check_view_overlap(ctx: CheckContext) -> Iterator[Hit]:
 
 @rule("ALIAS_MISMATCH", "Two parameters a kernel declares aliased have the same dtype and shape at every probed size.", "wiring")
 def check_alias_shapes(ctx: CheckContext) -> Iterator[Hit]:
-    cs, w = ctx.cs, ctx.wiring
+    cs = ctx.cs
+    if not any(k.aliases for k in cs.kernels):
+        return
+    w = ctx.wiring
     first_envs: dict[str, list[dict[str, int]]] = {}
     for launches in w.launches.values():
         for launch in launches:
@@ -196,6 +213,8 @@ def check_undeclared_alias(ctx: CheckContext) -> Iterator[Hit]:
         for launch in launches:
             k = launch.kernel
             bound = launch.bound()
+            if len({b.buffer for _, b in bound}) == len(bound):
+                continue  # every parameter has a buffer of its own
             for i, (p, bp) in enumerate(bound):
                 for q, bq in bound[i + 1 :]:
                     if bp.buffer != bq.buffer or not (p.writes or q.writes) or k.alias_of(p.name) == q.name:
@@ -226,6 +245,8 @@ def check_undeclared_alias(ctx: CheckContext) -> Iterator[Hit]:
 
 @rule("ALIAS_NOT_BOUND", "A launch binds two parameters its kernel declares aliased to one buffer (the kernel was verified in place only).", "wiring")
 def check_alias_bound(ctx: CheckContext) -> Iterator[Hit]:
+    if not any(k.aliases for k in ctx.cs.kernels):
+        return
     for sname, launches in ctx.wiring.launches.items():
         for launch in launches:
             k = launch.kernel
