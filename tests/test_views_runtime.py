@@ -161,3 +161,30 @@ def test_the_chain_passes_each_view_at_its_offset(project: Path) -> None:
     assert findings(out) == []
     chain_starts = starts[-2:]  # the chain runs after the kernels' own verifies
     assert chain_starts[1] - chain_starts[0] == 128 * 4
+
+
+def test_a_partial_in_place_update_keeps_the_rest_of_its_view(tmp_path: Path) -> None:
+    """An ``inout`` with a write range: the change is judged on the range (VERIFY_INOUT_DELTA), the rest must
+    keep its input (VERIFY_UNTOUCHED), and in the chain the reference updates the range of the view at its
+    offset only. Here sgd_step skips the last element of each view; a kernel updating all of it fails."""
+    root = tmp_path / "views"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns(".wireup-cache", "evidence", "__pycache__"))
+    toml = root / "contracts" / "step.toml"
+    old = '{ name = "param", dtype = "f32", shape = ["N"], role = "inout" }'
+    toml.write_text(toml.read_text().replace(old, old[:-2] + ', write_range = { axis = 0, stop = "N - 1" } }'))
+    out = run(root)
+    assert findings(out) == []
+    for check in ("untouched", "inout_delta", "reference"):
+        got = checks(out, "sgd_step", check)
+        assert got and all(c.verdict == "pass" for c in got), (check, [c.message for c in got])
+
+    def sgd_whole(launch) -> None:
+        p, g = launch.tensor("param"), launch.tensor("grad")
+        p -= np.float32(launch.scalar("lr")) * g
+
+    got = findings(run(root, sgd_step=sgd_whole))
+    assert (
+        'VERIFY_UNTOUCHED Kernel "sgd_step" fails VERIFY_UNTOUCHED at B=37 (N=128): output "param" changed 1 element(s) outside its write '
+        "range axis 0 [0, N - 1) (first at [127]), which must keep what it held before the launch (and 1 more case(s): B=37 (N=8))."
+    ) in got
+    assert any(f.startswith('VERIFY_CHAIN Schedule "train_step" fails VERIFY_CHAIN at B=37: buffer "params"') for f in got)
