@@ -188,3 +188,13 @@ def test_a_partial_in_place_update_keeps_the_rest_of_its_view(tmp_path: Path) ->
         "range axis 0 [0, N - 1) (first at [127]), which must keep what it held before the launch (and 1 more case(s): B=37 (N=8))."
     ) in got
     assert any(f.startswith('VERIFY_CHAIN Schedule "train_step" fails VERIFY_CHAIN at B=37: buffer "params"') for f in got)
+
+
+def test_a_flat_buffer_over_the_fetch_budget_is_not_compared_and_says_so(project: Path) -> None:
+    """The views of "params" (136 elements) are not compared with a budget of 100: the check is recorded as
+    not run for that buffer, never as passed."""
+    out = verify(project, emulated={}, sizes=(37,), chain_sizes=(37,), evidence=False, budgets={"fetch": 100, "reference": 100})
+    views = checks(out, "train_step", "untouched")
+    assert [(c.verdict, c.message) for c in views] == [
+        ("not_run", 'buffer "params" (136 elements) is over the fetch budget: the writes outside its views are not compared at B=37'),
+    ]
