@@ -688,12 +688,14 @@ class KernelVerifier:
         poison of run A for an ``out``, its input for an ``inout``/``accumulate`` (compared bit for bit)."""
         if not self.partial:
             return
+        compared = []
         with self.s.phase("checks"):
             for p in self.partial:
                 got = outs.get(p.name)
                 if got is None:
                     self.add(be.name, UNTOUCHED, "not_run", case.label, f'"{p.name}" is too large to fetch at {case.label}', output=p.name)
                     continue
+                compared.append(p.name)
                 idx = write_index(p, case.env, self.s.slot_index)
                 mask = outside_mask(got.shape, idx)
                 width = got.dtype.itemsize
@@ -712,8 +714,9 @@ class KernelVerifier:
                         UNTOUCHED, case, f'output "{p.name}" changed {int(changed.sum())} element(s) outside its write range '
                         f"{p.write_range.text} (first at {first}), which must keep what it held before the launch"), output=p.name)  # fmt: skip
                     return
-        names = ", ".join(f'"{p.name}"' for p in self.partial)
-        self.add(be.name, UNTOUCHED, "pass", case.label, f"{names} unchanged outside the write range")
+        if compared:
+            names = ", ".join(f'"{n}"' for n in compared)
+            self.add(be.name, UNTOUCHED, "pass", case.label, f"{names} unchanged outside the write range")
 
     # -- checks -------------------------------------------------------------------------------------
     def check_guards(self, be: Backend, arena: Arena, case: Case, run: str) -> None:
