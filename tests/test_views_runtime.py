@@ -198,3 +198,5 @@ def test_a_flat_buffer_over_the_fetch_budget_is_not_compared_and_says_so(project
     assert [(c.verdict, c.message) for c in views] == [
         ("not_run", 'buffer "params" (136 elements) is over the fetch budget: the writes outside its views are not compared at B=37'),
     ]
+    partial = checks(out, "pad_copy", "untouched")
+    assert partial and {(c.verdict, c.message) for c in partial} == {("not_run", '"logits" is too large to fetch at B=37')}
