@@ -27,6 +27,7 @@ from typing import Any
 from .dims import Expr, ExprError, parse_expr
 from .errors import ContractError, ContractProblem
 from .model import (
+    Alias,
     BUFFER_KINDS,
     DTYPES,
     INVARIANT_KINDS,
@@ -61,6 +62,7 @@ from .model import (
     TensorParam,
     Tolerance,
     Values,
+    WriteRange,
     VerifySpec,
 )
 
@@ -491,7 +493,7 @@ class _Loader:
         self.keys(
             t,
             loc,
-            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc"),
+            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc", "write_range"),
             f'tensor parameter of kernel "{kernel}"',
         )
         dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
@@ -510,9 +512,10 @@ class _Loader:
         partial_of = self.get(t, loc, "partial_of", str, None)
         optional = self.get(t, loc, "optional", bool, False)
         values = self.values(t, loc, f'parameter "{name}"')
+        write_range = self.write_range(t, loc, role, shape)
         if None in (name, dtype, shape, role):
             return None
-        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc)
+        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc, write_range)
 
     def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | HostRead | None:
         if isinstance(value, str) and value.strip().startswith("isv("):
@@ -539,7 +542,7 @@ class _Loader:
         allowed = (
             "name", "source", "entry", "cpp_name", "stage", "phase", "reference", "gradcheck", "grid",
             "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "nondeterministic", "params",
-            "param", "property", "verify", "doc", "requires",
+            "param", "property", "verify", "doc", "requires", "aliases",
         )  # fmt: skip
         self.keys(t, loc, allowed, "a [[kernel]]")
         name = self.get(t, loc, "name", str)
@@ -627,12 +630,71 @@ class _Loader:
         if None in (name, source, stage, grid, block):
             return None
         requires = self.requirements(t, loc)
+        aliases = self.aliases(t, loc, label, params)
         return Kernel(
             name=name, source=source, stage=stage, phase=phase, params=tuple(params), grid=grid, block=block,
             entry=entry if entry or cpp_name else name, cpp_name=cpp_name, shared_bytes=shared,
             reference=reference, gradcheck=gradcheck, dims=local, isv_reads=tuple(reads), isv_writes=writes,
             nondeterministic=tol, properties=tuple(props), verify=verify, doc=doc, loc=loc, requires=requires,
+            aliases=aliases,
         )  # fmt: skip
+
+    def aliases(self, t: dict, loc: Loc, kernel: str, params: list[Param]) -> tuple[Alias, ...]:
+        """``aliases = [["dinp", "dout"]]``: pairs of two different tensor parameters of this kernel, each
+        parameter in one pair at most (whether their shapes and dtypes agree is ALIAS_MISMATCH's)."""
+        if "aliases" not in t:
+            return ()
+        raw = t["aliases"]
+        al = loc.child("aliases")
+        def pair(x: Any) -> bool:
+            return isinstance(x, list) and len(x) == 2 and all(isinstance(n, str) for n in x)
+
+        if not isinstance(raw, list) or not all(pair(x) for x in raw):
+            found = _describe(raw) if not isinstance(raw, list) else f"{_describe(next(x for x in raw if not pair(x)))} in it"
+            self.problem(al, f'expected a list of parameter pairs such as [["dinp", "dout"]], found {found}.')
+            return ()
+        tensors = [p.name for p in params if isinstance(p, TensorParam)]
+        partner: dict[str, str] = {}
+        out = []
+        for i, (a, b) in enumerate(raw):
+            il = al.child(i)
+            unknown = [n for n in (a, b) if n not in tensors]
+            if unknown:
+                self.problem(il, f'"{unknown[0]}" is not a tensor parameter of kernel "{kernel}"; its tensor parameters are {_choices(tensors)}.')
+                continue
+            if a == b:
+                self.problem(il, f'expected two different parameters, found "{a}" twice.')
+                continue
+            again = next((n for n in (a, b) if n in partner), None)
+            if again is not None:
+                self.problem(il, f'parameter "{again}" is already aliased with "{partner[again]}"; expected each parameter in one pair at most.')
+                continue
+            partner[a], partner[b] = b, a
+            out.append(Alias(a, b, il))
+        return tuple(out)
+
+    def write_range(self, t: dict, loc: Loc, role: str | None, shape: tuple[Expr, ...] | None) -> WriteRange | None:
+        """``write_range = { axis = 1, start = 0, stop = "V" }`` on a written parameter (start defaults to 0)."""
+        if "write_range" not in t:
+            return None
+        wl = loc.child("write_range")
+        w = self.table(t["write_range"], wl, "a write range")
+        if w is None:
+            return None
+        self.keys(w, wl, ("axis", "start", "stop"), "a write range")
+        if role == "in":
+            self.problem(wl, 'expected a write range only on an "out", "inout" or "accumulate" parameter, found it on an input (role "in").')
+            return None
+        axis = self.get(w, wl, "axis", int)
+        start = self.expr(w.get("start", 0), wl, at=("start",))
+        stop = self.expr(w["stop"], wl, at=("stop",)) if "stop" in w else self.get(w, wl, "stop", str)
+        if axis is None or start is None or stop is None or shape is None:
+            return None
+        if not 0 <= axis < len(shape):
+            shown = "[" + ", ".join(e.text for e in shape) + "]"
+            self.problem(wl.child("axis"), f"expected an axis of the shape {shown}, 0..{len(shape) - 1}, found {axis}.")
+            return None
+        return WriteRange(axis, start, stop, wl)
 
     def requirements(self, t: dict, loc: Loc) -> tuple[Requirement, ...]:
         """``requires = ["OC % 32 == 0", "V <= P"]``: each a comparison of two dim expressions."""
@@ -786,13 +848,19 @@ class _Loader:
             if isinstance(target, str):
                 binds.append((pname, Binding(None if target == NULL else target, None, bl)))
             elif isinstance(target, dict):
-                self.keys(target, bl, ("buffer", "view"), "a binding")
+                self.keys(target, bl, ("buffer", "view", "offset"), "a binding")
                 buf = self.get(target, bl, "buffer", str)
                 view = self.shape(target["view"], bl, ("view",)) if "view" in target else None
+                offset = None
+                if "offset" in target:
+                    offset = self.expr(target["offset"], bl, at=("offset",))
+                    if "view" not in target:
+                        self.problem(bl.child("offset"), 'expected a "view" (the shape of the slice) next to "offset", found none.')
+                        offset = None
                 if buf is not None:
-                    binds.append((pname, Binding(None if buf == NULL else buf, view, bl)))
+                    binds.append((pname, Binding(None if buf == NULL else buf, view, bl, offset)))
             else:
-                self.problem(bl, f'expected a buffer name, "NULL" or {{ buffer = "...", view = [...] }}, found {_describe(target)}.')
+                self.problem(bl, f'expected a buffer name, "NULL" or {{ buffer = "...", view = [...], offset = "..." }}, found {_describe(target)}.')
         dims: list[tuple[str, Expr]] = []
         for dname, dv in (self.table(st.get("dims", {}), sl.child("dims"), "dim bindings") or {}).items():
             e = self.expr(dv, sl, at=("dims", dname))

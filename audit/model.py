@@ -238,6 +238,27 @@ class VerifySpec:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteRange:
+    """The part of an output a kernel writes: indices ``start <= i < stop`` of ``axis`` (every index of the
+    other axes); the rest of the buffer is left as it was (``write_range = { axis = 1, stop = "V" }``:
+    columns ``[0, V)`` of a row padded to ``P``).
+
+    >>> from audit.dims import parse_expr
+    >>> WriteRange(1, parse_expr(0), parse_expr("V")).text
+    'axis 1 [0, V)'
+    """
+
+    axis: int
+    start: Expr
+    stop: Expr
+    loc: Loc = _loc()
+
+    @property
+    def text(self) -> str:
+        return f"axis {self.axis} [{self.start.text}, {self.stop.text})"
+
+
+@dataclass(frozen=True, slots=True)
 class TensorParam:
     """A pointer argument: dtype, symbolic shape, role and the contract facts about it."""
 
@@ -252,6 +273,8 @@ class TensorParam:
     values: Values | None = None
     doc: str = ""
     loc: Loc = _loc()
+    #: written only in part (``out``: the rest keeps what was there; see :class:`WriteRange`); None: all of it
+    write_range: WriteRange | None = field(default=None, metadata={"hash_omit_default": True})
 
     kind = "tensor"
 
@@ -363,6 +386,21 @@ REQUIREMENT_OPS = ("==", "!=", "<=", ">=", "<", ">")
 
 
 @dataclass(frozen=True, slots=True)
+class Alias:
+    """Two tensor parameters the host passes the same pointer for (``aliases = [["dinp", "dout"]]``: the
+    kernel works in place). Verify passes them one allocation, the reference gets one array under both
+    names, and a launch must bind them to one buffer."""
+
+    first: str
+    second: str
+    loc: Loc = _loc()
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return (self.first, self.second)
+
+
+@dataclass(frozen=True, slots=True)
 class Property:
     """A declared contract property the runner checks (e.g. ``unit_scale``)."""
 
@@ -402,6 +440,14 @@ class Kernel:
     doc: str = ""
     loc: Loc = _loc()
     requires: tuple[Requirement, ...] = field(default=(), metadata={"hash_omit_default": True})
+    aliases: tuple[Alias, ...] = field(default=(), metadata={"hash_omit_default": True})
+
+    def alias_of(self, param: str) -> str | None:
+        """The parameter declared aliased with ``param`` (None when it has none)."""
+        for a in self.aliases:
+            if param in a.names:
+                return a.second if a.first == param else a.first
+        return None
 
     @property
     def symbol(self) -> str:
@@ -445,11 +491,16 @@ class Buffer:
 
 @dataclass(frozen=True, slots=True)
 class Binding:
-    """What a launch binds to one tensor parameter: a buffer (optionally viewed as another shape) or NULL."""
+    """What a launch binds to one tensor parameter: a buffer (optionally viewed as another shape) or NULL.
+
+    With an ``offset`` (in elements) the view is a slice of the flat buffer: elements ``offset`` up to
+    ``offset + numel(view)`` (one allocation holding every weight, say); without one it reshapes the whole
+    buffer."""
 
     buffer: str | None  # None means NULL
     view: tuple[Expr, ...] | None = None
     loc: Loc = _loc()
+    offset: Expr | None = field(default=None, metadata={"hash_omit_default": True})
 
     @property
     def is_null(self) -> bool:

@@ -159,6 +159,8 @@ def _kernel(k: Kernel) -> str:
         t["verify"] = _verify(k.verify)
     if k.requires:
         t["requires"] = [r.text for r in k.requires]
+    if k.aliases:
+        t["aliases"] = [list(a.names) for a in k.aliases]
     _with_doc(t, k.doc)
     lines = [_table("[[kernel]]", t).rstrip("\n")]
     lines.append("params = [")
@@ -227,6 +229,9 @@ def _param(p: TensorParam | ScalarParam | IsvParam) -> dict[str, Any]:
         t["optional"] = True
     if p.values is not None:
         t["values"] = _values(p.values)
+    if p.write_range is not None:
+        w = p.write_range
+        t["write_range"] = {"axis": w.axis, "start": w.start, "stop": w.stop}
     return _with_doc(t, p.doc)
 
 
@@ -318,7 +323,12 @@ def _step(step: Step) -> dict[str, Any]:
 
 def _binding(b: Binding) -> Any:
     buffer = "NULL" if b.buffer is None else b.buffer
-    return buffer if b.view is None else {"buffer": buffer, "view": b.view}
+    if b.view is None:
+        return buffer
+    out: dict[str, Any] = {"buffer": buffer, "view": b.view}
+    if b.offset is not None:
+        out["offset"] = b.offset
+    return out
 
 
 def _invariant(inv: Invariant) -> str:

@@ -43,6 +43,7 @@ class UnknownCheck(LookupError):
 REFERENCE = VerifyCheck("reference", "VERIFY_REFERENCE", "Every kernel output matches its float64 reference within the documented float32 tolerance, at every size and dims variant.")
 WRITTEN = VerifyCheck("written", "VERIFY_UNWRITTEN_OUTPUT", "A kernel writes every element of every output: none still holds the poison pattern after two runs.")
 GUARDS = VerifyCheck("guards", "VERIFY_OUT_OF_BOUNDS", "A kernel writes nothing into the guard bands around its buffers.")
+UNTOUCHED = VerifyCheck("untouched", "VERIFY_UNTOUCHED", "A kernel leaves what lies outside its declared write range, and outside the views it writes of a flat buffer, byte for byte unchanged.")
 INPUTS_UNMODIFIED = VerifyCheck("inputs_unmodified", "VERIFY_INPUT_MODIFIED", "A kernel leaves every input buffer (and a read-only ISV) byte for byte unchanged.")
 FINITE = VerifyCheck("finite", "VERIFY_NAN", "A kernel produces no NaN or Inf where its float64 reference is finite.")
 GRADCHECK = VerifyCheck("gradcheck", "VERIFY_GRADCHECK", "A backward kernel's outputs equal central finite differences of its gradient-check loss.")
@@ -65,7 +66,7 @@ SANITIZER_SYNCCHECK = VerifyCheck("sanitizer_synccheck", "SANITIZER_SYNCCHECK", 
 
 # every check, in the order ``wireup rules`` lists the verify rules
 CHECKS: tuple[VerifyCheck, ...] = (
-    REFERENCE, WRITTEN, GUARDS, INPUTS_UNMODIFIED, FINITE, GRADCHECK, MASK_ZERO, ALL_SKIP, UNIT_SCALE, DIVISOR_ZERO,
+    REFERENCE, WRITTEN, GUARDS, UNTOUCHED, INPUTS_UNMODIFIED, FINITE, GRADCHECK, MASK_ZERO, ALL_SKIP, UNIT_SCALE, DIVISOR_ZERO,
     ACCUMULATE, INOUT_DELTA, DETERMINISM, CHAIN, GRAPH_REPLAY, EQUIVALENCE, TIMEOUT, LAUNCH,
     SANITIZER_MEMCHECK, SANITIZER_RACECHECK, SANITIZER_INITCHECK, SANITIZER_SYNCCHECK,
 )  # fmt: skip

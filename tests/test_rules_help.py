@@ -40,4 +40,4 @@ def test_rules_id_explains_the_rule_with_its_example(capsys: pytest.CaptureFixtu
 
 def test_unknown_rule_id_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "ABI_MISMACH"]) == 2
-    assert capsys.readouterr().err.strip() == 'error: Unknown rule "ABI_MISMACH"; did you mean ABI_MISMATCH, DOMAIN_MISMATCH, SHAPE_MISMATCH?'
+    assert capsys.readouterr().err.strip() == 'error: Unknown rule "ABI_MISMACH"; did you mean ABI_MISMATCH, ALIAS_MISMATCH, DOMAIN_MISMATCH?'

@@ -24,7 +24,7 @@ def test_every_verify_rule_is_one_check_of_the_catalogue_with_its_purpose():
     # the coverage rules (tail coverage, never compared) judge the run's coverage facts, not a check of a case
     checks = [r for r in verify_rules.rules() if r.id not in verify_rules._COVERAGE_RULES]
     assert [(r.id, r.purpose, r.category) for r in checks] == [(c.rule, c.purpose, "verify") for c in CHECKS]
-    assert len({c.name for c in CHECKS}) == len({c.rule for c in CHECKS}) == len(CHECKS) == 22
+    assert len({c.name for c in CHECKS}) == len({c.rule for c in CHECKS}) == len(CHECKS) == 23
     assert all(check_named(c.name) is c and check_for_rule(c.rule) is c for c in CHECKS)
     assert {t: c.rule for t, c in SANITIZER_CHECKS.items()} == {
         "memcheck": "SANITIZER_MEMCHECK", "racecheck": "SANITIZER_RACECHECK", "initcheck": "SANITIZER_INITCHECK", "synccheck": "SANITIZER_SYNCCHECK",

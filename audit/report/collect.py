@@ -228,6 +228,11 @@ def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding]
                 partials.append(f"{p.name} → {p.partial_of}")
             if p.optional:
                 notes.append("optional (may be NULL)")
+            if p.write_range is not None:
+                notes.append(f"writes {p.write_range.text} only; the rest is left as it was")
+            alias = k.alias_of(p.name)
+            if alias is not None:
+                notes.append(f"aliased with {alias} (one pointer, in place)")
             if p.doc:
                 notes.append(p.doc)
             shape = format_shape(p.shape)
@@ -519,6 +524,8 @@ def _schedule_view(cs: ContractSet, s: Schedule, wiring: Wiring, fresh: Mapping[
         binds = []
         for pname, b in st.bind:
             target = "NULL" if b.is_null else (b.buffer or "")
+            if b.offset is not None:
+                target += f"[{b.offset.text}:]"  # a slice of the flat buffer from that element
             if b.view is not None:
                 target += f" as {format_shape(b.view)}"
             binds.append(f"{pname} = {target}")

@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (registration)
     schema,
     tails,
     verify,
+    views,
     wiring,
 )
 from ._base import CATEGORIES, REGISTRY, RUN_ONLY, CheckContext, Rule, RuleNotRun

@@ -79,7 +79,7 @@ def check_shapes(ctx: CheckContext) -> Iterator[Hit]:
             )  # fmt: skip
 
 
-@rule("VIEW_SIZE_MISMATCH", "A view of a buffer has exactly as many elements as the buffer.", "wiring")
+@rule("VIEW_SIZE_MISMATCH", "A view of a buffer without an offset (a reshape) has exactly as many elements as the buffer.", "wiring")
 def check_views(ctx: CheckContext) -> Iterator[Hit]:
     cs, w = ctx.cs, ctx.wiring
     # the outcome depends only on the two shapes' expressions (equal texts share one Expr); each key keeps
@@ -89,8 +89,8 @@ def check_views(ctx: CheckContext) -> Iterator[Hit]:
         for step in s.steps:
             for pname, b in step.bind:
                 buf = cs.buffer_map.get(b.buffer or "")
-                if b.view is None or buf is None:
-                    continue
+                if b.view is None or buf is None or b.offset is not None:
+                    continue  # a view at an offset is a slice: VIEW_OUT_OF_BOUNDS checks it
                 key = (tuple(map(id, b.view)), tuple(map(id, buf.shape)))
                 hit = memo.get(key)
                 if hit is None:

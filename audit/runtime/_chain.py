@@ -32,9 +32,11 @@ from ._backend import Backend, DeviceError
 from ._compare import Tolerance, compare
 from ._inputs import isv_perturbed, isv_reset, resolve_domain
 from ._memory import Arena, DeviceBuffer
-from ._plan import batch_leading, case_label, host_read_of, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range
+from ._plan import (
+    batch_leading, case_label, host_read_of, make_env, np_dtype, numel, scalar_value, shape_of, size_in_range, write_index, written_part,
+)  # fmt: skip
 from ._reference import ReferenceProblem, call
-from ..verify_checks import CHAIN, EQUIVALENCE, GRAPH_REPLAY, GUARDS, LAUNCH, VerifyCheck
+from ..verify_checks import CHAIN, EQUIVALENCE, GRAPH_REPLAY, GUARDS, LAUNCH, UNTOUCHED, VerifyCheck
 from ._results import SubjectResult
 from ._session import LaunchFailure, Session
 
@@ -52,7 +54,8 @@ class PlanStep:
     zero: str | None = None
     kernel: Kernel | None = None
     env: dict[str, int] = field(default_factory=dict)
-    bindings: dict[str, tuple[str, tuple[int, ...]] | None] = field(default_factory=dict)  # param -> (buffer, view shape)
+    # param -> (buffer, view shape, offset in elements: a view at an offset is a slice of the flat buffer)
+    bindings: dict[str, tuple[str, tuple[int, ...], int] | None] = field(default_factory=dict)
     scalars: dict[str, int | float] = field(default_factory=dict)
     host_reads: dict[str, int] = field(default_factory=dict)  # scalar -> ISV index it reads on the host (isv(SLOT))
 
@@ -167,7 +170,8 @@ class ScheduleVerifier:
                         return [], f'step {step.index} of "{sched.name}" binds the unknown buffer "{b.buffer}"'
                     target = b.view if b.view is not None else buf.shape
                     pairs.append((p.name, p.shape, target))
-                    ps.bindings[p.name] = (buf.name, shape_of(target, env, slots))
+                    offset = int(b.offset.evaluate(env, slots)) if b.offset is not None else 0
+                    ps.bindings[p.name] = (buf.name, shape_of(target, env, slots), offset)
                 envs, problems = bind_local_dims(k.dims, pairs, dict(step.dims), [dict(env)])
                 ps.env = envs[0]
                 if problems:
@@ -291,19 +295,65 @@ class ScheduleVerifier:
                     arena.poison(b, 0)
 
     def pointers(self, st: PlanStep, bufs: dict[str, DeviceBuffer]) -> dict[str, int]:
-        ptrs = {p: (bufs[b[0]].ptr if b is not None else 0) for p, b in st.bindings.items()}
+        ptrs = {p: (bufs[b[0]].ptr + b[2] * bufs[b[0]].dtype.itemsize if b is not None else 0) for p, b in st.bindings.items()}
         for p in st.kernel.params:
             if isinstance(p, IsvParam) and self.isv_name in bufs:
                 ptrs[p.name] = bufs[self.isv_name].ptr
         return ptrs
 
+    def view_spans(self, st: PlanStep, bufs: dict[str, DeviceBuffer]) -> dict[str, list[tuple[int, int, str]]]:
+        """Buffers the step writes only through views that are slices of them: buffer -> the element spans
+        ``[start, stop)`` it may write, with the parameter of each (a whole-buffer write drops the buffer)."""
+        spans: dict[str, list[tuple[int, int, str]]] = {}
+        whole: set[str] = set()
+        for pname, b in st.bindings.items():
+            if b is None or not st.kernel.param(pname).writes or b[0] not in bufs:
+                continue
+            if b[2] == 0 and numel(b[1]) >= bufs[b[0]].count:
+                whole.add(b[0])
+            else:
+                spans.setdefault(b[0], []).append((b[2], b[2] + numel(b[1]), pname))
+        return {n: v for n, v in spans.items() if n not in whole}
+
+    def check_views(self, be: Backend, bufs: dict[str, DeviceBuffer], st: PlanStep, spans: dict[str, list[tuple[int, int, str]]],
+                    before: dict[str, np.ndarray], label: str) -> bool:  # fmt: skip
+        """False (after recording a VERIFY_UNTOUCHED failure) when the launch changed its flat buffer outside
+        the views it was given: a kernel writing past its slice clobbers the neighbouring weights."""
+        for n, got in before.items():
+            b = bufs[n]
+            with self.s.phase("transfer"):
+                after = be.d2h(b.ptr, b.nbytes)
+            allowed = np.zeros(b.nbytes, dtype=bool)
+            for lo, hi, _ in spans[n]:
+                allowed[lo * b.dtype.itemsize : hi * b.dtype.itemsize] = True
+            changed = np.flatnonzero((after != got) & ~allowed)
+            if changed.size:
+                first = int(changed[0]) // b.dtype.itemsize
+                views = ", ".join(f'"{p}" [{lo}, {hi})' for lo, hi, p in spans[n])
+                self.add(be.name, UNTOUCHED, "fail", label, UNTOUCHED.failure("kernel", st.kernel.name,
+                    f'it wrote outside its views of buffer "{n}" ({views}): {len({int(i) // b.dtype.itemsize for i in changed})} element(s) '
+                    f"changed, first at element {first}", at=f'{label} in schedule "{self.sched.name}" ({st.label})'), output=n)  # fmt: skip
+                return False
+        return True
+
     def eager(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], steps: list[PlanStep], label: str, check_guards: bool) -> None:
         damaged = False
+        watched = view_failed = False
+        too_large: set[str] = set()
         for st in steps:
             if st.zero:
                 be.memset8(bufs[st.zero].ptr, 0, bufs[st.zero].nbytes)
                 continue
             ref, _ = self.s.reference(st.kernel)
+            spans = self.view_spans(st, bufs) if check_guards else {}
+            before = {}
+            with self.s.phase("transfer"):
+                for n in spans:
+                    if bufs[n].count <= max(self.s.fetch_budget, self.s.reference_budget):
+                        before[n] = be.d2h(bufs[n].ptr, bufs[n].nbytes)
+                    elif n not in too_large:
+                        too_large.add(n)
+                        self.add(be.name, UNTOUCHED, "not_run", label, f'buffer "{n}" ({bufs[n].count} elements) is over the fetch budget: the writes outside its views are not compared at {label}', output=n)
             try:
                 scalars = self.host_scalars(st, self.read_isv(be, bufs)) if st.host_reads else st.scalars
                 self.s.launch(be, st.kernel, st.env, self.pointers(st, bufs), scalars, f"{st.label} at {label}", ref)
@@ -311,6 +361,9 @@ class ScheduleVerifier:
                 exc.backend = be.name  # type: ignore[attr-defined]
                 exc.case = label  # type: ignore[attr-defined]
                 raise
+            if before and not view_failed:
+                watched = True
+                view_failed = not self.check_views(be, bufs, st, spans, before, label)
             if check_guards and arena.guard:
                 with self.s.phase("checks"):
                     damage = arena.guard_damage()
@@ -320,6 +373,9 @@ class ScheduleVerifier:
                     arena.restore_guards()
         if check_guards and arena.guard and not damaged:
             self.add(be.name, GUARDS, "pass", label, "guard bands intact after every launch")
+        if watched and not view_failed:
+            unchecked = f' (not compared: {", ".join(sorted(too_large))})' if too_large else ""
+            self.add(be.name, UNTOUCHED, "pass", label, f"every launch wrote only inside the views it was given of its flat buffers{unchecked}")
 
     def read_isv(self, be: Backend, bufs: dict[str, DeviceBuffer]) -> np.ndarray:
         """The ISV as the host reads it now (a device-to-host copy, as a training loop's host read is)."""
@@ -397,8 +453,8 @@ class ScheduleVerifier:
                 for p in k.params:
                     if isinstance(p, TensorParam):
                         b = st.bindings.get(p.name)
-                        if b is not None and p.role != "out":
-                            kwargs[p.name] = store[b[0]].reshape(b[1])
+                        if b is not None and (p.role != "out" or k.alias_of(p.name)):  # an aliased output is its partner's array
+                            kwargs[p.name] = store.view(b)
                     elif isinstance(p, ScalarParam) and p.name in st.host_reads:
                         # the host reads the float32 slot as the chain left it before this launch
                         kwargs[p.name] = float(np.float32(store[self.isv_name][st.host_reads[p.name]]))
@@ -418,7 +474,7 @@ class ScheduleVerifier:
                             continue
                         if p.name not in res:
                             return None, f'{st.label}: the reference returns no "{p.name}"'
-                        store.put(b[0], np.asarray(res[p.name]))
+                        store.put_view(b, np.asarray(res[p.name]), write_index(p, st.env, self.s.slot_index))
                     elif isinstance(p, IsvParam) and p.name in res:
                         store[self.isv_name] = np.asarray(res[p.name], dtype=np.float64).reshape(-1)
         return store.arrays, ""
@@ -639,6 +695,28 @@ class _Store:
         else:
             a = a.astype(np.float64, copy=False)
         self.arrays[n] = a.reshape(shp)
+
+    def view(self, b: tuple[str, tuple[int, ...], int]) -> np.ndarray:
+        """What a binding gives a parameter: the buffer reshaped, or a slice of it at an offset (a numpy view)."""
+        flat = self[b[0]].reshape(-1)
+        return flat[b[2] : b[2] + numel(b[1])].reshape(b[1])
+
+    def put_view(self, b: tuple[str, tuple[int, ...], int], a: np.ndarray, index: tuple[slice, ...] | None = None) -> None:
+        """Store a reference result through a binding: a whole buffer, a view at an offset (the rest of the
+        flat buffer kept), and of a partly written parameter only its ``index`` (the rest kept)."""
+        if b[2] == 0 and index is None and numel(b[1]) == numel(self.shapes.get(b[0], a.shape)):
+            self.put(b[0], a)
+            return
+        full = self[b[0]].copy()  # a fresh array: earlier results that share the old one stay as they were
+        part = full.reshape(-1)[b[2] : b[2] + numel(b[1])].reshape(b[1])
+        value = written_part(part, index, a) if index is not None else a.reshape(b[1])
+        if self._int(b[0]):
+            value = np.rint(value).astype(np.int64) if value.dtype.kind == "f" else value.astype(np.int64, copy=False)
+        if index is not None:
+            part[index] = value
+        else:
+            part[...] = value
+        self.arrays[b[0]] = full
 
     def zero(self, n: str) -> None:
         self.arrays[n] = np.zeros(self.shapes[n], np.int64 if self._int(n) else np.float64)

@@ -86,8 +86,8 @@ class EmulatedLaunch:
                 kwargs[p.name] = a.scalar.item()
             elif p.kind == "isv":
                 kwargs[p.name] = self.tensor(p.name).astype(np.float64)
-            elif int(a.value) != 0 and p.role != "out":
-                t = self.tensor(p.name)
+            elif int(a.value) != 0 and (p.role != "out" or self.meta.kernel.alias_of(p.name)):
+                t = self.tensor(p.name)  # an aliased output is its partner's memory: the reference gets it too
                 kwargs[p.name] = t.astype(np.int64) if t.dtype.kind in "iu" else t.astype(np.float64)
         optional = [p for p in self.meta.kernel.tensors if p.optional]
         kwargs["include_optional"] = all(int(self.arg(p.name).value) != 0 for p in optional)
@@ -102,6 +102,8 @@ class EmulatedLaunch:
 
     def write_outputs(self, result: Mapping[str, Any]) -> None:
         """Store reference results in the written parameters (cast to their dtypes)."""
+        from ._plan import write_index, written_part
+
         for p, a in zip(self.meta.kernel.params, self.args):
             if p.name not in result or p.kind == "scalar" or int(a.value) == 0:
                 continue
@@ -111,6 +113,10 @@ class EmulatedLaunch:
             val = np.asarray(result[p.name])
             if view.dtype.kind in "iu":
                 val = np.rint(val) if val.dtype.kind == "f" else val
+            index = write_index(p, self.meta.env) if p.kind == "tensor" else None
+            if index is not None:  # a partial write stores its range only, the rest keeps what was there
+                view[index] = written_part(view, index, val).astype(view.dtype)
+                continue
             view[...] = val.reshape(view.shape).astype(view.dtype)
 
     def default(self) -> None:

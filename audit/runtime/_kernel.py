@@ -33,15 +33,16 @@ from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorP
 from ._backend import Backend
 from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare, compare_delta, within
 from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
-from ._memory import Arena, DeviceBuffer
+from ._memory import Arena, DeviceBuffer, poison_word
 from ._plan import (
     GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, extra_bindings, local_bindings, make_env,
-    np_dtype, numel, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim,
+    np_dtype, numel, outside_mask, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim, write_index,
+    written_part,
 )  # fmt: skip
 from ._reference import ReferenceProblem, call
 from ..verify_checks import (
     ACCUMULATE, ALL_SKIP, DETERMINISM, DIVISOR_ZERO, FINITE, GRADCHECK, GUARDS, INOUT_DELTA, INPUTS_UNMODIFIED, LAUNCH, MASK_ZERO,
-    REFERENCE, UNIT_SCALE, WRITTEN, VerifyCheck,
+    REFERENCE, UNIT_SCALE, UNTOUCHED, WRITTEN, VerifyCheck,
 )  # fmt: skip
 from ._results import SubjectResult
 from ._session import LaunchFailure, Session
@@ -98,6 +99,17 @@ class KernelVerifier:
         self.grad, self.grad_why = session.gradcheck_fn(kernel)
         self.mask_param = next((p for p in kernel.tensors if p.mask is not None), None)
         self.written = [p for p in kernel.tensors if p.role != "in"]
+        # declared aliasing (``aliases``): the second member of a pair shares the allocation of the one that
+        # is read (the kernel works in place); an input whose partner is written changes by design
+        self.shared_with: dict[str, str] = {}
+        for a in kernel.aliases:
+            p, q = kernel.param(a.first), kernel.param(a.second)
+            src, other = (p, q) if p.role != "out" or q.role == "out" else (q, p)
+            self.shared_with[other.name] = src.name
+        self.in_place = {src for other, src in self.shared_with.items() if kernel.param(other).writes}
+        # outputs filled with poison before a launch: not one that shares an input's allocation
+        self.poisoned = [p for p in self.written if p.role == "out" and p.name not in self.shared_with]
+        self.partial = [p for p in self.written if p.write_range is not None]
         # buffers a kernel updates in place: their change is compared besides the whole (VERIFY_INOUT_DELTA)
         self.delta_params = [p for p in kernel.tensors if p.role in ("inout", "accumulate") and p.dtype in DTYPE_EPS]
         self.isv_param = next((p for p in kernel.params if isinstance(p, IsvParam)), None)
@@ -150,6 +162,9 @@ class KernelVerifier:
     # -- driver -------------------------------------------------------------------------------------
     def run(self) -> list[SubjectResult]:
         current_backend = None
+        for other, src in self.shared_with.items():
+            unpoisoned = f'; "{other}" is not poisoned, so VERIFY_UNWRITTEN_OUTPUT does not judge it' if self.k.param(other).role == "out" else ""
+            self.note(f'"{src}" and "{other}" are one allocation (aliases): the kernel runs in place and the reference gets one array under both names{unpoisoned}')
         try:
             sizes = self.s.cases_for("kernel", self.k.name)
             cap = self.k.verify.variant_cases
@@ -409,7 +424,7 @@ class KernelVerifier:
             limit = f"max_batch = {mb}" if mb is not None else f"the budget is {self.s.reference_budget:.2e} elements"
             case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements; {limit}; the kernel is not rowwise)"
             return
-        not_rows = [p.name for p in self.written if not batch_leading(p.shape, self.cs)]
+        not_rows = [p.name for p in self.written if not batch_leading(p.shape, self.cs) or (p.write_range is not None and p.write_range.axis == 0)]
         if self.isv_written:
             not_rows.append(self.isv_param.name)
         if not_rows:
@@ -458,6 +473,9 @@ class KernelVerifier:
                 kwargs[p.name] = v
             elif isinstance(p, IsvParam):
                 kwargs[p.name] = case.isv.astype(np.float64)
+        for other, src in self.shared_with.items():
+            if other not in kwargs and src in kwargs:
+                kwargs[other] = kwargs[src]  # one allocation: the reference sees one array under both names
         kwargs["include_optional"] = True
         return kwargs
 
@@ -565,9 +583,10 @@ class KernelVerifier:
             modified = self.check_inputs(be, arena, bufs, in_hashes, case)
             with s.phase("transfer"):
                 outs_a = self.fetch(arena, bufs, case)
-                nonfinite = {n: arena.count_nonfinite(bufs[n]) for n in self.written_names()}
-                poison_a = {p.name: arena.count_poison(bufs[p.name], 0) for p in self.written if p.role == "out"}
+                nonfinite = {n: self.count_nonfinite(arena, bufs, case, n) for n in self.written_names()}
+                poison_a = {p.name: self.count_poison(arena, bufs, case, p, 0) for p in self.poisoned}
             self.check_reference(be, case, outs_a, nonfinite)
+            self.check_untouched(be, case, outs_a)
             self.check_mask_zero(be, case, outs_a)
             if case.mask_variant == "all_skip":
                 self.check_all_skip(be, arena, bufs, case)
@@ -579,7 +598,7 @@ class KernelVerifier:
             self.launch(be, case, ptrs, "B")
             self.check_guards(be, arena, case, "B")
             with s.phase("transfer"):
-                poison_b = {p.name: arena.count_poison(bufs[p.name], 1) for p in self.written if p.role == "out"}
+                poison_b = {p.name: self.count_poison(arena, bufs, case, p, 1) for p in self.poisoned}
             unwritten = self.check_written(be, case, poison_a, poison_b)
             self.check_determinism(be, arena, bufs, case, hashes_a, outs_a, unwritten)
             if any(p.role == "accumulate" for p in self.k.tensors):
@@ -597,7 +616,7 @@ class KernelVerifier:
                 self.check_guards(be, arena, case, "D")
                 with s.phase("transfer"):
                     outs_d = self.fetch(arena, bufs, case, skip=set(optional))
-                    nonfinite_d = {n: arena.count_nonfinite(bufs[n]) for n in self.written_names() if n not in optional}
+                    nonfinite_d = {n: self.count_nonfinite(arena, bufs, case, n) for n in self.written_names() if n not in optional}
                 null_inputs = [p.name for p in self.k.tensors if p.optional and p.role != "out"]
                 self.check_reference(be, case, outs_d, nonfinite_d, suffix=" with its optional outputs NULL", null=null_inputs)
         finally:
@@ -610,7 +629,7 @@ class KernelVerifier:
         return names
 
     def read_only_names(self) -> list[str]:
-        names = [p.name for p in self.k.tensors if p.role == "in"]
+        names = [p.name for p in self.k.tensors if p.role == "in" and p.name not in self.in_place]
         if self.isv_param is not None and not self.isv_written:
             names.append(self.isv_param.name)
         return names
@@ -618,18 +637,23 @@ class KernelVerifier:
     def alloc(self, arena: Arena, case: Case) -> dict[str, DeviceBuffer]:
         bufs = {}
         for p in self.k.tensors:
-            bufs[p.name] = arena.alloc(p.name, np_dtype(p.dtype), case.shapes[p.name], bf16=p.dtype == "bf16")
+            if p.name not in self.shared_with:
+                bufs[p.name] = arena.alloc(p.name, np_dtype(p.dtype), case.shapes[p.name], bf16=p.dtype == "bf16")
+        for other, src in self.shared_with.items():
+            bufs[other] = bufs[src]  # declared aliasing: one device pointer for both parameters
         if self.isv_param is not None:
             bufs[self.isv_param.name] = arena.alloc(self.isv_param.name, np_dtype(self.cs.isv.dtype if self.cs.isv else "f32"), (self.s.isv_dim,))
         return bufs
 
     def prepare(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, poison: int, init: str, first: bool) -> None:
         for p in self.k.tensors:
+            if p.name in self.shared_with:
+                continue  # its allocation is its alias partner's, filled below with the partner's data
             b = bufs[p.name]
             if p.role == "out":
                 arena.poison(b, poison)
             elif p.role == "in":
-                if first:
+                if first or p.name in self.in_place:
                     arena.upload(b, case.inputs[p.name])
             elif init == "init2" and p.name in case.init2:
                 arena.upload(b, case.init2[p.name])
@@ -650,6 +674,61 @@ class KernelVerifier:
             elif b.count <= max(self.s.fetch_budget, self.s.reference_budget):
                 out[n] = arena.download(b)
         return out
+
+    def count_poison(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, p: TensorParam, which: int) -> int:
+        """Elements of ``p`` still holding poison pattern ``which``; of a partly written output only those
+        inside its write range (outside it the poison stays by design: VERIFY_UNTOUCHED judges that part)."""
+        count = arena.count_poison(bufs[p.name], which)
+        if p.write_range is None:
+            return count
+        shape = case.shapes[p.name]
+        outside = int(outside_mask(shape, write_index(p, case.env, self.s.slot_index)).sum())
+        return max(0, count - outside)
+
+    def count_nonfinite(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, name: str) -> int:
+        """NaN/Inf elements of a written buffer; of a partly written output, inside its write range only
+        (the rest holds what was there, for an ``out`` the NaN poison)."""
+        p = self.k.param(name)
+        if not isinstance(p, TensorParam) or p.write_range is None:
+            return arena.count_nonfinite(bufs[name])
+        host = arena.download(bufs[name])
+        part = host[write_index(p, case.env, self.s.slot_index)]
+        return int((~np.isfinite(part.astype(np.float64))).sum()) if host.dtype.kind == "f" else 0
+
+    def check_untouched(self, be: Backend, case: Case, outs: dict[str, np.ndarray]) -> None:
+        """Every partly written output keeps, outside its write range, what it held before the launch: the
+        poison of run A for an ``out``, its input for an ``inout``/``accumulate`` (compared bit for bit)."""
+        if not self.partial:
+            return
+        compared = []
+        with self.s.phase("checks"):
+            for p in self.partial:
+                got = outs.get(p.name)
+                if got is None:
+                    self.add(be.name, UNTOUCHED, "not_run", case.label, f'"{p.name}" is too large to fetch at {case.label}', output=p.name)
+                    continue
+                compared.append(p.name)
+                idx = write_index(p, case.env, self.s.slot_index)
+                mask = outside_mask(got.shape, idx)
+                width = got.dtype.itemsize
+                bits = np.ascontiguousarray(got).view(f"u{width}")
+                if p.role == "out":
+                    want = np.full(got.shape, poison_word(got.dtype, 0, p.dtype == "bf16"), dtype=f"u{width}")
+                else:
+                    before = case.inputs[p.name]
+                    if case.rows is not None and batch_leading(p.shape, self.cs):
+                        before = before[case.rows]
+                    want = np.ascontiguousarray(before.astype(got.dtype, copy=False)).view(f"u{width}").reshape(got.shape)
+                changed = (bits != want) & mask
+                if changed.any():
+                    first = [int(i) for i in np.unravel_index(int(np.flatnonzero(changed)[0]), got.shape)]
+                    self.add(be.name, UNTOUCHED, "fail", case.label, self.fail_msg(
+                        UNTOUCHED, case, f'output "{p.name}" changed {int(changed.sum())} element(s) outside its write range '
+                        f"{p.write_range.text} (first at {first}), which must keep what it held before the launch"), output=p.name)  # fmt: skip
+                    return
+        if compared:
+            names = ", ".join(f'"{n}"' for n in compared)
+            self.add(be.name, UNTOUCHED, "pass", case.label, f"{names} unchanged outside the write range")
 
     # -- checks -------------------------------------------------------------------------------------
     def check_guards(self, be: Backend, arena: Arena, case: Case, run: str) -> None:
@@ -718,6 +797,9 @@ class KernelVerifier:
                     continue
                 want = np.asarray(ref[n])
                 p = self.k.param(n)
+                if isinstance(p, TensorParam) and p.write_range is not None:
+                    idx = write_index(p, case.env, self.s.slot_index)
+                    got, want = got[idx], written_part(got, idx, want)
                 integer = isinstance(p, TensorParam) and np_dtype(p.dtype).kind in "iu" and p.dtype != "bf16"
                 cmp = compare(got, want, self.tol, integer=integer)
                 if cmp.status == "nonfinite":
@@ -760,6 +842,9 @@ class KernelVerifier:
                 if case.rows is not None and batch_leading(p.shape, self.cs):
                     before = before[case.rows]
                 want = np.asarray(ref[p.name], dtype=np.float64)
+                if p.write_range is not None:
+                    idx = write_index(p, case.env, self.s.slot_index)
+                    got, before, want = got[idx], before[idx], written_part(got, idx, want)
                 slack: np.ndarray | float = 0.0
                 if nd is not None:
                     # atomics: the change may differ between runs by the declared tolerance, so it may here too
@@ -820,7 +905,7 @@ class KernelVerifier:
                         self.add(be.name, ALL_SKIP, "fail", case.label, self.fail_msg(ALL_SKIP, case, f'output "{n}" has {nz} non-zero element(s) although every row is skipped'), output=n)
                         return
             for n in self.written_names():
-                nf = arena.count_nonfinite(bufs[n])
+                nf = self.count_nonfinite(arena, bufs, case, n)
                 if nf:
                     self.add(be.name, ALL_SKIP, "fail", case.label, self.fail_msg(ALL_SKIP, case, f'output "{n}" has {nf} NaN/Inf element(s) when every row is skipped'), output=n)
                     return
@@ -830,7 +915,10 @@ class KernelVerifier:
         unwritten = {n for n in pa if pa[n] and pb.get(n)}
         if unwritten:
             n = sorted(unwritten)[0]
+            p = self.k.param(n)
             total = numel(case.shapes[n])
+            if p.write_range is not None:
+                total = numel(np.empty(case.shapes[n], dtype=np.bool_)[write_index(p, case.env, self.s.slot_index)].shape)
             self.add(be.name, WRITTEN, "fail", case.label, self.fail_msg(
                 WRITTEN, case, f'output "{n}" has {min(pa[n], pb[n])} of {total} element(s) never written '
                 "(they still hold the poison pattern after two runs)"), output=n)  # fmt: skip
@@ -844,6 +932,14 @@ class KernelVerifier:
         with self.s.phase("checks"):
             names = [n for n in self.written_names() if n not in unwritten]
             differ = [n for n in names if arena.hash(bufs[n]) != hashes_a[n]]
+            partial = {p.name: p for p in self.partial if p.name in differ and p.name in outs_a}
+            if partial:  # outside the write range each run keeps its own poison: compare the written part
+                now = self.fetch(arena, bufs, case)
+                for n, p in partial.items():
+                    idx = write_index(p, case.env, self.s.slot_index)
+                    width = outs_a[n].dtype.itemsize
+                    if n in now and np.array_equal(now[n][idx].view(f"u{width}"), outs_a[n][idx].view(f"u{width}")):
+                        differ.remove(n)
         if not differ:
             self.add(be.name, DETERMINISM, "pass", case.label, "two runs agree bit for bit")
             return
@@ -1098,7 +1194,7 @@ class KernelVerifier:
                 for be in self.s.backends.values():
                     arena, bufs = self.run_once(be, case, "divisor zero")
                     try:
-                        bad = [(n, arena.count_nonfinite(bufs[n])) for n in self.written_names()]
+                        bad = [(n, self.count_nonfinite(arena, bufs, case, n)) for n in self.written_names()]
                     finally:
                         arena.free_all()
                     bad = [(n, c) for n, c in bad if c]

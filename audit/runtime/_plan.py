@@ -121,3 +121,39 @@ def producer_domains(cs: ContractSet, wiring: Any) -> dict[str, tuple[Values, st
                 if p.role in ("out", "inout") and getattr(p, "values", None) is not None and b.buffer and b.buffer not in out:
                     out[b.buffer] = (p.values, f'output "{p.name}" of kernel "{k.name}"')
     return out
+
+
+def write_index(p: TensorParam, env: Mapping[str, int], slots: Mapping[str, int] | None = None) -> tuple[slice, ...] | None:
+    """The index of the part of ``p`` its kernel writes (``[:, 0:V]`` for ``write_range = { axis = 1, stop =
+    "V" }``), clipped to the axis; None where the parameter is written whole.
+
+    >>> from audit.dims import parse_expr
+    >>> from audit.model import WriteRange
+    >>> p = TensorParam("y", "f32", (parse_expr("B"), parse_expr("P")), "out", write_range=WriteRange(1, parse_expr(0), parse_expr("V")))
+    >>> write_index(p, {"B": 2, "P": 8, "V": 5})
+    (slice(None, None, None), slice(0, 5, None))
+    """
+    r = p.write_range
+    if r is None:
+        return None
+    extent = int(p.shape[r.axis].evaluate(env, slots))
+    start = min(max(int(r.start.evaluate(env, slots)), 0), extent)
+    stop = min(max(int(r.stop.evaluate(env, slots)), start), extent)
+    return (slice(None),) * r.axis + (slice(start, stop),)
+
+
+def written_part(full: np.ndarray, index: tuple[slice, ...], result: np.ndarray) -> np.ndarray:
+    """A reference's value of a partly written output as the written part: ``result`` itself where the
+    reference returns only that part, its ``index`` where it returns the whole shape."""
+    result = np.asarray(result)
+    part_shape = full[index].shape
+    if result.shape == part_shape or result.size == int(np.prod(part_shape, dtype=np.int64)) and result.size != full.size:
+        return result.reshape(part_shape)
+    return result.reshape(full.shape)[index]
+
+
+def outside_mask(shape: tuple[int, ...], index: tuple[slice, ...]) -> np.ndarray:
+    """True where an element of ``shape`` lies outside the written ``index``."""
+    mask = np.ones(shape, dtype=bool)
+    mask[index] = False
+    return mask
