@@ -97,7 +97,9 @@ def console() -> None:
     written and renamed, its build threads joined). Called in process, :func:`main` just returns.
     """
     rc = main()
-    if _EXIT.fast:
+    # under a profiler or a tracer (cProfile, coverage) the process ends the usual way: they write their
+    # results at exit
+    if _EXIT.fast and sys.getprofile() is None and sys.gettrace() is None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -152,3 +152,12 @@ def test_check_as_a_process_prints_and_exits_as_in_process(tmp_path: Path, capsy
         written = tmp_path / "out.sarif"
         out = subprocess.run([*command, *args, "--output", str(written)], capture_output=True, text=True, env=env, timeout=300)
         assert out.returncode == 1 and written.read_text() == expected
+
+
+def test_check_under_a_profiler_exits_the_usual_way(tmp_path: Path):
+    """cProfile (and coverage) write their results at exit: the fast exit is not taken under them."""
+    prof = tmp_path / "check.prof"
+    out = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "audit", "check", "--select", "schema"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert prof.stat().st_size > 0
