@@ -37,35 +37,42 @@ MAX_NESTING = 64
 #: Largest entry read (bytes); a contract file is at most 64 MiB.
 ENTRY_LIMIT = 256 << 20
 
-_SCALARS = (str, int, float, bool)
+_SCALARS = frozenset((str, int, float, bool))
 
 
 def plain_toml(value: Any) -> bool:
-    """Whether ``value`` holds only what a TOML parser returns for contracts (tables with string keys,
-    arrays, strings, integers, floats, booleans), nested at most :data:`MAX_NESTING` deep."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        v, depth = stack.pop()
-        t = type(v)
-        if t is dict:
-            if depth >= MAX_NESTING:
-                return False
-            for k, x in v.items():
-                if type(k) is not str:
-                    return False
-                if type(x) in _SCALARS:
-                    continue
-                stack.append((x, depth + 1))
-        elif t is list:
-            if depth >= MAX_NESTING:
-                return False
-            for x in v:
-                if type(x) in _SCALARS:
-                    continue
-                stack.append((x, depth + 1))
-        elif t not in _SCALARS:
+    """Whether ``value`` holds only what a TOML parser returns for contracts (a table with string keys
+    at the top; tables, arrays, strings, integers, floats, booleans below), nested at most
+    :data:`MAX_NESTING` deep."""
+    return type(value) is dict and _plain_table(value, 0)
+
+
+# two small mutually recursive walks (the nesting is bounded): about twice as fast as one loop over a
+# stack, which matters at 10,000 kernels (1.1 M values)
+def _plain_table(v: dict, depth: int) -> bool:
+    if depth >= MAX_NESTING:
+        return False
+    for k, x in v.items():
+        if type(k) is not str:
             return False
-    return type(value) is dict
+        t = type(x)
+        if t in _SCALARS:
+            continue
+        if not (_plain_table(x, depth + 1) if t is dict else t is list and _plain_array(x, depth + 1)):
+            return False
+    return True
+
+
+def _plain_array(v: list, depth: int) -> bool:
+    if depth >= MAX_NESTING:
+        return False
+    for x in v:
+        t = type(x)
+        if t in _SCALARS:
+            continue
+        if not (_plain_table(x, depth + 1) if t is dict else t is list and _plain_array(x, depth + 1)):
+            return False
+    return True
 
 
 class ParsedCache:
