@@ -1150,7 +1150,7 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
     if cache is not None:
         from .toml_cache import ParsedCache
 
-        parsed = ParsedCache(cache, parser_name())
+        parsed = ParsedCache(cache, parser_name(), str(folder.absolute()))
     loader = _Loader(root, parsed)
     acc: dict[str, list] = {k: [] for k in _TOP_KEYS}
     files: list[str] = []
@@ -1162,6 +1162,8 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
     for rel in sorted(texts):
         files.append(rel)
         loader.load_file(SourceFile(rel, texts[rel].removeprefix("\ufeff")), acc)  # a BOM is no TOML
+    if parsed is not None:
+        parsed.save()
     if len(acc["isv"]) > 1:
         second = acc["isv"][1]
         loader.problem(second.loc, f'a second [isv] table; the layout is already declared in "{acc["isv"][0].loc.file}".')

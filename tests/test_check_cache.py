@@ -177,8 +177,7 @@ def check_twice_equal_to_uncached(cfg: Config) -> None:
 def test_a_changed_contract_file_is_a_miss_and_only_it_is_parsed_again(synthetic: Path, tmp_path: Path, monkeypatch):
     cfg = config(synthetic, tmp_path / "cache")
     before = check(config=cfg, select=SEL)
-    parsed = len(entries(tmp_path / "cache", "parsed"))
-    assert parsed == len(load.contract_files(synthetic / "contracts"))
+    assert len(entries(tmp_path / "cache", "parsed")) == 1  # one file for the contracts folder
     f = synthetic / "contracts" / "modules" / "m00003.toml"
     f.write_text(f.read_text().replace('shape = ["B", "D"]', 'shape = ["B", "H"]', 1))
     calls = []
@@ -189,6 +188,10 @@ def test_a_changed_contract_file_is_a_miss_and_only_it_is_parsed_again(synthetic
     assert after.findings != before.findings
     assert outputs(after) == outputs(uncached(cfg))
     assert len(entries(tmp_path / "cache", "check")) == 2
+    assert len(entries(tmp_path / "cache", "parsed")) == 1  # rewritten with the values this load used
+    calls.clear()
+    check(config=dataclasses.replace(cfg), select=["schema"])
+    assert calls == []
 
 
 def test_a_new_or_removed_contract_file_is_a_miss(synthetic: Path, tmp_path: Path):
@@ -324,33 +327,53 @@ def test_a_damaged_or_forged_entry_is_ignored(damage: str, synthetic: Path, tmp_
 # -- the parsed-file cache ----------------------------------------------------------------------------
 
 
+def parsed_cache(folder: Path) -> toml_cache.ParsedCache:
+    return toml_cache.ParsedCache(folder, "test", "/project/contracts")
+
+
+def parse_saved(folder: Path, text: str) -> object:
+    """Parse ``text`` through a fresh cache over ``folder`` and save; the value and whether it was a hit."""
+    cache = parsed_cache(folder)
+    value = cache.parse(text, load._parse_toml)
+    cache.save()
+    return value, cache.hits == 1
+
+
 def test_parsed_values_round_trip_exactly(tmp_path: Path):
-    cache = toml_cache.ParsedCache(tmp_path, "test")
-    for path in load.contract_files(REPO / "contracts"):
-        text = path.read_text(encoding="utf-8")
-        first = cache.parse(text, load._parse_toml)
-        assert cache.parse(text, lambda t: pytest.fail("parsed again")) == first == load._parse_toml(text)
-    assert cache.hits == cache.misses > 0
+    texts = [path.read_text(encoding="utf-8") for path in load.contract_files(REPO / "contracts")]
+    first = parsed_cache(tmp_path)
+    values = [first.parse(text, load._parse_toml) for text in texts]
+    first.save()
+    again = parsed_cache(tmp_path)
+    assert [again.parse(text, lambda t: pytest.fail("parsed again")) for text in texts] == values
+    assert values == [load._parse_toml(text) for text in texts]
+    assert again.hits == len(texts) and first.misses == len(texts)
 
 
 def test_special_values_round_trip(tmp_path: Path):
-    cache = toml_cache.ParsedCache(tmp_path, "test")
-    text = 'a = -0.0\nb = 1e308\nc = 4611686018427387904\nd = "\\u00e9 \\U0001F600"\n[e]\nf = [[1, 2], [true]]\n'
-    cache.parse(text, load._parse_toml)
-    again = cache.parse(text, lambda t: pytest.fail("parsed again"))
-    assert again == load._parse_toml(text) and str(again["a"]) == "-0.0" and again["e"]["f"] == [[1, 2], [True]]
+    text = 'a = -0.0\nb = 1e308\nc = 4611686018427387904\nd = "\\u00e9 \\U0001F600"\ne = nan\n[f]\ng = [[1, 2], [true]]\n'
+    value, hit = parse_saved(tmp_path, text)
+    again, hit = parse_saved(tmp_path, text)
+    assert hit and repr(again) == repr(load._parse_toml(text)) and str(again["a"]) == "-0.0"
 
 
 def test_dates_are_not_cached(tmp_path: Path):
-    cache = toml_cache.ParsedCache(tmp_path, "test")
-    cache.parse("when = 2026-12-04\n", load._parse_toml)
-    assert list(tmp_path.iterdir()) == []
+    parse_saved(tmp_path, "when = 2026-12-04\n")
+    assert parse_saved(tmp_path, "when = 2026-12-04\n")[1] is False
 
 
-def _entry_bytes(value: object) -> bytes:
+def test_only_the_values_of_the_last_load_are_kept(tmp_path: Path):
+    parse_saved(tmp_path, "a = 1\n")
+    parse_saved(tmp_path, "a = 2\n")
+    assert parse_saved(tmp_path, "a = 2\n")[1] is True
+    assert parse_saved(tmp_path, "a = 1\n")[1] is False
+    assert len(list(tmp_path.iterdir())) == 1
+
+
+def _entry_bytes(table: object) -> bytes:
     import hashlib
 
-    payload = marshal.dumps(value)
+    payload = marshal.dumps(table)
     return toml_cache.PARSED_FORMAT + b"\n" + hashlib.sha256(payload).digest() + payload
 
 
@@ -361,29 +384,39 @@ def _nested(depth: int) -> dict:
     return v
 
 
+TEXT = 'a = 1\n[b]\nc = "d"\n'
+KEY = parsed_cache(Path("/nowhere")).key(TEXT)
 FORGED = {
-    "a code object": _entry_bytes({"a": compile("1", "x", "eval")}),
-    "bytes": _entry_bytes({"a": b"x"}),
-    "a set": _entry_bytes({"a": {1}}),
-    "a tuple": _entry_bytes({"a": (1,)}),
-    "an integer key": _entry_bytes({1: "x"}),
+    "a code object": _entry_bytes({KEY: {"a": compile("1", "x", "eval")}}),
+    "bytes": _entry_bytes({KEY: {"a": b"x"}}),
+    "a set": _entry_bytes({KEY: {"a": {1}}}),
+    "a tuple": _entry_bytes({KEY: {"a": (1,)}}),
+    "an integer key": _entry_bytes({KEY: {1: "x"}}),
+    "a list as the value": _entry_bytes({KEY: [1]}),
     "a list at the top": _entry_bytes([1]),
-    "nesting past the limit": _entry_bytes(_nested(toml_cache.MAX_NESTING + 2)),
-    "a wrong digest": _entry_bytes({"a": 1})[:-1] + b"\x02",
-    "truncated": _entry_bytes({"a": "x" * 100})[:-5],
-    "another format": b"wireup-parsed-toml-0\n" + _entry_bytes({"a": 1})[len(toml_cache.PARSED_FORMAT) + 1 :],
+    "an integer text key": _entry_bytes({1: {"a": 1}}),
+    "nesting past the limit": _entry_bytes({KEY: _nested(toml_cache.MAX_NESTING + 2)}),
+    "a wrong digest": _entry_bytes({KEY: {"a": 1}})[:-1] + b"\x02",
+    "truncated": _entry_bytes({KEY: {"a": "x" * 100}})[:-5],
+    "another format": b"wireup-parsed-toml-0\n" + _entry_bytes({KEY: {"a": 1}})[len(toml_cache.PARSED_FORMAT) + 1 :],
     "garbage": b"\x00" * 80,
 }
 
 
 @pytest.mark.parametrize("forged", sorted(FORGED))
 def test_a_damaged_or_forged_parsed_entry_is_ignored(forged: str, tmp_path: Path):
-    cache = toml_cache.ParsedCache(tmp_path, "test")
-    text = 'a = 1\n[b]\nc = "d"\n'
-    (tmp_path / f"{cache.key(text)}.bin").write_bytes(FORGED[forged])
-    assert cache.parse(text, load._parse_toml) == {"a": 1, "b": {"c": "d"}}
-    assert cache.misses == 1
-    assert cache.parse(text, lambda t: pytest.fail("parsed again")) == {"a": 1, "b": {"c": "d"}}  # rewritten
+    parsed_cache(tmp_path).path.write_bytes(FORGED[forged])
+    assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, False)
+    assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, True)  # rewritten
+
+
+def test_a_parsed_cache_that_is_a_folder_or_a_fifo_is_ignored(tmp_path: Path):
+    path = parsed_cache(tmp_path).path
+    os.mkfifo(path)
+    assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, False)
+    path.unlink()
+    path.mkdir()
+    assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, False)
 
 
 def test_a_forged_parsed_entry_of_toml_values_goes_through_every_check_of_the_loader(tmp_path: Path):
@@ -395,9 +428,13 @@ def test_a_forged_parsed_entry_of_toml_values_goes_through_every_check_of_the_lo
     cache = tmp_path / "parsed"
     cfolder = root / "contracts"
     load_contracts(cfolder, root, cache=cache)
-    text = (cfolder / "kernels.toml").read_text()
-    key = toml_cache.ParsedCache(cache, load.parser_name()).key(text)
-    (cache / f"{key}.bin").write_bytes(_entry_bytes({"kernel": [{"name": "k", "stage": "TODO"}]}))
+    (path,) = cache.glob("*.bin")
+    cached = toml_cache.ParsedCache(cache, load.parser_name(), str(cfolder.absolute()))
+    assert cached.path == path
+    key = cached.key((cfolder / "kernels.toml").read_text())
+    table = marshal.loads(path.read_bytes()[len(toml_cache.PARSED_FORMAT) + 33 :])
+    table[key] = {"kernel": [{"name": "k", "stage": "TODO"}]}
+    path.write_bytes(_entry_bytes(table))
     with pytest.raises(ContractError, match="TODO"):
         load_contracts(cfolder, root, cache=cache)
 
