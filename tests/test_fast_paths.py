@@ -161,3 +161,32 @@ def test_check_under_a_profiler_exits_the_usual_way(tmp_path: Path):
                          cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert prof.stat().st_size > 0
+
+
+def test_a_check_walks_each_include_closure_once(monkeypatch: pytest.MonkeyPatch):
+    from audit import hashing
+    from audit.api import run_check
+
+    walks = []
+    real = hashing._include_closure
+    monkeypatch.setattr(hashing, "_include_closure", lambda source, dirs: walks.append((source, tuple(dirs))) or real(source, dirs))
+    first = run_check(REPO).result
+    assert walks and len(walks) == len(set(walks))
+    monkeypatch.undo()
+    assert run_check(REPO).result == first
+
+
+def test_include_closures_are_memoized_inside_the_block_only(tmp_path: Path):
+    from audit.hashing import closures_memoized, include_closure
+
+    (tmp_path / "a.cu").write_text('#include "b.cuh"\n')
+    (tmp_path / "b.cuh").write_text("\n")
+    (tmp_path / "c.cuh").write_text("\n")
+    names = lambda: [p.name for p in include_closure(tmp_path / "a.cu", [tmp_path])]  # noqa: E731
+    with closures_memoized():
+        assert names() == ["a.cu", "b.cuh"]
+        (tmp_path / "b.cuh").write_text('#include "c.cuh"\n')
+        assert names() == ["a.cu", "b.cuh"]  # the check reads the project as of its start
+        include_closure(tmp_path / "a.cu", [tmp_path]).append(tmp_path / "changed by a caller")
+        assert names() == ["a.cu", "b.cuh"]
+    assert names() == ["a.cu", "b.cuh", "c.cuh"]
