@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config, load_config
+from .errors import UsageError
 from .findings import CheckResult, NotRun
 from .load import ContractTexts, load_contracts
 from .model import ContractSet
@@ -120,7 +121,10 @@ def check(
     if contracts is None:
         from .check_cache import CheckCache
 
-        rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
+        try:
+            rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
+        except UsageError:
+            rules = []  # reported by run_check, after a load error as ever
         store = CheckCache.open(cfg, rules, dict(options or {}))
         if store is not None:
             hit = store.lookup()

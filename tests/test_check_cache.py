@@ -501,3 +501,12 @@ def test_contract_only_rules_read_no_project_file_but_through_probes(project: st
     assert guard.reads == []
     assert set(ctx.facts) <= {"suppressions"}, "a contract-only rule asked for a fact"
     assert result.ran
+
+
+def test_a_load_error_is_reported_before_an_unknown_rule_as_without_the_cache(tmp_path: Path):
+    from audit.errors import ContractError
+
+    root = copy_of(RULES / "DUPLICATE_NAME" / "good", tmp_path)
+    (root / "contracts" / "broken.toml").write_text('[[kernel]]\nname = "k"\nstage = "TODO"\n')
+    with pytest.raises(ContractError):
+        check(config=config(root, tmp_path / "cache"), select=["NO_SUCH_RULE"])
