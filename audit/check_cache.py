@@ -16,9 +16,9 @@ entry holds the result (findings, the rules that ran and did not, the suppressed
 the JUnit printer lists) and the probes with their answers. A check with an entry whose probes all
 answer as recorded prints that result without building the model: at 10,000 kernels that skips parsing
 (~1.2 s), building the model (~1 s) and ~40 rules (~1.5 s; docs/benchmarks.md section 2). Any change to
-a contract file, the configuration, wireup or a probed file (a source created, removed, made a link, or a header it includes changed in a
-way the safety checks see) misses, and the check runs in full, with the parsed-file cache
-(:mod:`audit.toml_cache`) sparing the parse of every file that did not change.
+a contract file, the configuration, wireup or a probed file (a source created, removed, made a link,
+or a header it includes changed in a way the safety checks see) misses, and the check runs in full, with
+the parsed-file cache (:mod:`audit.toml_cache`) sparing the parse of every file that did not change.
 
 A selection with any other rule (build, evidence, launchers, layout: they read the build, the evidence
 records, the launcher sources or generated files) is not cached; neither is a result whose
