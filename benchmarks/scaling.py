@@ -5,7 +5,9 @@ folder by :mod:`synth_contracts` (chains with fan-in and fan-out, an ISV of N sl
 five invariants, stub ``.cu`` files), and each command runs as a child process pinned to one core:
 
 * ``wireup check --select schema,wiring,isv,invariants``  the static rules (the build is measured
-  separately, by build_cache.py);
+  separately, by build_cache.py), three ways: cold (no check cache, no parsed files), after one contract
+  file was edited, and with nothing changed since the last check (the cached result; see
+  :func:`prepare_check`);
 * ``wireup layout diff OLD NEW``  two ISV layouts of N and N + 1 slots, the second a tail append;
 * ``wireup report --output TMP --no-history``  with the stub kernels' build cache warmed first (the warm-up
   ``wireup build --jobs 2`` is timed once and reported on its own line), so the report measures checking
@@ -15,7 +17,7 @@ Wall time, the child's CPU time and its peak RSS (``ru_maxrss`` from ``os.wait4`
 of a few runs (fewer at 10,000). Growth is given as the time ratio between consecutive sizes and the
 log-log slope (1.0 = linear). The largest size of the check is also profiled with cProfile (hot spots by
 own time) and split into phases in process. A command the checkout does not have yet is reported as
-"not available". Target: 10,000 kernels checked in under 3 s, growth close to linear.
+"not available". Target (issue 14): 10,000 kernels checked in under 1.5 s, growth close to linear.
 
     python benchmarks/scaling.py                       # all sizes (several minutes: the 10,000-kernel build warm-up)
     python benchmarks/scaling.py --sizes 10,100,1000 --json scaling.json
