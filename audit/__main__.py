@@ -1,7 +1,5 @@
 """``python -m audit`` is ``wireup``."""
 
-import sys
+from .cli import console
 
-from .cli import main
-
-sys.exit(main())
+console()

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config, load_config
+from .errors import UsageError
 from .findings import CheckResult, NotRun
-from .load import load_contracts
+from .load import ContractTexts, load_contracts
 from .model import ContractSet
 from .rules import CheckContext, RuleNotRun, run_rules, select_rules
 
@@ -81,10 +82,20 @@ def run_check(
     config: Config | None = None,
     options: dict[str, Any] | None = None,
     contracts: ContractSet | None = None,
+    read: ContractTexts | None = None,
 ) -> CheckRun:
-    """Run ``wireup check`` on the project at ``root``; its findings and gathered facts."""
+    """Run ``wireup check`` on the project at ``root``; its findings and gathered facts.
+
+    Contract files whose text is in the parsed-file cache (:mod:`audit.toml_cache`) are not parsed again;
+    ``read`` is the contract files where the caller has read them already."""
     cfg = config or load_config(root)
-    cs = contracts or load_contracts(cfg.contracts_dir, cfg.root)
+    if contracts is None:
+        from .check_cache import cache_folder
+
+        folder = cache_folder(cfg)
+        cs = load_contracts(cfg.contracts_dir, cfg.root, cache=folder / "parsed" if folder else None, read=read)
+    else:
+        cs = contracts
     rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
     opts = dict(options or {})
     ctx = CheckContext(
@@ -101,5 +112,25 @@ def check(
     options: dict[str, Any] | None = None,
     contracts: ContractSet | None = None,
 ) -> CheckResult:
-    """Run ``wireup check`` on the project at ``root`` and return its findings."""
-    return run_check(root, select, ignore, config, options, contracts).result
+    """Run ``wireup check`` on the project at ``root`` and return its findings.
+
+    Where only contract-only rules are selected, the result is reused from the check cache while nothing
+    it depends on changed (:mod:`audit.check_cache`); it is the result a full run gives."""
+    cfg = config or load_config(root)
+    store = None
+    if contracts is None:
+        from .check_cache import CheckCache
+
+        try:
+            rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
+        except UsageError:
+            rules = []  # reported by run_check, after a load error as ever
+        store = CheckCache.open(cfg, rules, dict(options or {}))
+        if store is not None:
+            hit = store.lookup()
+            if hit is not None:
+                return hit
+    run = run_check(root, select, ignore, cfg, options, contracts, read=store.read if store else None)
+    if store is not None:
+        store.save(run)
+    return run.result

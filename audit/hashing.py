@@ -11,10 +11,12 @@ a tolerance also invalidates evidence.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,36 @@ from typing import Any
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 
 
+# Within one check the build, the evidence freshness and the source rules each walk the include closure
+# of every source (92 walks for the 11 shipped sources); closures_memoized() lets them share one walk per
+# source for the length of the check, which reads the project as of its start.
+_CLOSURES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("include_closures", default=None)
+
+
+@contextlib.contextmanager
+def closures_memoized() -> Iterator[None]:
+    """Every :func:`include_closure` inside the block is walked once per (source, include folders)."""
+    token = _CLOSURES.set({}) if _CLOSURES.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _CLOSURES.reset(token)
+
+
 def include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
     """``source`` and every local header it includes, transitively, in a stable order."""
+    memo = _CLOSURES.get()
+    if memo is None:
+        return _include_closure(source, include_dirs)
+    key = (source, tuple(include_dirs))
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _include_closure(source, include_dirs)
+    return list(hit)
+
+
+def _include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
     from .untrusted import SOURCE_LIMIT, read_regular, resolve
 
     seen: dict[Path, None] = {}

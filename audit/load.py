@@ -18,7 +18,9 @@ import contextlib
 import difflib
 import gc
 import math
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,9 +147,10 @@ def _choices(options: tuple[str, ...] | list[str]) -> str:
 
 
 class _Loader:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cache: Any = None):
         self.root = root
         self.problems: list[ContractProblem] = []
+        self.cache = cache  # a ParsedCache, or None: every file is parsed
 
     # -- problem reporting ------------------------------------------------------------------------
     def problem(self, loc: Loc, message: str) -> None:
@@ -915,7 +918,7 @@ class _Loader:
     # -- files --------------------------------------------------------------------------------------
     def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
         try:
-            data = _parse_toml(src.text)
+            data = self.cache.parse(src.text, _parse_toml) if self.cache is not None else _parse_toml(src.text)
         except RecursionError:
             self.problems.append(ContractProblem(src.path, None, "", "not valid TOML: arrays or tables are nested too deeply."))
             return
@@ -1132,55 +1135,134 @@ def find_contract_files(folder: Path) -> tuple[list[Path], list[tuple[Path, str]
     return sorted(files, key=lambda p: p.relative_to(folder).as_posix()), skipped
 
 
-def load_contracts(folder: Path, root: Path | None = None, texts: dict[str, str] | None = None) -> ContractSet:
+def load_contracts(
+    folder: Path,
+    root: Path | None = None,
+    texts: dict[str, str] | None = None,
+    cache: Path | None = None,
+    read: ContractTexts | None = None,
+) -> ContractSet:
     """Load every contract file under ``folder`` (paths in messages are relative to ``root``).
 
     ``texts`` (relative path -> text) loads from memory instead, e.g. contracts read from a git revision.
-    Raises :class:`ContractError` listing every problem found.
+    ``cache`` is a folder of parsed files (:mod:`audit.toml_cache`): a file whose text is there is not
+    parsed again. ``read`` is what :func:`read_contract_files` returned for ``folder``, where the caller
+    has read the files already. Raises :class:`ContractError` listing every problem found.
     """
     with gc_paused():
-        return _load_contracts(folder, root, texts)
+        return _load_contracts(folder, root, texts, cache, read)
 
 
-def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | None) -> ContractSet:
+class ContractTexts:
+    """The contract files of a folder as read from disk: texts by relative path, and the problems of
+    reading them (a file refused, not UTF-8, a folder too deep), in the order they were found."""
+
+    __slots__ = ("texts", "problems")
+
+    def __init__(self, texts: dict[str, str], problems: list[ContractProblem]) -> None:
+        self.texts = texts
+        self.problems = problems
+
+
+def read_contract_files(folder: Path, root: Path) -> ContractTexts:
+    """Read every ``*.toml`` under ``folder`` (``root`` resolved); :class:`ContractError` where the folder
+    itself is unusable (a loop of links, missing, a file, no contract file in it)."""
+    from .untrusted import CONTRACT_LIMIT, UnreadableFile, read_bytes, resolve
+
+    problems: list[ContractProblem] = []
+    if resolve(folder) is None:
+        raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder is a symbolic link loop; expected a folder of *.toml contract files.")])
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise ContractError([ContractProblem(_rel(folder, root), None, "", f"the contracts folder {what}; expected a folder of *.toml contract files.")])
+    paths, skipped = find_contract_files(folder)
+    for path, why in skipped:
+        problems.append(ContractProblem(_rel(path, root), None, "", f"this folder {why}; its contract files were not read."))
+    if not paths and not skipped:
+        raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder holds no *.toml contract files; expected at least one.")])
+    texts = {}
+    real = resolve(folder)
+    try:  # where the folder lies inside the root, so does every plain file the walk found in it
+        base = real.relative_to(root).as_posix() if real is not None else None
+    except ValueError:
+        base = None
+    prefix = str(folder) + os.sep
+    for path in paths:
+        plain = _read_plain(path, CONTRACT_LIMIT) if base is not None and str(path).startswith(prefix) else None
+        if plain is not None:
+            sub = str(path)[len(prefix) :].replace(os.sep, "/")
+            rel, raw = (sub if base == "." else f"{base}/{sub}"), plain
+        else:
+            rel = _rel(path, root)
+        try:
+            raw = plain if plain is not None else read_bytes(path, root, CONTRACT_LIMIT)
+        except OSError as exc:
+            why = str(exc) if isinstance(exc, UnreadableFile) else f"cannot be read ({exc.strerror or exc})"
+            problems.append(ContractProblem(rel, None, "", f"this file {why}; contract files are regular files inside the project root."))
+            continue
+        try:
+            texts[rel] = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            bad = raw[exc.start : exc.start + 1].hex()
+            problems.append(
+                ContractProblem(rel, line, "", f"expected UTF-8 text, found the byte 0x{bad}, which is not UTF-8; save the file as UTF-8.")
+            )
+    return ContractTexts(texts, problems)
+
+
+def _read_plain(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` where it is a regular file (not a link) of at most ``limit`` bytes; None
+    for anything else, which :func:`~audit.untrusted.read_bytes` then judges and names.
+
+    The walk of the contracts folder enters no linked folder, so such a file lies where its path says:
+    the fast way through most contract files, without resolving each path."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def parser_name() -> str:
+    """Which TOML parser :func:`_parse_toml` tries first (the values are tomllib's whichever it is)."""
+    if _rtoml is not None:
+        return f"rtoml-{_rtoml.VERSION}"
+    if _tomli is not None:
+        return f"tomli-{getattr(_tomli[0], '__version__', '?')}"
+    return "tomllib"
+
+
+def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | None, cache: Path | None, read: ContractTexts | None) -> ContractSet:
     root = (root or folder.parent).resolve()
-    loader = _Loader(root)
+    parsed = None
+    if cache is not None:
+        from .toml_cache import ParsedCache
+
+        parsed = ParsedCache(cache, parser_name(), str(folder.absolute()))
+    loader = _Loader(root, parsed)
     acc: dict[str, list] = {k: [] for k in _TOP_KEYS}
     files: list[str] = []
     from_disk = texts is None
     if texts is None:
-        from .untrusted import CONTRACT_LIMIT, UnreadableFile, read_bytes, resolve
-
-        if resolve(folder) is None:
-            raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder is a symbolic link loop; expected a folder of *.toml contract files.")])
-        if not folder.is_dir():
-            what = "is a file, not a folder" if folder.exists() else "does not exist"
-            raise ContractError([ContractProblem(_rel(folder, root), None, "", f"the contracts folder {what}; expected a folder of *.toml contract files.")])
-        paths, skipped = find_contract_files(folder)
-        for path, why in skipped:
-            loader.problems.append(ContractProblem(_rel(path, root), None, "", f"this folder {why}; its contract files were not read."))
-        if not paths and not skipped:
-            raise ContractError([ContractProblem(_rel(folder, root), None, "", "the contracts folder holds no *.toml contract files; expected at least one.")])
-        texts = {}
-        for path in paths:
-            rel = _rel(path, root)
-            try:
-                raw = read_bytes(path, root, CONTRACT_LIMIT)
-            except OSError as exc:
-                why = str(exc) if isinstance(exc, UnreadableFile) else f"cannot be read ({exc.strerror or exc})"
-                loader.problems.append(ContractProblem(rel, None, "", f"this file {why}; contract files are regular files inside the project root."))
-                continue
-            try:
-                texts[rel] = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                line = raw[: exc.start].count(b"\n") + 1
-                bad = raw[exc.start : exc.start + 1].hex()
-                loader.problems.append(
-                    ContractProblem(rel, line, "", f"expected UTF-8 text, found the byte 0x{bad}, which is not UTF-8; save the file as UTF-8.")
-                )
+        read = read or read_contract_files(folder, root)
+        loader.problems.extend(read.problems)
+        texts = read.texts
     for rel in sorted(texts):
         files.append(rel)
         loader.load_file(SourceFile(rel, texts[rel].removeprefix("\ufeff")), acc)  # a BOM is no TOML
+    if parsed is not None:
+        parsed.save()
     if len(acc["isv"]) > 1:
         second = acc["isv"][1]
         loader.problem(second.loc, f'a second [isv] table; the layout is already declared in "{acc["isv"][0].loc.file}".')

@@ -14,6 +14,7 @@ from ._common import (
 
 NAME = "check"
 HELP = "check the contracts and kernels statically (shapes, wiring, ISV, invariants, ABI)"
+FAST_EXIT = True  # its output is written when run() returns: the process may end without a teardown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

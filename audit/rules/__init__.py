@@ -8,7 +8,16 @@ from ._base import (
     CATEGORIES as CATEGORIES,
 )
 from ._base import (
+    CONTRACT_ONLY as CONTRACT_ONLY,
+)
+from ._base import (
+    PROBES as PROBES,
+)
+from ._base import (
     REGISTRY as REGISTRY,
+)
+from ._base import (
+    RUN_ONLY as RUN_ONLY,
 )
 from ._base import (
     CheckContext as CheckContext,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RuleNotRun as RuleNotRun
@@ -65,6 +66,28 @@ class Rule:
 
 REGISTRY: dict[str, Rule] = {}
 
+#: Categories whose rules read nothing but the contracts, the configuration, the options and
+#: :data:`PROBES` (no fact, no other file of the project): their findings are a function of those, which
+#: :mod:`audit.check_cache` keys them by. tests/test_check_cache.py holds every rule of them to it.
+CONTRACT_ONLY = ("schema", "wiring", "isv", "invariants")
+
+#: What a rule of :data:`CONTRACT_ONLY` may ask of the project's files: kind -> function of (the
+#: resolved root, the configuration, an argument such as a kernel's source path) whose answer (a string,
+#: a boolean or None) is all the rule uses. Registered with :func:`probe`.
+PROBES: dict[str, Callable[[Path, Config | None, str], Any]] = {}
+
+
+def probe(kind: str) -> Callable:
+    """Register the decorated function as the probe ``kind`` (see :data:`PROBES`)."""
+
+    def register(fn: Callable[[Path, Config | None, str], Any]) -> Callable:
+        if kind in PROBES:
+            raise ValueError(f"probe {kind} registered twice")
+        PROBES[kind] = fn
+        return fn
+
+    return register
+
 
 def rule(id: str, purpose: str, category: str, severity: Severity = Severity.ERROR) -> Callable:
     """Register the decorated check function as a rule."""
@@ -92,12 +115,22 @@ class CheckContext:
     providers: dict[str, Callable[[CheckContext], Any]] = field(default_factory=dict)
     # files several rules read within one check (the PTX of a compiled source), by path
     texts: dict[Any, str] = field(default_factory=dict)
+    # (probe kind, argument) -> answer: what the rules asked of the project's files (see :func:`probe`)
+    probes: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @functools.cached_property
     def wiring(self) -> Wiring:
         from ..graph import Wiring
 
         return Wiring.of(self.cs)
+
+    def probe(self, kind: str, arg: str) -> Any:
+        """The answer of the probe ``kind`` (see :data:`PROBES`) for ``arg``, asked once per check and
+        recorded, so that a cached result can be re-validated by asking again (:mod:`audit.check_cache`)."""
+        key = (kind, arg)
+        if key not in self.probes:
+            self.probes[key] = PROBES[kind](self.cs.root, self.config, arg)
+        return self.probes[key]
 
     def fact(self, name: str) -> Any:
         """A gathered fact (build results, evidence...), computed on first use by its provider."""

@@ -53,13 +53,16 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
 
 def run_rules(ctx: CheckContext, rules: Sequence[Rule]) -> CheckResult:
     """Run ``rules`` and collect findings, sorted by file, line and rule."""
+    from ..hashing import closures_memoized
     from ..load import gc_paused
 
     result = CheckResult()
     universe = _subjects(ctx.cs)
     # the suppression check judges what the others found, so it runs last
     ordered = sorted(rules, key=lambda r: r.id == UNUSED_SUPPRESSION)
-    with gc_paused():  # the wiring and the rules' facts are large, long-lived and acyclic
+    # the wiring and the rules' facts are large, long-lived and acyclic; the sources' include closures
+    # are walked once for every rule and fact of the run
+    with gc_paused(), closures_memoized():
         for r in ordered:
             if r.id == UNUSED_SUPPRESSION:
                 _suppress(ctx, result, judge=True)

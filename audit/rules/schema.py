@@ -4,15 +4,16 @@ normalises them, nothing is declared twice, dims are sane, paths stay inside the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ..dims import Expr
 from ..findings import Severity
 from ..model import HostRead, ScalarParam, TensorParam
 from ..names import changed_characters, code_point, is_identifier, nfkc_change, shown, why_not_identifier
 from ..shapes import probe_envs, value_at
-from ._base import CheckContext, Hit, rule
+from ._base import CheckContext, Hit, probe, rule
 
 INT32_MAX = 2**31 - 1
 _INT_RANGES = {
@@ -342,57 +343,54 @@ def _inside(root: Path, rel: str) -> str | None:
     return None
 
 
-def _inside_memo(root: Path) -> Callable[[str], str | None]:
-    """:func:`_inside` for one rule run: each distinct source path is resolved once (kernels share a few)."""
-    memo: dict[str, str | None] = {}
+# The three rules below are the schema rules that look at files: each asks through a probe (kernels share
+# a few sources, so each distinct path is asked once per check), which also lets a cached result be
+# re-validated by asking again.
+@probe("inside")
+def _probe_inside(root: Path, config: object, rel: str) -> str | None:
+    return _inside(root, rel)
 
-    def inside(rel: str) -> str | None:
-        if rel not in memo:
-            memo[rel] = _inside(root, rel)
-        return memo[rel]
 
-    return inside
+@probe("source_refusal")
+def _probe_source_refusal(root: Path, config: Any, rel: str) -> str | None:
+    from ..untrusted import source_refusal
+
+    dirs = [config.path(d) for d in config.include_dirs] if config else []
+    return source_refusal(root / rel, dirs, root)
+
+
+@probe("source_exists")
+def _probe_source_exists(root: Path, config: object, rel: str) -> bool:
+    from ..untrusted import refusal
+
+    # a FIFO, a folder or a link loop is SOURCE_UNSAFE's
+    return (root / rel).is_file() or refusal(root / rel, root) is not None
 
 
 @rule("PATH_OUTSIDE_ROOT", "Paths in contracts resolve inside the project root: no absolute paths, no escaping '..' or symlinks.", "schema")
 def check_paths(ctx: CheckContext) -> Iterator[Hit]:
-    inside = _inside_memo(ctx.cs.root)
     for k in ctx.cs.kernels:
-        why = inside(k.source)
+        why = ctx.probe("inside", k.source)
         if why:
             yield Hit(f'Kernel "{k.name}" source "{k.source}" {why}; sources must lie inside the project root.', k.loc.child("source"), k.name)
 
 
 @rule("SOURCE_UNSAFE", "Every kernel source and local header it includes is a bounded regular file inside the root, included by a literal relative name (the build reads nothing else).", "schema")
 def check_sources_safe(ctx: CheckContext) -> Iterator[Hit]:
-    from ..untrusted import source_refusal
-
-    root = ctx.cs.root
-    inside = _inside_memo(root)
-    dirs = [ctx.config.path(d) for d in ctx.config.include_dirs] if ctx.config else []
-    why: dict[str, str | None] = {}
     for k in ctx.cs.kernels:
-        if inside(k.source):
+        if ctx.probe("inside", k.source):
             continue
-        if k.source not in why:
-            why[k.source] = source_refusal(root / k.source, dirs, root)
-        if why[k.source]:
-            yield Hit(f'Kernel "{k.name}" source "{k.source}" {why[k.source]}; it is neither compiled nor analysed.', k.loc.child("source"), k.name)
+        why = ctx.probe("source_refusal", k.source)
+        if why:
+            yield Hit(f'Kernel "{k.name}" source "{k.source}" {why}; it is neither compiled nor analysed.', k.loc.child("source"), k.name)
 
 
 @rule("SOURCE_MISSING", "Every kernel's source file exists.", "schema")
 def check_sources_exist(ctx: CheckContext) -> Iterator[Hit]:
-    from ..untrusted import refusal
-
-    root = ctx.cs.root
-    inside = _inside_memo(root)
-    exists: dict[str, bool] = {}
     for k in ctx.cs.kernels:
-        if inside(k.source):
+        if ctx.probe("inside", k.source):
             continue
-        if k.source not in exists:  # a FIFO, a folder or a link loop is SOURCE_UNSAFE's
-            exists[k.source] = (root / k.source).is_file() or refusal(root / k.source, root) is not None
-        if not exists[k.source]:
+        if not ctx.probe("source_exists", k.source):
             yield Hit(f'Kernel "{k.name}" source "{k.source}" does not exist.', k.loc.child("source"), k.name)
 
 
