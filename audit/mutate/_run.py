@@ -181,7 +181,7 @@ def run_mutation(
     operators: Sequence[str] | None = None,
     max_mutants: int | None = None,
     jobs: int | None = None,
-    workers: int | None = None,
+    workers: int | str | None = None,
     backends: Sequence[str] = ("auto",),
     sizes: Sequence[int] = MUTATE_SIZES,
     seed: int = 0,
@@ -194,12 +194,20 @@ def run_mutation(
     baseline_stand_in: Callable[[str], Mapping[str, Any]] | None = None,
     sanitizers: Sequence[str] | None = None,
     slowdown: bool | None = None,
+    cluster: str | None = None,
 ) -> MutationRun:
     """Mutate, compile, verify and classify (see the module docstring). ``sanitizers`` are the
     compute-sanitizer passes of the survivors (default :data:`SANITIZERS` on a GPU, none with
-    ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU)."""
+    ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU).
+    ``workers`` (a count or ``"auto"``: one per GPU) spread over this machine's GPUs, or ``cluster``
+    (``"ray"``, ``"ray://HOST:PORT"``) verifies the mutants on a Ray cluster's GPUs; the results are the
+    same whatever ran where."""
     from ..api import load_project
-    from ..runtime import Variant, gpu_target, verify_many
+    from ..runtime import Variant, gpu_target, parse_cluster, parse_workers, require_ray, verify_many
+
+    workers, cluster = parse_workers(workers), parse_cluster(cluster)
+    if cluster is not None:
+        require_ray()  # before anything is compiled
 
     progress = progress or (lambda ev: None)
     t_start = time.perf_counter()
@@ -225,7 +233,7 @@ def run_mutation(
     progress({"event": "planned", "mutants": len(all_selected), "generated": sum(len(v) for v in generated.values())})
 
     if stand_in is None:
-        names, arch = gpu_target(backends, cfg)
+        names, arch = gpu_target(backends, cfg, cluster)
         t = time.perf_counter()
         builds = build_mutants(cfg, cs, all_selected, arch, jobs, progress)
         timing["compile"] = time.perf_counter() - t
@@ -280,7 +288,7 @@ def run_mutation(
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
         launch_timeout=launch_timeout, workers=workers or default_workers(), first_failure=True, jobs=jobs,
-        progress=progress, config=cfg,
+        progress=progress, config=cfg, cluster=cluster,
     )  # fmt: skip
     timing["verify"] = time.perf_counter() - t
     by_key = {o.id: o for o in outs}
@@ -311,7 +319,7 @@ def run_mutation(
             again = verify_many(
                 cfg.root, before + [by_id[m.key] for m in suspects] + after,
                 backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
-                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg,
+                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster,
             )  # fmt: skip
             alone = {o.id: o for o in again}
             kept = []
@@ -460,15 +468,25 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     kernel with a mutant checked. ``workers`` sanitizer processes run at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..runtime import verify
+    import itertools
+    import threading
+
+    from ..runtime import verify, visible_gpus
     from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
+    # on several GPUs, the sanitizer runs take them in turn (one GPU: every run shares it, unpinned)
+    gpus = visible_gpus() if backends and list(backends) != ["emulated"] else []
+    turn, turn_lock = itertools.count(), threading.Lock()
 
     def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
         key, overrides = job
+        with turn_lock:
+            n = next(turn)
+        pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
         out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
-                     sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT)  # fmt: skip
+                     sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
+                     devices=pin)  # fmt: skip
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
