@@ -1,0 +1,261 @@
+"""Scale-out of verify and mutate (issue 19): ``--workers auto|N`` pins workers to GPUs, ``--cluster ray``
+runs the units on Ray hosts, and either way the results are those of a serial run: the same JSON and
+evidence (less the clock), with a worker or host killed mid-run (emulated backend; stand-in kernels
+registered in the workers by the plugin hooks of this module and tests/data/mutate/plugins.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from audit.cli import main
+from audit.errors import UsageError
+from audit.runtime import Variant, verify, verify_many
+from audit.runtime._cluster import land, parse_cluster, ship
+from audit.runtime._placement import gpus_from_listing, parse_workers, plan_workers, usable_cores, visible_gpus
+from audit.sameness import differences, stable_view
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PLUGINS = str(HERE / "data" / "mutate")
+KILL = "WIREUP_TEST_KILL"  # a folder: the first launch of "strided_gather" writes its pids there and waits to be killed
+
+
+# -- plugin hooks (run in the workers) ----------------------------------------------------------------------
+
+
+def register_nothing(backend):
+    pass
+
+
+def register_pinned(backend):
+    """Records the GPU each worker was pinned to, once per launch of "strided_gather"."""
+
+    def kernel(launch):
+        with open(os.environ["WIREUP_TEST_PINS"], "a") as fh:
+            fh.write(os.environ.get("CUDA_VISIBLE_DEVICES", "-") + "\n")
+        launch.default()
+
+    backend.register("strided_gather", kernel)
+
+
+def killed_once(backend):
+    """"strided_gather" computes its reference; its very first launch (of any worker) first records the
+    worker's pid and its parent's, then waits to be killed from outside."""
+
+    def kernel(launch):
+        folder = Path(os.environ[KILL])
+        try:
+            fd = os.open(folder / "claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return launch.default()
+        os.close(fd)
+        (folder / "pids.tmp").write_text(f"{os.getpid()} {os.getppid()}")
+        os.replace(folder / "pids.tmp", folder / "pids")
+        time.sleep(120)  # killed long before
+        return launch.default()
+
+    backend.register("strided_gather", kernel)
+
+
+# -- placement -------------------------------------------------------------------------------------------------
+
+LISTING = """GPU 0: NVIDIA H200 (UUID: GPU-aaaa)
+GPU 1: NVIDIA H200 (UUID: GPU-bbbb)
+  MIG 3g.71gb     Device  0: (UUID: MIG-b0)
+  MIG 3g.71gb     Device  1: (UUID: MIG-b1)
+GPU 2: NVIDIA H200 (UUID: GPU-cccc)
+"""
+
+
+def test_gpus_are_found_without_cuda_by_uuid_or_mig_instance():
+    assert gpus_from_listing(LISTING) == ["GPU-aaaa", "MIG-b0", "MIG-b1", "GPU-cccc"]
+    assert visible_gpus({}, run=lambda argv: LISTING if argv == ["nvidia-smi", "-L"] else None) == ["GPU-aaaa", "MIG-b0", "MIG-b1", "GPU-cccc"]
+    assert visible_gpus({}, run=lambda argv: None) == []  # no nvidia-smi: nothing known
+    # CUDA_VISIBLE_DEVICES wins, and hides what follows an invalid entry as CUDA does
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 0"}, run=lambda argv: LISTING) == ["2", "0"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1,-1,3"}) == ["1"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+def test_workers_are_spread_over_the_gpus_and_share_one():
+    two = ["GPU-a", "GPU-b"]
+    assert plan_workers("auto", emulated=False, gpus=two).devices == ["GPU-a", "GPU-b"]
+    assert plan_workers(5, emulated=False, gpus=two).devices == ["GPU-a", "GPU-b", "GPU-a", "GPU-b", "GPU-a"]
+    assert plan_workers(4, emulated=False, gpus=["GPU-a"]).devices == [None] * 4  # N workers sharing one GPU, as before
+    assert plan_workers("auto", emulated=False, gpus=[]).devices == [None]  # the GPU nvidia-smi could not list
+    assert plan_workers(None, emulated=False, gpus=two, default=3).devices == ["GPU-a", "GPU-b", "GPU-a"]
+    assert plan_workers("auto", emulated=True).devices == [None] * usable_cores()
+    assert plan_workers("auto", emulated=True, gpus=two).gpus == []  # the emulated backend pins nothing
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "many", "1.5", ""])
+def test_a_bad_worker_count_is_a_usage_error(bad):
+    with pytest.raises(UsageError, match=rf'^--workers takes "auto" or a positive number of workers, found "{bad}"\.$'):
+        parse_workers(bad)
+    assert parse_workers("AUTO") == "auto" and parse_workers("3") == 3 and parse_workers(None) is None
+
+
+@pytest.mark.parametrize("bad", ["spark", "ray:", "ray://", "RAY"])
+def test_a_bad_cluster_is_a_usage_error(bad):
+    with pytest.raises(UsageError, match=rf'^--cluster takes "ray" or "ray://HOST:PORT", found "{bad}"\.$'):
+        parse_cluster(bad)
+    assert parse_cluster("ray") == "ray" and parse_cluster("ray://head:10001") == "ray://head:10001"
+
+
+@pytest.mark.parametrize("command", [["verify", "--emulated"], ["mutate", "strided_gather", "--stand-in", "x:y"]])
+def test_cluster_ray_without_ray_exits_2_with_one_sentence(request, monkeypatch, capsys, command):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    assert main([*command, "--cluster", "ray", "--root", str(request.config.rootpath)]) == 2
+    assert capsys.readouterr().err == "error: --cluster ray needs Ray, which is not installed; install it with: pip install 'wireup-audit[cluster]'.\n"
+
+
+def test_a_bad_workers_flag_exits_2(request, capsys):
+    assert main(["verify", "--emulated", "--workers", "0", "--root", str(request.config.rootpath)]) == 2
+    assert capsys.readouterr().err == 'error: --workers takes "auto" or a positive number of workers, found "0".\n'
+    assert main(["mutate", "strided_gather", "--workers", "lots", "--root", str(request.config.rootpath)]) == 2
+    assert capsys.readouterr().err == 'error: --workers takes "auto" or a positive number of workers, found "lots".\n'
+
+
+def test_each_worker_sees_only_its_gpu(request, tmp_path, monkeypatch):
+    pins = tmp_path / "pins"
+    monkeypatch.setenv("WIREUP_TEST_PINS", str(pins))
+    events = []
+    variants = [Variant(f"v{i}", ("strided_gather",), plugins=("test_scaleout:register_pinned",)) for i in range(4)]
+    outs = verify_many(REPO, variants, backends=["emulated"], sizes=[1], devices=["GPU-a", "GPU-b"], python_paths=[str(HERE)],
+                       progress=events.append)  # fmt: skip
+    assert [o.failed_rules for o in outs] == [[]] * 4
+    seen = pins.read_text().split()
+    assert set(seen) == {"GPU-a", "GPU-b"}  # two slots, each pinned to its GPU; nothing unpinned
+    (ev,) = [e for e in events if e["event"] == "workers"]
+    assert ev["devices"] == ["GPU-a", "GPU-b"] and ev["count"] == 2
+
+
+# -- cubins are built once and shipped -------------------------------------------------------------------------
+
+
+def test_cubins_ship_by_content_and_land_once(tmp_path):
+    a, b = tmp_path / "a.cubin", tmp_path / "b.cubin"
+    a.write_bytes(b"cubin A")
+    b.write_bytes(b"cubin B")
+    job = {"base": {"modules": {"k1": {"cubin": str(a), "symbol": "k1"}, "k2": {"error": "failed"}}, "helper_cubin": str(b)},
+           "units": [{"id": "m", "modules": {"k1": {"cubin": str(b), "symbol": "k1"}}}, {"id": "n"}]}  # fmt: skip
+    shipped, blobs = ship(job)
+    assert sorted(blobs.values()) == [b"cubin A", b"cubin B"]  # two files, each read once
+    assert job["base"]["modules"]["k1"] == {"cubin": str(a), "symbol": "k1"}  # the caller's job is left alone
+    folder = tmp_path / "node" / "shipped"
+    landed = land(shipped, blobs, folder)
+    paths = [landed["base"]["modules"]["k1"]["cubin"], landed["base"]["helper_cubin"], landed["units"][0]["modules"]["k1"]["cubin"]]
+    assert [Path(p).read_bytes() for p in paths] == [b"cubin A", b"cubin B", b"cubin B"]
+    assert all(Path(p).parent == folder and Path(p).stem in blobs for p in paths) and paths[1] == paths[2]
+    assert "cubin_sha256" not in json.dumps(landed) and landed["base"]["modules"]["k2"] == {"error": "failed"}
+    damaged = {sha: data + b"!" for sha, data in blobs.items()}
+    from audit.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem, match="does not match its hash"):
+        land(shipped, damaged, tmp_path / "other")
+    assert land(shipped, damaged, folder) == landed  # already there: kept, not written again
+
+
+# -- the same results whatever the sharding --------------------------------------------------------------------
+
+SUBJECTS = {"kernels": ["strided_gather", "trade_outcome_label", "aux_trunk_forward", "aux_next_bar_forward"], "schedules": ["aux_heads_forward"]}
+
+
+def _verify_docs(root, tmp, **kw):
+    from audit.printers import render
+    from audit.runtime.report import verify_json
+
+    out = verify(root, **SUBJECTS, emulated={}, plugins=["test_scaleout:register_nothing"], python_paths=[str(HERE)], sizes=(1, 37),
+                 chain_sizes=(37,), evidence_dir=tmp, timeout=120, **kw)  # fmt: skip
+    doc = json.loads(verify_json(render(out.result, "json", tool="wireup verify"), out))
+    doc["verify"]["evidence"] = [Path(p).relative_to(tmp).as_posix() for p in doc["verify"]["evidence"]]
+    evidence = {p.relative_to(tmp).as_posix(): json.loads(p.read_text()) for p in sorted(Path(tmp).rglob("*.json"))}
+    return doc, evidence
+
+
+def test_verify_gives_the_same_json_and_evidence_whatever_the_worker_count(request, tmp_path):
+    serial, serial_ev = _verify_docs(request.config.rootpath, tmp_path / "one", workers=1)
+    events = []
+    spread, spread_ev = _verify_docs(request.config.rootpath, tmp_path / "three", workers=3, progress=events.append)
+    assert {e["worker"] for e in events if e["event"] == "unit_done"} == {0, 1, 2}  # it was sharded
+    assert differences(serial, spread) == []
+    assert sorted(serial_ev) == sorted(spread_ev) and len(serial_ev) == 5
+    assert [differences(serial_ev[n], spread_ev[n]) for n in serial_ev] == [[]] * 5
+    # what differs is only the clock: the views are not empty, and a changed verdict would show
+    assert stable_view(serial_ev[next(n for n in serial_ev if "strided_gather" in n)])["verdict"] == "pass"
+    assert differences({"checks": [{"verdict": "pass", "duration_s": 1}]}, {"checks": [{"verdict": "fail", "duration_s": 2}]}) == ["checks[0].verdict: 'pass' != 'fail'"]
+
+
+MIX = ["wrong", "equivalent", "illegal_address", "pid", "past_the_end", "segfault", "equivalent", "wrong"]
+
+
+def _variants(plugin_of=lambda n: f"plugins:{n}"):
+    return [Variant(f"{n}-{i}", ("strided_gather",), plugins=(plugin_of(n),)) for i, n in enumerate(MIX)]
+
+
+def _view(outs):
+    """What a mutation run takes from each variant, less the clock: its verdict, findings and records."""
+    return [{"id": o.id, "error": o.error, "failed": o.failed_rules, "findings": [f.message for f in o.outcome.result.findings],
+             "results": [stable_view(r.to_dict()) for r in o.outcome.run.results]} for o in outs]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def serial_mix(tmp_path_factory):
+    return _view(verify_many(REPO, _variants(), backends=["emulated"], sizes=[1, 37], first_failure=True, workers=1, timeout=60,
+                             python_paths=[PLUGINS]))  # fmt: skip
+
+
+def test_verify_many_gives_the_same_outcomes_whatever_the_worker_count(serial_mix):
+    assert [v["failed"] for v in serial_mix] == [
+        ["VERIFY_REFERENCE"], [], ["VERIFY_LAUNCH_ERROR"], [], ["VERIFY_OUT_OF_BOUNDS"], ["VERIFY_LAUNCH_ERROR"], [], ["VERIFY_REFERENCE"],
+    ]  # fmt: skip
+    events = []
+    spread = verify_many(REPO, _variants(), backends=["emulated"], sizes=[1, 37], first_failure=True, workers=3, timeout=60,
+                         python_paths=[PLUGINS], progress=events.append)  # fmt: skip
+    assert differences(serial_mix, _view(spread)) == []
+    done = [e["variant"] for e in events if e["event"] == "variant_done"]
+    assert sorted(done) == sorted(v["id"] for v in serial_mix)  # each reported once
+
+
+def _kill_when_claimed(folder: Path, which: int, got: list[int]) -> threading.Thread:
+    """A thread that SIGKILLs the first pid (0: the worker; 1: its parent, a Ray host) the plugin records."""
+
+    def watch():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (folder / "pids").is_file():
+                pid = int((folder / "pids").read_text().split()[which])
+                got.append(pid)
+                os.kill(pid, signal.SIGKILL)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_worker_killed_mid_run_costs_nothing(serial_mix, tmp_path, monkeypatch):
+    monkeypatch.setenv(KILL, str(tmp_path))
+    killed: list[int] = []
+    watcher = _kill_when_claimed(tmp_path, 0, killed)
+    events = []
+    # every "equivalent" and "pid" variant's first launch may be the one that waits to be killed
+    plugin_of = lambda n: "test_scaleout:killed_once" if n == "equivalent" else f"plugins:{n}"  # noqa: E731
+    outs = verify_many(REPO, _variants(plugin_of), backends=["emulated"], sizes=[1, 37], first_failure=True, workers=2, timeout=60,
+                       python_paths=[PLUGINS, str(HERE)], progress=events.append)  # fmt: skip
+    watcher.join(5)
+    assert killed, "no worker reached the launch that waits to be killed"
+    assert differences(serial_mix, _view(outs)) == []
+    lost = [e for e in events if e["event"] == "lost"]
+    assert len(lost) == 1 and lost[0]["what"].startswith("signal 9 during strided_gather B=1")
+    done = [e["variant"] for e in events if e["event"] == "variant_done"]
+    assert sorted(done) == sorted(v["id"] for v in serial_mix)  # the killed one once, after its re-run
