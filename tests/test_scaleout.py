@@ -259,3 +259,62 @@ def test_a_worker_killed_mid_run_costs_nothing(serial_mix, tmp_path, monkeypatch
     assert len(lost) == 1 and lost[0]["what"].startswith("signal 9 during strided_gather B=1")
     done = [e["variant"] for e in events if e["event"] == "variant_done"]
     assert sorted(done) == sorted(v["id"] for v in serial_mix)  # the killed one once, after its re-run
+
+
+# -- on Ray (a local Ray instance of two CPUs: the emulated backend takes one CPU per host) ------------------------
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    import ray
+
+    folder = tmp_path_factory.mktemp("ray-kill")
+    # the hosts' processes inherit the environment Ray starts with: the kill folder must be set before
+    saved = {k: os.environ.get(k) for k in (KILL, "RAY_USAGE_STATS_ENABLED")}
+    os.environ[KILL], os.environ["RAY_USAGE_STATS_ENABLED"] = str(folder), "0"
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield folder
+    finally:
+        ray.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_verify_many_on_ray_gives_the_serial_outcomes(local_ray, serial_mix):
+    events = []
+    outs = verify_many(REPO, _variants(), backends=["emulated"], sizes=[1, 37], first_failure=True, workers="auto", timeout=60,
+                       python_paths=[PLUGINS], cluster="ray", progress=events.append)  # fmt: skip
+    assert differences(serial_mix, _view(outs)) == []
+    assert {e["worker"] for e in events if e["event"] == "variant_done"} == {0, 1}  # two hosts, one per CPU
+    assert sorted(e["variant"] for e in events if e["event"] == "variant_done") == sorted(v["id"] for v in serial_mix)
+    assert any(e["event"] == "subject_done" for e in events)  # the hosts' own progress reaches the driver
+
+
+def test_a_ray_host_killed_mid_run_costs_nothing(local_ray, serial_mix):
+    for f in local_ray.iterdir():
+        f.unlink()
+    killed: list[int] = []
+    watcher = _kill_when_claimed(local_ray, 1, killed)  # the worker's parent: the Ray host's process
+    events = []
+    plugin_of = lambda n: "test_scaleout:killed_once" if n == "equivalent" else f"plugins:{n}"  # noqa: E731
+    outs = verify_many(REPO, _variants(plugin_of), backends=["emulated"], sizes=[1, 37], first_failure=True, workers=2, timeout=60,
+                       python_paths=[PLUGINS, str(HERE)], cluster="ray", progress=events.append)  # fmt: skip
+    watcher.join(5)
+    assert killed, "no host reached the launch that waits to be killed"
+    assert differences(serial_mix, _view(outs)) == []
+    lost = [e for e in events if e["event"] == "lost"]
+    assert len(lost) == 1 and lost[0]["what"].startswith("its Ray host was lost (")
+    assert sorted(e["variant"] for e in events if e["event"] == "variant_done") == sorted(v["id"] for v in serial_mix)
+
+
+def test_verify_on_the_command_line_with_cluster_ray_prints_what_a_serial_run_prints(local_ray, request, tmp_path, capsys):
+    args = ["verify", "--emulated", "--root", str(request.config.rootpath), "--kernel", "strided_gather", "--kernel", "trade_outcome_label",
+            "--schedule", "aux_heads_forward", "--sizes", "1,37", "--chain-sizes", "37", "--format", "json"]  # fmt: skip
+    assert main([*args, "--output", str(tmp_path / "serial.json")]) == 0
+    assert main([*args, "--output", str(tmp_path / "ray.json"), "--cluster", "ray", "--workers", "2"]) == 0
+    serial, spread = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("serial", "ray"))
+    assert differences(serial, spread) == [] and len(serial["verify"]["subjects"]) == 3

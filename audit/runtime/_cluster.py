@@ -283,6 +283,11 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
             _finish(out, units, i, got["outcome"] or UnitOutcome(error="the host never reported it"), h, progress)
             idle.append(h)
     finally:
+        # each host ends its worker and removes its job folder, then goes; a host that does not answer is killed
+        try:
+            ray.wait([h.close.remote() for h in hosts], num_returns=len(hosts), timeout=30.0)
+        except Exception:  # noqa: BLE001 - a host already gone
+            pass
         for host in hosts:
             try:
                 ray.kill(host)

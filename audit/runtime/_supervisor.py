@@ -261,8 +261,10 @@ class _Supervision:
 
     def close(self) -> None:
         """End every worker and remove the job file and the workers' stderr (what mattered is in the records)."""
-        self.stopping = True  # leaving early (Ctrl-C, SIGTERM): no new units, no worker left behind
-        for w in list(self.live):
+        with self.lock:  # under the lock: no slot starts a worker after this (start() checks stopping)
+            self.stopping = True  # leaving early (Ctrl-C, SIGTERM): no new units, no worker left behind
+            live = list(self.live)
+        for w in live:
             w.stop(kill=True)
         self.kept.clear()
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -272,8 +274,12 @@ class _Supervision:
         return self.devices[slot % len(self.devices)] if self.devices else None
 
     # -- workers of a slot --------------------------------------------------------------------------------
-    def start(self, slot: int) -> _Worker:
+    def start(self, slot: int) -> _Worker | None:
+        """A new worker for ``slot``; None once the supervision is closing (a unit re-queued after its
+        worker was killed by the supervisor's own signal handler must not start another)."""
         with self.lock:
+            if self.stopping:
+                return None
             self.spawned += 1
             n = self.spawned
         prefix, log = self.wrapper(n) if self.wrapper else ([], None)
@@ -283,13 +289,17 @@ class _Supervision:
         err = self.tmp / f"worker-{slot}-{n}.stderr"
         dev = self.device(slot)
         pin = {"CUDA_VISIBLE_DEVICES": dev} if dev is not None else None
-        worker = _Worker(spawn_worker(self.job_file, err, self.job["base"]["root"], prefix, pin), err)
-        self.live.add(worker)
+        with self.lock:
+            if self.stopping:
+                return None
+            worker = _Worker(spawn_worker(self.job_file, err, self.job["base"]["root"], prefix, pin), err)
+            self.live.add(worker)
         return worker
 
     def retire(self, worker: _Worker, kill: bool) -> None:
         worker.stop(kill=kill)
-        self.live.discard(worker)
+        with self.lock:
+            self.live.discard(worker)
         for ev in worker.leftover():
             self.absorb(ev)
 
@@ -329,6 +339,8 @@ class _Supervision:
                 break
             if worker is None:
                 worker = self.start(slot)
+                if worker is None:
+                    break
             unit = self.units[i]
             self.progress({"event": "unit_start", "unit": unit["id"], "worker": slot})
             t0 = time.perf_counter()
