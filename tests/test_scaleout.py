@@ -318,3 +318,23 @@ def test_verify_on_the_command_line_with_cluster_ray_prints_what_a_serial_run_pr
     assert main([*args, "--output", str(tmp_path / "ray.json"), "--cluster", "ray", "--workers", "2"]) == 0
     serial, spread = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("serial", "ray"))
     assert differences(serial, spread) == [] and len(serial["verify"]["subjects"]) == 3
+
+
+def test_the_comparison_script_sees_the_work_and_not_the_clock(tmp_path, capsys):
+    sys.path.insert(0, str(HERE / "gpu"))
+    try:
+        from compare_runs import main as compare_main
+    finally:
+        sys.path.remove(str(HERE / "gpu"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, date, status in ((a, "2026-12-04T10:00:00+00:00", "caught"), (b, "2026-12-04T11:00:00+00:00", "caught")):
+        folder.mkdir()
+        (folder / "k.json").write_text(json.dumps({"date": date, "results": [{"id": "aor:1", "status": status}], "timing": {"wall": 1.0}}))
+    assert compare_main([str(a), str(b)]) == 0
+    assert capsys.readouterr().out == "identical: 1 file(s), the clock aside\n"
+    (b / "k.json").write_text(json.dumps({"date": "x", "results": [{"id": "aor:1", "status": "survived"}]}))
+    (b / "extra.json").write_text("{}")
+    assert compare_main([str(a), str(b)]) == 1
+    assert capsys.readouterr().out == f"extra.json: only in {b}\nk.json: results[0].status: 'caught' != 'survived'\n"
+    assert compare_main([str(a / "k.json"), str(b / "k.json")]) == 1
+    assert compare_main([str(a), str(tmp_path / "missing")]) == 2
