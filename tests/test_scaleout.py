@@ -6,6 +6,7 @@ registered in the workers by the plugin hooks of this module and tests/data/muta
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import sys
@@ -338,3 +339,58 @@ def test_the_comparison_script_sees_the_work_and_not_the_clock(tmp_path, capsys)
     assert capsys.readouterr().out == f"extra.json: only in {b}\nk.json: results[0].status: 'caught' != 'survived'\n"
     assert compare_main([str(a / "k.json"), str(b / "k.json")]) == 1
     assert compare_main([str(a), str(tmp_path / "missing")]) == 2
+
+
+def register_device_of_pin(backend):
+    """The emulated device is named after the GPU the worker was pinned to: two pins, two models."""
+    info = backend.device_info()
+    pin = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+    backend.device_info = lambda: {**info, "name": f"emulated on {pin}"}
+
+
+def test_workers_on_gpus_of_different_models_are_refused(request):
+    from audit.errors import EnvironmentProblem
+
+    with pytest.raises(EnvironmentProblem) as err:
+        verify(request.config.rootpath, kernels=["strided_gather", "trade_outcome_label"], emulated={}, plugins=["test_scaleout:register_device_of_pin"],
+               python_paths=[str(HERE)], sizes=(1,), evidence=False, devices=["GPU-a", "GPU-b"])  # fmt: skip
+    assert re.fullmatch(
+        r"wireup's workers run on GPUs of different models \(\"emulated on GPU-[ab]\", compute capability 0.0, and \"emulated on GPU-[ab]\", 0.0\): "
+        r"an evidence record names one device, so a run uses GPUs of one model \(choose them with CUDA_VISIBLE_DEVICES\)\.", str(err.value)
+    ), str(err.value)
+
+
+# -- wireup mutate: the same result files whatever the sharding ----------------------------------------------------
+
+DATE = re.compile(r'"date": "[^"]*"')
+
+
+def _mutate_files(request, folder, *flags, stand_in="stand_in:by_operator_in_workers"):
+    data = str(HERE / "data" / "mutate")
+    sys.path.insert(0, data)
+    try:
+        code = main(["mutate", "--root", str(request.config.rootpath), "strided_gather", "trade_outcome_label", "--stand-in", stand_in,
+                     "--sizes", "1,37", "--output-dir", str(folder), *flags])  # fmt: skip
+    finally:
+        sys.path.remove(data)
+    assert code == 1  # a survivor without an equivalence record
+    return {p.name: DATE.sub('"date": ""', p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def test_mutate_writes_the_same_results_whatever_the_workers(request, tmp_path, capsys):
+    serial = _mutate_files(request, tmp_path / "serial", "--workers", "1")
+    in_process = _mutate_files(request, tmp_path / "in-process", stand_in="stand_in:by_operator")
+    three = _mutate_files(request, tmp_path / "three", "--workers", "3")
+    err = capsys.readouterr().err
+    assert sorted(serial) == ["strided_gather.json", "trade_outcome_label.json"]
+    assert serial == in_process == three  # byte for byte, the date aside
+    assert re.search(r"verify   \[\d+/\d+\] \S+  caught by VERIFY_REFERENCE  \(\d+\.\d s\) on worker 2\n", err)
+
+
+def test_mutate_on_ray_writes_the_serial_results(local_ray, request, tmp_path, capsys):
+    serial = _mutate_files(request, tmp_path / "serial", "--workers", "1")
+    capsys.readouterr()
+    assert _mutate_files(request, tmp_path / "ray", "--cluster", "ray", "--workers", "2") == serial
+    err = capsys.readouterr().err
+    assert "workers  2 Ray host(s), one CPU each\n" in err  # the emulated backend: one CPU per host
+    assert re.search(r"verify   \[\d+/\d+\] \S+  .* on worker 1 \(ray:1\)\n", err)

@@ -85,6 +85,19 @@ def _load_callable(spec: str) -> Any:
         raise UsageError(f'--stand-in "{spec}" cannot be imported ({exc}).') from None
 
 
+def _import_root(spec: str) -> list[str]:
+    """The folder that makes ``spec``'s module importable (for the workers: a stand-in may name plugins
+    that load in them)."""
+    import importlib
+
+    module = spec.partition(":")[0]
+    path = getattr(importlib.import_module(module), "__file__", None)
+    if not path:
+        return []
+    depth = module.count(".") + (1 if Path(path).name == "__init__.py" else 0)
+    return [str(Path(path).resolve().parents[depth])]
+
+
 class MutateProgress:
     """Progress on ``stream``: the plan, compile counts, one line per verified mutant."""
 
@@ -106,8 +119,8 @@ class MutateProgress:
         kind = ev.get("event")
         if kind == "workers":
             self.devices = list(ev.get("devices") or [None])
-            if len(self.devices) > 1:
-                self.write(f"workers  {describe_workers(self.devices)}")
+            if len(self.devices) > 1 or ev.get("cluster"):
+                self.write(f"workers  {describe_workers(self.devices, ev)}")
         elif kind == "lost":
             self.write(f"lost     {ev['variant']}{worker_tag(ev, self.devices)} ({ev.get('what')}): it runs again on a fresh worker")
         elif kind == "planned":
@@ -196,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
             backends=[args.backend], sizes=sizes or MUTATE_SIZES, seed=args.seed, launch_timeout=args.timeout, sanitizers=sanitizers,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
             progress=MutateProgress(sys.stderr), config=cfg, baseline_stand_in=baseline_stand_in,
+            python_paths=_import_root(args.stand_in) if args.stand_in else (),
         )  # fmt: skip
     except EnvironmentProblem as exc:
         raise EnvironmentProblem(str(exc).replace("wireup verify", "wireup mutate", 1)) from None

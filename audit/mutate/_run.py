@@ -34,7 +34,8 @@
 ``stand_in`` replaces steps 2-4's code with emulated Python kernels, one mapping per mutant, for CPU
 tests of the accounting: no compiler, no GPU, no static checks, no sanitizer (``baseline_stand_in`` maps
 a kernel name to the baseline's stand-ins; by default the baseline runs the emulated reference and
-passes).
+passes). A stand-in may instead be a ``module:function`` plugin (found on ``python_paths``) that registers
+the kernels in a worker process: such runs use ``workers`` and ``cluster`` like a GPU run.
 
 >>> run = run_mutation(Path("."), ["strided_gather"], jobs=16, workers=4)    # doctest: +SKIP
 >>> run.kernels[0].caught, run.kernels[0].mutants                          # doctest: +SKIP
@@ -188,13 +189,14 @@ def run_mutation(
     launch_timeout: float = DEFAULT_LAUNCH_TIMEOUT,
     timeout: float | None = None,
     equivalent_file: Path | None = None,
-    stand_in: Callable[[Mutant], Mapping[str, Any]] | None = None,
+    stand_in: Callable[[Mutant], Mapping[str, Any] | str] | None = None,
     progress: Progress | None = None,
     config: Any = None,
-    baseline_stand_in: Callable[[str], Mapping[str, Any]] | None = None,
+    baseline_stand_in: Callable[[str], Mapping[str, Any] | str] | None = None,
     sanitizers: Sequence[str] | None = None,
     slowdown: bool | None = None,
     cluster: str | None = None,
+    python_paths: Sequence[str] = (),
 ) -> MutationRun:
     """Mutate, compile, verify and classify (see the module docstring). ``sanitizers`` are the
     compute-sanitizer passes of the survivors (default :data:`SANITIZERS` on a GPU, none with
@@ -265,10 +267,7 @@ def run_mutation(
     # interleave the kernels so the heavy ones do not all queue at the end
     order = [m for group in _round_robin(list(selected.values())) for m in group]
     to_run = [m for m in order if statuses[m.key] == "compiled" and m.key not in static]
-    variants = [
-        Variant(m.key, m.kernels, paths.get(m.key, {}), stand_in(m) if stand_in else None)
-        for m in to_run
-    ]  # fmt: skip
+    variants = [_stand_in_variant(m.key, m.kernels, paths.get(m.key, {}), stand_in(m) if stand_in else None) for m in to_run]
     # the unmutated copy of every kernel, verified in the same call with the same settings (a check that
     # fails without any mutation would "catch" every mutant), and first, on workers no mutant has used
     originals: dict[str, dict[str, Path]] = {}
@@ -279,7 +278,7 @@ def run_mutation(
             originals[name] = dict(originals_built[name].overrides)
         elif stand_in is None and (copy := mutant_dir(cfg, name) / "original.cu").is_file():
             originals[name] = {name: copy}
-        baseline_variants.append(Variant(
+        baseline_variants.append(_stand_in_variant(
             f"{name}/{BASELINE}", judged, originals.get(name, {}),
             (baseline_stand_in(name) if baseline_stand_in else {}) if stand_in else None,
         ))  # fmt: skip
@@ -288,7 +287,7 @@ def run_mutation(
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
         launch_timeout=launch_timeout, workers=workers or default_workers(), first_failure=True, jobs=jobs,
-        progress=progress, config=cfg, cluster=cluster,
+        progress=progress, config=cfg, cluster=cluster, python_paths=python_paths,
     )  # fmt: skip
     timing["verify"] = time.perf_counter() - t
     by_key = {o.id: o for o in outs}
@@ -319,7 +318,7 @@ def run_mutation(
             again = verify_many(
                 cfg.root, before + [by_id[m.key] for m in suspects] + after,
                 backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
-                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster,
+                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
             )  # fmt: skip
             alone = {o.id: o for o in again}
             kept = []
@@ -408,6 +407,16 @@ def run_mutation(
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
     return run
+
+
+def _stand_in_variant(id: str, kernels: tuple[str, ...], overrides: Mapping[str, Path], stand_in: Mapping[str, Any] | str | None) -> Any:
+    """A variant to verify; a stand-in is emulated kernels (symbol -> function, run in this process) or a
+    ``module:function`` plugin registering them in a worker, so stand-in runs can use several workers."""
+    from ..runtime import Variant
+
+    if isinstance(stand_in, str):
+        return Variant(id, kernels, overrides, None, (stand_in,))
+    return Variant(id, kernels, overrides, stand_in)
 
 
 def _baseline(o: Any) -> tuple[str, list[str]]:

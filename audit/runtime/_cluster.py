@@ -42,7 +42,7 @@ from typing import Any
 from ..errors import EnvironmentProblem, UsageError
 from ..verify_checks import LAUNCH
 from ._results import SubjectResult
-from ._supervisor import SupervisedRun, UnitOutcome, locked
+from ._supervisor import SupervisedRun, UnitOutcome, locked, mixed_devices
 
 Progress = Callable[[dict[str, Any]], None]
 MAX_LOSSES = 2  # hosts lost during one unit before it is judged (VERIFY_LAUNCH_ERROR)
@@ -234,7 +234,8 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
 
     out = SupervisedRun()
     hosts = [new_host() for _ in range(n)]
-    progress({"event": "workers", "count": n, "devices": [f"ray:{i}" for i in range(n)], "units": len(units)})
+    progress({"event": "workers", "count": n, "devices": [f"ray:{i}" for i in range(n)], "units": len(units), "cluster": "ray",
+              "each": "one CPU" if emulated else (f"{need['num_gpus']:g} GPU" if need.get("num_gpus", 1) < 1 else "one GPU")})
     pending = deque(range(len(units)))
     losses: dict[int, int] = {}
     inflight: dict[Any, tuple[int, int]] = {}
@@ -276,6 +277,9 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
             for ev in got["events"]:
                 if ev.get("event") not in ("workers", "unit_start", "unit_done"):
                     progress({**ev, "worker": h})
+            why = mixed_devices(out.environments, got["environments"])
+            if why:
+                raise EnvironmentProblem(why)
             out.environments.update(got["environments"])
             for k, v in got["timing"].items():
                 out.timing[k] = out.timing.get(k, 0.0) + float(v)

@@ -84,6 +84,21 @@ def failed_rules(results: Sequence[SubjectResult]) -> list[str]:
     return list(dict.fromkeys(c.rule for r in results for c in r.failed))
 
 
+def mixed_devices(known: Mapping[str, EnvironmentInfo], new: Mapping[str, EnvironmentInfo]) -> str:
+    """The sentence refusing a run whose workers report GPUs of different models (name or compute
+    capability) for one backend, or "": an evidence record names one device, and the cubins were built
+    for one architecture."""
+    for name, env in new.items():
+        old = known.get(name)
+        if old is None:
+            continue
+        a, b = (tuple(str(e.device.get(k, "")) for k in ("name", "compute_capability")) for e in (old, env))
+        if a != b:
+            return (f'wireup\'s workers run on GPUs of different models ("{a[0]}", compute capability {a[1]}, and "{b[0]}", {b[1]}): '
+                    "an evidence record names one device, so a run uses GPUs of one model (choose them with CUDA_VISIBLE_DEVICES).")
+    return ""
+
+
 def locked(fn: Progress) -> Progress:
     """``fn`` behind a lock: the slots report from several threads."""
     lock = threading.Lock()
@@ -307,7 +322,11 @@ class _Supervision:
         """Keep what a worker says about itself: its environment and its timing."""
         with self.lock:
             if ev.get("event") == "hello":
-                self.out.environments.update({n: EnvironmentInfo.from_dict(e) for n, e in ev.get("environments", {}).items()})
+                envs = {n: EnvironmentInfo.from_dict(e) for n, e in ev.get("environments", {}).items()}
+                why = mixed_devices(self.out.environments, envs)
+                if why:
+                    self.fatal.append(why)
+                self.out.environments.update(envs)
             elif ev.get("event") == "bye":
                 for k, v in ev.get("timing", {}).items():
                     self.out.timing[k] = self.out.timing.get(k, 0.0) + float(v)

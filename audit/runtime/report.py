@@ -13,8 +13,11 @@ from typing import Any, TextIO
 from ..verify_checks import CHAIN, REFERENCE
 
 
-def describe_workers(devices: list[str | None]) -> str:
-    """The workers of a run in words: ``4 worker(s), 2 on each of 2 GPUs (GPU-a, GPU-b)``."""
+def describe_workers(devices: list[str | None], ev: dict[str, Any] | None = None) -> str:
+    """The workers of a run in words (``devices`` of its ``workers`` event ``ev``): ``4 worker(s), 2 on each
+    of 2 GPUs (GPU-a, GPU-b)``, or ``2 Ray host(s), one GPU each``."""
+    if ev and ev.get("cluster"):
+        return f"{len(devices)} Ray host(s), {ev.get('each', 'one GPU')} each"
     pinned = [d for d in devices if d is not None]
     if not pinned:
         return f"{len(devices)} worker(s)"
@@ -50,8 +53,8 @@ class Progress:
         line = None
         if kind == "workers":
             self.devices, self.units = list(ev.get("devices") or [None]), int(ev.get("units", 0))
-            if len(self.devices) > 1:
-                line = f"workers  {describe_workers(self.devices)}"
+            if len(self.devices) > 1 or ev.get("cluster"):
+                line = f"workers  {describe_workers(self.devices, ev)}"
         elif kind == "unit_done" and len(self.devices) > 1:
             self.done += 1
             line = f"done     [{self.done}/{self.units}] {ev.get('unit')}{worker_tag(ev, self.devices)}"
