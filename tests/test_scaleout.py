@@ -384,7 +384,8 @@ def test_mutate_writes_the_same_results_whatever_the_workers(request, tmp_path, 
     err = capsys.readouterr().err
     assert sorted(serial) == ["strided_gather.json", "trade_outcome_label.json"]
     assert serial == in_process == three  # byte for byte, the date aside
-    assert re.search(r"verify   \[\d+/\d+\] \S+  caught by VERIFY_REFERENCE  \(\d+\.\d s\) on worker 2\n", err)
+    assert re.search(r"verify   \[\d+/\d+\] \S+  caught by VERIFY_REFERENCE  \(\d+\.\d s\) on worker [012]\n", err)
+    assert re.search(r"\) on worker 2\n", err)  # the third slot took a unit (each slot takes one when it starts)
 
 
 def test_mutate_on_ray_writes_the_serial_results(local_ray, request, tmp_path, capsys):
@@ -393,4 +394,6 @@ def test_mutate_on_ray_writes_the_serial_results(local_ray, request, tmp_path, c
     assert _mutate_files(request, tmp_path / "ray", "--cluster", "ray", "--workers", "2") == serial
     err = capsys.readouterr().err
     assert "workers  2 Ray host(s), one CPU each\n" in err  # the emulated backend: one CPU per host
-    assert re.search(r"verify   \[\d+/\d+\] \S+  .* on worker 1 \(ray:1\)\n", err)
+    # the first two units go to the two hosts at once; which host takes which later unit depends on timing
+    assert re.search(r"\) on worker 0 \(ray:0\)\n", err) and re.search(r"\) on worker 1 \(ray:1\)\n", err)
+    assert re.search(r"verify   \[\d+/\d+\] \S+  caught by VERIFY_REFERENCE  \(\d+\.\d s\) on worker [01] \(ray:[01]\)\n", err)
