@@ -397,3 +397,15 @@ def test_mutate_on_ray_writes_the_serial_results(local_ray, request, tmp_path, c
     # the first two units go to the two hosts at once; which host takes which later unit depends on timing
     assert re.search(r"\) on worker 0 \(ray:0\)\n", err) and re.search(r"\) on worker 1 \(ray:1\)\n", err)
     assert re.search(r"verify   \[\d+/\d+\] \S+  caught by VERIFY_REFERENCE  \(\d+\.\d s\) on worker [01] \(ray:[01]\)\n", err)
+
+
+def test_a_ray_host_that_cannot_start_is_an_environment_error(local_ray, tmp_path):
+    from audit.errors import EnvironmentProblem
+    from audit.runtime._cluster import supervise_on_ray
+
+    (tmp_path / "k.cubin").write_bytes(b"cubin")
+    # "k2" names a cubin by a hash whose bytes were never shipped: the host cannot land it and never starts
+    modules = {"k": {"cubin": str(tmp_path / "k.cubin")}, "k2": {"cubin_sha256": "0" * 64}}
+    job = {"base": {"backends": ["emulated"], "root": str(REPO), "modules": modules}, "units": [{"id": "u", "subjects": []}]}
+    with pytest.raises(EnvironmentProblem, match=r"^a Ray host could not start \(.*KeyError.*\)\.$"):
+        supervise_on_ray(job, "ray", workers=1, timeout=30)

@@ -261,6 +261,9 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
             except ray.exceptions.RayTaskError as exc:  # wireup itself failed inside the host: an internal error
                 raise exc.as_instanceof_cause() from None
             except ray.exceptions.RayError as exc:  # the host (its process or node) is gone
+                if getattr(exc, "actor_init_failed", False):  # it never started (wireup failed in it): no unit's doing
+                    detail = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+                    raise EnvironmentProblem(f"a Ray host could not start ({detail}).") from None
                 losses[i] = losses.get(i, 0) + 1
                 what = f"its Ray host was lost ({type(exc).__name__})"
                 out.notes.append(f'{what} during "{units[i]["id"]}"; it ran again on another host')
