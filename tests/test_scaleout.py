@@ -409,3 +409,8 @@ def test_a_ray_host_that_cannot_start_is_an_environment_error(local_ray, tmp_pat
     job = {"base": {"backends": ["emulated"], "root": str(REPO), "modules": modules}, "units": [{"id": "u", "subjects": []}]}
     with pytest.raises(EnvironmentProblem, match=r"^a Ray host could not start \(.*KeyError.*\)\.$"):
         supervise_on_ray(job, "ray", workers=1, timeout=30)
+
+
+def test_sanitizer_runs_stay_on_this_machine(request, capsys):
+    assert main(["verify", "--emulated", "--sanitizer", "memcheck", "--cluster", "ray", "--root", str(request.config.rootpath)]) == 2
+    assert capsys.readouterr().err == "error: --sanitizer runs compute-sanitizer on this machine only; leave out --cluster.\n"
