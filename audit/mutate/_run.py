@@ -286,7 +286,7 @@ def run_mutation(
     t = time.perf_counter()
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
-        launch_timeout=launch_timeout, workers=workers or default_workers(), first_failure=True, jobs=jobs,
+        launch_timeout=launch_timeout, workers=workers or ("auto" if cluster else default_workers()), first_failure=True, jobs=jobs,
         progress=progress, config=cfg, cluster=cluster, python_paths=python_paths,
     )  # fmt: skip
     timing["verify"] = time.perf_counter() - t
