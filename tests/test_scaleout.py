@@ -414,3 +414,37 @@ def test_a_ray_host_that_cannot_start_is_an_environment_error(local_ray, tmp_pat
 def test_sanitizer_runs_stay_on_this_machine(request, capsys):
     assert main(["verify", "--emulated", "--sanitizer", "memcheck", "--cluster", "ray", "--root", str(request.config.rootpath)]) == 2
     assert capsys.readouterr().err == "error: --sanitizer runs compute-sanitizer on this machine only; leave out --cluster.\n"
+
+
+def test_the_report_is_the_same_whatever_the_workers(request, tmp_path, monkeypatch):
+    """The report is a view over the evidence and the mutation results: rendered from a serial run's and
+    from a sharded run's, it is the same text, byte for byte but the dates of the records."""
+    import shutil
+
+    import audit.compile
+    import audit.compile.facts
+    from audit.api import load_project, run_check
+    from audit.errors import EnvironmentProblem
+    from audit.report import ReportOptions, collect_report, render_report
+
+    def missing(*args, **kwargs):
+        raise EnvironmentProblem("nvcc is not on PATH (switched off by the test)")
+
+    monkeypatch.setattr(audit.compile, "build_kernels", missing)
+    monkeypatch.setattr(audit.compile.facts, "build_kernels", missing)
+    texts = []
+    for name, workers in (("serial", 1), ("sharded", 3)):
+        root = tmp_path / name
+        for part in ("contracts", "kernels"):
+            shutil.copytree(REPO / part, root / part)
+        shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+        cfg, _ = load_project(root)
+        verify(root, **SUBJECTS, emulated={}, plugins=["test_scaleout:register_nothing"], python_paths=[str(HERE)], sizes=(1, 37),
+               chain_sizes=(37,), evidence_dir=cfg.path(cfg.evidence), timeout=120, workers=workers)  # fmt: skip
+        _mutate_files(request, cfg.path(cfg.reports) / "mutation", "--workers", str(workers))
+        cfg, cs = load_project(root)
+        report = collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False))
+        texts.append(render_report(report, "md"))
+    assert "strided_gather" in texts[0] and "mutants caught" in texts[0]
+    dates = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d\+00:00| \d\d:\d\d( UTC)?)?")
+    assert dates.sub("DATE", texts[0]) == dates.sub("DATE", texts[1])
