@@ -385,7 +385,7 @@ def test_compiled_pipeline_drops_identical_mutants_before_verifying(tmp_path, mo
 
     cfg, _ = load_project(REPO)
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
-    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c, cluster=None: (["emulated"], c.arch))
     run = run_mutation(REPO, ["aux_trade_outcome_loss_reduce"], operators=["aor"], config=cfg, sanitizers=(), slowdown=False)
     (k,) = run.kernels
     identical = [o.mutant.id for o in k.outcomes if o.status == "identical"]
@@ -661,7 +661,7 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
 
     cfg, _ = load_project(REPO)
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
-    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c, cluster=None: (["emulated"], c.arch))
     run = run_mutation(REPO, ["aux_heads_loss_ema_update", "aux_label_scale_ema_update"], operators=["guard", "ror"], config=cfg,
                        sanitizers=(), slowdown=False, sizes=(1,))  # fmt: skip
     heads, scale = run.kernels
@@ -691,7 +691,7 @@ def test_local_uninit_read_catches_the_softmax_reads_past_k(tmp_path, monkeypatc
 
     cfg, _ = load_project(REPO)
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
-    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c, cluster=None: (["emulated"], c.arch))
     run = run_mutation(REPO, ["aux_trade_outcome_forward"], operators=["guard", "ror"], config=cfg, sanitizers=(), slowdown=False, sizes=(1,))
     (fwd,) = run.kernels
     assert fwd.baseline == "pass"

@@ -170,7 +170,7 @@ def test_compiled_pipeline_runs_header_mutants_through_the_static_checks_and_ver
 
     cfg, _ = project
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
-    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c: (["emulated"], c.arch))
+    monkeypatch.setattr(runtime, "gpu_target", lambda backends, c, cluster=None: (["emulated"], c.arch))
     seen = []
     real = _run.static_catches
     monkeypatch.setattr(_run, "static_catches", lambda c, cs, items: seen.append([(k, n, b.path.name) for k, n, b in items]) or real(c, cs, items))

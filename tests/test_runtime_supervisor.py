@@ -138,9 +138,9 @@ def test_verify_and_verify_many_start_their_workers_in_one_place(request, monkey
     started = []
     real = _supervisor.spawn_worker
 
-    def spawn(job_file, err_file, cwd, prefix=()):
+    def spawn(job_file, err_file, cwd, prefix=(), pin=None):
         started.append(job_file)
-        return real(job_file, err_file, cwd, prefix)
+        return real(job_file, err_file, cwd, prefix, pin)
 
     monkeypatch.setattr(_supervisor, "spawn_worker", spawn)
     verify(request.config.rootpath, kernels=["trade_outcome_label"], emulated={}, plugins=["test_runtime_supervisor:register_nothing"],

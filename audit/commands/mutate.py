@@ -12,6 +12,8 @@ its checks (the kernel is not scored), 2 no GPU / nvcc / package, or a bad argum
     wireup mutate --all --max-mutants 30 --build-only   # compile here (no GPU); carry the cache to the GPU
     wireup mutate --headers-only --max-mutants 20       # the shared headers' mutants, each judged by every including kernel
     wireup mutate --reclassify                      # apply equivalent.toml to reports/mutation/*.json
+    wireup mutate --all --workers auto              # one worker per GPU of this machine
+    wireup mutate --all --cluster ray://head:10001  # on the GPUs of a Ray cluster
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--build-only", action="store_true", help="compile the selected mutants into the build cache for the configured arch and exit (no GPU): carry the cache to a GPU machine, which then only verifies")
     p.add_argument("--diff", action="store_true", help="with --list: print each mutant's diff")
     p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
-    p.add_argument("--workers", type=int, metavar="N", help="verify in N worker processes sharing the GPU (default: one per 4 cores, at most 4)")
+    p.add_argument("--workers", metavar="auto|N", help="verify in N worker processes, spread over the GPUs of this machine (N on one GPU share it; auto: one per GPU; default: one per 4 cores, at most 4)")
+    p.add_argument("--cluster", metavar="ray[://HOST:PORT]", help="verify the mutants on the GPUs of a Ray cluster: ray (a local Ray, or RAY_ADDRESS) or ray://HOST:PORT (needs: pip install 'wireup-audit[cluster]')")
     p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
     p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default: those of wireup verify, 1,37,300,4096,4103,65536; the kernel's gradient check runs as well)")
     p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="compute-sanitizer passes of the survivors: memcheck (at 1,37,300,4096), racecheck (at 37,300; kernels using shared memory and lost barriers), or none (default: memcheck,racecheck)")
@@ -82,6 +85,19 @@ def _load_callable(spec: str) -> Any:
         raise UsageError(f'--stand-in "{spec}" cannot be imported ({exc}).') from None
 
 
+def _import_root(spec: str) -> list[str]:
+    """The folder that makes ``spec``'s module importable (for the workers: a stand-in may name plugins
+    that load in them)."""
+    import importlib
+
+    module = spec.partition(":")[0]
+    path = getattr(importlib.import_module(module), "__file__", None)
+    if not path:
+        return []
+    depth = module.count(".") + (1 if Path(path).name == "__init__.py" else 0)
+    return [str(Path(path).resolve().parents[depth])]
+
+
 class MutateProgress:
     """Progress on ``stream``: the plan, compile counts, one line per verified mutant."""
 
@@ -90,6 +106,7 @@ class MutateProgress:
         self.total = 0
         self.built: dict[str, int] = {}
         self.done = 0
+        self.devices: list[str | None] = [None]
         self.t0 = time.perf_counter()
 
     def write(self, line: str) -> None:
@@ -97,8 +114,16 @@ class MutateProgress:
         self.stream.flush()
 
     def __call__(self, ev: dict[str, Any]) -> None:
+        from ..runtime.report import describe_workers, worker_tag
+
         kind = ev.get("event")
-        if kind == "planned":
+        if kind == "workers":
+            self.devices = list(ev.get("devices") or [None])
+            if len(self.devices) > 1 or ev.get("cluster"):
+                self.write(f"workers  {describe_workers(self.devices, ev)}")
+        elif kind == "lost":
+            self.write(f"lost     {ev['variant']}{worker_tag(ev, self.devices)} ({ev.get('what')}): it runs again on a fresh worker")
+        elif kind == "planned":
             self.total = int(ev["mutants"])
             self.write(f"mutate   {ev['mutants']} mutant(s) selected of {ev['generated']} generated")
         elif kind == "mutant_built":
@@ -110,11 +135,12 @@ class MutateProgress:
             failed = ev.get("failed")
             if str(ev["variant"]).endswith("/baseline"):
                 verdict = "ERROR" if failed is None else ("FAILS " + ", ".join(failed) + ": not scored" if failed else "passes")
-                self.write(f"baseline {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
+                self.write(f"baseline {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
                 return
             self.done += 1
             verdict = "ERROR" if failed is None else ("caught by " + ", ".join(failed) if failed else "SURVIVED")
-            self.write(f"verify   [{self.done}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s)")
+            of = f"/{self.total}" if self.total else ""
+            self.write(f"verify   [{self.done}{of}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
         elif kind == "sanitizer":
             self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}")
         elif kind == "slowdown":
@@ -154,9 +180,13 @@ def run(args: argparse.Namespace) -> int:
         flat = [m for ms in selected.values() for m in ms]
         sys.stdout.write(render_list(flat, {k: len(v) for k, v in generated.items()}, diffs=args.diff))
         return ExitCode.CLEAN
-    for flag, value in (("--jobs", args.jobs), ("--workers", args.workers)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} takes a positive number, found {value}.")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs takes a positive number, found {args.jobs}.")
+    from ..runtime import parse_cluster, parse_workers, require_ray
+
+    workers, cluster = parse_workers(args.workers), parse_cluster(args.cluster)
+    if cluster is not None and not args.build_only:
+        require_ray()
     if args.build_only:
         from ..mutate import build_only
 
@@ -175,10 +205,11 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:
         result = run_mutation(
-            root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=args.workers,
+            root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=workers, cluster=cluster,
             backends=[args.backend], sizes=sizes or MUTATE_SIZES, seed=args.seed, launch_timeout=args.timeout, sanitizers=sanitizers,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
             progress=MutateProgress(sys.stderr), config=cfg, baseline_stand_in=baseline_stand_in,
+            python_paths=_import_root(args.stand_in) if args.stand_in else (),
         )  # fmt: skip
     except EnvironmentProblem as exc:
         raise EnvironmentProblem(str(exc).replace("wireup verify", "wireup mutate", 1)) from None

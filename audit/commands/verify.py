@@ -7,6 +7,8 @@ Exit codes: 0 every check passed, 1 a check failed, 2 no GPU / package / sanitiz
     wireup verify --kernel tail_rows_partial --sizes "B=4,T=17;B=1,T=1" --strict
     wireup verify --backend pycuda --backend cupy --format json --output verify.json
     wireup verify --sanitizer memcheck --kernel strided_gather
+    wireup verify --workers auto                  # one worker per GPU of this machine
+    wireup verify --cluster ray://head:10001      # on the GPUs of a Ray cluster
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sanitizer", choices=("memcheck", "racecheck", "initcheck", "synccheck"), help="run the verification under compute-sanitizer with this tool")
     add_output_arguments(p)
     p.add_argument("--no-evidence", action="store_true", help="write no evidence records (broken fixtures, mutants)")
+    p.add_argument("--workers", metavar="auto|N", help="verify in N worker processes, spread over the GPUs of this machine (auto: one per GPU; default 1)")
+    p.add_argument("--cluster", metavar="ray[://HOST:PORT]", help="verify on the GPUs of a Ray cluster: ray (a local Ray, or RAY_ADDRESS) or ray://HOST:PORT (needs: pip install 'wireup-audit[cluster]')")
     p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="a kernel with no progress for this long is killed (default 60)")
     p.add_argument("--replace-source", action="append", default=[], metavar="KERNEL=FILE", help="compile KERNEL from FILE instead of its contract source (no evidence is written for it)")
     p.add_argument("--emulated", action="store_true", help=argparse.SUPPRESS)
@@ -76,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         plugins=args.plugin,
         in_process=True if args.in_process else None,
         source_overrides=overrides or None,
+        workers=args.workers,
+        cluster=args.cluster,
     )
     result = outcome.result
     if args.format == "text":

@@ -34,7 +34,8 @@
 ``stand_in`` replaces steps 2-4's code with emulated Python kernels, one mapping per mutant, for CPU
 tests of the accounting: no compiler, no GPU, no static checks, no sanitizer (``baseline_stand_in`` maps
 a kernel name to the baseline's stand-ins; by default the baseline runs the emulated reference and
-passes).
+passes). A stand-in may instead be a ``module:function`` plugin (found on ``python_paths``) that registers
+the kernels in a worker process: such runs use ``workers`` and ``cluster`` like a GPU run.
 
 >>> run = run_mutation(Path("."), ["strided_gather"], jobs=16, workers=4)    # doctest: +SKIP
 >>> run.kernels[0].caught, run.kernels[0].mutants                          # doctest: +SKIP
@@ -181,25 +182,34 @@ def run_mutation(
     operators: Sequence[str] | None = None,
     max_mutants: int | None = None,
     jobs: int | None = None,
-    workers: int | None = None,
+    workers: int | str | None = None,
     backends: Sequence[str] = ("auto",),
     sizes: Sequence[int] = MUTATE_SIZES,
     seed: int = 0,
     launch_timeout: float = DEFAULT_LAUNCH_TIMEOUT,
     timeout: float | None = None,
     equivalent_file: Path | None = None,
-    stand_in: Callable[[Mutant], Mapping[str, Any]] | None = None,
+    stand_in: Callable[[Mutant], Mapping[str, Any] | str] | None = None,
     progress: Progress | None = None,
     config: Any = None,
-    baseline_stand_in: Callable[[str], Mapping[str, Any]] | None = None,
+    baseline_stand_in: Callable[[str], Mapping[str, Any] | str] | None = None,
     sanitizers: Sequence[str] | None = None,
     slowdown: bool | None = None,
+    cluster: str | None = None,
+    python_paths: Sequence[str] = (),
 ) -> MutationRun:
     """Mutate, compile, verify and classify (see the module docstring). ``sanitizers`` are the
     compute-sanitizer passes of the survivors (default :data:`SANITIZERS` on a GPU, none with
-    ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU)."""
+    ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU).
+    ``workers`` (a count or ``"auto"``: one per GPU) spread over this machine's GPUs, or ``cluster``
+    (``"ray"``, ``"ray://HOST:PORT"``) verifies the mutants on a Ray cluster's GPUs; the results are the
+    same whatever ran where."""
     from ..api import load_project
-    from ..runtime import Variant, gpu_target, verify_many
+    from ..runtime import Variant, gpu_target, parse_cluster, parse_workers, require_ray, verify_many
+
+    workers, cluster = parse_workers(workers), parse_cluster(cluster)
+    if cluster is not None:
+        require_ray()  # before anything is compiled
 
     progress = progress or (lambda ev: None)
     t_start = time.perf_counter()
@@ -225,7 +235,7 @@ def run_mutation(
     progress({"event": "planned", "mutants": len(all_selected), "generated": sum(len(v) for v in generated.values())})
 
     if stand_in is None:
-        names, arch = gpu_target(backends, cfg)
+        names, arch = gpu_target(backends, cfg, cluster)
         t = time.perf_counter()
         builds = build_mutants(cfg, cs, all_selected, arch, jobs, progress)
         timing["compile"] = time.perf_counter() - t
@@ -257,10 +267,7 @@ def run_mutation(
     # interleave the kernels so the heavy ones do not all queue at the end
     order = [m for group in _round_robin(list(selected.values())) for m in group]
     to_run = [m for m in order if statuses[m.key] == "compiled" and m.key not in static]
-    variants = [
-        Variant(m.key, m.kernels, paths.get(m.key, {}), stand_in(m) if stand_in else None)
-        for m in to_run
-    ]  # fmt: skip
+    variants = [_stand_in_variant(m.key, m.kernels, paths.get(m.key, {}), stand_in(m) if stand_in else None) for m in to_run]
     # the unmutated copy of every kernel, verified in the same call with the same settings (a check that
     # fails without any mutation would "catch" every mutant), and first, on workers no mutant has used
     originals: dict[str, dict[str, Path]] = {}
@@ -271,7 +278,7 @@ def run_mutation(
             originals[name] = dict(originals_built[name].overrides)
         elif stand_in is None and (copy := mutant_dir(cfg, name) / "original.cu").is_file():
             originals[name] = {name: copy}
-        baseline_variants.append(Variant(
+        baseline_variants.append(_stand_in_variant(
             f"{name}/{BASELINE}", judged, originals.get(name, {}),
             (baseline_stand_in(name) if baseline_stand_in else {}) if stand_in else None,
         ))  # fmt: skip
@@ -279,8 +286,8 @@ def run_mutation(
     t = time.perf_counter()
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
-        launch_timeout=launch_timeout, workers=workers or default_workers(), first_failure=True, jobs=jobs,
-        progress=progress, config=cfg,
+        launch_timeout=launch_timeout, workers=workers or ("auto" if cluster else default_workers()), first_failure=True, jobs=jobs,
+        progress=progress, config=cfg, cluster=cluster, python_paths=python_paths,
     )  # fmt: skip
     timing["verify"] = time.perf_counter() - t
     by_key = {o.id: o for o in outs}
@@ -311,7 +318,7 @@ def run_mutation(
             again = verify_many(
                 cfg.root, before + [by_id[m.key] for m in suspects] + after,
                 backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
-                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg,
+                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
             )  # fmt: skip
             alone = {o.id: o for o in again}
             kept = []
@@ -402,6 +409,16 @@ def run_mutation(
     return run
 
 
+def _stand_in_variant(id: str, kernels: tuple[str, ...], overrides: Mapping[str, Path], stand_in: Mapping[str, Any] | str | None) -> Any:
+    """A variant to verify; a stand-in is emulated kernels (symbol -> function, run in this process) or a
+    ``module:function`` plugin registering them in a worker, so stand-in runs can use several workers."""
+    from ..runtime import Variant
+
+    if isinstance(stand_in, str):
+        return Variant(id, kernels, overrides, None, (stand_in,))
+    return Variant(id, kernels, overrides, stand_in)
+
+
 def _baseline(o: Any) -> tuple[str, list[str]]:
     """("pass" | "fail" | "error", ["RULE: message", ...]) of a kernel's unmutated copy."""
     if o.error:
@@ -460,15 +477,25 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     kernel with a mutant checked. ``workers`` sanitizer processes run at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..runtime import verify
+    import itertools
+    import threading
+
+    from ..runtime import verify, visible_gpus
     from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
+    # on several GPUs, the sanitizer runs take them in turn (one GPU: every run shares it, unpinned)
+    gpus = visible_gpus() if backends and list(backends) != ["emulated"] else []
+    turn, turn_lock = itertools.count(), threading.Lock()
 
     def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
         key, overrides = job
+        with turn_lock:
+            n = next(turn)
+        pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
         out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
-                     sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT)  # fmt: skip
+                     sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
+                     devices=pin)  # fmt: skip
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]

@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import EnvironmentProblem
 from ._results import VerifyRun
 from ._session import JobSpec
-from ._supervisor import UnitOutcome, locked, run_in_process, supervise
+from ._supervisor import UnitOutcome, locked, run_in_process
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -83,29 +83,42 @@ def verify_many(
     sizes: Sequence[int] | None = None,
     timeout: float = 60.0,
     launch_timeout: float = 10.0,
-    workers: int = 1,
+    workers: int | str | None = 1,
     first_failure: bool = False,
     jobs: int | None = None,
     progress: Progress | None = None,
     in_process: bool | None = None,
     config: Any = None,
     python_paths: Sequence[str] = (),
+    cluster: str | None = None,
+    devices: Sequence[str | None] | None = None,
 ) -> list[VariantOutcome]:
     """Verify each variant's kernels (see the module docstring); one :class:`VariantOutcome` per variant,
     in order. The emulated backend (``backends=["emulated"]``) runs in this process unless a variant has
     ``plugins`` or ``in_process=False``. Raises :class:`~audit.errors.EnvironmentProblem` when there is no
-    GPU or backend, before anything is compiled."""
+    GPU or backend, before anything is compiled.
+
+    ``workers`` is a count or ``"auto"`` (one per GPU; on the emulated backend one per core), spread
+    over the GPUs (:mod:`audit.runtime._placement`; ``devices`` pins one worker to each GPU given);
+    ``cluster`` (``"ray"``, ``"ray://HOST:PORT"``) runs the variants on a Ray cluster's GPUs instead
+    (:mod:`audit.runtime._cluster`). The outcomes are the same whatever ran where."""
     from ..api import load_project
     from ._plan import DEFAULT_SIZES
     from ._verify import VerifyOutcome, build_modules, judge
 
+    from ._cluster import parse_cluster, require_ray
+    from ._placement import parse_workers, run_units
+
     progress = locked(progress or (lambda ev: None))
+    workers, cluster = parse_workers(workers), parse_cluster(cluster)
+    if cluster is not None:
+        require_ray()
     cfg, cs = load_project(root, config)
     ids = [v.id for v in variants]
     if len(set(ids)) != len(ids):
         raise ValueError("variant ids must be unique")
     emulated = "emulated" in backends
-    names, arch = (["emulated"], None) if emulated else gpu_target(backends, cfg)
+    names, arch = (["emulated"], None) if emulated else gpu_target(backends, cfg, cluster)
     sizes = [int(s) for s in (sizes if sizes is not None else DEFAULT_SIZES)]
     outs = {v.id: VariantOutcome(v.id) for v in variants}
     modules: dict[str, dict[str, dict[str, Any]]] = {}
@@ -139,15 +152,16 @@ def verify_many(
     )  # fmt: skip
     units = [{"id": v.id, "subjects": [["kernel", k] for k in v.kernels], "modules": modules[v.id], "plugins": list(v.plugins)} for v in variants]
     job = {"base": base.to_dict(), "units": units, "first_failure": bool(first_failure)}
+    parallel = cluster is not None or workers not in (None, 1) or (devices is not None and len(devices) > 1)
     if in_process is None:
-        in_process = emulated and not any(v.plugins for v in variants)
+        in_process = emulated and not any(v.plugins for v in variants) and not (parallel and not any(v.emulated for v in variants))
     say = _as_variants(progress)
     if not variants:
         run = None
     elif in_process:
         run = run_in_process(job, cs, cfg, say, [v.emulated for v in variants])
     else:
-        run = supervise(job, workers, timeout, launch_timeout, say, crash_verdict=False)
+        run = run_units(job, workers, cluster, timeout, launch_timeout, say, crash_verdict=False, devices=devices)
 
     for i, v in enumerate(variants):
         got = run.outcomes.get(i) if run is not None else None
@@ -176,14 +190,18 @@ def _as_variants(progress: Progress) -> Progress:
     return say
 
 
-def gpu_target(backends: Sequence[str], cfg: Any) -> tuple[list[str], str]:
+def gpu_target(backends: Sequence[str], cfg: Any, cluster: str | None = None) -> tuple[list[str], str]:
     """The backends to open and the SM architecture to compile for on this machine's GPU (the configured
     ``sm_90a`` where the device is an sm_90); raises :class:`EnvironmentProblem` with one sentence when
     there is no GPU or no backend package. Callers that compile before verifying (mutants) use it first.
+    With a ``cluster`` and no GPU here, the configured architecture and the backends asked for (PyCUDA
+    for ``auto``): the cluster's nodes have the GPUs.
     """
     from ._probe import probe
 
     pr = probe(list(backends))
+    if pr.reason and cluster is not None and pr.arch is None and cfg.arch:
+        return [b for b in backends if b != "auto"] or ["pycuda"], cfg.arch
     if pr.reason:
         raise EnvironmentProblem(pr.reason)
     arch = pr.arch

@@ -51,6 +51,8 @@ from ._results import EnvironmentInfo, SubjectResult
 from ._worker_lifetime import supervised_env, track, workers_die_with_supervisor
 
 STDERR_TAIL = 1500
+# a worker ended by one of these signals was killed from outside (not by its kernel): its unit runs again
+LOST = (-signal.SIGKILL, -signal.SIGTERM)
 Progress = Callable[[dict[str, Any]], None]
 Wrapper = Callable[[int], tuple[list[str], Path | None]]
 
@@ -80,6 +82,21 @@ class SupervisedRun:
 def failed_rules(results: Sequence[SubjectResult]) -> list[str]:
     """Rule IDs of the failed checks, in first-seen order (what a progress line shows)."""
     return list(dict.fromkeys(c.rule for r in results for c in r.failed))
+
+
+def mixed_devices(known: Mapping[str, EnvironmentInfo], new: Mapping[str, EnvironmentInfo]) -> str:
+    """The sentence refusing a run whose workers report GPUs of different models (name or compute
+    capability) for one backend, or "": an evidence record names one device, and the cubins were built
+    for one architecture."""
+    for name, env in new.items():
+        old = known.get(name)
+        if old is None:
+            continue
+        a, b = (tuple(str(e.device.get(k, "")) for k in ("name", "compute_capability")) for e in (old, env))
+        if a != b:
+            return (f'wireup\'s workers run on GPUs of different models ("{a[0]}", compute capability {a[1]}, and "{b[0]}", {b[1]}): '
+                    "an evidence record names one device, so a run uses GPUs of one model (choose them with CUDA_VISIBLE_DEVICES).")
+    return ""
 
 
 def locked(fn: Progress) -> Progress:
@@ -128,11 +145,12 @@ def _tail(path: Path) -> str:
     return " | ".join(lines[-6:])[-STDERR_TAIL:]
 
 
-def spawn_worker(job_file: Path, err_file: Path, cwd: str, prefix: Sequence[str] = ()) -> subprocess.Popen:
+def spawn_worker(job_file: Path, err_file: Path, cwd: str, prefix: Sequence[str] = (), pin: Mapping[str, str] | None = None) -> subprocess.Popen:
     """Start one worker process (``python -m audit.runtime._worker JOB.json``, behind ``prefix`` such as
     compute-sanitizer) in a session of its own, so that killing its process group ends everything it
-    started. The one place wireup makes a worker process."""
-    env = dict(os.environ)
+    started; ``pin`` is added to its environment (``CUDA_VISIBLE_DEVICES``: the one GPU it may see). The
+    one place wireup makes a worker process."""
+    env = {**os.environ, **dict(pin or {})}
     pkg_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -203,22 +221,29 @@ def supervise(
     wrapper: Wrapper | None = None,
     crash_verdict: bool = True,
     workdir: Path | None = None,
+    devices: Sequence[str | None] | None = None,
 ) -> SupervisedRun:
     """Run every unit of ``job`` in supervised workers (see the module docstring); ``launch_timeout``
-    defaults to ``timeout``. Progress events: the workers' own (with ``unit`` and ``worker``), and
-    ``unit_start``, ``unit_done`` (``seconds``, ``failed`` rule IDs, or None and ``error``), ``retry`` and
-    ``timeout`` (``subject``, ``what``)."""
+    defaults to ``timeout``. ``devices[slot]`` pins the workers of a slot to one GPU (a
+    ``CUDA_VISIBLE_DEVICES`` value; None: not pinned; see :mod:`audit.runtime._placement`). Progress
+    events: the workers' own (with ``unit`` and ``worker``, the slot), and ``workers`` (``count``,
+    ``devices``) first, ``unit_start``, ``unit_done`` (``seconds``, ``failed`` rule IDs, or None and
+    ``error``), ``retry``, ``lost`` (``what``) and ``timeout`` (``subject``, ``what``)."""
     state = _Supervision(job, timeout, launch_timeout if launch_timeout is not None else timeout, locked(progress or (lambda ev: None)),
-                         wrapper, crash_verdict, workdir)  # fmt: skip
-    return state.run(max(1, min(workers, len(job["units"]) or 1)))
+                         wrapper, crash_verdict, workdir, devices)  # fmt: skip
+    slots = max(1, min(workers, len(job["units"]) or 1))
+    state.progress({"event": "workers", "count": slots, "devices": [state.device(s) for s in range(slots)], "units": len(job["units"])})
+    return state.run(slots)
 
 
 class _Supervision:
     """The supervisor's shared state; :meth:`drive` runs one worker slot."""
 
     def __init__(self, job: dict[str, Any], timeout: float, launch_timeout: float, progress: Progress, wrapper: Wrapper | None,
-                 crash_verdict: bool, workdir: Path | None):  # fmt: skip
+                 crash_verdict: bool, workdir: Path | None, devices: Sequence[str | None] | None = None):  # fmt: skip
         self.job, self.units, self.backends = job, job["units"], list(job["base"]["backends"])
+        self.devices = list(devices or [])
+        self.kept: dict[int, _Worker] = {}  # a slot's worker kept between calls of drive(keep=True) (a cluster host)
         self.timeout, self.launch_timeout, self.progress = timeout, launch_timeout, progress
         self.wrapper, self.crash_verdict = wrapper, crash_verdict
         self.tmp = Path(tempfile.mkdtemp(prefix="wireup-verify-", dir=workdir))
@@ -243,17 +268,33 @@ class _Supervision:
             for t in threads:
                 t.join()
         finally:
-            self.stopping = True  # leaving early (Ctrl-C, SIGTERM): no new units, no worker left behind
-            for w in list(self.live):
-                w.stop(kill=True)
-            shutil.rmtree(self.tmp, ignore_errors=True)  # job file and worker stderr: what mattered is in the records
+            self.close()
+        self.out.notes.sort()  # the slots finish in any order: the notes of a run do not depend on it
         if self.fatal:
             raise EnvironmentProblem(self.fatal[0])
         return self.out
 
+    def close(self) -> None:
+        """End every worker and remove the job file and the workers' stderr (what mattered is in the records)."""
+        with self.lock:  # under the lock: no slot starts a worker after this (start() checks stopping)
+            self.stopping = True  # leaving early (Ctrl-C, SIGTERM): no new units, no worker left behind
+            live = list(self.live)
+        for w in live:
+            w.stop(kill=True)
+        self.kept.clear()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def device(self, slot: int) -> str | None:
+        """The GPU the workers of ``slot`` are pinned to (None: not pinned)."""
+        return self.devices[slot % len(self.devices)] if self.devices else None
+
     # -- workers of a slot --------------------------------------------------------------------------------
-    def start(self, slot: int) -> _Worker:
+    def start(self, slot: int) -> _Worker | None:
+        """A new worker for ``slot``; None once the supervision is closing (a unit re-queued after its
+        worker was killed by the supervisor's own signal handler must not start another)."""
         with self.lock:
+            if self.stopping:
+                return None
             self.spawned += 1
             n = self.spawned
         prefix, log = self.wrapper(n) if self.wrapper else ([], None)
@@ -261,13 +302,19 @@ class _Supervision:
             with self.lock:
                 self.out.sanitizer_logs.append(log)
         err = self.tmp / f"worker-{slot}-{n}.stderr"
-        worker = _Worker(spawn_worker(self.job_file, err, self.job["base"]["root"], prefix), err)
-        self.live.add(worker)
+        dev = self.device(slot)
+        pin = {"CUDA_VISIBLE_DEVICES": dev} if dev is not None else None
+        with self.lock:
+            if self.stopping:
+                return None
+            worker = _Worker(spawn_worker(self.job_file, err, self.job["base"]["root"], prefix, pin), err)
+            self.live.add(worker)
         return worker
 
     def retire(self, worker: _Worker, kill: bool) -> None:
         worker.stop(kill=kill)
-        self.live.discard(worker)
+        with self.lock:
+            self.live.discard(worker)
         for ev in worker.leftover():
             self.absorb(ev)
 
@@ -275,7 +322,11 @@ class _Supervision:
         """Keep what a worker says about itself: its environment and its timing."""
         with self.lock:
             if ev.get("event") == "hello":
-                self.out.environments.update({n: EnvironmentInfo.from_dict(e) for n, e in ev.get("environments", {}).items()})
+                envs = {n: EnvironmentInfo.from_dict(e) for n, e in ev.get("environments", {}).items()}
+                why = mixed_devices(self.out.environments, envs)
+                if why:
+                    self.fatal.append(why)
+                self.out.environments.update(envs)
             elif ev.get("event") == "bye":
                 for k, v in ev.get("timing", {}).items():
                     self.out.timing[k] = self.out.timing.get(k, 0.0) + float(v)
@@ -296,8 +347,10 @@ class _Supervision:
         pending.put(i)
         return True
 
-    def drive(self, slot: int, pending: queue.Queue) -> None:
-        worker: _Worker | None = None
+    def drive(self, slot: int, pending: queue.Queue, keep: bool = False) -> None:
+        """Run units from ``pending`` on the workers of ``slot`` until none is left; with ``keep`` the
+        last worker stays up for the next call (a cluster host, :mod:`audit.runtime._cluster`)."""
+        worker: _Worker | None = self.kept.pop(slot, None)
         while not self.fatal and not self.stopping:
             try:
                 i = pending.get_nowait()
@@ -305,6 +358,8 @@ class _Supervision:
                 break
             if worker is None:
                 worker = self.start(slot)
+                if worker is None:
+                    break
             unit = self.units[i]
             self.progress({"event": "unit_start", "unit": unit["id"], "worker": slot})
             t0 = time.perf_counter()
@@ -336,6 +391,16 @@ class _Supervision:
                 self.fatal.append(f"wireup's verification worker failed before verifying anything ({detail.splitlines()[0]}).")
                 break
             why = f"exit code {code}" if code is not None and code >= 0 else f"signal {-(code or 0)}"
+            if outcome == "died" and code in LOST and not w.crash:
+                # killed from outside (the OOM killer, an operator, a node going down), not by its kernel,
+                # which faults (SIGSEGV, a sticky CUDA error) rather than SIGKILLs itself: what the unit
+                # reported is dropped and it runs again from the start on a fresh worker; a second loss
+                # is the unit's own VERIFY_LAUNCH_ERROR below
+                if self.again(i, pending):
+                    with self.lock:
+                        self.out.notes.append(f'a worker was lost ({why}) during {w.what}; "{unit["id"]}" ran again on a fresh worker')
+                    self.progress({"event": "lost", "unit": unit["id"], "worker": slot, "what": f"{why} during {w.what}"})
+                    continue
             if outcome == "died" and not w.in_unit and not w.crash:
                 # it died before it took the unit up (after the one before): not the unit's doing
                 with self.lock:
@@ -354,7 +419,10 @@ class _Supervision:
             what = f"the worker died ({why}) during {w.what}" + (f" ({detail})" if detail else "")
             self.finish(i, self.failed(i, w, LAUNCH, what, seconds, "died"), slot)
         if worker is not None:
-            self.retire(worker, kill=False)
+            if keep and not self.fatal and not self.stopping:
+                self.kept[slot] = worker
+            else:
+                self.retire(worker, kill=False)
 
     def failed(self, i: int, w: _Watch, check: VerifyCheck, what: str, seconds: float, note: str) -> UnitOutcome:
         """The unit's outcome after its worker was lost: what it reported, and one failed ``check`` record

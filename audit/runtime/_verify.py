@@ -120,6 +120,9 @@ def verify(
     evidence_dir: Path | None = None,
     strict: bool | None = None,
     max_cases: int | None = None,
+    workers: int | str | None = None,
+    cluster: str | None = None,
+    devices: Sequence[str | None] | None = None,
 ) -> VerifyOutcome:
     """Verify kernels and schedules on the GPU (or the emulated backend); see docs/verification.md.
 
@@ -132,6 +135,11 @@ def verify(
     s, or ``--sizes`` texts (``"37,4096"``, ``"B=4,T=17;B=1,T=1"``); None runs each subject's default sweep
     (:mod:`audit.search.sizes`, at most ``max_cases`` cases). ``strict`` (default: the config's
     ``verify_strict``) makes uncovered tails errors and a subject never compared with its reference a failure.
+
+    ``workers`` (``"auto"`` or a count, default 1) verifies the subjects in that many worker processes,
+    one per GPU (:mod:`audit.runtime._placement`; ``devices`` pins one worker to each GPU given), or
+    ``cluster`` (``"ray"``, ``"ray://HOST:PORT"``) on the GPUs of a Ray cluster
+    (:mod:`audit.runtime._cluster`); the outcome is the same whatever ran where.
     """
     from ..api import load_project
 
@@ -143,6 +151,17 @@ def verify(
     use_emulated = emulated is not None or "emulated" in backends
     if sanitizer is not None and sanitizer not in SANITIZER_CHECKS:
         raise UsageError(f'--sanitizer "{sanitizer}" is not a compute-sanitizer tool; the tools are "memcheck", "racecheck", "initcheck" and "synccheck".')
+    from ._cluster import parse_cluster, require_ray
+    from ._placement import parse_workers, run_units
+
+    workers, cluster = parse_workers(workers), parse_cluster(cluster)
+    if cluster is not None:
+        if sanitizer is not None:
+            raise UsageError("--sanitizer runs compute-sanitizer on this machine only; leave out --cluster.")
+        require_ray()
+    parallel = cluster is not None or workers not in (None, 1) or (devices is not None and len(devices) > 1)
+    if parallel and emulated:
+        raise ValueError("emulated stand-in kernels run in this process only: register them with plugins to verify in several workers")
     sanitizer_exe = None
     if use_emulated:
         names = ["emulated"]
@@ -151,6 +170,9 @@ def verify(
         from ._probe import find_sanitizer, probe
 
         pr = probe(list(backends))
+        if pr.reason and cluster is not None and pr.arch is None:
+            # no GPU here: the cluster's nodes have them (a worker without the backend says so)
+            pr = type(pr)([b for b in backends if b != "auto"] or ["pycuda"], cfg.arch.rstrip("a").rstrip("f") if cfg.arch else None)
         if pr.reason:
             raise EnvironmentProblem(pr.reason)
         names, arch = pr.backends, pr.arch
@@ -194,7 +216,7 @@ def verify(
         plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}), cases=planned,
     )  # fmt: skip
     if in_process is None:
-        in_process = use_emulated and not plugins
+        in_process = use_emulated and not plugins and not parallel
     # one unit per subject: the watchdog judges each kernel and schedule on its own
     units = [{"id": f"{kind}:{name}", "subjects": [[kind, name]]} for kind, name in subjects]
     work = {"base": job.to_dict(), "units": units, "first_failure": False}
@@ -203,8 +225,6 @@ def verify(
 
         sup = run_in_process(work, cs, cfg, progress, [dict(emulated or {})] * len(units))
     else:
-        from ._supervisor import supervise
-
         wrapper = None
         if sanitizer:
             from ._sanitizer import sanitizer_command
@@ -217,7 +237,7 @@ def verify(
                 return sanitizer_command(sanitizer, sanitizer_exe, log), log
 
         factor = SANITIZER_TIMEOUT_FACTOR if sanitizer else 1
-        sup = supervise(work, workers=1, timeout=timeout * factor, progress=progress, wrapper=wrapper)
+        sup = run_units(work, workers, cluster, timeout * factor, progress=progress, wrapper=wrapper, devices=devices)
     run.results = [r for i in range(len(units)) for r in sup.outcomes[i].results]
     run.environments = sup.environments
     for k2, v in sup.timing.items():

@@ -13,16 +13,54 @@ from typing import Any, TextIO
 from ..verify_checks import CHAIN, REFERENCE
 
 
+def describe_workers(devices: list[str | None], ev: dict[str, Any] | None = None) -> str:
+    """The workers of a run in words (``devices`` of its ``workers`` event ``ev``): ``4 worker(s), 2 on each
+    of 2 GPUs (GPU-a, GPU-b)``, or ``2 Ray host(s), one GPU each``."""
+    if ev and ev.get("cluster"):
+        return f"{len(devices)} Ray host(s), {ev.get('each', 'one GPU')} each"
+    pinned = [d for d in devices if d is not None]
+    if not pinned:
+        return f"{len(devices)} worker(s)"
+    per = {d: pinned.count(d) for d in dict.fromkeys(pinned)}
+    names = ", ".join(per)
+    if len(set(per.values())) == 1:
+        return f"{len(devices)} worker(s), {next(iter(per.values()))} on each of {len(per)} GPUs ({names})"
+    return f"{len(devices)} worker(s): " + ", ".join(f"{n} on {d}" for d, n in per.items())
+
+
+def worker_tag(ev: dict[str, Any], devices: list[str | None]) -> str:
+    """`` on worker 2 (GPU-b)``: where an event's unit ran, for runs of several workers; else ""."""
+    if len(devices) < 2 or ev.get("worker") is None:
+        return ""
+    slot = int(ev["worker"])
+    dev = devices[slot] if slot < len(devices) else None
+    return f" on worker {slot}" + (f" ({dev})" if dev else "")
+
+
 class Progress:
-    """Progress callback: one line per compiled source and per verified subject, on ``stream``."""
+    """Progress callback: one line per compiled source and per verified subject, on ``stream``; with
+    several workers, the workers first, then each subject with the worker and GPU it ran on and a count
+    of the units done."""
 
     def __init__(self, stream: TextIO):
         self.stream = stream
+        self.devices: list[str | None] = [None]
+        self.units = 0
+        self.done = 0
 
     def __call__(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
         line = None
-        if kind == "build":
+        if kind == "workers":
+            self.devices, self.units = list(ev.get("devices") or [None]), int(ev.get("units", 0))
+            if len(self.devices) > 1 or ev.get("cluster"):
+                line = f"workers  {describe_workers(self.devices, ev)}"
+        elif kind == "unit_done" and len(self.devices) > 1:
+            self.done += 1
+            line = f"done     [{self.done}/{self.units}] {ev.get('unit')}{worker_tag(ev, self.devices)}"
+        elif kind == "lost":
+            line = f"verify   worker lost during {ev.get('unit')}{worker_tag(ev, self.devices)} ({ev.get('what')}); it runs again on a fresh worker"
+        elif kind == "build":
             line = f"build    {ev.get('line', '').strip()}"
         elif kind == "subject_done":
             r = ev["result"]
@@ -31,7 +69,7 @@ class Progress:
             f = sum(1 for c in checks if c["verdict"] == "fail")
             n = sum(1 for c in checks if c["verdict"] == "not_run")
             verdict = "FAIL" if f else ("ok" if p else "not run")
-            line = f"verify   {r['kind']:<8} {r['subject']} [{r['backend']}] {verdict}: {p} passed, {f} failed, {n} not run ({r.get('duration_s', 0):.1f} s)"
+            line = f"verify   {r['kind']:<8} {r['subject']} [{r['backend']}] {verdict}: {p} passed, {f} failed, {n} not run ({r.get('duration_s', 0):.1f} s){worker_tag(ev, self.devices)}"
         elif kind == "plan":
             p = ev["plan"]
             cases = " ".join(",".join(f"{k}={v}" for k, v in c.items()) for c in p.get("cases", []))

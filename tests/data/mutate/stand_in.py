@@ -19,3 +19,20 @@ def by_operator(mutant):
     if mutant.operator in SURVIVING_OPERATORS:
         return {}
     return {mutant.kernel: _wrong}
+
+
+def by_operator_in_workers(mutant):
+    """``by_operator`` as plugins that load in worker processes (``wireup mutate --workers 3``, ``--cluster
+    ray``): the same verdicts, from sharded runs."""
+    if mutant.operator in SURVIVING_OPERATORS:
+        return "stand_in:as_reference"
+    return "stand_in:wrong_everywhere"
+
+
+def as_reference(backend):
+    """Every kernel computes its reference (the emulated default)."""
+
+
+def wrong_everywhere(backend):
+    for symbol in ("strided_gather", "trade_outcome_label"):
+        backend.register(symbol, _wrong)
