@@ -55,7 +55,7 @@ def checks(out, subject: str, check: str) -> list:
 
 
 def test_the_right_kernels_pass_on_the_gpu(tmp_path: Path) -> None:
-    out = verify(project(tmp_path), sizes=SIZES, chain_sizes=(37, 300), evidence=False)
+    out = verify(project(tmp_path), sizes=SIZES, chain_sizes=(37, 300), evidence=False, backends=("pycuda", "cupy"))
     assert findings(out) == [], [f.message for f in out.result.findings]
     assert len(out.run.backends) == 2, out.run.backends
     for subject in ("pad_copy", "train_step"):
@@ -74,7 +74,7 @@ def test_the_right_kernels_pass_on_the_gpu(tmp_path: Path) -> None:
     ],
 )
 def test_each_broken_twin_is_caught_on_the_gpu(tmp_path: Path, kernel: str, entry: str, rule: str, subject: str) -> None:
-    out = verify(project(tmp_path, kernel, entry), sizes=SIZES, chain_sizes=(37,), evidence=False)
+    out = verify(project(tmp_path, kernel, entry), sizes=SIZES, chain_sizes=(37,), evidence=False, backends=("pycuda", "cupy"))
     assert (rule, subject) in findings(out), [f.message for f in out.result.findings]
     failed = [f for f in out.result.findings if (f.rule, f.subject) == (rule, subject)]
     assert all(" only]" not in f.message for f in failed), [f.message for f in failed]  # caught on both backends
