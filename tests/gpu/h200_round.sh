@@ -4,7 +4,7 @@
 # then the GPU tests named as arguments. Run from the repository root with .whl/ and .wireup-cache/ carried.
 #
 #   tests/gpu/h200_round.sh [PYTEST_FILE ...]      # WORKERS (default 4): the evidence run's workers
-#                                                  # SCALEOUT (default 1,2,4): worker counts timed
+#                                                  # SCALEOUT (default 1,2,4; empty: none): worker counts timed
 set -u
 OUT=${OUT:-$PWD/device-out}
 mkdir -p "$OUT"
@@ -20,8 +20,10 @@ t0=$(date +%s%N)
 timeout 200 python3 -m audit verify --backend pycuda --backend cupy --workers "${WORKERS:-4}" --format json --output "$OUT/verify.json" >"$OUT/verify.log" 2>&1
 echo "verify rc=$? workers=${WORKERS:-4} wall_ms=$(ms "$t0")" | tee "$OUT/summary.txt"
 tar -czf "$OUT/evidence.tgz" reports/evidence
-timeout 240 python3 benchmarks/scaleout.py --workers "${SCALEOUT:-1,2,4}" -- --backend pycuda --backend cupy >"$OUT/scaleout.log" 2>&1
-echo "scaleout rc=$?" | tee -a "$OUT/summary.txt"
+if [ "${SCALEOUT-1,2,4}" != "" ]; then
+    timeout 240 python3 benchmarks/scaleout.py --workers "${SCALEOUT-1,2,4}" -- --backend pycuda --backend cupy >"$OUT/scaleout.log" 2>&1
+    echo "scaleout rc=$?" | tee -a "$OUT/summary.txt"
+fi
 for f in "$@"; do
     t0=$(date +%s%N)
     timeout 300 python3 -m pytest -q -rs -p no:cacheprovider "$f" >"$OUT/$(basename "$f" .py).log" 2>&1
