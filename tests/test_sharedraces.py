@@ -170,3 +170,23 @@ def test_the_header_survivors_of_aux_head_forward_are_found(tmp_path: Path, old:
     ptx = _ptx(tmp_path, (KERNELS / "aux_next_bar_forward_kernel.cu").read_text(), "fwd.cu", include=tmp_path)
     (race,) = find_shared_races(ptx, "aux_next_bar_forward", _shipped_blocks()["aux_next_bar_forward"])
     assert (race.kind, race.origin) == ("lane", "aux_head_forward.cuh:102")
+
+
+def test_a_block_that_follows_a_runtime_dim_is_analysed_at_each_launch_value() -> None:
+    """``block = ["min(B, 256)", 1, 1]`` has no one extent: each distinct value over the launch
+    environments is analysed (at most MAX_BLOCKS, the smallest and the largest kept), not none."""
+    from audit.cuda.static import MAX_BLOCKS, launch_blocks
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    root = REPO / "tests" / "data" / "rules" / "SHARED_RMW_RACE" / "good"
+    texts = {p.relative_to(root).as_posix(): p.read_text() for p in (root / "contracts").glob("*.toml")}
+    old = 'name = "loss"\nsource = "kernels/chain.cu"\nstage = "loss"\ngrid = [1, 1, 1]\nblock = [256, 1, 1]\n'
+    assert texts["contracts/kernels.toml"].count(old) == 1
+    cs = load_contracts(root / "contracts", root, texts=texts)
+    assert launch_blocks(cs, Wiring(cs), cs.kernel("loss")) == [(256, 1, 1)]
+    texts["contracts/kernels.toml"] = texts["contracts/kernels.toml"].replace(old, old.replace("[256, 1, 1]", '["min(B, 256)", 1, 1]'))
+    cs = load_contracts(root / "contracts", root, texts=texts)
+    blocks = launch_blocks(cs, Wiring(cs), cs.kernel("loss"))
+    assert 2 <= len(blocks) <= MAX_BLOCKS and blocks == sorted(blocks) and blocks[-1] == (256, 1, 1), blocks
+    assert all(isinstance(b[0], int) for b in blocks)

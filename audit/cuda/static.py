@@ -145,19 +145,44 @@ def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol:
     return cache.results("races", [ptx, entry, repr(block), repr(grid)], StoreRace, compute)
 
 
+#: the most distinct block extents of one kernel SHARED_RMW_RACE analyses (a block that follows a runtime
+#: dim takes a value per launch environment)
+MAX_BLOCKS = 4
+
+
+def launch_blocks(cs: ContractSet, wiring: Any, k: Kernel) -> list[Extents]:
+    """The distinct block extents of ``k`` over its launches' environments (its probe sizes where no
+    schedule launches it), smallest first, at most :data:`MAX_BLOCKS` (the smallest and the largest kept);
+    an extent that cannot be evaluated is None."""
+    from ..shapes import value_at
+
+    envs = [env for _, launch in wiring.launches_by_kernel.get(k.name, ()) for env in launch.envs] or list(wiring.envs)
+    found = sorted({tuple(value_at(e, env) for e in k.block) for env in envs} or {(None, None, None)},
+                   key=lambda b: tuple(-1 if v is None else v for v in b))  # fmt: skip
+    if len(found) > MAX_BLOCKS:
+        found = [*found[: MAX_BLOCKS - 1], found[-1]]
+    return [(b[0], b[1], b[2]) for b in found]
+
+
 def entry_shared_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
                        cache: AnalysisCache | None = None) -> list[SharedRace]:  # fmt: skip
-    """The SHARED_RMW_RACE stores of ``k``'s entry in the PTX module ``ptx`` (its block extent from the
-    launches, as for STORE_RACE); ``cache`` keeps them by the PTX text, the entry and the block."""
-    block, _ = launch_extents(cs, wiring, k)
+    """The SHARED_RMW_RACE stores of ``k``'s entry in the PTX module ``ptx``, at each block extent its
+    launches use (:func:`launch_blocks`), the first per (line, kind); ``cache`` keeps each block's by the
+    PTX text, the entry and the block."""
     entry = symbol or k.symbol
+    out: list[SharedRace] = []
+    seen: set[tuple[int | None, str, str]] = set()
+    for block in launch_blocks(cs, wiring, k):
 
-    def compute() -> list[SharedRace]:
-        return find_shared_races(ptx, entry, block)
+        def compute(block: Extents = block) -> list[SharedRace]:
+            return find_shared_races(ptx, entry, block)
 
-    if cache is None:
-        return compute()
-    return cache.results("shared-races", [ptx, entry, repr(block)], SharedRace, compute)
+        got = compute() if cache is None else cache.results("shared-races", [ptx, entry, repr(block)], SharedRace, compute)
+        for r in got:
+            if (r.line, r.kind, r.instruction) not in seen:
+                seen.add((r.line, r.kind, r.instruction))
+                out.append(r)
+    return out
 
 
 def race_line(race: StoreRace | SharedRace, source: str) -> int | None:
