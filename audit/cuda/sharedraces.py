@@ -298,14 +298,6 @@ class _Values:
         return ("base", v[1] if isinstance(v, tuple) and v and isinstance(v[0], str) else  # type: ignore[index,return-value]
                 v if isinstance(v, tuple) else (v,) * self.total)
 
-    def registers(self) -> dict[str, list[int]]:
-        """Each register's definitions (instruction indices)."""
-        out: dict[str, list[int]] = {}
-        for i, inst in enumerate(self.insts):
-            for d in inst.dests():
-                out.setdefault(d, []).append(i)
-        return out
-
 
 def _reaching_uses(insts: list[_Inst], blocks: list[tuple[int, int]], succ: list[list[int]]) -> dict[int, dict[str, tuple[int, ...]]]:
     """For each instruction, the definitions (instruction indices) of each register it reads that reach
@@ -442,7 +434,7 @@ def _eval(inst: _Inst, i: int, vals: _Values) -> Value | None:
     if head == "add":
         return _linear(lambda x, y: (x + y) & mask, a, b)
     if head == "sub":
-        return _linear(lambda x, y: (x - y) & mask, a, b, sub=True)
+        return _linear(lambda x, y: (x - y) & mask, a, b)
     if head == "mul" and "hi" not in parts:
         return _linear(lambda x, y: (x * y) & mask, a, b, scale=True)
     if head == "shl":
@@ -508,7 +500,7 @@ def _binary(f, a: int | tuple[int, ...], b: int | tuple[int, ...]) -> Value | No
     return None if None in out else out
 
 
-def _linear(f, a: Value, b: Value, sub: bool = False, scale: bool = False, shift: bool = False) -> Value | None:  # type: ignore[no-untyped-def]
+def _linear(f, a: Value, b: Value, scale: bool = False, shift: bool = False) -> Value | None:  # type: ignore[no-untyped-def]
     """``f`` on values that may carry an unknown block-uniform base: a base survives an add or sub (of
     known values or another base: the bases combine into one), and a multiply or shift by a known
     constant (the base times a constant is still the same for every thread)."""

@@ -112,13 +112,18 @@ def overrun_text(o: Overrun | UninitRead) -> str:
     return o.message("").split(": ", 1)[1]
 
 
+def _launch_envs(wiring: Any, k: Kernel) -> list[dict[str, int]]:
+    """The dim environments of every launch the schedules make of ``k`` (its probe sizes where none does)."""
+    return [env for _, launch in wiring.launches_by_kernel.get(k.name, ()) for env in launch.envs] or list(wiring.envs)
+
+
 def launch_extents(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[Extents, Extents]:
     """(block, grid) extents of ``k`` over every launch the schedules make of it (its probe sizes where
     none does): a dimension's value where every launch agrees, else None (more than one value: possibly
     more than one thread or block)."""
     from ..shapes import value_at
 
-    envs = [env for _, launch in wiring.launches_by_kernel.get(k.name, ()) for env in launch.envs] or list(wiring.envs)
+    envs = _launch_envs(wiring, k)
 
     def agree(exprs: Sequence[Any]) -> Extents:
         out: list[int | None] = []
@@ -156,7 +161,7 @@ def launch_blocks(cs: ContractSet, wiring: Any, k: Kernel) -> list[Extents]:
     an extent that cannot be evaluated is None."""
     from ..shapes import value_at
 
-    envs = [env for _, launch in wiring.launches_by_kernel.get(k.name, ()) for env in launch.envs] or list(wiring.envs)
+    envs = _launch_envs(wiring, k)
     found = sorted({tuple(value_at(e, env) for e in k.block) for env in envs} or {(None, None, None)},
                    key=lambda b: tuple(-1 if v is None else v for v in b))  # fmt: skip
     if len(found) > MAX_BLOCKS:
