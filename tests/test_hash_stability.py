@@ -73,7 +73,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "d41666c9a35858d0a8c3b82752a0ed9a18f9893c9b3c5cc81f573813d19f3fe2",
+        "64a665c7897bb1cea8b00107868d897ea82968c3ece870805a92f379f0731e17",
     ),
     "aux_trunk_forward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
@@ -81,7 +81,7 @@ KERNELS = {
     ),
     "aux_trunk_backward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
-        "a7c46aed27b27ea0af57e4916c060df4c3e24bebd719c9ec16dccd9795b5c4d5",
+        "8a8acdd6d29221c09325fae89cbb7529ebe7d3a6c9ca2d58566a97885cf71470",
     ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
@@ -99,11 +99,11 @@ SCHEDULES = {
     ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "8c3b2f9dd2639b454704151d938562136c5af46c6ee7b93fb4a41df157e1c006",
+        "c06ed0bb333a6076ec649f99f91cce2ee02a57d1d92d8f4fdb81fbb7cdcb8dfa",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "eff83039cb63eff79a273a12cb7909caceda9ec6d5afc0d89b613dd044ba7021",
+        "590a253e95aa67f03089dd556262d3c3841e06ab804c71b68a32428138283245",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
