@@ -73,7 +73,7 @@ KERNELS = {
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "64a665c7897bb1cea8b00107868d897ea82968c3ece870805a92f379f0731e17",
+        "44e456e5f639811838c62df12f83d2c0167447b4d16255e475526e39ba23ba9e",
     ),
     "aux_trunk_forward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
@@ -99,11 +99,11 @@ SCHEDULES = {
     ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "c06ed0bb333a6076ec649f99f91cce2ee02a57d1d92d8f4fdb81fbb7cdcb8dfa",
+        "daa4c90006662d59cb159e8a067e4ad1f700f8c32d567fadf948ec5a1bd2bbe5",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "590a253e95aa67f03089dd556262d3c3841e06ab804c71b68a32428138283245",
+        "4b76dcd1833295f02422a3e46cf3f7b6730c6e591ec5564160fd81788f46f4ec",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
