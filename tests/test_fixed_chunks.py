@@ -48,3 +48,18 @@ def test_only_the_code_an_entry_reaches_counts():
     line = next(i + 1 for i, t in enumerate(text) if "for (int j0 = 0; j0 < SH2; j0 += nt)" in t)
     assert any(a <= line <= b for a, b in bwd)
     assert not any(a <= line <= b for a, b in fwd)
+
+
+def _compares(src: str, constants: dict[str, int] | None = None) -> list[tuple[str, str, int]]:
+    return [(h.name, h.compare, h.divisor) for h in fixed_dim_tails(src, None, constants or {}) if h.compare]
+
+
+def test_comparisons_with_constants():
+    src = "if (K >= 1 && K <= kMax) {}\nif (8 > M) {}\nwhile (N != 4) {}"
+    assert _compares(src, {"kMax": 8}) == [("K", ">=", 1), ("K", "<=", 8), ("M", "<", 8), ("N", "!=", 4)]
+
+
+def test_comparisons_inside_larger_expressions_are_ignored():
+    src = ("for (int k = 0; k < K; ++k) {}\n"   # a loop bound: the other side is a variable
+           "if (K * 4 <= 32) {}\nif (32 >= K + 1) {}\nif (s.K < 3) {}\nif (K < f(3)) {}\nif (!K == 0) {}\n")  # fmt: skip
+    assert _compares(src) == []

@@ -65,11 +65,11 @@ KERNELS = {
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "06bea03d74f9c25fc2fed352ab1fc0c667524d345e90fe1814ef7706d73fb85b",
+        "9a00083e10ba683e21d42dd287d2cea76b5ecad70bfb25570760382ad3af5455",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
-        "11b7680d5e621e35b829e9f8a00fce71f528186706c5b9bc1846cdbc7ac94e97",
+        "ab77e38a3ac6d16760adc2aeed1a900bf5a5eb20eacf991cbc147ef9b827f75c",
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
@@ -95,7 +95,7 @@ KERNELS = {
 SCHEDULES = {
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "ecea780f3c119f0b056e2fea040b5ef46c44324201af3681ad65c63a38b9b7eb",
+        "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",

@@ -38,6 +38,7 @@ class FixedTail:
     text: str
     loop: bool = False  # a chunk loop (its chunks: ``divisor``), not a ``%`` test
     per_block: bool = False  # the divisor counts blocks' x extents (``j0 += 2 * blockDim.x``)
+    compare: str = ""  # a comparison with a constant (``K <= AUX_K_MAX``: "<="; ``divisor``: the constant)
 
 
 def _value(tok: Token, constants: Mapping[str, int]) -> int | None:
@@ -50,6 +51,14 @@ def _value(tok: Token, constants: Mapping[str, int]) -> int | None:
     if tok.kind == "ident":
         return constants.get(tok.text)
     return None
+
+
+_COMPARE = ("<", "<=", ">", ">=", "==", "!=")
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+# an operand next to one of these is part of a larger expression (``K * 4 <= C``, ``C <= K + 1``,
+# ``x.K``, ``C <= f(K)``): not judged
+_BINDS_TIGHTER = ("*", "/", "%", "+", "-", "<<", ">>", ".", "->", "::", "!", "~", "&", "|", "^")
+_CALLS = ("(", "[")
 
 
 def _step(toks: list[Token], constants: Mapping[str, int], block: frozenset[str]) -> tuple[int, bool] | None:
@@ -137,6 +146,18 @@ def fixed_dim_tails(text: str, names: Collection[str] | None, constants: Mapping
             c = _value(toks[i + 2], constants)
             if c is not None and c > 1:
                 out.append(FixedTail(t.text, c, t.line, f"{t.text} % {toks[i + 2].text}"))
+        # name <op> C, or C <op> name: a comparison with a constant (not a loop bound ``v < name``)
+        nxt = toks[i + 1].text if i + 1 < len(toks) else ""
+        if nxt in _COMPARE and i + 2 < len(toks):
+            after = toks[i + 3].text if i + 3 < len(toks) else ""
+            c = _value(toks[i + 2], constants)
+            if c is not None and after not in _BINDS_TIGHTER + _CALLS and prev not in _BINDS_TIGHTER:
+                out.append(FixedTail(t.text, c, t.line, f"{t.text} {nxt} {toks[i + 2].text}", compare=nxt))
+        elif prev in _COMPARE and i >= 2 and nxt not in _BINDS_TIGHTER:
+            before2 = toks[i - 3].text if i >= 3 else ""
+            c = _value(toks[i - 2], constants)
+            if c is not None and before2 not in _BINDS_TIGHTER:
+                out.append(FixedTail(t.text, c, t.line, f"{toks[i - 2].text} {prev} {t.text}", compare=_FLIP[prev]))
         # for (...; v < name; v += C)   (also <=)
         if i >= 2 and toks[i - 1].text in ("<", "<=") and toks[i - 2].kind == "ident" and i + 4 < len(toks) and toks[i + 1].text == ";":
             v = toks[i - 2].text

@@ -66,7 +66,7 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
     tests and ``v < ARG; v += C`` loops over a scalar argument bound to a fixed dim; needs no compiler."""
     reported: set[tuple[str, str, int]] = set()
     for s in _fixed_sites(ctx):
-        if (s.kernel.name, s.dim, s.divisor) in reported or any(v % s.divisor for v in s.verified):
+        if s.site.compare or (s.kernel.name, s.dim, s.divisor) in reported or any(v % s.divisor for v in s.verified):
             continue
         reported.add((s.kernel.name, s.dim, s.divisor))
         shown_values = ", ".join(str(x) for x in sorted(s.verified))
@@ -116,6 +116,44 @@ def check_fixed_dim_one_chunk(ctx: CheckContext) -> Iterator[Hit]:
         yield Hit(f'Kernel "{s.kernel.name}" passes the fixed dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} loops {what}: every verified '
                   f"{s.dim} ({shown_values}) is at most {s.divisor}, so the loop's second chunk never runs; if the kernel takes larger "
                   f"values of {s.dim}, verify one too: [kernel.verify] dims = {{ {s.dim} = [{s.value}, {wider}] }}.",
+                  s.kernel.loc, s.kernel.name)  # fmt: skip
+
+
+@rule("FIXED_DIM_BOUNDARY", "A comparison of a fixed dim with a constant (K <= AUX_K_MAX, M <= kSkinnyM) is verified at that constant, where a < for <= (or > for >=) would change the result.", "build", Severity.WARNING)
+def check_fixed_dim_boundary(ctx: CheckContext) -> Iterator[Hit]:
+    """``K <= 8`` and ``K < 8`` differ only at K = 8, ``K >= 1`` and ``K > 1`` only at K = 1: a kernel
+    verified at K = 2, 3 never tells them apart, so an off-by-one at the edge of the range it accepts (or
+    of the choice between two code paths) passes. Found on the shipped trade-outcome backward, whose
+    ``K >= 1 && K <= AUX_K_MAX`` survived both mutations in a full mutation run (verified at K = 3, 2).
+    Constants below 1 are not asked for (no dim takes them); ``==`` and ``!=`` also want a value off the
+    constant."""
+    reported: set[tuple[str, str, int]] = set()
+    for s in _fixed_sites(ctx):
+        op = s.site.compare
+        if not op or (s.kernel.name, s.dim, s.divisor) in reported:
+            continue
+        c = s.divisor
+        missing = [v for v in ([c] if op not in ("==", "!=") else [c, c + 1]) if v not in s.verified]
+        if op in ("==", "!=") and any(v != c for v in s.verified):
+            missing = [v for v in missing if v == c]
+        if not missing:
+            continue
+        reported.add((s.kernel.name, s.dim, c))
+        shown_values = ", ".join(str(x) for x in sorted(s.verified))
+        want = " and ".join(str(v) for v in missing)
+        if s.local:
+            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first[s.dim] = missing[0]
+            fix = ", ".join(f"{d} = {x}" for d, x in first.items())
+            yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} compares "{s.site.text}": no verified '
+                      f"{s.dim} ({shown_values}, from the schedules' launches and [kernel.verify] bindings) is {want}, where an off-by-one "
+                      f"in that comparison would show; verify it: [kernel.verify] bindings = [{{ {fix} }}].",
+                      s.kernel.loc, s.kernel.name)  # fmt: skip
+            continue
+        values = ", ".join(str(v) for v in [s.value, *[v for v in missing if v != s.value]])
+        yield Hit(f'Kernel "{s.kernel.name}" passes the fixed dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} compares "{s.site.text}": no verified '
+                  f"{s.dim} ({shown_values}) is {want}, where an off-by-one in that comparison would show; if the kernel takes {s.dim} = {want}, "
+                  f"verify it: [kernel.verify] dims = {{ {s.dim} = [{values}] }}.",
                   s.kernel.loc, s.kernel.name)  # fmt: skip
 
 
@@ -218,7 +256,7 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
                     if not block_x:
                         continue  # launches disagree on the block: no one chunk size to judge
                     divisor *= int(block_x)
-                if divisor < 2:
+                if divisor < (1 if h.compare else 2):
                     continue
                 yield _Site(k, dim, h, shown, divisor, frozenset(verified[dim]), local if dim in local else {}, fixed.get(dim, 0))
 
@@ -242,4 +280,4 @@ def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-unty
     return {d: vals for d, vals in seen[0].items() if seen[1].get(d) == vals}
 
 
-assert "TAIL_UNREACHABLE" in REGISTRY and "FIXED_DIM_ONE_CHUNK" in REGISTRY
+assert {"TAIL_UNREACHABLE", "FIXED_DIM_ONE_CHUNK", "FIXED_DIM_BOUNDARY"} <= set(REGISTRY)
