@@ -496,7 +496,7 @@ class _Loader:
         self.keys(
             t,
             loc,
-            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc", "write_range"),
+            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc", "write_range", "align"),
             f'tensor parameter of kernel "{kernel}"',
         )
         dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
@@ -516,9 +516,21 @@ class _Loader:
         optional = self.get(t, loc, "optional", bool, False)
         values = self.values(t, loc, f'parameter "{name}"')
         write_range = self.write_range(t, loc, role, shape)
+        align = self.align(t, loc, dtype)
         if None in (name, dtype, shape, role):
             return None
-        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc, write_range)
+        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc, write_range, align)
+
+    def align(self, t: dict, loc: Loc, dtype: str | None) -> int:
+        """``align = 16``: a power of two from the element size up to 256 bytes (0: not given)."""
+        n = self.get(t, loc, "align", int, None)
+        if n is None:
+            return 0
+        item = DTYPES[dtype][0] if dtype in DTYPES else 1
+        if n < item or n > 256 or n & (n - 1):
+            self.problem(loc.child("align"), f"expected a power of two from the element size ({item} bytes) to 256 bytes, found {n}.")
+            return 0
+        return n
 
     def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | HostRead | None:
         if isinstance(value, str) and value.strip().startswith("isv("):

@@ -275,6 +275,10 @@ class TensorParam:
     loc: Loc = _loc()
     #: written only in part (``out``: the rest keeps what was there; see :class:`WriteRange`); None: all of it
     write_range: WriteRange | None = field(default=None, metadata={"hash_omit_default": True})
+    #: the byte alignment the kernel requires of the pointer (``align = 16``: float4 loads without a check);
+    #: 0: only its element's. verify also runs each kernel once with every pointer off a 16-byte boundary
+    #: (at this alignment where given), where an unchecked vector access faults or reads the wrong words
+    align: int = field(default=0, metadata={"hash_omit_default": True})
 
     kind = "tensor"
 

@@ -229,6 +229,8 @@ def _param(p: TensorParam | ScalarParam | IsvParam) -> dict[str, Any]:
         t["optional"] = True
     if p.values is not None:
         t["values"] = _values(p.values)
+    if p.align:
+        t["align"] = p.align
     if p.write_range is not None:
         w = p.write_range
         t["write_range"] = {"axis": w.axis, "start": w.start, "stop": w.stop}

@@ -308,7 +308,7 @@ MODEL_FIELDS = {
     "Mask": "skip_value zeroes",
     "Values": "choices weights min max scale include stress stress_reason",
     "VerifySpec": "rowwise dims rtol atol max_batch cases variant_cases bindings",
-    "TensorParam": "name dtype shape role mask saved partial_of optional values doc write_range",
+    "TensorParam": "name dtype shape role mask saved partial_of optional values doc write_range align",
     "WriteRange": "axis start stop",
     "Alias": "first second",
     "ScalarParam": "name dtype value doc",

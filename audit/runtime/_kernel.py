@@ -63,6 +63,10 @@ PROBE_SIZE = 37
 STRESS_ROWS = 16  # the stress cases run at the first size with at least this many rows
 
 
+#: the suffix of the case label of run E (every pointer off a 16-byte boundary; see ``run_misaligned``)
+MISALIGNED = ", pointers misaligned"
+
+
 @dataclass
 class Case:
     """One set of inputs for one dim environment."""
@@ -405,6 +409,10 @@ class KernelVerifier:
                 c.ref_mode, c.ref_reason = "full", ""
                 for be in self.s.backends.values():
                     self.run_case(be, c, full=False)
+            # and the case once with its pointers misaligned (same inputs, same reference)
+            base.ref_mode, base.ref_reason = "full", ""
+            for be in self.s.backends.values():
+                self.run_misaligned(be, base)
 
     def decide_reference(self, case: Case) -> None:
         """Full reference, sampled rows (rowwise kernels), or not run (too large)."""
@@ -634,16 +642,41 @@ class KernelVerifier:
             names.append(self.isv_param.name)
         return names
 
-    def alloc(self, arena: Arena, case: Case) -> dict[str, DeviceBuffer]:
+    def alloc(self, arena: Arena, case: Case, misaligned: bool = False) -> dict[str, DeviceBuffer]:
+        """The case's buffers; ``misaligned``: each pointer only as aligned as its element (or its declared
+        ``align``), never to 16 bytes unless declared, as views into a larger buffer are."""
         bufs = {}
         for p in self.k.tensors:
             if p.name not in self.shared_with:
-                bufs[p.name] = arena.alloc(p.name, np_dtype(p.dtype), case.shapes[p.name], bf16=p.dtype == "bf16")
+                dt = np_dtype(p.dtype)
+                off = (p.align or dt.itemsize) % 256 if misaligned else 0
+                bufs[p.name] = arena.alloc(p.name, dt, case.shapes[p.name], bf16=p.dtype == "bf16", offset=off)
         for other, src in self.shared_with.items():
             bufs[other] = bufs[src]  # declared aliasing: one device pointer for both parameters
         if self.isv_param is not None:
-            bufs[self.isv_param.name] = arena.alloc(self.isv_param.name, np_dtype(self.cs.isv.dtype if self.cs.isv else "f32"), (self.s.isv_dim,))
+            dt = np_dtype(self.cs.isv.dtype if self.cs.isv else "f32")
+            bufs[self.isv_param.name] = arena.alloc(self.isv_param.name, dt, (self.s.isv_dim,), offset=dt.itemsize if misaligned else 0)
         return bufs
+
+    def run_misaligned(self, be: Backend, case: Case) -> None:
+        """Run E: the case again with every pointer off a 16-byte boundary (each only as aligned as its
+        element, or as its declared ``align``), compared with the same reference. A kernel that uses
+        vector loads or stores without checking the pointer (``float4``, ``cp.async`` of 16 bytes) faults
+        here, or reads the wrong words, instead of in production on a view at an odd offset."""
+        s = self.s
+        arena = Arena(be, s.job.guard_bytes)
+        try:
+            with s.phase("transfer"):
+                bufs = self.alloc(arena, case, misaligned=True)
+                self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
+            self.launch(be, case, {n: b.ptr for n, b in bufs.items()}, "E, pointers misaligned")
+            self.check_guards(be, arena, case, "E")
+            with s.phase("transfer"):
+                outs = self.fetch(arena, bufs, case)
+                nonfinite = {n: self.count_nonfinite(arena, bufs, case, n) for n in self.written_names()}
+            self.check_reference(be, case, outs, nonfinite, suffix=MISALIGNED)
+        finally:
+            arena.free_all()
 
     def prepare(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, poison: int, init: str, first: bool) -> None:
         for p in self.k.tensors:
