@@ -432,7 +432,7 @@ class KernelVerifier:
         if not self.k.verify.rowwise:
             case.ref_mode = None
             limit = f"max_batch = {mb}" if mb is not None else f"the budget is {self.s.reference_budget:.2e} elements"
-            case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements; {limit}; the kernel is not rowwise)"
+            case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements; {limit}; the kernel is not rowwise and declares no sample_axes)"
             return
         not_rows = [p.name for p in self.written if not batch_leading(p.shape, self.cs) or (p.write_range is not None and p.write_range.axis == 0)]
         if self.isv_written:
