@@ -196,7 +196,41 @@ def test_the_tail_fixture_sweep_reaches_both_sides_and_prints_its_cases(tail: Pa
     assert any(r % 8 for r in rows) and any(r % 8 == 0 for r in rows)
     assert plan_kernel(cs, k, Wiring(cs), root=cfg.root).cases == plan.cases  # deterministic
     chain = plan_schedule(cs, cs.schedule_map["tail_step"], Wiring(cs), root=cfg.root)
-    assert len(chain.cases) == 6 and chain.tails == (2, 2)
+    assert len(chain.cases) == 6 + 1 and chain.tails == (2, 2)  # the pairwise covering, then one large case
+    assert chain.cases[-1] == chain.large and chain.large.label == "B=1,T=1024"  # B is at its range end already
+
+
+def test_each_shipped_schedule_gets_exactly_one_large_case_within_its_budgets(repo: Path) -> None:
+    from audit.cases import make_env
+    from audit.search.sizes import MAX_CHAIN_ELEMENTS, MAX_LARGE_HOST_ELEMENTS, chain_buffers, chain_elements
+
+    cfg, cs = load_project(repo)
+    w = Wiring(cs)
+    for s in cs.schedules:
+        plan = plan_schedule(cs, s, w, root=cfg.root)
+        big = [c for c in plan.cases if c.as_dict()["B"] > 4096]
+        assert big == [plan.large] == [plan.cases[-1]], (s.name, [c.label for c in plan.cases])
+        assert len(plan.cases) == 6 + 1 and plan.tails[0] == plan.tails[1]
+        bufs = chain_buffers(cs, s)
+        device, host = chain_elements(bufs, make_env(cs, plan.large))
+        assert device <= MAX_CHAIN_ELEMENTS and host <= MAX_LARGE_HOST_ELEMENTS
+        # the largest such value: one more row is over a budget
+        device, host = chain_elements(bufs, make_env(cs, DimCase.of({"B": plan.large.as_dict()["B"] + 1})))
+        assert device > MAX_CHAIN_ELEMENTS or host > MAX_LARGE_HOST_ELEMENTS
+        assert plan.to_dict()["large"] == plan.large.as_dict()
+        assert plan_schedule(cs, s, w, root=cfg.root).cases == plan.cases  # deterministic
+    # the fused backward runs its equivalent twin (the per-sample-partials backward) at its cases: its
+    # budget counts the twin's buffers, so both run their large case at the same B
+    fused = plan_schedule(cs, cs.schedule_map["aux_heads_backward_fused"], w, root=cfg.root)
+    assert {b.name for b in chain_buffers(cs, cs.schedule_map["aux_heads_backward"])} <= {b.name for b in chain_buffers(cs, cs.schedule_map["aux_heads_backward_fused"])}
+    assert fused.large == plan_schedule(cs, cs.schedule_map["aux_heads_backward"], w, root=cfg.root).large
+
+
+def test_no_large_case_where_the_budget_leaves_no_room(repo: Path) -> None:
+    cfg, cs = load_project(repo)
+    plan = plan_schedule(cs, cs.schedule_map["aux_heads_backward"], Wiring(cs), root=cfg.root, max_device=1 << 20)
+    assert plan.large is None and all(c.as_dict()["B"] <= 4096 for c in plan.cases) and len(plan.cases) == 6
+    assert any(n.startswith("no large case:") for n in plan.notes)
 
 
 def test_the_shipped_sweep_keeps_the_base_sizes_and_adds_tails(repo: Path) -> None:

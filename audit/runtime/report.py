@@ -75,6 +75,8 @@ class Progress:
             cases = " ".join(",".join(f"{k}={v}" for k, v in c.items()) for c in p.get("cases", []))
             tails = p.get("tails", [0, 0])
             line = f"cases    {p['kind']:<8} {p['subject']}: {len(p.get('cases', []))} ({cases}); tail sides {tails[0]} of {tails[1]}"
+            if p.get("large"):
+                line += "; large case " + ",".join(f"{k}={v}" for k, v in p["large"].items())
         elif kind == "timeout":
             line = f"verify   timeout in {ev.get('subject')} during {ev.get('what')}; restarting the worker"
         if line:
