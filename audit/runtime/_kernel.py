@@ -123,6 +123,7 @@ class KernelVerifier:
         self._select_ok: dict[tuple, str] = {}  # per (variant, binding): "" when the reference honours select=
         self.sizes_run: list[str] = []
         self.cases_run: list[dict[str, int]] = []  # dim assignments that ran
+        self.ref_modes: list[str] = []  # how each of them was compared with the reference (REFERENCE_MODES)
         # the ISV an ``isv(SLOT)`` scalar reads on the host: one perturbed state per kernel (scale slots
         # 0.1..10), so a kernel verified alone sees a host-read scale other than its reset value
         self.host_isv = isv_perturbed(self.cs, session.factory.rng("host-read", kernel.name)) if self.cs.isv is not None else None
@@ -219,11 +220,16 @@ class KernelVerifier:
         """The sizes and dim assignments that ran, and the tail coverage of the kernel's launch geometry."""
         from ..search.coverage import kernel_sites, tail_verdicts
 
+        modes: dict[tuple, str] = {}
+        for c, m in zip(self.cases_run, self.ref_modes):
+            key = tuple(sorted(c.items()))
+            modes[key] = least_thorough(modes[key], m) if key in modes else m
         cases = list({tuple(sorted(c.items())): c for c in self.cases_run}.values())
         tails = [v.to_dict() for v in tail_verdicts(self.cs, self.k, self.s.wiring, kernel_sites(self.cs, self.k, self.s.wiring), self.envs_run)]
         for r in self.results.values():
             r.sizes = list(dict.fromkeys(self.sizes_run))
             r.cases = [dict(c) for c in cases]
+            r.references = [modes.get(tuple(sorted(c.items())), "not run") for c in cases]
             r.tails = [dict(t) for t in tails]
 
     def launch(self, backend: Backend, case: Case, ptrs: dict[str, int], run: str) -> None:
@@ -336,6 +342,7 @@ class KernelVerifier:
         self.decide_reference(case)
         self.sizes_run.append(case.label.split(" ")[0])
         self.cases_run.append(as_case(self.cs, size).as_dict())
+        self.ref_modes.append({"full": "full", "rows": "sampled", "select": "sampled"}.get(case.ref_mode or "", "not run"))
         self.envs_run.append(dict(case.env))
         variants = ["mixed"] + (["all_skip", "all_valid"] if self.mask_param is not None else [])
         for mv in variants:
@@ -1335,6 +1342,15 @@ class KernelVerifier:
                             f"{bad[0][1]} NaN/Inf element(s)"), output=bad[0][0])  # fmt: skip
                     else:
                         self.add(be.name, DIVISOR_ZERO, "pass", case.label, f'slot "{sl.name}" at 0 gives no NaN/Inf')
+
+
+REFERENCE_MODES = ("not run", "sampled", "full")  # least thorough first
+
+
+def least_thorough(a: str, b: str) -> str:
+    """The less thorough of two reference modes (a case compared in full at one binding and sampled at
+    another counts as sampled)."""
+    return min(a, b, key=lambda m: REFERENCE_MODES.index(m) if m in REFERENCE_MODES else 0)
 
 
 def seed_key(size: DimCase | int) -> int | str:
