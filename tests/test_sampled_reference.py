@@ -68,6 +68,21 @@ def test_beyond_the_budget_a_sample_is_compared_and_the_result_says_so(wide: Pat
     assert ref["B=37"].message == 'matches the float64 reference (sampled 256 of 50,257 elements of "colsum")'
     assert any('computes sampled elements of "colsum" when given select= (checked against a full call)' in n for n in r.notes)
     assert r.verdict == "pass"
+    assert r.cases == [{"B": 3}, {"B": 37}] and r.references == ["full", "sampled"]  # the case matrix's last row
+
+
+def test_the_case_matrix_says_which_cases_were_sampled(wide: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from audit.runtime.report import matrix_lines
+
+    assert matrix_lines([{"B": 3}, {"B": 37}], ["full", "sampled"]) == "  B          3     37\n  reference  full  sampled\n"
+    rc = main(["verify", "--root", str(wide), "--emulated", "--kernel", "column_sum", "--sizes", "3,37", "--no-evidence", "--format", "json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    [subject] = doc["verify"]["subjects"]
+    # the CLI keeps the default budgets: B = 37 (1.9e6 reference elements) runs in full there
+    assert subject["matrix"] == {"dims": ["B"], "values": [[3, 37]], "reference": ["full", "full"]}
 
 
 def test_the_sampled_comparison_catches_a_wrong_kernel_and_names_a_real_column(wide: Path) -> None:

@@ -336,15 +336,17 @@ def test_verify_prints_cases_and_tails_and_records_them(tail: Path, capsys: pyte
     [subject] = [s for s in doc["verify"]["subjects"] if s["kind"] == "kernel"]
     assert subject["cases"] == [{"B": 1, "T": 8}, {"B": 3, "T": 3}]
     assert subject["tails"][0]["expr"] == "ceil_div(B * T, 8)" and subject["tails"][0]["covered"]
+    assert subject["matrix"] == {"dims": ["B", "T"], "values": [[1, 3], [8, 3]], "reference": ["full", "full"]}
     rc = main(["verify", "--root", str(tail), "--emulated", "--kernel", "tail_rows_partial", "--sizes", "B=2,T=4"])
     text = capsys.readouterr().out
     assert rc == 0
-    assert "cases: tail_rows_partial: 1 (B=2,T=4)" in text
+    assert "cases: tail_rows_partial: 1 (B=2,T=4)\n  B          2\n  T          4\n  reference  full\n" in text
     assert "tails: tail_rows_partial: tail_rows_partial grid ceil_div(B * T, 8): 1 exact, 0 with a tail, NOT COVERED" in text
     out = verify(tail, emulated={}, kernels=["tail_rows_partial"], sizes=["B=2,T=4"], evidence_dir=ev)
     record = json.loads((ev / "kernels" / "tail_rows_partial.emulated.json").read_text())
     assert record["cases"] == [{"B": 2, "T": 4}]
     assert record["tails"][0]["covered"] is False
+    assert record["references"] == ["full"]
     assert out.result.findings[0].rule == "VERIFY_TAIL_UNCOVERED"
 
 
@@ -390,7 +392,20 @@ def test_the_report_shows_the_cases_and_tail_coverage_of_a_record(tail: Path, ca
     capsys.readouterr()
     text = (tail / "r.md").read_text()
     assert "(emulated backend; sizes B=2,T=4, B=3,T=3)" in text
-    assert "**Tail coverage:** ceil_div(B \\* T, 8): 1 case(s) without a remainder, 1 with one" in text
+    assert "**Tail coverage:** tail_rows_partial grid ceil_div(B \\* T, 8): 1 case(s) without a remainder, 1 with one" in text
+    # the case matrix: dims x cases, and how each case was compared with the reference
+    assert "| check | B=2,T=4 | B=3,T=3 |" in text  # a case of two dims is one column of the check matrix
+    assert "| dim | 1 | 2 |\n| --- | --- | --- |\n| B | 2 | 3 |\n| T | 4 | 3 |\n| reference | full | full |\n" in text
+    # a record from before cases were dim assignments (no "cases" key) says so instead
+    for f in (tail / "evidence").rglob("*.json"):
+        doc = json.loads(f.read_text())
+        for key in ("cases", "tails", "references"):
+            doc.pop(key)
+        f.write_text(json.dumps(doc))
+    assert main(["report", "--root", str(tail), "--output", str(tail / "r.md")]) == 0
+    old = (tail / "r.md").read_text()
+    assert "**Cases and tail coverage:** not recorded (the record predates cases as dim assignments)." in old
+    assert "| dim |" not in old and "(emulated backend; sizes B=2,T=4, B=3,T=3)" in old
 
 
 def test_a_given_case_over_the_memory_budget_exits_2(tail: Path, capsys: pytest.CaptureFixture[str]) -> None:
