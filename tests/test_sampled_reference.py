@@ -238,3 +238,13 @@ def test_sample_axes_moves_the_contract_hash_only_where_it_is_given() -> None:
 
     assert "sample_axes" not in str(canonical(a.kernel_map["k"]))
     assert "sample_axes" in str(canonical(b.kernel_map["k"]))
+
+
+def test_sample_axes_survives_the_contract_round_trip() -> None:
+    from audit.serialize import dump_contracts
+
+    _, cs = load_project(WIDE)
+    texts = dump_contracts(cs)
+    again = load_contracts(Path("contracts"), Path("."), texts=texts)
+    assert again.kernel_map["column_sum"].verify.sample_axes == (("colsum", 0),)
+    assert contract_hash(again.kernel_map["column_sum"]) == contract_hash(cs.kernel_map["column_sum"])
