@@ -396,6 +396,9 @@ def test_the_report_shows_the_cases_and_tail_coverage_of_a_record(tail: Path, ca
     # the case matrix: dims x cases, and how each case was compared with the reference
     assert "| check | B=2,T=4 | B=3,T=3 |" in text  # a case of two dims is one column of the check matrix
     assert "| dim | 1 | 2 |\n| --- | --- | --- |\n| B | 2 | 3 |\n| T | 4 | 3 |\n| reference | full | full |\n" in text
+    assert main(["report", "--root", str(tail), "--format", "html", "--output", str(tail / "r.html")]) == 0
+    html = (tail / "r.html").read_text()
+    assert "<tr><td>T</td><td>4</td><td>3</td></tr>\n<tr><td>reference</td><td>full</td><td>full</td></tr>" in html
     # a record from before cases were dim assignments (no "cases" key) says so instead
     for f in (tail / "evidence").rglob("*.json"):
         doc = json.loads(f.read_text())
