@@ -143,6 +143,9 @@ def test_a_reference_that_ignores_select_is_not_run_and_the_kernel_is_not_verifi
     assert [(f.rule, f.severity.value) for f in out.result.findings] == [("VERIFY_NOT_VERIFIED", "warning")]
     assert "not verified: kernel column_sum on emulated: no case compared it with its reference" in summary_table(out)
     assert not (ev / "kernels" / "column_sum.emulated.json").exists()  # never a record, so evidence reads as missing
+    assert main(["report", "--root", str(wide), "--output", str(wide / "r.md")]) == 0
+    section = (wide / "r.md").read_text().split("### column_sum")[1].split("\n### ")[0]
+    assert "**GPU verification:** ⚠️ missing" in section and "✅ verified" not in section
     strict = verify(wide, emulated={}, kernels=["column_sum"], sizes=["B=37"], evidence=False, budgets=SMALL, strict=True)
     assert [(f.rule, f.severity.value) for f in strict.result.findings] == [("VERIFY_NOT_VERIFIED", "error")]
     assert strict.result.exit_code == 1

@@ -355,7 +355,10 @@ def test_old_evidence_without_cases_stays_readable() -> None:
 
     rec = EvidenceRecord.from_dict({"subject": "k", "kind": "kernel", "backend": "pycuda", "verdict": "pass",
                                     "source_hash": "s", "contract_hash": "c", "sizes": ["B=37"], "checks": []})  # fmt: skip
-    assert rec.cases == [] and rec.tails == [] and rec.sizes == ["B=37"]
+    assert rec.cases == [] and rec.tails == [] and rec.sizes == ["B=37"] and rec.references == []
+    with pytest.raises(TypeError):  # a record is a file a pull request can edit: a wrong type is refused
+        EvidenceRecord.from_dict({"subject": "k", "kind": "kernel", "backend": "pycuda", "verdict": "pass",
+                                  "source_hash": "s", "contract_hash": "c", "references": [1]})  # fmt: skip
 
 
 def test_a_subject_never_compared_is_not_verified(tail: Path) -> None:
