@@ -235,6 +235,10 @@ class VerifySpec:
     # extra values of the kernel's local dims (``bindings = [{ M = 8, N = 129 }]``), verified besides the
     # ones the schedules' launches bind: a shape-generic kernel's code for other shapes; outside the hash
     bindings: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)
+    # outputs whose float64 reference can compute a sample of their elements along one axis
+    # (``sample_axes = { colsum = 0 }``): beyond the reference budget a kernel that is not rowwise is compared
+    # on a sample of that axis, the reference called with ``select = {output: indices}``
+    sample_axes: tuple[tuple[str, int], ...] = field(default=(), metadata={"hash_omit_default": True})
 
 
 @dataclass(frozen=True, slots=True)

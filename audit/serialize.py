@@ -198,6 +198,8 @@ def _verify(v: VerifySpec) -> dict[str, Any]:
         out["variant_cases"] = v.variant_cases
     if v.bindings:
         out["bindings"] = [dict(b) for b in v.bindings]
+    if v.sample_axes:
+        out["sample_axes"] = dict(v.sample_axes)
     return out
 
 
