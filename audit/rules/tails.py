@@ -191,7 +191,6 @@ def _fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
 def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
     from pathlib import Path
 
-    from ..cuda.headers import reached_lines
     from ..cuda.static import launch_extents, source_fixed_tails
     from ..hashing import include_closure
     from ..model import ScalarParam
@@ -243,10 +242,7 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
                 if dim is None:
                     continue
                 if reached is None:  # a source holding several entries: only the code this one runs counts
-                    try:
-                        reached = {q.resolve(): lines for q, lines in reached_lines(cfg, cs, k.name).items()}
-                    except (OSError, ValueError, RecursionError):
-                        reached = {}
+                    reached = _reached(cfg, cs, k, files, root, cache)
                 if not any(a <= h.line <= b for a, b in reached.get(f, ())):
                     continue
                 divisor = h.divisor
@@ -259,6 +255,48 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
                 if divisor < (1 if h.compare else 2):
                     continue
                 yield _Site(k, dim, h, shown, divisor, frozenset(verified[dim]), local if dim in local else {}, fixed.get(dim, 0))
+
+
+def _reached(cfg: Any, cs: Any, k: Any, files: list[Any], root: Any, cache: Any) -> dict[Any, list[tuple[int, int]]]:
+    """Per file of ``k``'s source closure, the line spans of the functions its entry reaches, through the
+    analysis cache (keyed by the entry and the closure's paths and bytes: parsing the sources costs more
+    than the rest of the rule)."""
+    from ..cuda.headers import reached_lines
+    from ..untrusted import SOURCE_LIMIT, read_regular
+
+    def compute() -> dict[str, list[list[int]]]:
+        try:
+            got = reached_lines(cfg, cs, k.name)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        out: dict[str, list[list[int]]] = {}
+        for q, lines in got.items():
+            try:
+                out[q.resolve().relative_to(root).as_posix()] = [[a, b] for a, b in lines]
+            except ValueError:
+                continue
+        return out
+
+    def check(v: Any) -> dict[str, list[list[int]]]:
+        if not isinstance(v, dict) or not all(isinstance(x, str) and isinstance(y, list) for x, y in v.items()):
+            raise ValueError("reached lines")
+        for spans in v.values():
+            if not all(isinstance(ab, list) and len(ab) == 2 and all(type(n) is int for n in ab) for ab in spans):
+                raise ValueError("reached lines")
+        return v
+
+    value: dict[str, list[list[int]]] | None = None
+    if cache is not None:
+        try:
+            parts: list[str | bytes] = [k.symbol]
+            for f in files:
+                parts += [str(f), read_regular(f, SOURCE_LIMIT)]
+            value = cache.value("reached", parts, check, compute)
+        except OSError:
+            value = None
+    if value is None:
+        value = compute()
+    return {(root / name).resolve(): [(a, b) for a, b in spans] for name, spans in value.items()}
 
 
 def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-untyped-def]
