@@ -63,3 +63,24 @@ def test_comparisons_inside_larger_expressions_are_ignored():
     src = ("for (int k = 0; k < K; ++k) {}\n"   # a loop bound: the other side is a variable
            "if (K * 4 <= 32) {}\nif (32 >= K + 1) {}\nif (s.K < 3) {}\nif (K < f(3)) {}\nif (!K == 0) {}\n")  # fmt: skip
     assert _compares(src) == []
+
+
+def test_reached_lines_through_the_analysis_cache(tmp_path):
+    """Cached, the entry's reached lines equal the uncached ones; a damaged entry is recomputed."""
+    from audit.cuda.cache import AnalysisCache
+    from audit.hashing import include_closure
+    from audit.rules.tails import _reached
+
+    cfg, cs = load_project(REPO)
+    k = cs.kernel("aux_trunk_backward")
+    path = cfg.path(k.source)
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    files = [path.resolve(), *(h for h in include_closure(path, dirs) if h != path.resolve())]
+    root = Path(cs.root).resolve()
+    plain = _reached(cfg, cs, k, files, root, None)
+    cache = AnalysisCache(tmp_path / "analysis")
+    assert _reached(cfg, cs, k, files, root, cache) == plain and cache.misses == 1
+    assert _reached(cfg, cs, k, files, root, cache) == plain and cache.hits == 1
+    for entry in (tmp_path / "analysis" / "reached").glob("*.json"):
+        entry.write_text('{"format": "x", "value": {"kernels/aux_trunk_kernel.cu": [["a", 1]]}}')
+    assert _reached(cfg, cs, k, files, root, cache) == plain
