@@ -11,8 +11,10 @@ Per case:
 
 1. **Accuracy**: dz and x are float32 standard normal (seeded); the reference is ``dz^T x`` in float64
    (CuPy). The new kernel, the old one (``benchmarks/kernels_baseline/aux_weight_grad_reduce_simt.cu``,
-   the SIMT kernel as of commit 7959a4e) and ``torch.mm(dz.T, x)`` in float32 with TF32 off are each
-   compared with it: relative error norm ``||out - ref|| / ||ref||``, max abs error, and the verdict of
+   the SIMT kernel as of commit 7959a4e), an experimental variant of the new one with a 64 x 64 tile
+   (``benchmarks/kernels_baseline/aux_weight_grad_reduce_tc64.cu``, grid (ceil_div(N, 64),
+   ceil_div(M, 64), 8): half the operand traffic per FLOP, half the blocks; "alt" below, for the record
+   only, it decides nothing) and ``torch.mm(dz.T, x)`` in float32 with TF32 off are each compared with it: relative error norm ``||out - ref|| / ||ref||``, max abs error, and the verdict of
    ``audit.runtime._compare.compare`` under the contract's tolerance (``[kernel.verify] rtol/atol``,
    the defaults otherwise), the same comparison ``wireup verify`` makes. The output is poisoned with
    NaN before each checked launch, so an unwritten element shows.
@@ -60,6 +62,9 @@ from audit.runtime._compare import Tolerance, compare  # noqa: E402
 
 KERNEL = "aux_weight_grad_reduce"
 OLD_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_simt.cu"
+ALT_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_tc64.cu"
+ALT_ENTRY = "aux_weight_grad_reduce_tc64"
+FUSED = "aux_heads_backward_fused"
 SIZES = (1, 37, 300, 4096, 4103, 65536)
 NVCC = ["nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-lineinfo", "-I", "kernels"]
 _T0 = time.perf_counter()
@@ -81,7 +86,8 @@ def ceil_div(a: int, b: int) -> int:
 class Shape:
     M: int
     N: int
-    origin: str  # "schedule <name> step <i>" or "[kernel.verify] bindings"
+    origin: str  # "schedule <name> step <i>" (the first launch) or "[kernel.verify] bindings"
+    launches: int = 0  # launches with this (M, N) in the fused backward schedule
 
 
 def contracts_at(cs, B: int):
@@ -101,7 +107,9 @@ def shapes_of(cs) -> list[Shape]:
                 continue
             env = launch.envs[0]
             key = (int(env["M"]), int(env["N"]))
-            seen.setdefault(key, Shape(*key, f"schedule {sched.name} step {launch.step.index + 1}"))
+            first = seen.setdefault(key, Shape(*key, f"schedule {sched.name} step {launch.step.index + 1}"))
+            if sched.name == FUSED:
+                seen[key] = dataclasses.replace(first, launches=first.launches + 1)
     k = cs.kernel_map[KERNEL]
     for binding in k.verify.bindings if k.verify is not None else ():
         b = dict(binding)
@@ -124,6 +132,14 @@ def old_geometry(B: int, M: int, N: int) -> tuple[tuple[int, int, int], tuple[in
     return (ceil_div(N, 32), ceil_div(M, 64), 8), (256, 1, 1)
 
 
+def alt_geometry(B: int, M: int, N: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:  # noqa: ARG001
+    """The 64 x 64 tile experiment: grid (ceil_div(N, 64), ceil_div(M, 64), 8)."""
+    return (ceil_div(N, 64), ceil_div(M, 64), 8), (256, 1, 1)
+
+
+VARIANTS = ("new", "old", "alt")
+
+
 def tolerance(cs) -> Tolerance:
     k = cs.kernel_map[KERNEL]
     v = k.verify
@@ -131,9 +147,9 @@ def tolerance(cs) -> Tolerance:
 
 
 def build(out_dir: Path, cs) -> dict[str, Path]:
-    """nvcc both sources; {"new": cubin, "old": cubin}."""
+    """nvcc the three sources; {"new": cubin, "old": cubin, "alt": cubin}."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    sources = {"new": cs.kernel_map[KERNEL].source, "old": OLD_SOURCE}
+    sources = {"new": cs.kernel_map[KERNEL].source, "old": OLD_SOURCE, "alt": ALT_SOURCE}
     cubins = {}
     procs = {}
     for tag, src in sources.items():
@@ -172,14 +188,15 @@ class Runner:
         self.fn = {}
         for tag, cubin in cubins.items():
             mod = cp.RawModule(path=str(cubin))
-            fn = mod.get_function(KERNEL)
+            fn = mod.get_function(ALT_ENTRY if tag == "alt" else KERNEL)
             getattr(fn, "kernel", None)  # load the module now, outside any capture
             self.fn[tag] = fn
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.tol = tolerance(cs)
 
     def launch(self, tag: str, dz, x, dW, B: int, M: int, N: int) -> None:
-        grid, block = new_geometry(self.cs, B, M, N) if tag == "new" else old_geometry(B, M, N)
+        grid, block = {"new": lambda: new_geometry(self.cs, B, M, N), "old": lambda: old_geometry(B, M, N),
+                       "alt": lambda: alt_geometry(B, M, N)}[tag]()
         self.fn[tag](grid, block, (dz, x, dW, np.int32(B), np.int32(M), np.int32(N)), stream=self.stream)
 
     def checked(self, tag: str, dz, x, dW, B, M, N):
@@ -244,7 +261,7 @@ class Runner:
         x = rs.standard_normal((B, N), dtype=cp.float32)
         ref = cp.asnumpy(dz.astype(cp.float64).T @ x.astype(cp.float64))
         dW = cp.empty((M, N), dtype=cp.float32)
-        row: dict = {"M": M, "N": N, "B": B, "origin": shape.origin, "grid_new": list(new_geometry(self.cs, B, M, N)[0]),
+        row: dict = {"M": M, "N": N, "B": B, "origin": shape.origin, "launches": shape.launches, "grid_new": list(new_geometry(self.cs, B, M, N)[0]),
                      "flop": 2.0 * B * M * N}
 
         def accuracy(out: np.ndarray) -> dict:
@@ -252,7 +269,7 @@ class Runner:
             return {"status": c.status, "rel_norm": float(c.rel_norm), "max_abs": float(c.max_abs), "max_rel": float(c.max_rel),
                     "n_bad": int(c.n_bad), "ok": bool(c.ok), "detail": c.detail}
 
-        for tag in ("new", "old"):
+        for tag in VARIANTS:
             outs = [self.checked(tag, dz, x, dW, B, M, N) for _ in range(3)]
             acc = accuracy(outs[0])
             acc["deterministic"] = all(np.array_equal(outs[0].view(np.uint32), o.view(np.uint32)) for o in outs[1:])
@@ -267,14 +284,15 @@ class Runner:
         row["torch_fp32"] = accuracy(outt.cpu().numpy())
 
         hint = 2.0 * B * M * N / 20e12 * 1e6 + 3.0  # ~20 TFLOP/s + 3 us, only to size the graph
-        for tag in ("new", "old"):
+        for tag in VARIANTS:
             row[tag]["time"], row[tag]["rep"] = self.time_graph(lambda t=tag: self.launch(t, dz, x, dW, B, M, N), hint)
         row["torch_fp32"]["time"], row["torch_fp32"]["rep"] = self.time_torch(dzt, xt, outt, hint)
-        for tag in ("new", "old", "torch_fp32"):
+        for tag in (*VARIANTS, "torch_fp32"):
             t = row[tag]["time"]["median_us"]
             row[tag]["tflops"] = row["flop"] / (t * 1e-6) / 1e12 if t > 0 else None
         row["speedup_vs_old"] = row["old"]["time"]["median_us"] / row["new"]["time"]["median_us"]
         row["speedup_vs_torch"] = row["torch_fp32"]["time"]["median_us"] / row["new"]["time"]["median_us"]
+        row["alt_vs_new"] = row["new"]["time"]["median_us"] / row["alt"]["time"]["median_us"]
         return row
 
     def release(self) -> None:
@@ -309,21 +327,23 @@ def print_table(rows: list[dict], tol: Tolerance) -> None:
     print()
     print(f"aux_weight_grad_reduce: 3xTF32 (new) vs SIMT (old) vs torch.mm fp32 (TF32 off); tolerance rtol {tol.rtol:g}, "
           f"atol {tol.atol:g} x max|ref|, rtol_elem {tol.rtol_elem:g}; times: median us per launch")
-    hdr = (f"{'M':>4} {'N':>4} {'B':>6} | {'new us':>9} {'old us':>9} {'torch us':>9} | {'x old':>6} {'x torch':>7} | "
-           f"{'new TF/s':>8} | {'rel new':>8} {'rel old':>8} {'rel torch':>9} | {'max|e| new':>10} {'old':>9} {'torch':>9} | verdict")
+    hdr = (f"{'M':>4} {'N':>4} {'B':>6} | {'new us':>9} {'old us':>9} {'torch us':>9} {'alt us':>9} | {'x old':>6} {'x torch':>7} | "
+           f"{'new TF/s':>8} | {'rel new':>8} {'rel old':>8} {'rel torch':>9} {'rel alt':>8} | {'max|e| new':>10} {'old':>9} "
+           f"{'torch':>9} | verdict (alt)")
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         if "error" in r:
             print(f"{r['M']:>4} {r['N']:>4} {r['B']:>6} | ERROR {r['error']}")
             continue
-        n, o, t = r["new"], r["old"], r["torch_fp32"]
+        n, o, t, a = r["new"], r["old"], r["torch_fp32"], r["alt"]
         verdict = "ok" if n["ok"] and n["deterministic"] else (
             ("FAIL " + n["status"]) if not n["ok"] else "FAIL nondeterministic")
+        alt = "ok" if a["ok"] and a["deterministic"] else "FAIL"
         print(f"{r['M']:>4} {r['N']:>4} {r['B']:>6} | {n['time']['median_us']:>9.2f} {o['time']['median_us']:>9.2f} "
-              f"{t['time']['median_us']:>9.2f} | {r['speedup_vs_old']:>6.2f} {r['speedup_vs_torch']:>7.2f} | "
-              f"{(n['tflops'] or 0):>8.2f} | {n['rel_norm']:>8.1e} {o['rel_norm']:>8.1e} {t['rel_norm']:>9.1e} | "
-              f"{n['max_abs']:>10.2e} {o['max_abs']:>9.2e} {t['max_abs']:>9.2e} | {verdict}")
+              f"{t['time']['median_us']:>9.2f} {a['time']['median_us']:>9.2f} | {r['speedup_vs_old']:>6.2f} {r['speedup_vs_torch']:>7.2f} | "
+              f"{(n['tflops'] or 0):>8.2f} | {n['rel_norm']:>8.1e} {o['rel_norm']:>8.1e} {t['rel_norm']:>9.1e} {a['rel_norm']:>8.1e} | "
+              f"{n['max_abs']:>10.2e} {o['max_abs']:>9.2e} {t['max_abs']:>9.2e} | {verdict} ({alt})")
 
 
 def cpu_check(cs) -> int:
@@ -331,11 +351,11 @@ def cpu_check(cs) -> int:
     shapes = shapes_of(cs)
     for s in shapes:
         print(f"M={s.M:<4} N={s.N:<4} ({s.origin}): new grid at B=65536 {new_geometry(cs, 65536, s.M, s.N)[0]}, "
-              f"old grid {old_geometry(65536, s.M, s.N)[0]}")
+              f"old grid {old_geometry(65536, s.M, s.N)[0]}, alt grid {alt_geometry(65536, s.M, s.N)[0]}")
     print(f"tolerance: {tolerance(cs)}")
     with tempfile.TemporaryDirectory() as tmp:
         build(Path(tmp), cs)
-    print(f"{len(shapes)} shapes x {len(SIZES)} batch sizes; nvcc built both sources")
+    print(f"{len(shapes)} shapes x {len(SIZES)} batch sizes; nvcc built the three sources")
     return 0
 
 
@@ -372,21 +392,24 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 log(f"M={shape.M} N={shape.N} B={B}: new {row['new']['time']['median_us']:.2f} us "
                     f"(rel {row['new']['rel_norm']:.1e}, {row['new']['status']}, deterministic {row['new']['deterministic']}), "
-                    f"old {row['old']['time']['median_us']:.2f} us, torch {row['torch_fp32']['time']['median_us']:.2f} us")
+                    f"old {row['old']['time']['median_us']:.2f} us, alt {row['alt']['time']['median_us']:.2f} us "
+                    f"({row['alt']['status']}), torch {row['torch_fp32']['time']['median_us']:.2f} us")
     rows = results["rows"]
     bad = [r for r in rows if "error" in r or not (r["new"]["ok"] and r["new"]["deterministic"])]
     results["new_kernel_ok"] = not bad
+    big = [r for r in rows if "error" not in r and r["B"] == max(args.sizes) and r["launches"]]
+    if big:  # the fused backward's launches of the kernel at the largest B, each (M, N) as often as it is launched
+        results["step_totals_us"] = {"B": max(args.sizes), "launches": sum(r["launches"] for r in big)} | {
+            tag: sum(r["launches"] * r[tag]["time"]["median_us"] for r in big) for tag in (*VARIANTS, "torch_fp32")}
     path = args.json or (str(Path(os.environ["OUT"]) / "gpu_wgrad_tc.json") if os.environ.get("OUT") else None)
     if path:
         Path(path).write_text(json.dumps(results, indent=1, default=str))
         log(f"wrote {path}")
     print_table(rows, runner.tol)
-    big = [r for r in rows if "error" not in r and r["B"] == max(args.sizes)]
     if big:
-        tn = sum(r["new"]["time"]["median_us"] for r in big if r["origin"].startswith("schedule"))
-        to = sum(r["old"]["time"]["median_us"] for r in big if r["origin"].startswith("schedule"))
-        print(f"\nat B = {max(args.sizes)}, the schedules' shapes once each: new {tn:.1f} us, old {to:.1f} us "
-              "(the fused backward launches 128x256 twice: add that row once more for the step)")
+        tot = results["step_totals_us"]
+        print(f"\nat B = {tot['B']}, the fused backward's {tot['launches']} launches of the kernel: new {tot['new']:.1f} us, "
+              f"old {tot['old']:.1f} us, alt {tot['alt']:.1f} us, torch.mm {tot['torch_fp32']:.1f} us")
     print(f"\nnew kernel: {'every case within tolerance and bit-deterministic' if not bad else f'{len(bad)} case(s) FAILED'}")
     return 0 if not bad else 1
 
