@@ -56,11 +56,11 @@ KERNELS = {
         "eb3e3e21e9af4c5e2ed1bf841e59438bff13d97c49f7267c854d86882050710d",
     ),
     "aux_param_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
         "75b336981b8350a32169196da6aaf4119da6b8147ef73ad11b18c05f9c77e393",
     ),
     "aux_trade_outcome_forward": (
@@ -98,11 +98,11 @@ SCHEDULES = {
         "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
+        "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
         "daa4c90006662d59cb159e8a067e4ad1f700f8c32d567fadf948ec5a1bd2bbe5",
     ),
     "aux_heads_backward_fused": (
-        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
+        "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
         "4b76dcd1833295f02422a3e46cf3f7b6730c6e591ec5564160fd81788f46f4ec",
     ),
 }
