@@ -713,7 +713,7 @@ class KernelVerifier:
                 width = got.dtype.itemsize
                 bits = np.ascontiguousarray(got).view(f"u{width}")
                 if p.role == "out":
-                    want = np.full(got.shape, poison_word(got.dtype, 0, p.dtype == "bf16"), dtype=f"u{width}")
+                    want = np.dtype(f"u{width}").type(poison_word(got.dtype, 0, p.dtype == "bf16"))  # broadcast
                 else:
                     before = case.inputs[p.name]
                     if case.rows is not None and batch_leading(p.shape, self.cs):

@@ -71,6 +71,19 @@ def _patterns(n: int) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
+def row_runs(rows: np.ndarray) -> list[tuple[int, int]]:
+    """``[i, j)`` spans of ``rows`` whose values are consecutive (``rows[k + 1] == rows[k] + 1``).
+
+    >>> row_runs(np.array([0, 31, 32, 63, 64, 70]))
+    [(0, 1), (1, 3), (3, 5), (5, 6)]
+    """
+    if rows.size == 0:
+        return []
+    cuts = np.flatnonzero(np.diff(rows) != 1) + 1
+    edges = [0, *cuts.tolist(), int(rows.size)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
 @dataclass
 class DeviceBuffer:
     """One guarded allocation: ``ptr`` is where the data starts."""
@@ -170,11 +183,13 @@ class Arena:
         return self.backend.d2h(buf.ptr, buf.nbytes).view(buf.dtype).reshape(buf.shape)
 
     def download_rows(self, buf: DeviceBuffer, rows: np.ndarray) -> np.ndarray:
-        """Rows ``rows`` of a batch-leading buffer (one small copy per row; rows are contiguous)."""
+        """Rows ``rows`` of a batch-leading buffer: one copy per run of consecutive rows (sampled rows come
+        sorted, and the tile edges 31, 32, 63, 64, ... pair up), since each copy is a round trip."""
         rb = buf.row_bytes
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
         out = np.empty((len(rows), rb), np.uint8)
-        for i, r in enumerate(rows):
-            out[i] = self.backend.d2h(buf.ptr + int(r) * rb, rb)
+        for i, j in row_runs(rows):
+            out[i:j] = self.backend.d2h(buf.ptr + int(rows[i]) * rb, (j - i) * rb).reshape(j - i, rb)
         return out.reshape(-1).view(buf.dtype).reshape((len(rows), *buf.shape[1:]))
 
     # -- device-side inspection ---------------------------------------------------------------------
