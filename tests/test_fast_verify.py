@@ -130,11 +130,18 @@ def test_all_zero_output_and_zero_reference_keep_their_verdicts():
     assert compare(np.zeros(N, np.float32), ref).status == "trivial"
     assert compare(np.zeros(N, np.float32), ref, Tolerance(rtol=1.5, atol=0.4, rtol_elem=0.4)).status == "trivial"
     zero = np.zeros(N)
+    zero[::3] = -0.0
+    assert same(compare(np.zeros(N, np.float32), zero), full_rule(np.zeros(N, np.float32), zero))
     assert compare(np.zeros(N, np.float32), zero).ok
+    for k, v in ((N - 1, 1e-3), (C.CHUNK, 2e-30), (0, np.nan)):
+        out = np.zeros(N, np.float32)
+        out[k] = v
+        got = compare(out, zero)
+        assert got.status == ("nonfinite" if v != v else "mismatch") and got.worst == (k,)
+        assert same(got, full_rule(out, zero))
     out = np.zeros(N, np.float32)
-    out[N - 1] = 1e-3
-    got = compare(out, zero)
-    assert got.status == "mismatch" and got.worst == (N - 1,)
+    out[7] = 1e-31  # within the zero floor
+    assert compare(out, zero).ok
 
 
 def test_compare_is_deterministic():
