@@ -1,0 +1,63 @@
+"""GPU tests of the host-side fast paths of wireup verify (issue 15), marked ``gpu``.
+
+On each GPU backend (PyCUDA, CuPy): the guard bands of a small buffer (read back in one copy of the
+whole allocation) and of a large one (two copies) find a changed byte on either side, and the shared
+read-only patterns restore them; sampled rows fetched one copy per run of consecutive rows equal the
+rows of a whole download. The CPU versions on the emulated backend are in tests/test_fast_verify.py. Run
+on the device machine:
+
+    python3 -m pytest -q -m gpu tests/gpu/test_fast_verify_gpu.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audit.runtime._backend import BackendUnavailable
+from audit.runtime._memory import SMALL_BUFFER, Arena
+from audit.runtime._open import open_backend
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(params=["pycuda", "cupy"], scope="module")
+def backend(request):
+    try:
+        be = open_backend(request.param)
+    except BackendUnavailable as exc:
+        pytest.skip(f"{request.param}: {exc}")
+    yield be
+    be.close()
+
+
+@pytest.mark.parametrize("nbytes", [4, SMALL_BUFFER, SMALL_BUFFER + 4, 1 << 22])
+@pytest.mark.parametrize("side", ["before", "after"])
+def test_guard_damage_on_the_device(backend, nbytes, side):
+    arena = Arena(backend)
+    try:
+        arena.alloc("neighbour", np.float32, (5,))
+        buf = arena.alloc("x", np.uint8, (nbytes,))
+        assert arena.guard_damage() == []
+        at = buf.ptr - 1 if side == "before" else buf.ptr + nbytes + 3
+        old = backend.d2h(at, 1)
+        backend.h2d(at, np.array([old[0] ^ 0x5A], np.uint8))
+        damage = arena.guard_damage()
+        assert [(d.buffer, d.side, d.count, d.offset) for d in damage] == [("x", side, 1, -1 if side == "before" else nbytes + 3)]
+        arena.restore_guards()  # writes the shared read-only patterns
+        assert arena.guard_damage() == []
+    finally:
+        arena.free_all()
+
+
+def test_sampled_rows_on_the_device(backend):
+    arena = Arena(backend)
+    try:
+        data = np.random.default_rng(0).standard_normal((4103, 33)).astype(np.float32)
+        buf = arena.alloc("h", np.float32, data.shape)
+        arena.upload(buf, data)
+        rows = np.array(sorted({0, 31, 32, 63, 64, 127, 128, 255, 256, 1000, 1001, 1002, 4102}))
+        assert np.array_equal(arena.download_rows(buf, rows), data[rows])
+        assert np.array_equal(arena.download(buf)[rows], data[rows])
+    finally:
+        arena.free_all()
