@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from audit.runtime import _backend
 from audit.runtime import _compare as C
 from audit.runtime import verify
 from audit.runtime._compare import DeltaTolerance, Tolerance, compare, compare_delta
@@ -314,3 +315,60 @@ def test_verify_records_are_the_same_with_the_fast_paths_off(request, monkeypatc
         assert all(r.verdict == "pass" for r in fast.run.results)
     else:
         assert rule in found
+
+
+# -- hashes of several buffers in one round trip -----------------------------------------------------
+
+
+class _HelperDevice(_backend.DeviceBackend, EmulatedBackend):
+    """A GPU backend's helper plumbing over emulated memory: the "helper kernels" compute on the host what
+    the helper cubin computes on the device, and every round trip is counted."""
+
+    _device_errors = (ZeroDivisionError,)
+
+    def __init__(self):
+        EmulatedBackend.__init__(self)
+        self._helpers = {"hash": "hash"}
+        self.round_trips = 0
+
+    def _run_helper(self, fn, args, n):
+        self.round_trips += 1
+        return self._host_helper(fn, args, n)
+
+    def _run_helpers(self, jobs):
+        self.round_trips += 1
+        return [self._host_helper(*j) for j in jobs]
+
+    def _host_helper(self, fn, args, n):
+        assert fn == "hash" and int(args[1]) == n
+        words = EmulatedBackend.d2h(self, int(args[0]), 4 * n).view(np.uint32)
+        return _backend.hash_words(words, int(args[2]))
+
+
+def test_hash_many_equals_each_hash_in_one_round_trip():
+    dev = _HelperDevice()
+    host = EmulatedBackend()  # the host fallback every hash must equal
+    spans_dev, spans_host = [], []
+    rng = np.random.default_rng(4)
+    for nbytes, offset in ((4096, 0), (4099, 0), (7, 0), (3, 0), (0, 0), (64, 2), (1 << 16, 0)):
+        data = rng.integers(0, 256, nbytes + offset + 1, dtype=np.uint8)
+        for be, spans in ((dev, spans_dev), (host, spans_host)):
+            p = be.alloc(data.size)
+            be.h2d(p, data)
+            spans.append((p + offset, nbytes))
+    want = [host.hash(p, n) if n else 0 for p, n in spans_host]
+    dev.round_trips = 0
+    assert dev.hash_many(spans_dev) == want
+    assert dev.round_trips == 1  # the aligned spans of at least a word (4096, 4099, 7, 65536) in one go
+    assert [dev.hash(p, n) if n else 0 for p, n in spans_dev] == want
+    dev.round_trips = 0
+    assert dev.hash_many(spans_dev[:1]) == want[:1] and dev.round_trips == 1
+
+
+def test_arena_hash_many_on_the_emulated_backend():
+    be = EmulatedBackend()
+    arena = Arena(be)
+    a = arena.alloc("a", np.float32, (37, 5))
+    b = arena.alloc("b", np.int32, (0,))
+    arena.upload(a, np.arange(185, dtype=np.float32).reshape(37, 5))
+    assert arena.hash_many([a, b]) == [arena.hash(a), 0]

@@ -577,7 +577,7 @@ class KernelVerifier:
             ptrs = {n: b.ptr for n, b in bufs.items()}
             with s.phase("transfer"):
                 self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
-                in_hashes = {n: arena.hash(bufs[n]) for n in self.read_only_names()}
+                in_hashes = _hashes(arena, bufs, self.read_only_names())
             self.launch(be, case, ptrs, "A")
             self.check_guards(be, arena, case, "A")
             modified = self.check_inputs(be, arena, bufs, in_hashes, case)
@@ -593,7 +593,7 @@ class KernelVerifier:
             if not full:
                 return
             with s.phase("transfer"):
-                hashes_a = {n: arena.hash(bufs[n]) for n in self.written_names()}
+                hashes_a = _hashes(arena, bufs, self.written_names())
                 self.prepare(arena, bufs, case, poison=1, init="init1", first=modified)
             self.launch(be, case, ptrs, "B")
             self.check_guards(be, arena, case, "B")
@@ -748,7 +748,8 @@ class KernelVerifier:
 
     def check_inputs(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], before: dict[str, int], case: Case) -> bool:
         with self.s.phase("checks"):
-            changed = [n for n, h in before.items() if arena.hash(bufs[n]) != h]
+            now = _hashes(arena, bufs, list(before))
+            changed = [n for n, h in before.items() if now[n] != h]
         if changed:
             b = bufs[changed[0]]
             host = arena.download(b) if b.count <= self.s.fetch_budget else None
@@ -931,7 +932,8 @@ class KernelVerifier:
         nd = self.k.nondeterministic
         with self.s.phase("checks"):
             names = [n for n in self.written_names() if n not in unwritten]
-            differ = [n for n in names if arena.hash(bufs[n]) != hashes_a[n]]
+            now = _hashes(arena, bufs, names)
+            differ = [n for n in names if now[n] != hashes_a[n]]
             partial = {p.name: p for p in self.partial if p.name in differ and p.name in outs_a}
             if partial:  # outside the write range each run keeps its own poison: compare the written part
                 now = self.fetch(arena, bufs, case)
@@ -1214,6 +1216,11 @@ def seed_key(size: DimCase | int) -> int | str:
 def scale_of(size: DimCase | int) -> int:
     """A case's scale (its largest value) for picking the cases properties run at."""
     return size.size if isinstance(size, DimCase) else int(size)
+
+
+def _hashes(arena: Arena, bufs: dict[str, DeviceBuffer], names: list[str]) -> dict[str, int]:
+    """The device hashes of the named buffers, in one round trip (:meth:`Arena.hash_many`)."""
+    return dict(zip(names, arena.hash_many([bufs[n] for n in names])))
 
 
 def _finite(x: float | None) -> float | None:

@@ -196,6 +196,10 @@ class Arena:
     def hash(self, buf: DeviceBuffer) -> int:
         return self.backend.hash(buf.ptr, buf.nbytes) if buf.nbytes else 0
 
+    def hash_many(self, bufs: list[DeviceBuffer]) -> list[int]:
+        """:meth:`hash` of each buffer, in one round trip on a GPU backend."""
+        return self.backend.hash_many([(b.ptr, b.nbytes) for b in bufs])
+
     def count_poison(self, buf: DeviceBuffer, which: int) -> int:
         if not buf.nbytes:
             return 0

@@ -3,7 +3,8 @@
 On each GPU backend (PyCUDA, CuPy): the guard bands of a small buffer (read back in one copy of the
 whole allocation) and of a large one (two copies) find a changed byte on either side, and the shared
 read-only patterns restore them; sampled rows fetched one copy per run of consecutive rows equal the
-rows of a whole download. The CPU versions on the emulated backend are in tests/test_fast_verify.py. Run
+rows of a whole download; the hashes of several buffers in one round trip (``hash_many``) equal each
+buffer's own device hash and the host's. The CPU versions on the emulated backend are in tests/test_fast_verify.py. Run
 on the device machine:
 
     python3 -m pytest -q -m gpu tests/gpu/test_fast_verify_gpu.py
@@ -14,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audit.runtime._backend import BackendUnavailable
+from audit.runtime._backend import Backend, BackendUnavailable
+from audit.runtime._helpers import helper_cubin
 from audit.runtime._memory import SMALL_BUFFER, Arena
 from audit.runtime._open import open_backend
 
@@ -22,11 +24,18 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(params=["pycuda", "cupy"], scope="module")
-def backend(request):
+def backend(request, tmp_path_factory):
+    """The backend with its helper cubin (device-side counts and hashes), built for this device."""
     try:
-        be = open_backend(request.param)
+        probe = open_backend(request.param)
     except BackendUnavailable as exc:
         pytest.skip(f"{request.param}: {exc}")
+    arch = "sm_" + probe.device_info()["compute_capability"].replace(".", "")
+    probe.close()
+    cubin, why = helper_cubin(tmp_path_factory.mktemp("helpers"), arch)
+    assert cubin is not None, why
+    be = open_backend(request.param, helper_cubin=str(cubin))
+    assert be._helpers, "the helper cubin did not load"
     yield be
     be.close()
 
@@ -59,5 +68,22 @@ def test_sampled_rows_on_the_device(backend):
         rows = np.array(sorted({0, 31, 32, 63, 64, 127, 128, 255, 256, 1000, 1001, 1002, 4102}))
         assert np.array_equal(arena.download_rows(buf, rows), data[rows])
         assert np.array_equal(arena.download(buf)[rows], data[rows])
+    finally:
+        arena.free_all()
+
+
+def test_hash_many_on_the_device(backend):
+    rng = np.random.default_rng(1)
+    arena = Arena(backend)
+    try:
+        bufs = []
+        for i, n in enumerate((64, 63, 4096 * 37 + 2, 3, 0, 1 << 20)):
+            b = arena.alloc(f"b{i}", np.uint8, (n,))
+            arena.upload(b, rng.integers(0, 256, n, dtype=np.uint8))
+            bufs.append(b)
+        many = arena.hash_many(bufs)
+        assert many == [arena.hash(b) for b in bufs]
+        assert many == [Backend.hash(backend, b.ptr, b.nbytes) if b.nbytes else 0 for b in bufs]  # the host's hash
+        assert arena.hash_many(bufs[::-1]) == many[::-1]
     finally:
         arena.free_all()
