@@ -932,8 +932,8 @@ class KernelVerifier:
         nd = self.k.nondeterministic
         with self.s.phase("checks"):
             names = [n for n in self.written_names() if n not in unwritten]
-            now = _hashes(arena, bufs, names)
-            differ = [n for n in names if now[n] != hashes_a[n]]
+            after = _hashes(arena, bufs, names)
+            differ = [n for n in names if after[n] != hashes_a[n]]
             partial = {p.name: p for p in self.partial if p.name in differ and p.name in outs_a}
             if partial:  # outside the write range each run keeps its own poison: compare the written part
                 now = self.fetch(arena, bufs, case)
