@@ -361,7 +361,8 @@ def _fast_delta_pass(out: np.ndarray, b: np.ndarray, r: np.ndarray, tol: DeltaTo
     the rounding floor are whole arrays for the two norms, the rest goes by cache-sized chunks."""
     o = out.reshape(-1)
     n = int(o.size)
-    sl = np.broadcast_to(np.asarray(slack, dtype=np.float64), out.shape).reshape(-1)
+    sa = np.asarray(slack, dtype=np.float64)
+    sl = float(sa) if sa.ndim == 0 else np.broadcast_to(sa, out.shape).reshape(-1)  # a scalar is added as one
     d_ref = np.subtract(r, b)
     excess = np.empty(n)
     step = min(CHUNK, n)
@@ -378,7 +379,7 @@ def _fast_delta_pass(out: np.ndarray, b: np.ndarray, r: np.ndarray, tol: DeltaTo
         floor += np.abs(r[i:j], out=e[:m])
         max_mag = _top(max_mag, float(floor.max()))
         floor *= tol.eps
-        floor += sl[i:j]
+        floor += sl if isinstance(sl, float) else sl[i:j]
         x = np.subtract(err, floor, out=excess[i:j])
         np.maximum(x, 0.0, out=x)
         max_change = _top(max_change, float(np.abs(d_ref[i:j], out=e[:m]).max()))
