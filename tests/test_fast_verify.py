@@ -372,3 +372,20 @@ def test_arena_hash_many_on_the_emulated_backend():
     b = arena.alloc("b", np.int32, (0,))
     arena.upload(a, np.arange(185, dtype=np.float32).reshape(37, 5))
     assert arena.hash_many([a, b]) == [arena.hash(a), 0]
+
+
+def test_arena_counts_of_several_buffers_equal_each_count():
+    arena = Arena(EmulatedBackend())
+    f32 = arena.alloc("f32", np.float32, (37, 5))
+    i16 = arena.alloc("i16", np.int16, (9,))
+    empty = arena.alloc("e", np.float32, (0,))
+    arena.poison(f32, 1)
+    arena.poison(i16, 0)
+    part = np.ones((10, 5), np.float32)
+    part[2, 2] = np.nan
+    be = arena.backend
+    be.h2d(f32.ptr, part)  # the first 10 rows written, one NaN among them; the rest keeps the NaN poison
+    bufs = [f32, i16, empty]
+    assert arena.count_poison_many(bufs, 1) == [arena.count_poison(b, 1) for b in bufs] == [27 * 5, 0, 0]
+    assert arena.count_poison_many(bufs, 0) == [0, 9, 0]
+    assert arena.count_nonfinite_many(bufs) == [arena.count_nonfinite(b) for b in bufs] == [27 * 5 + 1, 0, 0]

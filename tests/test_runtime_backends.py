@@ -351,3 +351,32 @@ def test_hashes_of_several_buffers_in_one_round_trip(which, monkeypatch):
     slots = sorted(int(x[1][-1]) for x in hashes)
     assert len(set(slots)) == 4 and slots[-1] - slots[0] == 24  # four adjacent 8-byte result slots
     assert be.hash_many(spans[::-1]) == want[::-1]  # the results buffer is reused, zeroed each time
+
+
+@pytest.mark.parametrize("which", ["pycuda", "cupy"])
+def test_counts_of_several_buffers_in_one_round_trip(which, monkeypatch):
+    """``count_many``: poison and NaN counts of several buffers (words of 2, 4 and 8 bytes) by one helper
+    launch each into its own result slot; each equals ``count_masked`` of that buffer."""
+    if which == "pycuda":
+        for name, mod in fake_pycuda().items():
+            monkeypatch.setitem(sys.modules, name, mod)
+        from audit.runtime._pycuda import PyCudaBackend as cls
+    else:
+        monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+        from audit.runtime._cupy import CupyBackend as cls
+    be = cls(helper_cubin="helpers.cubin")
+    a = be.alloc(40)
+    be.h2d(a, np.array([0x7FC0DEAD] * 7 + [1, 2, 0x7F800000], np.uint32))
+    b = be.alloc(64)
+    be.h2d(b, np.array([0x7FF8DEADDEADDEAD] * 3 + [0] * 5, np.uint64))
+    c = be.alloc(8)
+    be.h2d(c, np.array([0x7E5A, 0x7C00, 1, 0x7E5A], np.uint16))
+    calls = [(a, 40, 4, 0xFFFFFFFF, 0x7FC0DEAD), (b, 64, 8, (1 << 64) - 1, 0x7FF8DEADDEADDEAD), (a, 40, 4, 0x7F800000, 0x7F800000),
+             (c, 8, 2, 0xFFFF, 0x7E5A), (a + 2, 8, 4, 0xFFFFFFFF, 0), (c, 0, 2, 0xFFFF, 0)]  # fmt: skip
+    want = [7, 3, 8, 2, EmulatedBackend.count_masked(MEM, a + 2, 8, 4, 0xFFFFFFFF, 0), 0]
+    LAUNCHES.clear()
+    assert be.count_many(calls) == want
+    counts = [x for x in LAUNCHES if x[0].startswith("wireup_count_masked")]
+    assert [x[0][-3:] for x in counts] == ["u32", "u64", "u32", "u16"]  # the misaligned one on the host, the empty one nowhere
+    assert len({int(x[1][-1]) for x in counts}) == 4
+    assert be.count_many(calls[::-1]) == want[::-1]

@@ -201,18 +201,40 @@ class Arena:
         return self.backend.hash_many([(b.ptr, b.nbytes) for b in bufs])
 
     def count_poison(self, buf: DeviceBuffer, which: int) -> int:
-        if not buf.nbytes:
-            return 0
-        w = buf.dtype.itemsize
-        return self.backend.count_masked(buf.ptr, buf.nbytes, w, (1 << (8 * w)) - 1, poison_word(buf.dtype, which, buf.bf16))
+        return self.count_poison_many([buf], which)[0]
+
+    def count_poison_many(self, bufs: list[DeviceBuffer], which: int) -> list[int]:
+        """Elements still holding poison pattern ``which``, per buffer (one round trip on a GPU backend)."""
+        calls = []
+        for b in bufs:
+            w = b.dtype.itemsize
+            calls.append((b.ptr, b.nbytes, w, (1 << (8 * w)) - 1, poison_word(b.dtype, which, b.bf16)))
+        return self._counts(calls)
 
     def count_nonfinite(self, buf: DeviceBuffer) -> int:
         """NaN or Inf elements of a float buffer (0 for integer buffers)."""
-        if not buf.nbytes or (buf.dtype.kind != "f" and not buf.bf16):
-            return 0
-        w = buf.dtype.itemsize
-        exp = {8: 0x7FF0000000000000, 4: 0x7F800000, 2: 0x7F80 if buf.bf16 else 0x7C00}[w]
-        return self.backend.count_masked(buf.ptr, buf.nbytes, w, exp, exp)
+        return self.count_nonfinite_many([buf])[0]
+
+    def count_nonfinite_many(self, bufs: list[DeviceBuffer]) -> list[int]:
+        """:meth:`count_nonfinite` of each buffer (one round trip on a GPU backend)."""
+        calls = []
+        for b in bufs:
+            if b.dtype.kind != "f" and not b.bf16:
+                calls.append((b.ptr, 0, 1, 0, 0))  # integers are never NaN: nothing to count
+                continue
+            w = b.dtype.itemsize
+            exp = {8: 0x7FF0000000000000, 4: 0x7F800000, 2: 0x7F80 if b.bf16 else 0x7C00}[w]
+            calls.append((b.ptr, b.nbytes, w, exp, exp))
+        return self._counts(calls)
+
+    def _counts(self, calls: list[tuple[int, int, int, int, int]]) -> list[int]:
+        """The backend's counts of the non-empty calls, 0 for the empty ones."""
+        todo = [i for i, c in enumerate(calls) if c[1]]
+        got = self.backend.count_many([calls[i] for i in todo]) if todo else []
+        out = [0] * len(calls)
+        for i, c in zip(todo, got):
+            out[i] = int(c)
+        return out
 
     def count_nonzero(self, buf: DeviceBuffer) -> int:
         """Elements that are not (+-)0."""

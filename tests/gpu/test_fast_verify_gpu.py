@@ -87,3 +87,24 @@ def test_hash_many_on_the_device(backend):
         assert arena.hash_many(bufs[::-1]) == many[::-1]
     finally:
         arena.free_all()
+
+
+def test_count_many_on_the_device(backend):
+    arena = Arena(backend)
+    try:
+        f32 = arena.alloc("f32", np.float32, (4103, 5))
+        f64 = arena.alloc("f64", np.float64, (300,))
+        i32 = arena.alloc("i32", np.int32, (77,))
+        empty = arena.alloc("empty", np.float32, (0,))
+        for b in (f32, f64, i32):
+            arena.poison(b, 0)
+        data = np.ones((4103, 5), np.float32)
+        data[::7] = np.nan
+        data[3, 1] = np.inf
+        arena.upload(f32, data)
+        bufs = [f32, f64, i32, empty]
+        assert arena.count_poison_many(bufs, 0) == [arena.count_poison(b, 0) for b in bufs] == [0, 300, 77, 0]
+        want = [int((~np.isfinite(data)).sum()), 300, 0, 0]  # the float64 poison is a NaN; integers never are
+        assert arena.count_nonfinite_many(bufs) == [arena.count_nonfinite(b) for b in bufs] == want
+    finally:
+        arena.free_all()
