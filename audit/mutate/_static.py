@@ -4,7 +4,10 @@ A mutant is caught here when LOCAL_ARRAY_BOUNDS finds a constant-bound loop of i
 local array out of bounds (``u <= kQuads`` over ``v[kQuads]``: undefined behaviour that nvcc hides by
 dropping the store, so no run can see it), when LOCAL_UNINIT_READ finds a read of a local array element
 that was written only under a run-time guard the read lacks (a deleted ``if (k < K)`` in the loop that
-reads back ``l[k]``: an uninitialised register that nvcc may compile into the original's behaviour), or
+reads back ``l[k]``: an uninitialised register that nvcc may compile into the original's behaviour), when
+SHARED_ARRAY_BOUNDS finds a thread-strided loop indexing a shared array (or a field of a shared union, or
+through a pointer into one) past its end (``e <= kBM * kBN``: one element past a tile, inside the block's
+shared allocation, where memcheck sees nothing), or
 when STORE_RACE finds a global store of its entry, at an
 address the same for every thread, that more than one thread runs (a deleted ``if (tid == 0)`` around an
 ISV update: the lanes of a warp store the same value, so no run sees that either), or when SHARED_RMW_RACE
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE", "SHARED_RMW_RACE")
+STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:

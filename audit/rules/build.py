@@ -240,6 +240,18 @@ def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
 
 
+@rule("SHARED_ARRAY_BOUNDS", "No loop that starts at the thread index and steps by the block (or a constant-bound loop) indexes a shared array, a field of a shared struct or union, or an element reached through a pointer into one, out of the array's bounds.", "build")
+def check_shared_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads the kernel sources and the local headers they include; needs no compiler (see
+    :mod:`audit.cuda.sharedbounds`)."""
+    from ..cuda.static import overrun_text, source_shared_overruns
+
+    cache = _analysis_cache(ctx)
+    for f, shown, kernel, dirs in _project_sources(ctx):
+        for o in source_shared_overruns(f, dirs, cache):
+            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
+
+
 @rule("LOCAL_UNINIT_READ", "No read of a fixed-size local array finds an element that was written only under a run-time guard the read lacks (an uninitialised register the compiler hides).", "build")
 def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
