@@ -16,6 +16,10 @@ Three bugs that no run of a kernel can show, because the compiled code hides the
 * STORE_RACE (:mod:`audit.cuda.races`, on the PTX): a non-atomic global store at an address that is the
   same for every thread, which more than one thread runs (a deleted ``if (tid == 0)`` around an ISV
   update). The lanes of a warp store the same value; warps that interleave blend an EMA twice.
+* CP_ASYNC_WAIT (:mod:`audit.cuda.cpasync`, on the PTX): a ``cp.async.wait_group`` reached with copies
+  not committed to a group (a lost ``cp_async_commit()``), or an exit reached with copies no
+  ``wait_group 0`` drained (a lost final ``cp_async_wait<0>()``): copies that usually land in time, so no
+  run or sanitizer sees them.
 * SHARED_RMW_RACE (:mod:`audit.cuda.sharedraces`, on the PTX): a non-atomic read-modify-write of a
   shared-memory element that two threads which may run it both update (a deleted ``if (lane == 0)``
   around ``s[row] += p``, an ``atomicAdd`` on shared memory turned into ``+=``): lost updates, invisible
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .bounds import Overrun, find_overruns, included_constants
+from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
 from .races import StoreRace, find_store_races
 from .sharedbounds import SharedOverrun, find_shared_overruns
@@ -211,6 +216,18 @@ def entry_shared_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol
     return out
 
 
+def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
+                             cache: AnalysisCache | None = None) -> list[AsyncCopyHazard]:
+    """The CP_ASYNC_WAIT hazards of ``k``'s entry in the PTX module ``ptx`` (no launch extent matters);
+    ``cache`` keeps them by the PTX text and the entry."""
+    entry = symbol or k.symbol
+
+    def compute() -> list[AsyncCopyHazard]:
+        return find_async_copy_hazards(ptx, entry)
+
+    return compute() if cache is None else cache.results("cp-async", [ptx, entry], AsyncCopyHazard, compute)
+
+
 def race_line(race: StoreRace | SharedRace, source: str) -> int | None:
     """The race's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
     if race.line is None or race.file is None:
@@ -238,6 +255,7 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
+        out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
     return out
 
 

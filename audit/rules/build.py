@@ -305,6 +305,21 @@ def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(race.message(k.name, sb.source), loc, k.name)
 
 
+@rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
+def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX: the copies each path has issued, committed and drained at every
+    wait and exit (see :mod:`audit.cuda.cpasync`)."""
+    from ..cuda.static import entry_async_copy_hazards
+
+    cache = _analysis_cache(ctx)
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        for h in entry_async_copy_hazards(k, _ptx_text(ctx, sb.ptx), entry.symbol, cache):
+            loc = Loc(_CudaLine(sb.source, h.line)) if h.line else k.loc.child("source")
+            yield Hit(h.message(k.name, sb.source), loc, k.name)
+
+
 # ---------------------------------------------------------------------------------------------------------
 
 
