@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .bounds import _MAX_EVALS, _Analysis, _Expr, _key, _Loop, _macros, _merge, _Unknown
-from .tokens import tokenize
+from .tokens import TokenizeError, tokenize
 
 _THREAD = ("threadIdx", ".", "x")
 _BLOCK = ("blockDim", ".", "x")
@@ -220,7 +220,7 @@ class _SharedAnalysis(_Analysis):
         try:
             fn = _Expr(tokenize(text), lambda name: "__tid__" if name == "__tid__" else self._constant(name, i)).parse()
             first, second = fn({"__tid__": 0}), fn({"__tid__": 1})
-        except _Unknown:
+        except (_Unknown, TokenizeError):
             return None
         bound = self._eval(a + 3, b, i)
         if bound is None or second - first != 1:
@@ -286,7 +286,7 @@ class _SharedAnalysis(_Analysis):
         while j < close:
             if toks[j].text in ("struct", "union"):
                 k = j + 1 if toks[j + 1].text == "{" else j + 2
-                if toks[k].text == "{" and k in self.match:
+                if k < close and toks[k].text == "{" and k in self.match:
                     nested = self._members(k)
                     j = self.match[k] + 1
                     while j < close and toks[j].text != ";":
@@ -391,7 +391,7 @@ class _SharedAnalysis(_Analysis):
                 k = at + 2
                 amp = toks[k].text == "&"
                 k += amp
-                if toks[k].kind != "ident":
+                if k >= self.n or toks[k].kind != "ident":
                     continue
                 end = k
                 while end < self.n and toks[end].text not in (";", ","):
