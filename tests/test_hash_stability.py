@@ -53,7 +53,7 @@ KERNELS = {
     ),
     "aux_next_bar_backward": (
         "6109802801afc66e7338be44b5058b5c0215c4b2d923d98b17ca3565f9177129",
-        "eb3e3e21e9af4c5e2ed1bf841e59438bff13d97c49f7267c854d86882050710d",
+        "13511eb4ddba15d72508f628d457f451719370fd8c209c62162f610d92e11a3e",
     ),
     "aux_param_grad_reduce": (
         "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
@@ -99,11 +99,11 @@ SCHEDULES = {
     ),
     "aux_heads_backward": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "8c3b2f9dd2639b454704151d938562136c5af46c6ee7b93fb4a41df157e1c006",
+        "c2771b4c47a1e180ca4e1f2df78b67d659ee79185844c8746ea2cb2980aad1ee",
     ),
     "aux_heads_backward_fused": (
         "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "eff83039cb63eff79a273a12cb7909caceda9ec6d5afc0d89b613dd044ba7021",
+        "117ad4dca859e92eb71439042a4eb52313469219a5c47a6d4f1b7d0aab811665",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
