@@ -25,8 +25,7 @@ from audit.mutate._mutants import mutants_of_source
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-# the SIMT kernel the 4 December mutation runs verified (its survivors are what these tests pin)
-WG = Path(__file__).parent / "data" / "simt" / "aux_param_grad_reduce_kernel.cu"
+WG = KERNELS / "aux_param_grad_reduce_kernel.cu"
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
 COPY = "cp.async.cg.shared.global [%r1], [%rd1], 16, %r2;"

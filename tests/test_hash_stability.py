@@ -56,11 +56,11 @@ KERNELS = {
         "13511eb4ddba15d72508f628d457f451719370fd8c209c62162f610d92e11a3e",
     ),
     "aux_param_grad_reduce": (
-        "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
+        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_reduce": (
-        "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
+        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
         "75b336981b8350a32169196da6aaf4119da6b8147ef73ad11b18c05f9c77e393",
     ),
     "aux_trade_outcome_forward": (
@@ -98,11 +98,11 @@ SCHEDULES = {
         "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
+        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
         "1929883c4869740ea7835a18c02a93867c9b0bda03b70db71075831e4b23812b",
     ),
     "aux_heads_backward_fused": (
-        "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
+        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
         "df2ee22afbd21c2c1e57a7d8efb5ca137b6035a53765feea23ec89d17c0c85c9",
     ),
 }

@@ -25,8 +25,7 @@ from audit.mutate._static import STATIC_RULES
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-# the SIMT kernel the 4 December mutation runs verified (its survivors are what these tests pin)
-WG = Path(__file__).parent / "data" / "simt" / "aux_param_grad_reduce_kernel.cu"
+WG = KERNELS / "aux_param_grad_reduce_kernel.cu"
 
 
 def _kernel(body: str, before: str = "") -> str:

@@ -1,5 +1,7 @@
-"""GPU test of the 3xTF32 tensor-core path of ``aux_weight_grad_reduce`` (marked ``gpu``: skipped with the
-conftest's reason where no GPU is), through ``benchmarks/gpu_wgrad_tc.py`` at two small batch sizes:
+"""GPU test of the 3xTF32 tensor-core experiment of ``aux_weight_grad_reduce``
+(``benchmarks/kernels_baseline/aux_param_grad_reduce_kernel_tc.cu``; not shipped: at B = 65536 it misses
+the contract's tolerance, docs/benchmarks.md section 4a) (marked ``gpu``: skipped with the conftest's
+reason where no GPU is), through ``benchmarks/gpu_wgrad_tc.py`` at two small batch sizes:
 
 * at every (M, N) the schedules launch plus the verify bindings, B = 37 and 4103, the new kernel is
   within the contract's tolerance of the float64 reference, writes every element and is bit-deterministic
