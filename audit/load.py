@@ -457,6 +457,9 @@ class _Loader:
         return out
 
     def buffer(self, t: dict, loc: Loc) -> Buffer | None:
+        fast = _plain_buffer(t, loc)
+        if fast is not None:
+            return fast
         self.keys(t, loc, ("name", "dtype", "shape", "kind", "external", "grad_of", "values", "doc"), "a [[buffer]]")
         name = self.get(t, loc, "name", str)
         dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
@@ -472,7 +475,7 @@ class _Loader:
 
     def param(self, t: Any, loc: Loc, kernel: str) -> Param | None:
         if type(t) is dict:
-            fast = _plain_tensor_param(t, loc)
+            fast = _plain_tensor_param(t, loc) if t.get("kind", "tensor") == "tensor" else _plain_scalar_param(t, loc)
             if fast is not None:
                 return fast
         t = self.table(t, loc, "a parameter")
@@ -835,6 +838,10 @@ class _Loader:
         return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance, verify_cases=self.cases(t, loc, "verify_cases"), recapture=recapture)
 
     def step(self, s: Any, sl: Loc, index: int) -> Step | None:
+        if type(s) is dict:
+            fast = _plain_step(s, sl, index)
+            if fast is not None:
+                return fast
         st = self.table(s, sl, "a [[schedule.step]]")
         if st is None:
             return None
@@ -1010,6 +1017,94 @@ def _plain_tensor_param(t: dict, loc: Loc) -> TensorParam | None:
             return None
         dims.append(e)
     return TensorParam(name, dtype, tuple(dims), role, None, saved, partial_of, optional, None, doc, loc)
+
+
+def _plain_shape(shape: Any) -> tuple[Expr, ...] | None:
+    """The shape :meth:`_Loader.shape` builds from ``shape`` where it is an array of integers and dim
+    expressions without slot(), else None."""
+    if type(shape) is not list:
+        return None
+    dims = []
+    for v in shape:
+        if type(v) is not int and type(v) is not str:
+            return None
+        try:
+            e = parse_expr(v)
+        except ExprError:
+            return None
+        if e.slots:
+            return None
+        dims.append(e)
+    return tuple(dims)
+
+
+_SCALAR_KEYS = frozenset(("name", "kind", "dtype", "value", "doc"))
+
+
+def _plain_scalar_param(t: dict, loc: Loc) -> ScalarParam | None:
+    """The common scalar parameter (``{ name = "B", kind = "scalar", dtype = "i32", value = "B" }``: a dim
+    expression, or no value) built without the per-value checks of :meth:`_Loader.param`, or None: then
+    that path runs. The result is the object that path builds."""
+    if t.get("kind") != "scalar" or not t.keys() <= _SCALAR_KEYS:
+        return None
+    name, dtype, doc = t.get("name"), t.get("dtype"), t.get("doc", "")
+    if type(name) is not str or type(dtype) is not str or dtype not in DTYPES or type(doc) is not str:
+        return None
+    value = t.get("value", _MISSING)
+    if value is _MISSING:
+        return ScalarParam(name, dtype, None, doc, loc)
+    if type(value) is str:
+        if value.strip().startswith("isv("):
+            return None
+    elif type(value) is not int or DTYPES[dtype][3] == "float" or not -MAX_INT <= value <= MAX_INT:
+        return None
+    try:
+        e = parse_expr(value)
+    except ExprError:
+        return None
+    return ScalarParam(name, dtype, e, doc, loc)
+
+
+_BUFFER_KEYS = frozenset(("name", "dtype", "shape", "kind", "external", "grad_of", "doc"))
+
+
+def _plain_buffer(t: dict, loc: Loc) -> Buffer | None:
+    """A buffer without a value domain, every key known and every value of its type, built without the
+    per-value checks of :meth:`_Loader.buffer`, or None: then that path runs. The result is the object
+    that path builds."""
+    if not t.keys() <= _BUFFER_KEYS:
+        return None
+    name, dtype, kind = t.get("name"), t.get("dtype"), t.get("kind", "activation")
+    if type(name) is not str or type(dtype) is not str or dtype not in DTYPES or type(kind) is not str or kind not in BUFFER_KINDS:
+        return None
+    external, grad_of, doc = t.get("external", False), t.get("grad_of"), t.get("doc", "")
+    if type(external) is not bool or type(doc) is not str or (grad_of is not None and type(grad_of) is not str):
+        return None
+    shape = _plain_shape(t.get("shape"))
+    if shape is None:
+        return None
+    return Buffer(name, dtype, shape, kind, external, grad_of, None, doc, loc)
+
+
+_STEP_KEYS = frozenset(("launch", "bind"))
+
+
+def _plain_step(st: dict, sl: Loc, index: int) -> Step | None:
+    """A launch step binding buffers by name only (``launch = "k"``, ``bind = { x = "buf" }``), built
+    without the per-value checks of :meth:`_Loader.step`, or None: then that path runs. The result is
+    the object that path builds."""
+    if not st.keys() <= _STEP_KEYS:
+        return None
+    launch = st.get("launch")
+    bind = st.get("bind", {})
+    if type(launch) is not str or type(bind) is not dict:
+        return None
+    binds = []
+    for pname, target in bind.items():
+        if type(target) is not str:
+            return None
+        binds.append((pname, Binding(None if target == NULL else target, None, sl.child("bind", pname))))
+    return Step(index, launch, None, tuple(binds), (), (), sl)
 
 
 # rtoml 0.14 reads TOML 1.1, tomllib TOML 1.0. Both give identical values for every text in the subset
