@@ -545,6 +545,9 @@ class _Loader:
         return HostRead(m.group(1), loc)
 
     def kernel(self, t: dict, loc: Loc) -> Kernel | None:
+        fast = _plain_kernel(self, t, loc)
+        if fast is not None:
+            return fast
         allowed = (
             "name", "source", "entry", "cpp_name", "stage", "phase", "reference", "gradcheck", "grid",
             "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "nondeterministic", "params",
@@ -1084,6 +1087,70 @@ def _plain_buffer(t: dict, loc: Loc) -> Buffer | None:
     if shape is None:
         return None
     return Buffer(name, dtype, shape, kind, external, grad_of, None, doc, loc)
+
+
+def _plain_triple(value: Any) -> tuple[Expr, Expr, Expr] | None:
+    """What :meth:`_Loader.triple` builds from a present ``value`` of one to three integers and dim
+    expressions without slot() (or one such value), else None."""
+    if type(value) is int or type(value) is str:
+        value = [value]
+    elif type(value) is not list or not 1 <= len(value) <= 3:
+        return None
+    out = _plain_shape(value + [1] * (3 - len(value)))
+    return out  # type: ignore[return-value]
+
+
+def _plain_strings(value: Any) -> tuple[str, ...] | None:
+    """What :meth:`_Loader.strings` gives for a present string or array of strings, else None."""
+    if type(value) is str:
+        return (value,)
+    if type(value) is not list or not all(type(v) is str for v in value):
+        return None
+    return tuple(value)
+
+
+_KERNEL_KEYS = frozenset(("name", "source", "entry", "stage", "phase", "grid", "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "params", "doc"))
+
+
+def _plain_kernel(loader: _Loader, t: dict, loc: Loc) -> Kernel | None:
+    """A kernel of the common keys only (no cpp_name, reference, property, verify, tolerance, requires or
+    aliases; ISV reads by slot name), every one of its type, built without the per-value checks of
+    :meth:`_Loader.kernel`, or None: then that path runs and reports whatever is wrong. Its parameters go
+    through :meth:`_Loader.param` (their own fast paths, or the checked one with its problems), exactly
+    as that path takes them. The result is the object that path builds."""
+    if not t.keys() <= _KERNEL_KEYS:
+        return None
+    name, source, entry, stage = t.get("name"), t.get("source"), t.get("entry"), t.get("stage")
+    phase, doc, raw = t.get("phase", ""), t.get("doc", ""), t.get("params")
+    if type(name) is not str or type(source) is not str or type(stage) is not str or stage not in STAGES:
+        return None
+    if type(phase) is not str or type(doc) is not str or type(raw) is not list or (entry is not None and type(entry) is not str):
+        return None
+    grid, block = _plain_triple(t.get("grid")), _plain_triple(t.get("block"))
+    if grid is None or block is None:
+        return None
+    shared = None
+    if "shared_bytes" in t:
+        shared = _plain_shape([t["shared_bytes"]])
+        if shared is None:
+            return None
+        shared = shared[0]
+    local = _plain_strings(t.get("dims", []))
+    reads = _plain_strings(t.get("isv_reads", []))
+    writes = _plain_strings(t.get("isv_writes", []))
+    if local is None or reads is None or writes is None or type(t.get("isv_reads", [])) is not list:
+        return None
+    params: list[Param] = []
+    for i, p in enumerate(raw):
+        param = loader.param(p, loc.child("params", i), name or "?")
+        if param is not None:
+            params.append(param)
+    return Kernel(
+        name=name, source=source, stage=stage, phase=phase, params=tuple(params), grid=grid, block=block,
+        entry=entry if entry else name, cpp_name=None, shared_bytes=shared, dims=local,
+        isv_reads=tuple(IsvRead(r, False, loc.child("isv_reads", i)) for i, r in enumerate(reads)),
+        isv_writes=writes, doc=doc, loc=loc,
+    )  # fmt: skip
 
 
 _STEP_KEYS = frozenset(("launch", "bind"))

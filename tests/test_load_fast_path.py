@@ -15,7 +15,7 @@ from audit import load
 from audit.errors import ContractError
 
 REPO = Path(__file__).resolve().parents[1]
-FAST_PATHS = ("_plain_tensor_param", "_plain_scalar_param", "_plain_buffer", "_plain_step")
+FAST_PATHS = ("_plain_tensor_param", "_plain_scalar_param", "_plain_buffer", "_plain_step", "_plain_kernel")
 FOLDERS = sorted({p.parent for p in REPO.glob("**/contracts/*.toml") if ".venv" not in p.parts and ".wireup-cache" not in p.parts})
 
 
@@ -29,7 +29,7 @@ def snapshot(folder: Path, root: Path, fast: bool, monkeypatch: pytest.MonkeyPat
     except ContractError as exc:
         out = ("problems", [p.render() for p in exc.problems])
     else:
-        objs = [p for k in cs.kernels for p in k.params] + list(cs.buffers)
+        objs = [p for k in cs.kernels for p in (k, *k.params, *k.isv_reads)] + list(cs.buffers)
         objs += [x for s in cs.schedules for st in s.steps for x in (st, *(b for _, b in st.bind))]
         locs = [(type(o).__name__, o.loc.file, o.loc.key, o.loc.line) for o in objs]
         out = ("model", repr((cs.dims, cs.buffers, cs.kernels, cs.schedules, cs.invariants, cs.isv)), locs)
@@ -169,4 +169,49 @@ def test_each_buffer_variant_loads_alike(buffer: str, monkeypatch):
 def test_each_step_variant_loads_alike(step: str, monkeypatch):
     text = f'[dims]\nB = {{ min = 1, max = 64 }}\n\n[[schedule]]\nname = "s"\nstep = [{{ launch = "k" }}, {{ {step} }}]\n'
     texts = {"contracts/s.toml": text}
+    assert snapshot(REPO / "contracts", REPO, True, monkeypatch, texts) == snapshot(REPO / "contracts", REPO, False, monkeypatch, texts)
+
+
+KERNEL_VARIANTS = [
+    'name = "k", source = "k.cu", stage = "forward", grid = ["ceil_div(B, 256)", 1, 1], block = [256, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = "B", block = 256, params = [], phase = "p", doc = "d", entry = "e"',
+    'name = "k", source = "k.cu", stage = "forward", grid = ["B"], block = [32, 2], params = [], shared_bytes = "B * 4"',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], dims = ["M", "N"]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], dims = "M"',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], isv_reads = ["S", "T"], isv_writes = ["U"]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], isv_reads = "S"',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], isv_writes = "U"',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], isv_reads = [{ slot = "S", previous_step = true }]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], entry = ""',
+    'name = "", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [{ name = "x", dtype = "f32", shape = ["B"], role = "in", colour = "red" }]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [{ name = "x", dtype = "f32", shape = ["B"], role = "sideways" }, { name = "n", kind = "scalar", dtype = "i32", value = "B" }]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1.0, 1, 1], block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1, 1], block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = [], block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = [true, 1, 1], block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = ["slot(s)", 1, 1], block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = {}',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], param = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], param = [3]',
+    'name = "k", source = "k.cu", stage = "sideways", grid = [1, 1, 1], block = [32, 1, 1], params = []',
+    'name = "k", source = 3, stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = []',
+    'name = 3, source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = []',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], phase = 2',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], doc = false',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], entry = 1',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], shared_bytes = 1.5',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], shared_bytes = "slot(s)"',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], dims = [1]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], isv_writes = [1]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], cpp_name = "ns::k"',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], requires = ["B <= 64"]',
+    'name = "k", source = "k.cu", stage = "forward", grid = [1, 1, 1], block = [32, 1, 1], params = [], colour = "red"',
+]
+
+
+@pytest.mark.parametrize("kernel", KERNEL_VARIANTS)
+def test_each_kernel_variant_loads_alike(kernel: str, monkeypatch):
+    texts = {"contracts/k.toml": f"kernel = [{{ {kernel} }}]\n\n[dims]\nB = {{ min = 1, max = 64 }}\n"}
     assert snapshot(REPO / "contracts", REPO, True, monkeypatch, texts) == snapshot(REPO / "contracts", REPO, False, monkeypatch, texts)
