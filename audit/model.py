@@ -663,41 +663,46 @@ class ContractSet:
 
 
 
-def fast_init(cls: type) -> None:
-    """Give the frozen, slotted dataclass ``cls`` an ``__init__`` that stores each field through its slot's
-    own setter instead of ``object.__setattr__`` (what the frozen ``__init__`` dataclasses write calls):
-    the same parameters, defaults and resulting object, built about 40 % faster. Loading 10,000 kernels
-    builds ~400,000 of these objects. A class with a ``__post_init__``, a default factory, a keyword-only
-    or non-init field keeps the dataclass ``__init__``."""
+def fast_init(*classes: type) -> None:
+    """Give each frozen, slotted dataclass of ``classes`` an ``__init__`` that stores each field through its
+    slot's own setter instead of ``object.__setattr__`` (what the frozen ``__init__`` dataclasses write
+    calls): the same parameters, defaults and resulting object, built about 40 % faster. Loading 10,000
+    kernels builds ~400,000 of these objects. A class with a ``__post_init__``, a default factory, a
+    keyword-only or non-init field keeps the dataclass ``__init__``. The functions are compiled together,
+    once (about 1 ms for the model's 25 classes; one compilation each cost ~0.5 ms)."""
     import dataclasses
 
-    fields = dataclasses.fields(cls)
-    if hasattr(cls, "__post_init__") or not getattr(cls, "__slots__", None):
-        return
     env: dict[str, object] = {}
-    params, body = [], []
-    for i, f in enumerate(fields):
-        if not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING or not f.name.isidentifier():
-            return
-        env[f"_s{i}"] = cls.__dict__[f.name].__set__
-        if f.default is dataclasses.MISSING:
-            params.append(f.name)
-        else:
-            env[f"_d{i}"] = f.default
-            params.append(f"{f.name}=_d{i}")
-        body.append(f"    _s{i}(self, {f.name})")
-    src = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n"
-    exec(src, env)  # noqa: S102 - code built from the dataclass's own field names (identifiers)
-    init = env["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
-    init.__module__ = cls.__module__
-    cls.__init__ = init  # type: ignore[misc]
+    src: list[str] = []
+    done: list[tuple[int, type]] = []
+    for j, cls in enumerate(classes):
+        fields = dataclasses.fields(cls)
+        if hasattr(cls, "__post_init__") or not getattr(cls, "__slots__", None):
+            continue
+        if any(not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING or not f.name.isidentifier() for f in fields):
+            continue
+        params, body = [], []
+        for i, f in enumerate(fields):
+            env[f"_s{j}_{i}"] = cls.__dict__[f.name].__set__
+            if f.default is dataclasses.MISSING:
+                params.append(f.name)
+            else:
+                env[f"_d{j}_{i}"] = f.default
+                params.append(f"{f.name}=_d{j}_{i}")
+            body.append(f"    _s{j}_{i}(self, {f.name})")
+        src.append(f"def __init__{j}(self, {', '.join(params)}):\n" + "\n".join(body or ["    pass"]) + "\n")
+        done.append((j, cls))
+    exec("\n".join(src), env)  # noqa: S102 - code built from the dataclasses' own field names (identifiers)
+    for j, cls in done:
+        init = env[f"__init__{j}"]
+        init.__name__ = "__init__"  # type: ignore[attr-defined]
+        init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+        init.__module__ = cls.__module__
+        cls.__init__ = init  # type: ignore[misc]
 
 
-for _cls in (
+fast_init(
     Loc, Dim, Slot, Acknowledgement, IsvLayout, Mask, Values, VerifySpec, WriteRange, TensorParam, HostRead,
     ScalarParam, IsvParam, IsvRead, Tolerance, Requirement, Alias, Property, Kernel, Buffer, Binding, Step,
     Schedule, Invariant, Suppression,
-):  # fmt: skip
-    fast_init(_cls)
-del _cls
+)  # fmt: skip
