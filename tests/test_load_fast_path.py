@@ -215,3 +215,40 @@ KERNEL_VARIANTS = [
 def test_each_kernel_variant_loads_alike(kernel: str, monkeypatch):
     texts = {"contracts/k.toml": f"kernel = [{{ {kernel} }}]\n\n[dims]\nB = {{ min = 1, max = 64 }}\n"}
     assert snapshot(REPO / "contracts", REPO, True, monkeypatch, texts) == snapshot(REPO / "contracts", REPO, False, monkeypatch, texts)
+
+
+def _findings(root: Path, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """The static check's JSON and text output on the project at ``root``, its model loaded with or without
+    the fast paths (no parsed-file cache: every file is loaded by the path under test)."""
+    from audit import api
+    from audit.config import load_config
+    from audit.printers import render
+
+    if not fast:
+        for name in FAST_PATHS:
+            monkeypatch.setattr(load, name, lambda *a: None)
+    cfg = load_config(root)
+    cs = load.load_contracts(cfg.contracts_dir, cfg.root)
+    monkeypatch.undo()
+    result = api.run_check(root, select=["schema", "wiring", "isv", "invariants"], config=cfg, contracts=cs).result
+    return render(result, "json"), render(result, "text")
+
+
+def test_the_shipped_check_finds_the_same_with_and_without_the_fast_paths(monkeypatch):
+    assert _findings(REPO, True, monkeypatch) == _findings(REPO, False, monkeypatch)
+
+
+def test_a_synthetic_project_with_mistakes_finds_the_same_with_and_without_the_fast_paths(tmp_path, monkeypatch):
+    root = tmp_path / "p"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "synth_contracts.py"), "30", str(root)], check=True, capture_output=True)
+    module = root / "contracts" / "modules" / "m00001.toml"
+    text = module.read_text(encoding="utf-8")
+    text = text.replace('shape = ["B", "D"], role = "in"', 'shape = ["B", "H"], role = "in"', 1)  # a shape mismatch
+    text = text.replace('kind = "scalar", dtype = "i32", value = "B"', 'kind = "scalar", dtype = "i32", value = "B * Q"', 1)  # an unknown dim
+    module.write_text(text, encoding="utf-8")
+    schedules = root / "contracts" / "schedules.toml"
+    schedules.write_text(schedules.read_text(encoding="utf-8").replace('x = "m00002_x"', 'x = "m00002_nothing"', 1), encoding="utf-8")
+    fast, slow = _findings(root, True, monkeypatch), _findings(root, False, monkeypatch)
+    assert fast == slow
+    rules = {f["rule"] for f in __import__("json").loads(fast[0])["findings"]}
+    assert {"SHAPE_MISMATCH", "UNKNOWN_DIM", "UNKNOWN_BUFFER"} <= rules
