@@ -75,6 +75,19 @@ class DimCase:
         return self.label
 
 
+def case_matrix(cases: Sequence[Mapping[str, int]]) -> tuple[list[str], list[list[int | None]]]:
+    """Dims x cases: the dims in the order the cases first name them, and one row per dim with its value
+    in each case (None where a case does not give it).
+
+    >>> case_matrix([{"B": 1, "T": 8}, {"B": 3, "T": 3}])
+    (['B', 'T'], [[1, 3], [8, 3]])
+    """
+    dims: list[str] = []
+    for c in cases:
+        dims += [d for d in c if d not in dims]
+    return dims, [[c.get(d) for c in cases] for d in dims]
+
+
 def runtime_dims(cs: ContractSet) -> list[str]:
     """The runtime dims of the contract set, in declaration order."""
     return [d.name for d in cs.dim_map.values() if d.kind == "runtime"]

@@ -73,6 +73,9 @@ class EvidenceRecord:
     # written before cases were dim assignments: read as empty, "not recorded")
     cases: list[dict[str, int]] = field(default_factory=list)
     tails: list[dict[str, Any]] = field(default_factory=list)
+    # per case: how it was compared with the reference ("full", "sampled", "not run"); absent from records
+    # written before sampled references (read as empty, "not recorded")
+    references: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -104,7 +107,7 @@ _RECORD_TYPES: dict[str, tuple] = {
     "subject": _TEXT, "kind": _TEXT, "backend": _TEXT, "verdict": _TEXT, "source_hash": _TEXT, "contract_hash": _TEXT,
     "cubin_hashes": (dict,), "build_flags": (list,), "arch": _TEXT, "device": (dict,), "versions": (dict,), "seed": (int,),
     "sizes": (list,), "checks": (list,), "date": _TEXT, "duration_s": _NUMBER, "format": (int,),
-    "code_hashes": (dict,), "code_hash_version": _TEXT, "cases": (list,), "tails": (list,),
+    "code_hashes": (dict,), "code_hash_version": _TEXT, "cases": (list,), "tails": (list,), "references": (list,),
 }  # fmt: skip
 _LISTS_OF_OBJECTS = ("checks", "cases", "tails")
 

@@ -303,14 +303,14 @@ class _Loader:
             self.problem(vl.child("stress_reason"), 'expected "stress_reason" only next to stress = false, found it with stress on.')
         return Values(choices, weights, bounds[0], bounds[1], scale, include, vl, stress is not False, (reason or "").strip())
 
-    def verify_spec(self, t: dict, loc: Loc, kernel: str) -> VerifySpec:
+    def verify_spec(self, t: dict, loc: Loc, kernel: str, params: list[Param] = ()) -> VerifySpec:
         if "verify" not in t:
             return VerifySpec()
         vl = loc.child("verify")
         v = self.table(t["verify"], vl, "a [kernel.verify] table")
         if v is None:
             return VerifySpec()
-        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "bindings"), f'[kernel.verify] of "{kernel}"')
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "bindings", "sample_axes"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
             if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) and abs(x) <= MAX_INT for x in vals):
@@ -327,7 +327,40 @@ class _Loader:
             cases=self.cases(v, vl, "cases"),
             variant_cases=self.variant_cases(v, vl),
             bindings=self.bindings(v, vl, t.get("dims")),
+            sample_axes=self.sample_axes(v, vl, kernel, params),
         )
+
+    def sample_axes(self, v: dict, vl: Loc, kernel: str, params: list[Param]) -> tuple[tuple[str, int], ...]:
+        """``sample_axes = { colsum = 0 }``: outputs the reference can compute a sample of, and along which axis
+        (an output of the kernel, an axis of its shape; not next to ``rowwise``, not on a ``write_range`` output)."""
+        if "sample_axes" not in v:
+            return ()
+        sl = vl.child("sample_axes")
+        table = self.table(v["sample_axes"], sl, "outputs and axes (output = axis)")
+        if table is None:
+            return ()
+        if v.get("rowwise") is True:
+            self.problem(sl, 'expected "sample_axes" or rowwise = true, found both; a rowwise kernel is compared on sampled rows already.')
+            return ()
+        written = {p.name: p for p in params if isinstance(p, TensorParam) and p.role != "in"}
+        out = []
+        for name, axis in table.items():
+            al = sl.child(name)
+            p = written.get(name)
+            if p is None:
+                self.problem(al, f'"{name}" is not an output of kernel "{kernel}"; its outputs are {_choices(list(written))}.')
+                continue
+            if not p.shape:
+                self.problem(al, f'output "{name}" is a scalar; expected "sample_axes" only on outputs with an axis to sample.')
+                continue
+            if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(p.shape):
+                self.problem(al, f'expected an axis of output "{name}" (an integer from 0 to {len(p.shape) - 1}), found {_describe(axis)}.')
+                continue
+            if p.write_range is not None:
+                self.problem(al, f'output "{name}" has a write_range; expected "sample_axes" only on outputs written whole.')
+                continue
+            out.append((name, axis))
+        return tuple(out)
 
     def bindings(self, v: dict, vl: Loc, local: Any) -> tuple[tuple[tuple[str, int], ...], ...]:
         """Extra local-dim bindings: each a value for every local dim of the kernel (its ``dims``)."""
@@ -499,7 +532,7 @@ class _Loader:
         self.keys(
             t,
             loc,
-            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc", "write_range"),
+            ("name", "kind", "dtype", "shape", "role", "mask", "saved", "partial_of", "optional", "values", "doc", "write_range", "align"),
             f'tensor parameter of kernel "{kernel}"',
         )
         dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
@@ -519,9 +552,21 @@ class _Loader:
         optional = self.get(t, loc, "optional", bool, False)
         values = self.values(t, loc, f'parameter "{name}"')
         write_range = self.write_range(t, loc, role, shape)
+        align = self.align(t, loc, dtype)
         if None in (name, dtype, shape, role):
             return None
-        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc, write_range)
+        return TensorParam(name, dtype, shape, role, mask, saved, partial_of, optional, values, doc, loc, write_range, align)
+
+    def align(self, t: dict, loc: Loc, dtype: str | None) -> int:
+        """``align = 16``: a power of two from the element size up to 256 bytes (0: not given)."""
+        n = self.get(t, loc, "align", int, None)
+        if n is None:
+            return 0
+        item = DTYPES[dtype][0] if dtype in DTYPES else 1
+        if n < item or n > 256 or n & (n - 1):
+            self.problem(loc.child("align"), f"expected a power of two from the element size ({item} bytes) to 256 bytes, found {n}.")
+            return 0
+        return n
 
     def scalar_value(self, value: Any, loc: Loc, dtype: str | None) -> Expr | float | HostRead | None:
         if isinstance(value, str) and value.strip().startswith("isv("):
@@ -634,7 +679,7 @@ class _Loader:
             if bound is not None and bound <= 0:
                 self.problem(pl.child("bound"), f"expected a positive number, found {bound}.")
             props.append(Property(kind, tuple((k, _freeze(v)) for k, v in pt.items() if k != "kind"), pl))
-        verify = self.verify_spec(t, loc, label)
+        verify = self.verify_spec(t, loc, label, params)
         doc = self.get(t, loc, "doc", str, "")
         if None in (name, source, stage, grid, block):
             return None

@@ -241,6 +241,10 @@ class VerifySpec:
     # extra values of the kernel's local dims (``bindings = [{ M = 8, N = 129 }]``), verified besides the
     # ones the schedules' launches bind: a shape-generic kernel's code for other shapes; outside the hash
     bindings: tuple[tuple[tuple[str, int], ...], ...] = field(default=(), compare=False)
+    # outputs whose float64 reference can compute a sample of their elements along one axis
+    # (``sample_axes = { colsum = 0 }``): beyond the reference budget a kernel that is not rowwise is compared
+    # on a sample of that axis, the reference called with ``select = {output: indices}``
+    sample_axes: tuple[tuple[str, int], ...] = field(default=(), metadata={"hash_omit_default": True})
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +285,10 @@ class TensorParam:
     loc: Loc = _loc()
     #: written only in part (``out``: the rest keeps what was there; see :class:`WriteRange`); None: all of it
     write_range: WriteRange | None = field(default=None, metadata={"hash_omit_default": True})
+    #: the byte alignment the kernel requires of the pointer (``align = 16``: float4 loads without a check);
+    #: 0: only its element's. verify also runs each kernel once with every pointer off a 16-byte boundary
+    #: (at this alignment where given), where an unchecked vector access faults or reads the wrong words
+    align: int = field(default=0, metadata={"hash_omit_default": True})
 
     kind = "tensor"
 

@@ -198,6 +198,8 @@ def _verify(v: VerifySpec) -> dict[str, Any]:
         out["variant_cases"] = v.variant_cases
     if v.bindings:
         out["bindings"] = [dict(b) for b in v.bindings]
+    if v.sample_axes:
+        out["sample_axes"] = dict(v.sample_axes)
     return out
 
 
@@ -229,6 +231,8 @@ def _param(p: TensorParam | ScalarParam | IsvParam) -> dict[str, Any]:
         t["optional"] = True
     if p.values is not None:
         t["values"] = _values(p.values)
+    if p.align:
+        t["align"] = p.align
     if p.write_range is not None:
         w = p.write_range
         t["write_range"] = {"axis": w.axis, "start": w.start, "stop": w.stop}

@@ -16,15 +16,23 @@
 //   Launch: grid = (ceil_div(N, 32), ceil_div(M, 64), 8), block = (256, 1, 1), compiled with
 //   __cluster_dims__(1, 1, 8): the 8 blocks along z form one thread-block cluster owning the 64 x 32
 //   tile dW[64y .. 64y+63, 32x .. 32x+31]. Block z reduces the z-th eighth of the batch, split again
-//   over its 2 groups of 128 threads (contiguous runs of 16-row slices); each group runs an SGEMM
-//   dz^T x (k = b) through its own 3-stage cp.async pipeline, synchronised by its own named barrier,
-//   with a 4 x 4 register tile per thread.
-//   The groups' tiles are summed in group order in shared memory; after a cluster barrier, block z
-//   sums rows 8z .. 8z+7 of the tile over the 8 blocks in rank order through distributed shared
-//   memory and writes them. No atomics and a fixed order: deterministic. (The two-level split keeps
-//   8 warps per block busy although the 8-block cluster bounds the grid.)
+//   over its 2 groups of 128 threads (contiguous runs of 16-row slices); each group streams dz and x
+//   slices through its own 3-stage cp.async pipeline, synchronised by its own named barrier.
+//   The products run on the tensor cores at float32 accuracy (3xTF32): every operand v is split into
+//   v_hi = tf32(v) and v_lo = tf32(v - v_hi), and each mma.m16n8k8 of the float32 product becomes three
+//   TF32 MMAs with float32 accumulation, acc += a_lo b_hi; acc += a_hi b_lo; acc += a_hi b_hi (the
+//   dropped a_lo b_lo is below 2^-22 |a b|). Within a group, warp (wm, kh) owns tile rows
+//   32wm .. 32wm+31, all 32 columns, and rows kh*8 .. kh*8+7 of every 16-row slice (a 32 x 32 x 8 warp
+//   MMA per slice: 2 x 4 mma.m16n8k8). The fragments are read from shared memory with float4 loads by
+//   permuting the MMA's rows and columns (see "3xTF32 on mma.sync" below); the slices are padded by 8 floats
+//   per row so those loads are free of bank conflicts.
+//   The four warp tiles per row block (2 groups x 2 k halves) are summed in a fixed order in shared
+//   memory; after a cluster barrier, block z sums rows 8z .. 8z+7 of the tile over the 8 blocks in
+//   rank order through distributed shared memory and writes them. No atomics and a fixed order:
+//   deterministic. (The two-level split keeps 8 warps per block busy although the 8-block cluster
+//   bounds the grid.)
 //   For M <= 8 (a head's second Linear: dz = the db2 partials, M = K) a skinny path streams x with
-//   float4 loads over 32 batch lanes per block instead of wasting a 64-row register tile on M rows.
+//   float4 loads over 32 batch lanes per block instead of wasting a 64-row tile on M rows (SIMT FMAs).
 #include <cooperative_groups.h>
 
 #include "aux_common.cuh"
@@ -45,18 +53,89 @@ constexpr int kWgBM = 64;    // rows m of the dW tile
 constexpr int kWgBN = 32;    // columns n of the dW tile
 constexpr int kWgBK = 16;    // batch rows per pipeline stage
 constexpr int kWgStages = 3;
-constexpr int kWgTM = 4;
-constexpr int kWgTN = 4;
-constexpr int kWgThreadsN = kWgBN / kWgTN;                // threads along n
-constexpr int kWgRowsPerWarp = 32 / kWgThreadsN * kWgTM;  // tile rows covered by one warp
+constexpr int kWgPad = 8;                  // floats of padding per shared row: conflict-free float4 fragment loads
+constexpr int kWgLdA = kWgBM + kWgPad;     // 72: row stride of a dz slice (== 8 mod 32 banks)
+constexpr int kWgLdB = kWgBN + kWgPad;     // 40: row stride of an x slice (== 8 mod 32 banks)
+constexpr int kMmaK = 8;                   // k of mma.m16n8k8
+constexpr int kWgWarpM = 32;               // tile rows per warp (2 x m16)
+constexpr int kWgKHalves = kWgBK / kMmaK;  // warps of a group that split each slice along k
+constexpr int kWgWarpTiles = kWgGroups * kWgKHalves;  // partial tiles summed per block
 constexpr int kWgWarps = kWgThreads / 32;
 constexpr int kSkinnyM = 8;                         // M <= this takes the skinny path
 constexpr int kSkinnyQuads = kWgBN / 4;             // float4 column groups of the tile
 constexpr int kSkinnyLanes = kWgThreads / kSkinnyQuads;  // batch rows processed side by side
 constexpr int kSkinnyUnroll = 8;
-static_assert((kWgBM / kWgTM) * (kWgBN / kWgTN) == kWgGroupThreads, "one register tile per thread of a group");
+static_assert((kWgBM / kWgWarpM) * kWgKHalves * 32 == kWgGroupThreads, "a group's warps cover the tile x the slice");
+static_assert(kWgBN == 32 && kWgWarpM == 32, "the fragment permutation reads 4 rows and 4 columns per thread");
+static_assert(kWgLdA % 32 == 8 && kWgLdB % 32 == 8, "padding keeps the quarter-warp float4 fragment loads conflict-free");
 static_assert(kWgBM % kWgSplit == 0, "each cluster rank finishes kWgBM / kWgSplit rows of the tile");
 static_assert(32 / kSkinnyQuads == 4, "the skinny warp reduction shuffles over 4 lanes (xor 8, 16)");
+
+// ---- 3xTF32 on mma.sync.m16n8k8 ----
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k8", .tf32), g = lane / 4, t = lane % 4:
+//   A (16 x 8, row): a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   B (8 x 8, col):  b0 (t, g), b1 (t + 4, g)
+//   C (16 x 8):      c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
+// A sum over k does not care which physical rows / columns an MMA's rows / columns are, as long as A,
+// B and C agree. For m16 tile i (of 2) of a warp's 32 rows, MMA row r is tile row mma_row(i, r) =
+// 4 (r % 8) + 2i + r / 8; for n8 tile j (of 4) of the 32 columns, MMA column c is tile column
+// mma_col(j, c) = 4c + j. So a thread's A values at one k are tile rows 4g .. 4g+3 and its B values are
+// columns 4g .. 4g+3: one float4 each; its C values are rows 4g .. 4g+3 x columns 8t .. 8t+7.
+__device__ __forceinline__ unsigned tf32_rna(float v) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return r;
+}
+
+// v = hi + lo + O(2^-22 |v|) with hi, lo both TF32.
+__device__ __forceinline__ void split_tf32(float v, unsigned& hi, unsigned& lo) {
+    hi = tf32_rna(v);
+    lo = tf32_rna(v - __uint_as_float(hi));
+}
+
+// d += a * b on one 16 x 8 x 8 tile (TF32 inputs, float32 accumulation).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// acc[i][j] += the warp's 32 x 32 x 8 product at rows k0 .. k0+7 of one slice, in 3xTF32.
+// As / Bs: the slice, k-major; wr: the warp's first tile row; lane: the lane id.
+__device__ __forceinline__ void mma_slice_3xtf32(float (&acc)[2][4][4], const float (*As)[kWgLdA],
+                                                 const float (*Bs)[kWgLdB], int k0, int wr, int lane) {
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const float4 a0 = *reinterpret_cast<const float4*>(&As[k0 + t][wr + 4 * g]);      // k = t
+    const float4 a4 = *reinterpret_cast<const float4*>(&As[k0 + t + 4][wr + 4 * g]);  // k = t + 4
+    const float4 b0 = *reinterpret_cast<const float4*>(&Bs[k0 + t][4 * g]);
+    const float4 b4 = *reinterpret_cast<const float4*>(&Bs[k0 + t + 4][4 * g]);
+    const float av[2][4] = {{a0.x, a0.y, a4.x, a4.y}, {a0.z, a0.w, a4.z, a4.w}};  // [i][a0..a3]
+    const float bv[4][2] = {{b0.x, b4.x}, {b0.y, b4.y}, {b0.z, b4.z}, {b0.w, b4.w}};  // [j][b0, b1]
+    unsigned ah[2][4], al[2][4], bh[4][2], bl[4][2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split_tf32(av[i][e], ah[i][e], al[i][e]);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) split_tf32(bv[j][e], bh[j][e], bl[j][e]);
+    // Small terms first; the 8 tiles' MMAs are independent, so each term's 8 issue back to back.
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], al[i], bh[j]);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], ah[i], bl[j]);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], ah[i], bh[j]);
+}
 
 // Barrier of one group's 128 threads (named barrier 1 + g; barrier 0 is __syncthreads).
 // Immediate barrier ids keep ptxas from reserving all 16.
@@ -70,10 +149,10 @@ __device__ __forceinline__ void group_barrier(int g) {
 
 union WgSmem {
     struct {
-        float As[kWgGroups][kWgStages][kWgBK][kWgBM];  // dz slices, s[b][m]
-        float Bs[kWgGroups][kWgStages][kWgBK][kWgBN];  // x slices,  s[b][n]
+        float As[kWgGroups][kWgStages][kWgBK][kWgLdA];  // dz slices, s[b][m] (padded rows)
+        float Bs[kWgGroups][kWgStages][kWgBK][kWgLdB];  // x slices,  s[b][n] (padded rows)
     } pipe;
-    float tiles[kWgGroups][kWgBM][kWgBN];  // the groups' partial tiles; tiles[0] ends as the block's
+    float tiles[kWgWarpTiles][kWgBM][kWgBN];  // partial tiles (group, k half); tiles[0] ends as the block's
     float skinny[kWgWarps][kSkinnyM][kWgBN];
 };
 
@@ -113,7 +192,7 @@ aux_param_grad_reduce(const float* __restrict__ partial, float* __restrict__ gra
     }
 }
 
-extern "C" __global__ void __cluster_dims__(1, 1, kWgSplit) __launch_bounds__(kWgThreads)
+extern "C" __global__ void __cluster_dims__(1, 1, kWgSplit) __launch_bounds__(kWgThreads, 2)
 aux_weight_grad_reduce(const float* __restrict__ dz, const float* __restrict__ x, float* __restrict__ dW, int B,
                        int M, int N) {
     __shared__ __align__(16) WgSmem smem;
@@ -193,12 +272,14 @@ aux_weight_grad_reduce(const float* __restrict__ dz, const float* __restrict__ x
     } else {
         const int g = tid / kWgGroupThreads;  // batch sub-slice of this thread's group
         const int gt = tid % kWgGroupThreads;
-        const int tx = gt % kWgThreadsN;
-        const int ty = gt / kWgThreadsN;
+        const int lane = tid % 32;
+        const int wm = (gt / 32) % (kWgBM / kWgWarpM);  // the warp's 32 tile rows
+        const int kh = (gt / 32) / (kWgBM / kWgWarpM);  // the warp's 8 rows of each slice
+        const int wr = wm * kWgWarpM;
         const bool vec_a = (M % 4 == 0) && aligned16(dz);
         const bool vec_b = (N % 4 == 0) && aligned16(x);
-        // A warp's register tiles cover kWgRowsPerWarp consecutive rows: skip its FMAs when all are >= M.
-        const bool active = m0 + (gt / 32) * kWgRowsPerWarp < M;
+        // Warp-uniform: a warp whose 32 tile rows are all >= M skips its MMAs (its tile stays zero).
+        const bool active = m0 + wr < M;
 
         // Slices of kWgBK rows: the cluster rank takes a contiguous run, its groups split the run again.
         const int num_kt = (B + kWgBK - 1) / kWgBK;
@@ -208,11 +289,13 @@ aux_weight_grad_reduce(const float* __restrict__ dz, const float* __restrict__ x
         const int g_begin = kt_begin + g * per_group;
         const int g_end = min(kt_end, g_begin + per_group);
 
-        float acc[kWgTM][kWgTN];
+        float acc[2][4][4];
 #pragma unroll
-        for (int i = 0; i < kWgTM; ++i)
+        for (int i = 0; i < 2; ++i)
 #pragma unroll
-            for (int j = 0; j < kWgTN; ++j) acc[i][j] = 0.0f;
+            for (int j = 0; j < 4; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
         auto load_slice = [&](int stage, int kt) {
             sgemm::copy_ncontig_slice<kWgBM, kWgBK, kWgGroupThreads>(smem.pipe.As[g][stage], dz, M, M, B, m0,
@@ -234,22 +317,33 @@ aux_weight_grad_reduce(const float* __restrict__ dz, const float* __restrict__ x
             if (next < g_end) load_slice((i + kWgStages - 1) % kWgStages, next);
             sgemm::cp_async_commit();
             if (active && g_begin + i < g_end)
-                sgemm::fma_slice<kWgBK, kWgTM, kWgTN, kWgBM, kWgBN>(acc, smem.pipe.As[g][i % kWgStages],
-                                                                   smem.pipe.Bs[g][i % kWgStages], ty * kWgTM,
-                                                                   tx * kWgTN);
+                mma_slice_3xtf32(acc, smem.pipe.As[g][i % kWgStages], smem.pipe.Bs[g][i % kWgStages], kh * kMmaK,
+                                 wr, lane);
         }
         sgemm::cp_async_wait<0>();
         __syncthreads();  // all reads of the pipeline buffers are done: smem.tiles may overwrite them
+        // The thread's C values: tile row wr + 4 (lane / 4) + 2i + h, column 8 (lane % 4) + 4p + j, held in
+        // acc[i][j][2h + p] (the fragment permutation above).
+        {
+            float(*tile)[kWgBN] = smem.tiles[g * kWgKHalves + kh];
+            const int r0 = wr + 4 * (lane >> 2);
+            const int c0 = 8 * (lane & 3);
 #pragma unroll
-        for (int i = 0; i < kWgTM; ++i)
-            *reinterpret_cast<float4*>(&smem.tiles[g][ty * kWgTM + i][tx * kWgTN]) =
-                make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int p = 0; p < 2; ++p)
+                        *reinterpret_cast<float4*>(&tile[r0 + 2 * i + h][c0 + 4 * p]) =
+                            make_float4(acc[i][0][2 * h + p], acc[i][1][2 * h + p], acc[i][2][2 * h + p],
+                                        acc[i][3][2 * h + p]);
+        }
         __syncthreads();
-        // Sum the groups in order into tiles[0] (each element read and written by one thread only).
+        // Sum the partial tiles in order into tiles[0] (each element read and written by one thread only).
         for (int e = tid; e < kWgBM * kWgBN; e += kWgThreads) {
             float v = block_tile[e];
 #pragma unroll
-            for (int q = 1; q < kWgGroups; ++q) v += (&smem.tiles[q][0][0])[e];
+            for (int q = 1; q < kWgWarpTiles; ++q) v += (&smem.tiles[q][0][0])[e];
             block_tile[e] = v;
         }
     }

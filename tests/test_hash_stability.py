@@ -56,24 +56,24 @@ KERNELS = {
         "eb3e3e21e9af4c5e2ed1bf841e59438bff13d97c49f7267c854d86882050710d",
     ),
     "aux_param_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
         "75b336981b8350a32169196da6aaf4119da6b8147ef73ad11b18c05f9c77e393",
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "06bea03d74f9c25fc2fed352ab1fc0c667524d345e90fe1814ef7706d73fb85b",
+        "9a00083e10ba683e21d42dd287d2cea76b5ecad70bfb25570760382ad3af5455",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
-        "11b7680d5e621e35b829e9f8a00fce71f528186706c5b9bc1846cdbc7ac94e97",
+        "ab77e38a3ac6d16760adc2aeed1a900bf5a5eb20eacf991cbc147ef9b827f75c",
     ),
     "aux_trade_outcome_backward": (
         "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "d41666c9a35858d0a8c3b82752a0ed9a18f9893c9b3c5cc81f573813d19f3fe2",
+        "44e456e5f639811838c62df12f83d2c0167447b4d16255e475526e39ba23ba9e",
     ),
     "aux_trunk_forward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
@@ -81,7 +81,7 @@ KERNELS = {
     ),
     "aux_trunk_backward": (
         "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
-        "a7c46aed27b27ea0af57e4916c060df4c3e24bebd719c9ec16dccd9795b5c4d5",
+        "8a8acdd6d29221c09325fae89cbb7529ebe7d3a6c9ca2d58566a97885cf71470",
     ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
@@ -95,15 +95,15 @@ KERNELS = {
 SCHEDULES = {
     "aux_heads_forward": (
         "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
-        "ecea780f3c119f0b056e2fea040b5ef46c44324201af3681ad65c63a38b9b7eb",
+        "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "8c3b2f9dd2639b454704151d938562136c5af46c6ee7b93fb4a41df157e1c006",
+        "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
+        "daa4c90006662d59cb159e8a067e4ad1f700f8c32d567fadf948ec5a1bd2bbe5",
     ),
     "aux_heads_backward_fused": (
-        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "eff83039cb63eff79a273a12cb7909caceda9ec6d5afc0d89b613dd044ba7021",
+        "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
+        "4b76dcd1833295f02422a3e46cf3f7b6730c6e591ec5564160fd81788f46f4ec",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

@@ -124,7 +124,7 @@ def test_non_rowwise_kernel_above_the_budget_is_not_run(shipped):
     case = v.base_case(37, {}, big)
     v.decide_reference(case)
     assert case.ref_mode is None
-    assert "reference too large (1.25e+06 elements; the budget is 1.00e+06 elements; the kernel is not rowwise)" in case.ref_reason
+    assert "reference too large (1.25e+06 elements; the budget is 1.00e+06 elements; the kernel is not rowwise and declares no sample_axes)" in case.ref_reason
 
 
 def test_local_dims_are_bound_from_every_launch(shipped):

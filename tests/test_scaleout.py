@@ -448,3 +448,20 @@ def test_the_report_is_the_same_whatever_the_workers(request, tmp_path, monkeypa
     assert "strided_gather" in texts[0] and "mutants caught" in texts[0]
     dates = re.compile(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d\+00:00| \d\d:\d\d( UTC)?)?")
     assert dates.sub("DATE", texts[0]) == dates.sub("DATE", texts[1])
+
+
+def test_a_journal_of_ray_hosts_and_of_worker_processes_resumes_alike(local_ray, serial_mix, tmp_path):
+    """Every path that runs units (Ray hosts, local worker processes) journals each finished variant; a
+    second run takes all of them and gives the serial outcomes."""
+    for cluster, workers, name in (("ray", "auto", "ray.jsonl"), (None, 2, "procs.jsonl")):
+        journal = tmp_path / name
+        first = verify_many(REPO, _variants(), backends=["emulated"], sizes=[1, 37], first_failure=True, workers=workers, timeout=60,
+                            python_paths=[PLUGINS], cluster=cluster, journal=journal)  # fmt: skip
+        assert differences(serial_mix, _view(first)) == []
+        assert len(journal.read_text().splitlines()) == len(serial_mix)
+        notes = []
+        again = verify_many(REPO, _variants(), backends=["emulated"], sizes=[1, 37], first_failure=True, workers=workers, timeout=60,
+                            python_paths=[PLUGINS], cluster=cluster, journal=journal,
+                            progress=lambda ev: notes.append(ev.get("text")) if ev.get("event") == "note" else None)  # fmt: skip
+        assert notes == [f"resumed {len(serial_mix)} of {len(serial_mix)} variant(s) from the journal {journal}"]
+        assert differences(serial_mix, _view(again)) == []

@@ -196,7 +196,41 @@ def test_the_tail_fixture_sweep_reaches_both_sides_and_prints_its_cases(tail: Pa
     assert any(r % 8 for r in rows) and any(r % 8 == 0 for r in rows)
     assert plan_kernel(cs, k, Wiring(cs), root=cfg.root).cases == plan.cases  # deterministic
     chain = plan_schedule(cs, cs.schedule_map["tail_step"], Wiring(cs), root=cfg.root)
-    assert len(chain.cases) == 6 and chain.tails == (2, 2)
+    assert len(chain.cases) == 6 + 1 and chain.tails == (2, 2)  # the pairwise covering, then one large case
+    assert chain.cases[-1] == chain.large and chain.large.label == "B=1,T=1024"  # B is at its range end already
+
+
+def test_each_shipped_schedule_gets_exactly_one_large_case_within_its_budgets(repo: Path) -> None:
+    from audit.cases import make_env
+    from audit.search.sizes import MAX_CHAIN_ELEMENTS, MAX_LARGE_HOST_ELEMENTS, chain_buffers, chain_elements
+
+    cfg, cs = load_project(repo)
+    w = Wiring(cs)
+    for s in cs.schedules:
+        plan = plan_schedule(cs, s, w, root=cfg.root)
+        big = [c for c in plan.cases if c.as_dict()["B"] > 4096]
+        assert big == [plan.large] == [plan.cases[-1]], (s.name, [c.label for c in plan.cases])
+        assert len(plan.cases) == 6 + 1 and plan.tails[0] == plan.tails[1]
+        bufs = chain_buffers(cs, s)
+        device, host = chain_elements(bufs, make_env(cs, plan.large))
+        assert device <= MAX_CHAIN_ELEMENTS and host <= MAX_LARGE_HOST_ELEMENTS
+        # the largest such value: one more row is over a budget
+        device, host = chain_elements(bufs, make_env(cs, DimCase.of({"B": plan.large.as_dict()["B"] + 1})))
+        assert device > MAX_CHAIN_ELEMENTS or host > MAX_LARGE_HOST_ELEMENTS
+        assert plan.to_dict()["large"] == plan.large.as_dict()
+        assert plan_schedule(cs, s, w, root=cfg.root).cases == plan.cases  # deterministic
+    # the fused backward runs its equivalent twin (the per-sample-partials backward) at its cases: its
+    # budget counts the twin's buffers, so both run their large case at the same B
+    fused = plan_schedule(cs, cs.schedule_map["aux_heads_backward_fused"], w, root=cfg.root)
+    assert {b.name for b in chain_buffers(cs, cs.schedule_map["aux_heads_backward"])} <= {b.name for b in chain_buffers(cs, cs.schedule_map["aux_heads_backward_fused"])}
+    assert fused.large == plan_schedule(cs, cs.schedule_map["aux_heads_backward"], w, root=cfg.root).large
+
+
+def test_no_large_case_where_the_budget_leaves_no_room(repo: Path) -> None:
+    cfg, cs = load_project(repo)
+    plan = plan_schedule(cs, cs.schedule_map["aux_heads_backward"], Wiring(cs), root=cfg.root, max_device=1 << 20)
+    assert plan.large is None and all(c.as_dict()["B"] <= 4096 for c in plan.cases) and len(plan.cases) == 6
+    assert any(n.startswith("no large case:") for n in plan.notes)
 
 
 def test_the_shipped_sweep_keeps_the_base_sizes_and_adds_tails(repo: Path) -> None:
@@ -302,15 +336,17 @@ def test_verify_prints_cases_and_tails_and_records_them(tail: Path, capsys: pyte
     [subject] = [s for s in doc["verify"]["subjects"] if s["kind"] == "kernel"]
     assert subject["cases"] == [{"B": 1, "T": 8}, {"B": 3, "T": 3}]
     assert subject["tails"][0]["expr"] == "ceil_div(B * T, 8)" and subject["tails"][0]["covered"]
+    assert subject["matrix"] == {"dims": ["B", "T"], "values": [[1, 3], [8, 3]], "reference": ["full", "full"]}
     rc = main(["verify", "--root", str(tail), "--emulated", "--kernel", "tail_rows_partial", "--sizes", "B=2,T=4"])
     text = capsys.readouterr().out
     assert rc == 0
-    assert "cases: tail_rows_partial: 1 (B=2,T=4)" in text
+    assert "cases: tail_rows_partial: 1 (B=2,T=4)\n  B          2\n  T          4\n  reference  full\n" in text
     assert "tails: tail_rows_partial: tail_rows_partial grid ceil_div(B * T, 8): 1 exact, 0 with a tail, NOT COVERED" in text
     out = verify(tail, emulated={}, kernels=["tail_rows_partial"], sizes=["B=2,T=4"], evidence_dir=ev)
     record = json.loads((ev / "kernels" / "tail_rows_partial.emulated.json").read_text())
     assert record["cases"] == [{"B": 2, "T": 4}]
     assert record["tails"][0]["covered"] is False
+    assert record["references"] == ["full"]
     assert out.result.findings[0].rule == "VERIFY_TAIL_UNCOVERED"
 
 
@@ -319,7 +355,10 @@ def test_old_evidence_without_cases_stays_readable() -> None:
 
     rec = EvidenceRecord.from_dict({"subject": "k", "kind": "kernel", "backend": "pycuda", "verdict": "pass",
                                     "source_hash": "s", "contract_hash": "c", "sizes": ["B=37"], "checks": []})  # fmt: skip
-    assert rec.cases == [] and rec.tails == [] and rec.sizes == ["B=37"]
+    assert rec.cases == [] and rec.tails == [] and rec.sizes == ["B=37"] and rec.references == []
+    with pytest.raises(TypeError):  # a record is a file a pull request can edit: a wrong type is refused
+        EvidenceRecord.from_dict({"subject": "k", "kind": "kernel", "backend": "pycuda", "verdict": "pass",
+                                  "source_hash": "s", "contract_hash": "c", "references": [1]})  # fmt: skip
 
 
 def test_a_subject_never_compared_is_not_verified(tail: Path) -> None:
@@ -356,7 +395,23 @@ def test_the_report_shows_the_cases_and_tail_coverage_of_a_record(tail: Path, ca
     capsys.readouterr()
     text = (tail / "r.md").read_text()
     assert "(emulated backend; sizes B=2,T=4, B=3,T=3)" in text
-    assert "**Tail coverage:** ceil_div(B \\* T, 8): 1 case(s) without a remainder, 1 with one" in text
+    assert "**Tail coverage:** tail_rows_partial grid ceil_div(B \\* T, 8): 1 case(s) without a remainder, 1 with one" in text
+    # the case matrix: dims x cases, and how each case was compared with the reference
+    assert "| check | B=2,T=4 | B=3,T=3 |" in text  # a case of two dims is one column of the check matrix
+    assert "| dim | 1 | 2 |\n| --- | --- | --- |\n| B | 2 | 3 |\n| T | 4 | 3 |\n| reference | full | full |\n" in text
+    assert main(["report", "--root", str(tail), "--format", "html", "--output", str(tail / "r.html")]) == 0
+    html = (tail / "r.html").read_text()
+    assert "<tr><td>T</td><td>4</td><td>3</td></tr>\n<tr><td>reference</td><td>full</td><td>full</td></tr>" in html
+    # a record from before cases were dim assignments (no "cases" key) says so instead
+    for f in (tail / "evidence").rglob("*.json"):
+        doc = json.loads(f.read_text())
+        for key in ("cases", "tails", "references"):
+            doc.pop(key)
+        f.write_text(json.dumps(doc))
+    assert main(["report", "--root", str(tail), "--output", str(tail / "r.md")]) == 0
+    old = (tail / "r.md").read_text()
+    assert "**Cases and tail coverage:** not recorded (the record predates cases as dim assignments)." in old
+    assert "| dim |" not in old and "(emulated backend; sizes B=2,T=4, B=3,T=3)" in old
 
 
 def test_a_given_case_over_the_memory_budget_exits_2(tail: Path, capsys: pytest.CaptureFixture[str]) -> None:

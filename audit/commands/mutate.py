@@ -52,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
     p.add_argument("--output-dir", metavar="DIR", help="where <kernel>.json is written (default: <reports>/mutation)")
+    p.add_argument("--fresh", action="store_true", help="discard the journal of an earlier run of the same selection that was cut short (by default its finished verifications are taken, when builds and settings match, and only the rest run)")
     p.add_argument("--reclassify", action="store_true", help="re-read the recorded results (<reports>/mutation/*.json, or --output-dir) and the equivalence records, and rewrite each result's classification of its survivors and its score (no compiler, no GPU)")
     p.add_argument("--stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
     p.add_argument("--baseline-stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
@@ -143,6 +144,8 @@ class MutateProgress:
             self.write(f"verify   [{self.done}{of}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
         elif kind == "sanitizer":
             self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}")
+        elif kind == "note":
+            self.write(f"note     {ev['text']}")
         elif kind == "slowdown":
             caught = not ev["message"].startswith("not slower")
             self.write(f"slowdown {ev['variant']}  " + (f"caught by MUTATE_SLOWDOWN: {ev['message']}" if caught else ev["message"]))
@@ -203,13 +206,20 @@ def run(args: argparse.Namespace) -> int:
     # a SIGTERM (`timeout`, a CI cancel) ends the run like Ctrl-C, so the workers are killed, not orphaned
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
+    # the journal of this selection (in the build cache): a run cut short is resumed by the next one
+    from ..mutate import journal_path
+    from ..runtime._journal import Journal
+
+    journal = journal_path(cfg, names, bool(args.all), bool(args.headers_only), operators, args.max_mutants)
+    if args.fresh:
+        Journal(journal).remove()
     try:
         result = run_mutation(
             root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=workers, cluster=cluster,
             backends=[args.backend], sizes=sizes or MUTATE_SIZES, seed=args.seed, launch_timeout=args.timeout, sanitizers=sanitizers,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
             progress=MutateProgress(sys.stderr), config=cfg, baseline_stand_in=baseline_stand_in,
-            python_paths=_import_root(args.stand_in) if args.stand_in else (),
+            python_paths=_import_root(args.stand_in) if args.stand_in else (), journal=journal,
         )  # fmt: skip
     except EnvironmentProblem as exc:
         raise EnvironmentProblem(str(exc).replace("wireup verify", "wireup mutate", 1)) from None
@@ -218,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     out_dir = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
     written = [write_kernel_json(k, result, out_dir, explicit=bool(args.output_dir), root=cfg.root) for k in result.kernels]
+    Journal(journal).remove()  # recorded: the next run starts afresh
     text = render_table(result)
     t = result.timing
     text += f"wrote {len(written)} file(s) to {out_dir}; " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()) + "\n"

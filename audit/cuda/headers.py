@@ -71,6 +71,21 @@ def reached_bodies(cfg: Any, cs: Any, kernel: str, header: Path) -> list[tuple[i
     """The ``(open, close)`` body braces of the functions of ``header`` that ``kernel``'s entry reaches:
     through the functions of its own file and of every header in its include closure, by name (and by
     owning struct, as :meth:`audit.cuda.scope.Source.reachable_bodies` does within one file)."""
+    return reached_functions(cfg, cs, kernel).get(header, ([], None))[0]
+
+
+def reached_lines(cfg: Any, cs: Any, kernel: str) -> dict[Path, list[tuple[int, int]]]:
+    """Per file of ``kernel``'s source closure, the ``(first, last)`` lines of the function bodies its
+    entry reaches (a file none of whose functions it reaches is absent)."""
+    out: dict[Path, list[tuple[int, int]]] = {}
+    for path, (bodies, src) in reached_functions(cfg, cs, kernel).items():
+        out[path] = [(src.tokens[a].line, src.tokens[b].line) for a, b in bodies]
+    return out
+
+
+def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[tuple[int, int]], Any]]:
+    """Per file of ``kernel``'s source closure whose functions its entry reaches: the ``(open, close)``
+    body braces of those functions, sorted, and the parsed file."""
     from ..cuda.scope import Source
     from ..untrusted import SOURCE_LIMIT, read_regular, resolve
 
@@ -83,7 +98,7 @@ def reached_bodies(cfg: Any, cs: Any, kernel: str, header: Path) -> list[tuple[i
         except OSError:
             continue
     if own not in parsed or (entry := parsed[own].entry(k.symbol)) is None:
-        return []
+        return {}
     by_name: dict[str, list[tuple[Path, Any]]] = {}
     by_owner: dict[str, list[tuple[Path, Any]]] = {}
     for p, src in parsed.items():
@@ -95,11 +110,10 @@ def reached_bodies(cfg: Any, cs: Any, kernel: str, header: Path) -> list[tuple[i
                 by_owner.setdefault(f.owner, []).append((p, f))
     seen = {(own, entry.open)}
     todo = [(own, entry)]
-    out: list[tuple[int, int]] = []
+    out: dict[Path, tuple[list[tuple[int, int]], Any]] = {}
     while todo:
         p, f = todo.pop()
-        if p == header:
-            out.append((f.open, f.close))
+        out.setdefault(p, ([], parsed[p]))[0].append((f.open, f.close))
         for t in parsed[p].tokens[f.open + 1 : f.close]:
             if t.kind != "ident":
                 continue
@@ -107,7 +121,9 @@ def reached_bodies(cfg: Any, cs: Any, kernel: str, header: Path) -> list[tuple[i
                 if (q, g.open) not in seen:
                     seen.add((q, g.open))
                     todo.append((q, g))
-    return sorted(out)
+    for bodies, _ in out.values():
+        bodies.sort()
+    return out
 
 
 def reached_headers(cfg: Any, cs: Any) -> list[str]:

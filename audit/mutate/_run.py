@@ -149,6 +149,15 @@ def mutated_headers(cfg: Any, cs: Any) -> list[str]:
     return reached_headers(cfg, cs)
 
 
+def journal_path(cfg: Any, names: Sequence[str], all_: bool = False, headers_only: bool = False,
+                 operators: Any = None, max_mutants: int | None = None) -> Path:
+    """The journal file of a ``wireup mutate`` selection, in the build cache (outside the repository)."""
+    import hashlib
+
+    key = hashlib.sha256(repr((sorted(names), all_, headers_only, operators, max_mutants)).encode()).hexdigest()[:16]
+    return cfg.path(cfg.cache) / "mutate-journal" / f"{key}.jsonl"
+
+
 def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[str] | None = None, max_mutants: int | None = None,
                jobs: int | None = None, progress: Progress | None = None, config: Any = None) -> dict[str, int]:
     """Compile the mutants a run with the same kernels, operators and ``max_mutants`` selects, and each
@@ -197,13 +206,16 @@ def run_mutation(
     slowdown: bool | None = None,
     cluster: str | None = None,
     python_paths: Sequence[str] = (),
+    journal: Path | None = None,
 ) -> MutationRun:
     """Mutate, compile, verify and classify (see the module docstring). ``sanitizers`` are the
     compute-sanitizer passes of the survivors (default :data:`SANITIZERS` on a GPU, none with
     ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU).
     ``workers`` (a count or ``"auto"``: one per GPU) spread over this machine's GPUs, or ``cluster``
     (``"ray"``, ``"ray://HOST:PORT"``) verifies the mutants on a Ray cluster's GPUs; the results are the
-    same whatever ran where."""
+    same whatever ran where. ``journal`` (a file) keeps each finished verification of the mutants and
+    baselines as it ends, and takes those a cut-short run had finished (see
+    :mod:`audit.runtime._journal`)."""
     from ..api import load_project
     from ..runtime import Variant, gpu_target, parse_cluster, parse_workers, require_ray, verify_many
 
@@ -287,7 +299,7 @@ def run_mutation(
     outs = verify_many(
         cfg.root, variants, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
         launch_timeout=launch_timeout, workers=workers or ("auto" if cluster else default_workers()), first_failure=True, jobs=jobs,
-        progress=progress, config=cfg, cluster=cluster, python_paths=python_paths,
+        progress=progress, config=cfg, cluster=cluster, python_paths=python_paths, journal=journal,
     )  # fmt: skip
     timing["verify"] = time.perf_counter() - t
     by_key = {o.id: o for o in outs}

@@ -34,7 +34,7 @@ from ..evidence import Freshness
 from ..findings import Finding, NotRun, Severity
 from ..graph import Wiring
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
-from ..cases import launch_env, representative_env
+from ..cases import case_matrix, launch_env, representative_env
 from ..shapes import value_at
 from .filters import anchor, format_bytes
 from .history import FileHistory, GitHistory
@@ -435,9 +435,18 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     if rec is None:
         return EvidenceView(f.status, f.reason)
     checks = [CheckRow(c.name, c.verdict, c.size, c.max_abs_err, c.max_rel_err, c.rel_norm_err, c.detail) for c in rec.checks]
-    tails = [f"{t.get('expr')}: " + (f"{t.get('exact', 0)} case(s) without a remainder, {t.get('tail', 0)} with one" if t.get("covered")
+    tails = [f"{t.get('kernel')} {t.get('field')} {t.get('expr')}: " + (f"{t.get('exact', 0)} case(s) without a remainder, {t.get('tail', 0)} with one" if t.get("covered")
              else f"not covered ({t.get('message', '')})") for t in getattr(rec, "tails", [])]  # fmt: skip
-    return EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks), tails)
+    view = EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks), tails)
+    cases = list(getattr(rec, "cases", []) or [])
+    if cases:
+        dims, rows = case_matrix(cases)
+        refs = list(getattr(rec, "references", []) or [])
+        view.cases_recorded = True
+        view.case_dims = dims
+        view.case_values = [["—" if v is None else str(v) for v in row] for row in rows]
+        view.case_references = refs if len(refs) == len(cases) else []
+    return view
 
 
 def _mutated_headers(cfg: Config, cs: Any) -> list[str]:

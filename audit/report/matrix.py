@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from .views import CaseRow, CheckMatrix, CheckRow, MatrixCell, MatrixRow
 
-_SIZE_COLUMN = re.compile(r"\w+=[^\s,()]+(?: \w+=[^\s,()]+)*")
+_SIZE_COLUMN = re.compile(r"\w+=[^\s,()]+(?:[ ,]\w+=[^\s,()]+)*")  # a case of several dims is one column
 
 
 def split_case(size: str) -> tuple[str, str]:
@@ -27,6 +27,8 @@ def split_case(size: str) -> tuple[str, str]:
     (('B=37', 'K=2, all-skip'), ('B=1', '(K=2), optional pointers NULL'))
     >>> split_case("B=4096"), split_case("B=1, optional pointers NULL"), split_case("whole chain")
     (('B=4096', ''), ('B=1', 'optional pointers NULL'), ('whole chain', ''))
+    >>> split_case("B=4,T=17 (all-skip)"), split_case("B=4,T=17, optional pointers NULL")
+    (('B=4,T=17', 'all-skip'), ('B=4,T=17', 'optional pointers NULL'))
     """
     m = _SIZE_COLUMN.match(size)
     if m is None:

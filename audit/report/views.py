@@ -134,9 +134,15 @@ class EvidenceView:
     sizes: list[str] = field(default_factory=list)
     checks: list[CheckRow] = field(default_factory=list)
     matrix: CheckMatrix | None = None
-    # tail coverage of the launch geometry, one line a site (records from before cases were dim
-    # assignments have none, and show nothing)
+    # tail coverage of the launch geometry, one line a site: launch, expression, cases on each side, verdict
     tails: list[str] = field(default_factory=list)
+    # the case matrix: whether the record names its cases (records written before cases were dim
+    # assignments do not: "not recorded"), the dims, each dim's value per case, and per case how it was
+    # compared with the float64 reference (empty where the record predates that: "not recorded")
+    cases_recorded: bool = False
+    case_dims: list[str] = field(default_factory=list)
+    case_values: list[list[str]] = field(default_factory=list)
+    case_references: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -15,6 +15,8 @@ is no tail and is not reported.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from ..cases import DimCase, make_env
 from ..findings import Severity
@@ -62,9 +64,134 @@ def check_tail_unreachable(ctx: CheckContext) -> Iterator[Hit]:
 def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each kernel's source and the local headers it includes (within the project) for ``ARG % C``
     tests and ``v < ARG; v += C`` loops over a scalar argument bound to a fixed dim; needs no compiler."""
+    reported: set[tuple[str, str, int]] = set()
+    for s in _fixed_sites(ctx):
+        if s.site.compare or (s.kernel.name, s.dim, s.divisor) in reported or any(v % s.divisor for v in s.verified):
+            continue
+        reported.add((s.kernel.name, s.dim, s.divisor))
+        shown_values = ", ".join(str(x) for x in sorted(s.verified))
+        what = f'"{s.site.text}"' + (f" (chunks of {s.divisor})" if s.site.per_block else "")
+        if s.local:
+            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first[s.dim] += 1
+            fix = ", ".join(f"{d} = {x}" for d, x in first.items())
+            yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} has {what}: every verified '
+                      f"{s.dim} ({shown_values}, from the schedules' launches and [kernel.verify] bindings) is a multiple of {s.divisor}, "
+                      f"so the code for the other values never runs; if the kernel takes other shapes, verify one too: "
+                      f"[kernel.verify] bindings = [{{ {fix} }}].",
+                      s.kernel.loc, s.kernel.name)  # fmt: skip
+            continue
+        v = s.value
+        yield Hit(f'Kernel "{s.kernel.name}" passes the fixed dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} has {what}: every verified '
+                  f"{s.dim} ({shown_values}) is a multiple of {s.divisor}, so the code for the other values never runs; if the kernel "
+                  f"takes other values of {s.dim}, verify one too: [kernel.verify] dims = {{ {s.dim} = [{v}, {v + 1}] }}.",
+                  s.kernel.loc, s.kernel.name)  # fmt: skip
+
+
+@rule("FIXED_DIM_ONE_CHUNK", "A chunk loop over a fixed dim (for (j0 = 0; j0 < H; j0 += C)) runs a second chunk in some verification: a [kernel.verify] dims variant or binding gives that dim a value above the chunk.", "build", Severity.WARNING)
+def check_fixed_dim_one_chunk(ctx: CheckContext) -> Iterator[Hit]:
+    """A loop in chunks of ``C`` over an argument every verified value of which is at most ``C`` runs its
+    body once per thread: the code that carries state from one chunk to the next (the second pass's
+    offsets, accumulators kept across chunks, a barrier between passes) never runs. Found on the shipped
+    trade-outcome backward: with SH2 and H at most 256 its 256-wide column and hidden-unit loops never
+    took a second step, and 19 mutants of those loops survived a full mutation run."""
+    reported: set[tuple[str, str, int]] = set()
+    for s in _fixed_sites(ctx):
+        if not s.site.loop or (s.kernel.name, s.dim, s.divisor) in reported or max(s.verified) > s.divisor:
+            continue
+        reported.add((s.kernel.name, s.dim, s.divisor))
+        shown_values = ", ".join(str(x) for x in sorted(s.verified))
+        what = f'"{s.site.text}"' + (f" (chunks of {s.divisor}: the launch's block)" if s.site.per_block else "")
+        wider = s.divisor + 1
+        if s.local:
+            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first[s.dim] = wider
+            fix = ", ".join(f"{d} = {x}" for d, x in first.items())
+            yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} loops {what}: every verified '
+                      f"{s.dim} ({shown_values}, from the schedules' launches and [kernel.verify] bindings) is at most {s.divisor}, "
+                      f"so the loop's second chunk never runs; if the kernel takes larger shapes, verify one too: "
+                      f"[kernel.verify] bindings = [{{ {fix} }}].",
+                      s.kernel.loc, s.kernel.name)  # fmt: skip
+            continue
+        yield Hit(f'Kernel "{s.kernel.name}" passes the fixed dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} loops {what}: every verified '
+                  f"{s.dim} ({shown_values}) is at most {s.divisor}, so the loop's second chunk never runs; if the kernel takes larger "
+                  f"values of {s.dim}, verify one too: [kernel.verify] dims = {{ {s.dim} = [{s.value}, {wider}] }}.",
+                  s.kernel.loc, s.kernel.name)  # fmt: skip
+
+
+@rule("FIXED_DIM_BOUNDARY", "A comparison of a fixed dim with a constant (K <= AUX_K_MAX, M <= kSkinnyM) is verified at that constant, where a < for <= (or > for >=) would change the result.", "build", Severity.WARNING)
+def check_fixed_dim_boundary(ctx: CheckContext) -> Iterator[Hit]:
+    """``K <= 8`` and ``K < 8`` differ only at K = 8, ``K >= 1`` and ``K > 1`` only at K = 1: a kernel
+    verified at K = 2, 3 never tells them apart, so an off-by-one at the edge of the range it accepts (or
+    of the choice between two code paths) passes. Found on the shipped trade-outcome backward, whose
+    ``K >= 1 && K <= AUX_K_MAX`` survived both mutations in a full mutation run (verified at K = 3, 2).
+    Constants below 1 are not asked for (no dim takes them); ``==`` and ``!=`` also want a value off the
+    constant."""
+    reported: set[tuple[str, str, int]] = set()
+    for s in _fixed_sites(ctx):
+        op = s.site.compare
+        if not op or (s.kernel.name, s.dim, s.divisor) in reported:
+            continue
+        c = s.divisor
+        missing = [v for v in ([c] if op not in ("==", "!=") else [c, c + 1]) if v not in s.verified]
+        if op in ("==", "!=") and any(v != c for v in s.verified):
+            missing = [v for v in missing if v == c]
+        if not missing:
+            continue
+        reported.add((s.kernel.name, s.dim, c))
+        shown_values = ", ".join(str(x) for x in sorted(s.verified))
+        want = " and ".join(str(v) for v in missing)
+        if s.local:
+            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first[s.dim] = missing[0]
+            fix = ", ".join(f"{d} = {x}" for d, x in first.items())
+            yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} compares "{s.site.text}": no verified '
+                      f"{s.dim} ({shown_values}, from the schedules' launches and [kernel.verify] bindings) is {want}, where an off-by-one "
+                      f"in that comparison would show; verify it: [kernel.verify] bindings = [{{ {fix} }}].",
+                      s.kernel.loc, s.kernel.name)  # fmt: skip
+            continue
+        values = ", ".join(str(v) for v in [s.value, *[v for v in missing if v != s.value]])
+        yield Hit(f'Kernel "{s.kernel.name}" passes the fixed dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} compares "{s.site.text}": no verified '
+                  f"{s.dim} ({shown_values}) is {want}, where an off-by-one in that comparison would show; if the kernel takes {s.dim} = {want}, "
+                  f"verify it: [kernel.verify] dims = {{ {s.dim} = [{values}] }}.",
+                  s.kernel.loc, s.kernel.name)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Site:
+    """One ``%`` test or chunk loop (``site``) of ``file`` over an argument of ``kernel`` bound to ``dim``,
+    every value of which verify runs (``verified``); ``divisor`` resolved for the launch's block where the
+    site steps by it; ``local``: the kernel's local dims' launch values, where ``dim`` is one of them;
+    ``value``: the fixed dim's contract value (0 for a local dim)."""
+
+    kernel: Any
+    dim: str
+    site: Any
+    file: str
+    divisor: int
+    verified: frozenset[int]
+    local: dict[str, set[int]]
+    value: int
+
+
+def _fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
+    """Every ``%`` test and chunk loop of every kernel's source closure (within the project) over a scalar
+    argument bound to a fixed dim, or to a local dim the launches bind to fixed values (results memoised
+    on the context: two rules read them)."""
+    memo = getattr(ctx, "_fixed_sites", None)
+    if memo is None:
+        memo = list(_find_fixed_sites(ctx))
+        try:
+            ctx._fixed_sites = memo  # type: ignore[attr-defined]
+        except AttributeError:  # a slotted context: computed per rule
+            pass
+    return iter(memo)
+
+
+def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
     from pathlib import Path
 
-    from ..cuda.static import source_fixed_tails
+    from ..cuda.static import launch_extents, source_fixed_tails
     from ..hashing import include_closure
     from ..model import ScalarParam
     from .build import _analysis_cache
@@ -100,7 +227,8 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
             path = cfg.path(k.source)
             first = path.resolve()
             files = closures[k.source] = [first, *(h for h in include_closure(path, dirs) if h != first)] if path.is_file() else []
-        reported: set[tuple[str, int]] = set()
+        block_x: int | None | bool = False  # False: not asked yet
+        reached: dict[Path, list[tuple[int, int]]] | None = None  # the entry's function bodies, by file
         for f in files:
             try:
                 shown = f.relative_to(root).as_posix()
@@ -113,25 +241,62 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
                 dim = bound.get(h.name)
                 if dim is None:
                     continue
-                if (dim, h.divisor) in reported or any(v % h.divisor for v in verified[dim]):
+                if reached is None:  # a source holding several entries: only the code this one runs counts
+                    reached = _reached(cfg, cs, k, files, root, cache)
+                if not any(a <= h.line <= b for a, b in reached.get(f, ())):
                     continue
-                reported.add((dim, h.divisor))
-                shown_values = ", ".join(str(x) for x in sorted(verified[dim]))
-                if dim in local:
-                    first = {d: min(local[d]) for d in k.dims}
-                    first[dim] += 1
-                    fix = ", ".join(f"{d} = {x}" for d, x in first.items())
-                    yield Hit(f'Kernel "{k.name}" passes its local dim {dim} as "{h.name}", and {shown}:{h.line} has "{h.text}": every verified '
-                              f"{dim} ({shown_values}, from the schedules' launches and [kernel.verify] bindings) is a multiple of {h.divisor}, "
-                              f"so the code for the other values never runs; if the kernel takes other shapes, verify one too: "
-                              f"[kernel.verify] bindings = [{{ {fix} }}].",
-                              k.loc, k.name)  # fmt: skip
+                divisor = h.divisor
+                if h.per_block:
+                    if block_x is False:
+                        block_x = launch_extents(cs, ctx.wiring, k)[0][0]
+                    if not block_x:
+                        continue  # launches disagree on the block: no one chunk size to judge
+                    divisor *= int(block_x)
+                if divisor < (1 if h.compare else 2):
                     continue
-                v = fixed[dim]
-                yield Hit(f'Kernel "{k.name}" passes the fixed dim {dim} as "{h.name}", and {shown}:{h.line} has "{h.text}": every verified '
-                          f"{dim} ({shown_values}) is a multiple of {h.divisor}, so the code for the other values never runs; if the kernel "
-                          f"takes other values of {dim}, verify one too: [kernel.verify] dims = {{ {dim} = [{v}, {v + 1}] }}.",
-                          k.loc, k.name)  # fmt: skip
+                yield _Site(k, dim, h, shown, divisor, frozenset(verified[dim]), local if dim in local else {}, fixed.get(dim, 0))
+
+
+def _reached(cfg: Any, cs: Any, k: Any, files: list[Any], root: Any, cache: Any) -> dict[Any, list[tuple[int, int]]]:
+    """Per file of ``k``'s source closure, the line spans of the functions its entry reaches, through the
+    analysis cache (keyed by the entry and the closure's paths and bytes: parsing the sources costs more
+    than the rest of the rule)."""
+    from ..cuda.headers import reached_lines
+    from ..untrusted import SOURCE_LIMIT, read_regular
+
+    def compute() -> dict[str, list[list[int]]]:
+        try:
+            got = reached_lines(cfg, cs, k.name)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        out: dict[str, list[list[int]]] = {}
+        for q, lines in got.items():
+            try:
+                out[q.resolve().relative_to(root).as_posix()] = [[a, b] for a, b in lines]
+            except ValueError:
+                continue
+        return out
+
+    def check(v: Any) -> dict[str, list[list[int]]]:
+        if not isinstance(v, dict) or not all(isinstance(x, str) and isinstance(y, list) for x, y in v.items()):
+            raise ValueError("reached lines")
+        for spans in v.values():
+            if not all(isinstance(ab, list) and len(ab) == 2 and all(type(n) is int for n in ab) for ab in spans):
+                raise ValueError("reached lines")
+        return v
+
+    value: dict[str, list[list[int]]] | None = None
+    if cache is not None:
+        try:
+            parts: list[str | bytes] = [k.symbol]
+            for f in files:
+                parts += [str(f), read_regular(f, SOURCE_LIMIT)]
+            value = cache.value("reached", parts, check, compute)
+        except OSError:
+            value = None
+    if value is None:
+        value = compute()
+    return {(root / name).resolve(): [(a, b) for a, b in spans] for name, spans in value.items()}
 
 
 def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-untyped-def]
@@ -153,4 +318,4 @@ def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-unty
     return {d: vals for d, vals in seen[0].items() if seen[1].get(d) == vals}
 
 
-assert "TAIL_UNREACHABLE" in REGISTRY
+assert {"TAIL_UNREACHABLE", "FIXED_DIM_ONE_CHUNK", "FIXED_DIM_BOUNDARY"} <= set(REGISTRY)

@@ -77,6 +77,7 @@ class ScheduleVerifier:
         self.tol = Tolerance.of(declared.rtol, declared.atol) if declared else Tolerance.of(CHAIN_RTOL, CHAIN_ATOL)
         self.isv_name = self.cs.isv.buffer if self.cs.isv else "isv"
         self.envs_run: list[dict[str, int]] = []
+        self.ref_modes: dict[str, str] = {}  # case label -> how the chain was compared with its reference
 
     # -- records ------------------------------------------------------------------------------------
     def add(self, backend: str | None, check: VerifyCheck, verdict: str, case: str, message: str, **nums: Any) -> None:
@@ -98,8 +99,11 @@ class ScheduleVerifier:
                 for r in self.results.values():
                     r.sizes.append(label)
                     r.cases.append(as_case(self.cs, size).as_dict())
+                    r.references.append("not run")
                 self.envs_run.append(make_env(self.cs, size))
                 self.verify_size(size, label)
+                for r in self.results.values():
+                    r.references[-1] = self.ref_modes.get(label, "not run")
         except LaunchFailure as exc:
             self.record_coverage()
             be = getattr(exc, "backend", None)
@@ -267,6 +271,8 @@ class ScheduleVerifier:
                 self.eager(be, arena, bufs, steps, label, check_guards=True)
                 got = self.fetch(arena, bufs, written, rows)
                 snapshots[be.name] = got
+                if ref_store is not None:
+                    self.ref_modes[label] = "sampled" if any(rows.get(n) is not None for n in got) else "full"
                 self.compare_chain(be, label, got, ref_store, ref_why, rows, steps)
                 if any(s.graph_capture for s in self.order(self.sched.name)):
                     self.graph_replay(be, arena, bufs, steps, written, env, label, uses_isv)

@@ -188,7 +188,7 @@ def lost_outcome(unit: Mapping[str, Any], backends: list[str], what: str) -> Uni
 
 def supervise_on_ray(job: dict[str, Any], address: str, workers: int | str | None = "auto", timeout: float = 60.0,
                      launch_timeout: float | None = None, progress: Progress | None = None, crash_verdict: bool = True,
-                     ray_init: Mapping[str, Any] | None = None) -> SupervisedRun:  # fmt: skip
+                     ray_init: Mapping[str, Any] | None = None, on_done: Any = None) -> SupervisedRun:  # fmt: skip
     """Run every unit of ``job`` on Ray hosts (see the module docstring): ``workers`` hosts (``auto``:
     one per GPU of the cluster, or per CPU on the emulated backend). ``address`` is ``ray`` or a
     ``ray://`` address; a Ray already initialised in this process is used as it is. The same
@@ -204,14 +204,14 @@ def supervise_on_ray(job: dict[str, Any], address: str, workers: int | str | Non
             raise EnvironmentProblem(f"wireup could not connect to the Ray cluster {address!r} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'no detail'}).") from None
         started = True
     try:
-        return _drive(ray, job, workers, timeout, launch_timeout, progress, crash_verdict)
+        return _drive(ray, job, workers, timeout, launch_timeout, progress, crash_verdict, on_done)
     finally:
         if started:
             ray.shutdown()
 
 
 def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: float, launch_timeout: float, progress: Progress,
-           crash_verdict: bool) -> SupervisedRun:  # fmt: skip
+           crash_verdict: bool, on_done: Any = None) -> SupervisedRun:  # fmt: skip
     units = job["units"]
     backends = list(job["base"]["backends"])
     emulated = backends == ["emulated"]
@@ -271,7 +271,7 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
                 if losses[i] < MAX_LOSSES:
                     pending.appendleft(i)
                 else:
-                    _finish(out, units, i, lost_outcome(units[i], backends, f"{what} {losses[i]} times"), h, progress)
+                    _finish(out, units, i, lost_outcome(units[i], backends, f"{what} {losses[i]} times"), h, progress, on_done)
                 hosts[h] = new_host()
                 idle.append(h)
                 continue
@@ -287,7 +287,7 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
             for k, v in got["timing"].items():
                 out.timing[k] = out.timing.get(k, 0.0) + float(v)
             out.notes.extend(got["notes"])
-            _finish(out, units, i, got["outcome"] or UnitOutcome(error="the host never reported it"), h, progress)
+            _finish(out, units, i, got["outcome"] or UnitOutcome(error="the host never reported it"), h, progress, on_done)
             idle.append(h)
     finally:
         # each host ends its worker and removes its job folder, then goes; a host that does not answer is killed
@@ -305,10 +305,13 @@ def _drive(ray: Any, job: dict[str, Any], workers: int | str | None, timeout: fl
     return out
 
 
-def _finish(out: SupervisedRun, units: list[dict[str, Any]], i: int, outcome: UnitOutcome, host: int, progress: Progress) -> None:
+def _finish(out: SupervisedRun, units: list[dict[str, Any]], i: int, outcome: UnitOutcome, host: int, progress: Progress,
+            on_done: Any = None) -> None:  # fmt: skip
     from ._supervisor import failed_rules
 
     out.outcomes[i] = outcome
+    if on_done is not None:
+        on_done(i, outcome, dict(out.environments))
     failed = None if outcome.error else failed_rules(outcome.results)
     ev = {"event": "unit_done", "unit": units[i]["id"], "worker": host, "seconds": outcome.seconds, "failed": failed}
     progress({**ev, "error": outcome.error} if outcome.error else ev)

@@ -75,6 +75,7 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         duration_s=round(result.duration_s, 3),
         cases=[dict(c) for c in result.cases],
         tails=[dict(t) for t in result.tails],
+        references=list(result.references),
     )
 
 

@@ -21,7 +21,7 @@ ISV scale/divisor slots at zero.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,9 +58,15 @@ GRAD_DIRECTIONS = 4
 SAMPLE_RANDOM_ROWS = 32
 SAMPLE_VALID_ROWS = 64
 SAMPLE_SKIPPED_ROWS = 16
+SAMPLE_ELEMENTS = 256  # elements of a ``sample_axes`` axis a sampled reference computes
+SAMPLE_TILES = (32, 64, 128, 256, 512, 1024)  # the first index of each last partial tile is sampled
 TILE_EDGES = (31, 32, 63, 64, 127, 128, 255, 256)
 PROBE_SIZE = 37
 STRESS_ROWS = 16  # the stress cases run at the first size with at least this many rows
+
+
+#: the suffix of the case label of run E (every pointer off a 16-byte boundary; see ``run_misaligned``)
+MISALIGNED = ", pointers misaligned"
 
 
 @dataclass
@@ -80,7 +86,9 @@ class Case:
     isv: np.ndarray | None = None
     valid: np.ndarray | None = None  # row validity of the masked parameter
     rows: np.ndarray | None = None  # sampled rows (None: the reference runs in full)
-    ref_mode: str | None = "full"  # "full" | "rows" | None (not run)
+    # sampled elements of outputs the reference computes a sample of (``sample_axes``): name -> (axis, indices)
+    select: dict[str, tuple[int, np.ndarray]] | None = None
+    ref_mode: str | None = "full"  # "full" | "rows" | "select" | None (not run)
     ref_reason: str = ""
     _ref: dict[str, np.ndarray] | None = None
     _ref_error: str | None = None
@@ -116,8 +124,10 @@ class KernelVerifier:
         self.isv_written = bool(kernel.isv_writes) and self.isv_param is not None
         self.tol = Tolerance.of(kernel.verify.rtol, kernel.verify.atol)
         self._sample_mode: dict[tuple, tuple[str | None, str]] = {}
+        self._select_ok: dict[tuple, str] = {}  # per (variant, binding): "" when the reference honours select=
         self.sizes_run: list[str] = []
         self.cases_run: list[dict[str, int]] = []  # dim assignments that ran
+        self.ref_modes: list[str] = []  # how each of them was compared with the reference (REFERENCE_MODES)
         # the ISV an ``isv(SLOT)`` scalar reads on the host: one perturbed state per kernel (scale slots
         # 0.1..10), so a kernel verified alone sees a host-read scale other than its reset value
         self.host_isv = isv_perturbed(self.cs, session.factory.rng("host-read", kernel.name)) if self.cs.isv is not None else None
@@ -214,11 +224,16 @@ class KernelVerifier:
         """The sizes and dim assignments that ran, and the tail coverage of the kernel's launch geometry."""
         from ..search.coverage import kernel_sites, tail_verdicts
 
+        modes: dict[tuple, str] = {}
+        for c, m in zip(self.cases_run, self.ref_modes):
+            key = tuple(sorted(c.items()))
+            modes[key] = least_thorough(modes[key], m) if key in modes else m
         cases = list({tuple(sorted(c.items())): c for c in self.cases_run}.values())
         tails = [v.to_dict() for v in tail_verdicts(self.cs, self.k, self.s.wiring, kernel_sites(self.cs, self.k, self.s.wiring), self.envs_run)]
         for r in self.results.values():
             r.sizes = list(dict.fromkeys(self.sizes_run))
             r.cases = [dict(c) for c in cases]
+            r.references = [modes.get(tuple(sorted(c.items())), "not run") for c in cases]
             r.tails = [dict(t) for t in tails]
 
     def launch(self, backend: Backend, case: Case, ptrs: dict[str, int], run: str) -> None:
@@ -331,6 +346,7 @@ class KernelVerifier:
         self.decide_reference(case)
         self.sizes_run.append(case.label.split(" ")[0])
         self.cases_run.append(as_case(self.cs, size).as_dict())
+        self.ref_modes.append({"full": "full", "rows": "sampled", "select": "sampled"}.get(case.ref_mode or "", "not run"))
         self.envs_run.append(dict(case.env))
         variants = ["mixed"] + (["all_skip", "all_valid"] if self.mask_param is not None else [])
         for mv in variants:
@@ -341,6 +357,7 @@ class KernelVerifier:
                 c.ref_mode, c.ref_reason = case.ref_mode, case.ref_reason
                 if case.ref_mode == "rows":
                     c.rows = self.sample_rows(c)
+                c.select = case.select
             for be in self.s.backends.values():
                 self.run_case(be, c, full=(mv == "mixed"))
         if case.ref_mode == "full":
@@ -405,9 +422,14 @@ class KernelVerifier:
                 c.ref_mode, c.ref_reason = "full", ""
                 for be in self.s.backends.values():
                     self.run_case(be, c, full=False)
+            # and the case once with its pointers misaligned (same inputs, same reference)
+            base.ref_mode, base.ref_reason = "full", ""
+            for be in self.s.backends.values():
+                self.run_misaligned(be, base)
 
     def decide_reference(self, case: Case) -> None:
-        """Full reference, sampled rows (rowwise kernels), or not run (too large)."""
+        """Full reference, sampled rows (rowwise kernels), sampled elements (``sample_axes``), or not run
+        (too large)."""
         if self.ref is None:
             case.ref_mode, case.ref_reason = None, self.ref_why
             return
@@ -419,10 +441,13 @@ class KernelVerifier:
         if full:
             case.ref_mode = "full"
             return
+        if not self.k.verify.rowwise and self.k.verify.sample_axes:
+            self.decide_select(case, elems)
+            return
         if not self.k.verify.rowwise:
             case.ref_mode = None
             limit = f"max_batch = {mb}" if mb is not None else f"the budget is {self.s.reference_budget:.2e} elements"
-            case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements; {limit}; the kernel is not rowwise)"
+            case.ref_reason = f"not run at {case.label}: reference too large ({elems:.2e} elements; {limit}; the kernel is not rowwise and declares no sample_axes)"
             return
         not_rows = [p.name for p in self.written if not batch_leading(p.shape, self.cs) or (p.write_range is not None and p.write_range.axis == 0)]
         if self.isv_written:
@@ -438,6 +463,111 @@ class KernelVerifier:
             return
         case.ref_mode = "rows"
         case.rows = self.sample_rows(case)
+
+    def decide_select(self, case: Case, elems: int) -> None:
+        """A reference too large to run in full, computed on a sample of each ``sample_axes`` output (the
+        reference gets ``select = {output: indices}``), once a probe showed that it honours the selection."""
+        too_large = f"not run at {case.label}: reference too large ({elems:.2e} elements)"
+        axes = dict(self.k.verify.sample_axes)
+        whole = [p.name for p in self.written if p.name not in axes and numel(case.shapes[p.name]) > self.s.reference_budget]
+        if whole:
+            case.ref_mode = None
+            case.ref_reason = f'{too_large} and output(s) {", ".join(chr(34) + n + chr(34) for n in whole)} have no sample_axes entry'
+            return
+        unfetched = [n for n in axes if numel(case.shapes[n]) > max(self.s.fetch_budget, self.s.reference_budget)]
+        if unfetched:
+            case.ref_mode = None
+            case.ref_reason = f'{too_large} and output(s) {", ".join(chr(34) + n + chr(34) for n in unfetched)} are too large to copy to the host whole'
+            return
+        why = self.select_probe(case)
+        if why:
+            case.ref_mode = None
+            case.ref_reason = f"{too_large} and {why}"
+            return
+        case.ref_mode = "select"
+        case.select = {n: (ax, self.sample_indices(case, n, case.shapes[n][ax] if case.shapes[n] else 1)) for n, ax in axes.items()}
+
+    def sample_indices(self, case: Case, name: str, n: int) -> np.ndarray:
+        """Up to SAMPLE_ELEMENTS indices of an axis of length ``n``: the first and last, the tile edges, the
+        first index of each last partial tile (where a tail's code runs) and its neighbour, then random ones."""
+        if n <= SAMPLE_ELEMENTS:
+            return np.arange(n, dtype=np.int64)
+        idx = {0, 1, n - 2, n - 1} | {e for e in TILE_EDGES if e < n}
+        for t in SAMPLE_TILES:
+            start = (n - 1) // t * t
+            idx |= {start, max(0, start - 1)}
+        rng = self.s.factory.rng(self.k.name, "select", name, case.label)
+        while len(idx) < SAMPLE_ELEMENTS:  # seeded; O(sample), whatever the length of the axis
+            idx |= set(rng.integers(0, n, size=SAMPLE_ELEMENTS - len(idx)).tolist())
+        return np.array(sorted(idx), dtype=np.int64)
+
+    def select_probe(self, case: Case) -> str:
+        """Whether the reference computes exactly the selected elements: at a small case (every runtime dim
+        37, else 1) a call with ``select=`` must return, for each sampled output, the selected slice of a full
+        call. Returns "" when it does, else why not (checked once per dims variant and binding)."""
+        key = self._mode_key(case)
+        if key in self._select_ok:
+            return self._select_ok[key]
+        why = f"no probe case of at most {self.s.reference_budget:.2e} reference elements can be built to check its select="
+        for size in (PROBE_SIZE, 1):
+            probe = self.base_case(size, case.variant, case.local, "mixed")
+            if isinstance(probe, str) or sum(numel(s) for s in probe.shapes.values()) > self.s.reference_budget:
+                continue
+            why = self._select_matches(probe)
+            break
+        if why:
+            self.note(f'reference "{self.k.reference}" is not compared on a sample: {why}')
+        else:
+            self.note(f'reference "{self.k.reference}" computes sampled elements of {", ".join(chr(34) + n + chr(34) for n, _ in self.k.verify.sample_axes)} '
+                      "when given select= (checked against a full call); beyond the reference budget only those are compared")
+        self._select_ok[key] = why
+        return why
+
+    def _select_matches(self, probe: Case) -> str:
+        try:
+            with self.s.phase("reference"):
+                full = call(self.ref, self.k.reference, **self.reference_kwargs(probe, None))
+        except ReferenceProblem as exc:
+            return f"the reference fails at {probe.label} ({exc})"
+        select: dict[str, np.ndarray] = {}
+        for n, ax in self.k.verify.sample_axes:
+            length = probe.shapes[n][ax] if probe.shapes[n] else 1
+            # a strict subset where the axis allows one, so a reference that ignores select= shows
+            select[n] = np.array(sorted({0, length // 3, length // 2, length - 1}), dtype=np.int64)
+        try:
+            with self.s.phase("reference"):
+                part = call(self.ref, self.k.reference, **self.reference_kwargs(probe, None), select={n: i.copy() for n, i in select.items()})
+        except ReferenceProblem as exc:
+            return f"called with select= it raises ({exc})"
+        if not isinstance(full, dict) or not isinstance(part, dict):
+            return "it does not return a dict of outputs"
+        for n, ax in self.k.verify.sample_axes:
+            if n not in full or n not in part:
+                return f'it returns no "{n}"'
+            want = np.take(np.asarray(full[n], dtype=np.float64), select[n], axis=ax)
+            got = np.asarray(part[n], dtype=np.float64)
+            if got.shape != want.shape:
+                return (f'called with select= it returns "{n}" of shape {list(got.shape)}, not the {list(want.shape)} of the '
+                        f"{len(select[n])} selected indices along axis {ax} (it must return only the selected elements)")
+            if not _rows_match(got, want, slice(None)):
+                return f'called with select= it disagrees with a full call on "{n}"'
+        return ""
+
+    def sampled_note(self, case: Case) -> str:
+        """`` (on 97 sampled rows)``, `` (sampled 256 of 50,257 elements of "colsum")``, or "" (in full)."""
+        if case.rows is not None:
+            return f" (on {len(case.rows)} sampled rows)"
+        if case.select:
+            parts = []
+            for n, (ax, idx) in case.select.items():
+                shape = case.shapes[n]
+                total = shape[ax] if shape else 1
+                if len(idx) >= total:
+                    continue
+                what = "elements" if len(shape) <= 1 else "rows" if ax == 0 else "columns" if ax == len(shape) - 1 else f"indices along axis {ax}"
+                parts.append(f'{len(idx)} of {total:,} {what} of "{n}"')
+            return f" (sampled {'; '.join(parts)})" if parts else ""
+        return ""
 
     def sample_rows(self, case: Case) -> np.ndarray:
         """First, last, tile edges, random rows, every valid (masked-in) row up to a cap, some skipped rows."""
@@ -485,6 +615,8 @@ class KernelVerifier:
         if case._ref is None:
             mode = self._sample_mode.get(self._mode_key(case), ("full", ""))[0] if case.rows is not None else "full"
             kwargs = self.reference_kwargs(case, case.rows, mode or "full")
+            if case.select:
+                kwargs["select"] = {n: idx.copy() for n, (_, idx) in case.select.items()}
             try:
                 with self.s.phase("reference"):
                     res = call(self.ref, self.k.reference, **kwargs)
@@ -504,6 +636,8 @@ class KernelVerifier:
         if cached is None:
             mode = self._sample_mode.get(self._mode_key(case), ("full", ""))[0] if case.rows is not None else "full"
             kwargs = self.reference_kwargs(case, case.rows, mode or "full")
+            if case.select:
+                kwargs["select"] = {n: idx.copy() for n, (_, idx) in case.select.items()}
             for n in null:
                 kwargs.pop(n, None)
             kwargs["include_optional"] = False
@@ -634,16 +768,41 @@ class KernelVerifier:
             names.append(self.isv_param.name)
         return names
 
-    def alloc(self, arena: Arena, case: Case) -> dict[str, DeviceBuffer]:
+    def alloc(self, arena: Arena, case: Case, misaligned: bool = False) -> dict[str, DeviceBuffer]:
+        """The case's buffers; ``misaligned``: each pointer only as aligned as its element (or its declared
+        ``align``), never to 16 bytes unless declared, as views into a larger buffer are."""
         bufs = {}
         for p in self.k.tensors:
             if p.name not in self.shared_with:
-                bufs[p.name] = arena.alloc(p.name, np_dtype(p.dtype), case.shapes[p.name], bf16=p.dtype == "bf16")
+                dt = np_dtype(p.dtype)
+                off = (p.align or dt.itemsize) % 256 if misaligned else 0
+                bufs[p.name] = arena.alloc(p.name, dt, case.shapes[p.name], bf16=p.dtype == "bf16", offset=off)
         for other, src in self.shared_with.items():
             bufs[other] = bufs[src]  # declared aliasing: one device pointer for both parameters
         if self.isv_param is not None:
-            bufs[self.isv_param.name] = arena.alloc(self.isv_param.name, np_dtype(self.cs.isv.dtype if self.cs.isv else "f32"), (self.s.isv_dim,))
+            dt = np_dtype(self.cs.isv.dtype if self.cs.isv else "f32")
+            bufs[self.isv_param.name] = arena.alloc(self.isv_param.name, dt, (self.s.isv_dim,), offset=dt.itemsize if misaligned else 0)
         return bufs
+
+    def run_misaligned(self, be: Backend, case: Case) -> None:
+        """Run E: the case again with every pointer off a 16-byte boundary (each only as aligned as its
+        element, or as its declared ``align``), compared with the same reference. A kernel that uses
+        vector loads or stores without checking the pointer (``float4``, ``cp.async`` of 16 bytes) faults
+        here, or reads the wrong words, instead of in production on a view at an odd offset."""
+        s = self.s
+        arena = Arena(be, s.job.guard_bytes)
+        try:
+            with s.phase("transfer"):
+                bufs = self.alloc(arena, case, misaligned=True)
+                self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
+            self.launch(be, case, {n: b.ptr for n, b in bufs.items()}, "E, pointers misaligned")
+            self.check_guards(be, arena, case, "E")
+            with s.phase("transfer"):
+                outs = self.fetch(arena, bufs, case)
+                nonfinite = {n: self.count_nonfinite(arena, bufs, case, n) for n in self.written_names()}
+            self.check_reference(be, case, outs, nonfinite, suffix=MISALIGNED)
+        finally:
+            arena.free_all()
 
     def prepare(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, poison: int, init: str, first: bool) -> None:
         for p in self.k.tensors:
@@ -767,7 +926,7 @@ class KernelVerifier:
     def check_reference(self, be: Backend, case: Case, outs: dict[str, np.ndarray], nonfinite: dict[str, int], suffix: str = "",
                         null: list[str] | None = None) -> None:  # fmt: skip
         label = case.label + suffix.replace(" with its optional outputs NULL", ", optional pointers NULL")
-        sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
+        sampled = self.sampled_note(case)
         deltas = not suffix and bool(self.delta_params)
         if case.ref_mode is None:
             self.add(be.name, REFERENCE, "not_run", label, case.ref_reason or "no reference")
@@ -797,19 +956,27 @@ class KernelVerifier:
                     continue
                 want = np.asarray(ref[n])
                 p = self.k.param(n)
+                picked = case.select.get(n) if case.select else None
+                if picked is not None:  # the reference computed the sampled elements only
+                    got = np.take(got.reshape(case.shapes[n]), picked[1], axis=picked[0])
                 if isinstance(p, TensorParam) and p.write_range is not None:
                     idx = write_index(p, case.env, self.s.slot_index)
                     got, want = got[idx], written_part(got, idx, want)
                 integer = isinstance(p, TensorParam) and np_dtype(p.dtype).kind in "iu" and p.dtype != "bf16"
                 cmp = compare(got, want, self.tol, integer=integer)
+                if picked is not None and cmp.worst is not None and len(cmp.worst) > picked[0]:
+                    at = list(cmp.worst)  # the position in the sample, as the output's own index
+                    at[picked[0]] = int(picked[1][at[picked[0]]])
+                    cmp = replace(cmp, worst=tuple(at))
                 if cmp.status == "nonfinite":
                     nan_fail = nan_fail or (n, f'output "{n}" has {cmp.describe()}{sampled}')
                 elif not cmp.ok:
                     fail = fail or (n, cmp)
                 if worst is None or (cmp.rel_norm or 0) > (worst[1].rel_norm or 0):
                     worst = (n, cmp)
-                if case.rows is not None and nonfinite.get(n) and np.isfinite(want).all() and cmp.status != "nonfinite":
-                    nan_fail = nan_fail or (n, f'output "{n}" has {nonfinite[n]} NaN/Inf element(s) outside the sampled rows where the reference rows are finite')
+                if (case.rows is not None or picked is not None) and nonfinite.get(n) and np.isfinite(want).all() and cmp.status != "nonfinite":
+                    where = "rows" if case.rows is not None else "elements"
+                    nan_fail = nan_fail or (n, f'output "{n}" has {nonfinite[n]} NaN/Inf element(s) outside the sampled {where} where the reference {where} are finite')
         if nan_fail:
             self.add(be.name, FINITE, "fail", label, self.fail_msg(FINITE, label, nan_fail[1]), output=nan_fail[0])
         else:
@@ -830,7 +997,7 @@ class KernelVerifier:
     def check_inout_delta(self, be: Backend, case: Case, outs: dict[str, np.ndarray], ref: dict[str, Any]) -> None:
         """The change of every float ``inout``/``accumulate`` buffer (``out - in``) against the reference's
         change (``ref - in``), relative to the size of that change (:func:`compare_delta`)."""
-        sampled = f" (on {len(case.rows)} sampled rows)" if case.rows is not None else ""
+        sampled = self.sampled_note(case)
         nd = self.k.nondeterministic
         compared: list[str] = []
         with self.s.phase("compare"):
@@ -841,6 +1008,10 @@ class KernelVerifier:
                 before = case.inputs[p.name]
                 if case.rows is not None and batch_leading(p.shape, self.cs):
                     before = before[case.rows]
+                picked = case.select.get(p.name) if case.select else None
+                if picked is not None:
+                    got = np.take(got.reshape(case.shapes[p.name]), picked[1], axis=picked[0])
+                    before = np.take(before.reshape(case.shapes[p.name]), picked[1], axis=picked[0])
                 want = np.asarray(ref[p.name], dtype=np.float64)
                 if p.write_range is not None:
                     idx = write_index(p, case.env, self.s.slot_index)
@@ -1204,6 +1375,15 @@ class KernelVerifier:
                             f"{bad[0][1]} NaN/Inf element(s)"), output=bad[0][0])  # fmt: skip
                     else:
                         self.add(be.name, DIVISOR_ZERO, "pass", case.label, f'slot "{sl.name}" at 0 gives no NaN/Inf')
+
+
+REFERENCE_MODES = ("not run", "sampled", "full")  # least thorough first
+
+
+def least_thorough(a: str, b: str) -> str:
+    """The less thorough of two reference modes (a case compared in full at one binding and sampled at
+    another counts as sampled)."""
+    return min(a, b, key=lambda m: REFERENCE_MODES.index(m) if m in REFERENCE_MODES else 0)
 
 
 def seed_key(size: DimCase | int) -> int | str:

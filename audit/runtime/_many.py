@@ -92,6 +92,7 @@ def verify_many(
     python_paths: Sequence[str] = (),
     cluster: str | None = None,
     devices: Sequence[str | None] | None = None,
+    journal: Path | None = None,
 ) -> list[VariantOutcome]:
     """Verify each variant's kernels (see the module docstring); one :class:`VariantOutcome` per variant,
     in order. The emulated backend (``backends=["emulated"]``) runs in this process unless a variant has
@@ -101,7 +102,11 @@ def verify_many(
     ``workers`` is a count or ``"auto"`` (one per GPU; on the emulated backend one per core), spread
     over the GPUs (:mod:`audit.runtime._placement`; ``devices`` pins one worker to each GPU given);
     ``cluster`` (``"ray"``, ``"ray://HOST:PORT"``) runs the variants on a Ray cluster's GPUs instead
-    (:mod:`audit.runtime._cluster`). The outcomes are the same whatever ran where."""
+    (:mod:`audit.runtime._cluster`). The outcomes are the same whatever ran where.
+
+    ``journal`` (a file): each variant that ends with a verdict is appended to it as it ends, and a
+    variant whose identity (builds, settings, version: :mod:`audit.runtime._journal`) is already there is
+    taken from it instead of run: a run cut short is resumed, not repeated."""
     from ..api import load_project
     from ._plan import DEFAULT_SIZES
     from ._verify import VerifyOutcome, build_modules, judge
@@ -156,12 +161,29 @@ def verify_many(
     if in_process is None:
         in_process = emulated and not any(v.plugins for v in variants) and not (parallel and not any(v.emulated for v in variants))
     say = _as_variants(progress)
-    if not variants:
-        run = None
+    # a journal: the variants a cut-short run had finished are taken from it, the rest run and are added
+    from ._journal import Journal, unit_identity
+
+    book = Journal(journal) if journal is not None else None
+    settings = {"first_failure": bool(first_failure), "launch_timeout": float(launch_timeout), "timeout": float(timeout)}
+    identities = [unit_identity(job["base"], u, {**settings, "stand_in": _stand_in_names(v)}) for u, v in zip(units, variants)] if book is not None else []
+    done = book.load() if book is not None else {}
+    todo = [i for i in range(len(units)) if not identities or identities[i] not in done]
+    if book is not None and len(todo) < len(units):
+        progress({"event": "note", "text": f"resumed {len(units) - len(todo)} of {len(units)} variant(s) from the journal {journal}"})
+    sub = {**job, "units": [units[i] for i in todo]}
+
+    def on_done(j: int, outcome: UnitOutcome, environments: dict[str, Any]) -> None:
+        if book is not None:
+            book.append(identities[todo[j]], units[todo[j]]["id"], outcome, environments)
+
+    if not todo:
+        ran = None
     elif in_process:
-        run = run_in_process(job, cs, cfg, say, [v.emulated for v in variants])
+        ran = run_in_process(sub, cs, cfg, say, [variants[i].emulated for i in todo], on_done=on_done)
     else:
-        run = run_units(job, workers, cluster, timeout, launch_timeout, say, crash_verdict=False, devices=devices)
+        ran = run_units(sub, workers, cluster, timeout, launch_timeout, say, crash_verdict=False, devices=devices, on_done=on_done)
+    run = _merged(ran, todo, {i: done[identities[i]] for i in range(len(units)) if identities and i not in todo and identities[i] in done})
 
     for i, v in enumerate(variants):
         got = run.outcomes.get(i) if run is not None else None
@@ -174,6 +196,30 @@ def verify_many(
         outs[v.id].seconds = got.seconds
         outs[v.id].error = got.error
     return [outs[v.id] for v in variants]
+
+
+def _stand_in_names(v: Variant) -> list[str]:
+    """What identifies a variant's in-process stand-in kernels (tests): each callable's qualified name."""
+    return sorted(f"{sym}={getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}" for sym, fn in (v.emulated or {}).items())
+
+
+def _merged(ran: Any, todo: Sequence[int], journaled: Mapping[int, tuple[UnitOutcome, Mapping[str, Any]]]) -> Any:
+    """One :class:`SupervisedRun` by index over every unit: those run now (``todo[j]`` is unit ``j`` of
+    ``ran``) and those taken from the journal (with their workers' environments where none ran now)."""
+    from ._supervisor import SupervisedRun
+
+    if ran is None and not journaled:
+        return None
+    out = SupervisedRun()
+    for i, (outcome, envs) in sorted(journaled.items()):
+        out.outcomes[i] = outcome
+        for n, e in envs.items():
+            out.environments.setdefault(n, e)
+    if ran is not None:
+        out.outcomes.update({todo[j]: o for j, o in ran.outcomes.items()})
+        out.environments.update(ran.environments)
+        out.timing, out.notes, out.sanitizer_logs = dict(ran.timing), list(ran.notes), list(ran.sanitizer_logs)
+    return out
 
 
 def _as_variants(progress: Progress) -> Progress:

@@ -68,6 +68,7 @@ class DeviceBuffer:
     shape: tuple[int, ...]
     bf16: bool = False
     salt: int = 0  # selects the guard patterns: 2 * salt before the data, 2 * salt + 1 after it
+    allocation: int = 0  # what the backend allocated (``base`` moved by a misalignment offset); 0: ``base``
 
     @property
     def count(self) -> int:
@@ -108,12 +109,15 @@ class Arena:
         self.buffers: dict[str, DeviceBuffer] = {}
         self._allocated = 0
 
-    def alloc(self, name: str, dtype: np.dtype, shape: tuple[int, ...], bf16: bool = False) -> DeviceBuffer:
+    def alloc(self, name: str, dtype: np.dtype, shape: tuple[int, ...], bf16: bool = False, offset: int = 0) -> DeviceBuffer:
+        """A guarded buffer whose data starts 256-byte aligned, or ``offset`` bytes past that (a pointer
+        aligned to ``offset`` only, as a view into a larger buffer can be)."""
         dtype = np.dtype(dtype)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        base = self.backend.alloc(self.guard * 2 + max(nbytes, 1))
+        got = self.backend.alloc(self.guard * 2 + max(nbytes, 1) + offset)
+        base = got + offset
         self._allocated += 1
-        buf = DeviceBuffer(name, base, base + self.guard, nbytes, self.guard, dtype, tuple(shape), bf16, self._allocated)
+        buf = DeviceBuffer(name, base, base + self.guard, nbytes, self.guard, dtype, tuple(shape), bf16, self._allocated, got)
         if self.guard:
             self.backend.h2d(base, self.pattern(buf, "before"))
             self.backend.h2d(buf.ptr + nbytes, self.pattern(buf, "after"))
@@ -126,7 +130,7 @@ class Arena:
     def free_all(self) -> None:
         for b in self.buffers.values():
             try:
-                self.backend.free(b.base)
+                self.backend.free(b.allocation or b.base)
             except Exception:  # noqa: BLE001 - a poisoned context cannot free; the process exits anyway
                 pass
         self.buffers.clear()

@@ -140,7 +140,7 @@ def plan_workers(workers: int | str | None, emulated: bool, gpus: Sequence[str] 
 
 def run_units(job: dict[str, Any], workers: int | str | None, cluster: str | None, timeout: float, launch_timeout: float | None = None,
               progress: Callable[[dict[str, Any]], None] | None = None, crash_verdict: bool = True, wrapper: Any = None,
-              default: int = 1, devices: Sequence[str | None] | None = None) -> Any:  # fmt: skip
+              default: int = 1, devices: Sequence[str | None] | None = None, on_done: Any = None) -> Any:  # fmt: skip
     """Run the units of ``job`` where ``workers`` and ``cluster`` say: on a Ray cluster
     (:func:`audit.runtime._cluster.supervise_on_ray`), else in local worker processes pinned by
     :func:`plan_workers` (or to ``devices``, one slot each) through the one supervisor. The same
@@ -148,7 +148,7 @@ def run_units(job: dict[str, Any], workers: int | str | None, cluster: str | Non
     if cluster is not None:
         from ._cluster import supervise_on_ray
 
-        return supervise_on_ray(job, cluster, workers, timeout, launch_timeout, progress, crash_verdict)
+        return supervise_on_ray(job, cluster, workers, timeout, launch_timeout, progress, crash_verdict, on_done=on_done)
     from ._supervisor import supervise
 
     emulated = list(job["base"]["backends"]) == ["emulated"]
@@ -158,4 +158,4 @@ def run_units(job: dict[str, Any], workers: int | str | None, cluster: str | Non
         plan = plan_workers(workers, emulated, default=default)
         slots, pins = plan.count, plan.devices
     return supervise(job, workers=slots, timeout=timeout, launch_timeout=launch_timeout, progress=progress, wrapper=wrapper,
-                     crash_verdict=crash_verdict, devices=pins)  # fmt: skip
+                     crash_verdict=crash_verdict, devices=pins, on_done=on_done)  # fmt: skip

@@ -72,6 +72,9 @@ class SubjectResult:
     launch_seconds: dict[str, float] = field(default_factory=dict)
     cases: list[dict[str, int]] = field(default_factory=list)  # the dim assignments that ran, in order
     tails: list[dict[str, Any]] = field(default_factory=list)  # tail coverage verdicts (search.coverage.TailVerdict.to_dict)
+    # per case of ``cases``: how its outputs were compared with the reference ("full", "sampled" rows or
+    # elements, "not run"; the least thorough of the case's dims variants and bindings)
+    references: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> list[CheckRecord]:
@@ -120,6 +123,7 @@ class SubjectResult:
         out.launch_seconds = {str(k): float(v) for k, v in d.get("launch_seconds", {}).items()}
         out.cases = [{str(k): int(v) for k, v in c.items()} for c in d.get("cases", [])]
         out.tails = [dict(t) for t in d.get("tails", [])]
+        out.references = [str(m) for m in d.get("references", [])]
         return out
 
 

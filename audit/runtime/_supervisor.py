@@ -222,15 +222,18 @@ def supervise(
     crash_verdict: bool = True,
     workdir: Path | None = None,
     devices: Sequence[str | None] | None = None,
+    on_done: Callable[[int, UnitOutcome, dict[str, EnvironmentInfo]], None] | None = None,
 ) -> SupervisedRun:
     """Run every unit of ``job`` in supervised workers (see the module docstring); ``launch_timeout``
     defaults to ``timeout``. ``devices[slot]`` pins the workers of a slot to one GPU (a
     ``CUDA_VISIBLE_DEVICES`` value; None: not pinned; see :mod:`audit.runtime._placement`). Progress
     events: the workers' own (with ``unit`` and ``worker``, the slot), and ``workers`` (``count``,
     ``devices``) first, ``unit_start``, ``unit_done`` (``seconds``, ``failed`` rule IDs, or None and
-    ``error``), ``retry``, ``lost`` (``what``) and ``timeout`` (``subject``, ``what``)."""
+    ``error``), ``retry``, ``lost`` (``what``) and ``timeout`` (``subject``, ``what``). ``on_done(i,
+    outcome, environments)`` is called as each unit ends (a journal keeps what a run cut short had done)."""
     state = _Supervision(job, timeout, launch_timeout if launch_timeout is not None else timeout, locked(progress or (lambda ev: None)),
                          wrapper, crash_verdict, workdir, devices)  # fmt: skip
+    state.on_done = on_done
     slots = max(1, min(workers, len(job["units"]) or 1))
     state.progress({"event": "workers", "count": slots, "devices": [state.device(s) for s in range(slots)], "units": len(job["units"])})
     return state.run(slots)
@@ -256,6 +259,7 @@ class _Supervision:
         self.spawned = 0
         self.stopping = False
         self.lock = threading.Lock()
+        self.on_done: Callable[[int, UnitOutcome, dict[str, EnvironmentInfo]], None] | None = None
 
     def run(self, slots: int) -> SupervisedRun:
         pending: queue.Queue = queue.Queue()
@@ -334,6 +338,8 @@ class _Supervision:
     def finish(self, i: int, outcome: UnitOutcome, slot: int) -> None:
         with self.lock:
             self.out.outcomes[i] = outcome
+            if self.on_done is not None:
+                self.on_done(i, outcome, dict(self.out.environments))
         failed = None if outcome.error else failed_rules(outcome.results)
         ev = {"event": "unit_done", "unit": self.units[i]["id"], "worker": slot, "seconds": outcome.seconds, "failed": failed}
         self.progress({**ev, "error": outcome.error} if outcome.error else ev)
@@ -517,7 +523,8 @@ class _Watch:
 
 
 def run_in_process(job: dict[str, Any], cs: Any, cfg: Any, progress: Progress | None = None,
-                   emulated: Sequence[Mapping[str, Any] | None] | None = None) -> SupervisedRun:  # fmt: skip
+                   emulated: Sequence[Mapping[str, Any] | None] | None = None,
+                   on_done: Callable[[int, UnitOutcome, dict[str, EnvironmentInfo]], None] | None = None) -> SupervisedRun:  # fmt: skip
     """Run every unit here, one after the other, with the worker's own body (the emulated backend only:
     numpy memory has no context to lose, and nothing can hang it for good); ``emulated[i]`` are the stand-in
     kernels of unit ``i``. The same progress events as :func:`supervise`."""
@@ -541,6 +548,8 @@ def run_in_process(job: dict[str, Any], cs: Any, cfg: Any, progress: Progress | 
             t = time.perf_counter()
             res, _lost = runner.run(unit, (emulated or [None] * (i + 1))[i])  # a fresh emulated backend per unit: nothing to retire
             out.outcomes[i] = UnitOutcome(res, time.perf_counter() - t)
+            if on_done is not None:
+                on_done(i, out.outcomes[i], dict(out.environments))
             progress({"event": "unit_done", "unit": unit["id"], "seconds": out.outcomes[i].seconds, "failed": failed_rules(res)})
     finally:
         runner.close()

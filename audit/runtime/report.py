@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, TextIO
 
+from ..cases import case_matrix
 from ..verify_checks import CHAIN, REFERENCE
 
 
@@ -75,6 +76,8 @@ class Progress:
             cases = " ".join(",".join(f"{k}={v}" for k, v in c.items()) for c in p.get("cases", []))
             tails = p.get("tails", [0, 0])
             line = f"cases    {p['kind']:<8} {p['subject']}: {len(p.get('cases', []))} ({cases}); tail sides {tails[0]} of {tails[1]}"
+            if p.get("large"):
+                line += "; large case " + ",".join(f"{k}={v}" for k, v in p["large"].items())
         elif kind == "timeout":
             line = f"verify   timeout in {ev.get('subject')} during {ev.get('what')}; restarting the worker"
         if line:
@@ -134,10 +137,29 @@ def coverage_lines(run: Any) -> str:
         if r.cases:
             labels = [",".join(f"{k}={v}" for k, v in c.items()) for c in r.cases]
             out += f"cases: {name}: {len(labels)} ({' '.join(labels)})\n"
+            out += matrix_lines(r.cases, r.references)
         for t in r.tails:
             state = "covered" if t.get("covered") else "NOT COVERED"
             out += f"tails: {name}: {t.get('kernel')} {t.get('field')} {t.get('expr')}: {t.get('exact', 0)} exact, {t.get('tail', 0)} with a tail, {state}\n"
     return out
+
+
+def matrix_lines(cases: list[dict[str, int]], references: list[str]) -> str:
+    """The case matrix under a ``cases:`` line: a row per dim, a column per case, and a ``reference``
+    row (how each case was compared with the float64 reference: full, sampled or not run).
+
+    >>> print(matrix_lines([{"B": 1, "T": 8}, {"B": 300, "T": 3}], ["full", "sampled"]), end="")
+      B          1     300
+      T          8     3
+      reference  full  sampled
+    """
+    dims, rows = case_matrix(cases)
+    table = [(d, ["-" if v is None else str(v) for v in row]) for d, row in zip(dims, rows)]
+    if len(references) == len(cases):
+        table.append(("reference", list(references)))
+    head = max(len(t[0]) for t in table)
+    widths = [max(len(t[1][j]) for t in table) for j in range(len(cases))]
+    return "".join(("  " + t[0].ljust(head) + "  " + "  ".join(v.ljust(w) for v, w in zip(t[1], widths))).rstrip() + "\n" for t in table)
 
 
 def verify_json(rendered: str, outcome: Any) -> str:
@@ -153,7 +175,8 @@ def verify_json(rendered: str, outcome: Any) -> str:
                 "subject": r.subject, "kind": r.kind, "backend": r.backend, "verdict": r.verdict,
                 "passed": len(r.passed), "failed": len(r.failed), "not_run": len(r.not_run),
                 "max_rel_err": _max_rel(r.checks), "duration_s": r.duration_s, "timing": r.timing, "notes": r.notes,
-                "cases": r.cases, "tails": r.tails,
+                "cases": r.cases, "tails": r.tails, "references": r.references,
+                "matrix": dict(zip(("dims", "values"), case_matrix(r.cases)), reference=r.references),
             }  # fmt: skip
             for r in run.results
         ],

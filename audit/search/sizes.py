@@ -40,6 +40,13 @@ if TYPE_CHECKING:
 
 BASE_VALUES = (1, 37, 300, 4096, 4103, 65536)
 BASE_CHAIN_VALUES = (37, 300, 4096)
+LARGE_CHAIN_VALUE = 65536  # the most a schedule's one large case sets a runtime dim to
+# the large case's budgets: elements of every buffer the chain (and its equivalent twin, which runs at the
+# same case) allocates on the device (4 GiB of float32), and elements of its external inputs, which the host
+# draws (for the eager run and each graph-replay state) and the float64 reference chain reads: the host's
+# work grows with them, and the whole shipped verify must stay within its 30 s (docs/benchmarks.md)
+MAX_CHAIN_ELEMENTS = 1 << 30
+MAX_LARGE_HOST_ELEMENTS = 1 << 21
 SMALL_PRIMES = (3, 7, 13)
 MAX_KERNEL_CASES = 12  # cases per kernel and dims variant of the default sweep
 MAX_CHAIN_CASES = 6  # cases per schedule (a chain case runs every kernel of it and its predecessors)
@@ -66,10 +73,14 @@ class SizePlan:
     pairs: tuple[int, int] = (0, 0)  # (pairs of values covered, pairs there are)
     tails: tuple[int, int] = (0, 0)  # (tail sides covered, tail sides there are)
     notes: list[str] = field(default_factory=list)
+    large: DimCase | None = None  # a schedule's one large case (beyond the base values), if one fits the budget
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "subject": self.subject, "cases": [c.as_dict() for c in self.cases], "dims": self.dims,
-                "constants": self.constants, "pairs": list(self.pairs), "tails": list(self.tails)}  # fmt: skip
+        out = {"kind": self.kind, "subject": self.subject, "cases": [c.as_dict() for c in self.cases], "dims": self.dims,
+               "constants": self.constants, "pairs": list(self.pairs), "tails": list(self.tails)}  # fmt: skip
+        if self.large is not None:
+            out["large"] = self.large.as_dict()
+        return out
 
 
 def tiling_constants(cs: ContractSet, kernels: Iterable[Kernel], root: Path | None = None) -> list[int]:
@@ -336,13 +347,111 @@ def plan_kernel(cs: ContractSet, kernel: Kernel, wiring: Any, *, seed: int = 0, 
 
 
 def plan_schedule(cs: ContractSet, schedule: Schedule, wiring: Any, *, seed: int = 0, max_cases: int = MAX_CHAIN_CASES,
-                  max_elements: int = MAX_CASE_ELEMENTS, root: Path | None = None) -> SizePlan:  # fmt: skip
-    """The default sweep of one schedule: the tails of every kernel it launches, chain base values."""
+                  max_elements: int = MAX_CASE_ELEMENTS, root: Path | None = None,
+                  max_device: int = MAX_CHAIN_ELEMENTS) -> SizePlan:  # fmt: skip
+    """The default sweep of one schedule: the tails of every kernel it launches, chain base values (a
+    pairwise covering of ``max_cases`` cases), then one large case (:func:`large_chain_case`)."""
     kernels = []
     for st in schedule.launches:
         k = cs.kernel_map.get(st.launch or "")
         if k is not None and k not in kernels:
             kernels.append(k)
     extra = [DimCase.of(dict(c)) for c in getattr(schedule, "verify_cases", ())]
-    return _plan(cs, "schedule", schedule.name, kernels, wiring, base=BASE_CHAIN_VALUES, max_cases=max_cases, seed=seed,
+    plan = _plan(cs, "schedule", schedule.name, kernels, wiring, base=BASE_CHAIN_VALUES, max_cases=max_cases, seed=seed,
                  max_elements=max_elements, root=root, extra=extra)  # fmt: skip
+    large = large_chain_case(cs, schedule, plan, max_device=max_device)
+    if large is not None and large not in plan.cases:
+        plan.large = DimCase(large.values, "large")
+        plan.cases.append(plan.large)  # the largest: it runs last
+    return plan
+
+
+def chain_buffers(cs: ContractSet, schedule: Schedule) -> list[Any]:
+    """Every buffer a run of ``schedule`` touches: those its steps and the steps of the schedules it runs
+    after (transitively) bind or zero, and those of its equivalent twin, which runs at the same cases."""
+    scheds = cs.schedule_map
+    names: list[str] = []
+
+    def visit(n: str, stack: tuple[str, ...]) -> None:
+        if n in names or n in stack or n not in scheds:
+            return
+        for dep in scheds[n].after:
+            visit(dep, (*stack, n))
+        names.append(n)
+
+    visit(schedule.name, ())
+    if schedule.equivalent_to:
+        visit(schedule.equivalent_to, ())
+    out: dict[str, Any] = {}
+    for n in names:
+        for st in scheds[n].steps:
+            if st.zero:
+                if st.zero in cs.buffer_map:
+                    out.setdefault(st.zero, cs.buffer_map[st.zero])
+                continue
+            k = cs.kernel_map.get(st.launch or "")
+            if k is None:
+                continue
+            for p in k.params:
+                b = st.binding(p.name) if getattr(p, "shape", None) is not None else None
+                if b is not None and not b.is_null and b.buffer in cs.buffer_map:
+                    out.setdefault(b.buffer, cs.buffer_map[b.buffer])
+    return list(out.values())
+
+
+def chain_elements(buffers: Iterable[Any], env: Mapping[str, int]) -> tuple[int, int]:
+    """(elements of every buffer, elements of the external ones: what the host draws) at ``env``."""
+    total = external = 0
+    for b in buffers:
+        n = 1
+        try:
+            for e in b.shape:
+                n *= max(0, e.evaluate(env))
+        except (KeyError, ZeroDivisionError):
+            continue
+        total += n
+        if b.is_external:
+            external += n
+    return total, external
+
+
+def large_chain_case(cs: ContractSet, schedule: Schedule, plan: SizePlan, *, max_device: int = MAX_CHAIN_ELEMENTS,
+                     max_host: int = MAX_LARGE_HOST_ELEMENTS) -> DimCase | None:  # fmt: skip
+    """The schedule's one large case: from the smallest values of the sweep, each runtime dim the schedule
+    uses raised in turn (declaration order) to the largest value up to LARGE_CHAIN_VALUE (and its range)
+    that keeps the chain's buffers within ``max_device`` elements and its external inputs within
+    ``max_host``. None when no dim can pass the sweep's largest value (a note says so)."""
+    if not plan.dims:
+        return None
+    buffers = chain_buffers(cs, schedule)
+    base = {n: v for n, v in plan.cases[0].values} if plan.cases else {}
+    case = dict(base)
+    for n in plan.dims:
+        case[n] = min(c.as_dict()[n] for c in plan.cases)
+
+    def fits(c: Mapping[str, int]) -> bool:
+        total, external = chain_elements(buffers, make_env(cs, DimCase.of(c)))
+        return total <= max_device and external <= max_host
+
+    if not fits(case):
+        return None
+    raised = False
+    for n in plan.dims:
+        d = cs.dim_map[n]
+        lo, hi = case[n], min(LARGE_CHAIN_VALUE, d.max or LARGE_CHAIN_VALUE)
+        if fits({**case, n: hi}):
+            best = hi
+        else:  # the cost grows with the dim: the largest value that fits, by bisection
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if fits({**case, n: mid}) else (lo, mid)
+            best = lo
+        largest = max(c.as_dict()[n] for c in plan.cases)
+        if best > largest:
+            case[n] = best
+            raised = True
+    if not raised:
+        plan.notes.append(f"no large case: no dim can pass the sweep's largest value within {max_device:.2e} chain elements "
+                          f"and {max_host:.2e} external input elements")
+        return None
+    return DimCase(tuple(case.items()), "large")

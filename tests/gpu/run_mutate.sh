@@ -10,7 +10,9 @@
 # --test   : then the GPU pytest of mutation testing (tests/gpu/test_mutate_gpu.py)
 # GROUP    : comma-separated kernel names mutated by one `wireup mutate` invocation ("all" for --all);
 #            each invocation writes reports/mutation/<kernel>.json for its kernels when it ends, so a
-#            group cut off by its cap loses only that group; options after "+" are that group's own
+#            group cut off by its cap records nothing, but its finished verifications are in its journal
+#            (.wireup-cache/mutate-journal, returned as $OUT/journal.tgz: unpack it into the checkout and
+#            carry .wireup-cache, and the next call resumes the group); options after "+" are that group's own
 #            (aux_weight_grad_reduce+--sanitizers=memcheck)
 #
 # Settings: VERIFY_ARGS (e.g. --kernel K --schedule S: verify only those), MUTATE_ARGS (default: --max-mutants 30 --jobs $(nproc) --workers 4 --timeout 5), BUDGET (the
@@ -125,4 +127,6 @@ fi
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 [ -d reports/mutation ] && tar czf "$OUT/mutation.tgz" reports/mutation 2>/dev/null
 [ -d reports/evidence ] && tar czf "$OUT/evidence.tgz" reports/evidence 2>/dev/null
+# the journal of a group cut off by its cap: carry it back in .wireup-cache and the next call resumes it
+[ -d .wireup-cache/mutate-journal ] && tar czf "$OUT/journal.tgz" .wireup-cache/mutate-journal 2>/dev/null
 note "done at $(elapsed) s"
