@@ -224,7 +224,8 @@ def test_constants_from_define():
 
 def test_constants_from_headers():
     src = K + "    float a[kN];\n    for (int i = 0; i <= kN; ++i) a[i] = 0;\n}\n"
-    assert check(src) == []
+    # without the header's constants kN is not evaluated: the loop up to the extent, inclusive, is still found
+    assert [(o.line, o.array, o.extent) for o in find_overruns(src)] == [(3, "a", "kN")]
     assert check(src, {"kN": 4}) == [(3, "a", 0, 0, 4)]
 
 
@@ -338,3 +339,46 @@ def test_findings_are_sorted_and_deduplicated():
     found = find_overruns(src)
     assert [(o.line, o.col, o.array) for o in found] == [(3, 36, "b"), (3, 43, "a"), (3, 49, "a"), (3, 56, "b")]
     assert {o.decl_line for o in found} == {2}
+
+
+# -- a loop up to an extent the check cannot evaluate, inclusive ----------------------------------------
+
+
+SYMBOLIC = ("template <int ROWS, int NT>\nstruct Loader {\n    static constexpr int kPer = ROWS / NT;\n    float reg[kPer];\n"
+            "    __device__ void load(const float* src) {\n        for (int p = 0; p <= kPer; ++p) reg[p] = src[p];\n    }\n};\n")
+
+
+def test_a_loop_up_to_a_template_extent_inclusive_is_one_past_the_end_whatever_its_value():
+    (o,) = find_overruns(SYMBOLIC)
+    assert (o.line, o.array, o.extent, o.index, o.loops) == (6, "reg", "kPer", "p", (("p", 0, 0, 6),))
+    assert o.message("k.cuh") == (
+        'k.cuh:6: "reg[p]" indexes the local array "reg" of kPer elements (declared at line 4) with p = 0 up to kPer '
+        "inclusive (the loop at line 6): index kPer is out of bounds whatever its value, undefined behaviour the "
+        "compiler may hide.")
+
+
+@pytest.mark.parametrize("change", [
+    ("p <= kPer", "p < kPer"),  # the correct loop
+    ("reg[p] = src[p]", "if (p < kPer) reg[p] = src[p]"),  # guarded
+    ("reg[p] = src[p]", "reg[p - 1] = src[p]"),  # another index than the loop variable: not evaluated
+    ("int p = 0", "int p = 1"),  # a start other than 0: the loop may not run at all
+    ("++p)", "p += 2)"),  # another step: it may jump over kPer
+    ("reg[p] = src[p];", "{ reg[p] = src[p]; ++p; }"),  # the body moves the variable
+    ("float reg[kPer]", "float reg[kPer + 1]"),  # another extent text: not compared
+])
+def test_what_the_symbolic_case_does_not_follow_is_skipped(change):
+    old, new = change
+    assert SYMBOLIC.count(old) == 1
+    assert find_overruns(SYMBOLIC.replace(old, new)) == []
+
+
+def test_the_kcontig_loader_survivor_of_sgemm_tile_is_found():
+    """sgemm_tile.cuh ror:43:27:0 (H200 sample of 4 December): p <= kPer over float4 reg[kPer]."""
+    header = KERNELS / "sgemm_tile.cuh"
+    text = header.read_text()
+    lines = text.splitlines(keepends=True)
+    assert lines[42].strip() == "for (int p = 0; p < kPer; ++p) {"  # line 43: the KContigLoader::load loop
+    lines[42] = lines[42].replace("p < kPer", "p <= kPer")
+    found = find_overruns("".join(lines), header_constants(header))
+    assert {(o.array, o.extent, o.loops[0][3]) for o in found} == {("reg", "kPer", 43)}
+    assert find_overruns(text, header_constants(header)) == []

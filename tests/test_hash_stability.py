@@ -53,7 +53,7 @@ KERNELS = {
     ),
     "aux_next_bar_backward": (
         "6109802801afc66e7338be44b5058b5c0215c4b2d923d98b17ca3565f9177129",
-        "eb3e3e21e9af4c5e2ed1bf841e59438bff13d97c49f7267c854d86882050710d",
+        "13511eb4ddba15d72508f628d457f451719370fd8c209c62162f610d92e11a3e",
     ),
     "aux_param_grad_reduce": (
         "0eefcd6f3bfd59e3b2a2fa82bbbb799526dfc9bc73bf0bfdd73bc2835b505a0b",
@@ -99,11 +99,11 @@ SCHEDULES = {
     ),
     "aux_heads_backward": (
         "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
-        "daa4c90006662d59cb159e8a067e4ad1f700f8c32d567fadf948ec5a1bd2bbe5",
+        "1929883c4869740ea7835a18c02a93867c9b0bda03b70db71075831e4b23812b",
     ),
     "aux_heads_backward_fused": (
         "cdf153591928da550bae21ed43bfbcc6b4516628338133e25dc5073c346e4150",
-        "4b76dcd1833295f02422a3e46cf3f7b6730c6e591ec5564160fd81788f46f4ec",
+        "df2ee22afbd21c2c1e57a7d8efb5ca137b6035a53765feea23ec89d17c0c85c9",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

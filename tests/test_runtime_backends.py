@@ -30,7 +30,8 @@ def _helper(name, args):
     else:
         ptr, n, first, out = (int(a) for a in args)
         got = hash_words(MEM.d2h(ptr, n * 4).view(np.uint32), first) if n else 0
-    MEM.h2d(out, np.array([got], np.uint64))
+    before = int(MEM.d2h(out, 8).view(np.uint64)[0])  # the kernels atomicAdd into their result
+    MEM.h2d(out, np.array([(before + got) & ((1 << 64) - 1)], np.uint64))
 
 
 def _fill(ptr, value, count, width):
@@ -322,3 +323,60 @@ def test_cupy_memory_fills_counts_and_launches(cupy_backend):
     assert name == "k" and [type(a) for a in args] == [np.uint64, np.int32, np.float32] and int(args[0]) == p
     assert be.device_info()["runtime_version"] == "12.9" and be.version() == "cupy 14.2.0"
     assert be.elapsed(be.timer()) == pytest.approx(0.5e-3)
+
+
+@pytest.mark.parametrize("which", ["pycuda", "cupy"])
+def test_hashes_of_several_buffers_in_one_round_trip(which, monkeypatch):
+    """``hash_many``: one helper launch per buffer into its own result slot, one synchronise, one copy of
+    the results; each equals the buffer's own ``hash`` (the device words plus a host tail)."""
+    if which == "pycuda":
+        for name, mod in fake_pycuda().items():
+            monkeypatch.setitem(sys.modules, name, mod)
+        from audit.runtime._pycuda import PyCudaBackend as cls
+    else:
+        monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+        from audit.runtime._cupy import CupyBackend as cls
+    be = cls(helper_cubin="helpers.cubin")
+    rng = np.random.default_rng(2)
+    spans = []
+    for n in (64, 63, 4096, 3, 0, 40):
+        p = be.alloc(max(n, 1))
+        be.h2d(p, rng.integers(0, 255, max(n, 1), dtype=np.uint8))
+        spans.append((p, n))
+    want = [EmulatedBackend.hash(MEM, p, n) if n else 0 for p, n in spans]
+    LAUNCHES.clear()
+    assert be.hash_many(spans) == want
+    hashes = [x for x in LAUNCHES if x[0] == "wireup_hash_u32"]
+    assert len(hashes) == 4  # 64, 63, 4096 and 40 bytes; 3 bytes is a host tail only, 0 nothing
+    slots = sorted(int(x[1][-1]) for x in hashes)
+    assert len(set(slots)) == 4 and slots[-1] - slots[0] == 24  # four adjacent 8-byte result slots
+    assert be.hash_many(spans[::-1]) == want[::-1]  # the results buffer is reused, zeroed each time
+
+
+@pytest.mark.parametrize("which", ["pycuda", "cupy"])
+def test_counts_of_several_buffers_in_one_round_trip(which, monkeypatch):
+    """``count_many``: poison and NaN counts of several buffers (words of 2, 4 and 8 bytes) by one helper
+    launch each into its own result slot; each equals ``count_masked`` of that buffer."""
+    if which == "pycuda":
+        for name, mod in fake_pycuda().items():
+            monkeypatch.setitem(sys.modules, name, mod)
+        from audit.runtime._pycuda import PyCudaBackend as cls
+    else:
+        monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
+        from audit.runtime._cupy import CupyBackend as cls
+    be = cls(helper_cubin="helpers.cubin")
+    a = be.alloc(40)
+    be.h2d(a, np.array([0x7FC0DEAD] * 7 + [1, 2, 0x7F800000], np.uint32))
+    b = be.alloc(64)
+    be.h2d(b, np.array([0x7FF8DEADDEADDEAD] * 3 + [0] * 5, np.uint64))
+    c = be.alloc(8)
+    be.h2d(c, np.array([0x7E5A, 0x7C00, 1, 0x7E5A], np.uint16))
+    calls = [(a, 40, 4, 0xFFFFFFFF, 0x7FC0DEAD), (b, 64, 8, (1 << 64) - 1, 0x7FF8DEADDEADDEAD), (a, 40, 4, 0x7F800000, 0x7F800000),
+             (c, 8, 2, 0xFFFF, 0x7E5A), (a + 2, 8, 4, 0xFFFFFFFF, 0), (c, 0, 2, 0xFFFF, 0)]  # fmt: skip
+    want = [7, 3, 8, 2, EmulatedBackend.count_masked(MEM, a + 2, 8, 4, 0xFFFFFFFF, 0), 0]
+    LAUNCHES.clear()
+    assert be.count_many(calls) == want
+    counts = [x for x in LAUNCHES if x[0].startswith("wireup_count_masked")]
+    assert [x[0][-3:] for x in counts] == ["u32", "u64", "u32", "u16"]  # the misaligned one on the host, the empty one nowhere
+    assert len({int(x[1][-1]) for x in counts}) == 4
+    assert be.count_many(calls[::-1]) == want[::-1]

@@ -160,7 +160,12 @@ def test_wide_batch_tensors_are_drawn_at_the_requested_rows_only():
     assert f.generated_elements == 1500
     roomy = InputFactory(seed=0, max_rows=100, max_elements=1000)
     narrow = roomy.tensor("grad", "f32", (3, 2), dom, batch=True)
-    assert narrow.shape == (3, 2) and roomy.generated_elements == 200  # drawn at the largest batch, sliced
+    # float data is drawn only as far as asked: the first rows of the draw at the largest batch
+    assert narrow.shape == (3, 2) and roomy.generated_elements == 6
+    whole = InputFactory(seed=0, max_rows=100)._draw(("grad", "f32", (2,), dom.key(), ""), "f32", (100, 2), dom)
+    assert np.array_equal(narrow, whole[:3])
+    labels = roomy.tensor("labels", "i32", (3,), Domain(lo=0, hi=2), batch=True)
+    assert labels.shape == (3,) and roomy.generated_elements == 6 + 100  # integers: drawn at the largest batch, sliced
 
 
 def test_over_budget_cases_are_refused_before_any_data_is_drawn():

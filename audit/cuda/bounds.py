@@ -72,11 +72,20 @@ class Overrun:
     use: str = ""  # the whole use as written, e.g. "acc[r][c]"
     rank: int = 1  # number of dimensions of the array
     shared: bool = False  # a __shared__ array
+    extent: str = ""  # the extent as written where it is not evaluated: the loop runs up to it, inclusive
 
     def message(self, path: str) -> str:
         """One sentence naming the use, the array, the loop ranges and the worst offending index."""
         worst = self.high if self.high >= self.size else self.low
         dim = f"dimension {self.dim + 1} of " if self.rank > 1 else ""
+        if self.extent:
+            var, first, _, line = self.loops[0]
+            return (
+                f'{path}:{self.line}: "{self.use or self.array}" indexes {dim}the {"shared" if self.shared else "local"} '
+                f'array "{self.array}" of {self.extent} elements (declared at line {self.decl_line}) with {var} = {first} '
+                f"up to {self.extent} inclusive (the loop at line {line}): index {self.extent} is out of bounds whatever "
+                "its value, undefined behaviour the compiler may hide."
+            )
         parts = [
             f"{var} = {first}" + (f" .. {last}" if last != first else "") + f" (the loop at line {line})"
             for var, first, last, line in self.loops
@@ -275,6 +284,7 @@ class _Decl:
     shared: bool = False
     const_int: bool = False
     value: int | None = None
+    texts: tuple[str, ...] | None = None  # each extent as written, for an array with one the check cannot evaluate
 
 
 @dataclass
@@ -287,6 +297,7 @@ class _Loop:
     line: int
     start: int
     end: int
+    upto: str | None = None  # BOUND as written, for ``for (v = 0; v <= BOUND; ++v)`` with a BOUND it cannot evaluate
 
 
 class _Analysis:
@@ -451,8 +462,10 @@ class _Analysis:
         at = j - 1
         while j < n and toks[at].text not in _KEYWORDS and toks[j].text in ("[", "=", ";", ",", "{", "(", ":"):
             extents: list[int | None] = []
+            texts: list[str] = []
             while j < n and toks[j].text == "[" and j in self.match:
                 extents.append(self._eval(j + 1, self.match[j], j))
+                texts.append(" ".join(t.text for t in toks[j + 1 : self.match[j]]))
                 j = self.match[j] + 1
             value = None
             if j < n and toks[j].text == "=":
@@ -464,9 +477,11 @@ class _Analysis:
                 value, j = self._eval(j + 1, self.match[j], j), self.match[j] + 1
             sized = kind not in ("namespace", "class") and bool(extents) and all(e and e > 0 for e in extents)
             scalar = const_int and not extents
+            symbolic = bool(texts) and all(texts) and None in extents
             self._add(
                 at, end, pos=brace if kind == "class" else None, extents=tuple(extents) if sized else None,
                 shared="__shared__" in types, const_int=scalar, value=value if scalar else None,
+                texts=tuple(texts) if symbolic else None,
             )  # fmt: skip
             if j + 1 >= n or toks[j].text != ",":
                 return
@@ -511,7 +526,15 @@ class _Analysis:
         for k in range(start, min(end + 1, self.n - 1)):
             if toks[k].text == decl.name and (toks[k + 1].text in _ASSIGN or toks[k - 1].text in ("++", "--", "&")):
                 values = None  # the body changes the variable
-        self.loops.append(_Loop(decl, values, toks[i].line, start, end))
+        upto = None
+        cond = [t.text for t in toks[semis[0] + 1 : semis[1]]]
+        if values is None and cond[:2] == [decl.name, "<="] and len(cond) > 2 and self._eval(lp + 1 + eq + 1, semis[0], i) == 0:
+            if [t.text for t in toks[semis[1] + 1 : rp]] in ([decl.name, "++"], ["++", decl.name]):
+                upto = " ".join(cond[2:])
+        for k in range(start, min(end + 1, self.n - 1)):
+            if toks[k].text == decl.name and (toks[k + 1].text in _ASSIGN or toks[k - 1].text in ("++", "--", "&")):
+                upto = None
+        self.loops.append(_Loop(decl, values, toks[i].line, start, end, upto))
 
     def _values(self, i: int, eq: int, a: int, b: int, rp: int, var: str, unsigned: bool) -> list[int] | None:
         """The values of ``var`` in ``for (T var = INIT; var OP BOUND; STEP)`` (semicolons at a, b), or None."""
@@ -546,6 +569,9 @@ class _Analysis:
             if t.kind != "ident" or toks[k + 1].text != "[" or k in self.decl_tokens:
                 continue
             d = self._lookup(t.text, k) if k == 0 or toks[k - 1].text not in (".", "->", "::") else None
+            if d is not None and d.extents is None and d.texts is not None:
+                self._symbolic(found, k, d)
+                continue
             if d is None or d.extents is None:
                 continue
             groups: list[tuple[int, int]] = []
@@ -565,6 +591,30 @@ class _Analysis:
                         use=t.text + "".join(f"[{x}]" for x in texts), rank=len(d.extents), shared=d.shared,
                     )  # fmt: skip
         return [found[key] for key in sorted(found)]
+
+    def _symbolic(self, found: dict[tuple[int, int, int], Overrun], k: int, d: _Decl) -> None:
+        """Record ``NAME[v]`` in ``for (v = 0; v <= E; ++v)`` where NAME's extent in that dimension is written
+        ``E`` too (a template-dependent ``kPer``, say): v = E is one past the end whatever E's value."""
+        toks, t = self.toks, self.toks[k]
+        assert d.texts is not None
+        j, dim = k + 1, 0
+        while j < self.n and toks[j].text == "[" and j in self.match and dim < len(d.texts):
+            close = self.match[j]
+            if close == j + 2 and toks[j + 1].kind == "ident":
+                v = self._lookup(toks[j + 1].text, j + 1)
+                loop = next((L for L in self.loops if L.decl is v and L.start <= k <= L.end), None)
+                if loop is not None and loop.upto is not None and loop.upto == d.texts[dim] and not self._guarded(loop, k):
+                    found[(t.line, t.col, dim)] = Overrun(
+                        t.line, t.col, t.text, 0, dim, d.line, v.name, 0, 0, ((v.name, 0, 0, loop.line),),
+                        use=self._use_text(k), rank=len(d.texts), shared=d.shared, extent=d.texts[dim],
+                    )  # fmt: skip
+            j, dim = close + 1, dim + 1
+
+    def _use_text(self, k: int) -> str:
+        toks, j = self.toks, k + 1
+        while j < self.n and toks[j].text == "[" and j in self.match:
+            j = self.match[j] + 1
+        return " ".join(self.text[toks[k].start : toks[j - 1].end].split())
 
     def _range(self, lo: int, hi: int, at: int) -> tuple[int, int, list[_Loop]] | None:
         """(low, high, loops used) of the index tokens [lo, hi) at token ``at`` over the enclosing loops'

@@ -9,9 +9,17 @@ Three bugs that no run of a kernel can show, because the compiled code hides the
   was written only under a run-time guard the read lacks (``if (k < K) l[k] = ...`` read back by a loop
   without the guard, or with ``k <= K``): an uninitialised register, which nvcc may compile into code
   that behaves like the original.
+* SHARED_ARRAY_BOUNDS (:mod:`audit.cuda.sharedbounds`, on the source): an index of a shared array (a
+  ``__shared__`` array, a field of a shared struct or union, an element reached through a pointer into
+  one) that a thread-strided loop (``for (e = tid; e <= kN; e += blockDim.x)``) or a constant-bound loop
+  drives out of the array; memcheck is silent while it stays inside the block's shared allocation.
 * STORE_RACE (:mod:`audit.cuda.races`, on the PTX): a non-atomic global store at an address that is the
   same for every thread, which more than one thread runs (a deleted ``if (tid == 0)`` around an ISV
   update). The lanes of a warp store the same value; warps that interleave blend an EMA twice.
+* CP_ASYNC_WAIT (:mod:`audit.cuda.cpasync`, on the PTX): a ``cp.async.wait_group`` reached with copies
+  not committed to a group (a lost ``cp_async_commit()``), or an exit reached with copies no
+  ``wait_group 0`` drained (a lost final ``cp_async_wait<0>()``): copies that usually land in time, so no
+  run or sanitizer sees them.
 * SHARED_RMW_RACE (:mod:`audit.cuda.sharedraces`, on the PTX): a non-atomic read-modify-write of a
   shared-memory element that two threads which may run it both update (a deleted ``if (lane == 0)``
   around ``s[row] += p``, an ``atomicAdd`` on shared memory turned into ``+=``): lost updates, invisible
@@ -30,8 +38,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .bounds import Overrun, find_overruns, included_constants
+from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
 from .races import StoreRace, find_store_races
+from .sharedbounds import SharedOverrun, find_shared_overruns
 from .sharedraces import SharedRace, find_shared_races
 from .uninit import UninitRead
 from .uninit import source_uninit_reads as _uninit_reads
@@ -60,6 +70,22 @@ def source_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCac
             return []
 
     return _cached(cache, "bounds", path, include_dirs, Overrun, compute)
+
+
+def source_shared_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[SharedOverrun]:
+    """The SHARED_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local
+    headers it includes known; read, tokenized and cached as :func:`source_overruns`."""
+    from ..untrusted import SOURCE_LIMIT, read_regular
+    from .tokens import TokenizeError
+
+    def compute() -> list[SharedOverrun]:
+        try:
+            text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
+            return find_shared_overruns(text, included_constants(path, include_dirs))
+        except (OSError, TokenizeError):
+            return []
+
+    return _cached(cache, "sharedbounds", path, include_dirs, SharedOverrun, compute)
 
 
 def source_uninit_reads(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[UninitRead]:
@@ -106,7 +132,7 @@ def _cached(cache: AnalysisCache | None, kind: str, path: Path, include_dirs: Se
     return cache.results(kind, parts, cls, compute)
 
 
-def overrun_text(o: Overrun | UninitRead) -> str:
+def overrun_text(o: Overrun | UninitRead | SharedOverrun) -> str:
     """The overrun's (or uninitialised read's) sentence without its ``path:line:`` prefix (a finding
     carries the location)."""
     return o.message("").split(": ", 1)[1]
@@ -190,6 +216,18 @@ def entry_shared_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol
     return out
 
 
+def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
+                             cache: AnalysisCache | None = None) -> list[AsyncCopyHazard]:
+    """The CP_ASYNC_WAIT hazards of ``k``'s entry in the PTX module ``ptx`` (no launch extent matters);
+    ``cache`` keeps them by the PTX text and the entry."""
+    entry = symbol or k.symbol
+
+    def compute() -> list[AsyncCopyHazard]:
+        return find_async_copy_hazards(ptx, entry)
+
+    return compute() if cache is None else cache.results("cp-async", [ptx, entry], AsyncCopyHazard, compute)
+
+
 def race_line(race: StoreRace | SharedRace, source: str) -> int | None:
     """The race's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
     if race.line is None or race.file is None:
@@ -199,7 +237,7 @@ def race_line(race: StoreRace | SharedRace, source: str) -> int | None:
 
 def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, include_dirs: Sequence[Path], ptx: str | None,
                          display: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
-    """``(rule, message)`` of the three checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
+    """``(rule, message)`` of the static checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
     ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file."""
     from ..hashing import include_closure
 
@@ -213,9 +251,11 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         shown = display if f == first else (Path(display).parent / f.name).as_posix()
         out += [("LOCAL_ARRAY_BOUNDS", o.message(shown)) for o in source_overruns(f, include_dirs)]
         out += [("LOCAL_UNINIT_READ", r.message(shown)) for r in source_uninit_reads(f, include_dirs)]
+        out += [("SHARED_ARRAY_BOUNDS", o.message(shown)) for o in source_shared_overruns(f, include_dirs)]
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
+        out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
     return out
 
 

@@ -4,13 +4,18 @@ A mutant is caught here when LOCAL_ARRAY_BOUNDS finds a constant-bound loop of i
 local array out of bounds (``u <= kQuads`` over ``v[kQuads]``: undefined behaviour that nvcc hides by
 dropping the store, so no run can see it), when LOCAL_UNINIT_READ finds a read of a local array element
 that was written only under a run-time guard the read lacks (a deleted ``if (k < K)`` in the loop that
-reads back ``l[k]``: an uninitialised register that nvcc may compile into the original's behaviour), or
+reads back ``l[k]``: an uninitialised register that nvcc may compile into the original's behaviour), when
+SHARED_ARRAY_BOUNDS finds a thread-strided loop indexing a shared array (or a field of a shared union, or
+through a pointer into one) past its end (``e <= kBM * kBN``: one element past a tile, inside the block's
+shared allocation, where memcheck sees nothing), or
 when STORE_RACE finds a global store of its entry, at an
 address the same for every thread, that more than one thread runs (a deleted ``if (tid == 0)`` around an
 ISV update: the lanes of a warp store the same value, so no run sees that either), or when SHARED_RMW_RACE
 finds a shared-memory read-modify-write that two threads which may run it make to one element (a deleted
 ``if (lane == 0)`` around ``s.logits[row][k] += p``: lost updates the lanes hide by adding the same
-value). The unmutated copy
+value), or when CP_ASYNC_WAIT finds a ``cp.async.wait_group`` reached with copies not committed to a
+group, or an exit with copies no ``wait_group 0`` drained (a removed ``cp_async_commit()`` or final
+``cp_async_wait<0>()``: the copies land in time in every run). The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
 
 >>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
@@ -23,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE", "SHARED_RMW_RACE")
+STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE",
+                "CP_ASYNC_WAIT")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:

@@ -240,6 +240,18 @@ def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
 
 
+@rule("SHARED_ARRAY_BOUNDS", "No loop that starts at the thread index and steps by the block (or a constant-bound loop) indexes a shared array, a field of a shared struct or union, or an element reached through a pointer into one, out of the array's bounds.", "build")
+def check_shared_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads the kernel sources and the local headers they include; needs no compiler (see
+    :mod:`audit.cuda.sharedbounds`)."""
+    from ..cuda.static import overrun_text, source_shared_overruns
+
+    cache = _analysis_cache(ctx)
+    for f, shown, kernel, dirs in _project_sources(ctx):
+        for o in source_shared_overruns(f, dirs, cache):
+            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
+
+
 @rule("LOCAL_UNINIT_READ", "No read of a fixed-size local array finds an element that was written only under a run-time guard the read lacks (an uninitialised register the compiler hides).", "build")
 def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
@@ -291,6 +303,21 @@ def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
             line = race_line(race, sb.source)
             loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
             yield Hit(race.message(k.name, sb.source), loc, k.name)
+
+
+@rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
+def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX: the copies each path has issued, committed and drained at every
+    wait and exit (see :mod:`audit.cuda.cpasync`)."""
+    from ..cuda.static import entry_async_copy_hazards
+
+    cache = _analysis_cache(ctx)
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        for h in entry_async_copy_hazards(k, _ptx_text(ctx, sb.ptx), entry.symbol, cache):
+            loc = Loc(_CudaLine(sb.source, h.line)) if h.line else k.loc.child("source")
+            yield Hit(h.message(k.name, sb.source), loc, k.name)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -238,6 +238,14 @@ class Backend(abc.ABC):
             total = (total + hash_words(last.view(np.uint32), nbytes // 4)) & MASK64
         return total
 
+    def hash_many(self, spans: list[tuple[int, int]]) -> list[int]:
+        """:meth:`hash` of each ``(ptr, nbytes)``, 0 for an empty one (GPU backends: one round trip for all)."""
+        return [self.hash(p, n) if n else 0 for p, n in spans]
+
+    def count_many(self, calls: list[tuple[int, int, int, int, int]]) -> list[int]:
+        """:meth:`count_masked` of each ``(ptr, nbytes, width, mask, value)`` (GPU backends: one round trip)."""
+        return [self.count_masked(*c) for c in calls]
+
 
 MASK64 = (1 << 64) - 1
 
@@ -277,6 +285,68 @@ class DeviceBackend(Backend):
     @abc.abstractmethod
     def _run_helper(self, fn: Any, args: list, n: int) -> int:
         """Launch helper ``fn`` over ``n`` words with ``args`` and a zeroed 64-bit result; return the result."""
+
+    @abc.abstractmethod
+    def _run_helpers(self, jobs: list[tuple[Any, list, int]]) -> list[int]:
+        """:meth:`_run_helper` of each ``(fn, args, n)``, each into its own zeroed result: all launched on
+        the stream, then one synchronise and one copy of the results (one round trip, not one per job)."""
+
+    def count_many(self, calls: list[tuple[int, int, int, int, int]]) -> list[int]:
+        """The counts of several buffers in one round trip; equal to :meth:`count_masked` of each (one the
+        helper cannot take, misaligned or without a helper of its width, goes through it on its own)."""
+        out = [0] * len(calls)
+        jobs: list[tuple[int, Any, list, int]] = []  # (index, fn, args, words)
+        for i, (p, nb, width, mask, value) in enumerate(calls):
+            p, nb, width = int(p), int(nb), int(width)
+            fn = self._helpers.get(f"count{width * 8}")
+            n = nb // width
+            if fn is None or p % width:
+                out[i] = self.count_masked(p, nb, width, mask, value)
+            elif n:
+                t = np.uint64 if width == 8 else np.uint32
+                jobs.append((i, fn, [np.uint64(p), np.uint64(n), t(mask), t(value)], n))
+        if len(jobs) == 1:
+            i = jobs[0][0]
+            out[i] = self.count_masked(*calls[i])
+        elif jobs:
+            try:
+                counts = self._run_helpers([(fn, args, n) for _, fn, args, n in jobs])
+            except self._device_errors as exc:
+                raise self._err(exc, "the count helper kernel") from None
+            for (i, *_), c in zip(jobs, counts):
+                out[i] = c
+        return out
+
+    def hash_many(self, spans: list[tuple[int, int]]) -> list[int]:
+        """The hashes of several buffers in one round trip; equal to :meth:`hash` of each (a span the
+        helper cannot take, misaligned or under one word, goes through :meth:`hash` on its own)."""
+        fn = self._helpers.get("hash")
+        out = [0] * len(spans)
+        jobs: list[tuple[int, int, int]] = []  # (index, ptr, nbytes)
+        for i, (p, nb) in enumerate(spans):
+            p, nb = int(p), int(nb)
+            if nb == 0:
+                continue
+            if fn is None or p % 4 or nb < 4:
+                out[i] = self.hash(p, nb)
+            else:
+                jobs.append((i, p, nb))
+        if len(jobs) == 1:
+            i, p, nb = jobs[0]
+            out[i] = self.hash(p, nb)
+        elif jobs:
+            try:
+                totals = self._run_helpers([(fn, [np.uint64(p), np.uint64(nb // 4), np.uint64(0)], nb // 4) for _, p, nb in jobs])
+            except self._device_errors as exc:
+                raise self._err(exc, "the hash helper kernel") from None
+            for (i, p, nb), total in zip(jobs, totals):
+                tail = nb % 4
+                if tail:
+                    last = np.zeros(4, np.uint8)
+                    last[:tail] = self.d2h(p + nb - tail, tail)
+                    total = (total + hash_words(last.view(np.uint32), nb // 4)) & MASK64
+                out[i] = total
+        return out
 
     def count_masked(self, ptr: int, nbytes: int, width: int, mask: int, value: int) -> int:
         fn = self._helpers.get(f"count{width * 8}")

@@ -603,12 +603,12 @@ class ScheduleVerifier:
             self.add(be.name, GUARDS, "fail", label, GUARDS.failure("schedule", self.sched.name, damage[0].describe(), at=f"{at} (graph replay)"), output=damage[0].buffer)
             arena.restore_guards()
         with self.s.phase("checks"):
-            h_replay = {n: arena.hash(bufs[n]) for n in names}
+            h_replay = dict(zip(names, arena.hash_many([bufs[n] for n in names])))
         got_replay = self.fetch(arena, bufs, names, rows) if nondet else {}
         self.load(arena, bufs, data, isv)
         self.eager(be, arena, bufs, steps, at + " (eager, new inputs)", check_guards=False)
         with self.s.phase("checks"):
-            h_eager = {n: arena.hash(bufs[n]) for n in names}
+            h_eager = dict(zip(names, arena.hash_many([bufs[n] for n in names])))
         differ = [n for n in names if h_replay[n] != h_eager[n]]
         if not differ:
             return True

@@ -37,6 +37,8 @@ class CupyBackend(DeviceBackend):
         self._capture: Any = None
         self._capturing = False
         self._scratch = self.rt.malloc(8)
+        self._results = 0  # the results of several helper launches (_run_helpers), grown as needed
+        self._results_size = 0
         self._helpers = {}
         if helper_cubin:
             self._load_helpers(lambda: cupy.RawModule(path=str(helper_cubin)))
@@ -182,3 +184,21 @@ class CupyBackend(DeviceBackend):
         out = np.empty(1, np.uint64)
         self.rt.memcpy(out.ctypes.data, self._scratch, 8, self.rt.memcpyDeviceToHost)
         return int(out[0])
+
+    def _run_helpers(self, jobs: list[tuple[Any, list, int]]) -> list[int]:
+        k = len(jobs)
+        if self._results_size < k:
+            if self._results:
+                self.rt.free(self._results)
+                self._results, self._results_size = 0, 0
+            self._results = self.rt.malloc(8 * k)
+            self._results_size = k
+        base = int(self._results)
+        self.rt.memsetAsync(base, 0, 8 * k, self.stream.ptr)
+        with self.stream:
+            for slot, (fn, args, n) in enumerate(jobs):
+                fn((helper_blocks(n),), (HELPER_THREADS,), tuple(args) + (np.uint64(base + 8 * slot),))
+        self.stream.synchronize()
+        out = np.empty(k, np.uint64)
+        self.rt.memcpy(out.ctypes.data, base, 8 * k, self.rt.memcpyDeviceToHost)
+        return [int(x) for x in out]

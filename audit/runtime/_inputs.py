@@ -12,8 +12,10 @@ buffer a launch binds to it):
 
 A parameter with a ``mask`` gets rows valid with probability 1-5% (the realistic sparse rate of
 trade-close labels) and ``skip_value`` elsewhere; the edge cases all-skip and all-valid are separate
-cases. Data for a batch-leading tensor is generated once at the largest size and sliced, so every size
-and every kernel that reads a same-named tensor reuse it (generation is a real cost at B = 65536).
+cases. Data for a batch-leading tensor is one seeded array per (name, row shape, domain), sliced, so
+every size and every kernel that reads a same-named tensor reuse it (generation is a real cost at B =
+65536). Float data is drawn row block by row block as far as the cases need it (:class:`_Stream`, the
+same values as one draw at the largest size); other data is drawn once at the largest size.
 
 >>> f = InputFactory(seed=0, max_rows=64)
 >>> f.tensor("x", "f32", (37, 4), Domain(scale=2.0), batch=True).shape
@@ -131,6 +133,7 @@ class InputFactory:
         self.max_rows = max(1, int(max_rows))
         self.max_elements = int(max_elements)
         self._cache: dict[tuple, np.ndarray] = {}
+        self._streams: dict[tuple, _Stream] = {}
         self.generated_elements = 0
 
     def rng(self, *key: object) -> np.random.Generator:
@@ -147,6 +150,14 @@ class InputFactory:
                 # too wide to draw at the largest batch (a [65536, 65536] partial): draw just these rows
                 rows = shape[0]
             key = (name, dtype, tuple(shape[1:]), domain.key(), salt)
+            if _streams(dtype, domain):
+                stream = self._streams.get(key)
+                if stream is None:
+                    stream = self._streams[key] = _Stream(self.rng("tensor", *key), dtype, domain, tuple(shape[1:]))
+                before = stream.filled
+                data = stream.rows(shape[0], rows)
+                self.generated_elements += (stream.filled - before) * stream.row_elems
+                return data
             cached = self._cache.get(key)
             if cached is None or cached.shape[0] < shape[0]:
                 cached = self._draw(key, dtype, (rows, *shape[1:]), domain)
@@ -187,20 +198,69 @@ class InputFactory:
             # edge values at a quarter of the positions (at least one per value where there is room): dense
             # enough that an edge value meets a rare flag in another input (a closed trade, 3% of rows) at
             # a real batch size, sparse enough that the rest of the data stays random
-            out = np.array(out, copy=True)
             k = max(len(d.include), n // 4)
             pos = rng.choice(n, size=min(k, n), replace=False)
             out[pos] = np.resize(np.asarray(d.include, dtype=np.float64), pos.size).astype(out.dtype)
         if npd == np.uint16 and dtype == "bf16":
             f = np.asarray(out, dtype=np.float32)
             return (f.view(np.uint32) >> 16).astype(np.uint16).reshape(shape)
-        return np.asarray(out).astype(npd).reshape(shape)
+        return np.asarray(out).astype(npd, copy=False).reshape(shape)  # every branch above drew a fresh array
 
     def mask_rows(self, key: tuple, rows: int) -> np.ndarray:
         """Boolean validity per row at the realistic sparse rate (1-5%, drawn per key)."""
         rng = self.rng("mask", *key)
         rate = rng.uniform(*VALID_RATE)
         return rng.random(rows) < rate
+
+
+def _streams(dtype: str, d: Domain) -> bool:
+    """Whether a batch tensor of this dtype and domain is drawn row block by row block (:class:`_Stream`):
+    float data drawn element after element from one generator (normal or uniform), with no edge values
+    placed at random positions of the whole array."""
+    return dtype in ("f32", "f64") and not d.choices and not d.include
+
+
+class _Stream:
+    """The rows of one batch tensor drawn only as far as a case needs them, in place of one draw at the
+    largest batch. The generator's float draws continue from call to call exactly as one long call runs,
+    so the first ``n`` rows are the values :meth:`InputFactory._draw` gives the first ``n`` rows of the
+    whole array (tests/test_fast_verify.py checks it for every kind streamed): the data of every case is
+    what it was, and a dims variant that runs only at the smallest cases no longer draws 65536 rows."""
+
+    def __init__(self, rng: np.random.Generator, dtype: str, domain: Domain, tail: tuple[int, ...]):
+        self.rng = rng
+        self.npd = np_dtype(dtype)
+        self.domain = domain
+        self.tail = tail
+        self.row_elems = int(np.prod(tail, dtype=np.int64))
+        self.buf = np.empty(0, self.npd)
+        self.filled = 0  # rows drawn
+
+    def rows(self, n: int, limit: int) -> np.ndarray:
+        """The first ``n`` rows; room is kept for up to ``limit`` rows (the largest batch)."""
+        if n > self.filled:
+            e = self.row_elems
+            if n * e > self.buf.size:
+                cap = min(max(limit, n), max(n, 2 * self.filled))  # room to grow without a copy per case
+                grown = np.empty(cap * e, self.npd)
+                grown[: self.filled * e] = self.buf[: self.filled * e]
+                self.buf = grown
+            self._draw_into(self.buf[self.filled * e : n * e])
+            self.filled = n
+        return self.buf[: n * self.row_elems].reshape((n, *self.tail))
+
+    def _draw_into(self, out: np.ndarray) -> None:
+        d, m = self.domain, out.size
+        if m == 0:
+            return
+        if d.lo is not None:
+            out[...] = self.rng.uniform(d.lo, d.hi, size=m).astype(np.float32 if self.npd.itemsize <= 4 else np.float64)
+        elif self.npd.itemsize <= 4:
+            self.rng.standard_normal(dtype=np.float32, out=out)
+            out *= np.float32(d.scale if d.scale is not None else 1.0)
+        else:
+            self.rng.standard_normal(dtype=np.float64, out=out)
+            out *= d.scale if d.scale is not None else 1.0
 
 
 def apply_mask(values: np.ndarray, valid: np.ndarray, skip_value: int) -> np.ndarray:

@@ -711,14 +711,14 @@ class KernelVerifier:
             ptrs = {n: b.ptr for n, b in bufs.items()}
             with s.phase("transfer"):
                 self.prepare(arena, bufs, case, poison=0, init="init1", first=True)
-                in_hashes = {n: arena.hash(bufs[n]) for n in self.read_only_names()}
+                in_hashes = _hashes(arena, bufs, self.read_only_names())
             self.launch(be, case, ptrs, "A")
             self.check_guards(be, arena, case, "A")
             modified = self.check_inputs(be, arena, bufs, in_hashes, case)
             with s.phase("transfer"):
                 outs_a = self.fetch(arena, bufs, case)
-                nonfinite = {n: self.count_nonfinite(arena, bufs, case, n) for n in self.written_names()}
-                poison_a = {p.name: self.count_poison(arena, bufs, case, p, 0) for p in self.poisoned}
+                nonfinite = self.nonfinite_counts(arena, bufs, case, self.written_names())
+                poison_a = self.poison_counts(arena, bufs, case, 0)
             self.check_reference(be, case, outs_a, nonfinite)
             self.check_untouched(be, case, outs_a)
             self.check_mask_zero(be, case, outs_a)
@@ -727,12 +727,12 @@ class KernelVerifier:
             if not full:
                 return
             with s.phase("transfer"):
-                hashes_a = {n: arena.hash(bufs[n]) for n in self.written_names()}
+                hashes_a = _hashes(arena, bufs, self.written_names())
                 self.prepare(arena, bufs, case, poison=1, init="init1", first=modified)
             self.launch(be, case, ptrs, "B")
             self.check_guards(be, arena, case, "B")
             with s.phase("transfer"):
-                poison_b = {p.name: self.count_poison(arena, bufs, case, p, 1) for p in self.poisoned}
+                poison_b = self.poison_counts(arena, bufs, case, 1)
             unwritten = self.check_written(be, case, poison_a, poison_b)
             self.check_determinism(be, arena, bufs, case, hashes_a, outs_a, unwritten)
             if any(p.role == "accumulate" for p in self.k.tensors):
@@ -750,7 +750,7 @@ class KernelVerifier:
                 self.check_guards(be, arena, case, "D")
                 with s.phase("transfer"):
                     outs_d = self.fetch(arena, bufs, case, skip=set(optional))
-                    nonfinite_d = {n: self.count_nonfinite(arena, bufs, case, n) for n in self.written_names() if n not in optional}
+                    nonfinite_d = self.nonfinite_counts(arena, bufs, case, [n for n in self.written_names() if n not in optional])
                 null_inputs = [p.name for p in self.k.tensors if p.optional and p.role != "out"]
                 self.check_reference(be, case, outs_d, nonfinite_d, suffix=" with its optional outputs NULL", null=null_inputs)
         finally:
@@ -837,12 +837,25 @@ class KernelVerifier:
     def count_poison(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, p: TensorParam, which: int) -> int:
         """Elements of ``p`` still holding poison pattern ``which``; of a partly written output only those
         inside its write range (outside it the poison stays by design: VERIFY_UNTOUCHED judges that part)."""
-        count = arena.count_poison(bufs[p.name], which)
+        return self._inside_range(case, p, arena.count_poison(bufs[p.name], which))
+
+    def _inside_range(self, case: Case, p: TensorParam, count: int) -> int:
         if p.write_range is None:
             return count
         shape = case.shapes[p.name]
         outside = int(outside_mask(shape, write_index(p, case.env, self.s.slot_index)).sum())
         return max(0, count - outside)
+
+    def poison_counts(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, which: int) -> dict[str, int]:
+        """:meth:`count_poison` of every poisoned output, the device counts in one round trip."""
+        counts = arena.count_poison_many([bufs[p.name] for p in self.poisoned], which)
+        return {p.name: self._inside_range(case, p, c) for p, c in zip(self.poisoned, counts)}
+
+    def nonfinite_counts(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, names: list[str]) -> dict[str, int]:
+        """:meth:`count_nonfinite` of each name, the whole-buffer device counts in one round trip."""
+        whole = [n for n in names if not (isinstance(self.k.param(n), TensorParam) and self.k.param(n).write_range is not None)]
+        counts = dict(zip(whole, arena.count_nonfinite_many([bufs[n] for n in whole])))
+        return {n: counts[n] if n in counts else self.count_nonfinite(arena, bufs, case, n) for n in names}
 
     def count_nonfinite(self, arena: Arena, bufs: dict[str, DeviceBuffer], case: Case, name: str) -> int:
         """NaN/Inf elements of a written buffer; of a partly written output, inside its write range only
@@ -872,7 +885,7 @@ class KernelVerifier:
                 width = got.dtype.itemsize
                 bits = np.ascontiguousarray(got).view(f"u{width}")
                 if p.role == "out":
-                    want = np.full(got.shape, poison_word(got.dtype, 0, p.dtype == "bf16"), dtype=f"u{width}")
+                    want = np.dtype(f"u{width}").type(poison_word(got.dtype, 0, p.dtype == "bf16"))  # broadcast
                 else:
                     before = case.inputs[p.name]
                     if case.rows is not None and batch_leading(p.shape, self.cs):
@@ -907,7 +920,8 @@ class KernelVerifier:
 
     def check_inputs(self, be: Backend, arena: Arena, bufs: dict[str, DeviceBuffer], before: dict[str, int], case: Case) -> bool:
         with self.s.phase("checks"):
-            changed = [n for n, h in before.items() if arena.hash(bufs[n]) != h]
+            now = _hashes(arena, bufs, list(before))
+            changed = [n for n, h in before.items() if now[n] != h]
         if changed:
             b = bufs[changed[0]]
             host = arena.download(b) if b.count <= self.s.fetch_budget else None
@@ -1102,7 +1116,8 @@ class KernelVerifier:
         nd = self.k.nondeterministic
         with self.s.phase("checks"):
             names = [n for n in self.written_names() if n not in unwritten]
-            differ = [n for n in names if arena.hash(bufs[n]) != hashes_a[n]]
+            after = _hashes(arena, bufs, names)
+            differ = [n for n in names if after[n] != hashes_a[n]]
             partial = {p.name: p for p in self.partial if p.name in differ and p.name in outs_a}
             if partial:  # outside the write range each run keeps its own poison: compare the written part
                 now = self.fetch(arena, bufs, case)
@@ -1394,6 +1409,11 @@ def seed_key(size: DimCase | int) -> int | str:
 def scale_of(size: DimCase | int) -> int:
     """A case's scale (its largest value) for picking the cases properties run at."""
     return size.size if isinstance(size, DimCase) else int(size)
+
+
+def _hashes(arena: Arena, bufs: dict[str, DeviceBuffer], names: list[str]) -> dict[str, int]:
+    """The device hashes of the named buffers, in one round trip (:meth:`Arena.hash_many`)."""
+    return dict(zip(names, arena.hash_many([bufs[n] for n in names])))
 
 
 def _finite(x: float | None) -> float | None:

@@ -40,6 +40,8 @@ class PyCudaBackend(DeviceBackend):
         self._capture: Any = None
         self._capturing = False
         self._scratch = drv.mem_alloc(8)
+        self._results: Any = None  # the results of several helper launches (_run_helpers), grown as needed
+        self._results_size = 0
         self._helpers = {}
         if helper_cubin:
             self._load_helpers(lambda: drv.module_from_file(helper_cubin))
@@ -217,3 +219,18 @@ class PyCudaBackend(DeviceBackend):
         out = np.empty(1, np.uint64)
         drv.memcpy_dtoh(out, int(self._scratch))
         return int(out[0])
+
+    def _run_helpers(self, jobs: list[tuple[Any, list, int]]) -> list[int]:
+        drv = self.drv
+        k = len(jobs)
+        if self._results_size < k:
+            self._results = drv.mem_alloc(8 * k)
+            self._results_size = k
+        base = int(self._results)
+        drv.memset_d8(base, 0, 8 * k)
+        for slot, (fn, args, n) in enumerate(jobs):
+            fn(*args, np.uint64(base + 8 * slot), grid=(helper_blocks(n), 1, 1), block=(HELPER_THREADS, 1, 1), stream=self.stream)
+        self.stream.synchronize()
+        out = np.empty(k, np.uint64)
+        drv.memcpy_dtoh(out, base)
+        return [int(x) for x in out]

@@ -1,0 +1,151 @@
+"""cp.async copies that no wait covers, found in PTX (audit.cuda.cpasync, rule CP_ASYNC_WAIT).
+
+Hand-written PTX pins each path of the dataflow (a wait reached with uncommitted copies, an exit with
+undrained ones, what is not analysed); nvcc-compiled code pins the shipped kernels clean and the two
+pipeline survivors of ``aux_weight_grad_reduce`` from the H200 run of 4 December caught (a removed
+``cp_async_commit()``, a removed final ``cp_async_wait<0>()``), while the pipeline mutants recorded
+equivalent stay clean.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.api import load_project
+from audit.cuda.cache import AnalysisCache
+from audit.cuda.cpasync import AsyncCopyHazard, find_async_copy_hazards
+from audit.cuda.races import entries
+from audit.cuda.static import kernel_code_findings
+from audit.graph import Wiring
+from audit.mutate._mutants import mutants_of_source
+
+REPO = Path(__file__).resolve().parents[1]
+KERNELS = REPO / "kernels"
+WG = KERNELS / "aux_param_grad_reduce_kernel.cu"
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+
+COPY = "cp.async.cg.shared.global [%r1], [%rd1], 16, %r2;"
+
+
+def _ptx(*lines: str) -> str:
+    body = "\n".join(f"\t{x}" for x in lines)
+    return (".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+            "\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;\n" + body + "\n\tret;\n}\n")
+
+
+# a two-stage loop: copy, commit, wait_group 1, read; the loop back edge; the final drain
+LOOP = ["mov.u32 %r3, 0;", COPY, "cp.async.commit_group;", "$L_loop:", COPY, "cp.async.commit_group;",
+        "cp.async.wait_group 1;", "ld.shared.f32 %r4, [%r1];", "add.s32 %r3, %r3, 1;",
+        "setp.lt.s32 %p1, %r3, %r5;", "@%p1 bra $L_loop;", "cp.async.wait_group 0;"]
+
+
+def _kinds(ptx: str) -> list[str]:
+    return [h.kind for h in find_async_copy_hazards(ptx, "k")]
+
+
+def test_a_committed_and_drained_pipeline_is_clean() -> None:
+    assert _kinds(_ptx(*LOOP)) == []
+    assert _kinds(_ptx(COPY, "cp.async.wait_all;")) == []  # wait_all commits and drains
+
+
+def test_a_lost_commit_is_an_uncommitted_wait_and_an_undrained_exit() -> None:
+    lines = list(LOOP)
+    del lines[5]  # the loop's commit
+    assert _kinds(_ptx(*lines)) == ["uncommitted", "uncommitted", "undrained"]
+
+
+def test_a_lost_final_drain_is_an_undrained_exit() -> None:
+    assert _kinds(_ptx(*LOOP[:-1])) == ["undrained"]
+    # a guarded early exit after the copies counts as an exit too
+    assert _kinds(_ptx(COPY, "cp.async.commit_group;", "@%p2 ret;", "cp.async.wait_group 0;")) == ["undrained"]
+
+
+def test_barrier_completed_copies_and_run_time_counts_are_not_analysed() -> None:
+    lines = list(LOOP)
+    del lines[5]
+    assert _kinds(_ptx(*lines, "cp.async.mbarrier.arrive.shared.b64 [%r6];")) == []
+    # cuda::pipeline's consumer_wait: a switch over the count of stages in flight
+    switch = ["@%p2 bra $L_a;", "cp.async.wait_group 2;", "$L_a:", "cp.async.wait_group 3;"]
+    assert _kinds(_ptx(*lines[:-1], *switch)) == []
+    # bulk copies (TMA) are another mechanism
+    assert _kinds(_ptx("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], 16, [%r2];")) == []
+
+
+def test_message_of_each_kind_is_one_sentence_with_the_fix() -> None:
+    up = AsyncCopyHazard("k", "uncommitted", 231, 218, "sgemm_tile.cuh:198", "cp.async.wait_group 1")
+    assert up.message("k", "k.cu") == (
+        'Kernel "k" reaches "cp.async.wait_group 1" (k.cu:231) with cp.async copies (k.cu:218, inlined from '
+        "sgemm_tile.cuh:198) issued since the last cp.async.commit_group: wait_group waits for committed groups "
+        "only, so their shared memory may be read before they land; commit them to a group (cp.async.commit_group) "
+        "before the wait.")
+    down = AsyncCopyHazard("k", "undrained", 272, 218, None, "ret")
+    assert down.message("k", "k.cu") == (
+        'Kernel "k" can exit (k.cu:272) with cp.async copies (k.cu:218) that no cp.async.wait_group 0 or '
+        "cp.async.wait_all has drained: shared memory reused after the pipeline, or the block's exit, may race "
+        "with copies still landing; drain them (cp.async.wait_group 0) after the last read of the pipeline.")
+
+
+def test_results_round_trip_through_the_analysis_cache(tmp_path: Path) -> None:
+    h = AsyncCopyHazard("k", "undrained", 272, 218, None, "ret")
+    cache = AnalysisCache(tmp_path)
+    assert cache.results("cp-async", ["ptx", "k"], AsyncCopyHazard, lambda: [h]) == [h]
+    assert AnalysisCache(tmp_path).results("cp-async", ["ptx", "k"], AsyncCopyHazard, lambda: []) == [h]
+
+
+def _compile(tmp_path: Path, text: str, name: str) -> str:
+    src = tmp_path / name
+    src.write_text(text)
+    out = src.with_suffix(".ptx")
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(KERNELS)]
+    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _mutant(mutant_id: str) -> str:
+    (m,) = [m for m in mutants_of_source(WG.read_text(), "aux_weight_grad_reduce", "kernels/aux_param_grad_reduce_kernel.cu")
+            if m.id == mutant_id]
+    return m.mutated
+
+
+@NVCC
+def test_shipped_kernels_are_clean(tmp_path: Path) -> None:
+    analysed = 0
+    for src in sorted(KERNELS.glob("*.cu")):
+        ptx = _compile(tmp_path, src.read_text(), src.name)
+        for entry in entries(ptx):
+            assert find_async_copy_hazards(ptx, entry) == [], entry
+            analysed += "cp.async" in ptx
+    assert analysed >= 1
+
+
+@NVCC
+@pytest.mark.parametrize(("mutant", "expected"), [
+    ("sync:235:20:0", [("uncommitted", 231), ("uncommitted", 241), ("undrained", 272)]),  # cp_async_commit() lost
+    ("sync:241:16:0", [("undrained", 272)]),  # the final cp_async_wait<0>() lost
+    # recorded equivalent (audit/mutate/equivalent.toml): every copy stays committed and drained
+    ("ror:226:27:0", []), ("guard:227:13:0", []), ("ror:230:27:0", []), ("ror:234:22:0", []),
+])
+def test_the_pipeline_survivors_of_aux_weight_grad_reduce(tmp_path: Path, mutant: str, expected: list[tuple[str, int]]) -> None:
+    ptx = _compile(tmp_path, _mutant(mutant), "wg.cu")
+    found = find_async_copy_hazards(ptx, "aux_weight_grad_reduce")
+    assert [(h.kind, h.line) for h in found] == expected
+    assert all((h.copy_line, h.origin) == (218, "sgemm_tile.cuh:198") for h in found)
+    assert find_async_copy_hazards(ptx, "aux_param_grad_reduce") == []
+
+
+@NVCC
+def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
+    cfg, cs = load_project(REPO)
+    k = cs.kernel_map["aux_weight_grad_reduce"]
+    copy = tmp_path / WG.name
+    copy.write_text(WG.read_text())
+    wiring = Wiring(cs)
+    assert kernel_code_findings(cs, wiring, k, copy, [KERNELS], _compile(tmp_path, WG.read_text(), "o.cu")) == []
+    copy.write_text(_mutant("sync:241:16:0"))
+    hits = kernel_code_findings(cs, wiring, k, copy, [KERNELS], _compile(tmp_path, copy.read_text(), "m.cu"))
+    assert [rule for rule, _ in hits] == ["CP_ASYNC_WAIT"]
+    assert hits[0][1].startswith('Kernel "aux_weight_grad_reduce" can exit (kernels/aux_param_grad_reduce_kernel.cu:272)')
