@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .dims import Expr
-from .model import Binding, ContractSet, Kernel, Schedule, Step, TensorParam
+from .model import Binding, ContractSet, Kernel, Schedule, Step, TensorParam, fast_init
 from .shapes import ShapeKeys, bind_local_dims, probe_envs
 
 if TYPE_CHECKING:
     import networkx as nx
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Access:
     """One read or write of a buffer by a schedule step."""
 
@@ -82,6 +82,7 @@ def _bound(kernel: Kernel | None, step: Step) -> list[tuple[TensorParam, Binding
     return out
 
 
+fast_init(Access)  # ~50,000 of them at 10,000 kernels
 _MODE = {"in": "read", "out": "write", "inout": "inout", "accumulate": "accumulate"}
 
 

@@ -490,6 +490,9 @@ class _Loader:
         return out
 
     def buffer(self, t: dict, loc: Loc) -> Buffer | None:
+        fast = _plain_buffer(t, loc)
+        if fast is not None:
+            return fast
         self.keys(t, loc, ("name", "dtype", "shape", "kind", "external", "grad_of", "values", "doc"), "a [[buffer]]")
         name = self.get(t, loc, "name", str)
         dtype = self.enum(t, loc, "dtype", _DTYPE_NAMES)
@@ -505,7 +508,7 @@ class _Loader:
 
     def param(self, t: Any, loc: Loc, kernel: str) -> Param | None:
         if type(t) is dict:
-            fast = _plain_tensor_param(t, loc)
+            fast = _plain_tensor_param(t, loc) if t.get("kind", "tensor") == "tensor" else _plain_scalar_param(t, loc)
             if fast is not None:
                 return fast
         t = self.table(t, loc, "a parameter")
@@ -587,6 +590,9 @@ class _Loader:
         return HostRead(m.group(1), loc)
 
     def kernel(self, t: dict, loc: Loc) -> Kernel | None:
+        fast = _plain_kernel(self, t, loc)
+        if fast is not None:
+            return fast
         allowed = (
             "name", "source", "entry", "cpp_name", "stage", "phase", "reference", "gradcheck", "grid",
             "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "nondeterministic", "params",
@@ -880,6 +886,10 @@ class _Loader:
         return Schedule(name, tuple(steps), stream, capture, after, equiv, doc, loc, tolerance, verify_cases=self.cases(t, loc, "verify_cases"), recapture=recapture)
 
     def step(self, s: Any, sl: Loc, index: int) -> Step | None:
+        if type(s) is dict:
+            fast = _plain_step(s, sl, index)
+            if fast is not None:
+                return fast
         st = self.table(s, sl, "a [[schedule.step]]")
         if st is None:
             return None
@@ -1055,6 +1065,158 @@ def _plain_tensor_param(t: dict, loc: Loc) -> TensorParam | None:
             return None
         dims.append(e)
     return TensorParam(name, dtype, tuple(dims), role, None, saved, partial_of, optional, None, doc, loc)
+
+
+def _plain_shape(shape: Any) -> tuple[Expr, ...] | None:
+    """The shape :meth:`_Loader.shape` builds from ``shape`` where it is an array of integers and dim
+    expressions without slot(), else None."""
+    if type(shape) is not list:
+        return None
+    dims = []
+    for v in shape:
+        if type(v) is not int and type(v) is not str:
+            return None
+        try:
+            e = parse_expr(v)
+        except ExprError:
+            return None
+        if e.slots:
+            return None
+        dims.append(e)
+    return tuple(dims)
+
+
+_SCALAR_KEYS = frozenset(("name", "kind", "dtype", "value", "doc"))
+
+
+def _plain_scalar_param(t: dict, loc: Loc) -> ScalarParam | None:
+    """The common scalar parameter (``{ name = "B", kind = "scalar", dtype = "i32", value = "B" }``: a dim
+    expression, or no value) built without the per-value checks of :meth:`_Loader.param`, or None: then
+    that path runs. The result is the object that path builds."""
+    if t.get("kind") != "scalar" or not t.keys() <= _SCALAR_KEYS:
+        return None
+    name, dtype, doc = t.get("name"), t.get("dtype"), t.get("doc", "")
+    if type(name) is not str or type(dtype) is not str or dtype not in DTYPES or type(doc) is not str:
+        return None
+    value = t.get("value", _MISSING)
+    if value is _MISSING:
+        return ScalarParam(name, dtype, None, doc, loc)
+    if type(value) is str:
+        if value.strip().startswith("isv("):
+            return None
+    elif type(value) is not int or DTYPES[dtype][3] == "float" or not -MAX_INT <= value <= MAX_INT:
+        return None
+    try:
+        e = parse_expr(value)
+    except ExprError:
+        return None
+    return ScalarParam(name, dtype, e, doc, loc)
+
+
+_BUFFER_KEYS = frozenset(("name", "dtype", "shape", "kind", "external", "grad_of", "doc"))
+
+
+def _plain_buffer(t: dict, loc: Loc) -> Buffer | None:
+    """A buffer without a value domain, every key known and every value of its type, built without the
+    per-value checks of :meth:`_Loader.buffer`, or None: then that path runs. The result is the object
+    that path builds."""
+    if not t.keys() <= _BUFFER_KEYS:
+        return None
+    name, dtype, kind = t.get("name"), t.get("dtype"), t.get("kind", "activation")
+    if type(name) is not str or type(dtype) is not str or dtype not in DTYPES or type(kind) is not str or kind not in BUFFER_KINDS:
+        return None
+    external, grad_of, doc = t.get("external", False), t.get("grad_of"), t.get("doc", "")
+    if type(external) is not bool or type(doc) is not str or (grad_of is not None and type(grad_of) is not str):
+        return None
+    shape = _plain_shape(t.get("shape"))
+    if shape is None:
+        return None
+    return Buffer(name, dtype, shape, kind, external, grad_of, None, doc, loc)
+
+
+def _plain_triple(value: Any) -> tuple[Expr, Expr, Expr] | None:
+    """What :meth:`_Loader.triple` builds from a present ``value`` of one to three integers and dim
+    expressions without slot() (or one such value), else None."""
+    if type(value) is int or type(value) is str:
+        value = [value]
+    elif type(value) is not list or not 1 <= len(value) <= 3:
+        return None
+    out = _plain_shape(value + [1] * (3 - len(value)))
+    return out  # type: ignore[return-value]
+
+
+def _plain_strings(value: Any) -> tuple[str, ...] | None:
+    """What :meth:`_Loader.strings` gives for a present string or array of strings, else None."""
+    if type(value) is str:
+        return (value,)
+    if type(value) is not list or not all(type(v) is str for v in value):
+        return None
+    return tuple(value)
+
+
+_KERNEL_KEYS = frozenset(("name", "source", "entry", "stage", "phase", "grid", "block", "shared_bytes", "dims", "isv_reads", "isv_writes", "params", "doc"))
+
+
+def _plain_kernel(loader: _Loader, t: dict, loc: Loc) -> Kernel | None:
+    """A kernel of the common keys only (no cpp_name, reference, property, verify, tolerance, requires or
+    aliases; ISV reads by slot name), every one of its type, built without the per-value checks of
+    :meth:`_Loader.kernel`, or None: then that path runs and reports whatever is wrong. Its parameters go
+    through :meth:`_Loader.param` (their own fast paths, or the checked one with its problems), exactly
+    as that path takes them. The result is the object that path builds."""
+    if not t.keys() <= _KERNEL_KEYS:
+        return None
+    name, source, entry, stage = t.get("name"), t.get("source"), t.get("entry"), t.get("stage")
+    phase, doc, raw = t.get("phase", ""), t.get("doc", ""), t.get("params")
+    if type(name) is not str or type(source) is not str or type(stage) is not str or stage not in STAGES:
+        return None
+    if type(phase) is not str or type(doc) is not str or type(raw) is not list or (entry is not None and type(entry) is not str):
+        return None
+    grid, block = _plain_triple(t.get("grid")), _plain_triple(t.get("block"))
+    if grid is None or block is None:
+        return None
+    shared = None
+    if "shared_bytes" in t:
+        shared = _plain_shape([t["shared_bytes"]])
+        if shared is None:
+            return None
+        shared = shared[0]
+    local = _plain_strings(t.get("dims", []))
+    reads = _plain_strings(t.get("isv_reads", []))
+    writes = _plain_strings(t.get("isv_writes", []))
+    if local is None or reads is None or writes is None or type(t.get("isv_reads", [])) is not list:
+        return None
+    params: list[Param] = []
+    for i, p in enumerate(raw):
+        param = loader.param(p, loc.child("params", i), name or "?")
+        if param is not None:
+            params.append(param)
+    return Kernel(
+        name=name, source=source, stage=stage, phase=phase, params=tuple(params), grid=grid, block=block,
+        entry=entry if entry else name, cpp_name=None, shared_bytes=shared, dims=local,
+        isv_reads=tuple(IsvRead(r, False, loc.child("isv_reads", i)) for i, r in enumerate(reads)),
+        isv_writes=writes, doc=doc, loc=loc,
+    )  # fmt: skip
+
+
+_STEP_KEYS = frozenset(("launch", "bind"))
+
+
+def _plain_step(st: dict, sl: Loc, index: int) -> Step | None:
+    """A launch step binding buffers by name only (``launch = "k"``, ``bind = { x = "buf" }``), built
+    without the per-value checks of :meth:`_Loader.step`, or None: then that path runs. The result is
+    the object that path builds."""
+    if not st.keys() <= _STEP_KEYS:
+        return None
+    launch = st.get("launch")
+    bind = st.get("bind", {})
+    if type(launch) is not str or type(bind) is not dict:
+        return None
+    binds = []
+    for pname, target in bind.items():
+        if type(target) is not str:
+            return None
+        binds.append((pname, Binding(None if target == NULL else target, None, sl.child("bind", pname))))
+    return Step(index, launch, None, tuple(binds), (), (), sl)
 
 
 # rtoml 0.14 reads TOML 1.1, tomllib TOML 1.0. Both give identical values for every text in the subset
