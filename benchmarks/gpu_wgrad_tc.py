@@ -16,8 +16,8 @@ Cases: every (M, N) the shipped schedules launch the kernel with (resolved from 
 Per case:
 
 1. **Accuracy**: dz and x are float32 standard normal (seeded); the reference is ``dz^T x`` in float64
-   (CuPy). The new kernel, the old one (``benchmarks/kernels_baseline/aux_weight_grad_reduce_simt.cu``,
-   the SIMT kernel as of commit 7959a4e), an experimental variant of the new one with a 64 x 64 tile
+   (CuPy). The new kernel (the experiment), the old one (the shipped SIMT kernel,
+   ``kernels/aux_param_grad_reduce_kernel.cu``), an experimental variant of the new one with a 64 x 64 tile
    (``benchmarks/kernels_baseline/aux_weight_grad_reduce_tc64.cu``, grid (ceil_div(N, 64),
    ceil_div(M, 64), 8): half the operand traffic per FLOP, half the blocks; "alt" below, for the record
    only, it decides nothing) and ``torch.mm(dz.T, x)`` in float32 with TF32 off are each compared with it: relative error norm ``||out - ref|| / ||ref||``, max abs error, and the verdict of
@@ -68,7 +68,7 @@ from audit.runtime._compare import Tolerance, compare  # noqa: E402
 
 KERNEL = "aux_weight_grad_reduce"
 NEW_SOURCE = "benchmarks/kernels_baseline/aux_param_grad_reduce_kernel_tc.cu"  # the experiment ("new")
-OLD_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_simt.cu"
+OLD_SOURCE = "kernels/aux_param_grad_reduce_kernel.cu"  # the shipped SIMT kernel ("old")
 ALT_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_tc64.cu"
 ALT_ENTRY = "aux_weight_grad_reduce_tc64"
 FUSED = "aux_heads_backward_fused"
