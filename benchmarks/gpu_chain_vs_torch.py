@@ -218,8 +218,10 @@ def flops_of(op: Op, n_valid: int) -> float:
         return 2.0 * B * SH2 + (B * SH2 * E if "dW_partial" in bound else 0)
     if name == "aux_param_grad_reduce":
         return float(B * e.get("N", 0))
-    if name == "aux_weight_grad_reduce":
-        return 2.0 * B * e.get("M", 0) * e.get("N", 0)
+    if name == "aux_weight_grad_partial":
+        return 2.0 * B * e.get("M", 0) * e.get("N", 0) + B * e.get("M", 0)
+    if name == "aux_weight_grad_finish":
+        return float(e.get("P", 0) * e.get("M", 0) * (e.get("N", 0) + 1))
     if name == "aux_trade_outcome_loss_reduce":
         return 4.0 * n_valid * K
     if name == "aux_next_bar_loss_reduce":

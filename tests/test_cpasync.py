@@ -9,6 +9,8 @@ equivalent stay clean.
 
 from __future__ import annotations
 
+import dataclasses
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,7 +27,9 @@ from audit.mutate._mutants import mutants_of_source
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-WG = KERNELS / "aux_param_grad_reduce_kernel.cu"
+# The one-launch cluster kernel shipped until 4 December (then replaced by the split reduction of
+# kernels/aux_weight_grad_split_kernel.cu): its survivors are these rules' regression cases.
+WG = REPO / "benchmarks" / "kernels_baseline" / "aux_weight_grad_reduce_cluster.cu"
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
 COPY = "cp.async.cg.shared.global [%r1], [%rd1], 16, %r2;"
@@ -105,6 +109,12 @@ def _compile(tmp_path: Path, text: str, name: str) -> str:
     return out.read_text()
 
 
+def _cluster_kernel(cs):
+    """A contract for the cluster kernel (no longer in the contracts): the split kernel's, renamed."""
+    return dataclasses.replace(cs.kernel_map["aux_weight_grad_partial"], name="aux_weight_grad_reduce", entry="aux_weight_grad_reduce",
+                               source="benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu")
+
+
 def _mutant(mutant_id: str) -> str:
     (m,) = [m for m in mutants_of_source(WG.read_text(), "aux_weight_grad_reduce", "kernels/aux_param_grad_reduce_kernel.cu")
             if m.id == mutant_id]
@@ -140,7 +150,7 @@ def test_the_pipeline_survivors_of_aux_weight_grad_reduce(tmp_path: Path, mutant
 @NVCC
 def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
     cfg, cs = load_project(REPO)
-    k = cs.kernel_map["aux_weight_grad_reduce"]
+    k = _cluster_kernel(cs)
     copy = tmp_path / WG.name
     copy.write_text(WG.read_text())
     wiring = Wiring(cs)
@@ -148,4 +158,4 @@ def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
     copy.write_text(_mutant("sync:241:16:0"))
     hits = kernel_code_findings(cs, wiring, k, copy, [KERNELS], _compile(tmp_path, copy.read_text(), "m.cu"))
     assert [rule for rule, _ in hits] == ["CP_ASYNC_WAIT"]
-    assert hits[0][1].startswith('Kernel "aux_weight_grad_reduce" can exit (kernels/aux_param_grad_reduce_kernel.cu:272)')
+    assert hits[0][1].startswith('Kernel "aux_weight_grad_reduce" can exit (benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu:272)')

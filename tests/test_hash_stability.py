@@ -56,12 +56,16 @@ KERNELS = {
         "13511eb4ddba15d72508f628d457f451719370fd8c209c62162f610d92e11a3e",
     ),
     "aux_param_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
+        "e2c43ab932d184aaabb083612c7bd671eee919da9bad9ae9c5c2f676628dd34b",
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
-    "aux_weight_grad_reduce": (
-        "2939bd0674937ff60e9928b3ce1168b3f0487c865409e8484a12c2b4d97bd518",
-        "75b336981b8350a32169196da6aaf4119da6b8147ef73ad11b18c05f9c77e393",
+    "aux_weight_grad_partial": (
+        "36634066f46d12be1223740eac7690cfdf93374d473e925ce7ac79c9f7ca806b",
+        "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
+    ),
+    "aux_weight_grad_finish": (
+        "36634066f46d12be1223740eac7690cfdf93374d473e925ce7ac79c9f7ca806b",
+        "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
         "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
@@ -98,12 +102,12 @@ SCHEDULES = {
         "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
+        "495516c4b7a5c482c6662f9f9372d79ee8857795da02782f7425d3af66431f74",
         "1929883c4869740ea7835a18c02a93867c9b0bda03b70db71075831e4b23812b",
     ),
     "aux_heads_backward_fused": (
-        "35c6c79b3574054dfeb152d3fdc049fc0e25eedeea8fa85ca53a8df331b1c9c4",
-        "df2ee22afbd21c2c1e57a7d8efb5ca137b6035a53765feea23ec89d17c0c85c9",
+        "e413b566a342c95cdad87efd54a5e1dd97d228d33e1f9ee6d5c0574bab64bcb5",
+        "c2f775a156139b489b0a623851f946a5dbbfee69f92543cfb20e2f3a77079e7e",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

@@ -229,7 +229,7 @@ def test_chain_catches_a_broken_reduce_in_the_schedule(repo_root):
 
 
 def test_equivalence_catches_a_fused_path_that_drifts(repo_root):
-    out = run(repo_root, schedules=["aux_heads_backward_fused"], bugs={"aux_weight_grad_reduce": weight_grad_off_by_a_bit})
+    out = run(repo_root, schedules=["aux_heads_backward_fused"], bugs={"aux_weight_grad_finish": weight_grad_off_by_a_bit})
     found = rules(out)
     assert {"VERIFY_EQUIVALENCE", "VERIFY_CHAIN"} <= found
     f = next(f for f in out.result.findings if f.rule == "VERIFY_EQUIVALENCE")

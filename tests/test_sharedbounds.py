@@ -10,6 +10,8 @@ of 4 December that reads one element past the group tiles of ``aux_weight_grad_r
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,9 @@ from audit.mutate._static import STATIC_RULES
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-WG = KERNELS / "aux_param_grad_reduce_kernel.cu"
+# The one-launch cluster kernel shipped until 4 December (then replaced by the split reduction of
+# kernels/aux_weight_grad_split_kernel.cu): its survivors are these rules' regression cases.
+WG = REPO / "benchmarks" / "kernels_baseline" / "aux_weight_grad_reduce_cluster.cu"
 
 
 def _kernel(body: str, before: str = "") -> str:
@@ -141,6 +145,12 @@ def test_shipped_kernels_and_headers_are_clean() -> None:
         assert find_shared_overruns(f.read_text(), included_constants(f, [KERNELS])) == [], f.name
 
 
+def _cluster_kernel(cs):
+    """A contract for the cluster kernel (no longer in the contracts): the split kernel's, renamed."""
+    return dataclasses.replace(cs.kernel_map["aux_weight_grad_partial"], name="aux_weight_grad_reduce", entry="aux_weight_grad_reduce",
+                               source="benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu")
+
+
 def _mutant(mutant_id: str) -> str:
     text = WG.read_text()
     (m,) = [m for m in mutants_of_source(text, "aux_weight_grad_reduce", "kernels/aux_param_grad_reduce_kernel.cu")
@@ -160,7 +170,7 @@ def test_the_group_tile_survivor_of_aux_weight_grad_reduce_is_found() -> None:
 def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
     assert "SHARED_ARRAY_BOUNDS" in STATIC_RULES
     cfg, cs = load_project(REPO)
-    k = cs.kernel_map["aux_weight_grad_reduce"]
+    k = _cluster_kernel(cs)
     tree = tmp_path / "tree"
     tree.mkdir()
     for h in KERNELS.glob("*.cuh"):
@@ -171,5 +181,5 @@ def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
     copy.write_text(_mutant("ror:249:29:0"))
     hits = kernel_code_findings(cs, Wiring(cs), k, copy, [KERNELS], None)
     assert [rule for rule, _ in hits] == ["SHARED_ARRAY_BOUNDS"]
-    assert hits[0][1].startswith('kernels/aux_param_grad_reduce_kernel.cu:252: "(&smem.tiles[q][0][0])[e]" reaches '
+    assert hits[0][1].startswith('benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu:252: "(&smem.tiles[q][0][0])[e]" reaches '
                                  'flat element q * 2048 + e of the shared array "smem.tiles" (2 x 64 x 32 = 4096')

@@ -239,6 +239,9 @@ def test_the_shipped_sweep_keeps_the_base_sizes_and_adds_tails(repo: Path) -> No
     for k in cs.kernels:
         plan = plan_kernel(cs, k, w, root=cfg.root)
         labels = [c.label for c in plan.cases]
+        if k.name == "aux_weight_grad_finish":  # no parameter has B: one case, its bindings give the shapes
+            assert labels == ["B=1"], labels
+            continue
         assert len(labels) == 12, (k.name, labels)
         assert {"B=1", "B=37", "B=300", "B=4096", "B=4103", "B=65536"} <= set(labels), k.name
         assert plan.tails[0] == plan.tails[1], k.name  # every tail side of every launch covered

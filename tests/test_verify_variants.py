@@ -120,24 +120,25 @@ def wrong_when_n_is_no_multiple_of_4(launch):
     launch it at N = 256 and 128 only, so only an extra binding reaches that path."""
     res = launch.run_reference()
     if launch.scalar("N") % 4:
-        res["dW"] = np.array(res["dW"], copy=True)
-        res["dW"][:, -1] = 0.0
+        res["ws"] = np.array(res["ws"], copy=True)
+        res["ws"][:, :, -1] = 0.0
     launch.write_outputs(res)
 
 
 def test_the_shipped_weight_reduce_declares_bindings_off_its_launch_shapes(repo_root):
     cs = load_contracts(repo_root / "contracts", repo_root)
-    spec = cs.kernel_map["aux_weight_grad_reduce"].verify
-    assert [dict(b) for b in spec.bindings] == [{"M": 8, "N": 129}, {"M": 9, "N": 100}, {"M": 70, "N": 33}, {"M": 4, "N": 100}]
+    spec = cs.kernel_map["aux_weight_grad_partial"].verify
+    assert [dict(b) for b in spec.bindings] == [{"M": 8, "N": 129, "P": 5}, {"M": 9, "N": 100, "P": 3}, {"M": 130, "N": 129, "P": 7},
+                                                {"M": 4, "N": 100, "P": 40}]
     assert spec.variant_cases == 3
 
 
 def test_a_bug_only_an_extra_binding_reaches_is_caught_there(repo_root):
-    out = verify(repo_root, kernels=["aux_weight_grad_reduce"], emulated={"aux_weight_grad_reduce": wrong_when_n_is_no_multiple_of_4},
+    out = verify(repo_root, kernels=["aux_weight_grad_partial"], emulated={"aux_weight_grad_partial": wrong_when_n_is_no_multiple_of_4},
                  evidence=False)  # fmt: skip
     bad = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
     assert bad, [f.message for f in out.result.findings]
-    assert all("N=129" in f.message or "N=33" in f.message for f in bad), [f.message for f in bad]
+    assert all("N=129" in f.message for f in bad), [f.message for f in bad]
     # the same kernel passes at the launches' own shapes: the bindings are what finds it
     r = out.run.results[0]
     at_launches = [c for c in r.checks if c.check == "reference" and ("N=256" in c.case or "N=128" in c.case)]
@@ -145,14 +146,14 @@ def test_a_bug_only_an_extra_binding_reaches_is_caught_there(repo_root):
 
 
 def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
-    out = verify(repo_root, kernels=["aux_weight_grad_reduce"], emulated={}, evidence=False)
+    out = verify(repo_root, kernels=["aux_weight_grad_partial"], emulated={}, evidence=False)
     r = out.run.results[0]
     assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
     at_binding = {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and "N=129" in c.case}
     assert 1 <= len(at_binding) <= 3, sorted(at_binding)
     assert any("extra bindings ran at the sweep's 3 smallest" in n for n in r.notes)
-    # the partial column tile of the grid now runs: N = 129 and 33 leave a remainder of ceil_div(N, 32)
-    (tile,) = [t for t in r.tails if t["expr"] == "ceil_div(N, 32)"]
+    # the partial column tile of the grid now runs: N = 129 and 100 leave a remainder of ceil_div(N, 128)
+    (tile,) = [t for t in r.tails if t["expr"] == "ceil_div(N, 128)"]
     assert tile["covered"] and tile["exact"] and tile["tail"]
 
 
@@ -207,27 +208,28 @@ def test_bindings_need_local_dims_and_stay_out_of_the_hash():
 
 
 def test_fixed_dim_tail_judges_local_dims_by_the_launches_and_the_bindings(repo_root):
-    """Without its bindings, aux_weight_grad_reduce's N is 256 or 128 at every launch: its N % 4 test hides
+    """Without its bindings, aux_weight_grad_partial's N is 256 or 128 at every launch: its N % 4 test hides
     the scalar path, and FIXED_DIM_TAIL says so with a binding to add; with them the rule is quiet."""
     from audit.api import check
     from audit.config import load_config
 
     rel = "contracts/kernels/aux_param_grad_reduce.toml"
     text = (repo_root / rel).read_text()
-    head, sep, _ = text.partition("bindings = [")
-    assert sep
-    stripped = head.rsplit("[kernel.verify]", 1)[0]
+    first = next(ln for ln in text.splitlines(keepends=True) if ln.startswith("bindings = ["))  # the partial's (the first kernel with bindings)
+    stripped = text.replace(first + "variant_cases = 3\n", "", 1)
+    assert stripped != text
     texts = {p.relative_to(repo_root).as_posix(): p.read_text() for p in (repo_root / "contracts").rglob("*.toml")}
     texts[rel] = stripped
     cs = load_contracts(repo_root / "contracts", repo_root, texts=texts)
     cfg = load_config(repo_root)
     lines = [f.message for f in check(repo_root, select=["FIXED_DIM_TAIL"], config=cfg, contracts=cs).findings]
-    src = (repo_root / "kernels/aux_param_grad_reduce_kernel.cu").read_text().splitlines()
+    src = (repo_root / "kernels/aux_weight_grad_split_kernel.cu").read_text().splitlines()
     at = next(i for i, ln in enumerate(src, 1) if "N % 4" in ln and not ln.lstrip().startswith("//"))  # the first test, not a comment
     assert lines == [
-        f'Kernel "aux_weight_grad_reduce" passes its local dim N as "N", and kernels/aux_param_grad_reduce_kernel.cu:{at} has "N % 4": '
+        f'Kernel "aux_weight_grad_partial" passes its local dim N as "N", and kernels/aux_weight_grad_split_kernel.cu:{at} has "N % 4": '
         "every verified N (128, 256, from the schedules' launches and [kernel.verify] bindings) is a multiple of 4, so the code for "
-        "the other values never runs; if the kernel takes other shapes, verify one too: [kernel.verify] bindings = [{ M = 1, N = 129 }]."
+        # P moves with B (WGP): the suggested binding takes its launch value at B's low end
+        "the other values never runs; if the kernel takes other shapes, verify one too: [kernel.verify] bindings = [{ M = 1, N = 129, P = 1 }]."
     ]
     shipped = load_contracts(repo_root / "contracts", repo_root)
     assert check(repo_root, select=["FIXED_DIM_TAIL"], config=cfg, contracts=shipped).findings == []

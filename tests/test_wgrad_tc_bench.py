@@ -1,5 +1,5 @@
 """benchmarks/gpu_wgrad_tc.py off the GPU: the cases it measures come from the contracts (every (M, N) a
-schedule launches aux_weight_grad_reduce with, then the verify bindings) and the new kernel's launch
+schedule launches the shipped weight-gradient reduction aux_weight_grad_partial with, then its verify bindings) and the new kernel's launch
 geometry from the contract's expressions; its host logic (comparisons, determinism, verdicts, JSON, exit
 status) runs end to end against numpy stand-ins for CuPy and torch, and a wrong kernel is reported."""
 
@@ -22,16 +22,16 @@ def test_cases_and_geometry_come_from_the_contracts(monkeypatch):
 
     cs = load_contracts(REPO / "contracts", REPO)
     shapes = bench.shapes_of(cs)
-    assert [(s.M, s.N) for s in shapes] == [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (70, 33), (4, 100)]
-    assert [s.origin for s in shapes][:4] == [f"schedule aux_heads_backward_fused step {i}" for i in (10, 12, 14, 18)]
+    assert [(s.M, s.N) for s in shapes] == [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100)]
+    assert [s.origin for s in shapes][:4] == [f"schedule aux_heads_backward_fused step {i}" for i in (5, 7, 9, 13)]
     assert [s.launches for s in shapes] == [1, 2, 1, 1, 0, 0, 0, 0]
     assert {s.origin for s in shapes[4:]} == {"[kernel.verify] bindings"}
-    # the tensor-core experiment keeps the shipped SIMT kernel's geometry: it changes no launch
+    # the tensor-core experiment keeps the cluster SIMT kernel's geometry (benchmarks/kernels_baseline)
     for s in shapes:
         for B in (1, 4103, 65536):
             assert bench.new_geometry(cs, B, s.M, s.N) == bench.old_geometry(B, s.M, s.N)
-    assert bench.new_geometry(cs, 65536, 70, 33) == ((2, 2, 8), (256, 1, 1))
-    assert bench.alt_geometry(65536, 70, 33) == ((1, 2, 8), (256, 1, 1))
+    assert bench.new_geometry(cs, 65536, 130, 129) == ((5, 3, 8), (256, 1, 1))
+    assert bench.alt_geometry(65536, 130, 129) == ((3, 3, 8), (256, 1, 1))
     tol = bench.tolerance(cs)
     assert (tol.rtol, tol.atol, tol.rtol_elem) == (1e-5, 1e-5, 1e-4)
 
@@ -174,7 +174,7 @@ def test_host_logic_reports_a_wrong_new_kernel_and_only_it(monkeypatch, tmp_path
         rows = {(r["M"], r["N"], r["B"]): r for r in data["rows"]}
         assert len(rows) == 16 and all("error" not in r for r in rows.values())
         bad = sorted(k for k, r in rows.items() if not r["new"]["ok"])
-        assert bad == (sorted((M, N, 300) for M, N in [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (70, 33), (4, 100)]) if wrong else [])
+        assert bad == (sorted((M, N, 300) for M, N in [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100)]) if wrong else [])
         assert not wrong or rows[(256, 256, 300)]["new"]["status"] == "mismatch"
         assert all(r["new"]["deterministic"] and r["old"]["ok"] and r["alt"]["ok"] and r["torch_fp32"]["ok"] for r in rows.values())
         assert rows[(256, 256, 1)]["new"]["time"]["median_us"] == pytest.approx(10.0 / rows[(256, 256, 1)]["new"]["rep"])

@@ -59,6 +59,8 @@ __all__ = [
     "aux_next_bar_backward_gradcheck",
     "aux_param_grad_reduce",
     "aux_weight_grad_reduce",
+    "aux_weight_grad_partial",
+    "aux_weight_grad_finish",
 ]
 
 
@@ -482,3 +484,23 @@ def aux_weight_grad_reduce(*, dz, x, B: int, M: int, N: int, **_) -> dict[str, n
     """dW = dz^T x, the batch sum of the per-sample outer products dz[b] x[b]^T."""
     M, N = int(M), int(N)
     return {"dW": _f64(dz).reshape(-1, M).T @ _f64(x).reshape(-1, N)}
+
+
+def aux_weight_grad_partial(*, dz, x, B: int, M: int, N: int, P: int, **_) -> dict[str, np.ndarray]:
+    """Per batch chunk p = rows [B*p // P, B*(p+1) // P): ws[p] = dz[chunk]^T x[chunk], wsb[p] = dz[chunk] summed."""
+    B, M, N, P = int(B), int(M), int(N), int(P)
+    d = _f64(dz).reshape(-1, M)[:B]
+    xx = _f64(x).reshape(-1, N)[:B]
+    ws = np.zeros((P, M, N))
+    wsb = np.zeros((P, M))
+    for p in range(P):
+        lo, hi = B * p // P, B * (p + 1) // P
+        ws[p] = d[lo:hi].T @ xx[lo:hi]
+        wsb[p] = d[lo:hi].sum(axis=0)
+    return {"ws": ws, "wsb": wsb}
+
+
+def aux_weight_grad_finish(*, ws, wsb, M: int, N: int, P: int, **_) -> dict[str, np.ndarray]:
+    """dW = sum over p of ws[p], db = sum over p of wsb[p]."""
+    M, N, P = int(M), int(N), int(P)
+    return {"dW": _f64(ws).reshape(P, M, N).sum(axis=0), "db": _f64(wsb).reshape(P, M).sum(axis=0)}

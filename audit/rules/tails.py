@@ -15,7 +15,7 @@ is no tail and is not reported.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..cases import DimCase, make_env
@@ -72,7 +72,7 @@ def check_fixed_dim_tail(ctx: CheckContext) -> Iterator[Hit]:
         shown_values = ", ".join(str(x) for x in sorted(s.verified))
         what = f'"{s.site.text}"' + (f" (chunks of {s.divisor})" if s.site.per_block else "")
         if s.local:
-            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first = _first_binding(s)
             first[s.dim] += 1
             fix = ", ".join(f"{d} = {x}" for d, x in first.items())
             yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} has {what}: every verified '
@@ -104,7 +104,7 @@ def check_fixed_dim_one_chunk(ctx: CheckContext) -> Iterator[Hit]:
         what = f'"{s.site.text}"' + (f" (chunks of {s.divisor}: the launch's block)" if s.site.per_block else "")
         wider = s.divisor + 1
         if s.local:
-            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first = _first_binding(s)
             first[s.dim] = wider
             fix = ", ".join(f"{d} = {x}" for d, x in first.items())
             yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} loops {what}: every verified '
@@ -142,7 +142,7 @@ def check_fixed_dim_boundary(ctx: CheckContext) -> Iterator[Hit]:
         shown_values = ", ".join(str(x) for x in sorted(s.verified))
         want = " and ".join(str(v) for v in missing)
         if s.local:
-            first = {d: min(s.local[d]) for d in s.kernel.dims}
+            first = _first_binding(s)
             first[s.dim] = missing[0]
             fix = ", ".join(f"{d} = {x}" for d, x in first.items())
             yield Hit(f'Kernel "{s.kernel.name}" passes its local dim {s.dim} as "{s.site.name}", and {s.file}:{s.site.line} compares "{s.site.text}": no verified '
@@ -172,6 +172,13 @@ class _Site:
     verified: frozenset[int]
     local: dict[str, set[int]]
     value: int
+    low: dict[str, int] = field(default_factory=dict)  # every local dim's smallest launch value at the runtime dims' low end
+
+
+def _first_binding(s: _Site) -> dict[str, int]:
+    """The binding a message suggests starts from: each local dim's smallest launch value (a local dim
+    whose value moves with the runtime dims, such as a chunk count derived from B, at their low end)."""
+    return {d: min(s.local[d]) if d in s.local else s.low.get(d, 1) for d in s.kernel.dims}
 
 
 def _fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
@@ -207,7 +214,7 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
     cache = _analysis_cache(ctx)
     for k in cs.kernels:
         bound: dict[str, str] = {}  # argument -> the fixed dim (or local dim bound to fixed values) it passes
-        local = _local_values(cs, k, ctx.wiring) if k.dims else {}
+        local, low = _local_values(cs, k, ctx.wiring) if k.dims else ({}, {})
         for p in k.params:
             text = getattr(p.value, "text", None) if isinstance(p, ScalarParam) and getattr(p.value, "names", None) else None
             if text in fixed or text in local:
@@ -254,7 +261,7 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
                     divisor *= int(block_x)
                 if divisor < (1 if h.compare else 2):
                     continue
-                yield _Site(k, dim, h, shown, divisor, frozenset(verified[dim]), local if dim in local else {}, fixed.get(dim, 0))
+                yield _Site(k, dim, h, shown, divisor, frozenset(verified[dim]), local if dim in local else {}, fixed.get(dim, 0), low)
 
 
 def _reached(cfg: Any, cs: Any, k: Any, files: list[Any], root: Any, cache: Any) -> dict[Any, list[tuple[int, int]]]:
@@ -299,9 +306,10 @@ def _reached(cfg: Any, cs: Any, k: Any, files: list[Any], root: Any, cache: Any)
     return {(root / name).resolve(): [(a, b) for a, b in spans] for name, spans in value.items()}
 
 
-def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-untyped-def]
+def _local_values(cs, k, wiring) -> tuple[dict[str, set[int]], dict[str, int]]:  # type: ignore[no-untyped-def]
     """The values the schedules' launches bind each local dim of ``k`` to, for the local dims whose values
-    do not move with the runtime dims (those the size sweep varies, which is verify's to cover)."""
+    do not move with the runtime dims (those the size sweep varies, which is verify's to cover); and every
+    local dim's smallest launch value at the runtime dims' low end."""
     from ..cases import local_bindings
 
     runtime = [d for d in cs.dim_map.values() if d.kind == "runtime"]
@@ -315,7 +323,7 @@ def _local_values(cs, k, wiring) -> dict[str, set[int]]:  # type: ignore[no-unty
             for d, v in lb.values.items():
                 got.setdefault(d, set()).add(int(v))
         seen.append(got)
-    return {d: vals for d, vals in seen[0].items() if seen[1].get(d) == vals}
+    return {d: vals for d, vals in seen[0].items() if seen[1].get(d) == vals}, {d: min(vals) for d, vals in seen[0].items()}
 
 
 assert {"TAIL_UNREACHABLE", "FIXED_DIM_ONE_CHUNK", "FIXED_DIM_BOUNDARY"} <= set(REGISTRY)

@@ -237,6 +237,26 @@ def check_saved(ctx: CheckContext) -> Iterator[Hit]:
                     )  # fmt: skip
 
 
+def _reduced_grads(ctx: CheckContext, sname: str, step: int, grads: set[str], seen: set[tuple[str, str]]) -> None:
+    """The parameters whose gradient buffers the reduce launch at ``step`` of ``sname`` writes, directly or
+    through ``scratch`` buffers that later reduce launches of the same schedule read (a two-level
+    reduction: per-chunk sums into a workspace, then the chunks summed)."""
+    cs, w = ctx.cs, ctx.wiring
+    for acc in w.accesses[sname]:
+        if acc.step != step or not acc.writes:
+            continue
+        buf = cs.buffer_map.get(acc.buffer)
+        if buf is None:
+            continue
+        if buf.grad_of:
+            grads.add(buf.grad_of)
+        elif buf.kind == "scratch" and (sname, acc.buffer) not in seen:
+            seen.add((sname, acc.buffer))
+            for r in w.readers.get(acc.buffer, []):
+                if r.schedule == sname and r.step > step and r.kernel in cs.kernel_map and cs.kernel_map[r.kernel].stage == "reduce":
+                    _reduced_grads(ctx, sname, r.step, grads, seen)
+
+
 @rule("PARTIAL_WITHOUT_REDUCER", "Every per-sample partial is read by a reduce kernel that writes the gradient of its parameter.", "wiring")
 def check_partials(ctx: CheckContext) -> Iterator[Hit]:
     cs, w = ctx.cs, ctx.wiring
@@ -258,13 +278,10 @@ def check_partials(ctx: CheckContext) -> Iterator[Hit]:
                         p.loc.child("partial_of"), launch.kernel.name,
                     )  # fmt: skip
                     continue
-                grads = set()
+                grads: set[str] = set()
+                seen: set[tuple[str, str]] = set()
                 for r in reducers:
-                    for acc in w.accesses[r.schedule]:
-                        if acc.step == r.step and acc.writes:
-                            buf = cs.buffer_map.get(acc.buffer)
-                            if buf is not None and buf.grad_of:
-                                grads.add(buf.grad_of)
+                    _reduced_grads(ctx, r.schedule, r.step, grads, seen)
                 if p.partial_of not in grads:
                     yield Hit(
                         f'Kernel "{launch.kernel.name}" partial "{p.name}" of "{p.partial_of}" is reduced in schedule "{sname}", but no reducer writes a buffer declared as the gradient of "{p.partial_of}".',
