@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.api import load_project
 from audit.runtime import verify
 
 pytestmark = pytest.mark.gpu
@@ -59,7 +60,8 @@ def test_every_shipped_kernel_and_schedule_passes_on_both_backends(both_backends
     assert out.result.findings == [], "\n".join(_messages(out))
     assert out.result.exit_code == 0
     subjects = {(r.kind, r.subject) for r in out.run.results}
-    assert len(subjects) == 14 + 3
+    _, cs = load_project(REPO)
+    assert len(subjects) == len(cs.kernels) + len(cs.schedules) == 15 + 3
     for r in out.run.results:
         assert r.verdict == "pass", (r.subject, r.backend, [c.message for c in r.failed])
     assert set(out.run.environments) == {"pycuda", "cupy"}

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.xfail(strict=True, reason="the 3xTF32 experiment leaves the tolerance at B = 65536 (H200, 4 December 2026: relative error "
+                   "1.4e-5 against 1.2e-6 for SIMT; docs/benchmarks.md section 4a) and is not shipped; strict, so a fix shows as XPASS")
 def test_tensor_core_weight_gradient_is_accurate_and_deterministic(tmp_path, monkeypatch):
     pytest.importorskip("cupy", reason="CuPy is not installed (pip install -e '.[gpu]')")
     pytest.importorskip("torch", reason="torch is not installed; the benchmark compares with torch.mm")
