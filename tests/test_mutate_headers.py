@@ -234,7 +234,7 @@ def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path
             "caught": caught, "equivalent": 0, "score": 1.0, "baseline": "pass", "survivors": [],
         }))  # fmt: skip
     state, text = row()
-    assert text == (f"{caught_n} of {caught_n} mutants caught (100%) over 14 of 14 kernels; header mutants: 12 of 12 caught over 3 of 3 headers "
+    assert text == (f"{caught_n} of {caught_n} mutants caught (100%) over 15 of 15 kernels; header mutants: 12 of 12 caught over 3 of 3 headers "
                     "(each judged against every kernel including it)") and state == "ok"  # fmt: skip
     # one header sampled: a warning again
     data = json.loads((folder / "sgemm_tile.cuh.json").read_text())
