@@ -294,6 +294,39 @@ def write_project(n_kernels: int, root: Path) -> dict[str, int]:
             "kernel_sources": len(stubs)}
 
 
+#: The edits :func:`edit_project` makes (the variants of an edited check in scaling.py and
+#: check_instructions.py): what each changes, from nothing a rule reads to a value nearly every rule reads.
+EDITS = {
+    "comment": "a comment line appended to contracts/dims.toml (no value changes)",
+    "doc": "the doc string of one kernel in the middle module's file changed (a value no rule reads)",
+    "dim": "the range of the runtime dim B in contracts/dims.toml changed (max 65536 <-> 65535: every shape reads B)",
+}
+
+
+def edit_project(root: Path, kind: str, i: int) -> Path:
+    """Edit the synthetic project at ``root`` in the way ``kind`` of :data:`EDITS` names, differently for
+    each run number ``i``; the edited file."""
+    contracts = root / "contracts"
+    if kind == "comment":
+        path = contracts / "dims.toml"
+        path.write_text(path.read_text(encoding="utf-8") + f"# edit {i}\n", encoding="utf-8")
+    elif kind == "doc":
+        modules = sorted((contracts / "modules").glob("m*.toml"))
+        path = modules[len(modules) // 2]
+        text = path.read_text(encoding="utf-8")
+        start = text.index('\ndoc = "') + len('\ndoc = "')
+        end = text.index('"', start)
+        path.write_text(text[:start] + f"edit {i}: " + text[start:end].split(": ", 1)[-1] + text[end:], encoding="utf-8")
+    elif kind == "dim":
+        path = contracts / "dims.toml"
+        text = path.read_text(encoding="utf-8")
+        old, new = ("max = 65536", "max = 65535") if "max = 65536" in text else ("max = 65535", "max = 65536")
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    else:
+        raise ValueError(f"unknown edit {kind!r}; expected one of {', '.join(EDITS)}")
+    return path
+
+
 def write_layout_pair(n_kernels: int, folder: Path) -> tuple[Path, Path]:
     """Two ISV layout files for ``wireup layout diff OLD NEW``: N slots, and N + 1 by a tail append."""
     modules = n_kernels // KERNELS_PER_MODULE
