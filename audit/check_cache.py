@@ -25,10 +25,11 @@ lines, the layout of a table, a ``doc`` string. So a second entry, in ``<cache>/
 same result by what the text means instead: for each contract file the sha256 of its parsed value with
 every ``doc`` string the loader read replaced by one marker (:func:`values_digest`; no contract-only rule
 reads a doc: tests/test_check_cache.py changes every doc of the shipped contracts, a synthetic project
-and each fixture and compares the full results). A per-folder index (``index-*.json`` there) keeps each
-file's text digest, value digest and doc positions, so that only the files whose text changed are parsed
-(with the doc positions of their previous text: where the new value differs anywhere else, or holds
-something else where a doc was, the digests differ and the check runs in full). Two more things a result
+and each fixture and compares the full results). A per-folder index (``index-*.json`` there) keeps, for the
+last :data:`INDEX_VERSIONS` texts of each file, the text digest, the value digest and the doc positions,
+so that only the files whose text changed are parsed, and digested with the doc positions of each of
+their earlier texts: where the new value differs anywhere else, or holds something else where a doc was,
+no digest matches and the check runs in full. Two more things a result
 depends on are validated before it is reused: the probes, as above, and every line the run asked of a
 contract file (a finding's line, a line a message cites): the entry records them, and each is located
 again in the current text of a changed file; any that moved is a miss. On a hit the result is also
@@ -72,9 +73,12 @@ if TYPE_CHECKING:
     from .model import ContractSet
 
 CHECK_FORMAT = "wireup-check-2"  # bump when the entry layout changes
-INDEX_FORMAT = "wireup-check-values-1"  # bump when the index layout or the value digest changes
+INDEX_FORMAT = "wireup-check-values-2"  # bump when the index layout or the value digest changes
 #: What a doc string the loader read is replaced by in a value digest: a tuple, which no TOML value is.
 DOC_MARKER = ("doc",)
+#: Texts of each contract file the index keeps (newest first): an edit undone, or a branch checked out
+#: again, is recognised by value.
+INDEX_VERSIONS = 4
 #: Largest entry read (bytes).
 ENTRY_LIMIT = 256 << 20
 
@@ -163,11 +167,12 @@ class CheckCache:
         digests: dict[str, str] = {}
         changed = {}
         for rel, text in self.read.texts.items():
-            known = index.get(rel)
-            if known is None:
+            versions = index.get(rel)
+            if not versions:
                 return None
-            sha, digest, positions = known
-            if sha != self.shas[rel]:
+            sha = self.shas[rel]
+            known = next((v for v in versions if v[0] == sha), None)
+            if known is None:
                 try:
                     value = _load._parse_toml(text.removeprefix("\ufeff"))
                 except Exception:  # not TOML (the load reports it), too deep, a parser's own failure
@@ -175,10 +180,11 @@ class CheckCache:
                 if type(value) is not dict:
                     return None
                 self.read.values[rel] = value  # parsed once: a load after a miss takes it from here
-                if values_digest(value, positions) != digest:
+                known = next(((sha, d, pos) for _, d, pos in versions if values_digest(value, pos) == d), None)
+                if known is None:
                     return None
-                changed[rel] = (self.shas[rel], digest, positions)
-            digests[rel] = digest
+                changed[rel] = [known, *(v for v in versions if v[0] != sha)][:INDEX_VERSIONS]
+            digests[rel] = known[1]
         key = self._values_key(digests)
         data = self._valid(self._values_path(key), key)
         if data is None:
@@ -277,20 +283,29 @@ class CheckCache:
         """Bring the index up to this load's texts; the value digest of every contract file, or None
         where one has none (a value that could not be digested)."""
         index = _read_index(self.index_path)
-        fresh = {rel: entry for rel, entry in index.items() if rel in self.shas and entry[0] == self.shas[rel]}
-        todo = {rel for rel in self.shas if rel not in fresh}
+        fresh: dict[str, list[tuple[str, str, list[tuple]]]] = {}
+        digests = {}
+        todo = set()
+        for rel, sha in self.shas.items():
+            versions = index.get(rel, [])
+            known = next((v for v in versions if v[0] == sha), None)
+            if known is None:
+                todo.add(rel)
+                fresh[rel] = versions[: INDEX_VERSIONS - 1]
+            else:
+                fresh[rel] = [known, *(v for v in versions if v is not known)]
+                digests[rel] = known[1]
         if todo:
             positions = doc_positions(cs, todo, self.read.values)
             for rel in todo:
                 value = self.read.values.get(rel)
                 digest = values_digest(value, positions[rel]) if value is not None else None
                 if digest is not None:
-                    fresh[rel] = (self.shas[rel], digest, positions[rel])
+                    fresh[rel] = [(self.shas[rel], digest, positions[rel]), *fresh[rel]]
+                    digests[rel] = digest
         if fresh != index:
             _write_index(self.index_path, fresh)
-        if len(fresh) != len(self.shas):
-            return None
-        return {rel: entry[1] for rel, entry in fresh.items()}
+        return digests if len(digests) == len(self.shas) else None
 
 
 # -- value digests ----------------------------------------------------------------------------------
@@ -310,15 +325,23 @@ def _described(cs: ContractSet) -> Iterator[Any]:
 
 def doc_positions(cs: ContractSet, rels: set[str], values: dict[str, Any]) -> dict[str, list[tuple]]:
     """For each file of ``rels``: the key paths of the tables whose ``doc`` string the load of ``cs``
-    read (a path whose table in the parsed value ``values[rel]`` holds another doc is left out)."""
+    read (a path whose table in the parsed value ``values[rel]`` holds another doc is left out).
+
+    An object's location is its table, or a value in it (a fixed dim points at its ``value``): then the
+    table is the one around that value."""
     out: dict[str, list[tuple]] = {rel: [] for rel in rels}
     for obj in _described(cs):
         src = obj.loc.source
         if src is None or src.path not in out:
             continue
-        table = _at(values.get(src.path), obj.loc.key)
+        key = obj.loc.key
+        value = values.get(src.path)
+        table = _at(value, key)
+        if type(table) is not dict and key:
+            key = key[:-1]
+            table = _at(value, key)
         if type(table) is dict and type(table.get("doc")) is str and table["doc"] == obj.doc:
-            out[src.path].append(obj.loc.key)
+            out[src.path].append(key)
     return out
 
 
@@ -372,28 +395,32 @@ def _key_path(v: Any) -> tuple | None:
     return tuple(v)
 
 
-def _read_index(path: Path) -> dict[str, tuple[str, str, list[tuple]]]:
-    """The index at ``path``: relative path -> (text sha256, value digest, doc positions); empty where
-    it is missing, damaged or of another shape."""
+def _read_index(path: Path) -> dict[str, list[tuple[str, str, list[tuple]]]]:
+    """The index at ``path``: relative path -> its last :data:`INDEX_VERSIONS` texts, newest first, each
+    (text sha256, value digest, doc positions); empty where it is missing, damaged or of another shape."""
     try:
         data = json.loads(_read_entry(path))
         if type(data) is not dict or data.get("format") != INDEX_FORMAT or type(data.get("files")) is not dict:
             return {}
         out = {}
-        for rel, entry in data["files"].items():
-            if type(entry) is not list or len(entry) != 3 or type(entry[0]) is not str or type(entry[1]) is not str or type(entry[2]) is not list:
+        for rel, versions in data["files"].items():
+            if type(versions) is not list or len(versions) > INDEX_VERSIONS:
                 return {}
-            positions = [_key_path(k) for k in entry[2]]
-            if any(k is None for k in positions):
-                return {}
-            out[rel] = (entry[0], entry[1], positions)
+            out[rel] = []
+            for v in versions:
+                if type(v) is not list or len(v) != 3 or type(v[0]) is not str or type(v[1]) is not str or type(v[2]) is not list:
+                    return {}
+                positions = [_key_path(k) for k in v[2]]
+                if any(k is None for k in positions):
+                    return {}
+                out[rel].append((v[0], v[1], positions))
         return out  # type: ignore[return-value]
     except (OSError, ValueError, RecursionError):
         return {}
 
 
-def _write_index(path: Path, index: dict[str, tuple[str, str, list[tuple]]]) -> None:
-    files = {rel: [sha, digest, [list(k) for k in positions]] for rel, (sha, digest, positions) in sorted(index.items())}
+def _write_index(path: Path, index: dict[str, list[tuple[str, str, list[tuple]]]]) -> None:
+    files = {rel: [[sha, digest, [list(k) for k in positions]] for sha, digest, positions in versions] for rel, versions in sorted(index.items())}
     _store(path, {"format": INDEX_FORMAT, "files": files})
 
 
