@@ -23,6 +23,7 @@ second a tail append of the first) for ``wireup layout diff OLD NEW``.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -299,7 +300,7 @@ def write_project(n_kernels: int, root: Path) -> dict[str, int]:
 EDITS = {
     "comment": "a comment line appended to contracts/dims.toml (no value changes)",
     "doc": "the doc string of one kernel in the middle module's file changed (a value no rule reads)",
-    "dim": "the range of the runtime dim B in contracts/dims.toml changed (max 65536 <-> 65535: every shape reads B)",
+    "dim": "the range of the runtime dim B in contracts/dims.toml changed (its max lowered by one; every shape reads B)",
 }
 
 
@@ -317,11 +318,12 @@ def edit_project(root: Path, kind: str, i: int) -> Path:
         start = text.index('\ndoc = "') + len('\ndoc = "')
         end = text.index('"', start)
         path.write_text(text[:start] + f"edit {i}: " + text[start:end].split(": ", 1)[-1] + text[end:], encoding="utf-8")
-    elif kind == "dim":
+    elif kind == "dim":  # a value never given before (an edit undone is recognised by the check cache)
         path = contracts / "dims.toml"
         text = path.read_text(encoding="utf-8")
-        old, new = ("max = 65536", "max = 65535") if "max = 65536" in text else ("max = 65535", "max = 65536")
-        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        m = re.search(r"^B = \{ min = 1, max = (\d+)", text, re.MULTILINE)
+        assert m is not None, "the synthetic dims.toml declares B's range first"
+        path.write_text(text[: m.start(1)] + str(int(m.group(1)) - 1) + text[m.end(1) :], encoding="utf-8")
     else:
         raise ValueError(f"unknown edit {kind!r}; expected one of {', '.join(EDITS)}")
     return path
