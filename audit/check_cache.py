@@ -311,13 +311,15 @@ class CheckCache:
 # -- value digests ----------------------------------------------------------------------------------
 
 
-def _described(cs: ContractSet) -> Iterator[Any]:
-    """Every object of ``cs`` whose table may hold a ``doc`` string the loader reads."""
+def _described(cs: ContractSet, rels: set[str]) -> Iterator[Any]:
+    """Every object of ``cs`` whose table may hold a ``doc`` string the loader reads (a kernel's
+    parameters only where the kernel is declared in a file of ``rels``: they lie in its table)."""
     yield from cs.dims
     yield from cs.buffers
     for k in cs.kernels:
         yield k
-        yield from k.params
+        if k.loc.source is not None and k.loc.source.path in rels:
+            yield from k.params
     if cs.isv is not None:
         yield from cs.isv.slots
     yield from cs.schedules
@@ -330,7 +332,7 @@ def doc_positions(cs: ContractSet, rels: set[str], values: dict[str, Any]) -> di
     An object's location is its table, or a value in it (a fixed dim points at its ``value``): then the
     table is the one around that value."""
     out: dict[str, list[tuple]] = {rel: [] for rel in rels}
-    for obj in _described(cs):
+    for obj in _described(cs, rels):
         src = obj.loc.source
         if src is None or src.path not in out:
             continue
