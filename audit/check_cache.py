@@ -130,6 +130,8 @@ class CheckCache:
         self.path = folder / "check" / f"{self.key}.json"
         scope = hashlib.sha256(f"{INDEX_FORMAT}\0{code_version()}\0{parser_name()}\0{cfg.contracts_dir.absolute()}\0".encode("utf-8", "surrogatepass"))
         self.index_path = folder / "check" / "values" / f"index-{scope.hexdigest()}.json"
+        # relative path -> (text sha256, value digest, doc positions) of the texts the index did not know
+        self._new: dict[str, tuple[str, str, list[tuple]]] | None = None
 
     @classmethod
     def open(cls, cfg: Config, rules: Sequence[Rule], options: dict[str, Any]) -> CheckCache | None:
@@ -279,30 +281,38 @@ class CheckCache:
             key = self._values_key(digests)
             _store(self._values_path(key), {**data, "key": key})
 
+    def digest(self, cs: ContractSet) -> None:
+        """Digest the parsed value of every contract file whose text the index does not know, from the
+        load of ``cs``, and let the parsed values go (called once the model is built and before the
+        rules run, so that the values are not held while they run)."""
+        index = _read_index(self.index_path)
+        todo = {rel for rel, sha in self.shas.items() if not any(v[0] == sha for v in index.get(rel, ()))}
+        positions = doc_positions(cs, todo, self.read.values) if todo else {}
+        self._new = {}
+        for rel in todo:
+            value = self.read.values.get(rel)
+            digest = values_digest(value, positions[rel]) if value is not None else None
+            if digest is not None:
+                self._new[rel] = (self.shas[rel], digest, positions[rel])
+        self.read.values.clear()
+
     def _index_values(self, cs: ContractSet) -> dict[str, str] | None:
         """Bring the index up to this load's texts; the value digest of every contract file, or None
         where one has none (a value that could not be digested)."""
+        if self._new is None:
+            self.digest(cs)
+        new = self._new or {}
         index = _read_index(self.index_path)
         fresh: dict[str, list[tuple[str, str, list[tuple]]]] = {}
         digests = {}
-        todo = set()
         for rel, sha in self.shas.items():
             versions = index.get(rel, [])
-            known = next((v for v in versions if v[0] == sha), None)
-            if known is None:
-                todo.add(rel)
-                fresh[rel] = versions[: INDEX_VERSIONS - 1]
-            else:
-                fresh[rel] = [known, *(v for v in versions if v is not known)]
+            known = next((v for v in versions if v[0] == sha), None) or new.get(rel)
+            if known is not None:
+                fresh[rel] = [known, *(v for v in versions if v[0] != sha)][:INDEX_VERSIONS]
                 digests[rel] = known[1]
-        if todo:
-            positions = doc_positions(cs, todo, self.read.values)
-            for rel in todo:
-                value = self.read.values.get(rel)
-                digest = values_digest(value, positions[rel]) if value is not None else None
-                if digest is not None:
-                    fresh[rel] = [(self.shas[rel], digest, positions[rel]), *fresh[rel]]
-                    digests[rel] = digest
+            elif versions:
+                fresh[rel] = versions
         if fresh != index:
             _write_index(self.index_path, fresh)
         return digests if len(digests) == len(self.shas) else None
