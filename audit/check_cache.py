@@ -344,8 +344,8 @@ def doc_positions(cs: ContractSet, rels: set[str], values: dict[str, Any]) -> di
     out: dict[str, list[tuple]] = {rel: [] for rel in rels}
     for obj in _described(cs, rels):
         src = obj.loc.source
-        if src is None or src.path not in out:
-            continue
+        if not obj.doc or src is None or src.path not in out:
+            continue  # an empty doc is left in the value: editing it is a miss, which costs only time
         key = obj.loc.key
         value = values.get(src.path)
         table = _at(value, key)
