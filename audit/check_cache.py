@@ -132,6 +132,13 @@ class CheckCache:
         self.index_path = folder / "check" / "values" / f"index-{scope.hexdigest()}.json"
         # relative path -> (text sha256, value digest, doc positions) of the texts the index did not know
         self._new: dict[str, tuple[str, str, list[tuple]]] | None = None
+        self._index: dict[str, list[tuple[str, str, list[tuple]]]] | None = None
+
+    def index(self) -> dict[str, list[tuple[str, str, list[tuple]]]]:
+        """The index of this contracts folder as this check found it (read once)."""
+        if self._index is None:
+            self._index = _read_index(self.index_path)
+        return self._index
 
     @classmethod
     def open(cls, cfg: Config, rules: Sequence[Rule], options: dict[str, Any]) -> CheckCache | None:
@@ -165,7 +172,7 @@ class CheckCache:
         data = self._valid(self.path, self.key)
         if data is not None:
             return _result(data["result"])
-        index = _read_index(self.index_path)
+        index = self.index()
         digests: dict[str, str] = {}
         changed = {}
         for rel, text in self.read.texts.items():
@@ -285,7 +292,7 @@ class CheckCache:
         """Digest the parsed value of every contract file whose text the index does not know, from the
         load of ``cs``, and let the parsed values go (called once the model is built and before the
         rules run, so that the values are not held while they run)."""
-        index = _read_index(self.index_path)
+        index = self.index()
         todo = {rel for rel, sha in self.shas.items() if not any(v[0] == sha for v in index.get(rel, ()))}
         positions = doc_positions(cs, todo, self.read.values) if todo else {}
         self._new = {}
@@ -302,7 +309,7 @@ class CheckCache:
         if self._new is None:
             self.digest(cs)
         new = self._new or {}
-        index = _read_index(self.index_path)
+        index = self.index()
         fresh: dict[str, list[tuple[str, str, list[tuple]]]] = {}
         digests = {}
         for rel, sha in self.shas.items():
