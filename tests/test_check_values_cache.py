@@ -11,6 +11,7 @@ entries are ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import marshal
 import re
@@ -24,6 +25,7 @@ from audit.api import check
 from audit.check_cache import DOC_MARKER, values_digest
 from audit.errors import ContractError
 from audit.model import SourceFile
+from audit.rules import select_rules
 
 from test_check_cache import (  # noqa: F401  (the synthetic fixture)
     CONTRACT_ONLY_FIXTURES,
@@ -134,6 +136,17 @@ def test_every_fixture_after_comments_and_doc_edits_equals_a_full_check(rule_id:
     assert outputs(result) == outputs(uncached(cfg))
 
 
+def test_the_shipped_contracts_after_comments_and_doc_edits_equal_a_full_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root, cfg = project(REPO, tmp_path)
+    check(config=cfg, select=SEL)
+    for f in sorted((root / "contracts").rglob("*.toml")):
+        f.write_text(f.read_text() + "\n# a comment\n\n")
+    assert change_docs(root, "edited") > 0
+    built, result = model_built(cfg, monkeypatch)
+    assert not built
+    assert outputs(result) == outputs(uncached(cfg))
+
+
 def test_a_value_edit_reverted_is_answered_from_the_first_entry(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     cfg = config(synthetic, tmp_path / "cache")
     dims = synthetic / "contracts" / "dims.toml"
@@ -189,6 +202,35 @@ def test_an_edit_of_what_a_rule_may_read_is_a_miss(edit: str, synthetic: Path, t
         built, result = model_built(cfg, monkeypatch)
         assert built
         assert outputs(result) == reference
+
+
+def comment_everywhere(root: Path) -> None:
+    for f in sorted((root / "contracts").rglob("*.toml")):
+        f.write_text(f.read_text() + "# a comment\n")
+
+
+def test_a_removed_source_is_seen_through_its_probe_by_value(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    cfg = config(synthetic, tmp_path / "cache")
+    check(config=cfg, select=SEL)
+    comment_everywhere(synthetic)
+    sorted((synthetic / "kernels").glob("*.cu"))[0].unlink()
+    built, result = model_built(cfg, monkeypatch)
+    assert built and "SOURCE_MISSING" in {f.rule for f in result.findings}
+    assert outputs(result) == outputs(uncached(cfg))
+
+
+def test_configuration_options_rules_and_code_are_in_the_key_by_value(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    cfg = config(synthetic, tmp_path / "cache")
+    check(config=cfg, select=SEL)
+    comment_everywhere(synthetic)
+    rules = select_rules(SEL)
+    assert check_cache.CheckCache.open(dataclasses.replace(cfg, include=("elsewhere",)), rules, {}).lookup() is None
+    assert check_cache.CheckCache.open(cfg, rules, {"escalate": ("DEAD_KERNEL",)}).lookup() is None
+    assert check_cache.CheckCache.open(cfg, rules[1:], {}).lookup() is None
+    with monkeypatch.context() as m:
+        m.setattr(check_cache, "code_version", lambda: "another version of wireup")
+        assert check_cache.CheckCache.open(cfg, rules, {}).lookup() is None
+    assert check_cache.CheckCache.open(cfg, rules, {}).lookup() is not None  # the same, by value
 
 
 def test_a_new_or_removed_file_is_a_miss(synthetic: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
