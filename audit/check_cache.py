@@ -361,7 +361,7 @@ def doc_positions(cs: ContractSet, rels: set[str], values: dict[str, Any]) -> di
             table = _at(value, key)
         if type(table) is dict and type(table.get("doc")) is str and table["doc"] == obj.doc:
             out[src.path].append(key)
-    return out
+    return {rel: list(dict.fromkeys(keys)) for rel, keys in out.items()}  # a table two objects share, once
 
 
 def _at(value: Any, key: tuple) -> Any:

@@ -333,6 +333,22 @@ def test_value_digests_differ_but_for_docs():
     assert values_digest(base, [("kernel", 1)]) is None
     assert values_digest(base, [("dims", "B", "value")]) is None
     assert values_digest(base, positions[:1]) != d  # a doc not replaced is part of the value
+    assert values_digest(base, positions + positions[:1]) is None  # a position given twice holds no doc the second time
+
+
+def test_doc_positions_are_the_tables_whose_doc_the_load_read(tmp_path: Path):
+    root, cfg = project(RULES / "DUPLICATE_NAME" / "bad", tmp_path)
+    from audit.load import read_contract_files
+
+    read = read_contract_files(cfg.contracts_dir, root.resolve())
+    cs = load.load_contracts(cfg.contracts_dir, root, read=read)
+    positions = check_cache.doc_positions(cs, set(read.texts), read.values)
+    assert positions["contracts/buffers.toml"][:3] == [("dims", "B"), ("dims", "D"), ("dims", "H")]  # a fixed dim points at its value
+    assert ("schedule", 0) in positions["contracts/schedules.toml"]
+    for rel, keys in positions.items():
+        assert len(set(keys)) == len(keys)
+        for key in keys:
+            assert type(check_cache._at(read.values[rel], key)["doc"]) is str
 
 
 def test_value_digests_depend_on_values_not_on_shared_objects():
