@@ -83,17 +83,21 @@ def run_check(
     options: dict[str, Any] | None = None,
     contracts: ContractSet | None = None,
     read: ContractTexts | None = None,
+    loaded: Callable[[ContractSet], None] | None = None,
 ) -> CheckRun:
     """Run ``wireup check`` on the project at ``root``; its findings and gathered facts.
 
     Contract files whose text is in the parsed-file cache (:mod:`audit.toml_cache`) are not parsed again;
-    ``read`` is the contract files where the caller has read them already."""
+    ``read`` is the contract files where the caller has read them already. ``loaded`` is called with the
+    contract set once it is loaded, before the rules run."""
     cfg = config or load_config(root)
     if contracts is None:
         from .check_cache import cache_folder
 
         folder = cache_folder(cfg)
         cs = load_contracts(cfg.contracts_dir, cfg.root, cache=folder / "parsed" if folder else None, read=read)
+        if loaded is not None:
+            loaded(cs)
     else:
         cs = contracts
     rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
@@ -130,7 +134,8 @@ def check(
             hit = store.lookup()
             if hit is not None:
                 return hit
-    run = run_check(root, select, ignore, cfg, options, contracts, read=store.read if store else None)
+    # the check cache digests the parsed values once the model is built, and lets them go before the rules run
+    run = run_check(root, select, ignore, cfg, options, contracts, read=store.read if store else None, loaded=store.digest if store else None)
     if store is not None:
         store.save(run)
     return run.result

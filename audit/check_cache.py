@@ -20,11 +20,27 @@ a contract file, the configuration, wireup or a probed file (a source created, r
 or a header it includes changed in a way the safety checks see) misses, and the check runs in full, with
 the parsed-file cache (:mod:`audit.toml_cache`) sparing the parse of every file that did not change.
 
+**Reuse by value.** Most edits change a file's text but not a value any rule reads: a comment, blank
+lines, the layout of a table, a ``doc`` string. So a second entry, in ``<cache>/check/values/``, keys the
+same result by what the text means instead: for each contract file the sha256 of its parsed value with
+every ``doc`` string the loader read replaced by one marker (:func:`values_digest`; no contract-only rule
+reads a doc: tests/test_check_cache.py changes every doc of the shipped contracts, a synthetic project
+and each fixture and compares the full results). A per-folder index (``index-*.json`` there) keeps, for the
+last :data:`INDEX_VERSIONS` texts of each file, the text digest, the value digest and the doc positions,
+so that only the files whose text changed are parsed, and digested with the doc positions of each of
+their earlier texts: where the new value differs anywhere else, or holds something else where a doc was,
+no digest matches and the check runs in full. Two more things a result
+depends on are validated before it is reused: the probes, as above, and every line the run asked of a
+contract file (a finding's line, a line a message cites): the entry records them, and each is located
+again in the current text of a changed file; any that moved is a miss. On a hit the result is also
+stored under the text key, and the index takes the new texts.
+
 A selection with any other rule (build, evidence, launchers, layout: they read the build, the evidence
 records, the launcher sources or generated files) is not cached; neither is a result whose
 ``[[suppress]]`` entries name such a rule while SUPPRESSION_UNUSED judges them, nor a load error. An
 entry that cannot be read, does not parse or holds a value of the wrong type is ignored and rewritten.
-The cache is trusted as much as the build cache beside it: a cache folder git tracks is not used at all
+The index, like the parsed-file cache, vouches for the values of texts it recorded (a value digest is
+recomputed only for a text it does not know). The cache is trusted as much as the build cache beside it: a cache folder git tracks is not used at all
 (:func:`cache_folder`), and a CI job should not restore a cache folder written by an untrusted pull request.
 
 >>> store = CheckCache.open(cfg, rules, options)          # doctest: +SKIP
@@ -36,23 +52,33 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import marshal
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._tomlpos import line_of, locate_lines
 from .errors import ContractError
 from .findings import CheckResult, Finding, NotRun, Severity
+from . import load as _load
 from .load import ContractTexts, parser_name, read_contract_files
 from .rules import CONTRACT_ONLY, PROBES, REGISTRY, RUN_ONLY, Rule
 
 if TYPE_CHECKING:
     from .api import CheckRun
     from .config import Config
+    from .model import ContractSet
 
-CHECK_FORMAT = "wireup-check-1"  # bump when the entry layout changes
+CHECK_FORMAT = "wireup-check-2"  # bump when the entry layout changes
+INDEX_FORMAT = "wireup-check-values-2"  # bump when the index layout or the value digest changes
+#: What a doc string the loader read is replaced by in a value digest: a tuple, which no TOML value is.
+DOC_MARKER = ("doc",)
+#: Texts of each contract file the index keeps (newest first): an edit undone, or a branch checked out
+#: again, is recognised by value.
+INDEX_VERSIONS = 4
 #: Largest entry read (bytes).
 ENTRY_LIMIT = 256 << 20
 
@@ -89,13 +115,30 @@ def cacheable(rule: Rule) -> bool:
 
 
 class CheckCache:
-    """One check's entry: its key, the contract files it read, and reading or writing the entry."""
+    """One check's entries (by text and by value): their keys, the contract files read, reading and writing them."""
 
-    def __init__(self, cfg: Config, folder: Path, key: str, read: ContractTexts) -> None:
+    def __init__(self, cfg: Config, folder: Path, prefix: bytes, read: ContractTexts, shas: dict[str, str]) -> None:
         self.cfg = cfg
-        self.path = folder / "check" / f"{key}.json"
-        self.key = key
+        self.folder = folder
+        self.prefix = prefix  # wireup's code, the configuration, the options and the rules, hashed
         self.read = read  # the contract files, read once for the key and the load
+        self.shas = shas  # relative path -> sha256 of its text
+        h = hashlib.sha256(b"text\0" + prefix)
+        for rel in sorted(shas):
+            h.update(f"{len(rel)}:{rel}{shas[rel]}".encode("utf-8", "surrogatepass"))
+        self.key = h.hexdigest()
+        self.path = folder / "check" / f"{self.key}.json"
+        scope = hashlib.sha256(f"{INDEX_FORMAT}\0{code_version()}\0{parser_name()}\0{cfg.contracts_dir.absolute()}\0".encode("utf-8", "surrogatepass"))
+        self.index_path = folder / "check" / "values" / f"index-{scope.hexdigest()}.json"
+        # relative path -> (text sha256, value digest, doc positions) of the texts the index did not know
+        self._new: dict[str, tuple[str, str, list[tuple]]] | None = None
+        self._index: dict[str, list[tuple[str, str, list[tuple]]]] | None = None
+
+    def index(self) -> dict[str, list[tuple[str, str, list[tuple]]]]:
+        """The index of this contracts folder as this check found it (read once)."""
+        if self._index is None:
+            self._index = _read_index(self.index_path)
+        return self._index
 
     @classmethod
     def open(cls, cfg: Config, rules: Sequence[Rule], options: dict[str, Any]) -> CheckCache | None:
@@ -118,18 +161,69 @@ class CheckCache:
             opts = json.dumps(options, sort_keys=True, default=repr)
         except (TypeError, ValueError):
             return None
-        h = hashlib.sha256(f"{version}\0{cfg!r}\0{root}\0{opts}\0".encode("utf-8", "surrogatepass"))
-        h.update("\0".join(r.id for r in rules).encode() + b"\0")
-        for rel in sorted(read.texts):
-            data = read.texts[rel].encode("utf-8", "surrogatepass")
-            h.update(f"{len(rel)}:{rel}{len(data)}:".encode("utf-8", "surrogatepass") + data)
-        return cls(cfg, folder, h.hexdigest(), read)
+        prefix = f"{version}\0{cfg!r}\0{root}\0{opts}\0".encode("utf-8", "surrogatepass")
+        prefix += "\0".join(r.id for r in rules).encode() + b"\0"
+        shas = {rel: hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for rel, text in read.texts.items()}
+        return cls(cfg, folder, prefix, read, shas)
 
     def lookup(self) -> CheckResult | None:
-        """The cached result, or None where there is no valid entry or a probe answers otherwise now."""
+        """The cached result, or None where there is no valid entry or a probe answers otherwise now:
+        first by the texts of the contract files, then by their values (see the module's docstring)."""
+        data = self._valid(self.path, self.key)
+        if data is not None:
+            return _result(data["result"])
+        index = self.index()
+        digests: dict[str, str] = {}
+        changed = {}
+        for rel, text in self.read.texts.items():
+            versions = index.get(rel)
+            if not versions:
+                return None
+            sha = self.shas[rel]
+            known = next((v for v in versions if v[0] == sha), None)
+            if known is None:
+                try:
+                    value = _load._parse_toml(text.removeprefix("\ufeff"))
+                except Exception:  # not TOML (the load reports it), too deep, a parser's own failure
+                    return None
+                if type(value) is not dict:
+                    return None
+                self.read.values[rel] = value  # parsed once: a load after a miss takes it from here
+                known = next(((sha, d, pos) for _, d, pos in versions if values_digest(value, pos) == d), None)
+                if known is None:
+                    return None
+                changed[rel] = [known, *(v for v in versions if v[0] != sha)][:INDEX_VERSIONS]
+            digests[rel] = known[1]
+        key = self._values_key(digests)
+        data = self._valid(self._values_path(key), key)
+        if data is None:
+            return None
         try:
-            data = json.loads(_read_entry(self.path))
-            if not isinstance(data, dict) or data.get("format") != CHECK_FORMAT or data.get("key") != self.key:
+            result = _result(data["result"])
+        except (KeyError, TypeError):
+            return None
+        index.update(changed)
+        _write_index(self.index_path, index)
+        # the next check of these texts reads it first; its lines were found where they are in them
+        lines = [[rel, self.shas[rel], asked] for rel, _sha, asked in data["lines"]]
+        _store(self.path, {**data, "key": self.key, "lines": lines})
+        return result
+
+    def _values_key(self, digests: dict[str, str]) -> str:
+        h = hashlib.sha256(b"values\0" + self.prefix)
+        for rel in sorted(digests):
+            h.update(f"{len(rel)}:{rel}{digests[rel]}".encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
+    def _values_path(self, key: str) -> Path:
+        return self.index_path.parent / f"{key}.json"
+
+    def _valid(self, path: Path, key: str) -> dict[str, Any] | None:
+        """The entry at ``path`` where it is one of ``key`` whose probes answer and whose lines lie as
+        recorded now (its result still to be typed by :func:`_result`); None otherwise."""
+        try:
+            data = json.loads(_read_entry(path))
+            if not isinstance(data, dict) or data.get("format") != CHECK_FORMAT or data.get("key") != key:
                 return None
             probes = data["probes"]
             if not isinstance(probes, list):
@@ -141,9 +235,34 @@ class CheckCache:
                 kind, arg, answer = item
                 if kind not in PROBES or PROBES[kind](root, self.cfg, arg) != answer:
                     return None
-            return _result(data["result"])
+            if not self._lines_hold(data["lines"]):
+                return None
+            _result(data["result"])
+            return data
         except (OSError, ValueError, KeyError, TypeError, RecursionError):  # missing, damaged or forged
             return None
+
+    def _lines_hold(self, recorded: Any) -> bool:
+        """Whether every line the run asked of a contract file is where it was (files whose text is the
+        one the run read are not looked at again)."""
+        if type(recorded) is not list:
+            return False
+        for item in recorded:
+            if type(item) is not list or len(item) != 3 or type(item[0]) is not str or type(item[1]) is not str or type(item[2]) is not list:
+                return False
+            rel, sha, asked = item
+            if rel not in self.shas:
+                return False
+            if sha == self.shas[rel]:
+                continue
+            lines = locate_lines(self.read.texts[rel].removeprefix("\ufeff"))
+            for pair in asked:
+                if type(pair) is not list or len(pair) != 2 or _key_path(pair[0]) is None:
+                    return False
+                key, line = pair
+                if (line is not None and type(line) is not int) or line_of(lines, tuple(key)) != line:
+                    return False
+        return True
 
     def save(self, run: CheckRun) -> None:
         """Store the result of ``run`` (a check of the rules this entry was opened for), unless a rule it
@@ -157,7 +276,171 @@ class CheckCache:
             if r is not None and r.category not in RUN_ONLY and r.replaced_by is None and not cacheable(r):
                 return
         probes = [[kind, arg, answer] for (kind, arg), answer in run.context.probes.items()]
-        _store(self.path, {"format": CHECK_FORMAT, "key": self.key, "probes": probes, "result": _plain(result)})
+        lines = [
+            [rel, self.shas[rel], [[list(key), line] for key, line in src.asked.items()]]
+            for rel, src in self.read.sources.items()
+            if src.asked and rel in self.shas
+        ]
+        data = {"format": CHECK_FORMAT, "key": self.key, "probes": probes, "lines": lines, "result": _plain(result)}
+        _store(self.path, data)
+        digests = self._index_values(run.contracts)
+        if digests is not None:
+            key = self._values_key(digests)
+            _store(self._values_path(key), {**data, "key": key})
+
+    def digest(self, cs: ContractSet) -> None:
+        """Digest the parsed value of every contract file whose text the index does not know, from the
+        load of ``cs``, and let the parsed values go (called once the model is built and before the
+        rules run, so that the values are not held while they run)."""
+        index = self.index()
+        todo = {rel for rel, sha in self.shas.items() if not any(v[0] == sha for v in index.get(rel, ()))}
+        positions = doc_positions(cs, todo, self.read.values) if todo else {}
+        self._new = {}
+        for rel in todo:
+            value = self.read.values.get(rel)
+            digest = values_digest(value, positions[rel]) if value is not None else None
+            if digest is not None:
+                self._new[rel] = (self.shas[rel], digest, positions[rel])
+        self.read.values.clear()
+
+    def _index_values(self, cs: ContractSet) -> dict[str, str] | None:
+        """Bring the index up to this load's texts; the value digest of every contract file, or None
+        where one has none (a value that could not be digested)."""
+        if self._new is None:
+            self.digest(cs)
+        new = self._new or {}
+        index = self.index()
+        fresh: dict[str, list[tuple[str, str, list[tuple]]]] = {}
+        digests = {}
+        for rel, sha in self.shas.items():
+            versions = index.get(rel, [])
+            known = next((v for v in versions if v[0] == sha), None) or new.get(rel)
+            if known is not None:
+                fresh[rel] = [known, *(v for v in versions if v[0] != sha)][:INDEX_VERSIONS]
+                digests[rel] = known[1]
+            elif versions:
+                fresh[rel] = versions
+        if fresh != index:
+            _write_index(self.index_path, fresh)
+        return digests if len(digests) == len(self.shas) else None
+
+
+# -- value digests ----------------------------------------------------------------------------------
+
+
+def _described(cs: ContractSet, rels: set[str]) -> Iterator[Any]:
+    """Every object of ``cs`` whose table may hold a ``doc`` string the loader reads (a kernel's
+    parameters only where the kernel is declared in a file of ``rels``: they lie in its table)."""
+    yield from cs.dims
+    yield from cs.buffers
+    for k in cs.kernels:
+        yield k
+        if k.loc.source is not None and k.loc.source.path in rels:
+            yield from k.params
+    if cs.isv is not None:
+        yield from cs.isv.slots
+    yield from cs.schedules
+
+
+def doc_positions(cs: ContractSet, rels: set[str], values: dict[str, Any]) -> dict[str, list[tuple]]:
+    """For each file of ``rels``: the key paths of the tables whose ``doc`` string the load of ``cs``
+    read (a path whose table in the parsed value ``values[rel]`` holds another doc is left out).
+
+    An object's location is its table, or a value in it (a fixed dim points at its ``value``): then the
+    table is the one around that value."""
+    out: dict[str, list[tuple]] = {rel: [] for rel in rels}
+    for obj in _described(cs, rels):
+        src = obj.loc.source
+        if not obj.doc or src is None or src.path not in out:
+            continue  # an empty doc is left in the value: editing it is a miss, which costs only time
+        key = obj.loc.key
+        value = values.get(src.path)
+        table = _at(value, key)
+        if type(table) is not dict and key:
+            key = key[:-1]
+            table = _at(value, key)
+        if type(table) is dict and type(table.get("doc")) is str and table["doc"] == obj.doc:
+            out[src.path].append(key)
+    return {rel: list(dict.fromkeys(keys)) for rel, keys in out.items()}  # a table two objects share, once
+
+
+def _at(value: Any, key: tuple) -> Any:
+    for part in key:
+        if type(part) is str and type(value) is dict:
+            value = value.get(part)
+        elif type(part) is int and type(value) is list and 0 <= part < len(value):
+            value = value[part]
+        else:
+            return None
+    return value
+
+
+def values_digest(value: dict[str, Any], positions: list[tuple]) -> str | None:
+    """sha256 of the parsed value of a contract file with the ``doc`` string of the table at each of
+    ``positions`` replaced by :data:`DOC_MARKER`; None where a position holds no table with a doc string
+    (then the value differs from the one the positions were found in).
+
+    Two values with the same digest are equal but for doc strings at those positions: marshal's version 2
+    writes no references, so its bytes are a function of the value, and decode back to it."""
+    root = dict(value)
+    copied = {id(root)}
+    for key in positions:
+        node: Any = root
+        for part in key:
+            if type(part) is str and type(node) is dict and part in node:
+                child = node[part]
+            elif type(part) is int and type(node) is list and 0 <= part < len(node):
+                child = node[part]
+            else:
+                return None
+            if id(child) not in copied and type(child) in (dict, list):
+                child = dict(child) if type(child) is dict else list(child)
+                copied.add(id(child))
+                node[part] = child
+            node = child
+        if type(node) is not dict or type(node.get("doc")) is not str:
+            return None
+        node["doc"] = DOC_MARKER
+    try:
+        return hashlib.sha256(marshal.dumps(root, 2)).hexdigest()
+    except (ValueError, RecursionError):
+        return None
+
+
+def _key_path(v: Any) -> tuple | None:
+    """A key path from JSON (a list of strings and integers), or None."""
+    if type(v) is not list or not all(type(p) is str or type(p) is int for p in v):
+        return None
+    return tuple(v)
+
+
+def _read_index(path: Path) -> dict[str, list[tuple[str, str, list[tuple]]]]:
+    """The index at ``path``: relative path -> its last :data:`INDEX_VERSIONS` texts, newest first, each
+    (text sha256, value digest, doc positions); empty where it is missing, damaged or of another shape."""
+    try:
+        data = json.loads(_read_entry(path))
+        if type(data) is not dict or data.get("format") != INDEX_FORMAT or type(data.get("files")) is not dict:
+            return {}
+        out = {}
+        for rel, versions in data["files"].items():
+            if type(versions) is not list or len(versions) > INDEX_VERSIONS:
+                return {}
+            out[rel] = []
+            for v in versions:
+                if type(v) is not list or len(v) != 3 or type(v[0]) is not str or type(v[1]) is not str or type(v[2]) is not list:
+                    return {}
+                positions = [_key_path(k) for k in v[2]]
+                if any(k is None for k in positions):
+                    return {}
+                out[rel].append((v[0], v[1], positions))
+        return out  # type: ignore[return-value]
+    except (OSError, ValueError, RecursionError):
+        return {}
+
+
+def _write_index(path: Path, index: dict[str, list[tuple[str, str, list[tuple]]]]) -> None:
+    files = {rel: [[sha, digest, [list(k) for k in positions]] for sha, digest, positions in versions] for rel, versions in sorted(index.items())}
+    _store(path, {"format": INDEX_FORMAT, "files": files})
 
 
 def _plain(result: CheckResult) -> dict[str, Any]:

@@ -971,23 +971,27 @@ class _Loader:
         return Suppression(rule_id, subject, reason, loc)
 
     # -- files --------------------------------------------------------------------------------------
-    def load_file(self, src: SourceFile, acc: dict[str, list]) -> None:
+    def load_file(self, src: SourceFile, acc: dict[str, list], parsed: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Parse ``src`` (``parsed``: its value where the caller parsed it already) and load what it
+        declares into ``acc``; the parsed value, or None where the text is no valid TOML."""
+        parse = _parse_toml if parsed is None else (lambda _text: parsed)
         try:
-            data = self.cache.parse(src.text, _parse_toml) if self.cache is not None else _parse_toml(src.text)
+            data = self.cache.parse(src.text, parse) if self.cache is not None else parse(src.text)
         except RecursionError:
             self.problems.append(ContractProblem(src.path, None, "", "not valid TOML: arrays or tables are nested too deeply."))
-            return
+            return None
         except ValueError as exc:
             if isinstance(exc, tomllib.TOMLDecodeError):
                 self._toml_error(src, exc)
-                return
+                return None
             # tomllib converts integer literals with int(): more than 4300 digits raise ValueError
             m = _LONG_INTEGER.search(src.text)
             line = src.text.count("\n", 0, m.start()) + 1 if m else None
             digits = len(m.group(0).replace("_", "")) if m else "thousands of"
             self.problems.append(ContractProblem(src.path, line, "", f"not valid TOML: an integer of {digits} digits; contract integers are at most 2^62 in magnitude."))
-            return
+            return None
         self._load_data(src, data, acc)
+        return data
 
     def _toml_error(self, src: SourceFile, exc: tomllib.TOMLDecodeError) -> None:
         msg = str(exc)
@@ -1362,13 +1366,20 @@ def load_contracts(
 
 class ContractTexts:
     """The contract files of a folder as read from disk: texts by relative path, and the problems of
-    reading them (a file refused, not UTF-8, a folder too deep), in the order they were found."""
+    reading them (a file refused, not UTF-8, a folder too deep), in the order they were found.
 
-    __slots__ = ("texts", "problems")
+    A load from these texts fills ``values`` (relative path -> the parsed TOML value; a value put there
+    before the load is used instead of parsing that file's text again) and ``sources`` (relative path ->
+    the :class:`SourceFile` its model's locations point into): what the check cache keys and validates a
+    result by (:mod:`audit.check_cache`)."""
+
+    __slots__ = ("texts", "problems", "values", "sources")
 
     def __init__(self, texts: dict[str, str], problems: list[ContractProblem]) -> None:
         self.texts = texts
         self.problems = problems
+        self.values: dict[str, dict[str, Any]] = {}
+        self.sources: dict[str, SourceFile] = {}
 
 
 def read_contract_files(folder: Path, root: Path) -> ContractTexts:
@@ -1467,7 +1478,14 @@ def _load_contracts(folder: Path, root: Path | None, texts: dict[str, str] | Non
         texts = read.texts
     for rel in sorted(texts):
         files.append(rel)
-        loader.load_file(SourceFile(rel, texts[rel].removeprefix("\ufeff")), acc)  # a BOM is no TOML
+        src = SourceFile(rel, texts[rel].removeprefix("\ufeff"))  # a BOM is no TOML
+        if not from_disk or read is None:
+            loader.load_file(src, acc)
+            continue
+        value = loader.load_file(src, acc, read.values.get(rel))
+        read.sources[rel] = src
+        if value is not None:
+            read.values[rel] = value
     if parsed is not None:
         parsed.save()
     if len(acc["isv"]) > 1:

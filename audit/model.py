@@ -49,19 +49,25 @@ NULL = "NULL"
 
 
 class SourceFile:
-    """One contract file's text; key-path line numbers are computed once, on first use."""
+    """One contract file's text; key-path line numbers are computed once, on first use.
 
-    __slots__ = ("path", "text", "_lines")
+    ``asked`` records every line asked (key path -> line): the only way a check's result depends on a
+    contract file's text beyond its parsed values, which the check cache asks again before it reuses a
+    result for another text of the same values (:mod:`audit.check_cache`)."""
+
+    __slots__ = ("path", "text", "_lines", "asked")
 
     def __init__(self, path: str, text: str):
         self.path = path
         self.text = text
         self._lines: dict | None = None
+        self.asked: dict[tuple, int | None] = {}
 
     def line(self, key_path: tuple) -> int | None:
         if self._lines is None:
             self._lines = locate_lines(self.text)
-        return line_of(self._lines, key_path)
+        line = self.asked[key_path] = line_of(self._lines, key_path)
+        return line
 
 
 @dataclass(frozen=True, slots=True)

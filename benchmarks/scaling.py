@@ -5,9 +5,9 @@ folder by :mod:`synth_contracts` (chains with fan-in and fan-out, an ISV of N sl
 five invariants, stub ``.cu`` files), and each command runs as a child process pinned to one core:
 
 * ``wireup check --select schema,wiring,isv,invariants``  the static rules (the build is measured
-  separately, by build_cache.py), three ways: cold (no check cache, no parsed files), after one contract
-  file was edited, and with nothing changed since the last check (the cached result; see
-  :func:`prepare_check`);
+  separately, by build_cache.py), five ways: cold (no check cache, no parsed files), after a comment was
+  appended to one contract file, with nothing changed since the last check (the cached result), after one
+  kernel's doc was edited and after one dim's range was edited (see :func:`prepare_check`);
 * ``wireup layout diff OLD NEW``  two ISV layouts of N and N + 1 slots, the second a tail append;
 * ``wireup report --output TMP --no-history``  with the stub kernels' build cache warmed first (the warm-up
   ``wireup build --jobs 2`` is timed once and reported on its own line), so the report measures checking
@@ -49,7 +49,7 @@ from _harness import (  # noqa: E402
     write_json,
 )
 from check_latency import PHASES  # noqa: E402
-from synth_contracts import write_layout_pair, write_project  # noqa: E402
+from synth_contracts import edit_project, write_layout_pair, write_project  # noqa: E402
 
 STATIC = "schema,wiring,isv,invariants"
 TARGET_S = 1.5  # issue 14: 10,000 kernels checked in under 1.5 s with the default installation (was 3.0 s)
@@ -109,15 +109,20 @@ def prepare_check(name: str, project: Path, i: int) -> None:
     * ``check_edit``: one contract file edited since the last check (a comment line with the run's
       number appended): that file is parsed again, the model built and every rule run;
     * ``check_warm``: nothing changed since the last check (the previous variant's run): the cached
-      result, after re-asking its file probes.
+      result, after re-asking its file probes;
+    * ``check_doc``: one kernel's doc string changed in one module file (a value no rule reads);
+    * ``check_dim``: the range of the runtime dim ``B`` changed (a value every shape reads): a full check.
     """
     cache = project / ".wireup-cache"
     if name == "check":
         for kind in ("check", "parsed"):
             shutil.rmtree(cache / kind, ignore_errors=True)
     elif name == "check_edit":
-        edited = project / "contracts" / "dims.toml"
-        edited.write_text(edited.read_text(encoding="utf-8") + f"# edit {i}\n", encoding="utf-8")
+        edit_project(project, "comment", i)
+    elif name == "check_doc":
+        edit_project(project, "doc", i)
+    elif name == "check_dim":
+        edit_project(project, "dim", i)
 
 
 def growth(sizes: list[int], medians: list[float | None]) -> list[dict[str, float]]:
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_report and not have["report"]:
         print("wireup report: not available in this checkout (skipped)")
 
-    results: dict[str, dict[int, dict]] = {"check": {}, "check_edit": {}, "check_warm": {}, "layout_diff": {}, "report": {}}
+    results: dict[str, dict[int, dict]] = {"check": {}, "check_edit": {}, "check_warm": {}, "check_doc": {}, "check_dim": {}, "layout_diff": {}, "report": {}}
     builds: dict[int, dict] = {}
     projects: dict[int, dict] = {}
     for n in sizes:
@@ -170,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         old, new = write_layout_pair(n, base / f"layout{n}")
         out_md = base / f"report{n}.md"
         check = [*wireup(), "check", "--root", str(proj), "--select", STATIC]
-        commands: dict[str, list[str]] = {"check": check, "check_edit": check, "check_warm": check}
+        commands: dict[str, list[str]] = {"check": check, "check_edit": check, "check_warm": check, "check_doc": check, "check_dim": check}
         if have["layout"]:
             commands["layout_diff"] = [*wireup(), "layout", "diff", str(old), str(new)]
         if have["report"] and (report_sizes is None or n in report_sizes):
@@ -247,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     verdict = None
     if TARGET_N in results["check"]:
         verdict = {}
-        for name, what in (("check", "cold"), ("check_edit", "one contract file edited"), ("check_warm", "nothing changed")):
+        for name, what in (("check", "cold"), ("check_edit", "a comment appended to one contract file"), ("check_warm", "nothing changed"),
+                           ("check_doc", "one kernel's doc edited"), ("check_dim", "one dim's range edited")):
             med = results[name][TARGET_N]["wall_s"]["median"]
             cpu = results[name][TARGET_N]["cpu_s"]["median"]
             slope = grow.get(name, {}).get("cpu", [])

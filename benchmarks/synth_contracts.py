@@ -23,6 +23,7 @@ second a tail append of the first) for ``wireup layout diff OLD NEW``.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -292,6 +293,40 @@ def write_project(n_kernels: int, root: Path) -> dict[str, int]:
             "isv_slots": modules * SLOTS_PER_MODULE, "schedules": 2 * groups, "invariants": 5,
             "launches": modules * 11, "zero_steps": modules * 3, "contract_files": modules + 5,
             "kernel_sources": len(stubs)}
+
+
+#: The edits :func:`edit_project` makes (the variants of an edited check in scaling.py and
+#: check_instructions.py): what each changes, from nothing a rule reads to a value nearly every rule reads.
+EDITS = {
+    "comment": "a comment line appended to contracts/dims.toml (no value changes)",
+    "doc": "the doc string of one kernel in the middle module's file changed (a value no rule reads)",
+    "dim": "the range of the runtime dim B in contracts/dims.toml changed (its max lowered by one; every shape reads B)",
+}
+
+
+def edit_project(root: Path, kind: str, i: int) -> Path:
+    """Edit the synthetic project at ``root`` in the way ``kind`` of :data:`EDITS` names, differently for
+    each run number ``i``; the edited file."""
+    contracts = root / "contracts"
+    if kind == "comment":
+        path = contracts / "dims.toml"
+        path.write_text(path.read_text(encoding="utf-8") + f"# edit {i}\n", encoding="utf-8")
+    elif kind == "doc":
+        modules = sorted((contracts / "modules").glob("m*.toml"))
+        path = modules[len(modules) // 2]
+        text = path.read_text(encoding="utf-8")
+        start = text.index('\ndoc = "') + len('\ndoc = "')
+        end = text.index('"', start)
+        path.write_text(text[:start] + f"edit {i}: " + text[start:end].split(": ", 1)[-1] + text[end:], encoding="utf-8")
+    elif kind == "dim":  # a value never given before (an edit undone is recognised by the check cache)
+        path = contracts / "dims.toml"
+        text = path.read_text(encoding="utf-8")
+        m = re.search(r"^B = \{ min = 1, max = (\d+)", text, re.MULTILINE)
+        assert m is not None, "the synthetic dims.toml declares B's range first"
+        path.write_text(text[: m.start(1)] + str(int(m.group(1)) - 1) + text[m.end(1) :], encoding="utf-8")
+    else:
+        raise ValueError(f"unknown edit {kind!r}; expected one of {', '.join(EDITS)}")
+    return path
 
 
 def write_layout_pair(n_kernels: int, folder: Path) -> tuple[Path, Path]:
