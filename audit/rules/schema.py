@@ -542,6 +542,8 @@ def _referenced_names(cs) -> Iterator[tuple[str, tuple, str, object, tuple, str]
 
 @rule("NAME_NOT_IDENTIFIER", "Dim, parameter, ISV slot, reset event and entry-point names are whole ASCII identifiers (nothing after them, not even a newline): they become dim expressions, C parameters and generated constants.", "schema")
 def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
+    if _needed_names_are_identifiers(ctx.cs):
+        return  # the common case: no finding, found without building the names' locations
     for template, args, name, loc, subject, needed in _declared_names(ctx.cs):
         if not needed or is_identifier(name):
             continue
@@ -553,6 +555,43 @@ def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
             "and underscores, not starting with a digit.",
             loc, subject,
         )  # fmt: skip
+
+
+def _needed_names_are_identifiers(cs) -> bool:
+    """Whether every name :func:`_declared_names` marks as needing to be an identifier is one (then
+    NAME_NOT_IDENTIFIER has nothing to say): the same names, each distinct one matched once."""
+    good: set[str] = set()
+
+    def ok(name: str) -> bool:
+        if name in good:
+            return True
+        if is_identifier(name):
+            good.add(name)
+            return True
+        return False
+
+    for d in cs.dims:
+        if not ok(d.name):
+            return False
+    for k in cs.kernels:
+        if not (k.entry or k.cpp_name) and not ok(k.name):
+            return False
+        if k.entry and not ok(k.entry):
+            return False
+        for d in k.dims:
+            if not ok(d):
+                return False
+        for p in k.params:
+            if not ok(p.name):
+                return False
+    if cs.isv is not None:
+        for s in cs.isv.slots:
+            if not ok(s.name):
+                return False
+        for ev in cs.isv.reset_events:
+            if not ok(ev):
+                return False
+    return True
 
 
 _ESCAPES = ("\\u", "\\U", "\\x")  # the TOML escapes that can spell a character beyond ASCII (the last one TOML 1.1's)
