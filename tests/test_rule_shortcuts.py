@@ -4,6 +4,8 @@
   the names' locations; only where one is not does it take the long way (which reports it). A bad name
   at every position the rule reads is found the same with and without that first pass; a bad name
   where no identifier is needed stays silent both ways.
+* NAME_NOT_NORMALIZED is skipped where every contract file is ASCII without an escape that can spell a
+  character beyond it (``\\u``, ``\\U``, ``\\x``); it looks for a backslash first.
 * ``cases.launch_env`` keeps a launch's binding plan: the environments it gives are those of
   ``bind_local_dims`` for the same launch, at every probe environment and after the plan is kept.
 """
@@ -112,3 +114,20 @@ def test_launch_env_equals_bind_local_dims(shipped, tmp_path: Path):
                         want, _ = bind_local_dims(k.dims, launch_pairs(cs, ln), dict(ln.step.dims), [dict(env)])
                         assert launch_env(cs, k, ln, env) == want[0]
     assert local_launches >= 20
+
+
+@pytest.mark.parametrize(
+    ("text", "ascii_only"),
+    [
+        ('a = "b"\n', True),
+        ('a = "b\\n\\t\\\\"\n', True),  # escapes that spell ASCII only
+        ('a = "\\u212C"\n', False),
+        ('a = "\\U0001D4D1"\n', False),
+        ('a = "\\x41"\n', False),
+        ('a = "ℬ"\n', False),
+    ],
+)
+def test_all_ascii_shortcut(text: str, ascii_only: bool):
+    src = SimpleNamespace(loc=SimpleNamespace(source=SimpleNamespace(text=text)))
+    cs = SimpleNamespace(dims=(src,), buffers=(), kernels=(), schedules=(), invariants=(), isv=None)
+    assert schema._all_ascii(cs) is ascii_only

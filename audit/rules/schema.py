@@ -602,7 +602,11 @@ def _all_ascii(cs) -> bool:
     else (a fast path: most projects; a model built in memory, without files, is always walked)."""
     top = (*cs.dims, *cs.buffers, *cs.kernels, *cs.schedules, *cs.invariants, *((cs.isv,) if cs.isv else ()))
     sources = {id(o.loc.source): o.loc.source for o in top}
-    return all(src is not None and src.text.isascii() and not any(e in src.text for e in _ESCAPES) for src in sources.values())
+    # one scan for a backslash first: the escapes' two-character searches cost ~25 ms over 9.6 MB of text
+    return all(
+        src is not None and src.text.isascii() and not ("\\" in src.text and any(e in src.text for e in _ESCAPES))
+        for src in sources.values()
+    )
 
 
 def _look_alike(name: str, norm: str) -> str:
