@@ -131,3 +131,52 @@ def test_all_ascii_shortcut(text: str, ascii_only: bool):
     src = SimpleNamespace(loc=SimpleNamespace(source=SimpleNamespace(text=text)))
     cs = SimpleNamespace(dims=(src,), buffers=(), kernels=(), schedules=(), invariants=(), isv=None)
     assert schema._all_ascii(cs) is ascii_only
+
+
+# -- UNKNOWN_DIM: one pass first, the long way only where a name is unknown --------------------------
+
+
+def _unknown(cs, where: str):
+    from audit.dims import parse_expr
+    from audit.model import ScalarParam, TensorParam
+
+    bad = parse_expr("NOT_A_DIM * 2")
+    r = dataclasses.replace
+    if where == "buffer shape":
+        return r(cs, buffers=(r(cs.buffers[0], shape=(*cs.buffers[0].shape, bad)), *cs.buffers[1:]))
+    kernel_changes = {
+        "grid": lambda k: r(k, grid=(bad, *k.grid[1:])),
+        "block": lambda k: r(k, block=(*k.block[:2], bad)),
+        "shared_bytes": lambda k: r(k, shared_bytes=bad),
+        "tensor shape": lambda k: r(k, params=tuple(r(p, shape=(bad,)) if isinstance(p, TensorParam) else p for p in k.params)),
+        "scalar value": lambda k: r(k, params=(*k.params, ScalarParam("extra", "i32", bad))),
+    }
+    if where in kernel_changes:
+        return _first_kernel(cs, kernel_changes[where])
+    if where == "a local dim is known":
+        return _first_kernel(cs, lambda k: r(k, dims=(*k.dims, "NOT_A_DIM"), grid=(bad, *k.grid[1:])))
+    s = cs.schedules[0]
+    i, step = next((i, st) for i, st in enumerate(s.steps) if st.launch and st.bind)
+    step_changes = {
+        "view": lambda st: r(st, bind=((st.bind[0][0], r(st.bind[0][1], view=(bad,))), *st.bind[1:])),
+        "launch dims": lambda st: r(st, dims=(*st.dims, ("X", bad))),
+        "launch argument": lambda st: r(st, args=(*st.args, ("extra", bad))),
+    }
+    step = step_changes[where](step)
+    return r(cs, schedules=(r(s, steps=(*s.steps[:i], step, *s.steps[i + 1 :])), *cs.schedules[1:]))
+
+
+UNKNOWN_AT = ["buffer shape", "grid", "block", "shared_bytes", "tensor shape", "scalar value", "view", "launch dims", "launch argument", "a local dim is known"]
+
+
+@pytest.mark.parametrize("where", UNKNOWN_AT)
+def test_unknown_dim_shortcut_finds_what_the_long_way_finds(where: str, shipped, monkeypatch: pytest.MonkeyPatch):
+    cs = _unknown(shipped, where)
+    rule = REGISTRY["UNKNOWN_DIM"].check
+    fast = [(h.message, h.subject, h.loc) for h in rule(SimpleNamespace(cs=cs))]
+    reported = where != "a local dim is known"
+    assert schema._all_dims_known(shipped) is True
+    assert schema._all_dims_known(cs) is not reported
+    monkeypatch.setattr(schema, "_all_dims_known", lambda cs: False)
+    assert fast == [(h.message, h.subject, h.loc) for h in rule(SimpleNamespace(cs=cs))]
+    assert bool(fast) is reported
