@@ -321,36 +321,40 @@ def bind_local_dims(
     problems: list[str] = []
     out_envs: list[dict[str, int]] = []
     reported: set[str] = set()
+    # what binds what does not depend on the environment: the bare local names of the parameters' shapes,
+    # in order, with the sentence naming each binding, worked out once for every environment below
+    said = [(name, expr, f'the launch\'s dims ({name} = "{expr.text}")') for name, expr in explicit.items()]
+    plan = []
+    for pname, pshape, bshape in pairs:
+        if len(pshape) != len(bshape):
+            continue
+        for i, (pe, be) in enumerate(zip(pshape, bshape)):
+            tree = pe.tree
+            if isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local:
+                plan.append((tree[1], be, pname, i, f'parameter "{pname}" (dim {i}, "{be.text}")'))
     for env in envs:
         e = dict(env)
         source: dict[str, str] = {}
-        for name, expr in explicit.items():
+        for name, expr, sentence in said:
             try:
                 e[name] = expr.evaluate(env)
-                source[name] = f'the launch\'s dims ({name} = "{expr.text}")'
+                source[name] = sentence
             except (KeyError, ArithmeticError):
                 pass
-        for pname, pshape, bshape in pairs:
-            if len(pshape) != len(bshape):
+        for name, be, pname, i, sentence in plan:
+            try:
+                v = be.evaluate(env)
+            except (KeyError, ArithmeticError):
                 continue
-            for i, (pe, be) in enumerate(zip(pshape, bshape)):
-                tree = pe.tree
-                if not (isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local):
-                    continue
-                name = tree[1]
-                try:
-                    v = be.evaluate(env)
-                except (KeyError, ArithmeticError):
-                    continue
-                if name in e and name in source and e[name] != v and name not in reported:
-                    reported.add(name)
-                    problems.append(
-                        f'dim "{name}" is bound to {e[name]} by {source[name]} but to {v} by parameter '
-                        f'"{pname}" (dim {i}, "{be.text}")'
-                    )
-                elif name not in e:
-                    e[name] = v
-                    source[name] = f'parameter "{pname}" (dim {i}, "{be.text}")'
+            if name in e and name in source and e[name] != v and name not in reported:
+                reported.add(name)
+                problems.append(
+                    f'dim "{name}" is bound to {e[name]} by {source[name]} but to {v} by parameter '
+                    f'"{pname}" (dim {i}, "{be.text}")'
+                )
+            elif name not in e:
+                e[name] = v
+                source[name] = sentence
         out_envs.append(e)
     return out_envs, problems
 
