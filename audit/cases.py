@@ -321,36 +321,40 @@ def bind_local_dims(
     problems: list[str] = []
     out_envs: list[dict[str, int]] = []
     reported: set[str] = set()
+    # what binds what does not depend on the environment: the bare local names of the parameters' shapes,
+    # in order, with the sentence naming each binding, worked out once for every environment below
+    said = [(name, expr, f'the launch\'s dims ({name} = "{expr.text}")') for name, expr in explicit.items()]
+    plan = []
+    for pname, pshape, bshape in pairs:
+        if len(pshape) != len(bshape):
+            continue
+        for i, (pe, be) in enumerate(zip(pshape, bshape)):
+            tree = pe.tree
+            if isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local:
+                plan.append((tree[1], be, pname, i, f'parameter "{pname}" (dim {i}, "{be.text}")'))
     for env in envs:
         e = dict(env)
         source: dict[str, str] = {}
-        for name, expr in explicit.items():
+        for name, expr, sentence in said:
             try:
                 e[name] = expr.evaluate(env)
-                source[name] = f'the launch\'s dims ({name} = "{expr.text}")'
+                source[name] = sentence
             except (KeyError, ArithmeticError):
                 pass
-        for pname, pshape, bshape in pairs:
-            if len(pshape) != len(bshape):
+        for name, be, pname, i, sentence in plan:
+            try:
+                v = be.evaluate(env)
+            except (KeyError, ArithmeticError):
                 continue
-            for i, (pe, be) in enumerate(zip(pshape, bshape)):
-                tree = pe.tree
-                if not (isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local):
-                    continue
-                name = tree[1]
-                try:
-                    v = be.evaluate(env)
-                except (KeyError, ArithmeticError):
-                    continue
-                if name in e and name in source and e[name] != v and name not in reported:
-                    reported.add(name)
-                    problems.append(
-                        f'dim "{name}" is bound to {e[name]} by {source[name]} but to {v} by parameter '
-                        f'"{pname}" (dim {i}, "{be.text}")'
-                    )
-                elif name not in e:
-                    e[name] = v
-                    source[name] = f'parameter "{pname}" (dim {i}, "{be.text}")'
+            if name in e and name in source and e[name] != v and name not in reported:
+                reported.add(name)
+                problems.append(
+                    f'dim "{name}" is bound to {e[name]} by {source[name]} but to {v} by parameter '
+                    f'"{pname}" (dim {i}, "{be.text}")'
+                )
+            elif name not in e:
+                e[name] = v
+                source[name] = sentence
         out_envs.append(e)
     return out_envs, problems
 
@@ -367,11 +371,47 @@ def launch_pairs(cs: ContractSet, launch: Any) -> list[tuple[str, Sequence[Expr]
 
 
 def launch_env(cs: ContractSet, kernel: Kernel, launch: Any, env: Mapping[str, int]) -> dict[str, int]:
-    """``env`` with the kernel's local dims bound as this launch (a :class:`audit.graph.Launch`) binds them."""
+    """``env`` with the kernel's local dims bound as this launch (a :class:`audit.graph.Launch`) binds them.
+
+    The environment :func:`bind_local_dims` gives for ``env`` alone (its conflicts aside): which local
+    dim each bound shape binds does not depend on ``env``, so that plan is worked out once per launch
+    (kept on the launch) and only the expressions are evaluated here; the search over runtime dims asks
+    for thousands of environments of the same launches."""
     if not kernel.dims and not launch.step.dims:
         return dict(env)
-    envs, _ = bind_local_dims(kernel.dims, launch_pairs(cs, launch), dict(launch.step.dims), [dict(env)])
-    return envs[0]
+    memo = getattr(launch, "__dict__", None)
+    plan = memo.get("_local_plan") if memo is not None else None
+    if plan is None or plan[0] is not cs or plan[1] is not kernel:
+        plan = (cs, kernel, tuple(dict(launch.step.dims).items()), _binding_plan(kernel.dims, launch_pairs(cs, launch)))
+        if memo is not None:
+            memo["_local_plan"] = plan
+    e = dict(env)
+    for name, expr in plan[2]:  # the launch's explicit dims win
+        try:
+            e[name] = expr.evaluate(env)
+        except (KeyError, ArithmeticError):
+            pass
+    for name, expr in plan[3]:  # then the first parameter whose bound dim evaluates
+        if name not in e:
+            try:
+                e[name] = expr.evaluate(env)
+            except (KeyError, ArithmeticError):
+                pass
+    return e
+
+
+def _binding_plan(local: Sequence[str], pairs: Sequence[tuple[str, Sequence[Expr], Sequence[Expr]]]) -> tuple[tuple[str, Expr], ...]:
+    """(local dim, bound expression) for every bare local name of a parameter's shape, in the order
+    :func:`bind_local_dims` tries them."""
+    out = []
+    for _pname, pshape, bshape in pairs:
+        if len(pshape) != len(bshape):
+            continue
+        for pe, be in zip(pshape, bshape):
+            tree = pe.tree
+            if isinstance(tree, tuple) and tree[0] == "name" and tree[1] in local:
+                out.append((tree[1], be))
+    return tuple(out)
 
 
 @dataclass

@@ -70,14 +70,14 @@ class Launch:
 def _bound(kernel: Kernel | None, step: Step) -> list[tuple[TensorParam, Binding]]:
     if kernel is None:
         return []
-    binds: dict[str, Binding] = {}
-    for name, b in step.bind:
-        binds.setdefault(name, b)  # the first binding of a name, as Step.binding finds it
+    # the first binding of a name, as Step.binding finds it (reversed: the first one is assigned last)
+    binds: dict[str, Binding] = dict(reversed(step.bind))
+    get = binds.get
     out = []
     for p in kernel.params:
-        if isinstance(p, TensorParam):
-            b = binds.get(p.name)
-            if b is not None and not b.is_null:
+        if type(p) is TensorParam or isinstance(p, TensorParam):
+            b = get(p.name)
+            if b is not None and b.buffer is not None:  # not b.is_null
                 out.append((p, b))
     return out
 
@@ -117,31 +117,45 @@ class Wiring:
         reads: list[tuple[int, str, str, bool]] = []
         writes: list[tuple[int, str, str]] = []
         buffers = self.cs.buffer_map
+        kernels = self.cs.kernel_map
+        sname = sched.name
+        base_envs = self.envs
+        add_access = acc.append
+        launched = self.launched
         for step in sched.steps:
             if step.zero:
-                acc.append(Access(sched.name, step.index, None, None, step.zero, "zero"))
+                add_access(Access(sname, step.index, None, None, step.zero, "zero"))
                 continue
-            kernel = self.cs.kernel_map.get(step.launch or "")
+            kernel = kernels.get(step.launch or "")
             launch = Launch(sched, step, kernel)
             launches.append(launch)
             if kernel is None:
                 continue
-            self.launched.add(kernel.name)
-            pairs = []
-            for p, b in launch.bound():
-                buf = buffers.get(b.buffer or "")
-                target = b.view if b.view is not None else (buf.shape if buf else None)
-                if target is not None:
-                    pairs.append((p.name, p.shape, target))
-                acc.append(Access(sched.name, step.index, kernel.name, p.name, b.buffer or "", _MODE[p.role]))
-            explicit: dict[str, Expr] = dict(step.dims)
-            launch.envs, launch.dim_problems = bind_local_dims(kernel.dims, pairs, explicit, self.envs)
-            if not kernel.dims and not explicit:
+            kname = kernel.name
+            index = step.index
+            launched.add(kname)
+            bound = launch.__dict__["_bound"] = _bound(kernel, step)  # what Launch.bound() memoizes
+            if not kernel.dims and not step.dims:
+                # nothing to bind (most launches): the probe environments as they are, as copies
+                # (bind_local_dims' own shortcut, without the (param, shape, target) pairs it would ignore)
+                for p, b in bound:
+                    add_access(Access(sname, index, kname, p.name, b.buffer or "", _MODE[p.role]))
+                launch.envs = [dict(env) for env in base_envs]
                 launch.__dict__["_base_envs"] = True
+            else:
+                pairs = []
+                for p, b in bound:
+                    buf = buffers.get(b.buffer or "")
+                    target = b.view if b.view is not None else (buf.shape if buf else None)
+                    if target is not None:
+                        pairs.append((p.name, p.shape, target))
+                    add_access(Access(sname, index, kname, p.name, b.buffer or "", _MODE[p.role]))
+                explicit: dict[str, Expr] = dict(step.dims)
+                launch.envs, launch.dim_problems = bind_local_dims(kernel.dims, pairs, explicit, base_envs)
             for r in kernel.isv_reads:
-                reads.append((step.index, kernel.name, r.slot, r.previous_step))
+                reads.append((index, kname, r.slot, r.previous_step))
             for w in kernel.isv_writes:
-                writes.append((step.index, kernel.name, w))
+                writes.append((index, kname, w))
         self.launches[sched.name] = launches
         self.accesses[sched.name] = acc
         self.slot_reads[sched.name] = reads

@@ -177,7 +177,8 @@ def check_twice_equal_to_uncached(cfg: Config) -> None:
 def test_a_changed_contract_file_is_a_miss_and_only_it_is_parsed_again(synthetic: Path, tmp_path: Path, monkeypatch):
     cfg = config(synthetic, tmp_path / "cache")
     before = check(config=cfg, select=SEL)
-    assert len(entries(tmp_path / "cache", "parsed")) == 1  # one file for the contracts folder
+    n_files = len(list((synthetic / "contracts").rglob("*.toml")))
+    assert parsed_values(tmp_path / "cache") == n_files  # every file's value, in the shards of the contracts folder
     f = synthetic / "contracts" / "modules" / "m00003.toml"
     f.write_text(f.read_text().replace('shape = ["B", "D"]', 'shape = ["B", "H"]', 1))
     calls = []
@@ -188,7 +189,7 @@ def test_a_changed_contract_file_is_a_miss_and_only_it_is_parsed_again(synthetic
     assert after.findings != before.findings
     assert outputs(after) == outputs(uncached(cfg))
     assert len(entries(tmp_path / "cache", "check")) == 2
-    assert len(entries(tmp_path / "cache", "parsed")) == 1  # rewritten with the values this load used
+    assert parsed_values(tmp_path / "cache") == n_files  # rewritten with the values this load used
     calls.clear()
     check(config=dataclasses.replace(cfg), select=["schema"])
     assert calls == []
@@ -331,6 +332,11 @@ def parsed_cache(folder: Path) -> toml_cache.ParsedCache:
     return toml_cache.ParsedCache(folder, "test", "/project/contracts")
 
 
+def parsed_values(cache: Path) -> int:
+    """How many values the parsed-file cache in ``cache`` holds, over all its files."""
+    return sum(len(toml_cache._read(p)) for p in entries(cache, "parsed"))
+
+
 def parse_saved(folder: Path, text: str) -> object:
     """Parse ``text`` through a fresh cache over ``folder`` and save; the value and whether it was a hit."""
     cache = parsed_cache(folder)
@@ -367,7 +373,36 @@ def test_only_the_values_of_the_last_load_are_kept(tmp_path: Path):
     parse_saved(tmp_path, "a = 2\n")
     assert parse_saved(tmp_path, "a = 2\n")[1] is True
     assert parse_saved(tmp_path, "a = 1\n")[1] is False
-    assert len(list(tmp_path.iterdir())) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [parsed_cache(tmp_path).shard_path(KEY_A1).name]
+    assert sum(len(toml_cache._read(p)) for p in tmp_path.iterdir()) == 1
+
+
+def test_an_edit_rewrites_only_the_shards_of_the_old_and_new_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    texts = [f"a = {i}\n" for i in range(200)]
+    first = parsed_cache(tmp_path)
+    for t in texts:
+        first.parse(t, load._parse_toml)
+    first.save()
+    assert len(list(tmp_path.iterdir())) == toml_cache.SHARDS
+    edited = [*texts[:-1], "a = -1\n"]
+    written = []
+    real = toml_cache._write
+    monkeypatch.setattr(toml_cache, "_write", lambda path, payload: written.append(path) or real(path, payload))
+    again = parsed_cache(tmp_path)
+    assert [again.parse(t, load._parse_toml) for t in edited] == [load._parse_toml(t) for t in edited]
+    again.save()
+    assert sorted(written) == sorted({again.shard_path(again.key(texts[-1])), again.shard_path(again.key(edited[-1]))})
+    third = parsed_cache(tmp_path)
+    assert [third.parse(t, lambda t: pytest.fail("parsed again")) for t in edited] == [load._parse_toml(t) for t in edited]
+    assert sum(len(toml_cache._read(p)) for p in tmp_path.iterdir()) == len(edited)  # the old value is gone
+
+
+def test_a_shard_left_without_values_and_the_file_before_the_shards_are_removed(tmp_path: Path):
+    parse_saved(tmp_path, "a = 1\n")
+    legacy = tmp_path / f"{parsed_cache(tmp_path).name}.bin"
+    legacy.write_bytes(_entry_bytes({KEY_A1: {"a": 1}}))
+    parse_saved(tmp_path, "a = 2\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [parsed_cache(tmp_path).shard_path(parsed_cache(tmp_path).key("a = 2\n")).name]
 
 
 def _entry_bytes(table: object) -> bytes:
@@ -386,6 +421,7 @@ def _nested(depth: int) -> dict:
 
 TEXT = 'a = 1\n[b]\nc = "d"\n'
 KEY = parsed_cache(Path("/nowhere")).key(TEXT)
+KEY_A1 = parsed_cache(Path("/nowhere")).key("a = 1\n")
 FORGED = {
     "a code object": _entry_bytes({KEY: {"a": compile("1", "x", "eval")}}),
     "bytes": _entry_bytes({KEY: {"a": b"x"}}),
@@ -405,13 +441,13 @@ FORGED = {
 
 @pytest.mark.parametrize("forged", sorted(FORGED))
 def test_a_damaged_or_forged_parsed_entry_is_ignored(forged: str, tmp_path: Path):
-    parsed_cache(tmp_path).path.write_bytes(FORGED[forged])
+    parsed_cache(tmp_path).shard_path(KEY).write_bytes(FORGED[forged])
     assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, False)
     assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, True)  # rewritten
 
 
 def test_a_parsed_cache_that_is_a_folder_or_a_fifo_is_ignored(tmp_path: Path):
-    path = parsed_cache(tmp_path).path
+    path = parsed_cache(tmp_path).shard_path(KEY)
     os.mkfifo(path)
     assert parse_saved(tmp_path, TEXT) == ({"a": 1, "b": {"c": "d"}}, False)
     path.unlink()
@@ -428,10 +464,10 @@ def test_a_forged_parsed_entry_of_toml_values_goes_through_every_check_of_the_lo
     cache = tmp_path / "parsed"
     cfolder = root / "contracts"
     load_contracts(cfolder, root, cache=cache)
-    (path,) = cache.glob("*.bin")
     cached = toml_cache.ParsedCache(cache, load.parser_name(), str(cfolder.absolute()))
-    assert cached.path == path
     key = cached.key((cfolder / "kernels.toml").read_text())
+    path = cached.shard_path(key)
+    assert path in cache.glob("*.bin")
     table = marshal.loads(path.read_bytes()[len(toml_cache.PARSED_FORMAT) + 33 :])
     table[key] = {"kernel": [{"name": "k", "stage": "TODO"}]}
     path.write_bytes(_entry_bytes(table))

@@ -59,9 +59,55 @@ def _dim_names_ok(expr: Expr, known: set[str]) -> list[str]:
     return sorted(n for n in names if n not in known)
 
 
+def _all_dims_known(cs) -> bool:
+    """Whether every expression UNKNOWN_DIM reads uses declared dims only (then it has nothing to say):
+    the same expressions against the same known names, without a call per expression."""
+    glob = set(cs.dim_map)
+    for b in cs.buffers:
+        for e in b.shape:
+            if not e.names <= glob:
+                return False
+    for k in cs.kernels:
+        known = glob | set(k.dims) if k.dims else glob
+        for e in k.grid:
+            if not e.names <= known:
+                return False
+        for e in k.block:
+            if not e.names <= known:
+                return False
+        if k.shared_bytes is not None and not k.shared_bytes.names <= known:
+            return False
+        for p in k.params:
+            if type(p) is TensorParam or isinstance(p, TensorParam):
+                for e in p.shape:
+                    if not e.names <= known:
+                        return False
+            elif isinstance(p, ScalarParam) and isinstance(p.value, Expr) and not p.value.names <= known:
+                return False
+    kernels = cs.kernel_map
+    for s in cs.schedules:
+        for step in s.steps:
+            for _, b in step.bind:
+                for e in b.view or ():
+                    if not e.names <= glob:
+                        return False
+            for _, e in step.dims:
+                if not e.names <= glob:
+                    return False
+            if step.args:
+                k = kernels.get(step.launch or "")
+                local = glob | set(k.dims) if k else glob
+                for _, e in step.args:
+                    if isinstance(e, Expr) and not e.names <= local:
+                        return False
+    return True
+
+
 @rule("UNKNOWN_DIM", "Shapes, geometry and scalar values use only declared dims (global or the kernel's local dims).", "schema")
 def check_unknown_dims(ctx: CheckContext) -> Iterator[Hit]:
     cs = ctx.cs
+    if _all_dims_known(cs):
+        return  # the common case: no finding, found in one pass without the per-expression calls below
     glob = set(cs.dim_map)
     for b in cs.buffers:
         for i, e in enumerate(b.shape):
@@ -542,6 +588,8 @@ def _referenced_names(cs) -> Iterator[tuple[str, tuple, str, object, tuple, str]
 
 @rule("NAME_NOT_IDENTIFIER", "Dim, parameter, ISV slot, reset event and entry-point names are whole ASCII identifiers (nothing after them, not even a newline): they become dim expressions, C parameters and generated constants.", "schema")
 def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
+    if _needed_names_are_identifiers(ctx.cs):
+        return  # the common case: no finding, found without building the names' locations
     for template, args, name, loc, subject, needed in _declared_names(ctx.cs):
         if not needed or is_identifier(name):
             continue
@@ -555,6 +603,43 @@ def check_identifiers(ctx: CheckContext) -> Iterator[Hit]:
         )  # fmt: skip
 
 
+def _needed_names_are_identifiers(cs) -> bool:
+    """Whether every name :func:`_declared_names` marks as needing to be an identifier is one (then
+    NAME_NOT_IDENTIFIER has nothing to say): the same names, each distinct one matched once."""
+    good: set[str] = set()
+
+    def ok(name: str) -> bool:
+        if name in good:
+            return True
+        if is_identifier(name):
+            good.add(name)
+            return True
+        return False
+
+    for d in cs.dims:
+        if not ok(d.name):
+            return False
+    for k in cs.kernels:
+        if not (k.entry or k.cpp_name) and not ok(k.name):
+            return False
+        if k.entry and not ok(k.entry):
+            return False
+        for d in k.dims:
+            if not ok(d):
+                return False
+        for p in k.params:
+            if not ok(p.name):
+                return False
+    if cs.isv is not None:
+        for s in cs.isv.slots:
+            if not ok(s.name):
+                return False
+        for ev in cs.isv.reset_events:
+            if not ok(ev):
+                return False
+    return True
+
+
 _ESCAPES = ("\\u", "\\U", "\\x")  # the TOML escapes that can spell a character beyond ASCII (the last one TOML 1.1's)
 
 
@@ -563,7 +648,11 @@ def _all_ascii(cs) -> bool:
     else (a fast path: most projects; a model built in memory, without files, is always walked)."""
     top = (*cs.dims, *cs.buffers, *cs.kernels, *cs.schedules, *cs.invariants, *((cs.isv,) if cs.isv else ()))
     sources = {id(o.loc.source): o.loc.source for o in top}
-    return all(src is not None and src.text.isascii() and not any(e in src.text for e in _ESCAPES) for src in sources.values())
+    # one scan for a backslash first: the escapes' two-character searches cost ~25 ms over 9.6 MB of text
+    return all(
+        src is not None and src.text.isascii() and not ("\\" in src.text and any(e in src.text for e in _ESCAPES))
+        for src in sources.values()
+    )
 
 
 def _look_alike(name: str, norm: str) -> str:
