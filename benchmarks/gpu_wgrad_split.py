@@ -29,7 +29,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_wgrad_tc import NVCC, OLD_SOURCE, REPO, KERNEL, ceil_div, environment, log, shapes_of, stats, tolerance  # noqa: E402
+from gpu_wgrad_tc import (  # noqa: E402
+    KERNEL, NVCC, OLD_SOURCE, REPO, ceil_div, environment, graph_time, log, shapes_of, tolerance, torch_mm_time,
+)
 
 from audit.load import load_contracts  # noqa: E402
 from audit.runtime._compare import compare  # noqa: E402
@@ -89,24 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         failures = 0
 
         def time_graph(enqueue, hint_us):
-            rep = max(1, min(256, int(60.0 / max(hint_us, 0.5))))
-            stream.begin_capture()
-            try:
-                for _ in range(rep):
-                    enqueue()
-            finally:
-                g = stream.end_capture()
-            g.upload(stream)
-            for _ in range(args.warmup):
-                g.launch(stream)
-            stream.synchronize()
-            ev = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(args.replays)]
-            for a, b in ev:
-                a.record(stream)
-                g.launch(stream)
-                b.record(stream)
-            stream.synchronize()
-            return stats([cp.cuda.get_elapsed_time(a, b) * 1000.0 / rep for a, b in ev])
+            return graph_time(cp, stream, enqueue, hint_us, args.warmup, args.replays, replay_us=60.0)[0]
 
         for shape in shapes:
             M, N = shape.M, shape.N
@@ -160,33 +145,14 @@ def main(argv: list[str] | None = None) -> int:
                     outt = torch.mm(dzt.t(), xt)
                     torch.cuda.synchronize()
                     ct = compare(outt.cpu().numpy(), ref, tol)
-                    g = torch.cuda.CUDAGraph()
-                    s = torch.cuda.Stream()
-                    with torch.cuda.stream(s):
-                        for _ in range(3):
-                            torch.mm(dzt.t(), xt, out=outt)
-                    torch.cuda.synchronize()
-                    rep = max(1, min(256, int(60.0 / max(hint, 0.5))))
-                    with torch.cuda.graph(g):
-                        for _ in range(rep):
-                            torch.mm(dzt.t(), xt, out=outt)
-                    for _ in range(args.warmup):
-                        g.replay()
-                    torch.cuda.synchronize()
-                    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.replays)]
-                    for a, b in ev:
-                        a.record()
-                        g.replay()
-                        b.record()
-                    torch.cuda.synchronize()
-                    t_torch = stats([a.elapsed_time(b) * 1000.0 / rep for a, b in ev])
+                    t_torch = torch_mm_time(torch, dzt, xt, outt, hint, args.warmup, args.replays, replay_us=60.0)[0]
                     best = min((r for r in rows if r["M"] == M and r["N"] == N and r["B"] == B and "time" in r), key=lambda r: r["time"]["median_us"])
                     rows.append({"M": M, "N": N, "B": B, "old_us": t_old["median_us"], "torch_us": t_torch["median_us"], "torch_rel_norm": float(ct.rel_norm),
                                  "best_P": best["P"], "best_us": best["time"]["median_us"]})
                     line = " ".join(f"P{r['P']}={r['time']['median_us']:.1f}" for r in rows if r.get("time") and r["M"] == M and r["N"] == N and r["B"] == B)
                     log(f"{M}x{N} B={B}: old {t_old['median_us']:.1f} us, torch {t_torch['median_us']:.1f} us (rel {ct.rel_norm:.1e}); split {line}; "
                         f"best P={best['P']} {best['time']['median_us']:.1f} us rel {best['rel_norm']:.1e}; contract P={wgp(B)}")
-                    del dzt, xt, outt, g
+                    del dzt, xt, outt
                 del dz, x, ws, dW
                 cp.get_default_memory_pool().free_all_blocks()
         out = Path(args.json or (Path(os.environ.get("OUT", ".")) / "gpu_wgrad_split.json"))

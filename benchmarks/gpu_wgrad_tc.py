@@ -178,6 +178,56 @@ def stats(us: list[float]) -> dict:
     return {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us), "n": len(us)}
 
 
+def graph_time(cp, stream, enqueue, per_launch_hint_us: float, warmup: int, replays: int,
+               replay_us: float = 50.0) -> tuple[dict, int]:
+    """``enqueue`` captured ``rep`` times into one CUDA graph on ``stream`` (``rep`` so that one replay takes
+    about ``replay_us``; no launch gaps inside), replayed after ``warmup`` replays; CUDA events around each
+    of ``replays`` replays: per-launch microseconds, and ``rep``."""
+    rep = max(1, min(256, int(replay_us / max(per_launch_hint_us, 0.5))))
+    stream.begin_capture()
+    try:
+        for _ in range(rep):
+            enqueue()
+    finally:
+        graph = stream.end_capture()
+    graph.upload(stream)
+    for _ in range(warmup):
+        graph.launch(stream)
+    stream.synchronize()
+    ev = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(replays)]
+    for a, b in ev:
+        a.record(stream)
+        graph.launch(stream)
+        b.record(stream)
+    stream.synchronize()
+    return stats([cp.cuda.get_elapsed_time(a, b) * 1000.0 / rep for a, b in ev]), rep
+
+
+def torch_mm_time(torch, dzt, xt, outt, per_launch_hint_us: float, warmup: int, replays: int,
+                  replay_us: float = 50.0) -> tuple[dict, int]:
+    """``torch.mm(dzt.T, xt, out=outt)`` timed as ``graph_time`` times a kernel, from a torch CUDA graph."""
+    rep = max(1, min(256, int(replay_us / max(per_launch_hint_us, 0.5))))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):  # warm-up (cuBLAS workspace, heuristics) before capture
+        for _ in range(3):
+            torch.mm(dzt.t(), xt, out=outt)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(rep):
+            torch.mm(dzt.t(), xt, out=outt)
+    for _ in range(warmup):
+        g.replay()
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    for a, b in ev:
+        a.record()
+        g.replay()
+        b.record()
+    torch.cuda.synchronize()
+    return stats([a.elapsed_time(b) * 1000.0 / rep for a, b in ev]), rep
+
+
 class Runner:
     def __init__(self, cs, cubins: dict[str, Path], args):
         import cupy as cp
@@ -214,48 +264,10 @@ class Runner:
 
     def time_graph(self, enqueue, per_launch_hint_us: float) -> tuple[dict, int]:
         """Graph of ``rep`` launches, replayed; per-launch microseconds."""
-        cp = self.cp
-        rep = max(1, min(256, int(50.0 / max(per_launch_hint_us, 0.5))))
-        self.stream.begin_capture()
-        try:
-            for _ in range(rep):
-                enqueue()
-        finally:
-            graph = self.stream.end_capture()
-        graph.upload(self.stream)
-        for _ in range(self.args.warmup):
-            graph.launch(self.stream)
-        self.stream.synchronize()
-        ev = [(cp.cuda.Event(), cp.cuda.Event()) for _ in range(self.args.replays)]
-        for a, b in ev:
-            a.record(self.stream)
-            graph.launch(self.stream)
-            b.record(self.stream)
-        self.stream.synchronize()
-        return stats([cp.cuda.get_elapsed_time(a, b) * 1000.0 / rep for a, b in ev]), rep
+        return graph_time(self.cp, self.stream, enqueue, per_launch_hint_us, self.args.warmup, self.args.replays)
 
     def time_torch(self, dzt, xt, outt, per_launch_hint_us: float) -> tuple[dict, int]:
-        torch = self.torch
-        rep = max(1, min(256, int(50.0 / max(per_launch_hint_us, 0.5))))
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):  # warm-up (cuBLAS workspace, heuristics) before capture
-            for _ in range(3):
-                torch.mm(dzt.t(), xt, out=outt)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(rep):
-                torch.mm(dzt.t(), xt, out=outt)
-        for _ in range(self.args.warmup):
-            g.replay()
-        torch.cuda.synchronize()
-        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(self.args.replays)]
-        for a, b in ev:
-            a.record()
-            g.replay()
-            b.record()
-        torch.cuda.synchronize()
-        return stats([a.elapsed_time(b) * 1000.0 / rep for a, b in ev]), rep
+        return torch_mm_time(self.torch, dzt, xt, outt, per_launch_hint_us, self.args.warmup, self.args.replays)
 
     def case(self, shape: Shape, B: int, seed: int) -> dict:
         cp, torch = self.cp, self.torch

@@ -128,8 +128,12 @@ def _fake_torch():
         def numpy(self):
             return self.a
 
-    def mm(a, b, out):
-        out.a[...] = (a.a.astype(np.float32) @ b.a.astype(np.float32)).astype(np.float32)
+    def mm(a, b, out=None):
+        r = (a.a.astype(np.float32) @ b.a.astype(np.float32)).astype(np.float32)
+        if out is None:
+            return T(r)
+        out.a[...] = r
+        return out
 
     torch = types.ModuleType("torch")
     torch.__version__ = "fake"
