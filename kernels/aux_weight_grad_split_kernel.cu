@@ -1,6 +1,6 @@
 // Weight- and bias-gradient reductions over the batch, split into P batch chunks through a workspace
 // (fused backward path; no [B, M, N] partials). Two launches, no atomics, a fixed summation order:
-// deterministic.
+// deterministic. Bias sums and the finish's sums over chunks accumulate in double (rounded once to float).
 //
 // aux_weight_grad_partial
 //   ws[p, m, n] = sum_{b in chunk p} dz[b, m] * x[b, n]      dz [B, M], x [B, N], ws [P, M, N] (overwritten)
@@ -47,7 +47,7 @@ union WsSmem {
     } pipe;
     struct {
         float w[kWsWarps][kWsSkinnyM][kWsBN];
-        float b[kWsWarps][kWsSkinnyM];
+        double b[kWsWarps][kWsSkinnyM];
     } skinny;
 };
 
@@ -74,10 +74,10 @@ aux_weight_grad_partial(const float* __restrict__ dz, const float* __restrict__ 
         const int n = n0 + q * 4;
         const bool vec = (N % 4 == 0) && aligned16(x);
         float acc[kWsSkinnyM][4];
-        float bsum[kWsSkinnyM];
+        double bsum[kWsSkinnyM];
 #pragma unroll
         for (int m = 0; m < kWsSkinnyM; ++m) {
-            bsum[m] = 0.0f;
+            bsum[m] = 0.0;
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[m][e] = 0.0f;
         }
@@ -123,10 +123,10 @@ aux_weight_grad_partial(const float* __restrict__ dz, const float* __restrict__ 
             }
         }
         if (bias_block && tid < M) {
-            float v = 0.0f;
+            double v = 0.0;
 #pragma unroll
             for (int w = 0; w < kWsWarps; ++w) v += smem.skinny.b[w][tid];
-            wsb[(size_t)p * M + tid] = v;
+            wsb[(size_t)p * M + tid] = (float)v;
         }
         return;
     }
@@ -141,7 +141,7 @@ aux_weight_grad_partial(const float* __restrict__ dz, const float* __restrict__ 
     for (int i = 0; i < 2 * kWsQuad; ++i)
 #pragma unroll
         for (int j = 0; j < 2 * kWsQuad; ++j) acc[i][j] = 0.0f;
-    float bsum = 0.0f;  // column m0 + tid of dz over the chunk (bias blocks, tid < kWsBM)
+    double bsum = 0.0;  // column m0 + tid of dz over the chunk (bias blocks, tid < kWsBM)
 
     auto load_slice = [&](int stage, int kt) {
         sgemm::copy_ncontig_slice<kWsBM, kWsBK, kWsThreads>(smem.pipe.As[stage], dzp, M, M, rows, m0, kt * kWsBK,
@@ -193,7 +193,7 @@ aux_weight_grad_partial(const float* __restrict__ dz, const float* __restrict__ 
             if (n < N) out[(size_t)m * N + n] = acc[i][j];
         }
     }
-    if (bias_block && tid < kWsBM && m0 + tid < M) wsb[(size_t)p * M + m0 + tid] = bsum;
+    if (bias_block && tid < kWsBM && m0 + tid < M) wsb[(size_t)p * M + m0 + tid] = (float)bsum;
 }
 
 extern "C" __global__ void __launch_bounds__(kWsThreads)
@@ -202,13 +202,13 @@ aux_weight_grad_finish(const float* __restrict__ ws, const float* __restrict__ w
     const size_t mn = (size_t)M * N;
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < mn) {
-        float v = 0.0f;
+        double v = 0.0;
         for (int p = 0; p < P; ++p) v += __ldg(ws + (size_t)p * mn + i);
-        dW[i] = v;
+        dW[i] = (float)v;
     } else if (i < mn + M) {
         const size_t m = i - mn;
-        float v = 0.0f;
+        double v = 0.0;
         for (int p = 0; p < P; ++p) v += __ldg(wsb + (size_t)p * M + m);
-        db[m] = v;
+        db[m] = (float)v;
     }
 }
