@@ -812,8 +812,8 @@ def run_size(cs, B: int, args, cubins, ceilings, budget: Budget, results: dict) 
     fused = build_plan(csB, wiring, (FORWARD, FUSED), n_valid)
     partial = build_plan(csB, wiring, (FORWARD, PARTIALS), n_valid)
     res["plan_fused"] = [op.label for op in fused]
-    plan = concurrent_plan(wiring, fused)
-    res["plan_fused_streams"] = {"streams": plan.streams, "stream": list(plan.stream), "waits": [list(w) for w in plan.waits]}
+    streams = concurrent_plan(wiring, fused)
+    res["plan_fused_streams"] = {"streams": streams.streams, "stream": list(streams.stream), "waits": [list(w) for w in streams.waits]}
     for name, plan in (("fused", fused), ("partials", partial)):
         res[f"bytes_{name}"] = sum(op.bytes_read + op.bytes_written for op in plan)
         res[f"flops_{name}"] = sum(op.flops for op in plan)
@@ -876,11 +876,11 @@ def run_size(cs, B: int, args, cubins, ceilings, budget: Budget, results: dict) 
             # the same fused chain, its independent steps on separate streams in the one graph
             ctag = "ours_fused_concurrent"
             try:
-                check_ours(f"{ctag} graph", ops, graph_run=True, concurrent=plan)
-                graphs = [chain.capture_concurrent(ops, plan, s) for s in range(sets)]
+                check_ours(f"{ctag} graph", ops, graph_run=True, concurrent=streams)
+                graphs = [chain.capture_concurrent(ops, streams, s) for s in range(sets)]
                 us = time_cupy_graphs(chain, graphs, args.warmup, args.replays)
                 res["variants"][CONCURRENT] = stats(us)
-                log(f"B={B}: {ctag} ({plan.streams} streams): {statistics.median(us):.1f} us")
+                log(f"B={B}: {ctag} ({streams.streams} streams): {statistics.median(us):.1f} us")
                 del graphs
             except Exception as exc:  # noqa: BLE001
                 res["errors"][ctag] = traceback.format_exc()[-2000:]
