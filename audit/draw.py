@@ -145,3 +145,26 @@ def dot(cs: ContractSet, schedule: str, wiring: Wiring | None = None) -> str:
         lines.append(f'  "{_dot(a)}" -> "{_dot(b)}"{style};')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def steps_diagram(cs: ContractSet, schedules: list[str], fmt: str = "mermaid", wiring: Wiring | None = None) -> str:
+    """The steps of ``schedules`` (run one after another, in that order) and which waits for which, as
+    the contracts' declared accesses prove it (:mod:`audit.stepdag`): an edge per dependency, each
+    step labelled with its schedule, step number, kernel (or zero step) and the stream a concurrent
+    launch gives it. Steps with no path between them may run at the same time."""
+    from .stepdag import chain_steps, step_dependencies, stream_plan
+
+    steps = chain_steps(wiring or Wiring(cs), schedules)
+    deps = step_dependencies(steps)
+    plan = stream_plan(deps)
+    labels = [f"{n.schedule} step {n.step + 1}: {n.label} (stream {plan.stream[j]})" for j, n in enumerate(steps)]
+    if fmt == "dot":
+        lines = [f'digraph "steps of {_dot(" then ".join(schedules))}" {{', "  rankdir=TB;", '  node [fontname="Helvetica", shape=box];']
+        lines += [f'  "s{j}" [label="{_dot(text)}"];' for j, text in enumerate(labels)]
+        lines += [f'  "s{i}" -> "s{j}";' for j, d in enumerate(deps) for i in d]
+        return "\n".join([*lines, "}"]) + "\n"
+    lines = [f"%% steps of {_label(' then '.join(schedules))}: an edge where a step waits for another", "flowchart TB"]
+    lines += [f'  s{j}["{_label(text)}"]' for j, text in enumerate(labels)]
+    lines += [f"  s{i} --> s{j}" for j, d in enumerate(deps) for i in d]
+    return "\n".join(lines) + "\n"
+

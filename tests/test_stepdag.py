@@ -181,3 +181,24 @@ def test_isv_slots_are_resources_of_the_steps_that_declare_them():
     assert "slot:AUX_LABEL_SCALE_EMA" in ema.writes
     with pytest.raises(KeyError):
         chain_steps(Wiring(cs), ["no_such_schedule"])
+
+
+def test_wireup_graph_steps_draws_the_chain_and_needs_its_schedules(capsys):
+    from audit.cli import main
+
+    argv = ["graph", "--root", str(REPO), "--steps", "--schedule", "aux_heads_forward", "--schedule", "aux_heads_backward_fused"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("flowchart") == 1 and out.startswith("%% steps of aux_heads_forward then aux_heads_backward_fused")
+    labels = dict(line.strip().split("[", 1) for line in out.splitlines() if line.strip().startswith("s") and "[" in line)
+    trunk = next(k for k, v in labels.items() if ": aux_trunk_forward " in v)
+    heads = [k for k, v in labels.items() if ": aux_trade_outcome_forward " in v or ": aux_next_bar_forward " in v]
+    assert len(heads) == 2 and all(f"  {trunk} --> {h}" in out.splitlines() for h in heads)
+    assert f"  {heads[0]} --> {heads[1]}" not in out.splitlines() and f"  {heads[1]} --> {heads[0]}" not in out.splitlines()
+    assert main([*argv, "--format", "dot"]) == 0
+    dot = capsys.readouterr().out
+    assert dot.startswith('digraph "steps of aux_heads_forward then aux_heads_backward_fused" {') and dot.rstrip().endswith("}")
+    assert dot.count(" -> ") == out.count(" --> ")
+    assert main(["graph", "--root", str(REPO), "--steps"]) == 2
+    err = capsys.readouterr().err
+    assert "--steps needs the schedules that run one after another, in order, as --schedule NAME" in err

@@ -1,4 +1,4 @@
-"""``wireup graph``: print the chain of each schedule as Mermaid or Graphviz DOT."""
+"""``wireup graph``: print the chain of each schedule as Mermaid or Graphviz DOT, or (``--steps``) which\nsteps of a chain of schedules wait for which."""
 
 from __future__ import annotations
 
@@ -15,11 +15,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     p.add_argument("--schedule", action="append", default=[], help="only this schedule (repeatable)")
     p.add_argument("--output", "-o", metavar="FILE")
+    p.add_argument("--steps", action="store_true",
+                   help="draw the steps of the --schedule list (run in that order) and which step waits for which, "
+                        "from the declared buffer and ISV-slot accesses: steps with no path between them may run concurrently")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..api import load_project
-    from ..draw import dot, mermaid_document
+    from ..draw import dot, mermaid_document, steps_diagram
     from ..graph import Wiring
 
     _, cs = load_project(root_of(args))
@@ -29,6 +32,12 @@ def run(args: argparse.Namespace) -> int:
             valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
             raise UsageError(f'--schedule "{n}" is not a schedule; the schedules are {valid}.')
     w = Wiring(cs)
+    if args.steps:
+        if not args.schedule:
+            valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
+            raise UsageError(f"--steps needs the schedules that run one after another, in order, as --schedule NAME (the schedules are {valid}).")
+        emit(steps_diagram(cs, names, args.format, w), args.output)
+        return ExitCode.CLEAN
     if args.format == "mermaid":
         emit(mermaid_document(cs, names, w), args.output)  # one diagram: a subgraph per schedule
         return ExitCode.CLEAN
