@@ -196,14 +196,35 @@ def build_plan(csB, wiring: Wiring, schedules: tuple[str, ...], n_valid: int) ->
     return ops
 
 
-def concurrent_plan(wiring: Wiring, ops: list[Op]) -> StreamPlan:
+def concurrent_plan(wiring: Wiring, ops: list[Op]) -> tuple[StreamPlan, list[tuple[int, ...]]]:
     """The streams for ``ops`` (one plan of whole schedules, every step in order) from the contracts'
-    declared accesses: ``audit.stepdag``."""
+    declared accesses (``audit.stepdag``), and the dependencies they enforce."""
     schedules = list(dict.fromkeys(op.schedule for op in ops))
     steps = chain_steps(wiring, schedules)
     if [(n.schedule, n.step) for n in steps] != [(op.schedule, op.step) for op in ops]:
         raise RuntimeError("the plan's ops are not the schedules' steps in order")
-    return stream_plan(step_dependencies(steps))
+    deps = step_dependencies(steps)
+    return stream_plan(deps), deps
+
+
+def critical_path(deps: list[tuple[int, ...]], us: list[float | None]) -> tuple[float, list[int]]:
+    """The longest chain of waits through the step graph, weighting each step by its time alone (``us``;
+    None counts as 0): the least time the concurrent graph could take, and the steps on that chain."""
+    best: list[float] = []
+    prev: list[int | None] = []
+    for j, d in enumerate(deps):
+        before = max(d, key=lambda i: best[i], default=None)
+        best.append((best[before] if before is not None else 0.0) + (us[j] or 0.0))
+        prev.append(before)
+    if not best:
+        return 0.0, []
+    j: int | None = max(range(len(best)), key=lambda i: best[i])
+    total = best[j]
+    path = []
+    while j is not None:
+        path.append(j)
+        j = prev[j]
+    return total, path[::-1]
 
 
 def flops_of(op: Op, n_valid: int) -> float:
@@ -812,7 +833,7 @@ def run_size(cs, B: int, args, cubins, ceilings, budget: Budget, results: dict) 
     fused = build_plan(csB, wiring, (FORWARD, FUSED), n_valid)
     partial = build_plan(csB, wiring, (FORWARD, PARTIALS), n_valid)
     res["plan_fused"] = [op.label for op in fused]
-    streams = concurrent_plan(wiring, fused)
+    streams, dag = concurrent_plan(wiring, fused)
     res["plan_fused_streams"] = {"streams": streams.streams, "stream": list(streams.stream), "waits": [list(w) for w in streams.waits]}
     for name, plan in (("fused", fused), ("partials", partial)):
         res[f"bytes_{name}"] = sum(op.bytes_read + op.bytes_written for op in plan)
@@ -865,6 +886,9 @@ def run_size(cs, B: int, args, cubins, ceilings, budget: Budget, results: dict) 
             log(f"B={B}: {tag}: {statistics.median(us):.1f} us")
             if tag == "ours_fused" or (tag == "ours_partials" and budget.left() > 60):
                 res[f"per_kernel_{tag}"] = per_kernel(chain, ops, ceilings, max(30, args.replays // 3))
+            if tag == "ours_fused":
+                total, path = critical_path(dag, [r.get("us") for r in res["per_kernel_ours_fused"]])
+                res["critical_path_ours_fused"] = {"us": total, "ops": [ops[j].label for j in path]}
             del graphs
         except Exception as exc:  # noqa: BLE001
             res["errors"][tag] = traceback.format_exc()[-2000:]
@@ -1004,6 +1028,9 @@ def print_per_kernel(results: dict) -> None:
         tot = sum(r.get("us", 0.0) for r in rows)
         floor = sum(r.get("floor_us", 0.0) for r in rows)
         print(f"  {'sum of ops':<58} {tot:8.2f}{'':30}{floor:7.2f} x{tot / floor if floor else float('nan'):.1f}")
+        cp = res.get("critical_path_ours_fused")
+        if cp:
+            print(f"  critical path of the concurrent graph, from the times alone: {cp['us']:.1f} us: " + " -> ".join(cp["ops"]))
 
 
 def print_summary(results: dict) -> None:

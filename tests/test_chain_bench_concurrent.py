@@ -71,7 +71,7 @@ def test_the_concurrent_capture_enforces_every_dependency_and_joins_every_stream
     csB = bench.contracts_at(cs, 256)
     wiring = Wiring(csB)
     ops = bench.build_plan(csB, wiring, (bench.FORWARD, bench.FUSED), n_valid=8)
-    plan = bench.concurrent_plan(wiring, ops)
+    plan, dag = bench.concurrent_plan(wiring, ops)
     assert plan.streams > 1
 
     log: list = []
@@ -86,6 +86,7 @@ def test_the_concurrent_capture_enforces_every_dependency_and_joins_every_stream
     assert log[0] == ("s0", "begin", None) and log[-1] == ("s0", "end", None)
     hb, final = happens_before(log)
     deps = step_dependencies(chain_steps(wiring, [bench.FORWARD, bench.FUSED]))
+    assert dag == deps
     for j, d in enumerate(deps):
         assert set(d) <= hb[j], (ops[j].label, d, hb[j])
     assert final["s0"] >= set(range(len(ops))), "every stream's work joins the capturing stream before the capture ends"
@@ -129,3 +130,11 @@ def test_target_verdict(bench):
     assert ": NOT MET" in bench.target_verdict(worse)[1] and "3.0e-07 vs torch f32 2.0e-07" in bench.target_verdict(worse)[1]
     missing = _results(bench, {}, {"256": 110.0, "4096": 170.0}, t, 1e-7, 2e-7, sizes=("256", "4096"))
     assert ": NOT RUN" in bench.target_verdict(missing)[1]
+
+
+def test_critical_path_is_the_longest_chain_of_waits(bench):
+    deps = [(), (0,), (0,), (1, 2), ()]
+    assert bench.critical_path(deps, [1.0, 5.0, 2.0, 1.0, 6.5]) == (7.0, [0, 1, 3])
+    assert bench.critical_path(deps, [1.0, 1.0, 2.0, 1.0, 6.5]) == (6.5, [4])
+    assert bench.critical_path(deps, [None, 1.0, 2.0, 1.0, None]) == (3.0, [0, 2, 3])
+    assert bench.critical_path([], []) == (0.0, [])
