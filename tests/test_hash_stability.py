@@ -60,11 +60,11 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
-        "36634066f46d12be1223740eac7690cfdf93374d473e925ce7ac79c9f7ca806b",
+        "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
     ),
     "aux_weight_grad_finish": (
-        "36634066f46d12be1223740eac7690cfdf93374d473e925ce7ac79c9f7ca806b",
+        "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
@@ -80,11 +80,11 @@ KERNELS = {
         "44e456e5f639811838c62df12f83d2c0167447b4d16255e475526e39ba23ba9e",
     ),
     "aux_trunk_forward": (
-        "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
+        "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
         "172f874a80fe97423a6e3062732363b2dfe4ba115d7ac2f05b3d6813f6d35bb4",
     ),
     "aux_trunk_backward": (
-        "cea3d887e84fcea21be52420b55204c6f1ccbc8d7563d55a7bf3eb2d9d5942f8",
+        "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
         "8a8acdd6d29221c09325fae89cbb7529ebe7d3a6c9ca2d58566a97885cf71470",
     ),
     "strided_gather": (
@@ -98,15 +98,15 @@ KERNELS = {
 }
 SCHEDULES = {
     "aux_heads_forward": (
-        "b6df03b50eb335e21b58f065c3a1b62060e6a38ceeab20d4c8e2bc048d0ca5cf",
+        "1db5052f611aef0e1f11d5e64e56c0d2f72d9212c224c59ff2561fcbb1300d12",
         "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "495516c4b7a5c482c6662f9f9372d79ee8857795da02782f7425d3af66431f74",
+        "c76a417c8e4451de913fd60769151f6dce45b3ba5ac19de3238d90b786b2025d",
         "1929883c4869740ea7835a18c02a93867c9b0bda03b70db71075831e4b23812b",
     ),
     "aux_heads_backward_fused": (
-        "e413b566a342c95cdad87efd54a5e1dd97d228d33e1f9ee6d5c0574bab64bcb5",
+        "1523ff153fe79c8a6dea2b4e091d90eb115ead8d6165af829d70e9e512c7a138",
         "c2f775a156139b489b0a623851f946a5dbbfee69f92543cfb20e2f3a77079e7e",
     ),
 }

@@ -18,7 +18,7 @@
 //   dz[b, j]            = dh_accum[b, j] * ELU'(z[b, j]),  ELU'(z) = h > 0 ? 1 : 1 + h  with h = h[b, j]
 //   db_partial[b, j]    = dz[b, j]
 //   dW_partial[b, j, i] = dz[b, j] * x[b, i]      (only when dW_partial != NULL; the fused schedule
-//                                                   passes NULL and reduces dz^T x with aux_weight_grad_reduce)
+//                                                   passes NULL and reduces dz^T x with aux_weight_grad_partial)
 //   dh_accum [B, SH2], h [B, SH2], x [B, E], dW_partial [B, SH2, E] (optional), db_partial [B, SH2]
 //   There is deliberately no dx output: aux gradients never reach the Q encoder.
 //   Launch: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1); block x owns rows 8x .. 8x+7. Without
