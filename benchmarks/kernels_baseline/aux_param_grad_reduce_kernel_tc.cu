@@ -122,19 +122,28 @@ __device__ __forceinline__ void mma_slice_3xtf32(float (&acc)[2][4][4], const fl
     for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) split_tf32(bv[j][e], bh[j][e], bl[j][e]);
-    // Small terms first; the 8 tiles' MMAs are independent, so each term's 8 issue back to back.
+    // Small terms first. The three products of one k8 step go into a zero fragment, which is then added
+    // to the running sum with round-to-nearest float adds: the tensor core's own accumulation (which
+    // rounds toward zero, measured: section 4a's error grew with B) then only ever sums 24 terms of one
+    // step, never the long running total. The 4 tiles of one row half issue back to back.
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < 2; ++i) {
+        float s[4][4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], al[i], bh[j]);
+        for (int j = 0; j < 4; ++j)
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+            for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], ah[i], bl[j]);
+        for (int j = 0; j < 4; ++j) mma_tf32(s[j], al[i], bh[j]);
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 4; ++j) mma_tf32(s[j], ah[i], bl[j]);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], ah[i], bh[j]);
+        for (int j = 0; j < 4; ++j) mma_tf32(s[j], ah[i], bh[j]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] += s[j][e];
+    }
 }
 
 // Barrier of one group's 128 threads (named barrier 1 + g; barrier 0 is __syncthreads).
