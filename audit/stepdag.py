@@ -107,11 +107,7 @@ class StreamPlan:
 
     stream: tuple[int, ...]
     waits: tuple[tuple[int, ...], ...]
-    streams: int
-
-    def width(self) -> int:
-        """The most steps the plan can have in flight at once (its streams in use)."""
-        return self.streams
+    streams: int  # how many streams the plan uses
 
 
 def stream_plan(deps: Sequence[Sequence[int]], max_streams: int = 8) -> StreamPlan:
