@@ -39,10 +39,13 @@ from audit.runtime._compare import compare  # noqa: E402
 SOURCE = "kernels/aux_weight_grad_split_kernel.cu"
 
 
-def build(out: Path) -> dict[str, Path]:
+def build(out: Path, tc_source: str | None = None) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     cubins = {}
-    for tag, src in (("split", SOURCE), ("old", OLD_SOURCE)):  # OLD_SOURCE: the cluster kernel
+    sources = [("split", SOURCE), ("old", OLD_SOURCE)]  # OLD_SOURCE: the cluster kernel
+    if tc_source:
+        sources.append(("tc", tc_source))
+    for tag, src in sources:
         cubin = out / f"{tag}.cubin"
         r = subprocess.run([*NVCC, "-Xptxas", "-v", "-o", str(cubin), src], cwd=REPO, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
@@ -61,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json", default=None)
     ap.add_argument("--cpu-check", action="store_true")
+    ap.add_argument("--tc-source", default=None, metavar="CU",
+                    help="also measure an experimental aux_weight_grad_partial_tc (same launch) for M > 8, with the shipped finish, "
+                         "at the contract's P (e.g. benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu)")
     args = ap.parse_args(argv)
     cs = load_contracts(REPO / "contracts")
     shapes = shapes_of(cs)
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     splits_arg = [int(s) for s in args.splits.split(",")] if args.splits else []
     log("shapes: " + ", ".join(f"{s.M}x{s.N} ({s.origin}, {s.launches} fused launches)" for s in shapes))
     with tempfile.TemporaryDirectory() as tmp:
-        cubins = build(Path(tmp))
+        cubins = build(Path(tmp), args.tc_source)
         if args.cpu_check:
             return 0
         import cupy as cp
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         mod = cp.RawModule(path=str(cubins["split"]))
         part, fin = mod.get_function("aux_weight_grad_partial"), mod.get_function("aux_weight_grad_finish")
         old = cp.RawModule(path=str(cubins["old"])).get_function(KERNEL)
+        tc = cp.RawModule(path=str(cubins["tc"])).get_function("aux_weight_grad_partial_tc") if "tc" in cubins else None
         stream = cp.cuda.Stream(non_blocking=True)
         tol = tolerance(cs)
         rows = []
@@ -112,10 +119,17 @@ def main(argv: list[str] | None = None) -> int:
                     part((ceil_div(N, 128), ceil_div(M, 128), P), (256, 1, 1), (dz, x, ws, wsb, np.int32(B), np.int32(M), np.int32(N), np.int32(P)), stream=stream)
                     fin((ceil_div(M * N + M, 256),), (256, 1, 1), (ws, wsb, dW, db, np.int32(M), np.int32(N), np.int32(P)), stream=stream)
 
+                def enqueue_tc(P, dz=dz, x=x, dW=dW, ws=ws, wsb=wsb, db=db, B=B, M=M, N=N):
+                    tc((ceil_div(N, 128), ceil_div(M, 128), P), (256, 1, 1), (dz, x, ws, wsb, np.int32(B), np.int32(M), np.int32(N), np.int32(P)), stream=stream)
+                    fin((ceil_div(M * N + M, 256),), (256, 1, 1), (ws, wsb, dW, db, np.int32(M), np.int32(N), np.int32(P)), stream=stream)
+
                 def enqueue_old(dz=dz, x=x, dW=dW, B=B, M=M, N=N):
                     old((ceil_div(N, 32), ceil_div(M, 64), 8), (256, 1, 1), (dz, x, dW, np.int32(B), np.int32(M), np.int32(N)), stream=stream)
 
-                for P in splits:
+                variants = [("split", P, enqueue) for P in splits]
+                if tc is not None and M > 8:
+                    variants.append(("tc", wgp(B), enqueue_tc))
+                for variant, P, run in variants:
                     if P > B:
                         continue
                     outs = []
@@ -123,20 +137,20 @@ def main(argv: list[str] | None = None) -> int:
                         for buf in (ws, wsb, dW, db):
                             buf.fill(cp.nan)
                         cp.cuda.Device().synchronize()
-                        enqueue(P)
+                        run(P)
                         stream.synchronize()
                         outs.append(np.concatenate([cp.asnumpy(dW).ravel(), cp.asnumpy(db)]))
                     c = compare(outs[0][: M * N].reshape(M, N), ref, tol)
                     cb = compare(outs[0][M * N :], ref_b, tol)
                     det = all(np.array_equal(outs[0].view(np.uint32), o.view(np.uint32)) for o in outs[1:])
-                    row = {"M": M, "N": N, "B": B, "P": P, "contract_P": P == wgp(B), "ok": bool(c.ok and cb.ok), "rel_norm": float(c.rel_norm),
+                    row = {"variant": variant, "M": M, "N": N, "B": B, "P": P, "contract_P": P == wgp(B), "ok": bool(c.ok and cb.ok), "rel_norm": float(c.rel_norm),
                            "bias_rel_norm": float(cb.rel_norm), "deterministic": det}
                     if not (c.ok and cb.ok and det):
                         failures += 1
-                        log(f"FAIL {M}x{N} B={B} P={P}: dW {c.detail}; db {cb.detail}; deterministic={det}")
+                        log(f"FAIL {variant} {M}x{N} B={B} P={P}: dW {c.detail}; db {cb.detail}; deterministic={det}")
                     if B in tsizes:
                         hint = 2.0 * B * M * N / 20e12 * 1e6 + 4.0
-                        row["time"] = time_graph(lambda P=P: enqueue(P), hint)
+                        row["time"] = time_graph(lambda P=P, run=run: run(P), hint)
                     rows.append(row)
                 if B in tsizes:
                     hint = 2.0 * B * M * N / 20e12 * 1e6 + 3.0
@@ -146,10 +160,14 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.synchronize()
                     ct = compare(outt.cpu().numpy(), ref, tol)
                     t_torch = torch_mm_time(torch, dzt, xt, outt, hint, args.warmup, args.replays, replay_us=60.0)[0]
-                    best = min((r for r in rows if r["M"] == M and r["N"] == N and r["B"] == B and "time" in r), key=lambda r: r["time"]["median_us"])
+                    here = [r for r in rows if r["M"] == M and r["N"] == N and r["B"] == B and "time" in r]
+                    best = min((r for r in here if r["variant"] == "split"), key=lambda r: r["time"]["median_us"])
+                    tc_row = next((r for r in here if r["variant"] == "tc"), None)
                     rows.append({"M": M, "N": N, "B": B, "old_us": t_old["median_us"], "torch_us": t_torch["median_us"], "torch_rel_norm": float(ct.rel_norm),
                                  "best_P": best["P"], "best_us": best["time"]["median_us"]})
-                    line = " ".join(f"P{r['P']}={r['time']['median_us']:.1f}" for r in rows if r.get("time") and r["M"] == M and r["N"] == N and r["B"] == B)
+                    line = " ".join(f"P{r['P']}={r['time']['median_us']:.1f}" for r in here if r["variant"] == "split")
+                    if tc_row is not None:
+                        line += f"; tc (3xTF32) P{tc_row['P']}={tc_row['time']['median_us']:.1f} rel {tc_row['rel_norm']:.1e}{'' if tc_row['ok'] and tc_row['deterministic'] else ' FAIL'}"
                     log(f"{M}x{N} B={B}: old {t_old['median_us']:.1f} us, torch {t_torch['median_us']:.1f} us (rel {ct.rel_norm:.1e}); split {line}; "
                         f"best P={best['P']} {best['time']['median_us']:.1f} us rel {best['rel_norm']:.1e}; contract P={wgp(B)}")
                     del dzt, xt, outt

@@ -77,7 +77,7 @@ def test_host_logic_times_every_chunk_count_and_reports_a_wrong_bias(monkeypatch
         kernels = {("s", "aux_weight_grad_partial"): partial, ("s", "aux_weight_grad_finish"): finish, ("o", bench.KERNEL): _kernel(False)}
         monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(kernels))
         monkeypatch.setitem(sys.modules, "torch", _fake_torch())
-        monkeypatch.setattr(bench, "build", lambda out: {"split": Path("s"), "old": Path("o")})
+        monkeypatch.setattr(bench, "build", lambda out, tc_source=None: {"split": Path("s"), "old": Path("o")})
         out = tmp_path / f"r{int(wrong)}.json"
         code = bench.main(["--sizes", "37,256", "--time-sizes", "256", "--splits", "4", "--replays", "3", "--warmup", "1", "--json", str(out)])
         data = json.loads(out.read_text())
@@ -91,3 +91,32 @@ def test_host_logic_times_every_chunk_count_and_reports_a_wrong_bias(monkeypatch
         timed = [r for r in data["rows"] if "old_us" in r]
         assert len(timed) == 8 and all(r["old_us"] > 0 and r["torch_us"] > 0 for r in timed)
         assert all("time" in r for r in checked if r["B"] == 256) and not any("time" in r for r in checked if r["B"] == 37)
+
+
+def test_the_tensor_core_experiment_is_checked_and_timed_beside_the_shipped_kernel(monkeypatch, tmp_path):
+    """``--tc-source``: an experimental partial (same launch) runs with the shipped finish for every M > 8
+    shape at the contract's P, checked like the shipped kernel; a wrong one counts as a failure."""
+    import json
+    import sys
+
+    from test_wgrad_tc_bench import _fake_cupy, _fake_torch, _kernel
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_wgrad_split as bench
+
+    for wrong in (False, True):
+        partial, finish = _split_kernels(False)
+        tc_partial, _ = _split_kernels(wrong)
+        kernels = {("s", "aux_weight_grad_partial"): partial, ("s", "aux_weight_grad_finish"): finish, ("o", bench.KERNEL): _kernel(False),
+                   ("t", "aux_weight_grad_partial_tc"): tc_partial}
+        monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(kernels))
+        monkeypatch.setitem(sys.modules, "torch", _fake_torch())
+        monkeypatch.setattr(bench, "build", lambda out, tc_source=None: {"split": Path("s"), "old": Path("o"), **({"tc": Path("t")} if tc_source else {})})
+        out = tmp_path / f"tc{int(wrong)}.json"
+        code = bench.main(["--sizes", "37,256", "--time-sizes", "256", "--replays", "3", "--warmup", "1", "--json", str(out), "--tc-source", "t.cu"])
+        data = json.loads(out.read_text())
+        tc_rows = [r for r in data["rows"] if r.get("variant") == "tc"]
+        assert sorted({(r["M"], r["N"]) for r in tc_rows}) == [(9, 100), (128, 256), (130, 129), (256, 256)]
+        assert all(r["contract_P"] for r in tc_rows) and len(tc_rows) == 8
+        assert all(("time" in r) == (r["B"] == 256) for r in tc_rows)
+        assert data["failures"] == (8 if wrong else 0) and code == (1 if wrong else 0)
