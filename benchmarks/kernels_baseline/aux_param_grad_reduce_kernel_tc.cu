@@ -37,6 +37,7 @@
 
 #include "aux_common.cuh"
 #include "sgemm_tile.cuh"
+#include "tf32_mma.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -81,25 +82,6 @@ static_assert(32 / kSkinnyQuads == 4, "the skinny warp reduction shuffles over 4
 // 4 (r % 8) + 2i + r / 8; for n8 tile j (of 4) of the 32 columns, MMA column c is tile column
 // mma_col(j, c) = 4c + j. So a thread's A values at one k are tile rows 4g .. 4g+3 and its B values are
 // columns 4g .. 4g+3: one float4 each; its C values are rows 4g .. 4g+3 x columns 8t .. 8t+7.
-__device__ __forceinline__ unsigned tf32_rna(float v) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-    return r;
-}
-
-// v = hi + lo + O(2^-22 |v|) with hi, lo both TF32.
-__device__ __forceinline__ void split_tf32(float v, unsigned& hi, unsigned& lo) {
-    hi = tf32_rna(v);
-    lo = tf32_rna(v - __uint_as_float(hi));
-}
-
-// d += a * b on one 16 x 8 x 8 tile (TF32 inputs, float32 accumulation).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // acc[i][j] += the warp's 32 x 32 x 8 product at rows k0 .. k0+7 of one slice, in 3xTF32.
 // As / Bs: the slice, k-major; wr: the warp's first tile row; lane: the lane id.
@@ -117,15 +99,15 @@ __device__ __forceinline__ void mma_slice_3xtf32(float (&acc)[2][4][4], const fl
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) split_tf32(av[i][e], ah[i][e], al[i][e]);
+        for (int e = 0; e < 4; ++e) tf32::split(av[i][e], ah[i][e], al[i][e]);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) split_tf32(bv[j][e], bh[j][e], bl[j][e]);
+        for (int e = 0; e < 2; ++e) tf32::split(bv[j][e], bh[j][e], bl[j][e]);
     // Small terms first. The three products of one k8 step go into a zero fragment, which is then added
-    // to the running sum with round-to-nearest float adds: the tensor core's own accumulation (which
-    // rounds toward zero, measured: section 4a's error grew with B) then only ever sums 24 terms of one
-    // step, never the long running total. The 4 tiles of one row half issue back to back.
+    // to the running sum with round-to-nearest float adds: the tensor core's own accumulation (whose
+    // rounding of a running sum is not round-to-nearest: section 4a's error grew with B) then only ever
+    // sums 24 terms of one step, never the long running total. The 4 tiles of one row half issue back to back.
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         float s[4][4];
@@ -134,11 +116,11 @@ __device__ __forceinline__ void mma_slice_3xtf32(float (&acc)[2][4][4], const fl
 #pragma unroll
             for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(s[j], al[i], bh[j]);
+        for (int j = 0; j < 4; ++j) tf32::mma(s[j], al[i], bh[j]);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(s[j], ah[i], bl[j]);
+        for (int j = 0; j < 4; ++j) tf32::mma(s[j], ah[i], bl[j]);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(s[j], ah[i], bh[j]);
+        for (int j = 0; j < 4; ++j) tf32::mma(s[j], ah[i], bh[j]);
 #pragma unroll
         for (int j = 0; j < 4; ++j)
 #pragma unroll

@@ -16,6 +16,7 @@
 // 32 banks), so every fragment load of a warp hits 32 distinct banks.
 #include "aux_common.cuh"
 #include "sgemm_tile.cuh"
+#include "tf32_mma.cuh"
 
 namespace {
 
@@ -34,25 +35,6 @@ struct Smem {
     float As[kStages][kBK][kLd];  // dz slices, s[b][m]
     float Bs[kStages][kBK][kLd];  // x slices,  s[b][n]
 };
-
-__device__ __forceinline__ unsigned tf32_rna(float v) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-    return r;
-}
-
-__device__ __forceinline__ void split_tf32(float v, unsigned& hi, unsigned& lo) {
-    hi = tf32_rna(v);
-    lo = tf32_rna(v - __uint_as_float(hi));
-}
-
-// d += a * b on one 16 x 8 x 8 tile (TF32 inputs, float32 accumulation).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 }  // namespace
 
@@ -110,28 +92,28 @@ aux_weight_grad_partial_tc(const float* __restrict__ dz, const float* __restrict
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int n = wn + 8 * j + g;
-            split_tf32(Bs[t][n], bh[j][0], bl[j][0]);
-            split_tf32(Bs[t + 4][n], bh[j][1], bl[j][1]);
+            tf32::split(Bs[t][n], bh[j][0], bl[j][0]);
+            tf32::split(Bs[t + 4][n], bh[j][1], bl[j][1]);
         }
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int m = wm + 16 * i + g;
             unsigned ah[4], al[4];
-            split_tf32(As[t][m], ah[0], al[0]);
-            split_tf32(As[t][m + 8], ah[1], al[1]);
-            split_tf32(As[t + 4][m], ah[2], al[2]);
-            split_tf32(As[t + 4][m + 8], ah[3], al[3]);
+            tf32::split(As[t][m], ah[0], al[0]);
+            tf32::split(As[t][m + 8], ah[1], al[1]);
+            tf32::split(As[t + 4][m], ah[2], al[2]);
+            tf32::split(As[t + 4][m + 8], ah[3], al[3]);
             float s[4][4];
 #pragma unroll
             for (int j = 0; j < 4; ++j)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
 #pragma unroll
-            for (int j = 0; j < 4; ++j) mma_tf32(s[j], al, bh[j]);
+            for (int j = 0; j < 4; ++j) tf32::mma(s[j], al, bh[j]);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) mma_tf32(s[j], ah, bl[j]);
+            for (int j = 0; j < 4; ++j) tf32::mma(s[j], ah, bl[j]);
 #pragma unroll
-            for (int j = 0; j < 4; ++j) mma_tf32(s[j], ah, bh[j]);
+            for (int j = 0; j < 4; ++j) tf32::mma(s[j], ah, bh[j]);
 #pragma unroll
             for (int j = 0; j < 4; ++j)
 #pragma unroll

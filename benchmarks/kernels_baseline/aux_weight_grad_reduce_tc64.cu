@@ -14,6 +14,7 @@
 
 #include "aux_common.cuh"
 #include "sgemm_tile.cuh"
+#include "tf32_mma.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -39,24 +40,6 @@ __device__ __forceinline__ void group_barrier(int g) {
         asm volatile("bar.sync 2, %0;\n" ::"n"(kGroupThreads) : "memory");
 }
 
-__device__ __forceinline__ unsigned tf32_rna(float v) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-    return r;
-}
-
-__device__ __forceinline__ void split_tf32(float v, unsigned& hi, unsigned& lo) {
-    hi = tf32_rna(v);
-    lo = tf32_rna(v - __uint_as_float(hi));
-}
-
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 // acc[i][j] += the warp's 32 x 32 x 8 product (tile rows wr.., columns wc..) of one 8-row slice.
 __device__ __forceinline__ void mma_slice_3xtf32(float (&acc)[2][4][4], const float (*As)[kLdA], const float (*Bs)[kLdB],
                                                  int wr, int wc, int lane) {
@@ -72,23 +55,23 @@ __device__ __forceinline__ void mma_slice_3xtf32(float (&acc)[2][4][4], const fl
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) split_tf32(av[i][e], ah[i][e], al[i][e]);
+        for (int e = 0; e < 4; ++e) tf32::split(av[i][e], ah[i][e], al[i][e]);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) split_tf32(bv[j][e], bh[j][e], bl[j][e]);
+        for (int e = 0; e < 2; ++e) tf32::split(bv[j][e], bh[j][e], bl[j][e]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], al[i], bh[j]);
+        for (int j = 0; j < 4; ++j) tf32::mma(acc[i][j], al[i], bh[j]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], ah[i], bl[j]);
+        for (int j = 0; j < 4; ++j) tf32::mma(acc[i][j], ah[i], bl[j]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], ah[i], bh[j]);
+        for (int j = 0; j < 4; ++j) tf32::mma(acc[i][j], ah[i], bh[j]);
 }
 
 union Smem {
