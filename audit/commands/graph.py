@@ -1,4 +1,5 @@
-"""``wireup graph``: print the chain of each schedule as Mermaid or Graphviz DOT, or (``--steps``) which\nsteps of a chain of schedules wait for which."""
+"""``wireup graph``: print the chain of each schedule as Mermaid or Graphviz DOT, or (``--steps``) which
+steps of a chain of schedules wait for which."""
 
 from __future__ import annotations
 
@@ -27,14 +28,13 @@ def run(args: argparse.Namespace) -> int:
 
     _, cs = load_project(root_of(args))
     names = args.schedule or [s.name for s in cs.schedules]
+    valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
     for n in names:
         if n not in cs.schedule_map:
-            valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
             raise UsageError(f'--schedule "{n}" is not a schedule; the schedules are {valid}.')
     w = Wiring(cs)
     if args.steps:
         if not args.schedule:
-            valid = ", ".join(f'"{s}"' for s in cs.schedule_map)
             raise UsageError(f"--steps needs the schedules that run one after another, in order, as --schedule NAME (the schedules are {valid}).")
         emit(steps_diagram(cs, names, args.format, w), args.output)
         return ExitCode.CLEAN
