@@ -90,7 +90,8 @@ def run_check(
 
     Contract files whose text is in the parsed-file cache (:mod:`audit.toml_cache`) are not parsed again;
     ``read`` is the contract files where the caller has read them already. ``loaded`` is called with the
-    contract set once it is loaded, before the rules run. ``jobs``: how many processes run the rules (1:
+    contract set once it is loaded, before the rules run or, where a forked child runs part of them, in
+    this process while it does. ``jobs``: how many processes run the rules (1:
     this one; None: chosen by the project's size, ``WIREUP_JOBS`` or ``--jobs``; see
     :mod:`audit.rules._parallel`); the result is the same."""
     cfg = config or load_config(root)
@@ -99,8 +100,6 @@ def run_check(
 
         folder = cache_folder(cfg)
         cs = load_contracts(cfg.contracts_dir, cfg.root, cache=folder / "parsed" if folder else None, read=read)
-        if loaded is not None:
-            loaded(cs)
     else:
         cs = contracts
     rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
@@ -109,7 +108,9 @@ def run_check(
         cs, cfg, options=opts, escalate=frozenset(opts.get("escalate", ())), providers=fact_providers(),
         sources=read.sources if read is not None else {},
     )
-    return CheckRun(cfg, cs, run_rules(ctx, rules, jobs), ctx)
+    # ``loaded`` goes first, or alongside the rules where a child runs part of them
+    alongside = (lambda: loaded(cs)) if loaded is not None and contracts is None else None
+    return CheckRun(cfg, cs, run_rules(ctx, rules, jobs, alongside), ctx)
 
 
 def check(

@@ -42,8 +42,9 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the split check
 
 
 def halves():
-    """(the child's rules, the parent's) of a static check: SUPPRESSION_UNUSED runs after both."""
-    return par.split([r for r in select_rules(STATIC) if r.id != "SUPPRESSION_UNUSED"])
+    """(the child's rules, the parent's) of a static check (whose parent digests the parsed values beside
+    its rules): SUPPRESSION_UNUSED runs after both."""
+    return par.split([r for r in select_rules(STATIC) if r.id != "SUPPRESSION_UNUSED"], par.ALONGSIDE_MS)
 
 
 def config(root: Path, cache: Path) -> Config:
@@ -93,12 +94,20 @@ class Spy:
         return True
 
 
+def _plain_entry(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    data.pop("key", None)
+    if "lines" in data:
+        data["lines"] = sorted((rel, sha, sorted(map(json.dumps, asked))) for rel, sha, asked in data["lines"])
+    return data
+
+
 def stored(cache: Path) -> dict:
-    """What the check cache stored for the run (its key aside: it names the cache folder's config)."""
+    """What the check cache stored for the run: the entry by text, the entry by value and the index of
+    values (their keys aside: they name the cache folder's configuration)."""
     (entry,) = sorted((cache / "check").glob("*.json"))
-    data = json.loads(entry.read_text())
-    data.pop("key")
-    data["lines"] = sorted((rel, sha, sorted(map(json.dumps, asked))) for rel, sha, asked in data["lines"])
+    data = _plain_entry(entry)
+    data["by value"] = sorted((json.dumps(_plain_entry(p), sort_keys=True) for p in (cache / "check" / "values").glob("*")))
     return data
 
 
@@ -350,7 +359,7 @@ def test_the_child_dies_with_its_parent(mistaken: Path, tmp_path: Path):
         from audit.api import check
         from audit.config import load_config
         from audit.rules import REGISTRY, select_rules, _parallel as par
-        child, _ = par.split([r for r in select_rules({STATIC!r}) if r.id != 'SUPPRESSION_UNUSED'])
+        child, _ = par.split([r for r in select_rules({STATIC!r}) if r.id != 'SUPPRESSION_UNUSED'], par.ALONGSIDE_MS)
         me = os.getpid()
         def hang(ctx):
             if os.getpid() != me:
@@ -387,3 +396,16 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
 
+
+
+def test_the_callers_work_runs_once_in_the_parent(mistaken: Path):
+    from audit.api import load_project
+    from audit.rules import CheckContext
+    from audit.rules._engine import _run_one
+
+    _, cs = load_project(mistaken)
+    rules = [r for r in select_rules(STATIC) if r.id != "SUPPRESSION_UNUSED"]
+    calls: list[int] = []
+    split = par.run_split(CheckContext(cs), rules, _run_one, alongside=lambda: calls.append(os.getpid()))
+    assert calls == [os.getpid()]
+    assert split == [_run_one(CheckContext(cs), r) for r in rules]

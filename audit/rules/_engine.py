@@ -9,7 +9,7 @@ imported); the rule modules import only :mod:`._base`, so the registry has no im
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..findings import CheckResult, Finding, NotRun
@@ -52,11 +52,13 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
     return chosen
 
 
-def run_rules(ctx: CheckContext, rules: Sequence[Rule], jobs: int | None = 1) -> CheckResult:
+def run_rules(ctx: CheckContext, rules: Sequence[Rule], jobs: int | None = 1, alongside: Callable[[], None] | None = None) -> CheckResult:
     """Run ``rules`` and collect findings, sorted by file, line and rule.
 
     ``jobs``: 1 runs them in this process; 2 or more, or None (automatic, see
-    :func:`~audit.rules._parallel.jobs_for`), may run part of them in a forked child: same result."""
+    :func:`~audit.rules._parallel.jobs_for`), may run part of them in a forked child: same result.
+    ``alongside``: the caller's work that reads no finding, called first, or in this process while a
+    child runs its rules."""
     from ..hashing import closures_memoized
     from ..load import gc_paused
 
@@ -69,8 +71,10 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule], jobs: int | None = 1) ->
     # are walked once for every rule and fact of the run
     with gc_paused(), closures_memoized():
         if jobs != 1 and len(body) > 1 and jobs_for(ctx, jobs) > 1:
-            outcomes = run_split(ctx, body, _run_one)
+            outcomes = run_split(ctx, body, _run_one, alongside)
         else:
+            if alongside is not None:
+                alongside()
             outcomes = [_run_one(ctx, r) for r in body]
         for r, (found, reason) in zip(body, outcomes):
             _record(result, r, found, reason, universe)

@@ -98,6 +98,8 @@ COST_MS: dict[str, float] = {
     "EQUIVALENCE_OUTPUTS": 0.0,
 }
 DEFAULT_COST_MS = 10.0
+#: The work the parent does beside its rules (the check cache digesting the parsed values), same scale.
+ALONGSIDE_MS = 45.0
 
 #: Rules that read the wiring (:attr:`CheckContext.wiring`): where both halves hold one, it is resolved
 #: once before the fork rather than once in each process.
@@ -169,11 +171,12 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def split(rules: Sequence[Rule]) -> tuple[list[Rule], list[Rule]]:
+def split(rules: Sequence[Rule], parent_ms: float = 0.0) -> tuple[list[Rule], list[Rule]]:
     """(the child's rules, the parent's), each in the order of ``rules``: the rules of contract-only
-    categories shared out greedily, costliest first, to the lighter side; every other rule to the parent."""
+    categories shared out greedily, costliest first, to the lighter side; every other rule to the parent,
+    which also has ``parent_ms`` of other work."""
     child: set[str] = set()
-    loads = [0.0, 0.0]  # child, parent
+    loads = [0.0, parent_ms]  # child, parent
     eligible = [r for r in rules if r.category in CONTRACT_ONLY]
     for r in rules:
         if r.category not in CONTRACT_ONLY:
@@ -191,11 +194,19 @@ def wait_bound(own_s: float) -> float:
     return WAIT_MIN_S + WAIT_FACTOR * own_s
 
 
-def run_split(ctx: CheckContext, rules: Sequence[Rule], run_one: Callable[[CheckContext, Rule], Outcome]) -> list[Outcome]:
+def run_split(
+    ctx: CheckContext,
+    rules: Sequence[Rule],
+    run_one: Callable[[CheckContext, Rule], Outcome],
+    alongside: Callable[[], None] | None = None,
+) -> list[Outcome]:
     """The outcome of every rule of ``rules``, in their order, part of them run by a forked child (see
-    the module); exactly what ``[run_one(ctx, r) for r in rules]`` gives."""
-    child_rules, parent_rules = split(rules)
+    the module); exactly what ``[run_one(ctx, r) for r in rules]`` gives. ``alongside`` (the caller's
+    own work, which reads no rule's outcome) is called in the parent while the child runs its rules."""
+    child_rules, parent_rules = split(rules, ALONGSIDE_MS if alongside is not None else 0.0)
     if not child_rules or not parent_rules:
+        if alongside is not None:
+            alongside()
         return _sequential(ctx, rules, run_one)
     if READS_WIRING.intersection(r.id for r in child_rules) and READS_WIRING.intersection(r.id for r in parent_rules):
         ctx.wiring  # noqa: B018  (resolved once, shared by both processes)
@@ -214,19 +225,22 @@ def run_split(ctx: CheckContext, rules: Sequence[Rule], run_one: Callable[[Check
         os.close(read_fd)
         _child(ctx, child_rules, run_one, write_fd, probes_at_fork, asked_at_fork)
     os.close(write_fd)
+    payload = None
     reaped = False
     try:
         outcomes: dict[str, Outcome] = {}
         probes: dict[str, list[tuple[tuple[str, str], Any]]] = {}
         start = time.perf_counter()
+        if alongside is not None:
+            alongside()
         _run_here(ctx, parent_rules, run_one, outcomes, probes)
         answer = _receive(read_fd, wait_bound(time.perf_counter() - start))
-        reaped = True
-        status = _reap(pid, kill=answer is None)
-        payload = _decode(answer) if answer is not None and status == 0 else None
+        payload = _decode(answer) if answer is not None else None
         if payload is None:
             # the child failed (raised, killed, hung, sent garbage): its rules are run here, nothing is lost;
             # they ask the probes afresh, as in the child, so that the probes keep a sequential run's order
+            reaped = True
+            _reap(pid, kill=True)
             own = dict(ctx.probes)
             ctx.probes.clear()
             ctx.probes.update(base)
@@ -254,8 +268,10 @@ def run_split(ctx: CheckContext, rules: Sequence[Rule], run_one: Callable[[Check
         return [outcomes[r.id] for r in rules]
     finally:
         os.close(read_fd)
-        if not reaped:  # the parent's own rules raised (or it was interrupted): the child goes with it
-            _reap(pid, kill=True)
+        # a child that answered has closed the pipe and is ending (its exit overlapped the merge above);
+        # any other (the parent's own rules raised, it was interrupted) is killed: it goes with the parent
+        if not reaped:  # (never twice: the pid may be another process's by then)
+            _reap(pid, kill=payload is None)
 
 
 def _run_here(
@@ -310,6 +326,7 @@ def _child(
         view = memoryview(struct.pack("<Q", len(data)) + data)
         while view:
             view = view[os.write(fd, view) :]
+        os.close(fd)  # the parent reads to the end now, not once this process has been torn down
         code = 0
     except BaseException:  # noqa: BLE001  (anything: the parent runs these rules itself)
         code = 1
