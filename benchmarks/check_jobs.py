@@ -37,15 +37,16 @@ def variant(spec: str) -> tuple[str, Path, str]:
     return name, Path(checkout) if checkout else REPO, jobs
 
 
-def run_blocking(cmd: list[str], env: dict[str, str]) -> ChildRun:
-    """One child, reaped with a blocking ``os.wait4`` (``_harness.run_child`` polls every 0.5 ms, which
-    would take a little of the second CPU the forked check uses)."""
+def run_blocking(cmd: list[str], env: dict[str, str], cwd: Path) -> ChildRun:
+    """One child in ``cwd``, reaped with a blocking ``os.wait4`` (``_harness.run_child`` polls every
+    0.5 ms, which would take a little of the second CPU the forked check uses). Not run from this
+    checkout: ``python -m`` puts the working folder first on the path, before the checkout asked for."""
     import subprocess
     import time
 
     with tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=cwd)
         _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                 edit += 1
                 edit_project(project, "dim", edit)
                 cmd = [python(), "-m", "audit", "check", "--root", str(project), "--select", STATIC]
-                run = run_blocking(cmd, env_for(checkout, jobs, pyc))
+                run = run_blocking(cmd, env_for(checkout, jobs, pyc), project)
                 if run.rc not in (0, 1):
                     raise SystemExit(f"{name}: exit {run.rc}: {run.stderr.strip()}")
                 if i:

@@ -222,6 +222,7 @@ def test_when_the_rules_are_split(monkeypatch: pytest.MonkeyPatch, mistaken: Pat
     ctx = CheckContext(cs)
     monkeypatch.delenv(par.JOBS_ENV, raising=False)
     monkeypatch.setattr(par, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(par, "_threads", lambda: 1)  # (pytest may run a thread of its own)
     assert sum(len(s.steps) for s in cs.schedules) < par.AUTO_MIN_STEPS
     assert par.jobs_for(ctx, None) == 1  # small: not worth a fork
     monkeypatch.setattr(par, "AUTO_MIN_STEPS", 1)
@@ -231,6 +232,10 @@ def test_when_the_rules_are_split(monkeypatch: pytest.MonkeyPatch, mistaken: Pat
     assert par.jobs_for(ctx, None) == 1
     assert par.jobs_for(ctx, 4) == 2  # the flag wins; one child at most
     monkeypatch.delenv(par.JOBS_ENV)
+    monkeypatch.setattr(par, "_threads", lambda: 2)
+    assert par.jobs_for(ctx, None) == 1  # another thread might hold a lock the child would need
+    assert par.jobs_for(ctx, 2) == 2  # asked for: the caller knows
+    monkeypatch.setattr(par, "_threads", lambda: 1)
     monkeypatch.setattr(par, "_usable_cpus", lambda: 1)
     assert par.jobs_for(ctx, None) == 1  # one usable CPU (a process pinned with taskset)
     monkeypatch.delattr(par.os, "fork")
@@ -247,6 +252,21 @@ def test_the_split_is_balanced_and_keeps_the_order():
         assert ids == sorted(ids, key=order.index)
     cost = lambda side: sum(par.COST_MS.get(r.id, par.DEFAULT_COST_MS) for r in side)  # noqa: E731
     assert abs(cost(child) - cost(parent)) <= max(par.COST_MS.values())
+
+
+def test_threads_are_counted():
+    import threading
+
+    started, stop = threading.Event(), threading.Event()
+    t = threading.Thread(target=lambda: (started.set(), stop.wait()))
+    before = par._threads()
+    t.start()
+    started.wait()
+    try:
+        assert par._threads() == before + 1
+    finally:
+        stop.set()
+        t.join()
 
 
 def test_every_contract_only_rule_has_a_measured_cost():

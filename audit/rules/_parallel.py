@@ -20,7 +20,8 @@ and reaps it and runs the child's rules itself: findings are never lost, and an 
 raised by the parent as in a sequential run.
 
 When: :func:`jobs_for` (``--jobs``, then ``WIREUP_JOBS``, then automatic: fork exists, this process may
-run on more than one CPU, and the project has at least :data:`AUTO_MIN_STEPS` schedule steps).
+run on more than one CPU and runs no other thread, and the project has at least :data:`AUTO_MIN_STEPS`
+schedule steps).
 """
 
 from __future__ import annotations
@@ -152,16 +153,21 @@ def jobs_for(ctx: CheckContext, requested: int | None) -> int:
 
     ``requested`` (``--jobs``) wins, then :data:`JOBS_ENV`; 1 asks for a sequential run, 2 or more for
     a split wherever ``os.fork`` exists. Unset, the split is used where fork exists, more than one CPU is
-    usable and the project is large (:data:`AUTO_MIN_STEPS`)."""
+    usable, this process runs no other thread and the project is large (:data:`AUTO_MIN_STEPS`)."""
     requested = requested_jobs(requested)
     if not hasattr(os, "fork"):
         return 1
     if requested is not None:
         return 1 if requested <= 1 else 2
-    if _usable_cpus() < 2:
-        return 1
+    if _usable_cpus() < 2 or _threads() > 1:
+        return 1  # a process with other threads is not forked unasked (a lock one of them holds stays held)
     steps = sum(len(s.steps) for s in ctx.cs.schedules)
     return 2 if steps >= AUTO_MIN_STEPS else 1
+
+
+def _threads() -> int:
+    threading = sys.modules.get("threading")  # not imported: this process never started a thread
+    return threading.active_count() if threading is not None else 1
 
 
 def _usable_cpus() -> int:
