@@ -429,3 +429,14 @@ def test_the_callers_work_runs_once_in_the_parent(mistaken: Path):
     split = par.run_split(CheckContext(cs), rules, _run_one, alongside=lambda: calls.append(os.getpid()))
     assert calls == [os.getpid()]
     assert split == [_run_one(CheckContext(cs), r) for r in rules]
+
+
+def test_the_default_check_of_the_shipped_repo_split_equal_sequential(monkeypatch: pytest.MonkeyPatch):
+    # every category: the build, evidence, launcher and layout rules (and the facts they gather) stay in the
+    # parent; the project's own cache folder, so the build is the one the other tests warm
+    spy = Spy(monkeypatch)
+    seq, split = (check(REPO, jobs=jobs) for jobs in (1, 2))
+    assert {fmt: render(split, fmt) for fmt in FORMATS} == {fmt: render(seq, fmt) for fmt in FORMATS}
+    assert split.not_run == seq.not_run and split.ran == seq.ran
+    assert {"build", "evidence"} <= {REGISTRY[r].category for r in seq.ran + [n.rule for n in seq.not_run]}
+    assert spy.answers == 1 and spy.reaped()
