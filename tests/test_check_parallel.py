@@ -440,3 +440,38 @@ def test_the_default_check_of_the_shipped_repo_split_equal_sequential(monkeypatc
     assert split.not_run == seq.not_run and split.ran == seq.ran
     assert {"build", "evidence"} <= {REGISTRY[r].category for r in seq.ran + [n.rule for n in seq.not_run]}
     assert spy.answers == 1 and spy.reaped()
+
+
+def test_no_fork_to_spare_means_one_process(mistaken: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    reference, _, _ = run_both(mistaken, tmp_path / "ref", STATIC, monkeypatch)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(par.os, "fork", no_fork)
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    folder = tmp_path / "c"
+    result = check(config=config(mistaken, folder), select=STATIC, jobs=2)
+    assert ({fmt: render(result, fmt) for fmt in FORMATS}, result.not_run, stored(folder)) == reference
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) == fds  # the pipe was closed
+
+
+def test_the_answer_is_read_past_descriptor_1023(monkeypatch: pytest.MonkeyPatch):
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip("this process may not open 1,100 files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    try:
+        r, w = os.pipe()
+        high_r, high_w = os.dup2(r, 1050), os.dup2(w, 1051)
+        os.close(r)
+        os.close(w)
+        os.write(high_w, b"answer")
+        os.close(high_w)
+        assert par._receive(high_r, 5.0) == b"answer"
+        os.close(high_r)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

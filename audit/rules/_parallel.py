@@ -211,9 +211,7 @@ def run_split(
     own work, which reads no rule's outcome) is called in the parent while the child runs its rules."""
     child_rules, parent_rules = split(rules, ALONGSIDE_MS if alongside is not None else 0.0)
     if not child_rules or not parent_rules:
-        if alongside is not None:
-            alongside()
-        return _sequential(ctx, rules, run_one)
+        return _sequential(ctx, rules, run_one, alongside)
     if READS_WIRING.intersection(r.id for r in child_rules) and READS_WIRING.intersection(r.id for r in parent_rules):
         ctx.wiring  # noqa: B018  (resolved once, shared by both processes)
     import pickle  # noqa: F401  (imported before the fork, for both processes)
@@ -223,10 +221,18 @@ def run_split(
     probes_at_fork = len(ctx.probes)
     base = list(ctx.probes.items())
     asked_at_fork = {path: len(src.asked) for path, src in ctx.sources.items()}
-    read_fd, write_fd = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    try:
+        read_fd, write_fd = os.pipe()
+    except OSError:  # out of file descriptors: one process it is
+        return _sequential(ctx, rules, run_one, alongside)
+    try:
+        pid = os.fork()
+    except OSError:  # no process or memory to spare (EAGAIN, ENOMEM): one process it is
+        os.close(read_fd)
+        os.close(write_fd)
+        return _sequential(ctx, rules, run_one, alongside)
     if pid == 0:  # the child: never returns
         os.close(read_fd)
         _child(ctx, child_rules, run_one, write_fd, probes_at_fork, asked_at_fork)
@@ -294,7 +300,11 @@ def _run_here(
         probes[r.id] = list(ctx.probes.items())[before:] if len(ctx.probes) > before else []
 
 
-def _sequential(ctx: CheckContext, rules: Sequence[Rule], run_one: Callable[[CheckContext, Rule], Outcome]) -> list[Outcome]:
+def _sequential(
+    ctx: CheckContext, rules: Sequence[Rule], run_one: Callable[[CheckContext, Rule], Outcome], alongside: Callable[[], None] | None
+) -> list[Outcome]:
+    if alongside is not None:
+        alongside()
     return [run_one(ctx, r) for r in rules]
 
 
@@ -359,11 +369,17 @@ def _receive(fd: int, bound_s: float) -> bytes | None:
 
     deadline = time.monotonic() + bound_s
     chunks = []
+    poller = select.poll() if hasattr(select, "poll") else None  # select() refuses descriptors past 1023
+    if poller is not None:
+        poller.register(fd, select.POLLIN)
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return None
-        ready, _, _ = select.select([fd], [], [], left)
+        if poller is not None:
+            ready = poller.poll(max(1, int(left * 1000)))
+        else:
+            ready = select.select([fd], [], [], left)[0]
         if not ready:
             return None
         chunk = os.read(fd, 1 << 20)
