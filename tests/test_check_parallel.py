@@ -223,6 +223,7 @@ def test_when_the_rules_are_split(monkeypatch: pytest.MonkeyPatch, mistaken: Pat
     monkeypatch.delenv(par.JOBS_ENV, raising=False)
     monkeypatch.setattr(par, "_usable_cpus", lambda: 2)
     monkeypatch.setattr(par, "_threads", lambda: 1)  # (pytest may run a thread of its own)
+    monkeypatch.setattr(par, "_running", lambda: 1)  # (the machine may be busy)
     assert sum(len(s.steps) for s in cs.schedules) < par.AUTO_MIN_STEPS
     assert par.jobs_for(ctx, None) == 1  # small: not worth a fork
     monkeypatch.setattr(par, "AUTO_MIN_STEPS", 1)
@@ -236,6 +237,10 @@ def test_when_the_rules_are_split(monkeypatch: pytest.MonkeyPatch, mistaken: Pat
     assert par.jobs_for(ctx, None) == 1  # another thread might hold a lock the child would need
     assert par.jobs_for(ctx, 2) == 2  # asked for: the caller knows
     monkeypatch.setattr(par, "_threads", lambda: 1)
+    monkeypatch.setattr(par, "_running", lambda: 2)
+    assert par.jobs_for(ctx, None) == 1  # the other CPU is busy: a child would only share it
+    assert par.jobs_for(ctx, 2) == 2
+    monkeypatch.setattr(par, "_running", lambda: 1)
     monkeypatch.setattr(par, "_usable_cpus", lambda: 1)
     assert par.jobs_for(ctx, None) == 1  # one usable CPU (a process pinned with taskset)
     monkeypatch.delattr(par.os, "fork")
@@ -252,6 +257,15 @@ def test_the_split_is_balanced_and_keeps_the_order():
         assert ids == sorted(ids, key=order.index)
     cost = lambda side: sum(par.COST_MS.get(r.id, par.DEFAULT_COST_MS) for r in side)  # noqa: E731
     assert abs(cost(child) - cost(parent)) <= max(par.COST_MS.values())
+
+
+def test_running_threads_are_read(tmp_path: Path):
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("1.94 2.20 1.54 3/92 22071\n")
+    assert par._running(str(loadavg)) == 3
+    loadavg.write_text("garbage\n")
+    assert par._running(str(loadavg)) == 1  # unreadable: the CPU count alone decides
+    assert par._running(str(tmp_path / "missing")) == 1
 
 
 def test_threads_are_counted():

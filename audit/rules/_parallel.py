@@ -19,9 +19,9 @@ wrong with the child (it raised, was killed, sent something unreadable, took too
 and reaps it and runs the child's rules itself: findings are never lost, and an error a rule raises is
 raised by the parent as in a sequential run.
 
-When: :func:`jobs_for` (``--jobs``, then ``WIREUP_JOBS``, then automatic: fork exists, this process may
-run on more than one CPU and runs no other thread, and the project has at least :data:`AUTO_MIN_STEPS`
-schedule steps).
+When: :func:`jobs_for` (``--jobs``, then ``WIREUP_JOBS``, then automatic: fork exists, this process runs
+no other thread, the project has at least :data:`AUTO_MIN_STEPS` schedule steps, and a CPU this process
+may use is idle right now).
 """
 
 from __future__ import annotations
@@ -152,22 +152,37 @@ def jobs_for(ctx: CheckContext, requested: int | None) -> int:
     """How many processes run the rules: 1 or 2.
 
     ``requested`` (``--jobs``) wins, then :data:`JOBS_ENV`; 1 asks for a sequential run, 2 or more for
-    a split wherever ``os.fork`` exists. Unset, the split is used where fork exists, more than one CPU is
-    usable, this process runs no other thread and the project is large (:data:`AUTO_MIN_STEPS`)."""
+    a split wherever ``os.fork`` exists. Unset, the split is used where fork exists, this process runs no
+    other thread, the project is large (:data:`AUTO_MIN_STEPS`) and one of the CPUs it may use is idle
+    (fewer threads running on the machine than usable CPUs)."""
     requested = requested_jobs(requested)
     if not hasattr(os, "fork"):
         return 1
     if requested is not None:
         return 1 if requested <= 1 else 2
-    if _usable_cpus() < 2 or _threads() > 1:
+    if _threads() > 1:
         return 1  # a process with other threads is not forked unasked (a lock one of them holds stays held)
-    steps = sum(len(s.steps) for s in ctx.cs.schedules)
-    return 2 if steps >= AUTO_MIN_STEPS else 1
+    if sum(len(s.steps) for s in ctx.cs.schedules) < AUTO_MIN_STEPS:
+        return 1
+    cpus = _usable_cpus()
+    # a child only helps on a CPU nobody else is using: with the other one busy the two halves and the
+    # other work share the CPUs, and the split was measured slower (docs/benchmarks.md section 2)
+    return 2 if cpus >= 2 and _running() < cpus else 1
 
 
 def _threads() -> int:
     threading = sys.modules.get("threading")  # not imported: this process never started a thread
     return threading.active_count() if threading is not None else 1
+
+
+def _running(loadavg: str = "/proc/loadavg") -> int:
+    """Threads running or ready to run on the machine now, this one included (Linux ``/proc/loadavg``);
+    1 where that cannot be read (then only the CPU count decides)."""
+    try:
+        with open(loadavg, "rb") as fh:
+            return max(1, int(fh.read().split()[3].split(b"/")[0]))
+    except (OSError, ValueError, IndexError):
+        return 1
 
 
 def _usable_cpus() -> int:
