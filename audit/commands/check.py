@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output_arguments(p)
     add_selection_arguments(p)
     p.add_argument("--require-evidence", action="store_true", help="fail for every kernel whose current source has no passing GPU verification record")
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes that run the rules: 1 runs them in one, 2 or more splits them over a forked child (default: 2 for a project of 3,000 schedule steps or more on a machine with two CPUs; WIREUP_JOBS sets the default); the findings are the same")
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes that run the rules: 1 runs them in one, 2 or more splits them over a forked child (default: 2 for a project of 3,000 schedule steps or more when a second CPU is idle; WIREUP_JOBS sets the default); the output is the same")
     p.add_argument("--changed-since", metavar="REV", help="check only contracts and kernels changed since git revision REV and everything downstream of them")
 
 
