@@ -489,3 +489,19 @@ def test_the_answer_is_read_past_descriptor_1023(monkeypatch: pytest.MonkeyPatch
         os.close(high_r)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_closed_or_missing_stdout_does_not_stop_the_split(mistaken: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import io
+
+    reference, _, _ = run_both(mistaken, tmp_path / "ref", STATIC, monkeypatch)
+    closed = io.StringIO()
+    closed.close()
+    for stdout in (closed, None):
+        monkeypatch.setattr(sys, "stdout", stdout)
+        spy = Spy(monkeypatch)
+        folder = tmp_path / f"c{stdout is None}"
+        result = check(config=config(mistaken, folder), select=STATIC, jobs=2)
+        monkeypatch.undo()
+        assert ({fmt: render(result, fmt) for fmt in FORMATS}, result.not_run, stored(folder)) == reference
+        assert spy.answers == 1

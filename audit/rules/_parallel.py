@@ -236,8 +236,11 @@ def run_split(
     probes_at_fork = len(ctx.probes)
     base = list(ctx.probes.items())
     asked_at_fork = {path: len(src.asked) for path, src in ctx.sources.items()}
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice (the child never flushes)
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # None, closed or broken: nothing to write either
+            pass
     try:
         read_fd, write_fd = os.pipe()
     except OSError:  # out of file descriptors: one process it is
