@@ -39,8 +39,9 @@ from ._base import CONTRACT_ONLY, CheckContext, Rule
 
 #: ``WIREUP_JOBS``: how many processes run the static rules of a check (1: this one alone).
 JOBS_ENV = "WIREUP_JOBS"
-#: Below this many schedule steps (launches and zero steps) the rules take less than the fork costs
-#: (docs/benchmarks.md section 2: ~0.1 s of rules at 1,400 steps).
+#: Below this many schedule steps (launches and zero steps) a split is not worth its CPU (docs/benchmarks.md
+#: section 2: at 1,400 steps it took 0.02 s off 0.31 s of wall time for 10 % more CPU; at 4,200, 0.06 s
+#: off 0.65 s).
 AUTO_MIN_STEPS = 3000
 #: The parent waits this long for the child's answer after its own rules are done, plus
 #: :data:`WAIT_FACTOR` times the time its own rules took (the two halves cost about the same).
