@@ -84,28 +84,33 @@ def run_check(
     contracts: ContractSet | None = None,
     read: ContractTexts | None = None,
     loaded: Callable[[ContractSet], None] | None = None,
+    jobs: int | None = 1,
 ) -> CheckRun:
     """Run ``wireup check`` on the project at ``root``; its findings and gathered facts.
 
     Contract files whose text is in the parsed-file cache (:mod:`audit.toml_cache`) are not parsed again;
     ``read`` is the contract files where the caller has read them already. ``loaded`` is called with the
-    contract set once it is loaded, before the rules run."""
+    contract set once it is loaded, before the rules run or, where a forked child runs part of them, in
+    this process while it does. ``jobs``: how many processes run the rules (1:
+    this one; None: chosen by the project's size, ``WIREUP_JOBS`` or ``--jobs``; see
+    :mod:`audit.rules._parallel`); the result is the same."""
     cfg = config or load_config(root)
     if contracts is None:
         from .check_cache import cache_folder
 
         folder = cache_folder(cfg)
         cs = load_contracts(cfg.contracts_dir, cfg.root, cache=folder / "parsed" if folder else None, read=read)
-        if loaded is not None:
-            loaded(cs)
     else:
         cs = contracts
     rules = select_rules(tuple(select) or cfg.select, tuple(ignore) + cfg.ignore)
     opts = dict(options or {})
     ctx = CheckContext(
-        cs, cfg, options=opts, escalate=frozenset(opts.get("escalate", ())), providers=fact_providers()
+        cs, cfg, options=opts, escalate=frozenset(opts.get("escalate", ())), providers=fact_providers(),
+        sources=read.sources if read is not None else {},
     )
-    return CheckRun(cfg, cs, run_rules(ctx, rules), ctx)
+    # ``loaded`` goes first, or alongside the rules where a child runs part of them
+    alongside = (lambda: loaded(cs)) if loaded is not None and contracts is None else None
+    return CheckRun(cfg, cs, run_rules(ctx, rules, jobs, alongside), ctx)
 
 
 def check(
@@ -115,8 +120,12 @@ def check(
     config: Config | None = None,
     options: dict[str, Any] | None = None,
     contracts: ContractSet | None = None,
+    jobs: int | None = None,
 ) -> CheckResult:
     """Run ``wireup check`` on the project at ``root`` and return its findings.
+
+    ``jobs``: how many processes run the rules (1: this one; None: two on a large project where fork
+    exists and two CPUs are usable, unless ``WIREUP_JOBS`` says otherwise); the findings are the same.
 
     Where only contract-only rules are selected, the result is reused from the check cache while nothing
     it depends on changed (:mod:`audit.check_cache`); it is the result a full run gives."""
@@ -135,7 +144,7 @@ def check(
             if hit is not None:
                 return hit
     # the check cache digests the parsed values once the model is built, and lets them go before the rules run
-    run = run_check(root, select, ignore, cfg, options, contracts, read=store.read if store else None, loaded=store.digest if store else None)
+    run = run_check(root, select, ignore, cfg, options, contracts, read=store.read if store else None, loaded=store.digest if store else None, jobs=jobs)
     if store is not None:
         store.save(run)
     return run.result

@@ -37,3 +37,5 @@ from ._base import (
 from ._engine import iter_rules as iter_rules
 from ._engine import run_rules as run_rules
 from ._engine import select_rules as select_rules
+from ._parallel import JOBS_ENV as JOBS_ENV
+from ._parallel import requested_jobs as requested_jobs

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import RuleNotRun as RuleNotRun
 from ..findings import Finding, NotRun, Severity, make_finding
-from ..model import ContractSet, Loc
+from ..model import ContractSet, Loc, SourceFile
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -117,6 +117,9 @@ class CheckContext:
     texts: dict[Any, str] = field(default_factory=dict)
     # (probe kind, argument) -> answer: what the rules asked of the project's files (see :func:`probe`)
     probes: dict[tuple[str, str], Any] = field(default_factory=dict)
+    # the contract files the model's locations point into, by relative path, where the caller keeps them
+    # (the check cache reads which lines the rules located): a forked rule runner sends its back
+    sources: dict[str, SourceFile] = field(default_factory=dict)
 
     @functools.cached_property
     def wiring(self) -> Wiring:

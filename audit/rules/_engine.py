@@ -9,7 +9,7 @@ imported); the rule modules import only :mod:`._base`, so the registry has no im
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..findings import CheckResult, Finding, NotRun
@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (registration)
     wiring,
 )
 from ._base import CATEGORIES, REGISTRY, RUN_ONLY, CheckContext, Rule, RuleNotRun
+from ._parallel import jobs_for, run_split
 
 
 def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[Rule]:
@@ -51,8 +52,13 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
     return chosen
 
 
-def run_rules(ctx: CheckContext, rules: Sequence[Rule]) -> CheckResult:
-    """Run ``rules`` and collect findings, sorted by file, line and rule."""
+def run_rules(ctx: CheckContext, rules: Sequence[Rule], jobs: int | None = 1, alongside: Callable[[], None] | None = None) -> CheckResult:
+    """Run ``rules`` and collect findings, sorted by file, line and rule.
+
+    ``jobs``: 1 runs them in this process; 2 or more, or None (automatic, see
+    :func:`~audit.rules._parallel.jobs_for`), may run part of them in a forked child: same result.
+    ``alongside``: the caller's work that reads no finding, called first, or in this process while a
+    child runs its rules."""
     from ..hashing import closures_memoized
     from ..load import gc_paused
 
@@ -60,22 +66,43 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule]) -> CheckResult:
     universe = _subjects(ctx.cs)
     # the suppression check judges what the others found, so it runs last
     ordered = sorted(rules, key=lambda r: r.id == UNUSED_SUPPRESSION)
+    body = [r for r in ordered if r.id != UNUSED_SUPPRESSION]
     # the wiring and the rules' facts are large, long-lived and acyclic; the sources' include closures
     # are walked once for every rule and fact of the run
     with gc_paused(), closures_memoized():
-        for r in ordered:
-            if r.id == UNUSED_SUPPRESSION:
-                _suppress(ctx, result, judge=True)
-            try:
-                result.findings.extend(r.run(ctx))
-                result.ran.append(r.id)
-                result.subjects[r.id] = universe.get(r.category, [])
-            except RuleNotRun as exc:
-                result.not_run.append(NotRun(r.id, str(exc)))
-        if not any(r.id == UNUSED_SUPPRESSION for r in ordered):
+        if jobs != 1 and len(body) > 1 and jobs_for(ctx, jobs) > 1:
+            outcomes = run_split(ctx, body, _run_one, alongside)
+        else:
+            if alongside is not None:
+                alongside()
+            outcomes = [_run_one(ctx, r) for r in body]
+        for r, (found, reason) in zip(body, outcomes):
+            _record(result, r, found, reason, universe)
+        if len(body) < len(ordered):
+            _suppress(ctx, result, judge=True)
+            r = ordered[-1]
+            _record(result, r, *_run_one(ctx, r), universe)
+        else:
             _suppress(ctx, result)
     result.findings.sort(key=Finding.sort_key)
     return result
+
+
+def _run_one(ctx: CheckContext, r: Rule) -> tuple[list[Finding] | None, str | None]:
+    """(the findings of ``r``, None), or (None, why it did not run)."""
+    try:
+        return r.run(ctx), None
+    except RuleNotRun as exc:
+        return None, str(exc)
+
+
+def _record(result: CheckResult, r: Rule, found: list[Finding] | None, reason: str | None, universe: dict[str, list[str]]) -> None:
+    if found is None:
+        result.not_run.append(NotRun(r.id, reason or ""))
+    else:
+        result.findings.extend(found)
+        result.ran.append(r.id)
+        result.subjects[r.id] = universe.get(r.category, [])
 
 
 UNUSED_SUPPRESSION = "SUPPRESSION_UNUSED"
