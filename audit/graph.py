@@ -282,13 +282,28 @@ class Wiring:
         nodes = self.nodes
         return [f"{kind}:{name}" for kind in ("kernel", "buffer", "slot") if f"{kind}:{name}" in nodes]
 
-    def path(self, src: str, dst: str) -> list[str] | None:
-        import networkx as nx
+    @functools.cached_property
+    def _adjacency(self) -> tuple[dict[str, dict[str, None]], dict[str, dict[str, None]]]:
+        """Successors and predecessors of every node of :attr:`graph`, in the order networkx's DiGraph
+        holds them (nodes as added, each neighbour where its first edge put it), without networkx."""
+        succ: dict[str, dict[str, None]] = {n: {} for n, _ in self._node_list}
+        pred: dict[str, dict[str, None]] = {n: {} for n in succ}
+        for u, v in self._edge_list:
+            if u not in succ:
+                succ[u], pred[u] = {}, {}
+            if v not in succ:
+                succ[v], pred[v] = {}, {}
+            succ[u][v] = None
+            pred[v][u] = None
+        return succ, pred
 
-        try:
-            return nx.shortest_path(self.graph, src, dst)
-        except (nx.NetworkXNoPath, nx.NodeNotFound):
+    def path(self, src: str, dst: str) -> list[str] | None:
+        """A shortest path from ``src`` to ``dst`` over :attr:`graph` (None where there is none or either
+        is no node): the one ``networkx.shortest_path`` returns, found without building the graph."""
+        succ, pred = self._adjacency
+        if src not in succ or dst not in succ:
             return None
+        return shortest_path(succ, pred, src, dst)
 
     @functools.cached_property
     def _schedule_ops(self) -> list[tuple[str, ...]]:
@@ -373,3 +388,55 @@ class Wiring:
         for u, v in self._edge_list:
             h.update(u.encode() + b"\0" + v.encode() + b"\0")
         return h.hexdigest()
+
+
+def shortest_path(succ: dict[str, dict[str, None]], pred: dict[str, dict[str, None]], source: str, target: str) -> list[str] | None:
+    """A shortest path from ``source`` to ``target`` by breadth-first search from both ends, expanding
+    the smaller frontier first: networkx's unweighted ``bidirectional_shortest_path`` step for step, so
+    that where several paths are shortest it names the same one (a message quotes it). None where no
+    path exists. ``succ`` / ``pred``: each node's successors / predecessors in insertion order."""
+    if source == target:
+        return [source]
+    before: dict[str, str | None] = {source: None}  # towards the source
+    after: dict[str, str | None] = {target: None}  # towards the target
+    forward, reverse = [source], [target]
+    meet: str | None = None
+    while forward and reverse and meet is None:
+        if len(forward) <= len(reverse):
+            level, forward = forward, []
+            for v in level:
+                for w in succ[v]:
+                    if w not in before:
+                        forward.append(w)
+                        before[w] = v
+                    if w in after:
+                        meet = w
+                        break
+                if meet is not None:
+                    break
+        else:
+            level, reverse = reverse, []
+            for v in level:
+                for w in pred[v]:
+                    if w not in after:
+                        after[w] = v
+                        reverse.append(w)
+                    if w in before:
+                        meet = w
+                        break
+                if meet is not None:
+                    break
+    if meet is None:
+        return None
+    path: list[str] = []
+    node: str | None = meet
+    while node is not None:
+        path.append(node)
+        node = before[node]
+    path.reverse()
+    node = after[path[-1]]
+    while node is not None:
+        path.append(node)
+        node = after[node]
+    return path
+

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from ._base import CheckContext, Hit, rule
 
@@ -13,15 +12,15 @@ def _show(path: list[str]) -> str:
 
 
 def _shortest_path_code() -> bytes | None:
-    """The source of networkx's unweighted shortest paths (which of several shortest paths a message
-    names depends on it), read without importing networkx; None where it cannot be found."""
-    import importlib.util
+    """The source of the shortest-path search (``audit.graph.shortest_path``: which of several shortest
+    paths a message names depends on it); None where it cannot be read."""
+    import inspect
+
+    from ..graph import shortest_path
 
     try:
-        spec = importlib.util.find_spec("networkx")
-        folders = list(spec.submodule_search_locations or []) if spec else []
-        return (Path(folders[0]) / "algorithms" / "shortest_paths" / "unweighted.py").read_bytes() if folders else None
-    except (ImportError, OSError, ValueError):
+        return inspect.getsource(shortest_path).encode()
+    except (OSError, TypeError):
         return None
 
 
@@ -35,8 +34,8 @@ def _path_value(value: object) -> list[str] | None:
 
 def _path_finder(ctx: CheckContext) -> Callable[[str, str], list[str] | None]:
     """``ctx.wiring.path``, through the analysis cache beside the build cache where there is a
-    configuration: keyed by the graph's nodes and edges, the query and networkx's shortest-path code, so a
-    check of unchanged contracts answers its invariants without importing networkx (~0.1-0.3 s)."""
+    configuration: keyed by the graph's nodes and edges, the query and the shortest-path code, so a check
+    of unchanged contracts answers its invariants without resolving the graph's adjacency."""
     w = ctx.wiring
     cfg = ctx.config
     code = _shortest_path_code() if cfg is not None else None
