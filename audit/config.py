@@ -14,6 +14,7 @@ codebase (a Rust workspace holding ``.cu`` files, say) a ``wireup.toml`` points 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +31,7 @@ _KEYS = {
     "arch": str,
     "nvcc_flags": list,
     "include": list,
+    "include_packages": dict,
     "select": list,
     "ignore": list,
     "launchers": list,
@@ -54,6 +56,9 @@ class Config:
     arch: str = "sm_90"
     nvcc_flags: tuple[str, ...] = ("-O3", "-lineinfo")
     include: tuple[str, ...] = ()
+    # header folders shipped by installed Python distributions: (distribution, folder inside it), e.g.
+    # ("nvidia-cutlass", "cutlass_library/source/include"); given to nvcc with -isystem (audit/compile/_packages.py)
+    include_packages: tuple[tuple[str, str], ...] = ()
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     launchers: tuple[str, ...] = ()
@@ -131,6 +136,8 @@ def load_config(root: Path | None = None, cwd: Path | None = None) -> Config:
             value = tuple(value)
         if key == "generated":
             value = tuple((str(k), str(v)) for k, v in value.items())
+        if key == "include_packages":
+            value = _include_packages(value, where, source)
         updates[key] = value
     cfg = replace(cfg, **updates)
     _refuse_escaping_paths(cfg, where)
@@ -310,6 +317,25 @@ def _refuse_escaping_paths(cfg: Config, where: _Where) -> None:
                 why = "is a symbolic link loop"
         if why:
             raise where.error(cfg.source, key, f'key "{key}" ("{rel}") {why}; paths must stay inside the project root.')
+
+
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")  # a project name as PEP 508 spells it
+
+
+def _include_packages(table: dict, where: _Where, source: str) -> tuple[tuple[str, str], ...]:
+    """``include_packages = { "nvidia-cutlass" = "cutlass_library/source/include" }``: each key a
+    distribution name, each value a relative folder inside the installed distribution (no ".."), so the
+    preprocessor reads only what an installer put there, never a path a pull request chose."""
+    out = []
+    for dist, rel in table.items():
+        if not _DISTRIBUTION.fullmatch(dist):
+            raise where.error(source, "include_packages", f'key "include_packages" names "{dist}", which is not a Python distribution name (letters, digits, ".", "_" and "-").')
+        if not isinstance(rel, str) or not rel.strip():
+            raise where.error(source, "include_packages", f'key "include_packages" gives "{dist}" the value {rel!r}; expected a folder inside the installed distribution, e.g. "cutlass_library/source/include".')
+        if os.path.isabs(rel) or rel.startswith("\\") or ".." in Path(rel.replace("\\", "/")).parts:
+            raise where.error(source, "include_packages", f'key "include_packages" gives "{dist}" the folder "{rel}", which leaves the distribution (absolute or through ".."); expected a folder inside it.')
+        out.append((dist, rel))
+    return tuple(sorted(out))
 
 
 def _is_special(path: Path) -> bool:

@@ -324,6 +324,7 @@ class CodeIdentity:
     code_hashes: Mapping[str, str] | None = None  # None: nothing was built here, code is not compared
     nvcc_version: str = ""
     not_compared: str = ""  # why code_hashes is None
+    packages: Mapping[str, str] | None = None  # include_packages distribution -> version the build used
 
     @classmethod
     def of(cls, cfg, build=None, not_built: str = "") -> CodeIdentity:
@@ -333,7 +334,7 @@ class CodeIdentity:
         flags, arch = tuple(effective_flags(cfg)), cfg.arch
         if build is None:
             return cls(flags, arch, None, "", not_built or "the kernels were not built here")
-        return cls(tuple(build.flags), build.arch, dict(build.code_hashes), build.nvcc_version or "")
+        return cls(tuple(build.flags), build.arch, dict(build.code_hashes), build.nvcc_version or "", packages=dict(getattr(build, "packages", None) or {}))
 
 
 def freshness(cs, cfg, records: Iterable[EvidenceRecord], build=None, not_built: str = "") -> dict[str, Freshness]:
@@ -404,6 +405,10 @@ def _mismatch(r: EvidenceRecord, cur: _Current, ident: CodeIdentity) -> str:
         if r.code_hashes.get(source) != now:
             then_nvcc, now_nvcc = r.versions.get("nvcc", ""), ident.nvcc_version
             toolkits = f"; nvcc {then_nvcc or 'unknown'} then, {now_nvcc or 'unknown'} now" if then_nvcc != now_nvcc else ""
+            for pkg, now_v in sorted((ident.packages or {}).items()):  # CUTLASS upgraded, say
+                then_v = r.versions.get(pkg, "")
+                if then_v != now_v:
+                    toolkits += f"; {pkg} {then_v or 'not recorded'} then, {now_v} now"
             return f'the code built from "{source}" differs from the code the last one ran {when}{toolkits}'
     return ""
 

@@ -177,6 +177,10 @@ def source_refusal(source: Path, include_dirs: list[Path], root: Path) -> str | 
                         stack.append((resolve(cand) or cand, name))
                         break
             else:
+                # not a local header: nvcc looks for it in the system folders (the toolkit's, the
+                # include_packages ones), where ".." would reach any file next to them
+                if ".." in Path(name).parts:
+                    return f'includes "{name[:80]}", which is no local header and climbs out through ".."'
                 continue
     return None
 

@@ -55,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
             for ln in tail:
                 print(f"  {ln}", file=sys.stderr)
     print(f"nvcc {result.nvcc_version}, {result.arch}, flags: {' '.join(result.flags)}")
+    if result.packages:
+        print("header packages: " + ", ".join(f"{name} {v}" for name, v in result.packages.items()))
     if failed:
         n = len(failed)
         print(f"{n} source{'s do' if n != 1 else ' does'} not compile: " + ", ".join(sb.source for sb in failed))

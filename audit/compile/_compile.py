@@ -4,7 +4,8 @@ Per distinct source the front end runs once (``nvcc -arch=<arch> -ptx``), then `
 -m64 -v`` assembles the cubin and reports registers, spills and shared memory per entry. Sources compile
 in parallel (a thread pool; each job is a child process). Outputs live in
 ``<cache>/build/<arch>/<key>/`` where the key hashes the source's include closure (relative path and
-bytes of the ``.cu`` file and every local header), the flags, the include folders, the nvcc version,
+bytes of the ``.cu`` file and every local header), the flags, the include folders, the configured
+header packages (name, version and RECORD digest: :mod:`audit.compile._packages`), the nvcc version,
 the architecture and this module's format version. An entry is written into a temporary folder and
 renamed into place, so an interrupted build never leaves half an entry. A fully cached build starts no
 process.
@@ -30,6 +31,7 @@ from ..errors import EnvironmentProblem, UsageError
 from ..hashing import files_hash, include_closure
 from ..untrusted import resolve, source_refusal
 from ._identity import NotACubin, code_hash
+from ._packages import package_includes
 from ._toolchain import NVCC_MISSING, find_demangler, find_nvcc, find_ptxas, nvcc_version, ptxas_options
 from ._types import BuildResult, SourceBuild
 
@@ -99,8 +101,9 @@ def build_kernels(
     flags = effective_flags(cfg)
     include_dirs = [cfg.path(d) for d in cfg.include_dirs]
     include_args = [_relative_or_absolute(d, root) for d in include_dirs]
+    packages = package_includes(cfg)
     extra = [BUILD_FORMAT, f"arch={arch}", f"nvcc={version}"]
-    extra += [f"flag={f}" for f in flags] + [f"include={d}" for d in include_args]
+    extra += [f"flag={f}" for f in flags] + [f"include={d}" for d in include_args] + [p.key() for p in packages]
 
     lock = threading.Lock()
 
@@ -126,7 +129,7 @@ def build_kernels(
         if on_compile is not None:
             on_compile(len(todo))
         tools = _Tools(nvcc, find_ptxas(nvcc), find_demangler(nvcc))
-        job = _Job(tools, arch, flags, include_args, root, cache_arch, force)
+        job = _Job(tools, arch, flags, include_args, root, cache_arch, force, [str(p.folder) for p in packages])
         workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
         if workers == 1:
             for name, path, key in todo:
@@ -149,6 +152,7 @@ def build_kernels(
         flags=flags,
         nvcc_version=version,
         include_dirs=include_args,
+        packages={p.distribution: p.version for p in packages},
         overrides={k: v[0] for k, v in overrides.items()},
         seconds=time.perf_counter() - started,
     )
@@ -302,8 +306,10 @@ class _Tools:
 class _Job:
     """Compiles one source into a fresh temporary folder and renames it into the cache."""
 
-    def __init__(self, tools: _Tools, arch: str, flags: list[str], includes: list[str], root: Path, cache: Path, force: bool):
-        self.tools, self.arch, self.flags, self.includes = tools, arch, flags, includes
+    def __init__(
+        self, tools: _Tools, arch: str, flags: list[str], includes: list[str], root: Path, cache: Path, force: bool, system: list[str] | None = None
+    ):
+        self.tools, self.arch, self.flags, self.includes, self.system = tools, arch, flags, includes, system or []
         self.root, self.cache, self.force = root, cache, force
         self.ptxas_flags = ptxas_options(flags)
 
@@ -326,7 +332,7 @@ class _Job:
             ptx, cubin = tmp / f"{stem}.ptx", tmp / f"{stem}.cubin"
             src_arg = _relative_or_absolute(path, self.root)
             front = [str(self.tools.nvcc), f"-arch={self.arch}", "-ptx", *self.flags]
-            front += [f"-I{d}" for d in self.includes] + [src_arg, "-o", str(ptx)]
+            front += [f"-I{d}" for d in self.includes] + [a for d in self.system for a in ("-isystem", d)] + [src_arg, "-o", str(ptx)]
             # cicc names internal-linkage symbols "_INTERNAL_<hash of the absolute source path>_...", so
             # the same source would give different cubins in two checkouts; naming the source by its
             # relative path keeps cubin hashes (and the evidence keyed by them) portable. The option is

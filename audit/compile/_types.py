@@ -196,6 +196,7 @@ class BuildResult:
     flags: list[str]
     nvcc_version: str
     include_dirs: list[str] = field(default_factory=list)
+    packages: dict[str, str] = field(default_factory=dict)  # include_packages distribution -> installed version
     overrides: dict[str, str] = field(default_factory=dict)  # kernel name -> key in ``sources``
     seconds: float = 0.0
 

@@ -39,14 +39,7 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         sources = sorted({cs.kernel_map[s.launch].source for s in sched.launches if s.launch in cs.kernel_map})
     hashes = getattr(build, "cubin_hashes", {}) or {}
     codes = getattr(build, "code_hashes", {}) or {}
-    versions = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "backend": f"{result.backend} {env.backend_version}" if env else result.backend,
-        "driver": env.driver_version if env else "",
-        "cuda_runtime": env.runtime_version if env else "",
-        "nvcc": getattr(build, "nvcc_version", "") or "",
-    }
+    versions = tool_versions(result.backend, env, build)
     checks = [
         CheckOutcome(
             name=c.check, verdict=c.verdict, detail=c.message, size=c.case,
@@ -77,6 +70,21 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         tails=[dict(t) for t in result.tails],
         references=list(result.references),
     )
+
+
+def tool_versions(backend: str, env: Any, build: Any) -> dict[str, str]:
+    """The versions a record names: Python, numpy, the backend, driver, CUDA runtime, nvcc, and the header
+    packages the kernels were built against (``include_packages``, e.g. "nvidia-cutlass")."""
+    versions = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "backend": f"{backend} {env.backend_version}" if env else backend,
+        "driver": env.driver_version if env else "",
+        "cuda_runtime": env.runtime_version if env else "",
+        "nvcc": getattr(build, "nvcc_version", "") or "",
+    }
+    versions.update({name: v for name, v in sorted((getattr(build, "packages", None) or {}).items()) if name not in versions})
+    return versions
 
 
 def write_evidence(run: VerifyRun, cs: Any, cfg: Any, folder: Path, skip: set[str] = frozenset()) -> tuple[list[Path], list[str]]:
