@@ -21,18 +21,29 @@
 // are 16-byte aligned, 32-bit accesses (alignment 1) otherwise; CUTLASS's predicated iterators guard the
 // M, N and K edges (cp.async zero-fill), so any M, N and rows >= 0 work.
 // Bias: blocks with blockIdx.x == 0, threads tid < 128 sum their dz column over the chunk's rows in order
-// in double, rounded once: the shipped partial's order and result (its extra terms are +0.0).
+// in double, rounded once: the order and result of the shipped partial's tiled path, M > 8 (its extra
+// terms, zero-filled past the chunk, are +0.0; its M <= 8 path sums per warp and then over warps).
 //
-// 3xTF32 as CUTLASS does it (cutlass/gemm/warp/mma_tensor_op_fast_f32.h, MmaTensorOpFastF32, 4.2.0):
-// big = tf32 round_toward_zero(v) (the top 10 mantissa bits, exact), small = tf32
-// round_half_ulp_truncate(v - big); per k8 step D = C; D += small_a big_b; D += big_a small_b;
-// D += big_a big_b: every product goes straight into the running accumulator, over the whole chunk (no
-// zero fragment with round-to-nearest adds as in aux_weight_grad_partial_tc.cu).
+// 3xTF32 as CUTLASS does it (4.2.0; cutlass/gemm/warp/mma_tensor_op_fast_f32.h, MmaTensorOpFastF32, and
+// cutlass/gemm/threadblock/mma_multistage.h): big = tf32 round_toward_zero(v) (the top 10 mantissa bits,
+// exact), small = tf32 round_half_ulp_truncate(v - big); per k8 step three mma.sync into one fragment:
+// small_a big_b, then big_a small_b, then big_a big_b (small_a small_b dropped). The multistage mainloop
+// stages the accumulation for OpMultiplyAddFastF32 (arch::detail::UseStagedAccumulation): the tensor cores
+// accumulate into a temporary fragment for kWarpGemmIterations = 16 / 8 = 2 k8 steps (6 mma.sync, 48
+// products), which plus<FragmentC> then adds to the running accumulator with float round-to-nearest adds,
+// and clears. So the long sum over a chunk (512 rows at B = 65536, P = 128: 32 such adds) is not the
+// tensor cores' running total -- the same cure as aux_weight_grad_partial_tc.cu's zero fragment per 8-row
+// slice, here per 16 rows. Truncating `big` leaves small >= 0 relative to v, so the dropped small_a small_b
+// has the sign of the product: a mean bias of -5.9e-8 relative per product (numpy, 10^6 standard-normal
+// pairs; the hand-written kernel's cvt.rna split: 2e-11).
 //
-// Built here with (CUTLASS = the nvidia-cutlass 4.2.0.0 wheel's cutlass_library/source/include):
-//   nvcc -arch=sm_90 -cubin -O3 -std=c++17 -Xptxas -v -I kernels -I benchmarks/kernels_baseline
-//        -isystem $CUTLASS ...
-//   ptxas (CUDA 13.0): FILLED IN BELOW
+// Built here (CUDA 13.0, nvcc V13.0.88; CUTLASS = the nvidia-cutlass 4.2.0.0 wheel's
+// cutlass_library/source/include, see benchmarks/gpu_wgrad_split.py's cutlass_include):
+//   nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -I kernels -I benchmarks/kernels_baseline
+//        -isystem $CUTLASS -Xptxas -v -o aux_weight_grad_partial_cutlass.cubin THIS_FILE
+//   ptxas: 253 registers (243 for either instantiation alone), 0 bytes stack frame, 0 bytes spill
+//   stores / loads, 49152 bytes static smem (the 3-stage operand ring), 1 barrier; 11 bytes gmem (cute's
+//   empty customization-point objects, never read). One block per SM (256 x 253 registers).
 #include <cutlass/cutlass.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/gemm/gemm.h>

@@ -10,7 +10,8 @@ shipped, docs/benchmarks.md section 4a) with the shipped finish (``aux_weight_gr
   float64 reference (the comparison ``wireup verify`` makes) and bit-identical over three runs;
 * the 32-bit-access instantiation is taken, and right, when the pointers are not 16-byte aligned although
   M and N are multiples of 4 (dz and x offset by one float);
-* the bias sums are the shipped partial's, bit for bit (same order, double, rounded once).
+* for M > 8 the bias sums are the shipped partial's, bit for bit (its tiled path: same order, double,
+  rounded once; its M <= 8 path sums per warp first, so there only the tolerance applies).
 
 Needs CuPy (the device machine has it); ``python -m pytest -q tests/gpu/test_wgrad_cutlass_gpu.py``.
 """
@@ -82,12 +83,13 @@ def test_cutlass_partial_is_accurate_and_deterministic(tmp_path, monkeypatch):
             problems.append(f"{where}: dW {c.detail}; db {cb.detail}")
         if not all(np.array_equal(outs[0][i].view(np.uint32), o[i].view(np.uint32)) for o in outs[1:] for i in range(3)):
             problems.append(f"{where}: three runs are not bit-identical")
-        # the shipped partial's bias sums, bit for bit
+        # the shipped partial (its dW error for the record; for M > 8 its bias sums, bit for bit)
         wsb_cut = outs[0][2]
-        wsb.fill(cp.nan)
+        for buf in (ws, wsb, dW, db):
+            buf.fill(cp.nan)
         launch(part, dz, x, ws, wsb, dW, db, B, M, N, P)
         cp.cuda.Device().synchronize()
-        if not np.array_equal(wsb_cut.view(np.uint32), cp.asnumpy(wsb).view(np.uint32)):
+        if M > 8 and not np.array_equal(wsb_cut.view(np.uint32), cp.asnumpy(wsb).view(np.uint32)):
             problems.append(f"{where}: wsb differs from the shipped partial's")
         shipped_rel = float(compare(cp.asnumpy(dW), ref, tol).rel_norm)
         report.append({"M": M, "N": N, "B": B, "P": P, "shift": shift, "cutlass_rel": float(c.rel_norm), "shipped_rel": shipped_rel})
