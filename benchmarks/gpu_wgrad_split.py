@@ -228,8 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                     if cutlass_row is not None:
                         shipped = next(r for r in here if r["variant"] == "split" and r["P"] == cutlass_row["P"])
                         log(f"{M}x{N} B={B}: cutlass (3xTF32) P{cutlass_row['P']}={cutlass_row['time']['median_us']:.1f} us rel {cutlass_row['rel_norm']:.1e}"
-                            f"{'' if cutlass_row['ok'] and cutlass_row['deterministic'] else ' FAIL'}; split P{shipped['P']}={shipped['time']['median_us']:.1f} us"
-                            + (f"; tc P{tc_row['P']}={tc_row['time']['median_us']:.1f} us" if tc_row is not None else "")
+                            f"{'' if cutlass_row['ok'] and cutlass_row['deterministic'] else ' FAIL'}; split P{shipped['P']}={shipped['time']['median_us']:.1f} us rel {shipped['rel_norm']:.1e}"
+                            + (f"; tc P{tc_row['P']}={tc_row['time']['median_us']:.1f} us rel {tc_row['rel_norm']:.1e}" if tc_row is not None else "")
                             + f"; torch {t_torch['median_us']:.1f} us (rel {ct.rel_norm:.1e})")
                     del dzt, xt, outt
                 del dz, x, ws, dW
