@@ -12,6 +12,13 @@ are skipped). Accuracy is the comparison ``wireup verify`` makes (``audit.runtim
 float64, with the workspace and dW poisoned with NaN first; determinism: 3 runs bit-identical. Time: a
 CUDA graph of back-to-back (partial, finish) pairs, median of ``--replays`` replays.
 
+Tensor-core candidates for the partial's M > 8 path, each with the shipped finish at the contract's P,
+checked and timed like the shipped kernel (same launch and ABI): ``--tc-source`` (``aux_weight_grad_partial_tc``,
+hand-written 3xTF32, tag "tc") and ``--cutlass-source`` (``aux_weight_grad_partial_cutlass``, a CUTLASS 2.x
+3xTF32 GEMM, tag "cutlass"). The CUTLASS build needs its headers: ``$CUTLASS_INCLUDE`` when set (the
+folder holding ``cutlass/`` and ``cute/``), the ``nvidia-cutlass`` wheel's ``cutlass_library/source/include``
+otherwise (``pip install --no-deps nvidia-cutlass==4.2.0.0``).
+
     python3 benchmarks/gpu_wgrad_split.py              # on the H200, ~1-2 minutes
     python3 benchmarks/gpu_wgrad_split.py --cpu-check  # here: the cases and the nvcc build
 """
@@ -39,18 +46,54 @@ from audit.runtime._compare import compare  # noqa: E402
 SOURCE = "kernels/aux_weight_grad_split_kernel.cu"
 
 
-def build(out: Path, tc_source: str | None = None) -> dict[str, Path]:
+CUTLASS_PIP = "pip install --no-deps nvidia-cutlass==4.2.0.0"
+# The candidates' tags and entry points ("split" and "old" are the shipped and the cluster kernel).
+CANDIDATES = {"tc": "aux_weight_grad_partial_tc", "cutlass": "aux_weight_grad_partial_cutlass"}
+
+
+class SetupError(Exception):
+    """Something the run needs is missing on this machine (reported in one line, exit status 2)."""
+
+
+def cutlass_include() -> Path:
+    """The CUTLASS include folder: ``$CUTLASS_INCLUDE`` when set, else the nvidia-cutlass wheel's headers."""
+    env = os.environ.get("CUTLASS_INCLUDE")
+    if env:
+        inc = Path(env)
+        origin = f"CUTLASS_INCLUDE={env}"
+    else:
+        import importlib.util
+
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or not spec.submodule_search_locations:
+            raise SetupError(f"the CUTLASS headers are not installed: run `{CUTLASS_PIP}` or set CUTLASS_INCLUDE to the folder holding cutlass/cutlass.h")
+        inc = Path(next(iter(spec.submodule_search_locations))) / "source" / "include"
+        origin = f"the cutlass_library package ({inc})"
+    if not (inc / "cutlass" / "cutlass.h").is_file():
+        raise SetupError(f"{origin}: expected cutlass/cutlass.h under {inc}, found none (`{CUTLASS_PIP}` installs them)")
+    return inc
+
+
+def nvcc_command(src: str, cubin: Path, tag: str) -> list[str]:
+    """The nvcc line for one source; the CUTLASS candidate adds the baseline folder and the CUTLASS headers."""
+    extra = ["-I", "benchmarks/kernels_baseline", "-isystem", str(cutlass_include())] if tag == "cutlass" else []
+    return [*NVCC, *extra, "-Xptxas", "-v", "-o", str(cubin), src]
+
+
+def build(out: Path, tc_source: str | None = None, cutlass_source: str | None = None) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     cubins = {}
     sources = [("split", SOURCE), ("old", OLD_SOURCE)]  # OLD_SOURCE: the cluster kernel
     if tc_source:
         sources.append(("tc", tc_source))
+    if cutlass_source:
+        sources.append(("cutlass", cutlass_source))
     for tag, src in sources:
         cubin = out / f"{tag}.cubin"
-        r = subprocess.run([*NVCC, "-Xptxas", "-v", "-o", str(cubin), src], cwd=REPO, capture_output=True, text=True, timeout=600)
+        r = subprocess.run(nvcc_command(src, cubin, tag), cwd=REPO, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"nvcc failed on {src}: {r.stderr.strip()[-800:]}")
-        log(f"built {src}: " + "; ".join(ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln))
+        log(f"built {src}: " + "; ".join(ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "registers" in ln or "spill" in ln))
         cubins[tag] = cubin
     return cubins
 
@@ -67,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tc-source", default=None, metavar="CU",
                     help="also measure an experimental aux_weight_grad_partial_tc (same launch) for M > 8, with the shipped finish, "
                          "at the contract's P (e.g. benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu)")
+    ap.add_argument("--cutlass-source", default=None, metavar="CU",
+                    help="the same for a CUTLASS aux_weight_grad_partial_cutlass (tag cutlass; headers from $CUTLASS_INCLUDE or the "
+                         "nvidia-cutlass wheel), e.g. benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu")
     args = ap.parse_args(argv)
     cs = load_contracts(REPO / "contracts")
     shapes = shapes_of(cs)
@@ -79,8 +125,14 @@ def main(argv: list[str] | None = None) -> int:
 
     splits_arg = [int(s) for s in args.splits.split(",")] if args.splits else []
     log("shapes: " + ", ".join(f"{s.M}x{s.N} ({s.origin}, {s.launches} fused launches)" for s in shapes))
+    if args.cutlass_source:
+        try:
+            log(f"CUTLASS headers: {cutlass_include()}")
+        except SetupError as e:
+            print(f"gpu_wgrad_split.py: {e}", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory() as tmp:
-        cubins = build(Path(tmp), args.tc_source)
+        cubins = build(Path(tmp), tc_source=args.tc_source, cutlass_source=args.cutlass_source)
         if args.cpu_check:
             return 0
         import cupy as cp
@@ -91,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         mod = cp.RawModule(path=str(cubins["split"]))
         part, fin = mod.get_function("aux_weight_grad_partial"), mod.get_function("aux_weight_grad_finish")
         old = cp.RawModule(path=str(cubins["old"])).get_function(KERNEL)
-        tc = cp.RawModule(path=str(cubins["tc"])).get_function("aux_weight_grad_partial_tc") if "tc" in cubins else None
+        candidates = {tag: cp.RawModule(path=str(cubins[tag])).get_function(entry) for tag, entry in CANDIDATES.items() if tag in cubins}
         stream = cp.cuda.Stream(non_blocking=True)
         tol = tolerance(cs)
         rows = []
@@ -119,16 +171,18 @@ def main(argv: list[str] | None = None) -> int:
                     part((ceil_div(N, 128), ceil_div(M, 128), P), (256, 1, 1), (dz, x, ws, wsb, np.int32(B), np.int32(M), np.int32(N), np.int32(P)), stream=stream)
                     fin((ceil_div(M * N + M, 256),), (256, 1, 1), (ws, wsb, dW, db, np.int32(M), np.int32(N), np.int32(P)), stream=stream)
 
-                def enqueue_tc(P, dz=dz, x=x, dW=dW, ws=ws, wsb=wsb, db=db, B=B, M=M, N=N):
-                    tc((ceil_div(N, 128), ceil_div(M, 128), P), (256, 1, 1), (dz, x, ws, wsb, np.int32(B), np.int32(M), np.int32(N), np.int32(P)), stream=stream)
-                    fin((ceil_div(M * N + M, 256),), (256, 1, 1), (ws, wsb, dW, db, np.int32(M), np.int32(N), np.int32(P)), stream=stream)
+                def enqueue_with(kernel, dz=dz, x=x, dW=dW, ws=ws, wsb=wsb, db=db, B=B, M=M, N=N):
+                    def enqueue_candidate(P):
+                        kernel((ceil_div(N, 128), ceil_div(M, 128), P), (256, 1, 1), (dz, x, ws, wsb, np.int32(B), np.int32(M), np.int32(N), np.int32(P)), stream=stream)
+                        fin((ceil_div(M * N + M, 256),), (256, 1, 1), (ws, wsb, dW, db, np.int32(M), np.int32(N), np.int32(P)), stream=stream)
+                    return enqueue_candidate
 
                 def enqueue_old(dz=dz, x=x, dW=dW, B=B, M=M, N=N):
                     old((ceil_div(N, 32), ceil_div(M, 64), 8), (256, 1, 1), (dz, x, dW, np.int32(B), np.int32(M), np.int32(N)), stream=stream)
 
                 variants = [("split", P, enqueue) for P in splits]
-                if tc is not None and M > 8:
-                    variants.append(("tc", wgp(B), enqueue_tc))
+                if M > 8:
+                    variants += [(tag, wgp(B), enqueue_with(kernel)) for tag, kernel in candidates.items()]
                 for variant, P, run in variants:
                     if P > B:
                         continue
@@ -163,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                     here = [r for r in rows if r["M"] == M and r["N"] == N and r["B"] == B and "time" in r]
                     best = min((r for r in here if r["variant"] == "split"), key=lambda r: r["time"]["median_us"])
                     tc_row = next((r for r in here if r["variant"] == "tc"), None)
+                    cutlass_row = next((r for r in here if r["variant"] == "cutlass"), None)
                     rows.append({"M": M, "N": N, "B": B, "old_us": t_old["median_us"], "torch_us": t_torch["median_us"], "torch_rel_norm": float(ct.rel_norm),
                                  "best_P": best["P"], "best_us": best["time"]["median_us"]})
                     line = " ".join(f"P{r['P']}={r['time']['median_us']:.1f}" for r in here if r["variant"] == "split")
@@ -170,6 +225,12 @@ def main(argv: list[str] | None = None) -> int:
                         line += f"; tc (3xTF32) P{tc_row['P']}={tc_row['time']['median_us']:.1f} rel {tc_row['rel_norm']:.1e}{'' if tc_row['ok'] and tc_row['deterministic'] else ' FAIL'}"
                     log(f"{M}x{N} B={B}: old {t_old['median_us']:.1f} us, torch {t_torch['median_us']:.1f} us (rel {ct.rel_norm:.1e}); split {line}; "
                         f"best P={best['P']} {best['time']['median_us']:.1f} us rel {best['rel_norm']:.1e}; contract P={wgp(B)}")
+                    if cutlass_row is not None:
+                        shipped = next(r for r in here if r["variant"] == "split" and r["P"] == cutlass_row["P"])
+                        log(f"{M}x{N} B={B}: cutlass (3xTF32) P{cutlass_row['P']}={cutlass_row['time']['median_us']:.1f} us rel {cutlass_row['rel_norm']:.1e}"
+                            f"{'' if cutlass_row['ok'] and cutlass_row['deterministic'] else ' FAIL'}; split P{shipped['P']}={shipped['time']['median_us']:.1f} us rel {shipped['rel_norm']:.1e}"
+                            + (f"; tc P{tc_row['P']}={tc_row['time']['median_us']:.1f} us rel {tc_row['rel_norm']:.1e}" if tc_row is not None else "")
+                            + f"; torch {t_torch['median_us']:.1f} us (rel {ct.rel_norm:.1e})")
                     del dzt, xt, outt
                 del dz, x, ws, dW
                 cp.get_default_memory_pool().free_all_blocks()
