@@ -261,6 +261,7 @@ def test_the_cutlass_candidate_is_checked_and_timed_beside_the_shipped_and_the_t
         assert all(ln.split("us rel ")[1].split(";")[0].endswith(" FAIL") is wrong for ln in lines)
 
 
+@pytest.mark.cutlass
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 def test_cpu_check_builds_the_cutlass_candidate(monkeypatch, capsys):
     bench = _bench(monkeypatch)
