@@ -9,8 +9,11 @@ and semantics and its own launch geometry (:func:`cutlass_geometry`); it is buil
 templates (``DefaultGemm``, ``OpClassTensorOp``, ``Sm80``, ``OpMultiplyAddFastF32``, mma.sync m16n8k8)
 with the headers of the ``nvidia-cutlass`` wheel (``pip install --no-deps nvidia-cutlass==4.2.0.0``; its
 ``cutlass_library/source/include``) or of ``$CUTLASS_INCLUDE``. ``--tiles`` builds the same source with other
-threadblock tiles ("TBMxTBNxTBK_WMxWN_STAGES"); the first tile is "the candidate", the others are
-measured beside it for the record and decide nothing.
+threadblock tiles ("TBMxTBNxTBK_WMxWN_STAGES", suffix "_rn": the operands split into tf32 big + small parts
+with round-to-nearest instead of CUTLASS's round-toward-zero big part, ``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``);
+the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at the tile of its 3xTF32 example),
+the others (by default: the same with the round-to-nearest split, and two other tiles) are measured beside it
+for the record and decide nothing.
 
 Cases (``shapes_of``): the shipped (E, SH2) (the contracts' fixed dims, 256 x 256), the same with every
 pointer one float off 16-byte alignment (the candidate's and the shipped kernel's scalar paths), and every
@@ -81,7 +84,10 @@ class HeadersMissing(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Tile:
-    """A threadblock tile of the candidate: TBM x TBN x TBK, warp tile WM x WN (x TBK), pipeline stages."""
+    """A build of the candidate: threadblock tile TBM x TBN x TBK, warp tile WM x WN (x TBK), pipeline stages,
+    and how the fp32 operands are split into tf32 big + small parts: "rz" (CUTLASS's OpMultiplyAddFastF32 as
+    shipped: big rounded toward zero, small half-ulp-truncated) or "rn" (both rounded to nearest,
+    ``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``)."""
 
     tbm: int = 128
     tbn: int = 64
@@ -89,17 +95,20 @@ class Tile:
     wm: int = 64
     wn: int = 32
     stages: int = 3
+    split: str = "rz"
 
     @classmethod
     def parse(cls, text: str) -> Tile:
-        """``"128x64x16_64x32_3"`` -> Tile(128, 64, 16, 64, 32, 3)."""
+        """``"128x64x16_64x32_3"`` -> Tile(128, 64, 16, 64, 32, 3); a ``_rn`` suffix selects the round-to-nearest split."""
+        parts = text.strip().split("_")
+        split = parts.pop() if len(parts) == 4 and parts[-1] in ("rz", "rn") else "rz"
         try:
-            tb, w, s = text.strip().split("_")
+            tb, w, s = parts
             tbm, tbn, tbk = (int(v) for v in tb.split("x"))
             wm, wn = (int(v) for v in w.split("x"))
-            tile = cls(tbm, tbn, tbk, wm, wn, int(s))
+            tile = cls(tbm, tbn, tbk, wm, wn, int(s), split)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"tile {text!r}: expected TBMxTBNxTBK_WMxWN_STAGES, e.g. 128x64x16_64x32_3") from None
+            raise argparse.ArgumentTypeError(f"tile {text!r}: expected TBMxTBNxTBK_WMxWN_STAGES[_rn], e.g. 128x64x16_64x32_3") from None
         if tile.tbm % tile.wm or tile.tbn % tile.wn or tile.wm % 16 or tile.wn % 8 or tile.tbk % 8 or tile.stages < 3:
             raise argparse.ArgumentTypeError(f"tile {text!r}: TBM/WM and TBN/WN must divide, WM a multiple of 16, WN of 8, "
                                              "TBK of 8, and STAGES >= 3 (2 selects CUTLASS's MmaPipelined, without staged accumulation)")
@@ -107,19 +116,20 @@ class Tile:
 
     @property
     def name(self) -> str:
-        return f"{self.tbm}x{self.tbn}x{self.tbk}_{self.wm}x{self.wn}_{self.stages}"
+        return f"{self.tbm}x{self.tbn}x{self.tbk}_{self.wm}x{self.wn}_{self.stages}" + ("_rn" if self.split == "rn" else "")
 
     @property
     def threads(self) -> int:
         return (self.tbm // self.wm) * (self.tbn // self.wn) * 32
 
     def defines(self) -> list[str]:
-        return [f"-DAUX_TRUNK_CUTLASS_{k}={v}" for k, v in (("TBM", self.tbm), ("TBN", self.tbn), ("TBK", self.tbk),
-                                                            ("WM", self.wm), ("WN", self.wn), ("STAGES", self.stages))]
+        d = [f"-DAUX_TRUNK_CUTLASS_{k}={v}" for k, v in (("TBM", self.tbm), ("TBN", self.tbn), ("TBK", self.tbk),
+                                                         ("WM", self.wm), ("WN", self.wn), ("STAGES", self.stages))]
+        return d + (["-DAUX_TRUNK_CUTLASS_SPLIT_RN=1"] if self.split == "rn" else [])
 
 
 DEFAULT_TILE = Tile()
-DEFAULT_TILES = (DEFAULT_TILE, Tile(64, 64, 16, 32, 32, 4), Tile(128, 64, 16, 32, 32, 3))
+DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), Tile(64, 64, 16, 32, 32, 4), Tile(128, 64, 16, 32, 32, 3))
 
 
 def cutlass_log_tile(tiles_n: int) -> int:
@@ -430,7 +440,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sizes", type=int_list, default=list(SIZES), help="batch sizes B checked (comma-separated)")
     ap.add_argument("--time-sizes", type=int_list, default=list(TIME_SIZES), help="B timed at the shipped (E, SH2); empty: none")
     ap.add_argument("--tiles", type=lambda s: [Tile.parse(t) for t in s.split(",") if t.strip()],
-                    default=list(DEFAULT_TILES), help="candidate tiles TBMxTBNxTBK_WMxWN_STAGES; the first is the candidate")
+                    default=list(DEFAULT_TILES), help="candidate builds TBMxTBNxTBK_WMxWN_STAGES[_rn]; the first is the candidate")
     ap.add_argument("--replays", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)

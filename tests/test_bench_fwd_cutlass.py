@@ -34,13 +34,15 @@ def bench(monkeypatch):
 def test_arguments_and_tiles(bench):
     a = bench.parse_args([])
     assert a.sizes == [1, 37, 256, 4096, 4103, 65536] and a.time_sizes == [256, 4096, 65536]
-    assert [t.name for t in a.tiles] == ["128x64x16_64x32_3", "64x64x16_32x32_4", "128x64x16_32x32_3"] and not a.cpu_check
+    assert [t.name for t in a.tiles] == ["128x64x16_64x32_3", "128x64x16_64x32_3_rn", "64x64x16_32x32_4", "128x64x16_32x32_3"]
+    assert not a.cpu_check and a.tiles[0].split == "rz" and a.tiles[1].split == "rn"
     a = bench.parse_args(["--sizes", "37,4103", "--time-sizes", "", "--tiles", "64x64x16_32x32_4,64x64x16_32x32_4", "--replays", "5"])
     assert a.sizes == [37, 4103] and a.time_sizes == [] and a.replays == 5
     assert a.tiles == [bench.Tile(64, 64, 16, 32, 32, 4)]  # named twice, built once
-    assert bench.Tile.parse("128x64x16_64x32_3") == bench.DEFAULT_TILE and bench.DEFAULT_TILE.threads == 128
+    assert bench.Tile.parse("128x64x16_64x32_3") == bench.DEFAULT_TILE == bench.Tile.parse("128x64x16_64x32_3_rz")
+    assert bench.DEFAULT_TILE.threads == 128 and bench.Tile.parse("128x64x16_64x32_3_rn").name == "128x64x16_64x32_3_rn"
     assert bench.Tile(128, 64, 16, 32, 32, 3).threads == 256
-    for bad in ("128x64_64x32_3", "128x64x16_64x32", "128x64x16_48x32_3", "128x64x16_64x32_2", "axbxc_1x2_3"):
+    for bad in ("128x64_64x32_3", "128x64x16_64x32", "128x64x16_48x32_3", "128x64x16_64x32_2", "axbxc_1x2_3", "128x64x16_64x32_3_rx"):
         with pytest.raises(argparse.ArgumentTypeError, match="tile"):
             bench.Tile.parse(bad)
     with pytest.raises(SystemExit):
@@ -51,7 +53,7 @@ def test_tile_defaults_match_the_kernel_source(bench):
     src = (REPO / bench.CANDIDATE_SOURCE).read_text()
     defaults = {m[0]: int(m[1]) for m in re.findall(r"#define AUX_TRUNK_CUTLASS_(\w+) (\d+)", src)}
     t = bench.DEFAULT_TILE
-    assert defaults == {"TBM": t.tbm, "TBN": t.tbn, "TBK": t.tbk, "WM": t.wm, "WN": t.wn, "STAGES": t.stages}
+    assert defaults == {"TBM": t.tbm, "TBN": t.tbn, "TBK": t.tbk, "WM": t.wm, "WN": t.wn, "STAGES": t.stages, "SPLIT_RN": 0} and t.split == "rz"
     assert 'extern "C" __global__' in src and f"{bench.CANDIDATE}(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ b," in src
 
 
@@ -126,6 +128,8 @@ def test_build_command_lines(bench):
     assert [c for c in cmd if c.startswith("-D")] == ["-DAUX_TRUNK_CUTLASS_TBM=64", "-DAUX_TRUNK_CUTLASS_TBN=64", "-DAUX_TRUNK_CUTLASS_TBK=16",
                                                       "-DAUX_TRUNK_CUTLASS_WM=32", "-DAUX_TRUNK_CUTLASS_WN=32", "-DAUX_TRUNK_CUTLASS_STAGES=4"]
     assert cmd[-3:] == ["-o", "/o/c.cubin", "benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu"]
+    rn = bench.candidate_command(Path("/o/c.cubin"), Path("/inc"), bench.Tile.parse("128x64x16_64x32_3_rn"))
+    assert [c for c in rn if c.startswith("-D")][-1] == "-DAUX_TRUNK_CUTLASS_SPLIT_RN=1" and len([c for c in rn if c.startswith("-D")]) == 7
     ship = bench.shipped_command(Path("/o/s.cubin"))
     assert ship[-3:] == ["-o", "/o/s.cubin", "kernels/aux_trunk_kernel.cu"] and "-isystem" not in ship
 
@@ -145,11 +149,12 @@ def test_cpu_check_builds_the_shipped_kernel_and_the_candidate(bench, capsys):
         bench.cutlass_include()
     except bench.HeadersMissing as exc:
         pytest.skip(str(exc))
-    assert bench.main(["--cpu-check", "--tiles", "128x64x16_64x32_3"]) == 0
+    assert bench.main(["--cpu-check", "--tiles", "128x64x16_64x32_3,128x64x16_64x32_3_rn"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"built shipped: aux_trunk_backward: \d+ registers.*aux_trunk_forward: \d+ registers", out)
     m = re.search(r"built 128x64x16_64x32_3: aux_trunk_forward_cutlass: (\d+) registers, 0 bytes spill stores, 0 bytes spill loads, (\d+) bytes smem", out)
     assert m and int(m[1]) <= 255 and int(m[2]) <= 48 * 1024
+    assert re.search(r"built 128x64x16_64x32_3_rn: aux_trunk_forward_cutlass: \d+ registers, 0 bytes spill stores", out)
     assert "5 shapes x 6 batch sizes" in out
 
 

@@ -21,10 +21,14 @@
 // LinearCombinationGeneric<Elu, NoBetaScaling>: D = ELU(1 * acc + C) with fma(1, acc, b) = acc + b rounded
 // once, then the same ELU as kernels/aux_common.cuh (expm1f for z <= 0).
 // Math: arch::OpMultiplyAddFastF32 (CUTLASS's 3xTF32: a = big + small with big = tf32 round-toward-zero of a,
-// small = tf32 of a - big; big*big + big*small + small*big per k8 step in the tensor cores). MmaMultistage
-// uses staged accumulation for this operator: each main-loop iteration (TBK = 16 of K) accumulates into a
-// freshly cleared fragment and is added to the running sum with ordinary round-to-nearest fp32 adds, so the
-// tensor cores' truncating accumulation spans 16 products, not the whole K.
+// small = tf32 half-ulp-truncate of a - big; small*big, big*small, big*big per k8 step in the tensor cores,
+// small*small dropped). MmaMultistage uses staged accumulation for this operator: the k8 steps of one
+// main-loop iteration (TBK = 16 of K; offset by one step) accumulate into a freshly cleared fragment, which
+// is then added to the running sum with ordinary round-to-nearest fp32 adds, so the tensor cores'
+// truncating accumulation spans 16 products, not the whole K (static_asserts below: >= 3 stages, since 2
+// would select MmaPipelined, which has no staged accumulation).
+// -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: the same kernel with both parts rounded to nearest (cvt.rn.tf32.f32),
+// WarpMmaFastF32RN below: half the residual a - big, so less error from the dropped small*small term.
 //
 // Alignment: two instantiations, dispatched per launch (block-uniform): 4-float accesses (cp.async 16 B,
 // float4 epilogue) when E % 4 == 0, SH2 % 4 == 0 and x, W, b, h_out are 16-byte aligned; 1-float accesses
@@ -33,13 +37,18 @@
 // buffer of max(sizeof SharedStorage) over both instantiations (main loop and epilogue share it, a union).
 //
 // Build (benchmarks/gpu_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
-//   -I kernels -isystem <site-packages>/cutlass_library/source/include   (pip install nvidia-cutlass==4.2.0.0)
-// ptxas (CUDA 12.x here, sm_90, defaults), 4 December 2026:
-//   aux_trunk_forward_cutlass: 168 registers, 0 bytes spill stores, 0 bytes spill loads, 36864 bytes smem
+//   -I kernels -isystem <site-packages>/cutlass_library/source/include   (pip install --no-deps nvidia-cutlass==4.2.0.0)
+// ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in one entry), 4 December 2026:
+//   default (128x64x16, warps 64x32, 3 stages):  239 registers, 0 bytes spill, 36864 bytes static smem
+//   the same with -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: 236 registers, 0 bytes spill, 36864 bytes static smem
+//   64x64x16, warps 32x32, 4 stages:               163 registers, 0 bytes spill, 32768 bytes static smem
+//   128x64x16, warps 32x32, 3 stages (256 threads): 157 registers, 0 bytes spill, 36864 bytes static smem
+// (the shipped aux_trunk_forward: 79 registers, 25600 bytes smem, 256 threads). Not measured on a GPU yet.
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/thread/linear_combination_generic.h"
-#include "cutlass/gemm/device/default_gemm_configuration.h"
 #include "cutlass/gemm/kernel/default_gemm.h"
+#include "cutlass/gemm/threadblock/mma_multistage.h"
+#include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/layout/matrix.h"
 
@@ -60,6 +69,9 @@
 #endif
 #ifndef AUX_TRUNK_CUTLASS_STAGES
 #define AUX_TRUNK_CUTLASS_STAGES 3
+#endif
+#ifndef AUX_TRUNK_CUTLASS_SPLIT_RN
+#define AUX_TRUNK_CUTLASS_SPLIT_RN 0
 #endif
 
 namespace aux_trunk_cutlass {
@@ -95,13 +107,63 @@ using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<
     Elu, float, Align, float, float, cutlass::epilogue::thread::ScaleType::NoBetaScaling,
     cutlass::FloatRoundStyle::round_to_nearest, /*IsHeavy=*/true>;
 
+// CUTLASS's 3xTF32 warp MMA with round-to-nearest big and small parts (cvt.rn.tf32.f32 on sm_90) instead of
+// its round-toward-zero big / half-ulp-truncate small: the residual a - big is at most half a tf32 ulp
+// instead of a whole one, so the dropped small*small term and the rounding of small are about 2 and 4 times
+// smaller. Everything else (fragments, the three MMAs in the same order, staged accumulation: MathOperator
+// stays OpMultiplyAddFastF32) is the base class's; only transform() is hidden.
+template <typename WarpMma>
+struct WarpMmaFastF32RN : WarpMma {
+    using typename WarpMma::FragmentA;
+    using typename WarpMma::FragmentB;
+    using typename WarpMma::TransformedFragmentA;
+    using typename WarpMma::TransformedFragmentB;
+    using ElementTF32 = typename WarpMma::ArchMmaOperator::ElementA;
+    static_assert(cutlass::platform::is_same<typename WarpMma::MathOperator, cutlass::arch::OpMultiplyAddFastF32>::value,
+                  "the 3xTF32 warp MMA");
+
+    CUTLASS_DEVICE
+    void transform(TransformedFragmentA& dst_A, TransformedFragmentB& dst_B, FragmentA const& A, FragmentB const& B) const {
+        // the base class's transform() with both parts rounded to nearest (same fragment permutation)
+        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentA::kElements / 2, cutlass::FloatRoundStyle::round_to_nearest,
+                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_A;
+        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentB::kElements, cutlass::FloatRoundStyle::round_to_nearest,
+                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_B;
+        auto* ptr_dst_B = reinterpret_cast<cutlass::Array<ElementTF32, FragmentB::kElements>*>(&dst_B);
+        convert_B(B, ptr_dst_B[0], ptr_dst_B[1]);
+        auto* ptr_dst_A = reinterpret_cast<cutlass::Array<ElementTF32, FragmentA::kElements / 2>*>(&dst_A);
+        auto const* ptr_A = reinterpret_cast<cutlass::Array<float, FragmentA::kElements / 2> const*>(&A);
+        convert_A(ptr_A[0], ptr_dst_A[0], ptr_dst_A[2]);
+        convert_A(ptr_A[1], ptr_dst_A[1], ptr_dst_A[3]);
+    }
+};
+
 template <int Align>
-using GemmKernel = typename cutlass::gemm::kernel::DefaultGemm<
+using DefaultKernel = typename cutlass::gemm::kernel::DefaultGemm<
     float, cutlass::layout::RowMajor, Align,     // A = x [B, E]
     float, cutlass::layout::ColumnMajor, Align,  // B = W^T: element (k, n) at W[n * E + k]
     float, cutlass::layout::RowMajor,            // C (= b broadcast) and D = h_out [B, SH2]
     float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
     EpilogueOp<Align>, Swizzle, kStages, /*SplitKSerial=*/false, cutlass::arch::OpMultiplyAddFastF32>::GemmKernel;
+
+// The default kernel's main loop with WarpMmaFastF32RN as its warp MMA (same iterators, stages, epilogue).
+template <typename Default>
+struct WithRoundToNearestSplit {
+    using M = typename Default::Mma;
+    using P = typename M::Policy;
+    using Policy = cutlass::gemm::threadblock::MmaPolicy<WarpMmaFastF32RN<typename P::Operator>, typename P::SmemPaddingA,
+                                                         typename P::SmemPaddingB, P::kPartitionsK>;
+    using Mma = cutlass::gemm::threadblock::MmaMultistage<typename M::Shape, typename M::IteratorA, typename M::SmemIteratorA, M::kCacheOpA,
+                                                          typename M::IteratorB, typename M::SmemIteratorB, M::kCacheOpB,
+                                                          typename M::ElementC, typename M::LayoutC, Policy, M::kStages>;
+    using Kernel = cutlass::gemm::kernel::Gemm<Mma, typename Default::Epilogue, Swizzle, /*SplitKSerial=*/false>;
+    static_assert(sizeof(typename Kernel::SharedStorage) == sizeof(typename Default::SharedStorage), "same shared memory");
+};
+
+template <int Align>
+using GemmKernel = typename cutlass::platform::conditional<AUX_TRUNK_CUTLASS_SPLIT_RN != 0,
+                                                           typename WithRoundToNearestSplit<DefaultKernel<Align>>::Kernel,
+                                                           DefaultKernel<Align>>::type;
 
 using KernelVec = GemmKernel<4>;
 using KernelScalar = GemmKernel<1>;
