@@ -12,7 +12,7 @@ with the headers of the ``nvidia-cutlass`` wheel (``pip install --no-deps nvidia
 threadblock tiles ("TBMxTBNxTBK_WMxWN_STAGES", suffix "_rn": the operands split into tf32 big + small parts
 with round-to-nearest instead of CUTLASS's round-toward-zero big part, ``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``);
 the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at the tile of its 3xTF32 example),
-the others (by default: the same with the round-to-nearest split, and two other tiles) are measured beside it
+the others (by default: the same with the round-to-nearest split, and three other tiles) are measured beside it
 for the record and decide nothing.
 
 Cases (``shapes_of``): the shipped (E, SH2) (the contracts' fixed dims, 256 x 256), the same with every
@@ -129,7 +129,10 @@ class Tile:
 
 
 DEFAULT_TILE = Tile()
-DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), Tile(64, 64, 16, 32, 32, 4), Tile(128, 64, 16, 32, 32, 3))
+# the candidate; its round-to-nearest split; 64-row and 32-row tiles (2x and 4x the blocks: at B = 256 the
+# default has 8 blocks for 132 SMs); 8 warps of 32 x 32 over the default tile (fewer registers per thread)
+DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), Tile(64, 64, 16, 32, 32, 4), Tile(32, 64, 16, 32, 32, 4),
+                 Tile(128, 64, 16, 32, 32, 3))
 
 
 def cutlass_log_tile(tiles_n: int) -> int:

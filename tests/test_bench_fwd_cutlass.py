@@ -34,14 +34,15 @@ def bench(monkeypatch):
 def test_arguments_and_tiles(bench):
     a = bench.parse_args([])
     assert a.sizes == [1, 37, 256, 4096, 4103, 65536] and a.time_sizes == [256, 4096, 65536]
-    assert [t.name for t in a.tiles] == ["128x64x16_64x32_3", "128x64x16_64x32_3_rn", "64x64x16_32x32_4", "128x64x16_32x32_3"]
+    assert [t.name for t in a.tiles] == ["128x64x16_64x32_3", "128x64x16_64x32_3_rn", "64x64x16_32x32_4", "32x64x16_32x32_4",
+                                         "128x64x16_32x32_3"]
     assert not a.cpu_check and a.tiles[0].split == "rz" and a.tiles[1].split == "rn"
     a = bench.parse_args(["--sizes", "37,4103", "--time-sizes", "", "--tiles", "64x64x16_32x32_4,64x64x16_32x32_4", "--replays", "5"])
     assert a.sizes == [37, 4103] and a.time_sizes == [] and a.replays == 5
     assert a.tiles == [bench.Tile(64, 64, 16, 32, 32, 4)]  # named twice, built once
     assert bench.Tile.parse("128x64x16_64x32_3") == bench.DEFAULT_TILE == bench.Tile.parse("128x64x16_64x32_3_rz")
     assert bench.DEFAULT_TILE.threads == 128 and bench.Tile.parse("128x64x16_64x32_3_rn").name == "128x64x16_64x32_3_rn"
-    assert bench.Tile(128, 64, 16, 32, 32, 3).threads == 256
+    assert bench.Tile(128, 64, 16, 32, 32, 3).threads == 256 and bench.Tile(32, 64, 16, 32, 32, 4).threads == 64
     for bad in ("128x64_64x32_3", "128x64x16_64x32", "128x64x16_48x32_3", "128x64x16_64x32_2", "axbxc_1x2_3", "128x64x16_64x32_3_rx"):
         with pytest.raises(argparse.ArgumentTypeError, match="tile"):
             bench.Tile.parse(bad)
@@ -69,6 +70,7 @@ def test_geometry_is_cutlass_identity_swizzle(bench):
     assert g(300, 64 * 9) == ((3 * 8, 2, 1), (128, 1, 1))
     assert [bench.cutlass_log_tile(n) for n in (1, 2, 3, 5, 6, 100)] == [0, 1, 2, 2, 3, 3]
     assert g(65536, 256, bench.Tile(64, 64, 16, 32, 32, 4)) == ((4096, 1, 1), (128, 1, 1))
+    assert g(256, 256, bench.Tile(32, 64, 16, 32, 32, 4)) == ((32, 1, 1), (64, 1, 1))
     # every (row tile, column tile) is covered exactly once by (blockIdx.x >> log, (blockIdx.y << log) + (blockIdx.x & mask))
     for B, SH2 in ((37, 64), (300, 64 * 7), (4103, 253), (129, 64 * 9)):
         (gx, gy, _), _ = g(B, SH2)

@@ -42,6 +42,7 @@
 //   default (128x64x16, warps 64x32, 3 stages):  239 registers, 0 bytes spill, 36864 bytes static smem
 //   the same with -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: 236 registers, 0 bytes spill, 36864 bytes static smem
 //   64x64x16, warps 32x32, 4 stages:               163 registers, 0 bytes spill, 32768 bytes static smem
+//   32x64x16, warps 32x32, 4 stages (64 threads):  156 registers, 0 bytes spill, 24576 bytes static smem
 //   128x64x16, warps 32x32, 3 stages (256 threads): 157 registers, 0 bytes spill, 36864 bytes static smem
 // (the shipped aux_trunk_forward: 79 registers, 25600 bytes smem, 256 threads). Not measured on a GPU yet.
 #include "cutlass/cutlass.h"
