@@ -1,0 +1,218 @@
+// CANDIDATE, for benchmarks/gpu_fwd_cutlass.py only (not a shipped kernel, no contract; issue 18): the aux
+// trunk forward of kernels/aux_trunk_kernel.cu on Hopper tensor cores at fp32 accuracy (3xTF32), built
+// from CUTLASS 2.x device templates (mma.sync m16n8k8 tf32, runs on sm_90).
+//
+//   h_out[b, j] = ELU( sum_i x[b, i] * W[j, i] + b[j] ),   ELU(z) = z > 0 ? z : expm1(z)
+//   x [B, E], W [SH2, E], b [SH2], h_out [B, SH2]   (row-major); rows >= B and features >= SH2 never written.
+//
+// Same parameters and semantics as the shipped aux_trunk_forward; its own launch geometry:
+//   tiles_m = ceil_div(B, TBM), tiles_n = ceil_div(SH2, TBN),
+//   log_tile = tiles_n >= 6 ? 3 : tiles_n >= 3 ? 2 : tiles_n >= 2 ? 1 : 0   (GemmIdentityThreadblockSwizzle<8>)
+//   grid  = (tiles_m << log_tile, ceil_div(tiles_n, 1 << log_tile), 1)
+//   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
+// With the defaults (TBM x TBN x TBK = 128 x 64 x 16, warp tile WM x WN = 64 x 32, 3 stages): block 128;
+// at SH2 = 256, tiles_n = 4, log_tile = 2, grid = (4 * ceil_div(B, 128), 1, 1): the 2^log_tile column tiles of
+// one row tile are consecutive blocks, so a row tile of x is read from DRAM about once. Blocks past tiles_n
+// (when tiles_n is no multiple of 2^log_tile) return at once. The tile can be overridden at build time with
+// -DAUX_TRUNK_CUTLASS_TBM=... (TBN, TBK, WM, WN, STAGES likewise; the benchmark's geometry must match).
+//
+// GEMM: A = x row-major (ld E), B = W^T, i.e. W viewed column-major (ld E), D = h_out row-major (ld SH2);
+// C = b broadcast along rows (a row-major TensorRef with leading dimension 0), epilogue
+// LinearCombinationGeneric<Elu, NoBetaScaling>: D = ELU(1 * acc + C) with fma(1, acc, b) = acc + b rounded
+// once, then the same ELU as kernels/aux_common.cuh (expm1f for z <= 0).
+// Math: arch::OpMultiplyAddFastF32 (CUTLASS's 3xTF32: a = big + small with big = tf32 round-toward-zero of a,
+// small = tf32 half-ulp-truncate of a - big; small*big, big*small, big*big per k8 step in the tensor cores,
+// small*small dropped). MmaMultistage uses staged accumulation for this operator: the k8 steps of one
+// main-loop iteration (TBK = 16 of K; offset by one step) accumulate into a freshly cleared fragment, which
+// is then added to the running sum with ordinary round-to-nearest fp32 adds, so the tensor cores'
+// truncating accumulation spans 16 products, not the whole K (static_asserts below: >= 3 stages, since 2
+// would select MmaPipelined, which has no staged accumulation).
+// -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: the same kernel with both parts rounded to nearest (cvt.rn.tf32.f32),
+// WarpMmaFastF32RN below: half the residual a - big, so less error from the dropped small*small term.
+//
+// Alignment: two instantiations, dispatched per launch (block-uniform): 4-float accesses (cp.async 16 B,
+// float4 epilogue) when E % 4 == 0, SH2 % 4 == 0 and x, W, b, h_out are 16-byte aligned; 1-float accesses
+// otherwise (the contract's verify dims include E = 253 and SH2 = 253). The Params are built on the device
+// (their constructors are CUTLASS_HOST_DEVICE), so the kernel keeps a plain C ABI. Shared memory: static, one
+// buffer of max(sizeof SharedStorage) over both instantiations (main loop and epilogue share it, a union).
+//
+// Build (benchmarks/gpu_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
+//   -I kernels -isystem <site-packages>/cutlass_library/source/include   (pip install --no-deps nvidia-cutlass==4.2.0.0)
+// ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in one entry), 4 December 2026:
+//   default (128x64x16, warps 64x32, 3 stages):  239 registers, 0 bytes spill, 36864 bytes static smem
+//   the same with -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: 236 registers, 0 bytes spill, 36864 bytes static smem
+//   64x64x16, warps 32x32, 4 stages:               163 registers, 0 bytes spill, 32768 bytes static smem
+//   32x64x16, warps 32x32, 4 stages (64 threads):  156 registers, 0 bytes spill, 24576 bytes static smem
+//   128x64x16, warps 32x32, 3 stages (256 threads): 157 registers, 0 bytes spill, 36864 bytes static smem
+// (the shipped aux_trunk_forward: 79 registers, 25600 bytes smem, 256 threads). Not measured on a GPU yet.
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/thread/linear_combination_generic.h"
+#include "cutlass/gemm/kernel/default_gemm.h"
+#include "cutlass/gemm/threadblock/mma_multistage.h"
+#include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
+#include "cutlass/gemm/threadblock/threadblock_swizzle.h"
+#include "cutlass/layout/matrix.h"
+
+#ifndef AUX_TRUNK_CUTLASS_TBM
+#define AUX_TRUNK_CUTLASS_TBM 128
+#endif
+#ifndef AUX_TRUNK_CUTLASS_TBN
+#define AUX_TRUNK_CUTLASS_TBN 64
+#endif
+#ifndef AUX_TRUNK_CUTLASS_TBK
+#define AUX_TRUNK_CUTLASS_TBK 16
+#endif
+#ifndef AUX_TRUNK_CUTLASS_WM
+#define AUX_TRUNK_CUTLASS_WM 64
+#endif
+#ifndef AUX_TRUNK_CUTLASS_WN
+#define AUX_TRUNK_CUTLASS_WN 32
+#endif
+#ifndef AUX_TRUNK_CUTLASS_STAGES
+#define AUX_TRUNK_CUTLASS_STAGES 3
+#endif
+#ifndef AUX_TRUNK_CUTLASS_SPLIT_RN
+#define AUX_TRUNK_CUTLASS_SPLIT_RN 0
+#endif
+
+namespace aux_trunk_cutlass {
+
+// ELU as kernels/aux_common.cuh's elu(): z > 0 ? z : expm1f(z) (NaN -> expm1f(NaN) = NaN).
+template <typename T>
+struct Elu {
+    static const bool kIsHeavy = true;
+    CUTLASS_HOST_DEVICE T operator()(T const& z) const { return z > T(0) ? z : T(expm1f(z)); }
+};
+
+template <typename T, int N>
+struct Elu<cutlass::Array<T, N>> {
+    static const bool kIsHeavy = true;
+    CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& frag) const {
+        cutlass::Array<T, N> out;
+        Elu<T> elu;
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < N; ++i) out[i] = elu(frag[i]);
+        return out;
+    }
+};
+
+using ThreadblockShape =
+    cutlass::gemm::GemmShape<AUX_TRUNK_CUTLASS_TBM, AUX_TRUNK_CUTLASS_TBN, AUX_TRUNK_CUTLASS_TBK>;
+using WarpShape = cutlass::gemm::GemmShape<AUX_TRUNK_CUTLASS_WM, AUX_TRUNK_CUTLASS_WN, AUX_TRUNK_CUTLASS_TBK>;
+using InstructionShape = cutlass::gemm::GemmShape<16, 8, 8>;
+using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;
+constexpr int kStages = AUX_TRUNK_CUTLASS_STAGES;
+
+template <int Align>
+using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<
+    Elu, float, Align, float, float, cutlass::epilogue::thread::ScaleType::NoBetaScaling,
+    cutlass::FloatRoundStyle::round_to_nearest, /*IsHeavy=*/true>;
+
+// CUTLASS's 3xTF32 warp MMA with round-to-nearest big and small parts (cvt.rn.tf32.f32 on sm_90) instead of
+// its round-toward-zero big / half-ulp-truncate small: the residual a - big is at most half a tf32 ulp
+// instead of a whole one, so the dropped small*small term and the rounding of small are about 2 and 4 times
+// smaller. Everything else (fragments, the three MMAs in the same order, staged accumulation: MathOperator
+// stays OpMultiplyAddFastF32) is the base class's; only transform() is hidden.
+template <typename WarpMma>
+struct WarpMmaFastF32RN : WarpMma {
+    using typename WarpMma::FragmentA;
+    using typename WarpMma::FragmentB;
+    using typename WarpMma::TransformedFragmentA;
+    using typename WarpMma::TransformedFragmentB;
+    using ElementTF32 = typename WarpMma::ArchMmaOperator::ElementA;
+    static_assert(cutlass::platform::is_same<typename WarpMma::MathOperator, cutlass::arch::OpMultiplyAddFastF32>::value,
+                  "the 3xTF32 warp MMA");
+
+    CUTLASS_DEVICE
+    void transform(TransformedFragmentA& dst_A, TransformedFragmentB& dst_B, FragmentA const& A, FragmentB const& B) const {
+        // the base class's transform() with both parts rounded to nearest (same fragment permutation)
+        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentA::kElements / 2, cutlass::FloatRoundStyle::round_to_nearest,
+                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_A;
+        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentB::kElements, cutlass::FloatRoundStyle::round_to_nearest,
+                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_B;
+        auto* ptr_dst_B = reinterpret_cast<cutlass::Array<ElementTF32, FragmentB::kElements>*>(&dst_B);
+        convert_B(B, ptr_dst_B[0], ptr_dst_B[1]);
+        auto* ptr_dst_A = reinterpret_cast<cutlass::Array<ElementTF32, FragmentA::kElements / 2>*>(&dst_A);
+        auto const* ptr_A = reinterpret_cast<cutlass::Array<float, FragmentA::kElements / 2> const*>(&A);
+        convert_A(ptr_A[0], ptr_dst_A[0], ptr_dst_A[2]);
+        convert_A(ptr_A[1], ptr_dst_A[1], ptr_dst_A[3]);
+    }
+};
+
+template <int Align>
+using DefaultKernel = typename cutlass::gemm::kernel::DefaultGemm<
+    float, cutlass::layout::RowMajor, Align,     // A = x [B, E]
+    float, cutlass::layout::ColumnMajor, Align,  // B = W^T: element (k, n) at W[n * E + k]
+    float, cutlass::layout::RowMajor,            // C (= b broadcast) and D = h_out [B, SH2]
+    float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
+    EpilogueOp<Align>, Swizzle, kStages, /*SplitKSerial=*/false, cutlass::arch::OpMultiplyAddFastF32>::GemmKernel;
+
+// The default kernel's main loop with WarpMmaFastF32RN as its warp MMA (same iterators, stages, epilogue).
+template <typename Default>
+struct WithRoundToNearestSplit {
+    using M = typename Default::Mma;
+    using P = typename M::Policy;
+    using Policy = cutlass::gemm::threadblock::MmaPolicy<WarpMmaFastF32RN<typename P::Operator>, typename P::SmemPaddingA,
+                                                         typename P::SmemPaddingB, P::kPartitionsK>;
+    using Mma = cutlass::gemm::threadblock::MmaMultistage<typename M::Shape, typename M::IteratorA, typename M::SmemIteratorA, M::kCacheOpA,
+                                                          typename M::IteratorB, typename M::SmemIteratorB, M::kCacheOpB,
+                                                          typename M::ElementC, typename M::LayoutC, Policy, M::kStages>;
+    using Kernel = cutlass::gemm::kernel::Gemm<Mma, typename Default::Epilogue, Swizzle, /*SplitKSerial=*/false>;
+    static_assert(sizeof(typename Kernel::SharedStorage) == sizeof(typename Default::SharedStorage), "same shared memory");
+};
+
+template <int Align>
+using GemmKernel = typename cutlass::platform::conditional<AUX_TRUNK_CUTLASS_SPLIT_RN != 0,
+                                                           typename WithRoundToNearestSplit<DefaultKernel<Align>>::Kernel,
+                                                           DefaultKernel<Align>>::type;
+
+using KernelVec = GemmKernel<4>;
+using KernelScalar = GemmKernel<1>;
+
+constexpr int kThreads = KernelVec::kThreadCount;
+static_assert(KernelScalar::kThreadCount == kThreads, "one block size for both alignments");
+static_assert(kThreads == (AUX_TRUNK_CUTLASS_TBM / AUX_TRUNK_CUTLASS_WM) * (AUX_TRUNK_CUTLASS_TBN / AUX_TRUNK_CUTLASS_WN) * 32,
+              "block = one warp per warp tile (the benchmark's geometry assumes it)");
+constexpr size_t kSmemBytes = sizeof(typename KernelVec::SharedStorage) > sizeof(typename KernelScalar::SharedStorage)
+                                  ? sizeof(typename KernelVec::SharedStorage)
+                                  : sizeof(typename KernelScalar::SharedStorage);
+// Two stages would select MmaPipelined, which has no staged accumulation (the whole K would accumulate in
+// the tensor cores' truncating adds); MmaMultistage (>= 3 stages) is the one with it.
+static_assert(KernelVec::Mma::kStages >= 3 && KernelScalar::Mma::kStages >= 3, "3xTF32 needs MmaMultistage: >= 3 stages");
+static_assert(cutlass::arch::detail::UseStagedAccumulation<typename KernelVec::Mma::Operator>::value &&
+                  cutlass::arch::detail::UseStagedAccumulation<typename KernelScalar::Mma::Operator>::value,
+              "staged accumulation (each main-loop iteration summed apart, then added with round-to-nearest)");
+static_assert(kSmemBytes <= 48 * 1024, "static shared memory must stay within 48 KB (no dynamic shared memory)");
+
+template <typename Kernel>
+__device__ __forceinline__ void run(const float* x, const float* W, const float* b, float* h_out, int B, int E, int SH2,
+                                    unsigned char* smem) {
+    const cutlass::gemm::GemmCoord problem(B, SH2, E);
+    const cutlass::gemm::GemmCoord tiled = Swizzle::get_tiled_shape(problem, {ThreadblockShape::kM, ThreadblockShape::kN, ThreadblockShape::kK}, 1);
+    typename Kernel::Params params(
+        problem, tiled,
+        {const_cast<float*>(x), cutlass::layout::RowMajor(E)},
+        {const_cast<float*>(W), cutlass::layout::ColumnMajor(E)},
+        {const_cast<float*>(b), cutlass::layout::RowMajor(0)},  // leading dimension 0: every row reads b
+        {h_out, cutlass::layout::RowMajor(SH2)},
+        typename Kernel::OutputOp::Params(1.0f, 0.0f));
+    Kernel op;
+    op(params, *reinterpret_cast<typename Kernel::SharedStorage*>(smem));
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace aux_trunk_cutlass
+
+extern "C" __global__ void __launch_bounds__(aux_trunk_cutlass::kThreads)
+aux_trunk_forward_cutlass(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ b,
+                          float* __restrict__ h_out, int B, int E, int SH2) {
+    using namespace aux_trunk_cutlass;
+    __shared__ __align__(128) unsigned char smem[kSmemBytes];
+    if (B <= 0 || SH2 <= 0) return;
+    const bool vec = (E % 4 == 0) && (SH2 % 4 == 0) && aligned16(x) && aligned16(W) && aligned16(b) && aligned16(h_out);
+    if (vec)
+        run<KernelVec>(x, W, b, h_out, B, E, SH2, smem);
+    else
+        run<KernelScalar>(x, W, b, h_out, B, E, SH2, smem);
+}
