@@ -440,6 +440,82 @@ class TorchStep:
 # our chain: CuPy backend
 
 
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """``--candidate KERNEL=SOURCE:ENTRY[;grid=G0,G1,G2][;block=B0,B1,B2]``: an experimental kernel with the
+    contract kernel's parameters (same order and types) launched in its place in every schedule; grid and
+    block are contract expressions over the launch's dims (the contract's own where not given)."""
+
+    kernel: str
+    source: str
+    entry: str
+    grid: tuple | None = None
+    block: tuple | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> Candidate:
+        from audit.dims import parse_expr
+
+        head, *opts = [part.strip() for part in spec.split(";")]
+        name, sep, rest = head.partition("=")
+        source, sep2, entry = rest.rpartition(":")
+        if not (sep and sep2 and name and source and entry):
+            raise ValueError(f"--candidate {spec!r}: expected KERNEL=SOURCE:ENTRY[;grid=G0,G1,G2][;block=B0,B1,B2]")
+        geometry: dict[str, tuple] = {}
+        for opt in opts:
+            key, sep3, value = opt.partition("=")
+            exprs = _top_level_split(value)
+            if key not in ("grid", "block") or not sep3 or len(exprs) != 3:
+                raise ValueError(f"--candidate {spec!r}: {opt!r} is not grid=E0,E1,E2 or block=E0,E1,E2")
+            geometry[key] = tuple(parse_expr(e) for e in exprs)
+        return cls(name, source, entry, geometry.get("grid"), geometry.get("block"))
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``"4 * ceil_div(B, 128),1,1"`` -> ``["4 * ceil_div(B, 128)", "1", "1"]``: commas inside parentheses stay."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur.strip()]
+
+
+def with_candidates(cs, candidates: list[Candidate]):
+    """The contract set with each candidate's kernel launched from the candidate's source and entry."""
+    if not candidates:
+        return cs
+    by_name = {c.kernel: c for c in candidates}
+    unknown = sorted(set(by_name) - {k.name for k in cs.kernels})
+    if unknown:
+        raise ValueError(f"--candidate names no contract kernel: {', '.join(unknown)}")
+    for c in candidates:
+        if not (REPO / c.source).is_file():
+            raise ValueError(f"--candidate {c.kernel}: no file {c.source}")
+    kernels = []
+    for k in cs.kernels:
+        c = by_name.get(k.name)
+        if c is not None:
+            k = dataclasses.replace(k, source=c.source, entry=c.entry, cpp_name=None, grid=c.grid or k.grid, block=c.block or k.block)
+        kernels.append(k)
+    return dataclasses.replace(cs, kernels=tuple(kernels))
+
+
+def nvcc_command(src: str, cubin: Path) -> list[str]:
+    """nvcc for one source; a source that includes CUTLASS (a --candidate) also gets its headers."""
+    cmd = ["nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-I", "kernels"]
+    text = (REPO / src).read_text(errors="replace")
+    if "<cutlass/" in text or '"cutlass/' in text or "<cute/" in text:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from gpu_fwd_cutlass import cutlass_include
+
+        cmd += ["-I", str(Path(src).parent), "-isystem", str(cutlass_include())]
+    return [*cmd, "-o", str(cubin), src]
+
+
 def compile_cubins(cs, out_dir: Path, jobs: int = 16) -> dict[str, Path]:
     """Each distinct kernel source -> cubin (nvcc -arch=sm_90 -cubin -O3 -std=c++17 -I kernels), in parallel."""
     sources = sorted({k.source for k in cs.kernels})
@@ -447,7 +523,7 @@ def compile_cubins(cs, out_dir: Path, jobs: int = 16) -> dict[str, Path]:
 
     def one(src: str) -> tuple[str, Path]:
         cubin = out_dir / (Path(src).stem + ".cubin")
-        cmd = ["nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-I", "kernels", "-o", str(cubin), src]
+        cmd = nvcc_command(src, cubin)
         r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"nvcc failed on {src}: {r.stderr.strip()[-800:]}")
@@ -1236,9 +1312,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--watchdog", type=float, default=560.0, help="end the process (with tracebacks) after this many seconds")
     ap.add_argument("--json", metavar="PATH", help="results JSON (default: $OUT/gpu_chain_vs_torch.json when $OUT is set)")
     ap.add_argument("--cpu-check", action="store_true", help="no GPU: run the plans through the float64 references and compare with torch on the CPU")
+    ap.add_argument("--candidate", action="append", default=[], metavar="KERNEL=SOURCE:ENTRY[;grid=..;block=..]",
+                    help="launch an experimental kernel (same parameters) in place of a contract kernel everywhere, e.g. "
+                         "'aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu:aux_trunk_forward_cutlass;"
+                         "grid=4 * ceil_div(B, 128),1,1;block=128,1,1'; its outputs are checked like the shipped ones")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     cs = load_contracts(REPO / "contracts", REPO)
+    try:
+        cs = with_candidates(cs, [Candidate.parse(spec) for spec in args.candidate])
+    except ValueError as exc:
+        print(f"gpu_chain_vs_torch: {exc}", file=sys.stderr)
+        return 2
     if args.cpu_check:
         return cpu_check(cs, [s for s in sizes if s <= 4096] or [256])
 
@@ -1253,6 +1338,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"benchmark": "gpu_chain_vs_torch", "sizes": {}, "replays": args.replays, "input_sets": args.input_sets,
                      "valid_fraction": VALID_FRACTION, "tolerance": TOLERANCE, "args": vars(args)}
     results["environment"] = environment(cp, torch)
+    results["candidates"] = list(args.candidate)
+    for spec in args.candidate:
+        log(f"candidate (not shipped) launched in place of a contract kernel: {spec}")
     log(f"device {results['environment'].get('device')}, torch {results['environment'].get('torch')}, cupy {results['environment'].get('cupy')}")
     try:
         with tempfile.TemporaryDirectory(prefix="wireup-cubins-") as tmp:

@@ -145,6 +145,7 @@ def test_ptxas_summary_per_entry(bench):
                                          "k2: 24 registers, 0 bytes smem")
 
 
+@pytest.mark.cutlass
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 def test_cpu_check_builds_the_shipped_kernel_and_the_candidate(bench, capsys):
     try:

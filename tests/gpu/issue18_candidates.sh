@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 18, one device call: every tensor-core candidate measured and checked, then the whole chain with the
+# CUTLASS candidates launched in place of the shipped kernels. Nothing here writes evidence: a candidate
+# that wins is shipped afterwards (kernels/, contracts, verify on both backends, a full mutation set).
+#
+#   A. the weight-gradient partial: shipped SIMT, hand-written 3xTF32 (tc), CUTLASS 3xTF32 (cutlass)
+#      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-150} s
+#   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-120} s
+#   C. the GPU tests of the three candidates                                        cap ${CAP_C:-100} s
+#   D. the chain against torch.compile + CUDA graph with both CUTLASS candidates in  cap ${CAP_D:-200} s
+#
+# Run from the repository root with .whl/ carried: the PyCUDA wheels (../shared/device/prepare.sh) and the
+# nvidia-cutlass wheel (`pip download --no-deps nvidia-cutlass==4.2.0.0 -d .whl`; the GPU host has no
+# network). Everything lands in $OUT: summary.txt and each step's log and JSON.
+#
+#   run: timeout 590 bash tests/gpu/issue18_candidates.sh      (carry [".whl"])
+set -u
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+t0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - t0 )); }
+
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$OUT/pip.log" 2>&1 \
+    || note "pip install of .whl/ failed: $(tail -n 3 "$OUT/pip.log")"
+export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+note "env: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nvcc --version | tail -n 1)"
+python3 -c 'import cutlass_library, os; print("cutlass headers:", os.path.dirname(cutlass_library.__file__))' >>"$SUMMARY" 2>&1
+
+TC=benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu
+CUT=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu
+TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu
+
+timeout -k 10 "${CAP_A:-150}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
+    --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
+note "A wgrad partial rc=$? at $(elapsed) s"
+grep -E "B=(4096|65536):|FAIL|failing" "$OUT/A_wgrad.log" >>"$SUMMARY"
+
+timeout -k 10 "${CAP_B:-120}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
+    >"$OUT/B_fwd.log" 2>&1
+note "B trunk forward rc=$? at $(elapsed) s"
+tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"
+
+timeout -k 10 "${CAP_C:-100}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
+    tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py >"$OUT/C_tests.log" 2>&1
+note "C gpu tests rc=$? at $(elapsed) s"
+tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
+
+left=$(( 575 - $(elapsed) )); cap=${CAP_D:-200}; [ "$left" -lt "$cap" ] && cap=$left
+timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( cap - 10 )) \
+    --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=4 * ceil_div(B, 128),1,1;block=128,1,1" \
+    --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
+    --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
+note "D chain with candidates rc=$? at $(elapsed) s"
+grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
+note "done at $(elapsed) s"

@@ -1,0 +1,105 @@
+"""benchmarks/gpu_chain_vs_torch.py ``--candidate``: an experimental kernel launched in place of a contract
+kernel in the whole chain (same parameters), so one device run measures the step with it and checks its
+outputs like the shipped ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TRUNK = "benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu"
+TRUNK_SPEC = f"aux_trunk_forward={TRUNK}:aux_trunk_forward_cutlass;grid=4 * ceil_div(B, 128),1,1;block=128,1,1"
+PARTIAL = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+
+
+@pytest.fixture()
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_chain_vs_torch
+
+    return gpu_chain_vs_torch
+
+
+def test_a_candidate_spec_names_kernel_source_entry_and_optional_geometry(bench):
+    c = bench.Candidate.parse(TRUNK_SPEC)
+    assert (c.kernel, c.source, c.entry) == ("aux_trunk_forward", TRUNK, "aux_trunk_forward_cutlass")
+    assert [e.evaluate({"B": 65536}, {}) for e in c.grid] == [2048, 1, 1]
+    assert [e.evaluate({}, {}) for e in c.block] == [128, 1, 1]
+    plain = bench.Candidate.parse(f"aux_weight_grad_partial={PARTIAL}:aux_weight_grad_partial_cutlass")
+    assert plain.grid is None and plain.block is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("aux_trunk_forward", "expected KERNEL=SOURCE:ENTRY[;grid=G0,G1,G2][;block=B0,B1,B2]"),
+        (f"aux_trunk_forward={TRUNK}", "expected KERNEL=SOURCE:ENTRY"),
+        (f"aux_trunk_forward={TRUNK}:e;grid=1,1", "'grid=1,1' is not grid=E0,E1,E2 or block=E0,E1,E2"),
+        (f"aux_trunk_forward={TRUNK}:e;shared=0,0,0", "'shared=0,0,0' is not grid=E0,E1,E2"),
+    ],
+)
+def test_a_bad_candidate_spec_is_one_line(bench, spec, message):
+    with pytest.raises(ValueError, match=None) as info:
+        bench.Candidate.parse(spec)
+    assert message in str(info.value)
+
+
+def test_the_candidate_replaces_source_entry_and_geometry_of_that_kernel_only(bench):
+    from audit.load import load_contracts
+
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(TRUNK_SPEC)])
+    k = swapped.kernel_map["aux_trunk_forward"]
+    assert (k.source, k.symbol, k.params) == (TRUNK, "aux_trunk_forward_cutlass", cs.kernel_map["aux_trunk_forward"].params)
+    assert [k2 for k2 in swapped.kernels if k2.name != "aux_trunk_forward"] == [k2 for k2 in cs.kernels if k2.name != "aux_trunk_forward"]
+    # every schedule launches it with the candidate's geometry
+    csB = bench.contracts_at(swapped, 65536)
+    ops = bench.build_plan(csB, bench.Wiring(csB), (bench.FORWARD, bench.FUSED), 1966)
+    (trunk,) = [op for op in ops if op.name == "aux_trunk_forward"]
+    assert (trunk.grid, trunk.block) == ((2048, 1, 1), (128, 1, 1))
+    assert trunk.kernel.source == TRUNK
+    with pytest.raises(ValueError, match="names no contract kernel: nope"):
+        bench.with_candidates(cs, [bench.Candidate("nope", TRUNK, "e")])
+    with pytest.raises(ValueError, match="no file benchmarks/none.cu"):
+        bench.with_candidates(cs, [bench.Candidate("aux_trunk_forward", "benchmarks/none.cu", "e")])
+
+
+def test_main_refuses_a_bad_candidate_before_touching_a_gpu(bench, capsys):
+    assert bench.main(["--candidate", "aux_trunk_forward", "--cpu-check"]) == 2
+    assert "gpu_chain_vs_torch: --candidate 'aux_trunk_forward': expected KERNEL=SOURCE:ENTRY" in capsys.readouterr().err
+
+
+def test_only_a_cutlass_source_gets_the_cutlass_headers(bench, monkeypatch, tmp_path):
+    import gpu_fwd_cutlass
+
+    monkeypatch.setattr(gpu_fwd_cutlass, "cutlass_include", lambda: Path("/opt/cutlass/include"))
+    shipped = bench.nvcc_command("kernels/aux_trunk_kernel.cu", tmp_path / "a.cubin")
+    assert "-isystem" not in shipped and shipped[-3:] == ["-o", str(tmp_path / "a.cubin"), "kernels/aux_trunk_kernel.cu"]
+    cand = bench.nvcc_command(TRUNK, tmp_path / "b.cubin")
+    assert cand[cand.index("-isystem") + 1] == "/opt/cutlass/include"
+    assert cand[cand.index("-isystem") - 2 : cand.index("-isystem")] == ["-I", "benchmarks/kernels_baseline"]
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="the nvidia-cutlass wheel is not installed")
+def test_the_chain_compiles_with_both_cutlass_candidates(bench, tmp_path):
+    from audit.load import load_contracts
+
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [
+        bench.Candidate.parse(TRUNK_SPEC),
+        bench.Candidate.parse(f"aux_weight_grad_partial={PARTIAL}:aux_weight_grad_partial_cutlass"),
+    ])  # fmt: skip
+    only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source in (TRUNK, PARTIAL)))
+    cubins = bench.compile_cubins(only, tmp_path, jobs=2)
+    assert sorted(cubins) == sorted([PARTIAL, TRUNK]) and all(p.stat().st_size > 0 for p in cubins.values())
+    if shutil.which("cuobjdump"):
+        syms = subprocess.run(["cuobjdump", "-symbols", str(cubins[TRUNK])], capture_output=True, text=True).stdout
+        assert "aux_trunk_forward_cutlass" in syms
