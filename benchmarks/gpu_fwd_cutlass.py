@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_wgrad_tc import NVCC, REPO, ceil_div, environment, graph_time, log, stats  # noqa: E402
+from gpu_wgrad_tc import NVCC, REPO, ceil_div, environment, graph_time, log, torch_graph_time  # noqa: E402
 
 from audit.load import load_contracts  # noqa: E402
 from audit.references.dqn_aux import aux_trunk_forward as reference  # noqa: E402
@@ -279,30 +279,6 @@ def not_worse(tag_row: dict, torch_row: dict) -> bool:
 
 # ---------------------------------------------------------------------------------------------------
 # on the GPU
-
-
-def torch_graph_time(torch, fn, per_launch_hint_us: float, warmup: int, replays: int, replay_us: float = 50.0) -> tuple[dict, int]:
-    """``fn()`` captured ``rep`` times into a torch CUDA graph, timed as ``graph_time`` times a kernel."""
-    rep = max(1, min(256, int(replay_us / max(per_launch_hint_us, 0.5))))
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):  # warm-up (cuBLAS workspace, heuristics) before capture
-        for _ in range(3):
-            fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(rep):
-            fn()
-    for _ in range(warmup):
-        g.replay()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
-    for a, b in ev:
-        a.record()
-        g.replay()
-        b.record()
-    torch.cuda.synchronize()
-    return stats([a.elapsed_time(b) * 1000.0 / rep for a, b in ev]), rep
 
 
 class Runner:

@@ -204,19 +204,18 @@ def graph_time(cp, stream, enqueue, per_launch_hint_us: float, warmup: int, repl
     return stats([cp.cuda.get_elapsed_time(a, b) * 1000.0 / rep for a, b in ev]), rep
 
 
-def torch_mm_time(torch, dzt, xt, outt, per_launch_hint_us: float, warmup: int, replays: int,
-                  replay_us: float = 50.0) -> tuple[dict, int]:
-    """``torch.mm(dzt.T, xt, out=outt)`` timed as ``graph_time`` times a kernel, from a torch CUDA graph."""
+def torch_graph_time(torch, fn, per_launch_hint_us: float, warmup: int, replays: int, replay_us: float = 50.0) -> tuple[dict, int]:
+    """``fn()`` captured ``rep`` times into a torch CUDA graph, timed as ``graph_time`` times a kernel."""
     rep = max(1, min(256, int(replay_us / max(per_launch_hint_us, 0.5))))
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):  # warm-up (cuBLAS workspace, heuristics) before capture
         for _ in range(3):
-            torch.mm(dzt.t(), xt, out=outt)
+            fn()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(rep):
-            torch.mm(dzt.t(), xt, out=outt)
+            fn()
     for _ in range(warmup):
         g.replay()
     torch.cuda.synchronize()
@@ -227,6 +226,12 @@ def torch_mm_time(torch, dzt, xt, outt, per_launch_hint_us: float, warmup: int, 
         b.record()
     torch.cuda.synchronize()
     return stats([a.elapsed_time(b) * 1000.0 / rep for a, b in ev]), rep
+
+
+def torch_mm_time(torch, dzt, xt, outt, per_launch_hint_us: float, warmup: int, replays: int,
+                  replay_us: float = 50.0) -> tuple[dict, int]:
+    """``torch.mm(dzt.T, xt, out=outt)`` timed as ``graph_time`` times a kernel, from a torch CUDA graph."""
+    return torch_graph_time(torch, lambda: torch.mm(dzt.t(), xt, out=outt), per_launch_hint_us, warmup, replays, replay_us)
 
 
 class Runner:

@@ -12,19 +12,7 @@
 # machine, so evidence names the same cubins CI builds) carried. Results land in $OUT: summary.txt,
 # verify.json, gpu_chain_vs_torch.json, logs.tgz, evidence.tgz, mutation.tgz.
 set -u
-OUT=${OUT:-$PWD/device-out}
-LOGS=$(mktemp -d)
-mkdir -p "$OUT"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-note() { echo "$*" | tee -a "$SUMMARY"; }
-t0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - t0 )); }
-
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$LOGS/pip.log" 2>&1 \
-    || note "pip install of .whl/ failed: $(tail -n 3 "$LOGS/pip.log")"
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/device_prelude.sh"
 
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv

@@ -15,18 +15,7 @@
 #
 #   run: timeout 590 bash tests/gpu/issue18_candidates.sh      (carry [".whl"])
 set -u
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-note() { echo "$*" | tee -a "$SUMMARY"; }
-t0=$(date +%s)
-elapsed() { echo $(( $(date +%s) - t0 )); }
-
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >"$OUT/pip.log" 2>&1 \
-    || note "pip install of .whl/ failed: $(tail -n 3 "$OUT/pip.log")"
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONUNBUFFERED=1
+. "$(dirname "$0")/device_prelude.sh"
 note "env: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nvcc --version | tail -n 1)"
 python3 -c 'import cutlass_library, os; print("cutlass headers:", os.path.dirname(cutlass_library.__file__))' >>"$SUMMARY" 2>&1
 
