@@ -348,3 +348,38 @@ def test_source_unsafe_reports_a_quoted_climb_out_of_the_system_folders(tmp_path
         'Kernel "twice_all" source "kernels/twice.cu" includes "fakehdr/../../../etc/hosts", which is no local header and '
         'climbs out through ".."; it is neither compiled nor analysed.'
     )
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@needs_cutlass
+def test_the_shipped_chain_with_both_cutlass_candidates_passes_every_static_rule(tmp_path: Path, repo: Path) -> None:
+    """The trunk forward and the weight-gradient partial swapped for their CUTLASS candidates (contracts
+    pointed at them, include_packages set): the build, the ABI and resource checks and the source analyses
+    (bounds, races, uninitialised reads on the candidates' own code) find nothing to report."""
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels", "audit/references", "reports"):
+        shutil.copytree(repo / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
+    for name in ("aux_weight_grad_partial_cutlass.cu", "aux_trunk_forward_cutlass.cu"):
+        shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(
+        text.replace("[tool.wireup]\n", '[tool.wireup]\ninclude_packages = { "nvidia-cutlass" = "cutlass_library/source/include" }\ncache = "build-cache"\n', 1)
+    )
+    grad = root / "contracts" / "kernels" / "aux_param_grad_reduce.toml"
+    grad.write_text(grad.read_text().replace(
+        'source = "kernels/aux_weight_grad_split_kernel.cu"\nentry = "aux_weight_grad_partial"',
+        'source = "kernels/aux_weight_grad_partial_cutlass.cu"\nentry = "aux_weight_grad_partial_cutlass"', 1))  # fmt: skip
+    trunk = root / "contracts" / "kernels" / "aux_trunk.toml"
+    t = trunk.read_text()
+    head, rest = t.split('name = "aux_trunk_forward"\n', 1)
+    body, tail = rest.split("params = [", 1)
+    body = body.replace('source = "kernels/aux_trunk_kernel.cu"\nentry = "aux_trunk_forward"',
+                        'source = "kernels/aux_trunk_forward_cutlass.cu"\nentry = "aux_trunk_forward_cutlass"')  # fmt: skip
+    body = body.replace('grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["4 * ceil_div(B, 128)", 1, 1]\nblock = [128, 1, 1]')
+    assert "cutlass" in body and "4 * ceil_div" in body, body
+    trunk.write_text(head + 'name = "aux_trunk_forward"\n' + body + "params = [" + tail)
+    result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
+    assert result.findings == [], [f.message for f in result.findings]
+    assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]
