@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -96,6 +97,8 @@ class Tile:
     wn: int = 32
     stages: int = 3
     split: str = "rz"
+    #: the source's macro prefix (-D<MACRO>_TBM=...); a subclass with other defaults names another source's
+    macro: ClassVar[str] = "AUX_TRUNK_CUTLASS"
 
     @classmethod
     def parse(cls, text: str) -> Tile:
@@ -123,9 +126,9 @@ class Tile:
         return (self.tbm // self.wm) * (self.tbn // self.wn) * 32
 
     def defines(self) -> list[str]:
-        d = [f"-DAUX_TRUNK_CUTLASS_{k}={v}" for k, v in (("TBM", self.tbm), ("TBN", self.tbn), ("TBK", self.tbk),
+        d = [f"-D{self.macro}_{k}={v}" for k, v in (("TBM", self.tbm), ("TBN", self.tbn), ("TBK", self.tbk),
                                                          ("WM", self.wm), ("WN", self.wn), ("STAGES", self.stages))]
-        return d + (["-DAUX_TRUNK_CUTLASS_SPLIT_RN=1"] if self.split == "rn" else [])
+        return d + ([f"-D{self.macro}_SPLIT_RN=1"] if self.split == "rn" else [])
 
 
 DEFAULT_TILE = Tile()
@@ -179,13 +182,13 @@ def cutlass_include(environ: dict[str, str] | None = None) -> Path:
     raise HeadersMissing(f"CUTLASS headers not found: run `{CUTLASS_PIP}` (or set CUTLASS_INCLUDE to a folder holding cutlass/cutlass.h)")
 
 
-def candidate_command(cubin: Path, include: Path, tile: Tile = DEFAULT_TILE) -> list[str]:
+def candidate_command(cubin: Path, include: Path, tile: Tile = DEFAULT_TILE, source: str = CANDIDATE_SOURCE) -> list[str]:
     """The nvcc command line of one candidate build (run in the repository root)."""
-    return [*NVCC, "-Xptxas", "-v", "-isystem", str(include), *tile.defines(), "-o", str(cubin), CANDIDATE_SOURCE]
+    return [*NVCC, "-Xptxas", "-v", "-isystem", str(include), *tile.defines(), "-o", str(cubin), source]
 
 
-def shipped_command(cubin: Path) -> list[str]:
-    return [*NVCC, "-Xptxas", "-v", "-o", str(cubin), SHIPPED_SOURCE]
+def shipped_command(cubin: Path, source: str = SHIPPED_SOURCE) -> list[str]:
+    return [*NVCC, "-Xptxas", "-v", "-o", str(cubin), source]
 
 
 def ptxas_summary(text: str) -> str:
@@ -215,6 +218,12 @@ def build(out_dir: Path, tiles: tuple[Tile, ...], include: Path) -> tuple[dict[s
     jobs = {"shipped": shipped_command(out_dir / "shipped.cubin")}
     for t in tiles:
         jobs[t.name] = candidate_command(out_dir / f"cutlass_{t.name}.cubin", include, t)
+    return compile_jobs(jobs)
+
+
+def compile_jobs(jobs: dict[str, list[str]]) -> tuple[dict[str, Path], dict[str, str]]:
+    """Run the nvcc command lines ``{tag: argv}`` (each ending ``-o CUBIN SOURCE``) in parallel in the repository
+    root: ({tag: cubin}, {tag: ptxas summary}); RuntimeError naming the tag when one fails."""
     procs = {tag: subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag, cmd in jobs.items()}
     cubins, ptxas = {}, {}
     for tag, p in procs.items():
