@@ -13,27 +13,29 @@
 // (same order and types) and semantics: every row < B gets h1 (also when K is out of range), K outside
 // [1, AUX_K_MAX] writes NaN to logits and probs (k < K), rows >= B and hidden units >= H are never written.
 //
-// Launch geometry (its own; not the shipped ceil_div(B, 32) x 128):
+// Launch geometry (its own; not the shipped grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)):
 //   grid  = (ceil_div(B, TBM), 1, 1),   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
-// With the defaults (TBM x TBN x TBK = 64 x 128 x 16, warp tile WM x WN = 32 x 64, 3 stages):
-//   grid = (ceil_div(B, 64), 1, 1), block = (128, 1, 1)   (1024 blocks at B = 65536)
+// With the defaults (TBM x TBN x TBK = 64 x 128 x 16, warp tile WM x WN = 64 x 32, 3 stages):
+//   grid = (ceil_div(B, 64), 1, 1), block = (128, 1, 1)   (1024 blocks at B = 65536; 4 at B = 256)
 // The tile can be overridden at build time with -DAUX_HEAD_CUTLASS_TBM=... (TBK, WM, WN, STAGES likewise; TBN
 // is the hidden chunk and must stay 128; the benchmark's geometry must match).
 //
-// Block x owns rows [TBM x, TBM x + TBM) and ALL H hidden units, in chunks n0 = 0, 128, ... of TBN = 128:
+// Block x owns rows [TBM x, TBM x + TBM) and ALL H hidden units, in chunks n0 = 0, 128, ... of TBN = 128
+// (one chunk at the shipped H = 128):
 //   1. one CUTLASS threadblock GEMM tile (cutlass::gemm::kernel::Gemm from DefaultGemm, run by the block):
 //      M = B (the block's row tile: a swizzle returning (blockIdx.x, 0, 0)), N = min(128, H - n0), K = SH2;
 //      A = h_s2 row-major (ld SH2), B = W1^T from W1 + n0 * SH2 (W1 viewed column-major, ld SH2),
 //      C = b1 + n0 broadcast along rows (row-major, leading dimension 0), D = h1_out + n0 (row-major, ld H);
 //      epilogue LinearCombinationGeneric<Elu, NoBetaScaling>: D = ELU(1 * acc + C), fma(1, acc, b) = acc + b
 //      rounded once, then aux_common.cuh's ELU (z > 0 ? z : expm1f(z)): the shipped h1 formula.
-//   2. __syncthreads() (the block's global writes are visible to the block after it), then the block reads
-//      its rows' h1 chunk back (L1/L2-hot; through asm volatile ld.global, since CUTLASS stores through
-//      asm the compiler cannot see, so it must not treat h1_out as read-only and use ld.global.nc) and adds
-//      the chunk's share of the second Linear to logits_s[r][k] in shared memory: warp w owns the rows
-//      r = w, w + kWarps, ... in every chunk, lane l the 4 units n0 + 4l .. n0 + 4l + 3 (fmaf in order), a
-//      fixed xor-shuffle tree sums the 32 lanes, lane 0 adds the sum: a fixed order, no atomics, so the
-//      result is bit-deterministic.
+//   2. __syncthreads() (the block's global writes are visible to the block after it); the chunk's W2 columns
+//      (k < K, zero past H) into w_s in shared memory; __syncthreads(); then the block reads its rows' h1
+//      chunk back (L1/L2-hot; through asm volatile ld.global: CUTLASS stores through inline asm the compiler
+//      cannot see, so it must not take h1_out for read-only and load it with ld.global.nc) and adds the
+//      chunk's share of the second Linear to logits_s[r][k] in shared memory: warp w owns the rows
+//      r = w, w + kWarps, ... in every chunk, lane l the 4 units n0 + 4l .. n0 + 4l + 3 (one multiply and three
+//      fmaf in order), a fixed xor-shuffle tree sums the 32 lanes, lane 0 adds the sum: a fixed order, no
+//      atomics, so the result is bit-deterministic.
 //   3. after the last chunk, thread r < TBM (looping by the block size) finishes row TBM x + r exactly as the
 //      shipped entries do: logits = logits_s + b2, max-subtracted softmax (expf, then / sum) into probs, or
 //      pred = logits_s[r][0] + b2[0].
@@ -43,21 +45,29 @@
 // small*small dropped). MmaMultistage stages the accumulation for this operator: the k8 steps of one main-loop
 // iteration (TBK = 16 of K) accumulate into a cleared fragment, which is then added to the running sum with
 // round-to-nearest fp32 adds (static_asserts: >= 3 stages, since 2 would select MmaPipelined, which has no
-// staged accumulation). K = SH2 = 256 in production: 16 such adds per output.
+// staged accumulation). K = SH2 = 256 in production: 16 such adds per output. -DAUX_HEAD_CUTLASS_SPLIT_RN=1:
+// both parts rounded to nearest (cutlass_fast_f32_rn.cuh), as the trunk candidate's _rn build.
 //
 // Alignment: two GEMM instantiations, dispatched per launch (block-uniform): 4-float accesses (cp.async 16 B,
 // float4 epilogue) when SH2 % 4 == 0, H % 4 == 0 and h_s2, W1, b1, h1_out are 16-byte aligned; 1-float
-// accesses otherwise (the contracts' verify dims include SH2 = 253, H = 129). The read-back uses float4 when
-// H % 4 == 0 and h1_out, W2 are 16-byte aligned (the shipped kernels' vec_h test, less b1). The Params are
-// built on the device (their constructors are CUTLASS_HOST_DEVICE), one per chunk, so the entries keep a
-// plain C ABI. Shared memory: static only, one buffer of max(sizeof SharedStorage) over both instantiations
-// (main loop and epilogue share it, a union) plus logits_s [TBM][AUX_K_MAX] floats.
+// accesses otherwise (the contracts' verify dims include SH2 = 253, H = 129 and H = 100). The read-back uses
+// float4 when H % 4 == 0 and h1_out is 16-byte aligned. The Params are built on the device (their constructors
+// are CUTLASS_HOST_DEVICE), one per chunk, so the entries keep a plain C ABI. Shared memory: static only, one
+// buffer of max(sizeof SharedStorage) over both instantiations (main loop and epilogue share it, a union),
+// logits_s [TBM][AUX_K_MAX] and w_s [K_max][128] floats (K_max = AUX_K_MAX for the trade-outcome entry, 1 for
+// the next-bar entry).
 //
 // Build (benchmarks/gpu_head_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
 //   -I kernels -isystem <site-packages>/cutlass_library/source/include   (pip install --no-deps nvidia-cutlass==4.2.0.0)
-// ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in each entry), 4 December 2026:
-//   PTXAS_FIGURES
-// (the shipped head forwards: see benchmarks/gpu_head_fwd_cutlass.py --cpu-check). Not measured on a GPU yet.
+// ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in each entry; trade-outcome / next-bar), 4 December 2026:
+//   default 64x128x16, warps 64x32, 3 stages (128 threads):  250 / 250 registers, 0 bytes spill, 43008 / 39424 bytes smem
+//   the same with -DAUX_HEAD_CUTLASS_SPLIT_RN=1:              246 / 246 registers, 0 bytes spill, 43008 / 39424 bytes smem
+//   32x128x16, warps 32x32, 3 stages (128 threads):          162 / 160 registers, 0 bytes spill, 35840 / 32256 bytes smem
+//   32x128x16, warps 32x32, 4 stages (128 threads):          158 / 158 registers, 0 bytes spill, 46080 / 42496 bytes smem
+//   64x128x16, warps 32x32, 3 stages (256 threads):          216 / 228 registers, 0 bytes spill, 43008 / 39424 bytes smem
+//   (64x128x16 with warps 32x64: 255 registers and 16-24 bytes of spill stores: not offered)
+// The shipped aux_trade_outcome_forward / aux_next_bar_forward: 95 / 107 registers, 22528 bytes smem, 128 threads.
+// Not measured on a GPU yet.
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/thread/linear_combination_generic.h"
 #include "cutlass/gemm/kernel/default_gemm.h"
@@ -65,6 +75,7 @@
 #include "cutlass/layout/matrix.h"
 
 #include "aux_common.cuh"
+#include "cutlass_fast_f32_rn.cuh"
 
 #ifndef AUX_HEAD_CUTLASS_TBM
 #define AUX_HEAD_CUTLASS_TBM 64
@@ -83,6 +94,9 @@
 #endif
 #ifndef AUX_HEAD_CUTLASS_STAGES
 #define AUX_HEAD_CUTLASS_STAGES 3
+#endif
+#ifndef AUX_HEAD_CUTLASS_SPLIT_RN
+#define AUX_HEAD_CUTLASS_SPLIT_RN 0
 #endif
 
 namespace aux_head_cutlass {
@@ -130,12 +144,18 @@ using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<
     cutlass::FloatRoundStyle::round_to_nearest, /*IsHeavy=*/true>;
 
 template <int Align>
-using GemmKernel = typename cutlass::gemm::kernel::DefaultGemm<
+using DefaultKernel = typename cutlass::gemm::kernel::DefaultGemm<
     float, cutlass::layout::RowMajor, Align,     // A = h_s2 [B, SH2]
     float, cutlass::layout::ColumnMajor, Align,  // B = W1^T: element (k, n) at W1[(n0 + n) * SH2 + k]
     float, cutlass::layout::RowMajor,            // C (= b1 broadcast) and D = h1_out [B, H] from column n0
     float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
     EpilogueOp<Align>, RowTileSwizzle, kStages, /*SplitKSerial=*/false, cutlass::arch::OpMultiplyAddFastF32>::GemmKernel;
+
+// -DAUX_HEAD_CUTLASS_SPLIT_RN=1: the same kernel with both tf32 parts rounded to nearest (cutlass_fast_f32_rn.cuh)
+template <int Align>
+using GemmKernel = typename cutlass::platform::conditional<
+    AUX_HEAD_CUTLASS_SPLIT_RN != 0, typename cutlass_fast_f32_rn::WithRoundToNearestSplit<DefaultKernel<Align>, RowTileSwizzle>::Kernel,
+    DefaultKernel<Align>>::type;
 
 using KernelVec = GemmKernel<4>;
 using KernelScalar = GemmKernel<1>;

@@ -1,0 +1,62 @@
+// CUTLASS's 3xTF32 main loop with the fp32 operands split into tf32 big + small parts by round-to-nearest
+// (cvt.rn.tf32.f32 on sm_90) instead of CUTLASS's round-toward-zero big / half-ulp-truncate small, for the
+// benchmark candidates of issue 18 (not shipped). The residual a - big is at most half a tf32 ulp instead of a
+// whole one, so the dropped small*small term and the rounding of small are about 2 and 4 times smaller, and
+// the dropped term loses the sign bias of the truncating split. Everything else (fragments, the three MMAs in
+// the same order, staged accumulation: MathOperator stays OpMultiplyAddFastF32) is CUTLASS's; only the warp
+// MMA's transform() is hidden.
+//
+// The same construction as WarpMmaFastF32RN / WithRoundToNearestSplit in aux_trunk_forward_cutlass.cu (whose
+// copy predates this header; it can include this one instead), with the swizzle a parameter.
+// Needs the CUTLASS 2.x headers (nvidia-cutlass 4.2.0.0 wheel, cutlass_library/source/include).
+#pragma once
+
+#include "cutlass/cutlass.h"
+#include "cutlass/gemm/kernel/gemm.h"
+#include "cutlass/gemm/threadblock/mma_multistage.h"
+#include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
+
+namespace cutlass_fast_f32_rn {
+
+template <typename WarpMma>
+struct WarpMmaFastF32RN : WarpMma {
+    using typename WarpMma::FragmentA;
+    using typename WarpMma::FragmentB;
+    using typename WarpMma::TransformedFragmentA;
+    using typename WarpMma::TransformedFragmentB;
+    using ElementTF32 = typename WarpMma::ArchMmaOperator::ElementA;
+    static_assert(cutlass::platform::is_same<typename WarpMma::MathOperator, cutlass::arch::OpMultiplyAddFastF32>::value,
+                  "the 3xTF32 warp MMA");
+
+    CUTLASS_DEVICE
+    void transform(TransformedFragmentA& dst_A, TransformedFragmentB& dst_B, FragmentA const& A, FragmentB const& B) const {
+        // the base class's transform() with both parts rounded to nearest (same fragment permutation)
+        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentA::kElements / 2, cutlass::FloatRoundStyle::round_to_nearest,
+                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_A;
+        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentB::kElements, cutlass::FloatRoundStyle::round_to_nearest,
+                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_B;
+        auto* ptr_dst_B = reinterpret_cast<cutlass::Array<ElementTF32, FragmentB::kElements>*>(&dst_B);
+        convert_B(B, ptr_dst_B[0], ptr_dst_B[1]);
+        auto* ptr_dst_A = reinterpret_cast<cutlass::Array<ElementTF32, FragmentA::kElements / 2>*>(&dst_A);
+        auto const* ptr_A = reinterpret_cast<cutlass::Array<float, FragmentA::kElements / 2> const*>(&A);
+        convert_A(ptr_A[0], ptr_dst_A[0], ptr_dst_A[2]);
+        convert_A(ptr_A[1], ptr_dst_A[1], ptr_dst_A[3]);
+    }
+};
+
+// A DefaultGemm<...>::GemmKernel's main loop with WarpMmaFastF32RN as its warp MMA (same iterators, stages,
+// epilogue and shared memory), under the threadblock swizzle Swizzle.
+template <typename Default, typename Swizzle>
+struct WithRoundToNearestSplit {
+    using M = typename Default::Mma;
+    using P = typename M::Policy;
+    using Policy = cutlass::gemm::threadblock::MmaPolicy<WarpMmaFastF32RN<typename P::Operator>, typename P::SmemPaddingA,
+                                                         typename P::SmemPaddingB, P::kPartitionsK>;
+    using Mma = cutlass::gemm::threadblock::MmaMultistage<typename M::Shape, typename M::IteratorA, typename M::SmemIteratorA, M::kCacheOpA,
+                                                          typename M::IteratorB, typename M::SmemIteratorB, M::kCacheOpB,
+                                                          typename M::ElementC, typename M::LayoutC, Policy, M::kStages>;
+    using Kernel = cutlass::gemm::kernel::Gemm<Mma, typename Default::Epilogue, Swizzle, /*SplitKSerial=*/false>;
+    static_assert(sizeof(typename Kernel::SharedStorage) == sizeof(typename Default::SharedStorage), "same shared memory");
+};
+
+}  // namespace cutlass_fast_f32_rn
