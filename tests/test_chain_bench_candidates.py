@@ -103,3 +103,59 @@ def test_the_chain_compiles_with_both_cutlass_candidates(bench, tmp_path):
     if shutil.which("cuobjdump"):
         syms = subprocess.run(["cuobjdump", "-symbols", str(cubins[TRUNK])], capture_output=True, text=True).stdout
         assert "aux_trunk_forward_cutlass" in syms
+
+
+HEAD = "benchmarks/kernels_baseline/aux_head_forward_cutlass.cu"
+SCRIPT = REPO / "tests" / "gpu" / "issue18_candidates.sh"
+
+
+def _script_candidates() -> list[str]:
+    """The ``--candidate`` specs of tests/gpu/issue18_candidates.sh, its shell variables (NAME=value lines) expanded."""
+    import re
+
+    text = SCRIPT.read_text()
+    env = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)$", text, re.M))
+    return [re.sub(r"\$(\w+)", lambda m: env[m[1]], spec) for spec in re.findall(r'--candidate "([^"]+)"', text)]
+
+
+def test_the_device_script_launches_both_head_forward_candidates_at_their_geometry(bench, monkeypatch):
+    from audit.load import load_contracts
+
+    specs = _script_candidates()
+    cands = [bench.Candidate.parse(s) for s in specs]
+    assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_weight_grad_partial", "aux_trade_outcome_forward", "aux_next_bar_forward"]
+    assert specs[0] == TRUNK_SPEC
+    # the head specs are the benchmark's (its default tile, grid = ceil_div(B, TBM) of 128 threads)
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_head_fwd_cutlass as head_bench
+
+    assert specs[2:] == [head_bench.chain_spec(h) for h in head_bench.HEADS]
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, cands)
+    for c in cands[2:]:
+        k = swapped.kernel_map[c.kernel]
+        assert (k.source, k.symbol, k.params) == (HEAD, c.entry, cs.kernel_map[c.kernel].params)
+    csB = bench.contracts_at(swapped, 65536)
+    ops = bench.build_plan(csB, bench.Wiring(csB), (bench.FORWARD, bench.FUSED), 1966)
+    heads = {op.name: (op.grid, op.block, op.kernel.source) for op in ops if op.name in ("aux_trade_outcome_forward", "aux_next_bar_forward")}
+    assert heads == {"aux_trade_outcome_forward": ((1024, 1, 1), (128, 1, 1), HEAD), "aux_next_bar_forward": ((1024, 1, 1), (128, 1, 1), HEAD)}
+    assert head_bench.cutlass_geometry(65536) == ((1024, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults
+    csS = bench.contracts_at(swapped, 37)
+    small = [op for op in bench.build_plan(csS, bench.Wiring(csS), (bench.FORWARD,), 1) if op.kernel.source == HEAD]
+    assert sorted((op.name, op.grid) for op in small) == [("aux_next_bar_forward", (1, 1, 1)), ("aux_trade_outcome_forward", (1, 1, 1))]
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="the nvidia-cutlass wheel is not installed")
+def test_the_chain_compiles_both_head_candidates_into_one_cubin(bench, tmp_path):
+    from audit.load import load_contracts
+
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in _script_candidates()[2:]])
+    only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source == HEAD))
+    assert len(only.kernels) == 2
+    cubins = bench.compile_cubins(only, tmp_path, jobs=1)
+    assert list(cubins) == [HEAD] and cubins[HEAD].stat().st_size > 0
+    data = cubins[HEAD].read_bytes()
+    assert b"aux_trade_outcome_forward_cutlass" in data and b"aux_next_bar_forward_cutlass" in data

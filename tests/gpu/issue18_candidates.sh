@@ -7,7 +7,11 @@
 #      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-150} s
 #   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-120} s
 #   C. the GPU tests of the three candidates                                        cap ${CAP_C:-100} s
-#   D. the chain against torch.compile + CUDA graph with both CUTLASS candidates in  cap ${CAP_D:-200} s
+#   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-200} s
+#      (trunk forward, weight-gradient partial, both head forwards)
+#
+# The head forwards' own benchmark (accuracy at every verify shape, the K-range rule, time; docs/benchmarks.md
+# 4f) does not fit into this call's 590 s: `python3 benchmarks/gpu_head_fwd_cutlass.py` is a call of its own.
 #
 # Run from the repository root with .whl/ carried: the PyCUDA wheels (../shared/device/prepare.sh) and the
 # nvidia-cutlass wheel (`pip download --no-deps nvidia-cutlass==4.2.0.0 -d .whl`; the GPU host has no
@@ -22,6 +26,7 @@ python3 -c 'import cutlass_library, os; print("cutlass headers:", os.path.dirnam
 TC=benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu
 CUT=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu
 TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu
+HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu
 
 timeout -k 10 "${CAP_A:-150}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
     --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
@@ -42,6 +47,8 @@ left=$(( 575 - $(elapsed) )); cap=${CAP_D:-200}; [ "$left" -lt "$cap" ] && cap=$
 timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( cap - 10 )) \
     --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=4 * ceil_div(B, 128),1,1;block=128,1,1" \
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
+    --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
+    --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
 note "D chain with candidates rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
