@@ -258,7 +258,7 @@ def _kernels(tiles: dict[str, dict[str, str | None]]):
 T1, T2 = "64x128x16_64x32_3", "32x128x16_32x32_4"
 
 
-def test_host_logic_passes_right_candidates(bench, monkeypatch, tmp_path):
+def test_host_logic_passes_right_candidates(bench, monkeypatch, tmp_path, capsys):
     code, data = _run(bench, monkeypatch, tmp_path, _kernels({T1: {}, T2: {}}), [T1, T2])
     assert code == 0 and data["candidate_ok"] is True and data["candidate"] == T1 and data["tiles"] == [T1, T2]
     rows = data["rows"]
@@ -274,6 +274,10 @@ def test_host_logic_passes_right_candidates(bench, monkeypatch, tmp_path):
     assert [(r["head"], r["B"], r["origin"]) for r in timed] == [("trade_outcome", 300, "shipped"), ("next_bar", 300, "shipped")]
     assert timed[0]["grid"] == {"shipped": [10, 1, 1], T1: [5, 1, 1], T2: [10, 1, 1]}
     assert all(r[tag]["time"]["median_us"] == pytest.approx(10.0 / r[tag]["rep"]) for r in timed for tag in ("shipped", T1, T2, "torch_fp32"))
+    # tests/gpu/head_fwd_candidates.sh copies the time lines and the verdict into its summary with this pattern
+    pattern = re.search(r'grep -E "([^"]+)" "\$OUT/A_head_fwd.log"', (REPO / "tests" / "gpu" / "head_fwd_candidates.sh").read_text())[1]
+    kept = [ln for ln in capsys.readouterr().out.splitlines() if re.search(pattern, ln)]
+    assert [ln.split(":")[0].split()[0] for ln in kept] == ["trade_outcome", "next_bar", "candidate"], kept
 
 
 @pytest.mark.parametrize("fault,status,head", [("past", "FAIL wrote past B", "next"), ("error", "FAIL probs mismatch", "trade"),
