@@ -393,7 +393,8 @@ class Runner:
                      "misaligned": shape.misaligned, "grid": {tag: list(self.geometry(tag, shape, B)[0]) for tag in self.tags}, "flop": flop}
         for tag in self.tags:
             row[tag] = judge([self.checked(tag, shape, B, bufs) for _ in range(3)], ref, head, shape, B, tol)
-        tin = {n: torch.as_tensor(bufs[n], device="cuda") for n in INPUTS}
+        # out of the K range torch computes h1 alone (W2 and b2 may be empty there)
+        tin = {n: torch.as_tensor(bufs[n], device="cuda") for n in (INPUTS if shape.k_in_range else ("h_s2", "W1", "b1"))}
         out_t = self.torch_forward(head, tin, hidden_only=not shape.k_in_range)
         torch.cuda.synchronize()
         t_res = {n: accuracy(out_t[n].cpu().numpy(), ref[n], tol) for n in checked_outputs(head, shape)}
