@@ -383,3 +383,35 @@ def test_the_shipped_chain_with_both_cutlass_candidates_passes_every_static_rule
     result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
     assert result.findings == [], [f.message for f in result.findings]
     assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@needs_cutlass
+def test_the_shipped_chain_with_both_head_forward_candidates_passes_every_static_rule(tmp_path: Path, repo: Path) -> None:
+    """The two head forwards swapped for their CUTLASS candidates (one source with both entries and its local
+    header, contracts pointed at them with the candidates' geometry, include_packages set): the build, the ABI
+    and resource checks and the source analyses find nothing to report."""
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels", "audit/references", "reports"):
+        shutil.copytree(repo / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
+    for name in ("aux_head_forward_cutlass.cu", "cutlass_fast_f32_rn.cuh"):
+        shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(
+        text.replace("[tool.wireup]\n", '[tool.wireup]\ninclude_packages = { "nvidia-cutlass" = "cutlass_library/source/include" }\ncache = "build-cache"\n', 1)
+    )
+    for toml, shipped in (("aux_trade_outcome.toml", "aux_trade_outcome_forward"), ("aux_next_bar.toml", "aux_next_bar_forward")):
+        path = root / "contracts" / "kernels" / toml
+        t = path.read_text()
+        old = (f'source = "kernels/{shipped}_kernel.cu"\nentry = "{shipped}"\nstage = "forward"\n')
+        assert t.count(old) == 1, toml
+        t = t.replace(old, f'source = "kernels/aux_head_forward_cutlass.cu"\nentry = "{shipped}_cutlass"\nstage = "forward"\n')
+        head, rest = t.split(f'entry = "{shipped}_cutlass"\n', 1)
+        rest = rest.replace('grid = ["ceil_div(B, 32)", 1, 1]\nblock = [128, 1, 1]', 'grid = ["ceil_div(B, 64)", 1, 1]\nblock = [128, 1, 1]', 1)
+        assert 'grid = ["ceil_div(B, 64)", 1, 1]' in rest.split("[[kernel]]")[0], toml
+        path.write_text(head + f'entry = "{shipped}_cutlass"\n' + rest)
+    result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
+    assert result.findings == [], [f.message for f in result.findings]
+    assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]
