@@ -28,7 +28,7 @@
 // truncating accumulation spans 16 products, not the whole K (static_asserts below: >= 3 stages, since 2
 // would select MmaPipelined, which has no staged accumulation).
 // -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: the same kernel with both parts rounded to nearest (cvt.rn.tf32.f32),
-// WarpMmaFastF32RN below: half the residual a - big, so less error from the dropped small*small term.
+// cutlass_fast_f32_rn.cuh's WarpMmaFastF32RN: half the residual a - big, so less error from the dropped small*small term.
 //
 // Alignment: two instantiations, dispatched per launch (block-uniform): 4-float accesses (cp.async 16 B,
 // float4 epilogue) when E % 4 == 0, SH2 % 4 == 0 and x, W, b, h_out are 16-byte aligned; 1-float accesses
@@ -52,6 +52,7 @@
 #include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/layout/matrix.h"
+#include "cutlass_fast_f32_rn.cuh"  // -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: the round-to-nearest split
 
 #ifndef AUX_TRUNK_CUTLASS_TBM
 #define AUX_TRUNK_CUTLASS_TBM 128
@@ -108,37 +109,6 @@ using EpilogueOp = cutlass::epilogue::thread::LinearCombinationGeneric<
     Elu, float, Align, float, float, cutlass::epilogue::thread::ScaleType::NoBetaScaling,
     cutlass::FloatRoundStyle::round_to_nearest, /*IsHeavy=*/true>;
 
-// CUTLASS's 3xTF32 warp MMA with round-to-nearest big and small parts (cvt.rn.tf32.f32 on sm_90) instead of
-// its round-toward-zero big / half-ulp-truncate small: the residual a - big is at most half a tf32 ulp
-// instead of a whole one, so the dropped small*small term and the rounding of small are about 2 and 4 times
-// smaller. Everything else (fragments, the three MMAs in the same order, staged accumulation: MathOperator
-// stays OpMultiplyAddFastF32) is the base class's; only transform() is hidden.
-template <typename WarpMma>
-struct WarpMmaFastF32RN : WarpMma {
-    using typename WarpMma::FragmentA;
-    using typename WarpMma::FragmentB;
-    using typename WarpMma::TransformedFragmentA;
-    using typename WarpMma::TransformedFragmentB;
-    using ElementTF32 = typename WarpMma::ArchMmaOperator::ElementA;
-    static_assert(cutlass::platform::is_same<typename WarpMma::MathOperator, cutlass::arch::OpMultiplyAddFastF32>::value,
-                  "the 3xTF32 warp MMA");
-
-    CUTLASS_DEVICE
-    void transform(TransformedFragmentA& dst_A, TransformedFragmentB& dst_B, FragmentA const& A, FragmentB const& B) const {
-        // the base class's transform() with both parts rounded to nearest (same fragment permutation)
-        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentA::kElements / 2, cutlass::FloatRoundStyle::round_to_nearest,
-                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_A;
-        cutlass::gemm::warp::detail::ConvertAndPackAccurateF32<FragmentB::kElements, cutlass::FloatRoundStyle::round_to_nearest,
-                                                               cutlass::FloatRoundStyle::round_to_nearest> convert_B;
-        auto* ptr_dst_B = reinterpret_cast<cutlass::Array<ElementTF32, FragmentB::kElements>*>(&dst_B);
-        convert_B(B, ptr_dst_B[0], ptr_dst_B[1]);
-        auto* ptr_dst_A = reinterpret_cast<cutlass::Array<ElementTF32, FragmentA::kElements / 2>*>(&dst_A);
-        auto const* ptr_A = reinterpret_cast<cutlass::Array<float, FragmentA::kElements / 2> const*>(&A);
-        convert_A(ptr_A[0], ptr_dst_A[0], ptr_dst_A[2]);
-        convert_A(ptr_A[1], ptr_dst_A[1], ptr_dst_A[3]);
-    }
-};
-
 template <int Align>
 using DefaultKernel = typename cutlass::gemm::kernel::DefaultGemm<
     float, cutlass::layout::RowMajor, Align,     // A = x [B, E]
@@ -147,23 +117,9 @@ using DefaultKernel = typename cutlass::gemm::kernel::DefaultGemm<
     float, cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape, InstructionShape,
     EpilogueOp<Align>, Swizzle, kStages, /*SplitKSerial=*/false, cutlass::arch::OpMultiplyAddFastF32>::GemmKernel;
 
-// The default kernel's main loop with WarpMmaFastF32RN as its warp MMA (same iterators, stages, epilogue).
-template <typename Default>
-struct WithRoundToNearestSplit {
-    using M = typename Default::Mma;
-    using P = typename M::Policy;
-    using Policy = cutlass::gemm::threadblock::MmaPolicy<WarpMmaFastF32RN<typename P::Operator>, typename P::SmemPaddingA,
-                                                         typename P::SmemPaddingB, P::kPartitionsK>;
-    using Mma = cutlass::gemm::threadblock::MmaMultistage<typename M::Shape, typename M::IteratorA, typename M::SmemIteratorA, M::kCacheOpA,
-                                                          typename M::IteratorB, typename M::SmemIteratorB, M::kCacheOpB,
-                                                          typename M::ElementC, typename M::LayoutC, Policy, M::kStages>;
-    using Kernel = cutlass::gemm::kernel::Gemm<Mma, typename Default::Epilogue, Swizzle, /*SplitKSerial=*/false>;
-    static_assert(sizeof(typename Kernel::SharedStorage) == sizeof(typename Default::SharedStorage), "same shared memory");
-};
-
 template <int Align>
 using GemmKernel = typename cutlass::platform::conditional<AUX_TRUNK_CUTLASS_SPLIT_RN != 0,
-                                                           typename WithRoundToNearestSplit<DefaultKernel<Align>>::Kernel,
+                                                           typename cutlass_fast_f32_rn::WithRoundToNearestSplit<DefaultKernel<Align>, Swizzle>::Kernel,
                                                            DefaultKernel<Align>>::type;
 
 using KernelVec = GemmKernel<4>;

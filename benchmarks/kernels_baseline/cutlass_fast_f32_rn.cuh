@@ -6,8 +6,7 @@
 // the same order, staged accumulation: MathOperator stays OpMultiplyAddFastF32) is CUTLASS's; only the warp
 // MMA's transform() is hidden.
 //
-// The same construction as WarpMmaFastF32RN / WithRoundToNearestSplit in aux_trunk_forward_cutlass.cu (whose
-// copy predates this header; it can include this one instead), with the swizzle a parameter.
+// Used by aux_trunk_forward_cutlass.cu and aux_head_forward_cutlass.cu (-D..._SPLIT_RN=1).
 // Needs the CUTLASS 2.x headers (nvidia-cutlass 4.2.0.0 wheel, cutlass_library/source/include).
 #pragma once
 
