@@ -361,7 +361,7 @@ def test_the_shipped_chain_with_both_cutlass_candidates_passes_every_static_rule
     for part in ("contracts", "kernels", "audit/references", "reports"):
         shutil.copytree(repo / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
-    for name in ("aux_weight_grad_partial_cutlass.cu", "aux_trunk_forward_cutlass.cu"):
+    for name in ("aux_weight_grad_partial_cutlass.cu", "aux_trunk_forward_cutlass.cu", "cutlass_fast_f32_rn.cuh"):
         shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(
