@@ -134,10 +134,25 @@ def test_a_package_resolves_to_its_folder_version_and_record(site: Path, tmp_pat
     (pkg,) = package_includes(cfg)
     assert (pkg.distribution, pkg.version, pkg.relative) == ("fakehdr", "1.2", "fakehdr/include")
     assert pkg.folder == (site / "fakehdr" / "include").resolve()
-    record = (site / "fakehdr-1.2.dist-info" / "RECORD").read_bytes()
-    assert pkg.record == hashlib.sha256(record).hexdigest()
+    digest = hashlib.sha256(HEADER.encode()).hexdigest()
+    assert pkg.record == hashlib.sha256(f"fakehdr/include/fakehdr/twice.h,sha256={digest}".encode()).hexdigest()
     assert pkg.key() == f"package=fakehdr==1.2:fakehdr/include:record={pkg.record}"
     assert pkg.describe() == "fakehdr 1.2 (fakehdr/include)"
+
+
+def test_the_key_follows_the_headers_rows_of_record_only(site: Path, tmp_path: Path) -> None:
+    """Two installs of one wheel differ in RECORD outside the headers (byte-compiled files, INSTALLER,
+    REQUESTED, direct_url.json): the key must not, or a build cache carried to a GPU host misses."""
+    _fake_distribution(site)
+    cfg = load_config(_project(tmp_path / "p", 'include_packages = { "fakehdr" = "./fakehdr/include/" }\n'))
+    first = package_includes(cfg)[0].record
+    record = site / "fakehdr-1.2.dist-info" / "RECORD"
+    record.write_text(record.read_text() + "fakehdr-1.2.dist-info/INSTALLER,,\nfakehdr/__pycache__/x.pyc,,\nfakehdr/includes.txt,,\n")
+    assert package_includes(cfg)[0].record == first != ""
+    record.write_text(record.read_text().replace("sha256=", "sha256=0"))  # another header
+    assert package_includes(cfg)[0].record != first
+    record.write_text("fakehdr-1.2.dist-info/METADATA,,\n")  # no row under the folder
+    assert package_includes(cfg)[0].record == ""
 
 
 def test_a_missing_distribution_is_an_environment_problem(site: Path, tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ The ``nvidia-cutlass`` wheel carries CUTLASS's and CuTe's headers under
 and wireup finds that folder in the distribution installed in the Python it runs in. The folder goes to
 nvcc with ``-isystem`` (after the project's own ``-I`` folders, warnings from it silenced like a
 toolkit's), and into the build cache key as the distribution's name, version, folder and the digest of
-its ``RECORD`` (the installer's list of every file it wrote with its sha256): upgrading or reinstalling
-the package rebuilds, while thousands of third-party headers are never read to compute a key. Those
+the ``RECORD`` rows of the files under that folder (the installer's list of what it wrote, each with its
+sha256): another version or other headers rebuild, the same wheel installed elsewhere (a GPU host's
+``pip install --target``) keeps the keys, and thousands of third-party headers are never read to
+compute one. Those
 headers are the environment's, not the project's: the source rules neither walk nor judge them, the
 source hash that GPU evidence records covers the project's own files only, and the evidence records the
 distribution's version next to nvcc's. Whether the code built with another version is the code that was
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,7 +45,7 @@ class PackageInclude:
     version: str
     relative: str  # the folder inside the distribution, as configured
     folder: Path  # absolute, resolved
-    record: str  # sha256 of the distribution's RECORD, "" where the installer wrote none
+    record: str  # sha256 of the RECORD rows (path, hash) of the files under the folder; "" without any
 
     def key(self) -> str:
         """What the build cache key hashes for this folder."""
@@ -84,16 +87,28 @@ def resolve_package(cfg: Config, dist: str, rel: str) -> PackageInclude:
         raise EnvironmentProblem(
             f'{where} names the folder "{rel}", which resolves to "{real}", outside the installed distribution "{base}".'
         )
-    return PackageInclude(dist, d.version or "", rel, real, _record_digest(d))
+    return PackageInclude(dist, d.version or "", rel, real, _record_digest(d, rel))
 
 
-def _record_digest(d) -> str:
-    """sha256 of the RECORD text (installed files and their hashes), or "" without one."""
+def _record_digest(d, rel: str) -> str:
+    """sha256 over the RECORD rows of the files under ``rel`` (path and hash, sorted), or "" without any.
+
+    Only the headers' own rows count: the rest of RECORD differs between two installs of the same wheel
+    (byte-compiled files, ``INSTALLER``, ``REQUESTED``, ``direct_url.json``), and a build cache carried from
+    one machine to another must keep its keys.
+    """
+    import csv
+    import io
+
     try:
         text = d.read_text("RECORD")
     except OSError:
         text = None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text else ""
+    if not text:
+        return ""
+    prefix = posixpath.normpath(rel.replace("\\", "/")).strip("/") + "/"
+    rows = sorted(f"{row[0]},{row[1] if len(row) > 1 else ''}" for row in csv.reader(io.StringIO(text)) if row and row[0].replace("\\", "/").startswith(prefix))
+    return hashlib.sha256("\n".join(rows).encode("utf-8")).hexdigest() if rows else ""
 
 
 def _within(path: Path, base: Path) -> bool:
