@@ -376,7 +376,7 @@ def test_the_shipped_chain_with_both_cutlass_candidates_passes_every_static_rule
     for part in ("contracts", "kernels", "audit/references", "reports"):
         shutil.copytree(repo / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
-    for name in ("aux_weight_grad_partial_cutlass.cu", "aux_trunk_forward_cutlass.cu", "cutlass_fast_f32_rn.cuh"):
+    for name in ("aux_weight_grad_partial_cutlass.cu", "aux_trunk_forward_cutlass.cu", "cutlass_fast_f32_rn.cuh", "cutlass_elu.cuh"):
         shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(
@@ -411,7 +411,7 @@ def test_the_shipped_chain_with_both_head_forward_candidates_passes_every_static
     for part in ("contracts", "kernels", "audit/references", "reports"):
         shutil.copytree(repo / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
-    for name in ("aux_head_forward_cutlass.cu", "cutlass_fast_f32_rn.cuh"):
+    for name in ("aux_head_forward_cutlass.cu", "cutlass_fast_f32_rn.cuh", "cutlass_elu.cuh"):
         shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
     text = (root / "pyproject.toml").read_text()
     (root / "pyproject.toml").write_text(

@@ -75,6 +75,7 @@
 #include "cutlass/layout/matrix.h"
 
 #include "aux_common.cuh"
+#include "cutlass_elu.cuh"
 #include "cutlass_fast_f32_rn.cuh"
 
 #ifndef AUX_HEAD_CUTLASS_TBM
@@ -101,25 +102,7 @@
 
 namespace aux_head_cutlass {
 
-// ELU as kernels/aux_common.cuh's elu(): z > 0 ? z : expm1f(z) (NaN -> expm1f(NaN) = NaN). expm1f directly,
-// not elu(): the functor is host-device (CUTLASS_HOST_DEVICE), aux_common.cuh's elu() device-only.
-template <typename T>
-struct Elu {
-    static const bool kIsHeavy = true;
-    CUTLASS_HOST_DEVICE T operator()(T const& z) const { return z > T(0) ? z : T(expm1f(z)); }
-};
-
-template <typename T, int N>
-struct Elu<cutlass::Array<T, N>> {
-    static const bool kIsHeavy = true;
-    CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& frag) const {
-        cutlass::Array<T, N> out;
-        Elu<T> elu_op;
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i) out[i] = elu_op(frag[i]);
-        return out;
-    }
-};
+using aux_cutlass::Elu;  // cutlass_elu.cuh
 
 constexpr int kTBM = AUX_HEAD_CUTLASS_TBM;
 constexpr int kChunk = AUX_HEAD_CUTLASS_TBN;  // hidden units per chunk = the GEMM tile's N

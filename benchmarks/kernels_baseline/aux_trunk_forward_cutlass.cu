@@ -52,6 +52,7 @@
 #include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/layout/matrix.h"
+#include "cutlass_elu.cuh"
 #include "cutlass_fast_f32_rn.cuh"  // -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: the round-to-nearest split
 
 #ifndef AUX_TRUNK_CUTLASS_TBM
@@ -78,24 +79,7 @@
 
 namespace aux_trunk_cutlass {
 
-// ELU as kernels/aux_common.cuh's elu(): z > 0 ? z : expm1f(z) (NaN -> expm1f(NaN) = NaN).
-template <typename T>
-struct Elu {
-    static const bool kIsHeavy = true;
-    CUTLASS_HOST_DEVICE T operator()(T const& z) const { return z > T(0) ? z : T(expm1f(z)); }
-};
-
-template <typename T, int N>
-struct Elu<cutlass::Array<T, N>> {
-    static const bool kIsHeavy = true;
-    CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& frag) const {
-        cutlass::Array<T, N> out;
-        Elu<T> elu;
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < N; ++i) out[i] = elu(frag[i]);
-        return out;
-    }
-};
+using aux_cutlass::Elu;  // cutlass_elu.cuh
 
 using ThreadblockShape =
     cutlass::gemm::GemmShape<AUX_TRUNK_CUTLASS_TBM, AUX_TRUNK_CUTLASS_TBN, AUX_TRUNK_CUTLASS_TBK>;
