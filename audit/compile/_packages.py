@@ -12,10 +12,9 @@ toolkit's), and into the build cache key as the distribution's name, version, fo
 the ``RECORD`` rows of the files under that folder (the installer's list of what it wrote, each with its
 sha256): another version or other headers rebuild, the same wheel installed elsewhere (a GPU host's
 ``pip install --target``) keeps the keys, and thousands of third-party headers are never read to
-compute one. Those
-headers are the environment's, not the project's: the source rules neither walk nor judge them, the
-source hash that GPU evidence records covers the project's own files only, and the evidence records the
-distribution's version next to nvcc's. Whether the code built with another version is the code that was
+compute one. Those headers are the environment's, not the project's: the source rules neither walk nor
+judge them, the source hash that GPU evidence records covers the project's own files only, and the
+evidence records the distribution's version next to nvcc's. Whether the code built with another version is the code that was
 verified is then the code hash's question, as it is for another nvcc.
 
 >>> [p.describe() for p in package_includes(cfg)]          # doctest: +SKIP
