@@ -140,23 +140,15 @@ using GemmKernel = typename cutlass::platform::conditional<
     AUX_HEAD_CUTLASS_SPLIT_RN != 0, typename cutlass_fast_f32_rn::WithRoundToNearestSplit<DefaultKernel<Align>, RowTileSwizzle>::Kernel,
     DefaultKernel<Align>>::type;
 
-using KernelVec = GemmKernel<4>;
-using KernelScalar = GemmKernel<1>;
+using Pair = cutlass_fast_f32_rn::AlignedPair<GemmKernel<4>, GemmKernel<1>>;  // block size, smem, staged accumulation
+using KernelVec = Pair::Vec;
+using KernelScalar = Pair::Scalar;
 
-constexpr int kThreads = KernelVec::kThreadCount;
+constexpr int kThreads = Pair::kThreads;
 constexpr int kWarps = kThreads / 32;
-static_assert(KernelScalar::kThreadCount == kThreads, "one block size for both alignments");
 static_assert(kThreads == (AUX_HEAD_CUTLASS_TBM / AUX_HEAD_CUTLASS_WM) * (AUX_HEAD_CUTLASS_TBN / AUX_HEAD_CUTLASS_WN) * 32,
               "block = one warp per warp tile (the benchmark's geometry assumes it)");
-constexpr size_t kSmemBytes = sizeof(typename KernelVec::SharedStorage) > sizeof(typename KernelScalar::SharedStorage)
-                                  ? sizeof(typename KernelVec::SharedStorage)
-                                  : sizeof(typename KernelScalar::SharedStorage);
-// Two stages would select MmaPipelined, which has no staged accumulation (the whole K would accumulate in
-// the tensor cores' truncating adds); MmaMultistage (>= 3 stages) is the one with it.
-static_assert(KernelVec::Mma::kStages >= 3 && KernelScalar::Mma::kStages >= 3, "3xTF32 needs MmaMultistage: >= 3 stages");
-static_assert(cutlass::arch::detail::UseStagedAccumulation<typename KernelVec::Mma::Operator>::value &&
-                  cutlass::arch::detail::UseStagedAccumulation<typename KernelScalar::Mma::Operator>::value,
-              "staged accumulation (each main-loop iteration summed apart, then added with round-to-nearest)");
+constexpr size_t kSmemBytes = Pair::kSmemBytes;
 static_assert(kSmemBytes + sizeof(float) * (kTBM + kChunk) * AUX_K_MAX <= 48 * 1024,
               "static shared memory must stay within 48 KB (no dynamic shared memory)");
 

@@ -6,7 +6,8 @@
 // the same order, staged accumulation: MathOperator stays OpMultiplyAddFastF32) is CUTLASS's; only the warp
 // MMA's transform() is hidden.
 //
-// Used by aux_trunk_forward_cutlass.cu and aux_head_forward_cutlass.cu (-D..._SPLIT_RN=1).
+// Used by aux_trunk_forward_cutlass.cu and aux_head_forward_cutlass.cu (-D..._SPLIT_RN=1), which also take
+// AlignedPair below for their two alignment instantiations.
 // Needs the CUTLASS 2.x headers (nvidia-cutlass 4.2.0.0 wheel, cutlass_library/source/include).
 #pragma once
 
@@ -56,6 +57,26 @@ struct WithRoundToNearestSplit {
                                                           typename M::ElementC, typename M::LayoutC, Policy, M::kStages>;
     using Kernel = cutlass::gemm::kernel::Gemm<Mma, typename Default::Epilogue, Swizzle, /*SplitKSerial=*/false>;
     static_assert(sizeof(typename Kernel::SharedStorage) == sizeof(typename Default::SharedStorage), "same shared memory");
+};
+
+// The two alignment instantiations of one 3xTF32 kernel (16-byte and scalar accesses, dispatched per
+// launch) and what both must hold: one block size, static shared memory for the larger, and the staged
+// accumulation their accuracy rests on. Two stages would select MmaPipelined, which has no staged
+// accumulation (the whole K would accumulate in the tensor cores' truncating adds); MmaMultistage
+// (>= 3 stages) is the one with it.
+template <typename Vec_, typename Scalar_>
+struct AlignedPair {
+    using Vec = Vec_;
+    using Scalar = Scalar_;
+    static constexpr int kThreads = Vec::kThreadCount;
+    static constexpr size_t kSmemBytes = sizeof(typename Vec::SharedStorage) > sizeof(typename Scalar::SharedStorage)
+                                             ? sizeof(typename Vec::SharedStorage)
+                                             : sizeof(typename Scalar::SharedStorage);
+    static_assert(Scalar::kThreadCount == kThreads, "one block size for both alignments");
+    static_assert(Vec::Mma::kStages >= 3 && Scalar::Mma::kStages >= 3, "3xTF32 needs MmaMultistage: >= 3 stages");
+    static_assert(cutlass::arch::detail::UseStagedAccumulation<typename Vec::Mma::Operator>::value &&
+                      cutlass::arch::detail::UseStagedAccumulation<typename Scalar::Mma::Operator>::value,
+                  "staged accumulation (each main-loop iteration summed apart, then added with round-to-nearest)");
 };
 
 }  // namespace cutlass_fast_f32_rn
