@@ -14,8 +14,8 @@ SH2). Its GEMM is one CUTLASS 2.x threadblock tile per TBN-column chunk (``Defau
 ``OpMultiplyAddFastF32``); the rest is the shipped fp32 arithmetic. Headers, tiles and the nvcc lines are
 ``gpu_fwd_cutlass``'s (``cutlass_include``, :class:`NbBwdTile` = its ``Tile`` with this source's defaults and
 macro prefix ``AUX_NB_BWD_CUTLASS``; suffix "_rn": both tf32 parts of the split rounded to nearest). ``--tiles``:
-the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at 64 x 64 x 16, warps 32 x 32, 4 stages),
-the others (by default its round-to-nearest split, a 32-row tile, and 128-column and 128-row tiles of 8 warps)
+the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at 32 x 128 x 16, warps 32 x 32, 4 stages),
+the others (by default its round-to-nearest split, a 64-row tile, and 64 x 128 and 128 x 64 tiles of 8 warps)
 are measured beside it for the record and decide nothing.
 
 Cases (``shapes_of``): the shipped (SH2, H) from the contracts' fixed dims, the same with every pointer one
@@ -111,13 +111,13 @@ POISON_FINITE = np.float32(-7.0e37)  # where NaN is the expected output
 
 @dataclasses.dataclass(frozen=True)
 class NbBwdTile(Tile):
-    """A build of the candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (64 x 64 x 16, warps 32 x 32,
+    """A build of the candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (32 x 128 x 16, warps 32 x 32,
     4 stages, CUTLASS's split) and macros (``-DAUX_NB_BWD_CUTLASS_TBM=...``; the ``_rn`` suffix:
     ``-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1``, kernels_baseline/cutlass_fast_f32_rn.cuh). TBN is the column chunk of SH2
     one GEMM tile covers."""
 
-    tbm: int = 64
-    tbn: int = 64
+    tbm: int = 32
+    tbn: int = 128
     tbk: int = 16
     wm: int = 32
     wn: int = 32
@@ -127,10 +127,10 @@ class NbBwdTile(Tile):
 
 
 DEFAULT_TILE = NbBwdTile()
-# the candidate and its round-to-nearest split; 32-row blocks with 128-column chunks (twice the blocks, W1 read
-# twice as often); 8 warps over 64 x 128 and over 128 x 64 (the shipped row tile; one block per SM). The 64 x 32
-# warp tile spills with both alignment instantiations in one entry (the source's header): not offered.
-DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), NbBwdTile(32, 128, 16, 32, 32, 3),
+# the candidate and its round-to-nearest split; 64-row blocks with 64-column chunks (half the blocks, W1 read half
+# as often); 8 warps over 64 x 128 and over 128 x 64 (the shipped row tile; one block per SM). The 64 x 32 warp
+# tile spills with both alignment instantiations in one entry (the source's header): not offered.
+DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), NbBwdTile(64, 64, 16, 32, 32, 4),
                  NbBwdTile(64, 128, 16, 32, 32, 3), NbBwdTile(128, 64, 16, 32, 32, 3))
 
 

@@ -40,15 +40,15 @@ def cs():
 def test_arguments_and_tiles(bench):
     a = bench.parse_args([])
     assert a.sizes == [1, 37, 256, 4096, 4103, 65536] and a.time_sizes == [256, 4096, 65536] and a.per_sample_max == 256
-    assert [t.name for t in a.tiles] == ["64x64x16_32x32_4", "64x64x16_32x32_4_rn", "32x128x16_32x32_3", "64x128x16_32x32_3",
+    assert [t.name for t in a.tiles] == ["32x128x16_32x32_4", "32x128x16_32x32_4_rn", "64x64x16_32x32_4", "64x128x16_32x32_3",
                                          "128x64x16_32x32_3"]
     assert [t.threads for t in a.tiles] == [128, 128, 128, 256, 256] and not a.cpu_check
     a = bench.parse_args(["--tiles", "32x128x16_32x32_3,32x128x16_32x32_3", "--time-sizes", "", "--per-sample-max", "37"])
     assert a.tiles == [bench.NbBwdTile(32, 128, 16, 32, 32, 3)] and a.time_sizes == [] and a.per_sample_max == 37
-    assert bench.NbBwdTile.parse("64x64x16_32x32_4") == bench.DEFAULT_TILE
-    assert bench.DEFAULT_TILE.defines() == ["-DAUX_NB_BWD_CUTLASS_TBM=64", "-DAUX_NB_BWD_CUTLASS_TBN=64", "-DAUX_NB_BWD_CUTLASS_TBK=16",
+    assert bench.NbBwdTile.parse("32x128x16_32x32_4") == bench.DEFAULT_TILE
+    assert bench.DEFAULT_TILE.defines() == ["-DAUX_NB_BWD_CUTLASS_TBM=32", "-DAUX_NB_BWD_CUTLASS_TBN=128", "-DAUX_NB_BWD_CUTLASS_TBK=16",
                                             "-DAUX_NB_BWD_CUTLASS_WM=32", "-DAUX_NB_BWD_CUTLASS_WN=32", "-DAUX_NB_BWD_CUTLASS_STAGES=4"]
-    assert bench.NbBwdTile.parse("64x64x16_32x32_4_rn").defines()[-1] == "-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1"
+    assert bench.NbBwdTile.parse("32x128x16_32x32_4_rn").defines()[-1] == "-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1"
     assert bench.Tile().defines()[0] == "-DAUX_TRUNK_CUTLASS_TBM=128"  # the trunk tile's macros unchanged
     for bad in ("64x64x16_32x32_2", "64x64x16_48x32_4", "64x64x12_32x32_4"):
         with pytest.raises(argparse.ArgumentTypeError, match="tile"):
@@ -73,18 +73,18 @@ def test_candidate_source_defaults_and_entry_match_the_shipped_one(bench):
     assert f'extern "C" __global__ void __launch_bounds__(aux_nb_bwd_cutlass::kThreads)\n{ENTRY}(' in src
     assert _signature(src, ENTRY) == shipped and len(shipped) == 18
     # the header states the default geometry the benchmark and the chain spec launch
-    assert "grid = (ceil_div(B, 64), 1, 1), block = (128, 1, 1)" in src
+    assert "grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)" in src
 
 
 def test_geometry_and_chain_spec(bench):
     g = bench.cutlass_geometry
-    assert g(65536) == ((1024, 1, 1), (128, 1, 1)) and g(1) == ((1, 1, 1), (128, 1, 1)) and g(4103) == ((65, 1, 1), (128, 1, 1))
-    assert g(65536, bench.NbBwdTile(32, 128, 16, 32, 32, 3)) == ((2048, 1, 1), (128, 1, 1))
+    assert g(65536) == ((2048, 1, 1), (128, 1, 1)) and g(1) == ((1, 1, 1), (128, 1, 1)) and g(4103) == ((129, 1, 1), (128, 1, 1))
+    assert g(65536, bench.NbBwdTile(64, 64, 16, 32, 32, 4)) == ((1024, 1, 1), (128, 1, 1))
     assert g(65536, bench.NbBwdTile(128, 64, 16, 32, 32, 3)) == ((512, 1, 1), (256, 1, 1))
     assert bench.chain_spec() == (f"{KERNEL}=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu:{ENTRY};"
-                                  "grid=ceil_div(B, 64),1,1;block=128,1,1")
+                                  "grid=ceil_div(B, 32),1,1;block=128,1,1")
     with pytest.raises(ValueError, match="with its defaults"):
-        bench.chain_spec(bench.NbBwdTile(32, 128, 16, 32, 32, 3))
+        bench.chain_spec(bench.NbBwdTile(64, 64, 16, 32, 32, 4))
 
 
 def test_cases_calls_shapes_and_arguments_come_from_the_contract(bench, cs):
@@ -123,7 +123,7 @@ def test_build_command_lines(bench, monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(bench, "compile_jobs", lambda jobs: seen.update(jobs) or ({}, {}))
     bench.build(tmp_path, (bench.DEFAULT_TILE, bench.NbBwdTile.parse("32x128x16_32x32_3_rn")), Path("/inc"))
-    assert list(seen) == ["shipped", "64x64x16_32x32_4", "32x128x16_32x32_3_rn"]
+    assert list(seen) == ["shipped", "32x128x16_32x32_4", "32x128x16_32x32_3_rn"]
     assert seen["shipped"][-3:] == ["-o", str(tmp_path / "shipped.cubin"), "kernels/aux_next_bar_backward_kernel.cu"]
     assert "-isystem" not in seen["shipped"]
     cmd = seen["32x128x16_32x32_3_rn"]
@@ -150,10 +150,10 @@ def test_cpu_check_builds_the_shipped_kernel_and_the_candidate(bench, capsys):
         bench.cutlass_include()
     except bench.HeadersMissing as exc:
         pytest.skip(str(exc))
-    assert bench.main(["--cpu-check", "--tiles", "64x64x16_32x32_4,64x64x16_32x32_4_rn"]) == 0
+    assert bench.main(["--cpu-check", "--tiles", "32x128x16_32x32_4,32x128x16_32x32_4_rn"]) == 0
     out = capsys.readouterr().out
     assert re.search(rf"built shipped: {KERNEL}: \d+ registers", out)
-    for tile in ("64x64x16_32x32_4", "64x64x16_32x32_4_rn"):
+    for tile in ("32x128x16_32x32_4", "32x128x16_32x32_4_rn"):
         line = next(ln for ln in out.splitlines() if f"built {tile}:" in ln)
         m = re.search(rf"{ENTRY}: (\d+) registers, 0 bytes spill stores, 0 bytes spill loads, (\d+) bytes smem", line)
         assert m and int(m[1]) <= 255 and int(m[2]) <= 48 * 1024, line
@@ -241,7 +241,7 @@ def _kernels(tiles: dict[str, str | None]):
     return k
 
 
-T1, T2 = "64x64x16_32x32_4", "32x128x16_32x32_3"
+T1, T2 = "32x128x16_32x32_4", "64x64x16_32x32_4"
 ROWS = 9 * 5  # 9 shapes x (B = 1 and 37: fused and per-sample; B = 300: fused)
 
 
@@ -263,7 +263,7 @@ def test_host_logic_passes_a_right_candidate(bench, monkeypatch, tmp_path, capsy
     assert {r["saxpy_alpha"] for r in rows if r["origin"] == "saxpy_alpha"} == {0.5}
     timed = [r for r in rows if "time" in r[T1]]
     assert [(r["B"], r["call"], r["origin"]) for r in timed] == [(300, "fused", "shipped")]
-    assert timed[0]["grid"] == {"shipped": [4, 3, 1], T1: [5, 1, 1], T2: [10, 1, 1]}
+    assert timed[0]["grid"] == {"shipped": [4, 3, 1], T1: [10, 1, 1], T2: [5, 1, 1]}
     assert all(timed[0][tag]["time"]["median_us"] == pytest.approx(10.0 / timed[0][tag]["rep"]) for tag in ("shipped", T1, T2, "torch_fp32"))
     assert all(timed[0][tag]["gbps"] > 0 for tag in ("shipped", T1, "torch_fp32"))
     # tests/gpu/issue18_candidates.sh copies the time line and the verdict into its summary with this pattern

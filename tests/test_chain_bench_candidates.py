@@ -167,7 +167,7 @@ NBBWD = "benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu"
 
 def test_the_device_script_launches_the_next_bar_backward_candidate_at_its_geometry(bench, monkeypatch):
     """Step D's spec is the benchmark's chain_spec (the source's default tile); both backward schedules (the fused
-    one with NULL weight partials, the per-sample one with them) launch the candidate at grid ceil_div(B, 64) x 128
+    one with NULL weight partials, the per-sample one with them) launch the candidate at grid ceil_div(B, 32) x 128
     threads, with the shipped kernel's parameters."""
     from audit.load import load_contracts
 
@@ -181,12 +181,12 @@ def test_the_device_script_launches_the_next_bar_backward_candidate_at_its_geome
     swapped = bench.with_candidates(cs, [cand])
     k = swapped.kernel_map["aux_next_bar_backward"]
     assert (k.source, k.symbol, k.params) == (NBBWD, "aux_next_bar_backward_cutlass", cs.kernel_map["aux_next_bar_backward"].params)
-    for B, grid in ((65536, (1024, 1, 1)), (4103, (65, 1, 1)), (37, (1, 1, 1))):
+    for B, grid in ((65536, (2048, 1, 1)), (4103, (129, 1, 1)), (37, (2, 1, 1))):
         csB = bench.contracts_at(swapped, B)
         for schedules in ((bench.FORWARD, bench.FUSED), (bench.FORWARD, bench.PARTIALS)):
             (op,) = [op for op in bench.build_plan(csB, bench.Wiring(csB), schedules, 1) if op.name == "aux_next_bar_backward"]
             assert (op.grid, op.block, op.kernel.source) == (grid, (128, 1, 1), NBBWD), (B, schedules)
-    assert nb_bench.cutlass_geometry(65536) == ((1024, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults
+    assert nb_bench.cutlass_geometry(65536) == ((2048, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults
 
 
 def test_the_device_script_caps_sum_to_at_most_560_seconds():

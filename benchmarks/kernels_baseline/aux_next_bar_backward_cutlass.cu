@@ -20,20 +20,23 @@
 //
 // Launch geometry (its own; not the shipped grid = (ceil_div(SH2, 64), ceil_div(B, 128), 1), block = (256, 1, 1)):
 //   grid  = (ceil_div(B, TBM), 1, 1),   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
-// With the defaults (TBM x TBN x TBK = 64 x 64 x 16, warp tile WM x WN = 32 x 32, 4 stages):
-//   grid = (ceil_div(B, 64), 1, 1), block = (128, 1, 1)      (1024 blocks at B = 65536; 4 at B = 256)
+// With the defaults (TBM x TBN x TBK = 32 x 128 x 16, warp tile WM x WN = 32 x 32, 4 stages):
+//   grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)      (2048 blocks at B = 65536, 128 at 4096, 8 at 256)
 // The tile can be overridden at build time with -DAUX_NB_BWD_CUTLASS_TBM=... (TBN, TBK, WM, WN, STAGES likewise;
 // the benchmark's geometry must match).
-// Why this tile: at B = 65536 the kernel moves ~256 MB (h1 in, db1_partial and dh_s2_aux_out out, the accumulator
-// in and out) for 4.3 GFLOP, so its memory-bound phases (1 and 3 below) should overlap another block's GEMM: two
-// blocks per SM need <= 255 registers at 128 threads and no spill. The 64 x 32 warp tile (CUTLASS's 3xTF32
-// example) spills here with both alignment instantiations in one entry (255 registers, 28-64 bytes: W1 is a
-// row-major, "congruous" B operand), so the warps are 32 x 32; four of them over a 64 x 64 tile keep 64-row
-// blocks (1024 at B = 65536, ~7.8 per SM, two resident: 235 registers, 2 x 33 KB shared memory) and read W1 from
-// L2 once per block (128 MB in all; 32-row blocks would read it twice as often). SH2 = 256 is four 64-column
-// chunks, each one GEMM of K = H = 128 with a 4-stage ring (3 k-tiles in flight of 8). 128-row blocks (TBM = 128,
-// the shipped row tile) and 128-column chunks need 8 warps of 32 x 32, one block per SM, whose phases then
-// serialise: offered for the record (benchmarks/gpu_nb_bwd_cutlass.py --tiles), with 32 x 128.
+// Why this tile. A block runs its chunks one after another, so the rows per block set the parallelism at small
+// and medium B: the shipped kernel has 8 blocks at B = 256 and 128 at 4096 (where it takes 17.8 and 18.5 us,
+// latency-bound); 32-row blocks give the same counts, 64-row blocks half of them, 128-row blocks a quarter. At
+// B = 65536 the kernel moves ~269 MB (h1 in, db1_partial and dh_s2_aux_out out, the accumulator in and out) for
+// 4.3 GFLOP, so its memory-bound phases (1 and 3 below) should overlap another block's GEMM: two blocks per SM
+// need <= 255 registers at 128 threads and no spill. The 64 x 32 warp tile (CUTLASS's 3xTF32 example) spills
+// here with both alignment instantiations in one entry (255 registers, 28-64 bytes: W1 is a row-major,
+// "congruous" B operand), so the warps are 32 x 32: four of them over 32 x 128 (230 registers, 2 x 40 KB of
+// shared memory per SM), SH2 = 256 in two chunks, each one GEMM of K = H = 128 with a 4-stage ring (3 of its 8
+// k-tiles in flight). The price: each block reads all of W1 (128 KB) from L2, 256 MB of L2 reads at B = 65536,
+// twice the 64-row tile's. 64 x 64 (64-row blocks, four chunks), and 8 warps over 64 x 128 and 128 x 64 (one
+// block per SM, whose phases then serialise) are offered for the record (benchmarks/gpu_nb_bwd_cutlass.py
+// --tiles).
 //
 // Block x owns rows [TBM x, TBM x + TBM) and ALL SH2 trunk units:
 //   0. thread r < TBM: d_pred of row TBM x + r (the shipped formula) into d_pred_s and db2_partial. Barrier.
@@ -75,9 +78,9 @@
 //   -I kernels -I benchmarks/kernels_baseline -isystem <site-packages>/cutlass_library/source/include
 //   (pip install --no-deps nvidia-cutlass==4.2.0.0)
 // ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in the entry), 5 December 2026:
-//   default 64x64x16, warps 32x32, 4 stages (128 threads):   235 registers, 0 bytes spill, 33024 bytes smem
-//   the same with -DAUX_NB_BWD_CUTLASS_SPLIT_RN=1:           236 registers, 0 bytes spill, 33024 bytes smem
-//   32x128x16, warps 32x32, 3 stages (128 threads):          228 registers, 0 bytes spill, 30848 bytes smem
+//   default 32x128x16, warps 32x32, 4 stages (128 threads):  230 registers, 0 bytes spill, 41088 bytes smem
+//   the same with -DAUX_NB_BWD_CUTLASS_SPLIT_RN=1:           234 registers, 0 bytes spill, 41088 bytes smem
+//   64x64x16, warps 32x32, 4 stages (128 threads):           235 registers, 0 bytes spill, 33024 bytes smem
 //   64x128x16, warps 32x32, 3 stages (256 threads):          226 registers, 0 bytes spill, 37120 bytes smem
 //   128x64x16, warps 32x32, 3 stages (256 threads):          235 registers, 0 bytes spill, 37376 bytes smem
 //   (64x128x16 with warps 64x32, 3 stages: 255 registers and 28-64 bytes of spill stores before the batched
@@ -94,10 +97,10 @@
 #include "cutlass_fast_f32_rn.cuh"
 
 #ifndef AUX_NB_BWD_CUTLASS_TBM
-#define AUX_NB_BWD_CUTLASS_TBM 64
+#define AUX_NB_BWD_CUTLASS_TBM 32
 #endif
 #ifndef AUX_NB_BWD_CUTLASS_TBN
-#define AUX_NB_BWD_CUTLASS_TBN 64
+#define AUX_NB_BWD_CUTLASS_TBN 128
 #endif
 #ifndef AUX_NB_BWD_CUTLASS_TBK
 #define AUX_NB_BWD_CUTLASS_TBK 16
@@ -178,7 +181,7 @@ __device__ __forceinline__ void dh_chunk(const float* A, const float* W1, float*
 // The float4 loops of phases 1 and 3 issue kBatch iterations' loads before the first store (written in that order:
 // the compiler does not move a load past a store it cannot prove disjoint), so a thread keeps kBatch (phase 1) or
 // 2 kBatch (phase 3: dh and the accumulator) 16-byte requests in flight instead of one or two. kBatch = 8 costs
-// ~20 registers more (255 at the default tile) for no more than 2 blocks per SM.
+// ~20 registers more (255 at the 64 x 64 tile) for no more than 2 blocks per SM.
 constexpr int kBatch = 4;
 
 // Phase 1: dz1 (and d_pred * h1) for rows [row0, row0 + rows) and all H into db1_partial (and dW2_partial).

@@ -50,7 +50,7 @@ timeout -k 10 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/
 note "C gpu tests rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
 
-timeout -k 10 "${CAP_E:-75}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 64x64x16_32x32_4,64x64x16_32x32_4_rn \
+timeout -k 10 "${CAP_E:-75}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
     --sizes 1,37,256,4096,65536 --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
 note "E next-bar backward rc=$? at $(elapsed) s"
 grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
@@ -65,7 +65,7 @@ timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --re
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
     --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
-    --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
+    --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
 note "D chain with candidates rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
