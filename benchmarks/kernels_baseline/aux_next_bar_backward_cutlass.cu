@@ -30,7 +30,7 @@
 // B = 65536 the kernel moves ~269 MB (h1 in, db1_partial and dh_s2_aux_out out, the accumulator in and out) for
 // 4.3 GFLOP, so its memory-bound phases (1 and 3 below) should overlap another block's GEMM: two blocks per SM
 // need <= 255 registers at 128 threads and no spill. The 64 x 32 warp tile (CUTLASS's 3xTF32 example) spills
-// here with both alignment instantiations in one entry (255 registers, 28-64 bytes: W1 is a row-major,
+// here with both alignment instantiations in one entry (255 registers, 88 bytes at 64 x 128: W1 is a row-major,
 // "congruous" B operand), so the warps are 32 x 32: four of them over 32 x 128 (230 registers, 2 x 40 KB of
 // shared memory per SM), SH2 = 256 in two chunks, each one GEMM of K = H = 128 with a 4-stage ring (3 of its 8
 // k-tiles in flight). The price: each block reads all of W1 (128 KB) from L2, 256 MB of L2 reads at B = 65536,
@@ -83,8 +83,7 @@
 //   64x64x16, warps 32x32, 4 stages (128 threads):           235 registers, 0 bytes spill, 33024 bytes smem
 //   64x128x16, warps 32x32, 3 stages (256 threads):          226 registers, 0 bytes spill, 37120 bytes smem
 //   128x64x16, warps 32x32, 3 stages (256 threads):          235 registers, 0 bytes spill, 37376 bytes smem
-//   (64x128x16 with warps 64x32, 3 stages: 255 registers and 28-64 bytes of spill stores before the batched
-//   loops, 404 with them: not offered)
+//   (64x128x16 with warps 64x32, 3 stages: 255 registers and 88 bytes of spill stores: not offered)
 // The shipped aux_next_bar_backward: 93 registers, 0 bytes spill, 26112 bytes smem, 256 threads.
 // Not measured on a GPU yet.
 #include "cutlass/cutlass.h"
