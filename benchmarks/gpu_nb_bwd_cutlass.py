@@ -22,9 +22,10 @@ Cases (``shapes_of``): the shipped (SH2, H) from the contracts' fixed dims, the 
 float off 16-byte alignment (both kernels' scalar paths), every other combination of the contract's
 ``[kernel.verify] dims`` (SH2 = 253; H = 129, 100), the shipped shape with saxpy_alpha = 0.5 (the contract
 binds 1.0) and with the ISV slot out of range (the bad-slot rule: every output of every row < B, the
-accumulator included, is NaN), each at ``--sizes``. Each case runs the **fused** call (dW1_partial and
-dW2_partial NULL, as ``aux_heads_backward_fused`` binds them) and, at B <= ``--per-sample-max``, the
-**per-sample** call (both non-NULL, as ``aux_heads_backward`` binds them).
+accumulator included, is NaN), each at ``--sizes`` (``--cases`` runs some of these kinds only; a case's inputs
+are the same either way). Each case runs the **fused** call (dW1_partial and dW2_partial NULL, as
+``aux_heads_backward_fused`` binds them) and, at B <= ``--per-sample-max``, the **per-sample** call (both
+non-NULL, as ``aux_heads_backward`` binds them).
 
 Per case and call:
 
@@ -188,6 +189,19 @@ def shapes_of(cs) -> list[Shape]:
         if combo != ship:
             shapes.append(Shape(*combo, "[kernel.verify] dims"))
     return [*shapes, Shape(*ship, "saxpy_alpha", alpha=ALPHA_CASE), Shape(*ship, "bad ISV slot", slot=BAD_SLOT)]
+
+
+CASE_KINDS = {"shipped": "shipped", "misaligned": "shipped, misaligned", "verify": "[kernel.verify] dims", "alpha": "saxpy_alpha",
+              "slot": "bad ISV slot"}  # --cases keyword -> Shape.origin
+
+
+def case_kinds(text: str) -> tuple[str, ...]:
+    """``--cases``: comma-separated keywords of CASE_KINDS (the origins of the shapes run), in CASE_KINDS' order."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in CASE_KINDS]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"--cases: expected some of {', '.join(CASE_KINDS)}, got {', '.join(unknown) or 'none'}")
+    return tuple(k for k in CASE_KINDS if k in kinds)
 
 
 def calls_at(B: int, per_sample_max: int) -> tuple[str, ...]:
@@ -489,6 +503,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sizes", type=int_list, default=list(SIZES), help="batch sizes B checked (comma-separated)")
     ap.add_argument("--time-sizes", type=int_list, default=list(TIME_SIZES), help="B timed at the shipped shape; empty: none")
     ap.add_argument("--per-sample-max", type=int, default=PER_SAMPLE_MAX, help="largest B of the per-sample call (non-NULL partials)")
+    ap.add_argument("--cases", type=case_kinds, default=tuple(CASE_KINDS),
+                    help=f"the shapes run (comma-separated): {', '.join(CASE_KINDS)} (default all)")
     ap.add_argument("--tiles", type=lambda s: [NbBwdTile.parse(t) for t in s.split(",") if t.strip()],
                     default=list(DEFAULT_TILES), help="candidate builds TBMxTBNxTBK_WMxWN_STAGES[_rn]; the first is the candidate")
     ap.add_argument("--replays", type=int, default=50)
@@ -503,9 +519,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def selected(cs, args) -> list[Shape]:
+    """The shapes of ``shapes_of`` whose origin ``--cases`` names."""
+    origins = {CASE_KINDS[k] for k in args.cases}
+    return [s for s in shapes_of(cs) if s.origin in origins]
+
+
 def cpu_check(cs, args, include: Path) -> int:
     """No GPU: the cases and both kernels' grids at B = 65536, the chain spec, and every nvcc build."""
-    shapes = shapes_of(cs)
+    shapes = selected(cs, args)
     for s in shapes:
         grids = ", ".join(f"{t.name} {cutlass_geometry(65536, t)}" for t in args.tiles)
         print(f"SH2={s.SH2:<4} H={s.H:<4} ({s.origin}): shipped {shipped_geometry(cs, s, 65536)}, candidate {grids} at B=65536")
@@ -529,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu_check:
         return cpu_check(cs, args, include)
 
-    shapes = shapes_of(cs)
+    shapes = selected(cs, args)
     log(f"{len(shapes)} shapes; B = {args.sizes}; per-sample call at B <= {args.per_sample_max}; CUTLASS {include}")
     with tempfile.TemporaryDirectory(prefix="nb_bwd_cutlass_") as tmp:
         cubins, ptxas = build(Path(tmp), tuple(args.tiles), include)
@@ -539,7 +561,9 @@ def main(argv: list[str] | None = None) -> int:
         results: dict = {"environment": environment(), "kernel": KERNEL, "candidate_source": CANDIDATE_SOURCE, "candidate": cand,
                          "tiles": [t.name for t in args.tiles], "cutlass_include": str(include), "ptxas": ptxas,
                          "tolerance": dataclasses.asdict(runner.tol), "replays": args.replays, "warmup": args.warmup, "rows": []}
-        for i, shape in enumerate(shapes):
+        every = shapes_of(cs)
+        for shape in shapes:
+            i = every.index(shape)  # the seed follows the case, not the selection
             for B in args.sizes:
                 for call in calls_at(B, args.per_sample_max):
                     try:

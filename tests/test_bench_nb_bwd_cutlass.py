@@ -43,6 +43,11 @@ def test_arguments_and_tiles(bench):
     assert [t.name for t in a.tiles] == ["32x128x16_32x32_4", "32x128x16_32x32_4_rn", "64x64x16_32x32_4", "64x128x16_32x32_3",
                                          "128x64x16_32x32_3"]
     assert [t.threads for t in a.tiles] == [128, 128, 128, 256, 256] and not a.cpu_check
+    assert a.cases == ("shipped", "misaligned", "verify", "alpha", "slot")
+    assert bench.parse_args(["--cases", "slot,shipped"]).cases == ("shipped", "slot")
+    for bad in ("", "shipped,trunk"):
+        with pytest.raises(SystemExit):
+            bench.parse_args(["--cases", bad])
     a = bench.parse_args(["--tiles", "32x128x16_32x32_3,32x128x16_32x32_3", "--time-sizes", "", "--per-sample-max", "37"])
     assert a.tiles == [bench.NbBwdTile(32, 128, 16, 32, 32, 3)] and a.time_sizes == [] and a.per_sample_max == 37
     assert bench.NbBwdTile.parse("32x128x16_32x32_4") == bench.DEFAULT_TILE
@@ -94,6 +99,8 @@ def test_cases_calls_shapes_and_arguments_come_from_the_contract(bench, cs):
         (256, 100, "[kernel.verify] dims", False), (253, 128, "[kernel.verify] dims", False), (253, 129, "[kernel.verify] dims", False),
         (253, 100, "[kernel.verify] dims", False), (256, 128, "saxpy_alpha", False), (256, 128, "bad ISV slot", False)]  # fmt: skip
     assert [s.slot_ok for s in shapes] == [True] * 8 + [False]
+    assert [s.origin for s in bench.selected(cs, bench.parse_args(["--cases", "misaligned,slot"]))] == ["shipped, misaligned", "bad ISV slot"]
+    assert bench.selected(cs, bench.parse_args([])) == shapes
     assert np.isnan(bench.poison_of(shapes[0])) and np.isfinite(bench.poison_of(shapes[-1]))
     assert bench.calls_at(256, 256) == ("fused", "per-sample") and bench.calls_at(257, 256) == ("fused",)
     assert bench.shipped_geometry(cs, shapes[0], 65536) == ((4, 512, 1), (256, 1, 1))
@@ -317,3 +324,12 @@ def test_not_worse_than_torch_is_reported(bench, monkeypatch, tmp_path):
     assert len(compared) == ROWS - 5 and len(data["candidate_worse_than_torch"]) == len(compared)
     # float64-then-rounded beats torch's float32 in dh (the shipped stand-in)
     assert all(r["shipped"]["not_worse_than_torch"] for r in compared if r["B"] == 300)
+
+
+def test_cases_select_shapes_with_the_same_inputs(bench, monkeypatch, tmp_path):
+    """``--cases shipped`` (the device script's step E) runs the shipped shape alone, on the inputs a full run gives it."""
+    code, data = _run(bench, monkeypatch, tmp_path, _kernels({T1: None}), [T1], ["--cases", "shipped"])
+    assert code == 0 and [(r["origin"], r["B"], r["call"]) for r in data["rows"]] == [
+        ("shipped", 1, "fused"), ("shipped", 1, "per-sample"), ("shipped", 37, "fused"), ("shipped", 37, "per-sample"), ("shipped", 300, "fused")]
+    _, full = _run(bench, monkeypatch, tmp_path, _kernels({T1: None}), [T1])
+    assert [r["torch_fp32"]["rel_norm"] for r in data["rows"]] == [r["torch_fp32"]["rel_norm"] for r in full["rows"] if r["origin"] == "shipped"]

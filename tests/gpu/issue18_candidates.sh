@@ -7,9 +7,9 @@
 #      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-120} s
 #   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-90} s
 #   C. the GPU tests of the three candidates                                        cap ${CAP_C:-80} s
-#   E. the next-bar head backward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build), every
-#      shape and call of benchmarks/gpu_nb_bwd_cutlass.py at B = 1 .. 65536 but 4103 (F has it)   cap ${CAP_E:-75} s
-#   F. its GPU test (tests/gpu/test_nb_bwd_cutlass_gpu.py: B = 37, 4103, 65536)   cap ${CAP_F:-45} s
+#   E. the next-bar head backward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build) and torch
+#      at the shipped shape, B = 1 .. 65536, both calls, time at 256 / 4096 / 65536  cap ${CAP_E:-50} s
+#   F. its GPU test: every shape and call of gpu_nb_bwd_cutlass.py at B = 37, 4103, 65536  cap ${CAP_F:-70} s
 #   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-150} s
 #      (trunk forward, weight-gradient partial, both head forwards, next-bar backward); last, and
 #      never past 575 s of the call
@@ -50,12 +50,12 @@ timeout -k 10 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/
 note "C gpu tests rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
 
-timeout -k 10 "${CAP_E:-75}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
-    --sizes 1,37,256,4096,65536 --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
+timeout -k 10 "${CAP_E:-50}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
+    --cases shipped --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
 note "E next-bar backward rc=$? at $(elapsed) s"
 grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
 
-timeout -k 10 "${CAP_F:-45}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
+timeout -k 10 "${CAP_F:-70}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
 note "F next-bar backward gpu test rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
 
