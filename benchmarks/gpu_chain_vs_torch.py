@@ -1315,7 +1315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--candidate", action="append", default=[], metavar="KERNEL=SOURCE:ENTRY[;grid=..;block=..]",
                     help="launch an experimental kernel (same parameters) in place of a contract kernel everywhere, e.g. "
                          "'aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu:aux_trunk_forward_cutlass;"
-                         "grid=4 * ceil_div(B, 128),1,1;block=128,1,1'; its outputs are checked like the shipped ones")
+                         "grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1'; its outputs are checked like the shipped ones")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     cs = load_contracts(REPO / "contracts", REPO)

@@ -138,23 +138,11 @@ DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), Ti
                  Tile(128, 64, 16, 32, 32, 3))
 
 
-def cutlass_log_tile(tiles_n: int) -> int:
-    """``GemmIdentityThreadblockSwizzle<8>::get_log_tile``: how many column tiles share a row tile's blocks."""
-    if tiles_n >= 6:
-        return 3
-    if tiles_n >= 3:
-        return 2
-    if tiles_n >= 2:
-        return 1
-    return 0
-
-
 def cutlass_geometry(B: int, SH2: int, tile: Tile = DEFAULT_TILE) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """The candidate's launch (its header comment): grid (tiles_m << log_tile, ceil_div(tiles_n, 2^log_tile), 1),
-    block ((TBM / WM) * (TBN / WN) * 32, 1, 1), as CUTLASS's swizzle computes it from the tiled shape."""
+    """The candidate's launch (its header comment): grid (tiles_m * tiles_n, 1, 1), block x on row tile
+    x // tiles_n and column tile x % tiles_n (its RowTileColumnsSwizzle), block ((TBM / WM) * (TBN / WN) * 32, 1, 1)."""
     tiles_m, tiles_n = ceil_div(B, tile.tbm), ceil_div(SH2, tile.tbn)
-    log_tile = cutlass_log_tile(tiles_n)
-    return (tiles_m << log_tile, ceil_div(tiles_n, 1 << log_tile), 1), (tile.threads, 1, 1)
+    return (tiles_m * tiles_n, 1, 1), (tile.threads, 1, 1)
 
 
 def shipped_geometry(cs, B: int, E: int, SH2: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -58,26 +58,31 @@ def test_tile_defaults_match_the_kernel_source(bench):
     assert 'extern "C" __global__' in src and f"{bench.CANDIDATE}(const float* __restrict__ x, const float* __restrict__ W, const float* __restrict__ b," in src
 
 
-def test_geometry_is_cutlass_identity_swizzle(bench):
+def test_geometry_is_one_block_per_tile_row_major(bench):
     g = bench.cutlass_geometry
-    # SH2 = 256: 4 column tiles of 64 -> log_tile 2, the 4 column tiles of a row tile are consecutive blocks
+    # SH2 = 256: 4 column tiles of 64; the 4 column tiles of a row tile are consecutive blocks
     assert g(65536, 256) == ((2048, 1, 1), (128, 1, 1))
     assert g(1, 256) == ((4, 1, 1), (128, 1, 1))
     assert g(4103, 253) == ((33 * 4, 1, 1), (128, 1, 1))
-    assert g(37, 64) == ((1, 1, 1), (128, 1, 1))  # one column tile: log_tile 0
-    assert g(37, 65) == ((2, 1, 1), (128, 1, 1))  # two: log_tile 1
-    assert g(300, 64 * 7) == ((3 * 8, 1, 1), (128, 1, 1))  # seven: log_tile 3, one block column of 8 (the 8th returns)
-    assert g(300, 64 * 9) == ((3 * 8, 2, 1), (128, 1, 1))
-    assert [bench.cutlass_log_tile(n) for n in (1, 2, 3, 5, 6, 100)] == [0, 1, 2, 2, 3, 3]
+    assert g(37, 64) == ((1, 1, 1), (128, 1, 1))
+    assert g(37, 65) == ((2, 1, 1), (128, 1, 1))
+    assert g(300, 64 * 7) == ((3 * 7, 1, 1), (128, 1, 1))  # no idle block whatever tiles_n is
     assert g(65536, 256, bench.Tile(64, 64, 16, 32, 32, 4)) == ((4096, 1, 1), (128, 1, 1))
     assert g(256, 256, bench.Tile(32, 64, 16, 32, 32, 4)) == ((32, 1, 1), (64, 1, 1))
-    # every (row tile, column tile) is covered exactly once by (blockIdx.x >> log, (blockIdx.y << log) + (blockIdx.x & mask))
+    # every (row tile, column tile) is covered exactly once by (blockIdx.x // tiles_n, blockIdx.x % tiles_n)
     for B, SH2 in ((37, 64), (300, 64 * 7), (4103, 253), (129, 64 * 9)):
         (gx, gy, _), _ = g(B, SH2)
-        log = bench.cutlass_log_tile(-(-SH2 // 64))
-        tiles = {(bx >> log, (by << log) + (bx & ((1 << log) - 1))) for bx in range(gx) for by in range(gy)}
-        want = {(m, n) for m in range(-(-B // 128)) for n in range(-(-SH2 // 64))}
-        assert want <= tiles and all(n >= -(-SH2 // 64) for m, n in tiles - want)
+        tiles_n = -(-SH2 // 64)
+        tiles = sorted((bx // tiles_n, bx % tiles_n) for bx in range(gx) for _ in range(gy))
+        assert tiles == [(m, n) for m in range(-(-B // 128)) for n in range(tiles_n)]
+
+
+def test_kernel_swizzle_is_the_geometry_the_bench_launches(bench):
+    """The kernel's swizzle is RowTileColumnsSwizzle (x // tiles_n, x % tiles_n), not CUTLASS's identity swizzle."""
+    src = (REPO / bench.CANDIDATE_SOURCE).read_text()
+    assert "using Swizzle = RowTileColumnsSwizzle;" in src
+    assert "return {int(blockIdx.x) / tiles_n, int(blockIdx.x) % tiles_n, 0};" in src
+    assert "get_log_tile(cutlass::gemm::GemmCoord tiled) { return tiled.n(); }" in src
 
 
 def test_cases_tolerance_and_shipped_geometry_come_from_the_contracts(bench):

@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TRUNK = "benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu"
-TRUNK_SPEC = f"aux_trunk_forward={TRUNK}:aux_trunk_forward_cutlass;grid=4 * ceil_div(B, 128),1,1;block=128,1,1"
+TRUNK_SPEC = f"aux_trunk_forward={TRUNK}:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1"
 PARTIAL = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
 
 
@@ -29,7 +29,7 @@ def bench(monkeypatch):
 def test_a_candidate_spec_names_kernel_source_entry_and_optional_geometry(bench):
     c = bench.Candidate.parse(TRUNK_SPEC)
     assert (c.kernel, c.source, c.entry) == ("aux_trunk_forward", TRUNK, "aux_trunk_forward_cutlass")
-    assert [e.evaluate({"B": 65536}, {}) for e in c.grid] == [2048, 1, 1]
+    assert [e.evaluate({"B": 65536, "SH2": 256}, {}) for e in c.grid] == [2048, 1, 1]
     assert [e.evaluate({}, {}) for e in c.block] == [128, 1, 1]
     plain = bench.Candidate.parse(f"aux_weight_grad_partial={PARTIAL}:aux_weight_grad_partial_cutlass")
     assert plain.grid is None and plain.block is None

@@ -392,8 +392,8 @@ def test_the_shipped_chain_with_both_cutlass_candidates_passes_every_static_rule
     body, tail = rest.split("params = [", 1)
     body = body.replace('source = "kernels/aux_trunk_kernel.cu"\nentry = "aux_trunk_forward"',
                         'source = "kernels/aux_trunk_forward_cutlass.cu"\nentry = "aux_trunk_forward_cutlass"')  # fmt: skip
-    body = body.replace('grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["4 * ceil_div(B, 128)", 1, 1]\nblock = [128, 1, 1]')
-    assert "cutlass" in body and "4 * ceil_div" in body, body
+    body = body.replace('grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["ceil_div(B, 128) * ceil_div(SH2, 64)", 1, 1]\nblock = [128, 1, 1]')
+    assert "cutlass" in body and "ceil_div(B, 128) * ceil_div(SH2, 64)" in body, body
     trunk.write_text(head + 'name = "aux_trunk_forward"\n' + body + "params = [" + tail)
     result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
     assert result.findings == [], [f.message for f in result.findings]

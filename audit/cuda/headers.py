@@ -70,7 +70,8 @@ def header_units(cfg: Any, cs: Any) -> dict[str, HeaderUnit]:
 def reached_bodies(cfg: Any, cs: Any, kernel: str, header: Path) -> list[tuple[int, int]]:
     """The ``(open, close)`` body braces of the functions of ``header`` that ``kernel``'s entry reaches:
     through the functions of its own file and of every header in its include closure, by name (and by
-    owning struct, as :meth:`audit.cuda.scope.Source.reachable_bodies` does within one file)."""
+    owning struct and through type aliases, as :meth:`audit.cuda.scope.Source.reachable_bodies` does within
+    one file)."""
     return reached_functions(cfg, cs, kernel).get(header, ([], None))[0]
 
 
@@ -101,6 +102,7 @@ def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[t
         return {}
     by_name: dict[str, list[tuple[Path, Any]]] = {}
     by_owner: dict[str, list[tuple[Path, Any]]] = {}
+    aliases: dict[str, list[tuple[Path, tuple[int, int]]]] = {}
     for p, src in parsed.items():
         for f in src.functions:
             if f.close <= f.open or (f.is_global and not (p == own and f is entry)):
@@ -108,19 +110,28 @@ def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[t
             by_name.setdefault(f.name, []).append((p, f))
             if f.owner:
                 by_owner.setdefault(f.owner, []).append((p, f))
+        for name, ranges in src.aliases.items():
+            aliases.setdefault(name, []).extend((p, r) for r in ranges)
     seen = {(own, entry.open)}
-    todo = [(own, entry)]
+    seen_aliases: set[tuple[Path, tuple[int, int]]] = set()
+    # (file, function or None for an alias, token range to scan)
+    todo: list[tuple[Path, Any, tuple[int, int]]] = [(own, entry, (entry.open + 1, entry.close))]
     out: dict[Path, tuple[list[tuple[int, int]], Any]] = {}
     while todo:
-        p, f = todo.pop()
-        out.setdefault(p, ([], parsed[p]))[0].append((f.open, f.close))
-        for t in parsed[p].tokens[f.open + 1 : f.close]:
+        p, f, (a, b) = todo.pop()
+        if f is not None:
+            out.setdefault(p, ([], parsed[p]))[0].append((f.open, f.close))
+        for t in parsed[p].tokens[a:b]:
             if t.kind != "ident":
                 continue
             for q, g in by_name.get(t.text, []) + by_owner.get(t.text, []):
                 if (q, g.open) not in seen:
                     seen.add((q, g.open))
-                    todo.append((q, g))
+                    todo.append((q, g, (g.open + 1, g.close)))
+            for q, rng in aliases.get(t.text, ()):  # a type alias: what it names (using Op = Generic<Elu>;)
+                if (q, rng) not in seen_aliases:
+                    seen_aliases.add((q, rng))
+                    todo.append((q, None, rng))
     for bodies, _ in out.values():
         bodies.sort()
     return out

@@ -2,9 +2,11 @@
 the same file that the entry reaches, never another kernel of that file.
 
 :func:`find_functions` finds every function definition at namespace or class scope (with its owning
-struct, and whether it is ``__global__``); :func:`reachable_bodies` starts from the entry and follows
-every identifier that names a function or a struct of the file (a struct brings all its member
-functions: ``Dz1Loader la{...}`` passed to a header's main loop still runs ``Dz1Loader::load``).
+struct, and whether it is ``__global__``; a functor's ``operator()`` counts); :func:`reachable_bodies` starts
+from the entry and follows every identifier that names a function, a struct or a type alias of the file (a
+struct brings all its member functions: ``Dz1Loader la{...}`` passed to a header's main loop still runs
+``Dz1Loader::load``; an alias brings what it names: ``using Op = LinearCombinationGeneric<Elu, float>;``
+reaches ``Elu::operator()``, which a template library calls where no name shows it).
 Headers are not followed: what a kernel shares with others through a header is mutated nowhere, so a
 mutant always stays private to the kernel under test. :class:`Source` also marks template angle brackets,
 so ``reinterpret_cast<float4*>`` is never read as two comparisons.
@@ -53,6 +55,8 @@ class Source:
     structs: set[str] = field(default_factory=set)
     template_brackets: set[int] = field(default_factory=set)  # token indices of template "<" and ">"
     match: dict[int, int] = field(default_factory=dict)  # bracket token index -> its partner
+    # type aliases (``using N = ...;``, ``typedef ... N;``) at any scope: name -> token ranges of what they name
+    aliases: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, text: str) -> Source:
@@ -60,6 +64,7 @@ class Source:
         src._match_brackets()
         src._find_functions()
         src._find_templates()
+        src._find_aliases()
         return src
 
     # -- structure ------------------------------------------------------------------------------------
@@ -121,9 +126,18 @@ class Source:
             j -= 1
         if j >= start and toks[j].text == ")" and j in self.match:
             k = self.match[j] - 1
-            if k >= start and toks[k].kind == "ident" and toks[k].text not in _NOT_FUNCTIONS:
+            name = toks[k].text if k >= start and toks[k].kind == "ident" and toks[k].text not in _NOT_FUNCTIONS else None
+            if name is None and k >= start and toks[k].kind == "punct":
+                # an operator: "operator()", "operator[]", "operator+=" ... (a functor's call is how CUTLASS,
+                # CUB and thrust hand code to a template)
+                m = k
+                while m > start and toks[m].kind == "punct" and k - m < 3:
+                    m -= 1
+                if toks[m].text == "operator" and m < k:
+                    name, k = "operator" + "".join(t.text for t in toks[m + 1 : k + 1]), m
+            if name is not None:
                 owner = next((n for kind, n, _ in reversed(scopes) if kind == "class"), None)
-                return "function", None, Function(toks[k].text, owner, "__global__" in words, i, line=toks[k].line)
+                return "function", None, Function(name, owner, "__global__" in words, i, line=toks[k].line)
         for kw in ("struct", "class", "union"):
             if kw in words and "=" not in words[: words.index(kw)]:
                 after = words[words.index(kw) + 1 :]
@@ -166,6 +180,27 @@ class Source:
             j += 1
         return None
 
+    def _find_aliases(self) -> None:
+        """``using NAME = TYPE;`` and ``typedef TYPE NAME;`` anywhere (namespace, struct or function scope):
+        NAME -> the token range of TYPE, so that reaching NAME reaches what TYPE names."""
+        toks = self.tokens
+        for i, t in enumerate(toks):
+            if t.kind != "ident" or t.text not in ("using", "typedef"):
+                continue
+            j = i + 1
+            while j < len(toks) and not (toks[j].kind == "punct" and toks[j].text in (";", "{", "}")):
+                j = self.match.get(j, j) if toks[j].text in ("(", "[") else j
+                j += 1
+            if j >= len(toks) or toks[j].text != ";":
+                continue
+            if t.text == "using":
+                if i + 2 < j and toks[i + 1].kind == "ident" and toks[i + 2].text == "=":
+                    self.aliases.setdefault(toks[i + 1].text, []).append((i + 3, j))
+            else:
+                names = [m for m in range(i + 1, j) if toks[m].kind == "ident"]
+                if len(names) >= 2:
+                    self.aliases.setdefault(toks[names[-1]].text, []).append((i + 1, names[-1]))
+
     # -- reachability ---------------------------------------------------------------------------------
     def entry(self, symbol: str) -> Function | None:
         """The ``__global__`` function named ``symbol`` (else any function of that name)."""
@@ -174,7 +209,8 @@ class Source:
 
     def reachable_bodies(self, symbol: str) -> list[Function]:
         """The entry and every function of this file it reaches (see the module docstring), in file order;
-        empty when the file defines no such entry."""
+        empty when the file defines no such entry. A type alias it names is followed to what it names
+        (``using Kernel = Gemm<Epilogue<Elu>>;`` reaches ``Elu``'s member functions)."""
         entry = self.entry(symbol)
         if entry is None:
             return []
@@ -187,16 +223,21 @@ class Source:
             if f.owner:
                 by_owner.setdefault(f.owner, []).append(f)
         seen: list[Function] = [entry]
-        todo = [entry]
+        todo: list[tuple[int, int]] = [(entry.open + 1, entry.close)]
+        aliases_seen: set[tuple[int, int]] = set()
         while todo:
-            f = todo.pop()
-            for t in self.tokens[f.open + 1 : f.close]:
+            a, b = todo.pop()
+            for t in self.tokens[a:b]:
                 if t.kind != "ident":
                     continue
                 for g in by_name.get(t.text, []) + by_owner.get(t.text, []):
                     if g not in seen:
                         seen.append(g)
-                        todo.append(g)
+                        todo.append((g.open + 1, g.close))
+                for rng in self.aliases.get(t.text, ()):
+                    if rng not in aliases_seen:
+                        aliases_seen.add(rng)
+                        todo.append(rng)
         return sorted(seen, key=lambda f: f.open)
 
     def body_indices(self, symbol: str) -> list[int]:

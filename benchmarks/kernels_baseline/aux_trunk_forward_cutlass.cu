@@ -6,14 +6,14 @@
 //   x [B, E], W [SH2, E], b [SH2], h_out [B, SH2]   (row-major); rows >= B and features >= SH2 never written.
 //
 // Same parameters and semantics as the shipped aux_trunk_forward; its own launch geometry:
-//   tiles_m = ceil_div(B, TBM), tiles_n = ceil_div(SH2, TBN),
-//   log_tile = tiles_n >= 6 ? 3 : tiles_n >= 3 ? 2 : tiles_n >= 2 ? 1 : 0   (GemmIdentityThreadblockSwizzle<8>)
-//   grid  = (tiles_m << log_tile, ceil_div(tiles_n, 1 << log_tile), 1)
+//   tiles_m = ceil_div(B, TBM), tiles_n = ceil_div(SH2, TBN)
+//   grid  = (tiles_m * tiles_n, 1, 1)        block x -> row tile x / tiles_n, column tile x % tiles_n
 //   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
-// With the defaults (TBM x TBN x TBK = 128 x 64 x 16, warp tile WM x WN = 64 x 32, 3 stages): block 128;
-// at SH2 = 256, tiles_n = 4, log_tile = 2, grid = (4 * ceil_div(B, 128), 1, 1): the 2^log_tile column tiles of
-// one row tile are consecutive blocks, so a row tile of x is read from DRAM about once. Blocks past tiles_n
-// (when tiles_n is no multiple of 2^log_tile) return at once. The tile can be overridden at build time with
+// With the defaults (TBM x TBN x TBK = 128 x 64 x 16, warp tile WM x WN = 64 x 32, 3 stages): block 128,
+// grid (ceil_div(B, 128) * ceil_div(SH2, 64), 1, 1), a contract expression. All column tiles of one row tile
+// are consecutive blocks, so a row tile of x is read from DRAM about once (at SH2 = 256 this is the mapping of
+// CUTLASS's GemmIdentityThreadblockSwizzle<8>, log_tile 2; RowTileColumnsSwizzle below has no log_tile, so
+// every tiles_n maps without idle blocks). The tile can be overridden at build time with
 // -DAUX_TRUNK_CUTLASS_TBM=... (TBN, TBK, WM, WN, STAGES likewise; the benchmark's geometry must match).
 //
 // GEMM: A = x row-major (ld E), B = W^T, i.e. W viewed column-major (ld E), D = h_out row-major (ld SH2);
@@ -50,7 +50,6 @@
 #include "cutlass/gemm/kernel/default_gemm.h"
 #include "cutlass/gemm/threadblock/mma_multistage.h"
 #include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
-#include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/layout/matrix.h"
 #include "cutlass_elu.cuh"
 #include "cutlass_fast_f32_rn.cuh"  // -DAUX_TRUNK_CUTLASS_SPLIT_RN=1: the round-to-nearest split
@@ -85,7 +84,20 @@ using ThreadblockShape =
     cutlass::gemm::GemmShape<AUX_TRUNK_CUTLASS_TBM, AUX_TRUNK_CUTLASS_TBN, AUX_TRUNK_CUTLASS_TBK>;
 using WarpShape = cutlass::gemm::GemmShape<AUX_TRUNK_CUTLASS_WM, AUX_TRUNK_CUTLASS_WN, AUX_TRUNK_CUTLASS_TBK>;
 using InstructionShape = cutlass::gemm::GemmShape<16, 8, 8>;
-using Swizzle = cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>;
+// Block x -> (row tile x / tiles_n, column tile x % tiles_n). CUTLASS's Gemm kernel hands the swizzle back the
+// int its Params stored from get_log_tile(); here that int is tiles_n (not a log), so the grid is one row of
+// tiles_m * tiles_n blocks with no idle ones, and the contract states it as ceil_div(B, TBM) * ceil_div(SH2, TBN).
+struct RowTileColumnsSwizzle {
+    CUTLASS_HOST_DEVICE static cutlass::gemm::GemmCoord get_tiled_shape(cutlass::gemm::GemmCoord problem,
+                                                                          cutlass::gemm::GemmCoord tile, int) {
+        return {(problem.m() + tile.m() - 1) / tile.m(), (problem.n() + tile.n() - 1) / tile.n(), 1};
+    }
+    CUTLASS_HOST_DEVICE static int get_log_tile(cutlass::gemm::GemmCoord tiled) { return tiled.n(); }
+    CUTLASS_DEVICE static cutlass::gemm::GemmCoord get_tile_offset(int tiles_n) {
+        return {int(blockIdx.x) / tiles_n, int(blockIdx.x) % tiles_n, 0};
+    }
+};
+using Swizzle = RowTileColumnsSwizzle;
 constexpr int kStages = AUX_TRUNK_CUTLASS_STAGES;
 
 template <int Align>

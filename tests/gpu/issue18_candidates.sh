@@ -61,7 +61,7 @@ tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
 
 left=$(( 575 - $(elapsed) )); cap=${CAP_D:-150}; [ "$left" -lt "$cap" ] && cap=$left
 timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( cap - 10 )) \
-    --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=4 * ceil_div(B, 128),1,1;block=128,1,1" \
+    --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1" \
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
     --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
