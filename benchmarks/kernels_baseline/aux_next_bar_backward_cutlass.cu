@@ -33,7 +33,7 @@
 // here with both alignment instantiations in one entry (255 registers, 88 bytes at 64 x 128: W1 is a row-major,
 // "congruous" B operand), so the warps are 32 x 32: four of them over 32 x 128 (230 registers, 2 x 40 KB of
 // shared memory per SM), SH2 = 256 in two chunks, each one GEMM of K = H = 128 with a 4-stage ring (3 of its 8
-// k-tiles in flight). The price: each block reads all of W1 (128 KB) from L2, 256 MB of L2 reads at B = 65536,
+// k-tiles in flight). The price: each block reads all of W1 (128 KB) from L2, 268 MB of L2 reads at B = 65536,
 // twice the 64-row tile's. 64 x 64 (64-row blocks, four chunks), and 8 warps over 64 x 128 and 128 x 64 (one
 // block per SM, whose phases then serialise) are offered for the record (benchmarks/gpu_nb_bwd_cutlass.py
 // --tiles).
