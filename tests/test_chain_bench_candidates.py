@@ -123,16 +123,17 @@ def test_the_device_script_launches_both_head_forward_candidates_at_their_geomet
 
     specs = _script_candidates()
     cands = [bench.Candidate.parse(s) for s in specs]
-    assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_weight_grad_partial", "aux_trade_outcome_forward", "aux_next_bar_forward"]
+    assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_weight_grad_partial", "aux_trade_outcome_forward", "aux_next_bar_forward",
+                                         "aux_next_bar_backward"]
     assert specs[0] == TRUNK_SPEC
     # the head specs are the benchmark's (its default tile, grid = ceil_div(B, TBM) of 128 threads)
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import gpu_head_fwd_cutlass as head_bench
 
-    assert specs[2:] == [head_bench.chain_spec(h) for h in head_bench.HEADS]
+    assert specs[2:4] == [head_bench.chain_spec(h) for h in head_bench.HEADS]
     cs = load_contracts(REPO / "contracts", REPO)
     swapped = bench.with_candidates(cs, cands)
-    for c in cands[2:]:
+    for c in cands[2:4]:
         k = swapped.kernel_map[c.kernel]
         assert (k.source, k.symbol, k.params) == (HEAD, c.entry, cs.kernel_map[c.kernel].params)
     csB = bench.contracts_at(swapped, 65536)
@@ -152,10 +153,65 @@ def test_the_chain_compiles_both_head_candidates_into_one_cubin(bench, tmp_path)
     from audit.load import load_contracts
 
     cs = load_contracts(REPO / "contracts", REPO)
-    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in _script_candidates()[2:]])
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in _script_candidates()[2:4]])
     only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source == HEAD))
     assert len(only.kernels) == 2
     cubins = bench.compile_cubins(only, tmp_path, jobs=1)
     assert list(cubins) == [HEAD] and cubins[HEAD].stat().st_size > 0
     data = cubins[HEAD].read_bytes()
     assert b"aux_trade_outcome_forward_cutlass" in data and b"aux_next_bar_forward_cutlass" in data
+
+
+NBBWD = "benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu"
+
+
+def test_the_device_script_launches_the_next_bar_backward_candidate_at_its_geometry(bench, monkeypatch):
+    """Step D's spec is the benchmark's chain_spec (the source's default tile); both backward schedules (the fused
+    one with NULL weight partials, the per-sample one with them) launch the candidate at grid ceil_div(B, 32) x 128
+    threads, with the shipped kernel's parameters."""
+    from audit.load import load_contracts
+
+    spec = _script_candidates()[4]
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_nb_bwd_cutlass as nb_bench
+
+    assert spec == nb_bench.chain_spec()
+    cand = bench.Candidate.parse(spec)
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [cand])
+    k = swapped.kernel_map["aux_next_bar_backward"]
+    assert (k.source, k.symbol, k.params) == (NBBWD, "aux_next_bar_backward_cutlass", cs.kernel_map["aux_next_bar_backward"].params)
+    for B, grid in ((65536, (2048, 1, 1)), (4103, (129, 1, 1)), (37, (2, 1, 1))):
+        csB = bench.contracts_at(swapped, B)
+        for schedules in ((bench.FORWARD, bench.FUSED), (bench.FORWARD, bench.PARTIALS)):
+            (op,) = [op for op in bench.build_plan(csB, bench.Wiring(csB), schedules, 1) if op.name == "aux_next_bar_backward"]
+            assert (op.grid, op.block, op.kernel.source) == (grid, (128, 1, 1), NBBWD), (B, schedules)
+    assert nb_bench.cutlass_geometry(65536) == ((2048, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults
+
+
+def test_the_device_script_caps_sum_to_at_most_560_seconds():
+    """Each step's timeout default (``${CAP_X:-N}``, once per step) and the header's list of them agree, and they sum
+    to <= 560 s, so the call ends inside the device's 590 s."""
+    import re
+
+    text = SCRIPT.read_text()
+    header, body = text.split("\nset -u\n", 1)
+    used = dict(re.findall(r'timeout -k 10 "\$\{CAP_([A-Z]):-(\d+)\}"', body))
+    used.update(re.findall(r"cap=\$\{CAP_([A-Z]):-(\d+)\}", body))
+    assert sorted(used) == ["A", "B", "C", "D", "E", "F"]
+    assert dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header)) == used
+    assert sum(int(v) for v in used.values()) <= 560
+    assert "tests/gpu/test_nb_bwd_cutlass_gpu.py" in body and "benchmarks/gpu_nb_bwd_cutlass.py" in body
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="the nvidia-cutlass wheel is not installed")
+def test_the_chain_compiles_the_next_bar_backward_candidate(bench, tmp_path):
+    from audit.load import load_contracts
+
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(_script_candidates()[4])])
+    only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source == NBBWD))
+    cubins = bench.compile_cubins(only, tmp_path, jobs=1)
+    assert list(cubins) == [NBBWD] and b"aux_next_bar_backward_cutlass" in cubins[NBBWD].read_bytes()

@@ -430,3 +430,37 @@ def test_the_shipped_chain_with_both_head_forward_candidates_passes_every_static
     result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
     assert result.findings == [], [f.message for f in result.findings]
     assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@needs_cutlass
+def test_the_shipped_chain_with_the_next_bar_backward_candidate_passes_every_static_rule(tmp_path: Path, repo: Path) -> None:
+    """The next-bar head backward swapped for its CUTLASS candidate (contract pointed at it with the candidate's
+    geometry, include_packages set): the build, the ABI and resource checks (no spill) and the source analyses
+    (bounds, races, uninitialised reads on the candidate's own code, both schedules: NULL and non-NULL weight
+    partials) find nothing to report."""
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels", "audit/references", "reports"):
+        shutil.copytree(repo / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(repo / "pyproject.toml", root / "pyproject.toml")
+    for name in ("aux_next_bar_backward_cutlass.cu", "cutlass_fast_f32_rn.cuh"):
+        shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
+    text = (root / "pyproject.toml").read_text()
+    (root / "pyproject.toml").write_text(
+        text.replace("[tool.wireup]\n", '[tool.wireup]\ninclude_packages = { "nvidia-cutlass" = "cutlass_library/source/include" }\ncache = "build-cache"\n', 1)
+    )
+    path = root / "contracts" / "kernels" / "aux_next_bar.toml"
+    t = path.read_text()
+    old = ('source = "kernels/aux_next_bar_backward_kernel.cu"\nentry = "aux_next_bar_backward"\nstage = "backward"\n'
+           'phase = "B"\nreference = "audit.references.dqn_aux:aux_next_bar_backward"\n'
+           'gradcheck = "audit.references.dqn_aux:aux_next_bar_backward_gradcheck"\n'
+           'grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]\n')
+    assert t.count(old) == 1
+    new = old.replace("kernels/aux_next_bar_backward_kernel.cu", "kernels/aux_next_bar_backward_cutlass.cu")
+    new = new.replace('entry = "aux_next_bar_backward"', 'entry = "aux_next_bar_backward_cutlass"')
+    new = new.replace('grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [128, 1, 1]')
+    path.write_text(t.replace(old, new))
+    result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
+    assert result.findings == [], [f.message for f in result.findings]
+    assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]

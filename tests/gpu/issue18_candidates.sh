@@ -4,11 +4,17 @@
 # that wins is shipped afterwards (kernels/, contracts, verify on both backends, a full mutation set).
 #
 #   A. the weight-gradient partial: shipped SIMT, hand-written 3xTF32 (tc), CUTLASS 3xTF32 (cutlass)
-#      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-150} s
-#   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-120} s
-#   C. the GPU tests of the three candidates                                        cap ${CAP_C:-100} s
-#   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-200} s
-#      (trunk forward, weight-gradient partial, both head forwards)
+#      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-120} s
+#   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-90} s
+#   C. the GPU tests of the three candidates                                        cap ${CAP_C:-80} s
+#   E. the next-bar head backward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build) and torch
+#      at the shipped shape, B = 1 .. 65536, both calls, time at 256 / 4096 / 65536  cap ${CAP_E:-50} s
+#   F. its GPU test: every shape and call of gpu_nb_bwd_cutlass.py at B = 37, 4103, 65536  cap ${CAP_F:-70} s
+#   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-150} s
+#      (trunk forward, weight-gradient partial, both head forwards, next-bar backward); last, and
+#      never past 575 s of the call
+# The caps sum to 560 s: A-D gave 120 s of their earlier caps (150 / 120 / 100 / 200) to E and F. No step of this
+# script has run on a GPU yet, so every cap is an estimate; CAP_A .. CAP_F override them.
 #
 # The head forwards' own benchmark (accuracy at every verify shape, the K-range rule, time; docs/benchmarks.md
 # 4f) does not fit into this call's 590 s: `python3 benchmarks/gpu_head_fwd_cutlass.py` is a call of its own.
@@ -27,28 +33,39 @@ TC=benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu
 CUT=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu
 TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu
 HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu
+NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu
 
-timeout -k 10 "${CAP_A:-150}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
+timeout -k 10 "${CAP_A:-120}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
     --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
 note "A wgrad partial rc=$? at $(elapsed) s"
 grep -E "B=(4096|65536):|FAIL|failing" "$OUT/A_wgrad.log" >>"$SUMMARY"
 
-timeout -k 10 "${CAP_B:-120}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
+timeout -k 10 "${CAP_B:-90}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
     >"$OUT/B_fwd.log" 2>&1
 note "B trunk forward rc=$? at $(elapsed) s"
 tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"
 
-timeout -k 10 "${CAP_C:-100}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
+timeout -k 10 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
     tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py >"$OUT/C_tests.log" 2>&1
 note "C gpu tests rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
 
-left=$(( 575 - $(elapsed) )); cap=${CAP_D:-200}; [ "$left" -lt "$cap" ] && cap=$left
+timeout -k 10 "${CAP_E:-50}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
+    --cases shipped --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
+note "E next-bar backward rc=$? at $(elapsed) s"
+grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
+
+timeout -k 10 "${CAP_F:-70}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
+note "F next-bar backward gpu test rc=$? at $(elapsed) s"
+tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
+
+left=$(( 575 - $(elapsed) )); cap=${CAP_D:-150}; [ "$left" -lt "$cap" ] && cap=$left
 timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( cap - 10 )) \
     --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1" \
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
     --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
+    --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
 note "D chain with candidates rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
