@@ -189,18 +189,18 @@ def test_the_device_script_launches_the_next_bar_backward_candidate_at_its_geome
     assert nb_bench.cutlass_geometry(65536) == ((2048, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults
 
 
-def test_the_device_script_caps_sum_to_at_most_560_seconds():
+def test_the_device_script_ends_inside_the_device_limit():
     """Each step's timeout default (``${CAP_X:-N}``, once per step) and the header's list of them agree, and they sum
-    to <= 560 s, so the call ends inside the device's 590 s."""
+    to <= 545 s, which with 5 s of kill grace per step ends inside the device's 590 s."""
     import re
 
     text = SCRIPT.read_text()
     header, body = text.split("\nset -u\n", 1)
-    used = dict(re.findall(r'timeout -k 10 "\$\{CAP_([A-Z]):-(\d+)\}"', body))
+    used = dict(re.findall(r'timeout -k 5 "\$\{CAP_([A-Z]):-(\d+)\}"', body))
     used.update(re.findall(r"cap=\$\{CAP_([A-Z]):-(\d+)\}", body))
     assert sorted(used) == ["A", "B", "C", "D", "E", "F"]
     assert dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header)) == used
-    assert sum(int(v) for v in used.values()) <= 560
+    assert sum(int(v) for v in used.values()) + 5 * len(used) <= 575
     assert "tests/gpu/test_nb_bwd_cutlass_gpu.py" in body and "benchmarks/gpu_nb_bwd_cutlass.py" in body
 
 

@@ -3,18 +3,18 @@
 # CUTLASS candidates launched in place of the shipped kernels. Nothing here writes evidence: a candidate
 # that wins is shipped afterwards (kernels/, contracts, verify on both backends, a full mutation set).
 #
+#   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-210} s
+#      (trunk forward, weight-gradient partial, both head forwards, next-bar backward); first, since its
+#      verdict is the issue's and a cut-short step after it loses less
 #   A. the weight-gradient partial: shipped SIMT, hand-written 3xTF32 (tc), CUTLASS 3xTF32 (cutlass)
-#      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-120} s
-#   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-90} s
-#   C. the GPU tests of the three candidates                                        cap ${CAP_C:-80} s
+#      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-100} s
+#   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-65} s
+#   C. the GPU tests of the three candidates                                        cap ${CAP_C:-65} s
 #   E. the next-bar head backward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build) and torch
 #      at the shipped shape, B = 1 .. 65536, both calls, time at 256 / 4096 / 65536  cap ${CAP_E:-50} s
-#   F. its GPU test: every shape and call of gpu_nb_bwd_cutlass.py at B = 37, 4103, 65536  cap ${CAP_F:-70} s
-#   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-150} s
-#      (trunk forward, weight-gradient partial, both head forwards, next-bar backward); last, and
-#      never past 575 s of the call
-# The caps sum to 560 s: A-D gave 120 s of their earlier caps (150 / 120 / 100 / 200) to E and F. No step of this
-# script has run on a GPU yet, so every cap is an estimate; CAP_A .. CAP_F override them.
+#   F. its GPU test: every shape and call of gpu_nb_bwd_cutlass.py at B = 37, 4103, 65536  cap ${CAP_F:-55} s
+# The caps sum to 545 s; with 5 s of kill grace each, at most 575 s, inside the device's 590 s. No step of
+# this script has run on a GPU yet, so every cap is an estimate; CAP_A .. CAP_F override them.
 #
 # The head forwards' own benchmark (accuracy at every verify shape, the K-range rule, time; docs/benchmarks.md
 # 4f) does not fit into this call's 590 s: `python3 benchmarks/gpu_head_fwd_cutlass.py` is a call of its own.
@@ -35,32 +35,8 @@ TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu
 HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu
 NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu
 
-timeout -k 10 "${CAP_A:-120}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
-    --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
-note "A wgrad partial rc=$? at $(elapsed) s"
-grep -E "B=(4096|65536):|FAIL|failing" "$OUT/A_wgrad.log" >>"$SUMMARY"
-
-timeout -k 10 "${CAP_B:-90}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
-    >"$OUT/B_fwd.log" 2>&1
-note "B trunk forward rc=$? at $(elapsed) s"
-tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"
-
-timeout -k 10 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
-    tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py >"$OUT/C_tests.log" 2>&1
-note "C gpu tests rc=$? at $(elapsed) s"
-tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
-
-timeout -k 10 "${CAP_E:-50}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
-    --cases shipped --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
-note "E next-bar backward rc=$? at $(elapsed) s"
-grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
-
-timeout -k 10 "${CAP_F:-70}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
-note "F next-bar backward gpu test rc=$? at $(elapsed) s"
-tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
-
-left=$(( 575 - $(elapsed) )); cap=${CAP_D:-150}; [ "$left" -lt "$cap" ] && cap=$left
-timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( cap - 10 )) \
+# D first: the chain with every candidate in is the issue's verdict; the per-kernel steps after it
+timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( ${CAP_D:-210} - 10 )) \
     --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1" \
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
     --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
@@ -69,4 +45,28 @@ timeout -k 10 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --re
     --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
 note "D chain with candidates rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
+timeout -k 5 "${CAP_A:-100}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
+    --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
+note "A wgrad partial rc=$? at $(elapsed) s"
+grep -E "B=(4096|65536):|FAIL|failing" "$OUT/A_wgrad.log" >>"$SUMMARY"
+
+timeout -k 5 "${CAP_B:-65}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
+    >"$OUT/B_fwd.log" 2>&1
+note "B trunk forward rc=$? at $(elapsed) s"
+tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"
+
+timeout -k 5 "${CAP_C:-65}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
+    tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py >"$OUT/C_tests.log" 2>&1
+note "C gpu tests rc=$? at $(elapsed) s"
+tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
+
+timeout -k 5 "${CAP_E:-50}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
+    --cases shipped --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
+note "E next-bar backward rc=$? at $(elapsed) s"
+grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
+
+timeout -k 5 "${CAP_F:-55}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
+note "F next-bar backward gpu test rc=$? at $(elapsed) s"
+tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
+
 note "done at $(elapsed) s"
