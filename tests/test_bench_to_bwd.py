@@ -1,0 +1,264 @@
+"""benchmarks/gpu_to_bwd.py (the trade-outcome head backward candidate, issue 18) on the CPU: its cases, inputs,
+geometry and checks with numpy stand-ins for CuPy and the kernels; the candidate's build (``nvcc``) and the
+shipped chain with the candidate swapped in passing every static rule of ``wireup check`` (``nvcc``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audit.load import load_contracts
+
+REPO = Path(__file__).resolve().parents[1]
+KERNEL, ENTRY = "aux_trade_outcome_backward", "aux_trade_outcome_backward_fast"
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_to_bwd
+
+    return gpu_to_bwd
+
+
+@pytest.fixture(scope="module")
+def cs():
+    return load_contracts(REPO / "contracts", REPO)
+
+
+def _signature(text: str, entry: str) -> list[str]:
+    m = re.search(rf"\b{entry}\s*\(([^)]*)\)", text)
+    assert m, entry
+    return [" ".join(p.split()) for p in m[1].split(",")]
+
+
+def test_candidate_entry_takes_the_shipped_parameters_and_states_its_geometry(bench):
+    src = (REPO / bench.CANDIDATE_SOURCE).read_text()
+    shipped = _signature((REPO / bench.SHIPPED_SOURCE).read_text(), KERNEL)
+    assert _signature(src, ENTRY) == shipped and len(shipped) == 18
+    assert "grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)" in src
+    assert "constexpr int kRowsPerBlock = 32;" in src and "constexpr int kThreads = 256;" in src
+    assert set(bench.VARIANTS) == {"fast", "fast_u8"} and bench.VARIANTS["fast"] == ()
+    for define in bench.VARIANTS["fast_u8"]:
+        assert f"#ifndef {define[2:].split('=')[0]}" in src
+
+
+def test_geometry_and_chain_spec(bench, cs, monkeypatch):
+    assert bench.candidate_geometry(65536) == ((2048, 1, 1), (256, 1, 1))
+    assert bench.candidate_geometry(1) == ((1, 1, 1), (256, 1, 1)) and bench.candidate_geometry(4103) == ((129, 1, 1), (256, 1, 1))
+    assert bench.shipped_geometry(cs, bench.Case(65536, 0.03)) == ((8192, 1, 1), (256, 1, 1))  # the contract's ceil_div(B, 8)
+    assert bench.chain_spec() == f"{KERNEL}=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu:{ENTRY};grid=ceil_div(B, 32),1,1;block=256,1,1"
+    import gpu_chain_vs_torch as chain
+
+    c = chain.Candidate.parse(bench.chain_spec())
+    assert [e.evaluate({"B": 65536}, {}) for e in c.grid] == [2048, 1, 1] and [e.evaluate({}, {}) for e in c.block] == [256, 1, 1]
+
+
+def test_the_cases_cover_the_matrix(bench):
+    cases = bench.cases()
+    assert {c.B for c in cases} == {1, 37, 300, 4103, 65536}
+    plain = {(c.B, c.K, c.density) for c in cases if c == bench.Case(c.B, c.density, c.K)}
+    assert plain == {(B, K, d) for B in (1, 37, 300, 4103, 65536) for K in (3, 1, 8, 0, 9) for d in (0.0, 0.03, 0.5, 1.0)}
+    per_sample = [c for c in cases if c.per_sample]
+    assert {c.B for c in per_sample} == {1, 37, 300} and {c.K for c in per_sample} == {3, 1, 8, 0, 9}
+    for B in (1, 37, 300, 4103, 65536):
+        assert bench.Case(B, 0.5, valid_count=0) in cases and bench.Case(B, 0.03, misaligned=True) in cases
+        assert bench.Case(B, 0.5, saxpy_alpha=0.5) in cases
+    assert {(c.SH2, c.H) for c in cases} == {(256, 128), (260, 257), (261, 257), (261, 128)}
+    assert len({c.name for c in cases}) == len(cases)  # names identify cases in the JSON
+
+
+def test_labels_density_out_of_range_labels_and_valid_count(bench):
+    rng = np.random.default_rng(1)
+    case = bench.Case(4103, 0.03, K=3)
+    labels = bench.labels_of(case, rng)
+    inside = (labels >= 0) & (labels < 3)
+    assert inside.sum() == round(0.03 * 4103)
+    odd = labels[~inside & (labels != -1)]
+    assert odd.size > 100 and set(odd.tolist()) == {3, 8, -2}  # skipped like -1: outside [0, K)
+    assert bench.valid_count_of(case, labels) == inside.sum()
+    assert bench.valid_count_of(bench.Case(4103, 0.03, valid_count=0), labels) == 0
+    full = bench.labels_of(bench.Case(300, 1.0, K=8), rng)
+    assert ((full >= 0) & (full < 8)).all()
+    none = bench.labels_of(bench.Case(300, 0.0, K=0), rng)
+    assert bench.valid_count_of(bench.Case(300, 0.0, K=0), none) == 0 and set(none[none != -1].tolist()) == {0, 5, -2}
+
+
+def test_host_inputs_poison_outputs_and_add_guard_rows(bench):
+    case = bench.Case(37, 0.5, K=8, per_sample=True)
+    host = bench.host_inputs(case)
+    g = bench.GUARD_ROWS
+    assert host["db1_partial"].shape == (37 + g, 128) and host["dW1_partial"].shape == (37 + g, 128, 256)
+    assert host["dW2_partial"].shape == (37 + g, 8, 128) and host["db2_partial"].shape == (37 + g, 8)
+    for name in bench.OUTPUTS:
+        assert (host[name].view(np.uint32) == bench.POISON).all()
+    assert host["h1"].min() > -1 and (host["h1"] < 0).any() and (host["h1"] > 0).any()  # both ELU' branches
+    assert "dW1_partial" not in bench.host_inputs(bench.Case(37, 0.5))
+    assert bench.host_inputs(bench.Case(37, 0.5, K=0))["db2_partial"].shape == (37 + g, 0)
+    assert bench.stored_bytes(bench.Case(65536, 0.03), 1966) == 4 * (65536 * (128 + 3 + 256) + 1966 * 256)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the host logic, with the kernels emulated in numpy
+
+
+def _emulate(args, fault: str | None = None) -> None:
+    """The contract's semantics in float32 (NULL partials are np.uint64(0)); ``fault`` breaks one thing."""
+    h_s2, h1, probs, labels, vc, W1, W2, dW1, db1, dW2, db2, dh, acc, alpha, B, SH2, H, K = args
+    B, K = int(B), int(K)
+    partials = [p for p in (dW1, dW2) if not isinstance(p, np.uint64)]
+    k_ok = 1 <= K <= 8
+    fill = np.float32(0.0) if k_ok else np.uint32(0x7FC00000).view(np.float32)
+    for o in (db1, db2, dh, *partials):
+        o[:B] = fill
+    if not k_ok:
+        return
+    rows = np.nonzero((labels >= 0) & (labels < K) & (int(vc[0]) > 0))[0]
+    onehot = np.zeros((rows.size, K), np.float32)
+    onehot[np.arange(rows.size), labels[rows]] = 1.0
+    dl = ((probs[rows] - onehot) / np.float32(vc[0])).astype(np.float32)
+    hv = h1[rows]
+    dz = ((dl @ W2) * np.where(hv > 0, np.float32(1), 1 + hv)).astype(np.float32)
+    d = (dz @ W1).astype(np.float32)
+    db2[rows], db1[rows], dh[rows] = dl, dz, d
+    acc[rows] = acc[rows] + np.float32(alpha) * d
+    if partials:
+        dW1[rows] = dz[:, :, None] * h_s2[rows][:, None, :]
+        dW2[rows] = dl[:, :, None] * hv[:, None, :]
+    if fault == "bit" and rows.size:
+        db1.view(np.uint32)[rows[0], 0] ^= 1
+    elif fault == "guard":
+        dh[B] = 0.0
+    elif fault == "unwritten":
+        dh.view(np.uint32)[B - 1, -1] = 0x7FC0DEAD
+    elif fault == "accum":
+        skipped = np.setdiff1d(np.arange(B), rows)
+        if skipped.size:
+            acc[skipped[0], 0] += 1.0
+
+
+def _fake(monkeypatch, bench, faults: dict[str, str | None]):
+    from test_wgrad_tc_bench import _fake_cupy
+
+    kernels = {}
+    for tag in ("shipped", *bench.VARIANTS):
+        entry = KERNEL if tag == "shipped" else ENTRY
+        kernels[(tag, entry)] = lambda grid, block, args, stream=None, f=faults.get(tag): _emulate(args, f)
+    cp = _fake_cupy(kernels)
+    cp.asarray = lambda a: np.array(a)
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(bench, "build", lambda out_dir, tags: ({t: Path(t) for t in ("shipped", *tags)}, {t: "fake" for t in ("shipped", *tags)}))
+    monkeypatch.setattr(bench, "SIZES", (1, 37, 300))
+
+
+def _main(bench, tmp_path, extra=()):
+    out = tmp_path / "r.json"
+    code = bench.main(["--sizes", "1,37,300", "--time-sizes", "256", "--replays", "2", "--warmup", "1", "--json", str(out), *extra])
+    return code, json.loads(out.read_text())
+
+
+def test_host_logic_passes_a_right_candidate(bench, monkeypatch, tmp_path):
+    _fake(monkeypatch, bench, {})
+    code, data = _main(bench, tmp_path)
+    assert code == 0 and data["correctness"]["failed"] == 0
+    assert data["correctness"]["cases"] == len(bench.cases((1, 37, 300)))
+    (t3, t100) = data["timing"]
+    assert (t3["B"], t3["density"], t100["density"]) == (256, 0.03, 1.0) and t3["n_valid"] == 8 and t100["n_valid"] == 256
+    for tag in ("shipped", "fast", "fast_u8"):
+        assert t3[tag]["median_us"] > 0 and t3[tag]["store_GBps"] == pytest.approx(t3["stored_bytes"] / t3[tag]["median_us"] / 1e3)
+    assert t3["shipped"]["grid"] == [32, 1, 1] and t3["fast"]["grid"] == [8, 1, 1]
+    assert data["chain_spec"] == bench.chain_spec()
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ("bit", "db1_partial: 1 elements differ from the shipped kernel's bits"),
+    ("guard", "dh_s2_aux_out: a guard row past B was written"),
+    ("unwritten", "dh_s2_aux_out: 1 elements of rows < B not written"),
+    ("accum", "dh_s2_aux_accum: 1 skipped or guard rows changed"),
+])  # fmt: skip
+def test_host_logic_fails_a_wrong_candidate(bench, monkeypatch, tmp_path, fault, message):
+    _fake(monkeypatch, bench, {"fast_u8": fault})
+    code, data = _main(bench, tmp_path, ["--time-sizes", ""])
+    assert code == 1
+    failed = [r for r in data["correctness"]["rows"] if r["problems"]]
+    assert failed and all(set(r["problems"]) == {"fast_u8"} for r in failed)
+    assert any(message in r["problems"]["fast_u8"] for r in failed)
+
+
+def test_a_wrong_shipped_run_is_reported_as_the_shipped_kernels(bench, monkeypatch, tmp_path):
+    _fake(monkeypatch, bench, {"shipped": "guard"})
+    code, data = _main(bench, tmp_path, ["--time-sizes", "", "--variants", "fast"])
+    assert code == 1
+    failed = [r for r in data["correctness"]["rows"] if r["problems"]]
+    assert all("dh_s2_aux_out: a guard row past B was written" in r["problems"]["shipped"] for r in failed)
+
+
+def test_bit_mismatches_counts_nan_payloads(bench):
+    a = np.array([np.nan, 0.0, -0.0], np.float32)
+    b = a.copy()
+    assert bench.bit_mismatches(a, b) == 0
+    b.view(np.uint32)[0] = 0x7FC0DEAD
+    b[2] = 0.0  # -0.0 and 0.0 compare equal as floats, not as bits
+    assert bench.bit_mismatches(a, b) == 2
+    with pytest.raises(ValueError, match="shapes differ"):
+        bench.bit_mismatches(a, b[:2])
+
+
+def test_unknown_variant_is_refused(bench, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.parse_args(["--variants", "fast,slow"])
+    assert e.value.code == 2 and "--variants: slow not among fast, fast_u8" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------
+# the build and the static rules
+
+
+@pytest.mark.nvcc
+def test_cpu_check_builds_both_without_spill(bench, capsys):
+    assert bench.main(["--cpu-check"]) == 0
+    out = capsys.readouterr().out
+    assert "shipped: aux_trade_outcome_backward: 48 registers, 0 bytes spill stores, 0 bytes spill loads" in out
+    assert f"fast: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
+    assert f"fast_u8: {ENTRY}: 96 registers, 0 bytes spill stores, 0 bytes spill loads" in out
+
+
+def _swapped_project(tmp_path: Path, source_edit=None) -> Path:
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels", "audit/references", "reports"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    text = (REPO / "benchmarks" / "kernels_baseline" / "aux_trade_outcome_backward_fast.cu").read_text()
+    (root / "kernels" / "aux_trade_outcome_backward_fast.cu").write_text(source_edit(text) if source_edit else text)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("[tool.wireup]\n", '[tool.wireup]\ncache = "build-cache"\n', 1))
+    path = root / "contracts" / "kernels" / "aux_trade_outcome.toml"
+    t = path.read_text()
+    old = f'source = "kernels/aux_trade_outcome_backward_kernel.cu"\nentry = "{KERNEL}"\n'
+    grid = 'grid = ["ceil_div(B, 8)", 1, 1]\nblock = [256, 1, 1]'
+    assert t.count(old) == 1 and t.count(grid) == 1
+    t = t.replace(old, f'source = "kernels/aux_trade_outcome_backward_fast.cu"\nentry = "{ENTRY}"\n')
+    path.write_text(t.replace(grid, 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [256, 1, 1]'))
+    return root
+
+
+@pytest.mark.nvcc
+def test_the_shipped_chain_with_the_fast_trade_outcome_backward_passes_every_static_rule(tmp_path):
+    """The trade-outcome head backward swapped for the candidate (contract pointed at its source, entry and grid
+    ceil_div(B, 32)): the build, the ABI and resource checks and the source analyses find nothing to report; the
+    same swap with a wrong parameter type is an ABI finding (the check sees the candidate)."""
+    from audit.api import check
+
+    result = check(_swapped_project(tmp_path / "good"), ignore=["evidence", "launchers", "GENERATED_STALE"])
+    assert result.findings == [], [f.message for f in result.findings]
+    assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]
+    bad = _swapped_project(tmp_path / "bad", lambda s: s.replace("dh_s2_aux_accum, float saxpy_alpha, int B", "dh_s2_aux_accum, int saxpy_alpha, int B"))
+    result = check(bad, ignore=["evidence", "launchers", "GENERATED_STALE"])
+    assert [f.rule for f in result.findings] == ["ABI_MISMATCH"]
+    assert 'parameter 14 "saxpy_alpha" is a scalar f32' in result.findings[0].message
