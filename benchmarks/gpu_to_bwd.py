@@ -53,7 +53,8 @@ THREADS = 256
 # candidate builds: tag -> extra nvcc defines ("fast" is the source's defaults, the build the chain uses)
 VARIANTS: dict[str, tuple[str, ...]] = {
     "fast": (),
-    "fast_u8": ("-DAUX_TO_BWD_FAST_MIN_BLOCKS=2", "-DAUX_TO_BWD_FAST_W1_UNROLL=8"),
+    "fast_u8": ("-DAUX_TO_BWD_FAST_MIN_BLOCKS=2", "-DAUX_TO_BWD_FAST_W1_UNROLL=8"),  # the shipped 8-deep W1 unroll, 96 registers
+    "fast_r16": ("-DAUX_TO_BWD_FAST_ROWS=16",),  # 16 rows per block: twice the blocks
 }
 SIZES = (1, 37, 300, 4103, 65536)
 TIME_SIZES = (256, 4096, 65536)
@@ -72,8 +73,16 @@ def chain_spec() -> str:
     return f"{KERNEL}={CANDIDATE_SOURCE}:{CANDIDATE};grid=ceil_div(B, {ROWS_PER_BLOCK}),1,1;block={THREADS},1,1"
 
 
-def candidate_geometry(B: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    return (ceil_div(B, ROWS_PER_BLOCK), 1, 1), (THREADS, 1, 1)
+def rows_per_block(tag: str) -> int:
+    """A candidate build's rows per block: its -DAUX_TO_BWD_FAST_ROWS, else the source's default."""
+    for d in VARIANTS[tag]:
+        if d.startswith("-DAUX_TO_BWD_FAST_ROWS="):
+            return int(d.split("=", 1)[1])
+    return ROWS_PER_BLOCK
+
+
+def candidate_geometry(B: int, tag: str = "fast") -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    return (ceil_div(B, rows_per_block(tag)), 1, 1), (THREADS, 1, 1)
 
 
 def shipped_geometry(cs, case: Case) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -277,7 +286,7 @@ class Runner:
         self.stream = cp.cuda.Stream(non_blocking=True)
 
     def geometry(self, tag: str, case: Case):
-        return shipped_geometry(self.cs, case) if tag == "shipped" else candidate_geometry(case.B)
+        return shipped_geometry(self.cs, case) if tag == "shipped" else candidate_geometry(case.B, tag)
 
     def device(self, case: Case, host: dict[str, np.ndarray]) -> dict:
         """Fresh device copies of every array (one float past 16-byte alignment on a misaligned case)."""

@@ -44,13 +44,15 @@ def test_candidate_entry_takes_the_shipped_parameters_and_states_its_geometry(be
     assert _signature(src, ENTRY) == shipped and len(shipped) == 18
     assert "grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)" in src
     assert "constexpr int kRowsPerBlock = 32;" in src and "constexpr int kThreads = 256;" in src
-    assert set(bench.VARIANTS) == {"fast", "fast_u8"} and bench.VARIANTS["fast"] == ()
-    for define in bench.VARIANTS["fast_u8"]:
+    assert set(bench.VARIANTS) == {"fast", "fast_u8", "fast_r16"} and bench.VARIANTS["fast"] == ()
+    for define in (*bench.VARIANTS["fast_u8"], *bench.VARIANTS["fast_r16"]):
         assert f"#ifndef {define[2:].split('=')[0]}" in src
+    assert "#define AUX_TO_BWD_FAST_ROWS 32" in src
 
 
 def test_geometry_and_chain_spec(bench, cs, monkeypatch):
     assert bench.candidate_geometry(65536) == ((2048, 1, 1), (256, 1, 1))
+    assert bench.candidate_geometry(65536, "fast_r16") == ((4096, 1, 1), (256, 1, 1)) and bench.rows_per_block("fast_u8") == 32
     assert bench.candidate_geometry(1) == ((1, 1, 1), (256, 1, 1)) and bench.candidate_geometry(4103) == ((129, 1, 1), (256, 1, 1))
     assert bench.shipped_geometry(cs, bench.Case(65536, 0.03)) == ((8192, 1, 1), (256, 1, 1))  # the contract's ceil_div(B, 8)
     assert bench.chain_spec() == f"{KERNEL}=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu:{ENTRY};grid=ceil_div(B, 32),1,1;block=256,1,1"
@@ -170,9 +172,9 @@ def test_host_logic_passes_a_right_candidate(bench, monkeypatch, tmp_path):
     assert data["correctness"]["cases"] == len(bench.cases((1, 37, 300)))
     (t3, t100) = data["timing"]
     assert (t3["B"], t3["density"], t100["density"]) == (256, 0.03, 1.0) and t3["n_valid"] == 8 and t100["n_valid"] == 256
-    for tag in ("shipped", "fast", "fast_u8"):
+    for tag in ("shipped", "fast", "fast_u8", "fast_r16"):
         assert t3[tag]["median_us"] > 0 and t3[tag]["store_GBps"] == pytest.approx(t3["stored_bytes"] / t3[tag]["median_us"] / 1e3)
-    assert t3["shipped"]["grid"] == [32, 1, 1] and t3["fast"]["grid"] == [8, 1, 1]
+    assert t3["shipped"]["grid"] == [32, 1, 1] and t3["fast"]["grid"] == [8, 1, 1] and t3["fast_r16"]["grid"] == [16, 1, 1]
     assert data["chain_spec"] == bench.chain_spec()
 
 
@@ -213,7 +215,7 @@ def test_bit_mismatches_counts_nan_payloads(bench):
 def test_unknown_variant_is_refused(bench, capsys):
     with pytest.raises(SystemExit) as e:
         bench.parse_args(["--variants", "fast,slow"])
-    assert e.value.code == 2 and "--variants: slow not among fast, fast_u8" in capsys.readouterr().err
+    assert e.value.code == 2 and "--variants: slow not among fast, fast_u8, fast_r16" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -227,6 +229,7 @@ def test_cpu_check_builds_both_without_spill(bench, capsys):
     assert "shipped: aux_trade_outcome_backward: 48 registers, 0 bytes spill stores, 0 bytes spill loads" in out
     assert f"fast: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
     assert f"fast_u8: {ENTRY}: 96 registers, 0 bytes spill stores, 0 bytes spill loads" in out
+    assert f"fast_r16: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads" in out
 
 
 def _swapped_project(tmp_path: Path, source_edit=None) -> Path:

@@ -124,7 +124,7 @@ def test_the_device_script_launches_both_head_forward_candidates_at_their_geomet
     specs = _script_candidates()
     cands = [bench.Candidate.parse(s) for s in specs]
     assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_weight_grad_partial", "aux_trade_outcome_forward", "aux_next_bar_forward",
-                                         "aux_next_bar_backward"]
+                                         "aux_next_bar_backward", "aux_trade_outcome_backward"]
     assert specs[0] == TRUNK_SPEC
     # the head specs are the benchmark's (its default tile, grid = ceil_div(B, TBM) of 128 threads)
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
@@ -202,6 +202,8 @@ def test_the_device_script_ends_inside_the_device_limit():
     assert dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header)) == used
     assert sum(int(v) for v in used.values()) + 5 * len(used) <= 575
     assert "tests/gpu/test_nb_bwd_cutlass_gpu.py" in body and "benchmarks/gpu_nb_bwd_cutlass.py" in body
+    step_c = body.split('"${CAP_C:-', 1)[1].split("\nnote ", 1)[0]
+    assert "tests/gpu/test_to_bwd_fast_gpu.py" in step_c
 
 
 @pytest.mark.nvcc
@@ -215,3 +217,44 @@ def test_the_chain_compiles_the_next_bar_backward_candidate(bench, tmp_path):
     only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source == NBBWD))
     cubins = bench.compile_cubins(only, tmp_path, jobs=1)
     assert list(cubins) == [NBBWD] and b"aux_next_bar_backward_cutlass" in cubins[NBBWD].read_bytes()
+
+
+TOBWD = "benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu"
+
+
+def test_the_device_script_launches_the_trade_outcome_backward_candidate_at_its_geometry(bench, monkeypatch):
+    """Step D's spec is benchmarks/gpu_to_bwd.py's chain_spec; both backward schedules (the fused one with NULL weight
+    partials, the per-sample one with them) launch the candidate at grid ceil_div(B, 32) x 256 threads (the
+    shipped kernel: ceil_div(B, 8)), with the shipped kernel's parameters."""
+    from audit.load import load_contracts
+
+    spec = _script_candidates()[5]
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_to_bwd as to_bench
+
+    assert spec == to_bench.chain_spec()
+    cand = bench.Candidate.parse(spec)
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [cand])
+    k = swapped.kernel_map["aux_trade_outcome_backward"]
+    assert (k.source, k.symbol, k.params) == (TOBWD, "aux_trade_outcome_backward_fast", cs.kernel_map["aux_trade_outcome_backward"].params)
+    for B, grid in ((65536, (2048, 1, 1)), (4103, (129, 1, 1)), (37, (2, 1, 1))):
+        csB = bench.contracts_at(swapped, B)
+        for schedules in ((bench.FORWARD, bench.FUSED), (bench.FORWARD, bench.PARTIALS)):
+            (op,) = [op for op in bench.build_plan(csB, bench.Wiring(csB), schedules, 1) if op.name == "aux_trade_outcome_backward"]
+            assert (op.grid, op.block, op.kernel.source) == (grid, (256, 1, 1), TOBWD), (B, schedules)
+    shipped = bench.contracts_at(cs, 65536)
+    (op,) = [op for op in bench.build_plan(shipped, bench.Wiring(shipped), (bench.FORWARD, bench.FUSED), 1) if op.name == "aux_trade_outcome_backward"]
+    assert op.grid == (8192, 1, 1)  # what the swap changes
+    assert to_bench.candidate_geometry(65536) == ((2048, 1, 1), (256, 1, 1))  # what the kernel's header says
+
+
+@pytest.mark.nvcc
+def test_the_chain_compiles_the_trade_outcome_backward_candidate(bench, tmp_path):
+    from audit.load import load_contracts
+
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(_script_candidates()[5])])
+    only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source == TOBWD))
+    cubins = bench.compile_cubins(only, tmp_path, jobs=1)
+    assert list(cubins) == [TOBWD] and b"aux_trade_outcome_backward_fast" in cubins[TOBWD].read_bytes()

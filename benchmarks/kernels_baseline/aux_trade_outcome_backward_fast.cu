@@ -40,11 +40,16 @@
 // Registers: the valid rows' code needs ~96 registers with the shipped kernel's 8-deep float4 W1 unroll; 64 (4 blocks
 // of 256 per SM, for the latency of the label loads and the valid rows to overlap other blocks' stores) fit
 // without spill with a 2-deep unroll (the same fmaf chain per accumulator, so the same bits). Build-time
-// overrides: -DAUX_TO_BWD_FAST_MIN_BLOCKS=2 -DAUX_TO_BWD_FAST_W1_UNROLL=8 (96 registers), =3 / =4 (80).
+// overrides: -DAUX_TO_BWD_FAST_MIN_BLOCKS=2 -DAUX_TO_BWD_FAST_W1_UNROLL=8 (96 registers), =3 / =4 (80);
+// -DAUX_TO_BWD_FAST_ROWS=R (R rows per block, grid ceil_div(B, R): more blocks at small B and dense labels, whose
+// valid rows a block runs one after the other).
 // ptxas (nvcc 13.0, -arch=sm_90 -O3), defaults: 64 registers, 0 bytes spill stores / loads, 0 bytes stack,
 // 5408 bytes static smem (the shipped kernel: 48 registers, no spill, 5152 bytes).
 #include "aux_common.cuh"
 
+#ifndef AUX_TO_BWD_FAST_ROWS
+#define AUX_TO_BWD_FAST_ROWS 32  // rows per block, 1 .. 32 (one bit each in a 32-bit mask); the grid is ceil_div(B, this)
+#endif
 #ifndef AUX_TO_BWD_FAST_MIN_BLOCKS
 #define AUX_TO_BWD_FAST_MIN_BLOCKS 4  // resident blocks per SM: 64 registers at 256 threads
 #endif
@@ -54,7 +59,8 @@
 
 namespace {
 constexpr int kThreads = 256;
-constexpr int kRowsPerBlock = 32;             // one bit per row in a 32-bit mask
+constexpr int kRowsPerBlock = AUX_TO_BWD_FAST_ROWS;  // one bit per row in a 32-bit mask
+static_assert(kRowsPerBlock >= 1 && kRowsPerBlock <= 32, "AUX_TO_BWD_FAST_ROWS must be in [1, 32]");
 constexpr int kQuads = 64;                    // float4 column quads of dh per pass
 constexpr int kJGroups = kThreads / kQuads;  // hidden-unit groups summed in shared memory
 constexpr int kW1Unroll = AUX_TO_BWD_FAST_W1_UNROLL;

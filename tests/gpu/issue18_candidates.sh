@@ -3,16 +3,18 @@
 # CUTLASS candidates launched in place of the shipped kernels. Nothing here writes evidence: a candidate
 # that wins is shipped afterwards (kernels/, contracts, verify on both backends, a full mutation set).
 #
-#   D. the chain against torch.compile + CUDA graph with the CUTLASS candidates in   cap ${CAP_D:-210} s
-#      (trunk forward, weight-gradient partial, both head forwards, next-bar backward); first, since its
-#      verdict is the and a cut-short step after it loses less
+#   D. the chain against torch.compile + CUDA graph with the candidates in           cap ${CAP_D:-210} s
+#      (CUTLASS: trunk forward, weight-gradient partial, both head forwards, next-bar backward; SIMT: the
+#      trade-outcome backward's 32-row blocks); first, since its verdict is the and a cut-short step
+#      after it loses less
 #   A. the weight-gradient partial: shipped SIMT, hand-written 3xTF32 (tc), CUTLASS 3xTF32 (cutlass)
 #      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-100} s
 #   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-65} s
-#   C. the GPU tests of the three candidates                                        cap ${CAP_C:-65} s
+#   C. the GPU tests of the three candidates and of the trade-outcome backward's (bit-equal to the shipped
+#      kernel over its case matrix)                                                  cap ${CAP_C:-80} s
 #   E. the next-bar head backward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build) and torch
-#      at the shipped shape, B = 1 .. 65536, both calls, time at 256 / 4096 / 65536  cap ${CAP_E:-50} s
-#   F. its GPU test: every shape and call of gpu_nb_bwd_cutlass.py at B = 37, 4103, 65536  cap ${CAP_F:-55} s
+#      at the shipped shape, B = 1 .. 65536, both calls, time at 256 / 4096 / 65536  cap ${CAP_E:-45} s
+#   F. its GPU test: every shape and call of gpu_nb_bwd_cutlass.py at B = 37, 4103, 65536  cap ${CAP_F:-45} s
 # The caps sum to 545 s; with 5 s of kill grace each, at most 575 s, inside the device's 590 s. No step of
 # this script has run on a GPU yet, so every cap is an estimate; CAP_A .. CAP_F override them.
 #
@@ -34,6 +36,7 @@ CUT=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu
 TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu
 HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu
 NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu
+TOBWD=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu
 
 # D first: the chain with every candidate in is the verdict; the per-kernel steps after it
 timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( ${CAP_D:-210} - 10 )) \
@@ -42,6 +45,7 @@ timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autot
     --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
+    --candidate "aux_trade_outcome_backward=$TOBWD:aux_trade_outcome_backward_fast;grid=ceil_div(B, 32),1,1;block=256,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
 note "D chain with candidates rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
@@ -55,17 +59,17 @@ timeout -k 5 "${CAP_B:-65}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64
 note "B trunk forward rc=$? at $(elapsed) s"
 tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_C:-65}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
-    tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py >"$OUT/C_tests.log" 2>&1
+timeout -k 5 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
+    tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py tests/gpu/test_to_bwd_fast_gpu.py >"$OUT/C_tests.log" 2>&1
 note "C gpu tests rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_E:-50}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
+timeout -k 5 "${CAP_E:-45}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
     --cases shipped --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
 note "E next-bar backward rc=$? at $(elapsed) s"
 grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_F:-55}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
+timeout -k 5 "${CAP_F:-45}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
 note "F next-bar backward gpu test rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
 
