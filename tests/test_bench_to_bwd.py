@@ -43,7 +43,7 @@ def test_candidate_entry_takes_the_shipped_parameters_and_states_its_geometry(be
     shipped = _signature((REPO / bench.SHIPPED_SOURCE).read_text(), KERNEL)
     assert _signature(src, ENTRY) == shipped and len(shipped) == 18
     assert "grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)" in src
-    assert "constexpr int kRowsPerBlock = 32;" in src and "constexpr int kThreads = 256;" in src
+    assert "constexpr int kRowsPerBlock = AUX_TO_BWD_FAST_ROWS;" in src and "constexpr int kThreads = 256;" in src
     assert set(bench.VARIANTS) == {"fast", "fast_u8", "fast_r16"} and bench.VARIANTS["fast"] == ()
     for define in (*bench.VARIANTS["fast_u8"], *bench.VARIANTS["fast_r16"]):
         assert f"#ifndef {define[2:].split('=')[0]}" in src
