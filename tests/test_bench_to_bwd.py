@@ -265,3 +265,92 @@ def test_the_shipped_chain_with_the_fast_trade_outcome_backward_passes_every_sta
     result = check(bad, ignore=["evidence", "launchers", "GENERATED_STALE"])
     assert [f.rule for f in result.findings] == ["ABI_MISMATCH"]
     assert 'parameter 14 "saxpy_alpha" is a scalar f32' in result.findings[0].message
+
+
+# ---------------------------------------------------------------------------------------------------
+# the skipped-row fills, the candidate's own source compiled for the host
+
+_HOST_SHIM = r"""
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+struct Dim { int x; };
+static Dim threadIdx, blockDim;
+"""
+
+# every thread of a block run one after the other (the fills have no barrier and no thread reads what another
+# writes): X = 0 .. 13 elements per row, 1 .. 32 rows, kept-row masks (none, all, random, sparse), a 16-byte
+# aligned and a misaligned base, 256 and 96 threads; every element of a skipped row must hold the fill value and
+# nothing else (kept rows, before and past the span) may be touched
+_HOST_MAIN = r"""
+int main() {
+    long bad = 0, runs = 0;
+    srand(7);
+    for (int X = 0; X <= 13; ++X)
+    for (int nrows = 1; nrows <= 32; ++nrows)
+    for (int trial = 0; trial < 12; ++trial)
+    for (int off = 0; off < 2; ++off)
+    for (int nt : {256, 96}) {
+        unsigned keep = trial == 0 ? 0u : trial == 1 ? 0xffffffffu : ((unsigned)rand() * 2654435761u) & (trial % 2 ? 0x11111111u : 0xffffffffu);
+        if (nrows < 32) keep &= (1u << nrows) - 1u;
+        std::vector<float> big(nrows * X + 16, -1.0f);
+        float* p = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(big.data()) + 15) & ~uintptr_t(15)) + off;
+        blockDim.x = nt;
+        for (int t = 0; t < nt; ++t) { threadIdx.x = t; fill_skipped_rows(p, X, nrows, keep, 7.0f); }
+        std::vector<float> q(big.size(), -1.0f);
+        float* pw = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(q.data()) + 15) & ~uintptr_t(15)) + off;
+        for (int t = 0; t < nt; ++t) { threadIdx.x = t; fill_skipped_rows_wide(pw, (long long)X, nrows, keep, 7.0f); }
+        ++runs;
+        for (long e = -off; e < nrows * X + 4; ++e) {
+            bool in = e >= 0 && e < (long)nrows * X;
+            float want = (in && !((keep >> (e / (X ? X : 1))) & 1u)) ? 7.0f : -1.0f;
+            if (p[e] != want || pw[e] != want) { if (bad < 10) printf("X=%d nrows=%d keep=%08x off=%d nt=%d e=%ld got %g %g want %g\n", X, nrows, keep, off, nt, e, p[e], pw[e], want); ++bad; }
+        }
+    }
+    printf("runs %ld bad %ld\n", runs, bad);
+    return bad != 0;
+}
+"""
+
+
+def _function(text: str, signature: str) -> str:
+    """The definition (qualifiers to closing brace) of the function whose declaration contains ``signature``."""
+    start = text.rfind("\n", 0, text.index(signature)) + 1
+    depth = 0
+    for k in range(text.index("{", start), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[k], 0)
+        if depth == 0:
+            return text[start : k + 1]
+    raise AssertionError(signature)
+
+
+def _host_fill_program(src: str) -> str:
+    common = (REPO / "kernels" / "aux_common.cuh").read_text()
+    parts = [_function(common, "bool aligned16("), _function(common, "void block_fill("), _function(src, "void fill_skipped_rows("),
+             _function(src, "void fill_skipped_rows_wide(")]  # fmt: skip
+    return _HOST_SHIM + "\n".join(parts) + _HOST_MAIN
+
+
+def _run_host(tmp_path: Path, program: str) -> str:
+    import subprocess
+
+    (tmp_path / "fill.cpp").write_text(program)
+    subprocess.run(["g++", "-O1", "-std=c++17", "-o", str(tmp_path / "fill"), str(tmp_path / "fill.cpp")], check=True, capture_output=True)
+    return subprocess.run([str(tmp_path / "fill")], capture_output=True, text=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no host C++ compiler (g++)")
+def test_the_skipped_row_fills_write_exactly_the_skipped_rows(bench, tmp_path):
+    src = (REPO / bench.CANDIDATE_SOURCE).read_text()
+    out = _run_host(tmp_path, _host_fill_program(src))
+    assert out.strip().splitlines()[-1] == "runs 21504 bad 0", out
+    # the harness sees a wrong row mask in the float4 path
+    broken = src.replace("(2u << rb) - (1u << ra)", "(1u << ra)")
+    assert broken != src
+    (tmp_path / "b").mkdir()
+    assert "bad 0" not in _run_host(tmp_path / "b", _host_fill_program(broken)).strip().splitlines()[-1]
