@@ -20,7 +20,7 @@ and 100 % labels, the shipped shape (SH2 = 256, H = 128, K = 3), NULL partials (
 the achieved store bandwidth (bytes the kernel must store: every row's db1, db2 and dh_s2_aux_out, plus the
 valid rows' accumulator, over the median time).
 
-    python3 benchmarks/gpu_to_bwd.py [--json $OUT/gpu_to_bwd.json]     (on the GPU host: CuPy)
+    python3 benchmarks/gpu_to_bwd.py     (on the GPU host: CuPy; writes $OUT/gpu_to_bwd.json, or --json PATH)
     python3 benchmarks/gpu_to_bwd.py --cpu-check                       (builds both, prints ptxas; no GPU)
 
 Exit 0 when every check holds, 1 when one fails, 2 on a build failure.
@@ -32,6 +32,7 @@ import argparse
 import dataclasses
 import functools
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -364,7 +365,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"candidate builds, of {', '.join(VARIANTS)}")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--replays", type=int, default=50)
-    p.add_argument("--json", help="write the results here")
+    p.add_argument("--json", default=None, help="result path (default $OUT/gpu_to_bwd.json when $OUT is set)")
     p.add_argument("--cpu-check", action="store_true", help="build both kernels and print ptxas; no GPU")
     args = p.parse_args(argv)
     args.variants = [v for v in args.variants.split(",") if v]
@@ -417,8 +418,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{tag} {row[tag]['median_us']:8.1f} us ({row[tag]['store_GBps']:6.0f} GB/s)" for tag in ["shipped", *args.variants])
                 + "".join(f"; x{row['shipped']['median_us'] / row[tag]['median_us']:.2f} {tag}" for tag in args.variants))  # fmt: skip
     results["timing"] = timed
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1, default=str))
+    path = args.json or (str(Path(os.environ["OUT"]) / "gpu_to_bwd.json") if os.environ.get("OUT") else None)
+    if path:
+        Path(path).write_text(json.dumps(results, indent=1, default=str))
     return 1 if failed else 0
 
 
