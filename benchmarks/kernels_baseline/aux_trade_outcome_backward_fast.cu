@@ -3,7 +3,8 @@
 // contracts/kernels/aux_trade_outcome.toml) with the mostly-skipped grid made store-bound instead of
 // latency-bound. Entry aux_trade_outcome_backward_fast: the shipped entry's parameters (same order and types)
 // and semantics, and its valid-row arithmetic operation for operation (the same fmaf chains, the same in-order
-// sums): every output is bit-equal to the shipped kernel's.
+// sums), so every output should be bit-equal to the shipped kernel's (what tests/gpu/test_to_bwd_fast_gpu.py checks;
+// not yet run on a GPU).
 //
 // For a valid row b (0 <= labels[b] < K and B_valid = valid_count[0] > 0):
 //   dl[k]                  = (probs[b, k] - [k == labels[b]]) / B_valid
