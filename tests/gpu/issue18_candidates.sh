@@ -33,9 +33,12 @@ python3 -c 'import cutlass_library, os; print("cutlass headers:", os.path.dirnam
 
 TC=benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu
 CUT=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu
-TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu
-HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu
-NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass.cu
+# RN=1: step D launches the round-to-nearest split builds of the CUTLASS forwards and next-bar backward
+# (the *_rn.cu files) instead of the truncating ones
+R=${RN:+_rn}
+TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass$R.cu
+HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass$R.cu
+NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass$R.cu
 TOBWD=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu
 
 # D first: the chain with every candidate in is the issue's verdict; the per-kernel steps after it
@@ -47,7 +50,7 @@ timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autot
     --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
     --candidate "aux_trade_outcome_backward=$TOBWD:aux_trade_outcome_backward_fast;grid=ceil_div(B, 32),1,1;block=256,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
-note "D chain with candidates rc=$? at $(elapsed) s"
+note "D chain with candidates${RN:+ (RN split)} rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
 timeout -k 5 "${CAP_A:-100}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
     --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
