@@ -53,6 +53,7 @@ import json
 import math
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
@@ -504,11 +505,23 @@ def with_candidates(cs, candidates: list[Candidate]):
     return dataclasses.replace(cs, kernels=tuple(kernels))
 
 
+def _includes_cutlass(path: Path, seen: set[Path] | None = None) -> bool:
+    """Whether ``path`` includes CUTLASS or CuTe, itself or through a quoted include next to it (a wrapper
+    such as kernels_baseline/*_rn.cu that sets a macro and includes the kernel's source)."""
+    seen = set() if seen is None else seen
+    if path in seen or not path.is_file():
+        return False
+    seen.add(path)
+    text = path.read_text(errors="replace")
+    if "<cutlass/" in text or '"cutlass/' in text or "<cute/" in text:
+        return True
+    return any(_includes_cutlass(path.parent / m, seen) for m in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M))
+
+
 def nvcc_command(src: str, cubin: Path) -> list[str]:
     """nvcc for one source; a source that includes CUTLASS (a --candidate) also gets its headers."""
     cmd = ["nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-I", "kernels"]
-    text = (REPO / src).read_text(errors="replace")
-    if "<cutlass/" in text or '"cutlass/' in text or "<cute/" in text:
+    if _includes_cutlass(REPO / src):
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from gpu_fwd_cutlass import cutlass_include
 

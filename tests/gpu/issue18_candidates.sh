@@ -41,38 +41,42 @@ HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass$R.cu
 NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass$R.cu
 TOBWD=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu
 
+# STEPS (default DABCEF) picks the steps to run, in this order
+STEPS=${STEPS:-DABCEF}
+step() { case $STEPS in *"$1"*) return 0 ;; *) return 1 ;; esac; }
+
 # D first: the chain with every candidate in is the verdict; the per-kernel steps after it
-timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( ${CAP_D:-210} - 10 )) \
+step D && timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( ${CAP_D:-210} - 10 )) \
     --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1" \
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
     --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
     --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
     --candidate "aux_trade_outcome_backward=$TOBWD:aux_trade_outcome_backward_fast;grid=ceil_div(B, 32),1,1;block=256,1,1" \
-    --json "$OUT/gpu_chain_vs_torch.candidates.json" >"$OUT/D_chain.log" 2>&1
+    --json "$OUT/gpu_chain_vs_torch.candidates$R.json" >"$OUT/D_chain$R.log" 2>&1
 note "D chain with candidates${RN:+ (RN split)} rc=$? at $(elapsed) s"
-grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain.log" >>"$SUMMARY"
-timeout -k 5 "${CAP_A:-100}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
+grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain$R.log" >>"$SUMMARY"
+step A && timeout -k 5 "${CAP_A:-100}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
     --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
 note "A wgrad partial rc=$? at $(elapsed) s"
 grep -E "B=(4096|65536):|FAIL|failing" "$OUT/A_wgrad.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_B:-65}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
+step B && timeout -k 5 "${CAP_B:-65}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
     >"$OUT/B_fwd.log" 2>&1
 note "B trunk forward rc=$? at $(elapsed) s"
 tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
+step C && timeout -k 5 "${CAP_C:-80}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_wgrad_tc_gpu.py \
     tests/gpu/test_wgrad_cutlass_gpu.py tests/gpu/test_trunk_cutlass_gpu.py tests/gpu/test_to_bwd_fast_gpu.py >"$OUT/C_tests.log" 2>&1
 note "C gpu tests rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/C_tests.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_E:-45}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
+step E && timeout -k 5 "${CAP_E:-45}" python3 benchmarks/gpu_nb_bwd_cutlass.py --tiles 32x128x16_32x32_4,32x128x16_32x32_4_rn \
     --cases shipped --json "$OUT/gpu_nb_bwd_cutlass.json" >"$OUT/E_nb_bwd.log" 2>&1
 note "E next-bar backward rc=$? at $(elapsed) s"
 grep -E "built |FAIL|ERROR|^  B= *[0-9]+:|^candidate" "$OUT/E_nb_bwd.log" >>"$SUMMARY"
 
-timeout -k 5 "${CAP_F:-45}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
+step F && timeout -k 5 "${CAP_F:-45}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_nb_bwd_cutlass_gpu.py >"$OUT/F_test.log" 2>&1
 note "F next-bar backward gpu test rc=$? at $(elapsed) s"
 tail -n 8 "$OUT/F_test.log" >>"$SUMMARY"
 
