@@ -290,17 +290,25 @@ class Runner:
         return shipped_geometry(self.cs, case) if tag == "shipped" else candidate_geometry(case.B, tag)
 
     def device(self, case: Case, host: dict[str, np.ndarray]) -> dict:
-        """Fresh device copies of every array (one float past 16-byte alignment on a misaligned case)."""
+        """Fresh device copies of every array (one float past 16-byte alignment on a misaligned case), complete
+        when this returns. CuPy's host-to-device copies (``cp.asarray``: a pinned staging buffer and
+        ``cudaMemcpyAsync``; ``d[...] = ...``: a kernel) are asynchronous on the *current* stream, and
+        ``self.stream`` is non-blocking (it does not wait for the legacy default stream): so every copy is made on
+        ``self.stream``, and the stream is synchronised. (Copies left on the default stream let the kernels start
+        before their inputs and poisoned outputs had arrived, and the late poison then overwrote what they had
+        written: the H200 run of 5 December, 70 of 201 cases, the shipped kernel's too.)"""
         cp = self.cp
         dev = {}
-        for name, a in host.items():
-            if case.misaligned and a.dtype == np.float32:
-                buf = cp.empty(a.size + 1, np.float32)
-                d = buf[1:].reshape(a.shape)
-                d[...] = cp.asarray(a)
-            else:
-                d = cp.asarray(a)
-            dev[name] = d
+        with self.stream:
+            for name, a in host.items():
+                if case.misaligned and a.dtype == np.float32:
+                    buf = cp.empty(a.size + 1, np.float32)
+                    d = buf[1:].reshape(a.shape)
+                    d[...] = cp.asarray(a)
+                else:
+                    d = cp.asarray(a)
+                dev[name] = d
+        self.stream.synchronize()
         return dev
 
     def args(self, case: Case, dev: dict) -> tuple:
@@ -314,7 +322,8 @@ class Runner:
         grid, block = self.geometry(tag, case)
         self.fn[tag](grid, block, self.args(case, dev), stream=self.stream)
         self.stream.synchronize()
-        return {name: self.cp.asnumpy(dev[name]) for name in (*OUTPUTS, ACCUM) if name in dev}
+        with self.stream:  # the copies back on the launch stream too
+            return {name: self.cp.asnumpy(dev[name]) for name in (*OUTPUTS, ACCUM) if name in dev}
 
     def time(self, tag: str, case: Case, host: dict[str, np.ndarray]) -> dict:
         dev = self.device(case, host)
