@@ -2,7 +2,9 @@
 (``kernels/aux_trade_outcome_backward_kernel.cu``, 8 rows per block one after the other, each behind its own
 label load) against the candidate ``benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu`` (32 rows per
 block: the labels loaded at once, the skipped rows' outputs filled span-wise, the few valid rows by the shipped
-per-row code). Issue 18; nothing here is shipped.
+per-row code; build-time overrides for the ``fast_u8`` / ``fast_r16`` builds) and its contract-ready copy
+``kernels/aux_trade_outcome_backward_fast_kernel.cu`` (build ``ship``: the same code with the defaults as
+constants, no overrides; what a contract would point at). Issue 18.
 
 Correctness (the candidate must be BIT-EQUAL to the shipped kernel): every case runs both kernels on the same
 inputs, into outputs poisoned with a NaN pattern and followed by ``GUARD_ROWS`` guard rows, and checks
@@ -47,7 +49,9 @@ from audit.load import load_contracts  # noqa: E402
 
 KERNEL = "aux_trade_outcome_backward"  # the shipped kernel (and its contract)
 SHIPPED_SOURCE = "kernels/aux_trade_outcome_backward_kernel.cu"
+SHIPPED_ROWS_PER_BLOCK = 8  # its header: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1)
 CANDIDATE_SOURCE = "benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu"
+SHIP_SOURCE = "kernels/aux_trade_outcome_backward_fast_kernel.cu"  # the contract-ready copy (same entry)
 CANDIDATE = "aux_trade_outcome_backward_fast"
 ROWS_PER_BLOCK = 32  # the candidate's header: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)
 THREADS = 256
@@ -56,7 +60,13 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "fast": (),
     "fast_u8": ("-DAUX_TO_BWD_FAST_MIN_BLOCKS=2", "-DAUX_TO_BWD_FAST_W1_UNROLL=8"),  # the shipped 8-deep W1 unroll, 96 registers
     "fast_r16": ("-DAUX_TO_BWD_FAST_ROWS=16",),  # 16 rows per block: twice the blocks
+    "ship": (),  # SHIP_SOURCE, as a contract builds it
 }
+
+
+def source_of(tag: str) -> str:
+    """The source a candidate build compiles."""
+    return SHIP_SOURCE if tag == "ship" else CANDIDATE_SOURCE
 SIZES = (1, 37, 300, 4103, 65536)
 TIME_SIZES = (256, 4096, 65536)
 TIME_DENSITIES = (0.03, 1.0)
@@ -87,8 +97,12 @@ def candidate_geometry(B: int, tag: str = "fast") -> tuple[tuple[int, int, int],
 
 
 def shipped_geometry(cs, case: Case) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shipped kernel's launch, from its contract's grid and block expressions."""
+    """The 8-row kernel's launch: its contract's grid and block expressions while the contract names its source;
+    once the contract points at another source (the 32-row kernel shipped), the 8-row kernel stays this
+    benchmark's reference and keeps its own launch, ceil_div(B, 8) blocks of 256 threads."""
     k = cs.kernel_map[KERNEL]
+    if k.source != SHIPPED_SOURCE:
+        return (ceil_div(case.B, SHIPPED_ROWS_PER_BLOCK), 1, 1), (THREADS, 1, 1)
     env = {"B": case.B, "SH2": case.SH2, "H": case.H, "K": case.K}
     return (tuple(int(e.evaluate(env, cs.slot_indices)) for e in k.grid), tuple(int(e.evaluate(env, cs.slot_indices)) for e in k.block))
 
@@ -353,7 +367,7 @@ def build(out_dir: Path, tags: list[str]) -> tuple[dict[str, Path], dict[str, st
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = {"shipped": [*NVCC, "-Xptxas", "-v", "-o", str(out_dir / "shipped.cubin"), SHIPPED_SOURCE]}
     for tag in tags:
-        jobs[tag] = [*NVCC, "-Xptxas", "-v", *VARIANTS[tag], "-o", str(out_dir / f"{tag}.cubin"), CANDIDATE_SOURCE]
+        jobs[tag] = [*NVCC, "-Xptxas", "-v", *VARIANTS[tag], "-o", str(out_dir / f"{tag}.cubin"), source_of(tag)]
     return compile_jobs(jobs)
 
 
@@ -392,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         print(f"gpu_to_bwd: {exc}", file=sys.stderr)
         return 2
-    results: dict = {"kernel": KERNEL, "candidate": CANDIDATE_SOURCE, "chain_spec": chain_spec(), "ptxas": ptxas}
+    results: dict = {"kernel": KERNEL, "candidate": CANDIDATE_SOURCE, "ship": SHIP_SOURCE, "chain_spec": chain_spec(), "ptxas": ptxas}
     if args.cpu_check:
         for tag, line in ptxas.items():
             print(f"{tag}: {line}")

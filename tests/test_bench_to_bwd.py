@@ -44,7 +44,8 @@ def test_candidate_entry_takes_the_shipped_parameters_and_states_its_geometry(be
     assert _signature(src, ENTRY) == shipped and len(shipped) == 18
     assert "grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)" in src
     assert "constexpr int kRowsPerBlock = AUX_TO_BWD_FAST_ROWS;" in src and "constexpr int kThreads = 256;" in src
-    assert set(bench.VARIANTS) == {"fast", "fast_u8", "fast_r16"} and bench.VARIANTS["fast"] == ()
+    assert set(bench.VARIANTS) == {"fast", "fast_u8", "fast_r16", "ship"} and bench.VARIANTS["fast"] == bench.VARIANTS["ship"] == ()
+    assert bench.source_of("fast_r16") == bench.CANDIDATE_SOURCE and bench.source_of("ship") == bench.SHIP_SOURCE
     for define in (*bench.VARIANTS["fast_u8"], *bench.VARIANTS["fast_r16"]):
         assert f"#ifndef {define[2:].split('=')[0]}" in src
     assert "#define AUX_TO_BWD_FAST_ROWS 32" in src
@@ -60,6 +61,47 @@ def test_geometry_and_chain_spec(bench, cs, monkeypatch):
 
     c = chain.Candidate.parse(bench.chain_spec())
     assert [e.evaluate({"B": 65536}, {}) for e in c.grid] == [2048, 1, 1] and [e.evaluate({}, {}) for e in c.block] == [256, 1, 1]
+
+
+def test_the_reference_keeps_its_own_launch_once_the_contract_ships_the_32_row_kernel(bench, tmp_path):
+    """After SHIP_CONTRACT_EDITS the contract's grid is ceil_div(B, 32): the 8-row kernel (still this benchmark's
+    bit-equality reference) must keep ceil_div(B, 8), or 3 of every 4 of its rows would go unwritten."""
+    shipped_src = (REPO / bench.SHIPPED_SOURCE).read_text()
+    assert "constexpr int kRowsPerBlock = 8;" in shipped_src and bench.SHIPPED_ROWS_PER_BLOCK == 8
+    root = tmp_path / "p"
+    for part in ("contracts", "kernels"):
+        shutil.copytree(REPO / part, root / part)
+    path = root / "contracts" / "kernels" / "aux_trade_outcome.toml"
+    t = path.read_text()
+    for old, new in SHIP_CONTRACT_EDITS:
+        t = t.replace(old, new)
+    path.write_text(t)
+    swapped = load_contracts(root / "contracts", root)
+    assert [str(e) for e in swapped.kernel_map[KERNEL].grid][0].replace(" ", "") == "ceil_div(B,32)"
+    for B in (1, 37, 4103, 65536):
+        assert bench.shipped_geometry(swapped, bench.Case(B, 0.03)) == ((-(-B // 8), 1, 1), (256, 1, 1))
+
+
+def _code(text: str) -> str:
+    """The text from the first function on, without comments, whitespace-normalised."""
+    text = text[text.index("__device__ __forceinline__ void fill_skipped_rows(") :]
+    text = re.sub(r"//[^\n]*", "", text)
+    return " ".join(text.split())
+
+
+def test_the_contract_ready_kernel_is_the_candidate_with_its_defaults_fixed(bench):
+    """kernels/aux_trade_outcome_backward_fast_kernel.cu (what a contract points at) runs the candidate's code
+    token for token, with the candidate's build-time defaults as constants and no override left."""
+    cand = (REPO / bench.CANDIDATE_SOURCE).read_text()
+    ship = (REPO / bench.SHIP_SOURCE).read_text()
+    assert _code(ship) == _code(cand).replace("__launch_bounds__(kThreads, AUX_TO_BWD_FAST_MIN_BLOCKS)", "__launch_bounds__(kThreads, kMinBlocks)")
+    for macro, const in (("AUX_TO_BWD_FAST_ROWS", "kRowsPerBlock"), ("AUX_TO_BWD_FAST_MIN_BLOCKS", "kMinBlocks"),
+                         ("AUX_TO_BWD_FAST_W1_UNROLL", "kW1Unroll")):  # fmt: skip
+        default = re.search(rf"#define {macro} (\d+)", cand)[1]
+        assert re.search(rf"constexpr int {const} = {default};", ship), const
+        assert macro not in ship
+    assert _signature(ship, ENTRY) == _signature((REPO / bench.SHIPPED_SOURCE).read_text(), KERNEL)
+    assert "// Launch: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)" in ship and "CANDIDATE" not in ship
 
 
 def test_the_cases_cover_the_matrix(bench):
@@ -274,9 +316,9 @@ def test_host_logic_passes_a_right_candidate(bench, monkeypatch, tmp_path):
     assert data["correctness"]["cases"] == len(bench.cases((1, 37, 300)))
     (t3, t100) = data["timing"]
     assert (t3["B"], t3["density"], t100["density"]) == (256, 0.03, 1.0) and t3["n_valid"] == 8 and t100["n_valid"] == 256
-    for tag in ("shipped", "fast", "fast_u8", "fast_r16"):
+    for tag in ("shipped", "fast", "fast_u8", "fast_r16", "ship"):
         assert t3[tag]["median_us"] > 0 and t3[tag]["store_GBps"] == pytest.approx(t3["stored_bytes"] / t3[tag]["median_us"] / 1e3)
-    assert t3["shipped"]["grid"] == [32, 1, 1] and t3["fast"]["grid"] == [8, 1, 1] and t3["fast_r16"]["grid"] == [16, 1, 1]
+    assert t3["shipped"]["grid"] == [32, 1, 1] and t3["fast"]["grid"] == t3["ship"]["grid"] == [8, 1, 1] and t3["fast_r16"]["grid"] == [16, 1, 1]
     assert data["chain_spec"] == bench.chain_spec()
 
 
@@ -317,7 +359,7 @@ def test_bit_mismatches_counts_nan_payloads(bench):
 def test_unknown_variant_is_refused(bench, capsys):
     with pytest.raises(SystemExit) as e:
         bench.parse_args(["--variants", "fast,slow"])
-    assert e.value.code == 2 and "--variants: slow not among fast, fast_u8, fast_r16" in capsys.readouterr().err
+    assert e.value.code == 2 and "--variants: slow not among fast, fast_u8, fast_r16, ship" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -332,6 +374,17 @@ def test_cpu_check_builds_both_without_spill(bench, capsys):
     assert f"fast: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
     assert f"fast_u8: {ENTRY}: 96 registers, 0 bytes spill stores, 0 bytes spill loads" in out
     assert f"fast_r16: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads" in out
+    assert f"ship: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
+
+
+# The contract change that ships the 32-row kernel (kernels/aux_trade_outcome_backward_fast_kernel.cu): its source,
+# entry and grid in contracts/kernels/aux_trade_outcome.toml's aux_trade_outcome_backward, nothing else (the
+# parameters, the mask, the verify dims stay). Applied here to a copy of the project.
+SHIP_CONTRACT_EDITS = (
+    ('source = "kernels/aux_trade_outcome_backward_kernel.cu"\nentry = "aux_trade_outcome_backward"\n',
+     'source = "kernels/aux_trade_outcome_backward_fast_kernel.cu"\nentry = "aux_trade_outcome_backward_fast"\n'),
+    ('grid = ["ceil_div(B, 8)", 1, 1]\nblock = [256, 1, 1]\n', 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [256, 1, 1]\n'),
+)
 
 
 def _swapped_project(tmp_path: Path, source_edit=None) -> Path:
@@ -339,25 +392,26 @@ def _swapped_project(tmp_path: Path, source_edit=None) -> Path:
     for part in ("contracts", "kernels", "audit/references", "reports"):
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    text = (REPO / "benchmarks" / "kernels_baseline" / "aux_trade_outcome_backward_fast.cu").read_text()
-    (root / "kernels" / "aux_trade_outcome_backward_fast.cu").write_text(source_edit(text) if source_edit else text)
+    if source_edit:
+        ship = root / "kernels" / "aux_trade_outcome_backward_fast_kernel.cu"
+        ship.write_text(source_edit(ship.read_text()))
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace("[tool.wireup]\n", '[tool.wireup]\ncache = "build-cache"\n', 1))
     path = root / "contracts" / "kernels" / "aux_trade_outcome.toml"
     t = path.read_text()
-    old = f'source = "kernels/aux_trade_outcome_backward_kernel.cu"\nentry = "{KERNEL}"\n'
-    grid = 'grid = ["ceil_div(B, 8)", 1, 1]\nblock = [256, 1, 1]'
-    assert t.count(old) == 1 and t.count(grid) == 1
-    t = t.replace(old, f'source = "kernels/aux_trade_outcome_backward_fast.cu"\nentry = "{ENTRY}"\n')
-    path.write_text(t.replace(grid, 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [256, 1, 1]'))
+    for old, new in SHIP_CONTRACT_EDITS:
+        assert t.count(old) == 1, old
+        t = t.replace(old, new)
+    path.write_text(t)
     return root
 
 
 @pytest.mark.nvcc
 def test_the_shipped_chain_with_the_fast_trade_outcome_backward_passes_every_static_rule(tmp_path):
-    """The trade-outcome head backward swapped for the candidate (contract pointed at its source, entry and grid
-    ceil_div(B, 32)): the build, the ABI and resource checks and the source analyses find nothing to report; the
-    same swap with a wrong parameter type is an ABI finding (the check sees the candidate)."""
+    """The trade-outcome head backward swapped for the contract-ready 32-row kernel (SHIP_CONTRACT_EDITS: the
+    contract pointed at its source, entry and grid ceil_div(B, 32)): the build, the ABI and resource checks and the
+    source analyses find nothing to report; the same swap with a wrong parameter type is an ABI finding (the check
+    sees the new kernel)."""
     from audit.api import check
 
     result = check(_swapped_project(tmp_path / "good"), ignore=["evidence", "launchers", "GENERATED_STALE"])
@@ -535,7 +589,7 @@ def _simt_runner(bench, monkeypatch, simt_dir, candidate_source=None, variants=N
     variants = variants or list(bench.VARIANTS)
     kernels = {("shipped", KERNEL): host_simt.Kernel(host_simt.build(bench.SHIPPED_SOURCE, KERNEL, simt_dir))}
     for tag in variants:
-        kernels[(tag, ENTRY)] = host_simt.Kernel(host_simt.build(candidate_source or bench.CANDIDATE_SOURCE, ENTRY, simt_dir, bench.VARIANTS[tag]))
+        kernels[(tag, ENTRY)] = host_simt.Kernel(host_simt.build(candidate_source or bench.source_of(tag), ENTRY, simt_dir, bench.VARIANTS[tag]))
     monkeypatch.setitem(sys.modules, "cupy", _stream_cupy({k: (lambda g, b, a, k=k: kernels[k](g, b, a)) for k in kernels}))
     runner = bench.Runner(load_contracts(REPO / "contracts", REPO), {t: Path(t) for t in ("shipped", *variants)})
     return runner, kernels
