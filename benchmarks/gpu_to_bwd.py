@@ -3,8 +3,8 @@
 label load) against the candidate ``benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu`` (32 rows per
 block: the labels loaded at once, the skipped rows' outputs filled span-wise, the few valid rows by the shipped
 per-row code; build-time overrides for the ``fast_u8`` / ``fast_r16`` builds) and its contract-ready copy
-``kernels/aux_trade_outcome_backward_fast_kernel.cu`` (build ``ship``: the same code with the defaults as
-constants, no overrides; what a contract would point at). Issue 18.
+``aux_trade_outcome_backward_fast_kernel.cu`` (build ``ship``: the same code with the defaults as constants, no
+overrides; in benchmarks/kernels_baseline/ until a contract points at it from kernels/). Issue 18.
 
 Correctness (the candidate must be BIT-EQUAL to the shipped kernel): every case runs both kernels on the same
 inputs, into outputs poisoned with a NaN pattern and followed by ``GUARD_ROWS`` guard rows, and checks
@@ -48,10 +48,18 @@ from gpu_wgrad_tc import NVCC, REPO, ceil_div, environment, graph_time, log  # n
 from audit.load import load_contracts  # noqa: E402
 
 KERNEL = "aux_trade_outcome_backward"  # the shipped kernel (and its contract)
-SHIPPED_SOURCE = "kernels/aux_trade_outcome_backward_kernel.cu"
+
+
+def _where(name: str) -> str:
+    """kernels/NAME while it is there, else benchmarks/kernels_baseline/NAME: shipping the 32-row kernel moves it
+    into kernels/ and the 8-row one out (kernels/ holds the contracted kernels), and this benchmark keeps both."""
+    return f"kernels/{name}" if (REPO / "kernels" / name).is_file() else f"benchmarks/kernels_baseline/{name}"
+
+
+SHIPPED_SOURCE = _where("aux_trade_outcome_backward_kernel.cu")  # the 8-row kernel, the bit-equality reference
 SHIPPED_ROWS_PER_BLOCK = 8  # its header: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1)
 CANDIDATE_SOURCE = "benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu"
-SHIP_SOURCE = "kernels/aux_trade_outcome_backward_fast_kernel.cu"  # the contract-ready copy (same entry)
+SHIP_SOURCE = _where("aux_trade_outcome_backward_fast_kernel.cu")  # the contract-ready copy (same entry)
 CANDIDATE = "aux_trade_outcome_backward_fast"
 ROWS_PER_BLOCK = 32  # the candidate's header: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)
 THREADS = 256

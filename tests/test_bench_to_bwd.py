@@ -68,14 +68,7 @@ def test_the_reference_keeps_its_own_launch_once_the_contract_ships_the_32_row_k
     bit-equality reference) must keep ceil_div(B, 8), or 3 of every 4 of its rows would go unwritten."""
     shipped_src = (REPO / bench.SHIPPED_SOURCE).read_text()
     assert "constexpr int kRowsPerBlock = 8;" in shipped_src and bench.SHIPPED_ROWS_PER_BLOCK == 8
-    root = tmp_path / "p"
-    for part in ("contracts", "kernels"):
-        shutil.copytree(REPO / part, root / part)
-    path = root / "contracts" / "kernels" / "aux_trade_outcome.toml"
-    t = path.read_text()
-    for old, new in SHIP_CONTRACT_EDITS:
-        t = t.replace(old, new)
-    path.write_text(t)
+    root = _shipped_tree(tmp_path / "p", ("contracts", "kernels"))
     swapped = load_contracts(root / "contracts", root)
     assert [str(e) for e in swapped.kernel_map[KERNEL].grid][0].replace(" ", "") == "ceil_div(B,32)"
     for B in (1, 37, 4103, 65536):
@@ -377,9 +370,12 @@ def test_cpu_check_builds_both_without_spill(bench, capsys):
     assert f"ship: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
 
 
-# The contract change that ships the 32-row kernel (kernels/aux_trade_outcome_backward_fast_kernel.cu): its source,
-# entry and grid in contracts/kernels/aux_trade_outcome.toml's aux_trade_outcome_backward, nothing else (the
-# parameters, the mask, the verify dims stay). Applied here to a copy of the project.
+# Shipping the 32-row kernel: the contract-ready file moves into kernels/ and the 8-row one out of it (kernels/
+# holds the contracted kernels; the 8-row one stays gpu_to_bwd.py's reference in benchmarks/kernels_baseline/),
+# and the contract of aux_trade_outcome_backward (contracts/kernels/aux_trade_outcome.toml) takes the new source,
+# entry and grid, nothing else (the parameters, the mask, the verify dims stay). Applied to a copy of the project.
+SHIP_MOVES = (("benchmarks/kernels_baseline/aux_trade_outcome_backward_fast_kernel.cu", "kernels/aux_trade_outcome_backward_fast_kernel.cu"),
+              ("kernels/aux_trade_outcome_backward_kernel.cu", "benchmarks/kernels_baseline/aux_trade_outcome_backward_kernel.cu"))  # fmt: skip
 SHIP_CONTRACT_EDITS = (
     ('source = "kernels/aux_trade_outcome_backward_kernel.cu"\nentry = "aux_trade_outcome_backward"\n',
      'source = "kernels/aux_trade_outcome_backward_fast_kernel.cu"\nentry = "aux_trade_outcome_backward_fast"\n'),
@@ -387,22 +383,30 @@ SHIP_CONTRACT_EDITS = (
 )
 
 
-def _swapped_project(tmp_path: Path, source_edit=None) -> Path:
-    root = tmp_path / "p"
-    for part in ("contracts", "kernels", "audit/references", "reports"):
+def _shipped_tree(root: Path, parts=("contracts", "kernels", "audit/references", "reports"), source_edit=None) -> Path:
+    """A copy of the project's ``parts`` with SHIP_MOVES and SHIP_CONTRACT_EDITS applied (``source_edit`` on the new kernel)."""
+    for part in parts:
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    if source_edit:
-        ship = root / "kernels" / "aux_trade_outcome_backward_fast_kernel.cu"
-        ship.write_text(source_edit(ship.read_text()))
-    pyproject = root / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace("[tool.wireup]\n", '[tool.wireup]\ncache = "build-cache"\n', 1))
+    for src, dst in SHIP_MOVES:
+        text = (REPO / src).read_text()
+        (root / dst).parent.mkdir(parents=True, exist_ok=True)
+        (root / dst).write_text(source_edit(text) if source_edit and dst.startswith("kernels/") else text)
+        (root / src).unlink(missing_ok=True)
     path = root / "contracts" / "kernels" / "aux_trade_outcome.toml"
     t = path.read_text()
     for old, new in SHIP_CONTRACT_EDITS:
         assert t.count(old) == 1, old
         t = t.replace(old, new)
     path.write_text(t)
+    return root
+
+
+def _swapped_project(tmp_path: Path, source_edit=None) -> Path:
+    root = _shipped_tree(tmp_path / "p", source_edit=source_edit)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("[tool.wireup]\n", '[tool.wireup]\ncache = "build-cache"\n', 1))
+    assert sorted(p.name for p in (root / "kernels").glob("aux_trade_outcome_backward*")) == ["aux_trade_outcome_backward_fast_kernel.cu"]
     return root
 
 

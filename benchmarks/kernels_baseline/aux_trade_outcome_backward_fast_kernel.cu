@@ -1,7 +1,8 @@
 // Trade-outcome head backward (phase A5): sparse softmax-CE back through Linear -> ELU -> Linear, 32 rows per
-// block. The same parameters, semantics and valid-row arithmetic as kernels/aux_trade_outcome_backward_kernel.cu
-// (8 rows per block, each behind its own label load), whose outputs it reproduces bit for bit
-// (benchmarks/gpu_to_bwd.py; issue 18, docs/benchmarks.md 4h).
+// block. The same parameters, semantics and valid-row arithmetic as aux_trade_outcome_backward_kernel.cu (8 rows
+// per block, each behind its own label load), whose outputs it reproduces bit for bit (benchmarks/gpu_to_bwd.py;
+// issue 18, docs/benchmarks.md 4h). Contract-ready: it moves to kernels/ when the contract of
+// aux_trade_outcome_backward points at it (source, entry aux_trade_outcome_backward_fast, grid ceil_div(B, 32)).
 //
 // For a valid row b (0 <= labels[b] < K and B_valid = valid_count[0] > 0):
 //   dl[k]                  = (probs[b, k] - [k == labels[b]]) / B_valid          (d loss / d logits)
