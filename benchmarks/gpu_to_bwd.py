@@ -75,6 +75,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 def source_of(tag: str) -> str:
     """The source a candidate build compiles."""
     return SHIP_SOURCE if tag == "ship" else CANDIDATE_SOURCE
+
+
 SIZES = (1, 37, 300, 4103, 65536)
 TIME_SIZES = (256, 4096, 65536)
 TIME_DENSITIES = (0.03, 1.0)
