@@ -52,8 +52,12 @@ KERNELS = {
         "62c19dff23dbf80e5bef1418e82aeff09997b84f10b3cf89c8a228580b5d5c17",
     ),
     "aux_next_bar_backward": (
-        "c29b6328cf20100df999ea57d939fdb28fe453a7ce4c843480211436fb0f529d",
+        "1a5c03e3b53f1827b807b14a83b838a0de204f9706cd23196a9588520b2ea81f",
         "b271ae76336e1873bb30f1606e147a79b450157d621d60672b25e9db283546ce",
+    ),
+    "aux_next_bar_backward_store": (
+        "1a5c03e3b53f1827b807b14a83b838a0de204f9706cd23196a9588520b2ea81f",
+        "7203630113622746c8eb6598238928933056aae8315ef1f95947a6a25b25da53",
     ),
     "aux_param_grad_reduce": (
         "e2c43ab932d184aaabb083612c7bd671eee919da9bad9ae9c5c2f676628dd34b",
@@ -102,12 +106,12 @@ SCHEDULES = {
         "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "4d9fc0a8ccccad27a33872110018066ecfd02709a14779693e7698e87bf554f5",
+        "a8a110527a98c01f1f0deb650f3f0a8b23588483d741442cefe3f861da011e99",
         "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
     ),
     "aux_heads_backward_fused": (
-        "7b4cd3cc51739c822021dbf7d9cc348b8ad69be2758b2a262fe9cfc887abb861",
-        "fdd38c8185671bcb0589034babc1e60e111db33a5fb79ca08910672f1d20c711",
+        "958ab53fe83cc9abb04f53d030185f634f6e2cb89f9f597ffb6d38eb3f489abf",
+        "84e932242ba2a8e0f39ba88ba3c04c2e70b0604f626dd15252c3f3fc5f15bb77",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
