@@ -115,7 +115,15 @@ def _script_candidates() -> list[str]:
 
     text = SCRIPT.read_text()
     env = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)$", text, re.M))
-    return [re.sub(r"\$(\w+)", lambda m: env[m[1]], spec) for spec in re.findall(r'--candidate "([^"]+)"', text)]
+    # ${VAR:+word} of a variable the caller did not set (RN: the split builds) expands to nothing
+    env = {k: re.sub(r"\$\{\w+:\+[^}]*\}", "", v) for k, v in env.items()}
+
+    def expand(spec: str) -> str:
+        while "$" in spec:
+            spec = re.sub(r"\$(\w+)", lambda m: env[m[1]], spec)
+        return spec
+
+    return [expand(spec) for spec in re.findall(r'--candidate "([^"]+)"', text)]
 
 
 def test_the_device_script_launches_both_head_forward_candidates_at_their_geometry(bench, monkeypatch):
@@ -183,7 +191,8 @@ def test_the_device_script_launches_the_next_bar_backward_candidate_at_its_geome
     assert (k.source, k.symbol, k.params) == (NBBWD, "aux_next_bar_backward_cutlass", cs.kernel_map["aux_next_bar_backward"].params)
     for B, grid in ((65536, (2048, 1, 1)), (4103, (129, 1, 1)), (37, (2, 1, 1))):
         csB = bench.contracts_at(swapped, B)
-        for schedules in ((bench.FORWARD, bench.FUSED), (bench.FORWARD, bench.PARTIALS)):
+        # the fused path launches aux_next_bar_backward_store (the accumulator's first writer), not this kernel
+        for schedules in ((bench.FORWARD, bench.PARTIALS),):
             (op,) = [op for op in bench.build_plan(csB, bench.Wiring(csB), schedules, 1) if op.name == "aux_next_bar_backward"]
             assert (op.grid, op.block, op.kernel.source) == (grid, (128, 1, 1), NBBWD), (B, schedules)
     assert nb_bench.cutlass_geometry(65536) == ((2048, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults

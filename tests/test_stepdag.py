@@ -159,9 +159,10 @@ def test_the_shipped_fused_chain_runs_its_heads_and_reductions_concurrently():
     # both heads read the trunk's output and nothing the other writes: concurrent
     assert trunk in anc[to_fwd] and trunk in anc[nb_fwd], labels
     assert to_fwd not in anc[nb_fwd] and nb_fwd not in anc[to_fwd], labels
-    # both head backwards accumulate into dh_s2_aux_accum: ordered as the schedule orders them
-    to_bwd, nb_bwd = index["aux_trade_outcome_backward"], index["aux_next_bar_backward"]
-    assert to_bwd in anc[nb_bwd]
+    # the next-bar backward writes dh_s2_aux_accum first (no memset), the trade-outcome backward adds to it:
+    # ordered as the schedule orders them
+    to_bwd, nb_bwd = index["aux_trade_outcome_backward"], index["aux_next_bar_backward_store"]
+    assert nb_bwd in anc[to_bwd] and to_bwd not in anc[nb_bwd]
     # the five weight-gradient reductions: none waits for another
     partials = [j for j, n in enumerate(steps) if n.label == "aux_weight_grad_partial"]
     assert len(partials) == 5

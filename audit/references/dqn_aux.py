@@ -57,6 +57,8 @@ __all__ = [
     "aux_next_bar_loss_reduce",
     "aux_next_bar_backward",
     "aux_next_bar_backward_gradcheck",
+    "aux_next_bar_backward_store",
+    "aux_next_bar_backward_store_gradcheck",
     "aux_param_grad_reduce",
     "aux_weight_grad_reduce",
     "aux_weight_grad_partial",
@@ -409,6 +411,21 @@ def aux_next_bar_backward(
         out["dW1_partial"] = dz1[:, :, None] * h_s2[:, None, :]
         out["dW2_partial"] = (d_pred[:, None] * h1)[:, None, :]
     return out
+
+
+def aux_next_bar_backward_store(*, h_s2, W1, B: int, **kw) -> dict[str, np.ndarray]:
+    """aux_next_bar_backward as the accumulator's first writer: dh_s2_aux_accum = saxpy_alpha * dh (never read)."""
+    zeros = np.zeros((int(B), np.shape(W1)[1]))
+    return aux_next_bar_backward(h_s2=h_s2, W1=W1, B=B, **{**kw, "dh_s2_aux_accum": zeros})
+
+
+def aux_next_bar_backward_store_gradcheck(
+    rng: np.random.Generator, dims: Mapping[str, int], label_magnitude: float = 1e-3
+) -> GradCheckCase:
+    """The gradient check of aux_next_bar_backward, without the accumulator input (the store variant writes it)."""
+    case = aux_next_bar_backward_gradcheck(rng, dims, label_magnitude)
+    inputs = {k: v for k, v in case.inputs.items() if k != "dh_s2_aux_accum"}
+    return GradCheckCase(inputs=inputs, primals=case.primals, loss=case.loss, grads=case.grads)
 
 
 def aux_next_bar_backward_gradcheck(
