@@ -4,7 +4,8 @@ label load) against the candidate ``benchmarks/kernels_baseline/aux_trade_outcom
 block: the labels loaded at once, the skipped rows' outputs filled span-wise, the few valid rows by the shipped
 per-row code; build-time overrides for the ``fast_u8`` / ``fast_r16`` builds) and its contract-ready copy
 ``aux_trade_outcome_backward_fast_kernel.cu`` (build ``ship``: the same code with the defaults as constants, no
-overrides; in benchmarks/kernels_baseline/ until a contract points at it from kernels/). Issue 18.
+overrides, entry ``aux_trade_outcome_backward``; in benchmarks/kernels_baseline/ until a contract points at it
+from kernels/). Issue 18.
 
 Correctness (the candidate must be BIT-EQUAL to the shipped kernel): every case runs both kernels on the same
 inputs, into outputs poisoned with a NaN pattern and followed by ``GUARD_ROWS`` guard rows, and checks
@@ -59,7 +60,7 @@ def _where(name: str) -> str:
 SHIPPED_SOURCE = _where("aux_trade_outcome_backward_kernel.cu")  # the 8-row kernel, the bit-equality reference
 SHIPPED_ROWS_PER_BLOCK = 8  # its header: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1)
 CANDIDATE_SOURCE = "benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu"
-SHIP_SOURCE = _where("aux_trade_outcome_backward_fast_kernel.cu")  # the contract-ready copy (same entry)
+SHIP_SOURCE = _where("aux_trade_outcome_backward_fast_kernel.cu")  # the contract-ready copy, entry KERNEL
 CANDIDATE = "aux_trade_outcome_backward_fast"
 ROWS_PER_BLOCK = 32  # the candidate's header: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)
 THREADS = 256
@@ -75,6 +76,12 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 def source_of(tag: str) -> str:
     """The source a candidate build compiles."""
     return SHIP_SOURCE if tag == "ship" else CANDIDATE_SOURCE
+
+
+def entry_of(tag: str) -> str:
+    """The entry a build ("shipped" included) launches: the contract's name in the shipped kernel and its
+    contract-ready successor, ``aux_trade_outcome_backward_fast`` in the candidate's builds."""
+    return KERNEL if tag in ("shipped", "ship") else CANDIDATE
 
 
 SIZES = (1, 37, 300, 4103, 65536)
@@ -305,7 +312,7 @@ class Runner:
         self.warmup, self.replays = warmup, replays
         self.fn = {}
         for tag, cubin in cubins.items():
-            fn = cp.RawModule(path=str(cubin)).get_function(KERNEL if tag == "shipped" else CANDIDATE)
+            fn = cp.RawModule(path=str(cubin)).get_function(entry_of(tag))
             getattr(fn, "kernel", None)  # load the module now, outside any capture
             self.fn[tag] = fn
         self.stream = cp.cuda.Stream(non_blocking=True)

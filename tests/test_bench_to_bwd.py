@@ -83,17 +83,20 @@ def _code(text: str) -> str:
 
 
 def test_the_contract_ready_kernel_is_the_candidate_with_its_defaults_fixed(bench):
-    """kernels/aux_trade_outcome_backward_fast_kernel.cu (what a contract points at) runs the candidate's code
-    token for token, with the candidate's build-time defaults as constants and no override left."""
+    """The contract-ready copy runs the candidate's code token for token, with the candidate's build-time defaults
+    as constants, no override left, and the contract's name as its entry (a scaffold of it names the kernel the
+    contract does: tests/test_init.py)."""
     cand = (REPO / bench.CANDIDATE_SOURCE).read_text()
     ship = (REPO / bench.SHIP_SOURCE).read_text()
-    assert _code(ship) == _code(cand).replace("__launch_bounds__(kThreads, AUX_TO_BWD_FAST_MIN_BLOCKS)", "__launch_bounds__(kThreads, kMinBlocks)")
+    assert _code(ship) == _code(cand).replace("__launch_bounds__(kThreads, AUX_TO_BWD_FAST_MIN_BLOCKS)", "__launch_bounds__(kThreads, kMinBlocks)").replace(
+        f"{ENTRY}(", f"{KERNEL}(")
     for macro, const in (("AUX_TO_BWD_FAST_ROWS", "kRowsPerBlock"), ("AUX_TO_BWD_FAST_MIN_BLOCKS", "kMinBlocks"),
                          ("AUX_TO_BWD_FAST_W1_UNROLL", "kW1Unroll")):  # fmt: skip
         default = re.search(rf"#define {macro} (\d+)", cand)[1]
         assert re.search(rf"constexpr int {const} = {default};", ship), const
         assert macro not in ship
-    assert _signature(ship, ENTRY) == _signature((REPO / bench.SHIPPED_SOURCE).read_text(), KERNEL)
+    assert _signature(ship, KERNEL) == _signature((REPO / bench.SHIPPED_SOURCE).read_text(), KERNEL)
+    assert bench.entry_of("ship") == bench.entry_of("shipped") == KERNEL and bench.entry_of("fast") == ENTRY
     assert "// Launch: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)" in ship and "CANDIDATE" not in ship
 
 
@@ -288,7 +291,7 @@ def _stream_cupy(kernels: dict):
 def _fake(monkeypatch, bench, faults: dict[str, str | None]):
     kernels = {}
     for tag in ("shipped", *bench.VARIANTS):
-        entry = KERNEL if tag == "shipped" else ENTRY
+        entry = bench.entry_of(tag)
         kernels[(tag, entry)] = lambda grid, block, args, f=faults.get(tag): _emulate(args, f)
     cp = _stream_cupy(kernels)
     monkeypatch.setitem(sys.modules, "cupy", cp)
@@ -367,18 +370,19 @@ def test_cpu_check_builds_both_without_spill(bench, capsys):
     assert f"fast: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
     assert f"fast_u8: {ENTRY}: 96 registers, 0 bytes spill stores, 0 bytes spill loads" in out
     assert f"fast_r16: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads" in out
-    assert f"ship: {ENTRY}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
+    assert f"ship: {KERNEL}: 64 registers, 0 bytes spill stores, 0 bytes spill loads, 5408 bytes smem" in out
 
 
 # Shipping the 32-row kernel: the contract-ready file moves into kernels/ and the 8-row one out of it (kernels/
 # holds the contracted kernels; the 8-row one stays gpu_to_bwd.py's reference in benchmarks/kernels_baseline/),
-# and the contract of aux_trade_outcome_backward (contracts/kernels/aux_trade_outcome.toml) takes the new source,
-# entry and grid, nothing else (the parameters, the mask, the verify dims stay). Applied to a copy of the project.
+# and the contract of aux_trade_outcome_backward (contracts/kernels/aux_trade_outcome.toml) takes the new source
+# and grid, nothing else (the entry keeps its name; the parameters, the mask, the verify dims stay). Applied to a
+# copy of the project.
 SHIP_MOVES = (("benchmarks/kernels_baseline/aux_trade_outcome_backward_fast_kernel.cu", "kernels/aux_trade_outcome_backward_fast_kernel.cu"),
               ("kernels/aux_trade_outcome_backward_kernel.cu", "benchmarks/kernels_baseline/aux_trade_outcome_backward_kernel.cu"))  # fmt: skip
 SHIP_CONTRACT_EDITS = (
     ('source = "kernels/aux_trade_outcome_backward_kernel.cu"\nentry = "aux_trade_outcome_backward"\n',
-     'source = "kernels/aux_trade_outcome_backward_fast_kernel.cu"\nentry = "aux_trade_outcome_backward_fast"\n'),
+     'source = "kernels/aux_trade_outcome_backward_fast_kernel.cu"\nentry = "aux_trade_outcome_backward"\n'),
     ('grid = ["ceil_div(B, 8)", 1, 1]\nblock = [256, 1, 1]\n', 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [256, 1, 1]\n'),
 )
 
@@ -593,7 +597,8 @@ def _simt_runner(bench, monkeypatch, simt_dir, candidate_source=None, variants=N
     variants = variants or list(bench.VARIANTS)
     kernels = {("shipped", KERNEL): host_simt.Kernel(host_simt.build(bench.SHIPPED_SOURCE, KERNEL, simt_dir))}
     for tag in variants:
-        kernels[(tag, ENTRY)] = host_simt.Kernel(host_simt.build(candidate_source or bench.source_of(tag), ENTRY, simt_dir, bench.VARIANTS[tag]))
+        kernels[(tag, bench.entry_of(tag))] = host_simt.Kernel(
+            host_simt.build(candidate_source or bench.source_of(tag), bench.entry_of(tag), simt_dir, bench.VARIANTS[tag]))
     monkeypatch.setitem(sys.modules, "cupy", _stream_cupy({k: (lambda g, b, a, k=k: kernels[k](g, b, a)) for k in kernels}))
     runner = bench.Runner(load_contracts(REPO / "contracts", REPO), {t: Path(t) for t in ("shipped", *variants)})
     return runner, kernels

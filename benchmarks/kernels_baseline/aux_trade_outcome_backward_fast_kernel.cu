@@ -1,8 +1,8 @@
 // Trade-outcome head backward (phase A5): sparse softmax-CE back through Linear -> ELU -> Linear, 32 rows per
 // block. The same parameters, semantics and valid-row arithmetic as aux_trade_outcome_backward_kernel.cu (8 rows
 // per block, each behind its own label load), whose outputs it reproduces bit for bit (benchmarks/gpu_to_bwd.py;
-// issue 18, docs/benchmarks.md 4h). Contract-ready: it moves to kernels/ when the contract of
-// aux_trade_outcome_backward points at it (source, entry aux_trade_outcome_backward_fast, grid ceil_div(B, 32)).
+// issue 18, docs/benchmarks.md 4h). Contract-ready: its entry is the contract's name, and it moves to kernels/
+// when the contract of aux_trade_outcome_backward points at it (source and grid ceil_div(B, 32)).
 //
 // For a valid row b (0 <= labels[b] < K and B_valid = valid_count[0] > 0):
 //   dl[k]                  = (probs[b, k] - [k == labels[b]]) / B_valid          (d loss / d logits)
@@ -101,13 +101,13 @@ __device__ __forceinline__ void fill_skipped_rows_wide(float* __restrict__ p, lo
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
-aux_trade_outcome_backward_fast(const float* __restrict__ h_s2, const float* __restrict__ h1,
-                                const float* __restrict__ probs, const int* __restrict__ labels,
-                                const int* __restrict__ valid_count, const float* __restrict__ W1,
-                                const float* __restrict__ W2, float* __restrict__ dW1_partial,
-                                float* __restrict__ db1_partial, float* __restrict__ dW2_partial,
-                                float* __restrict__ db2_partial, float* __restrict__ dh_s2_aux_out,
-                                float* __restrict__ dh_s2_aux_accum, float saxpy_alpha, int B, int SH2, int H, int K) {
+aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restrict__ h1,
+                           const float* __restrict__ probs, const int* __restrict__ labels,
+                           const int* __restrict__ valid_count, const float* __restrict__ W1,
+                           const float* __restrict__ W2, float* __restrict__ dW1_partial,
+                           float* __restrict__ db1_partial, float* __restrict__ dW2_partial,
+                           float* __restrict__ db2_partial, float* __restrict__ dh_s2_aux_out,
+                           float* __restrict__ dh_s2_aux_accum, float saxpy_alpha, int B, int SH2, int H, int K) {
     __shared__ float dl_s[AUX_K_MAX];
     __shared__ float dz_s[kThreads];
     __shared__ float4 red_s[kJGroups][kQuads];
