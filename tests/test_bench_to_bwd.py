@@ -388,18 +388,19 @@ SHIP_CONTRACT_EDITS = (
 
 
 def _shipped_tree(root: Path, parts=("contracts", "kernels", "audit/references", "reports"), source_edit=None) -> Path:
-    """A copy of the project's ``parts`` with SHIP_MOVES and SHIP_CONTRACT_EDITS applied (``source_edit`` on the new kernel)."""
+    """A copy of the project's ``parts`` with SHIP_MOVES and SHIP_CONTRACT_EDITS applied (``source_edit`` on the new
+    kernel); the moves and edits already made in the project (once it is shipped) are taken as they are."""
     for part in parts:
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     for src, dst in SHIP_MOVES:
-        text = (REPO / src).read_text()
+        text = (REPO / src).read_text() if (REPO / src).is_file() else (REPO / dst).read_text()
         (root / dst).parent.mkdir(parents=True, exist_ok=True)
         (root / dst).write_text(source_edit(text) if source_edit and dst.startswith("kernels/") else text)
         (root / src).unlink(missing_ok=True)
     path = root / "contracts" / "kernels" / "aux_trade_outcome.toml"
     t = path.read_text()
     for old, new in SHIP_CONTRACT_EDITS:
-        assert t.count(old) == 1, old
+        assert t.count(old) + t.count(new) == 1, old
         t = t.replace(old, new)
     path.write_text(t)
     return root
