@@ -5,6 +5,7 @@ shipped chain with the candidate swapped in passing every static rule of ``wireu
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -619,6 +620,21 @@ def test_both_kernels_run_on_the_host_are_bit_equal_on_the_h200_failing_cases(be
     runner, kernels = _simt_runner(bench, monkeypatch, simt_dir)
     cases = _h200_failing_shapes(bench)
     assert len(cases) == 51 + 14 + 3
+    failed = {}
+    for case in cases:
+        row = bench.check_case(runner, case, list(bench.VARIANTS))
+        if row["problems"]:
+            failed[case.name] = row["problems"]
+    assert failed == {}
+    assert all(k.launches == len(cases) and k.divergent == 0 for k in kernels.values())
+
+
+@pytest.mark.skipif(not os.environ.get("TO_BWD_SIMT_SIZES"), reason="the whole matrix on the host: ~2 min at B <= 4103, "
+                    "~23 min more at 65536 (one core); set TO_BWD_SIMT_SIZES=1,37,300,4103,65536 (or some of them)")
+def test_every_case_on_the_host(bench, monkeypatch, simt_dir):
+    """Every case of ``gpu_to_bwd.cases()`` at the sizes asked for, every build, through the benchmark's checks."""
+    runner, kernels = _simt_runner(bench, monkeypatch, simt_dir)
+    cases = bench.cases(bench.int_list(os.environ["TO_BWD_SIMT_SIZES"]))
     failed = {}
     for case in cases:
         row = bench.check_case(runner, case, list(bench.VARIANTS))
