@@ -67,6 +67,10 @@ KERNELS = {
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
     ),
+    "aux_weight_grad_partial_masked": (
+        "a023d19981e86ed2f6a418afb535a80302e37b399e8f792766bf0ca10e9dbedc",
+        "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
+    ),
     "aux_weight_grad_finish": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
