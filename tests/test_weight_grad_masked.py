@@ -8,6 +8,7 @@ Nothing here runs on a GPU."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -366,3 +367,138 @@ def test_a_broken_compaction_fails_on_the_host(tmp_path, old, new):
     assert src.count(old) == 1, old
     exe = _build(tmp_path, src.replace(old, new))
     assert not all(_agrees(*_run_case(exe, tmp_path, *case)) for case in HOST_CASES)
+
+
+# ---------------------------------------------------------------------------------------------------
+# benchmarks/gpu_wgrad_masked.py (its GPU run: tests/gpu/test_wgrad_masked_gpu.py) on the CPU
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import gpu_wgrad_masked
+
+    return gpu_wgrad_masked
+
+
+def test_the_benchmark_cases_cover_the_schedule_shapes_edges_and_densities(bench, cs):
+    cases = bench.cases(cs)
+    assert {(c["M"], c["N"]) for c in cases} == {(128, 256), (3, 128), (130, 129), (8, 129)}
+    launched = set()
+    for s in _steps(cs, "aux_heads_backward_fused"):
+        if s.launch == NAME:
+            dz, x = (cs.buffer_map[_bind(s, n)] for n in ("dz", "x"))
+            launched.add((cs.fixed_env[dz.shape[1].text], cs.fixed_env[x.shape[1].text]))
+    assert launched == set(bench.SCHEDULE_SHAPES)
+    assert {c["B"] for c in cases} == {37, 4103, 65536} and {c["density"] for c in cases} == {0.0, 0.03, 1.0}
+    assert {(c["B"], c["P"]) for c in cases} == {(37, 1), (37, 3), (4103, 1), (4103, 64), (65536, 1), (65536, 128)}
+    assert sum(c["misaligned"] for c in cases) == 12 and len(cases) == 84
+
+
+def test_the_benchmark_inputs_hide_nan_in_the_skipped_rows_only(bench):
+    h = bench.host_inputs({"M": 3, "N": 5, "B": 4000, "P": 2, "density": 0.03, "misaligned": False})
+    lab = h["labels"]
+    valid = (lab >= 0) & (lab < 3)
+    assert 0.01 < valid.mean() < 0.05 and {-2, 3, 7} <= set(lab.tolist()) and (lab == -1).any()
+    assert np.isnan(h["dz_nan"][~valid]).all() and np.isnan(h["x_nan"][~valid]).all()
+    assert np.isfinite(h["dz_nan"][valid]).all() and np.isfinite(h["x"]).all()
+    assert not h["dz"][~valid].any() and np.array_equal(h["dz"][valid], h["dz_nan"][valid])
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+def test_the_benchmark_builds_both_kernels(bench, capsys):
+    assert bench.main(["--cpu-check"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "built kernels/aux_weight_grad_masked_kernel.cu" in ln]
+    assert "0 bytes spill stores" in line and "84 cases" in out
+
+
+class _Timed:
+    """A stream / event / graph stand-in: everything runs eagerly, every elapsed time is 10 us."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def record(self, *a):
+        pass
+
+    def begin_capture(self):
+        pass
+
+    def end_capture(self):
+        return self
+
+    def upload(self, *a):
+        pass
+
+    def launch(self, *a):
+        pass
+
+
+def _fake_cupy(masked, dense):
+    import types
+
+    cp = types.ModuleType("cupy")
+    cp.float32, cp.nan = np.float32, np.nan
+    cp.empty, cp.asarray = np.empty, np.asarray
+    cp.asnumpy = lambda a: np.array(a)
+
+    class RawModule:
+        def __init__(self, path):
+            self.path = str(path)
+
+        def get_function(self, name):
+            return masked if name == NAME else dense
+
+    cp.RawModule = RawModule
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+    cp.cuda = types.SimpleNamespace(Stream=_Timed, Event=_Timed, get_elapsed_time=lambda a, b: 0.01)
+    return cp
+
+
+def _emulated_masked(reads_skipped: bool):
+    """The masked kernel as its reference; ``reads_skipped``: the dense partial over every row (NaN from the skipped ones)."""
+
+    def launch(grid, block, args, stream=None):
+        dz, x, lab, ws, wsb, B, M, N, P, K = args
+        B, M, N, P = int(B), int(M), int(N), int(P)
+        if reads_skipped:
+            r = ref.aux_weight_grad_partial(dz=dz.reshape(B, M), x=x.reshape(B, N), B=B, M=M, N=N, P=P)
+        else:
+            r = ref.aux_weight_grad_partial_masked(dz=dz.reshape(B, M), x=x.reshape(B, N), labels=lab, B=B, M=M, N=N, P=P, K=int(K))
+        ws.reshape(-1)[...] = r["ws"].astype(np.float32).ravel()
+        wsb.reshape(-1)[...] = r["wsb"].astype(np.float32).ravel()
+
+    return launch
+
+
+def _emulated_dense(grid, block, args, stream=None):
+    dz, x, ws, wsb, B, M, N, P = args
+    B, M, N, P = int(B), int(M), int(N), int(P)
+    r = ref.aux_weight_grad_partial(dz=dz.reshape(B, M), x=x.reshape(B, N), B=B, M=M, N=N, P=P)
+    ws.reshape(-1)[...] = r["ws"].astype(np.float32).ravel()
+    wsb.reshape(-1)[...] = r["wsb"].astype(np.float32).ravel()
+
+
+@pytest.mark.parametrize("reads_skipped", [False, True])
+def test_the_benchmark_host_logic_fails_a_kernel_that_reads_skipped_rows(bench, monkeypatch, tmp_path, reads_skipped):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(_emulated_masked(reads_skipped), _emulated_dense))
+    monkeypatch.setattr(bench, "build", lambda out: {"masked": out / "m.cubin", "dense": out / "d.cubin"})
+    monkeypatch.setattr(bench, "environment", lambda: {"device": "fake"})
+    out = tmp_path / "r.json"
+    code = bench.main(["--sizes", "37,300", "--time-sizes", "300", "--replays", "2", "--warmup", "1", "--json", str(out)])
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert len(rows) == 4 * 2 * 7  # four shapes, two sizes, P = WGP (3, 19) and 1 at 3 densities, one misaligned case
+    assert all(r["dense_ok"] and r["deterministic"] for r in rows)
+    assert [(t["M"], t["N"], t["B"]) for t in data["times"]] == [(128, 256, 300), (3, 128, 300)]
+    assert all(t["masked_us"] > 0 and t["dense_us"] > 0 for t in data["times"])
+    if reads_skipped:
+        assert code == 1 and data["failures"] == sum(r["density"] < 1.0 for r in rows) and data["failures"] > 0
+    else:
+        assert code == 0 and data["failures"] == 0 and all(r["ok"] for r in rows)
