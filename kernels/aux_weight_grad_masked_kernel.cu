@@ -47,7 +47,7 @@ static_assert(kMkBM <= kMkThreads, "one thread per dz column of the tile sums th
 struct MkSmem {
     int rows[kMkSeg];         // the segment's valid rows (chunk-relative), ascending
     int warp_count[kMkWarps];  // valid rows per warp of the segment
-    union {
+    union alignas(16) {        // the staged operands are read and written as float4
         struct {
             float a[kMkBK][kMkBM];  // dz of the staged rows, s[k][m]
             float x[kMkBK][kMkBN];  // x of the staged rows,  s[k][n]

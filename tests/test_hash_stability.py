@@ -68,7 +68,7 @@ KERNELS = {
         "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
     ),
     "aux_weight_grad_partial_masked": (
-        "a023d19981e86ed2f6a418afb535a80302e37b399e8f792766bf0ca10e9dbedc",
+        "385b259786e04a4cec28894c238bb40ca1a443dcdd9e98aafe905c9f3b364ec5",
         "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
     ),
     "aux_weight_grad_finish": (
@@ -114,7 +114,7 @@ SCHEDULES = {
         "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
     ),
     "aux_heads_backward_fused": (
-        "52a105e6d68a9a7cc8c269049067562eb421c03e8dd946f4ca88bbe9717a66e6",
+        "336c865e2482a5f4d1f32c447c05cd2b4b598d2c4d35ab00d5b60ee9488e409f",
         "219306057ed0644069d401660d615baa2d68f6714567f14058eccef44443ae83",
     ),
 }
