@@ -67,6 +67,10 @@ KERNELS = {
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
     ),
+    "aux_weight_grad_partial_masked": (
+        "385b259786e04a4cec28894c238bb40ca1a443dcdd9e98aafe905c9f3b364ec5",
+        "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
+    ),
     "aux_weight_grad_finish": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
@@ -110,8 +114,8 @@ SCHEDULES = {
         "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
     ),
     "aux_heads_backward_fused": (
-        "958ab53fe83cc9abb04f53d030185f634f6e2cb89f9f597ffb6d38eb3f489abf",
-        "84e932242ba2a8e0f39ba88ba3c04c2e70b0604f626dd15252c3f3fc5f15bb77",
+        "336c865e2482a5f4d1f32c447c05cd2b4b598d2c4d35ab00d5b60ee9488e409f",
+        "219306057ed0644069d401660d615baa2d68f6714567f14058eccef44443ae83",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

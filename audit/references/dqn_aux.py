@@ -62,6 +62,7 @@ __all__ = [
     "aux_param_grad_reduce",
     "aux_weight_grad_reduce",
     "aux_weight_grad_partial",
+    "aux_weight_grad_partial_masked",
     "aux_weight_grad_finish",
 ]
 
@@ -514,6 +515,23 @@ def aux_weight_grad_partial(*, dz, x, B: int, M: int, N: int, P: int, **_) -> di
         lo, hi = B * p // P, B * (p + 1) // P
         ws[p] = d[lo:hi].T @ xx[lo:hi]
         wsb[p] = d[lo:hi].sum(axis=0)
+    return {"ws": ws, "wsb": wsb}
+
+
+def aux_weight_grad_partial_masked(*, dz, x, labels, B: int, M: int, N: int, P: int, K: int, **_) -> dict[str, np.ndarray]:
+    """aux_weight_grad_partial over the rows whose label is a class (0 <= label < K) only: a skipped row's dz
+    contributes nothing whatever it holds (its dz is zero by the trade-outcome backward's contract)."""
+    B, M, N, P, K = int(B), int(M), int(N), int(P), int(K)
+    d = _f64(dz).reshape(-1, M)[:B]
+    xx = _f64(x).reshape(-1, N)[:B]
+    valid = _valid_mask(np.asarray(labels).reshape(-1)[:B], K)
+    ws = np.zeros((P, M, N))
+    wsb = np.zeros((P, M))
+    for p in range(P):
+        lo, hi = B * p // P, B * (p + 1) // P
+        rows = lo + np.flatnonzero(valid[lo:hi])
+        ws[p] = d[rows].T @ xx[rows]
+        wsb[p] = d[rows].sum(axis=0)
     return {"ws": ws, "wsb": wsb}
 
 
