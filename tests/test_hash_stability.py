@@ -67,10 +67,6 @@ KERNELS = {
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
     ),
-    "aux_weight_grad_partial_masked": (
-        "385b259786e04a4cec28894c238bb40ca1a443dcdd9e98aafe905c9f3b364ec5",
-        "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
-    ),
     "aux_weight_grad_finish": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
@@ -84,8 +80,8 @@ KERNELS = {
         "ab77e38a3ac6d16760adc2aeed1a900bf5a5eb20eacf991cbc147ef9b827f75c",
     ),
     "aux_trade_outcome_backward": (
-        "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "44e456e5f639811838c62df12f83d2c0167447b4d16255e475526e39ba23ba9e",
+        "d6a558290f1efe30e02b7f23f02f24488b215d9ba2bebdf5c1bf27989e2853f3",
+        "d239a2246ec2df640f0d0ca2c459692ec870feabbff3a08b035c76a684e368c0",
     ),
     "aux_trunk_forward": (
         "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
@@ -94,6 +90,10 @@ KERNELS = {
     "aux_trunk_backward": (
         "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
         "8a8acdd6d29221c09325fae89cbb7529ebe7d3a6c9ca2d58566a97885cf71470",
+    ),
+    "aux_weight_grad_partial_masked": (
+        "385b259786e04a4cec28894c238bb40ca1a443dcdd9e98aafe905c9f3b364ec5",
+        "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
     ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
@@ -110,12 +110,12 @@ SCHEDULES = {
         "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
     ),
     "aux_heads_backward": (
-        "a8a110527a98c01f1f0deb650f3f0a8b23588483d741442cefe3f861da011e99",
-        "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
+        "0ebd0ff378afb10c28e059d571a91b4780693af59202e670fae002fb0d4eec06",
+        "1256ed16f36ed86375ee29810f10876362f7b89ba6963daa3f5f303d649dfb24",
     ),
     "aux_heads_backward_fused": (
-        "336c865e2482a5f4d1f32c447c05cd2b4b598d2c4d35ab00d5b60ee9488e409f",
-        "219306057ed0644069d401660d615baa2d68f6714567f14058eccef44443ae83",
+        "29f3904eec23e0c998cf8aba0793307ebbe7f3e11f1a96a468eaa9af9ea0ffb9",
+        "fac5a3fc3117d215304cdc85e9d291e97fa7ce4dae4e05e67795205892cafe51",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
