@@ -8,11 +8,12 @@
 //   db1_partial[b, j]      = dz1[b, j]
 //   dW1_partial[b, j, i]   = dz1[b, j] * h_s2[b, i]                                (optional)
 //   dh[b, i]               = sum_j dz1[b, j] * W1[j, i]                            (SGEMM dz1 @ W1)
-//   dh_s2_aux_out[b, i]    = dh[b, i]
+//   dh_s2_aux_out[b, i]    = dh[b, i]                                               (optional)
 //   dh_s2_aux_accum[b, i] += saxpy_alpha * dh[b, i]
 //   h_s2 [B, SH2], h1 [B, H], pred [B], label [B], isv [ISV_TOTAL_DIM], W1 [H, SH2], W2 [KNB = 1, H],
 //   dW1_partial [B, H, SH2] (NULL-able), db1_partial [B, H], dW2_partial [B, 1, H] (NULL-able),
-//   db2_partial [B, 1], dh_s2_aux_out [B, SH2], dh_s2_aux_accum [B, SH2]
+//   db2_partial [B, 1], dh_s2_aux_out [B, SH2] (NULL-able: the fused path needs only the accumulator),
+//   dh_s2_aux_accum [B, SH2]
 // No mask: every row has a label. An ISV slot index outside [0, ISV_TOTAL_DIM) makes s = NaN, which
 // poisons every output (and the accumulator) visibly instead of reading out of bounds.
 //
@@ -163,7 +164,7 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
     const int num_kt = (H + kBK - 1) / kBK;
     sgemm::mainloop<kBK>(acc, la, lb, 0, num_kt, As, Bs, ty * kTM, tx * kTN);
 
-    // Epilogue: dh_s2_aux_out = dh; dh_s2_aux_accum += saxpy_alpha * dh.
+    // Epilogue: dh_s2_aux_out = dh (unless NULL); dh_s2_aux_accum += saxpy_alpha * dh.
     const int i0 = col0 + tx * kTN;
     const bool vec_out = (SH2 % 4 == 0) && aligned16(dh_s2_aux_out) && aligned16(dh_s2_aux_accum);
 #pragma unroll
@@ -172,7 +173,8 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
         if (row >= B) break;
         const size_t o = (size_t)row * SH2 + i0;
         if (vec_out && i0 < SH2) {
-            *reinterpret_cast<float4*>(dh_s2_aux_out + o) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+            if (dh_s2_aux_out != nullptr)
+                *reinterpret_cast<float4*>(dh_s2_aux_out + o) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
             float4 a = *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
             a.x = fmaf(saxpy_alpha, acc[r][0], a.x);
             a.y = fmaf(saxpy_alpha, acc[r][1], a.y);
@@ -183,7 +185,7 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
 #pragma unroll
             for (int c = 0; c < kTN; ++c) {
                 if (i0 + c < SH2) {
-                    dh_s2_aux_out[o + c] = acc[r][c];
+                    if (dh_s2_aux_out != nullptr) dh_s2_aux_out[o + c] = acc[r][c];
                     dh_s2_aux_accum[o + c] = fmaf(saxpy_alpha, acc[r][c], dh_s2_aux_accum[o + c]);
                 }
             }

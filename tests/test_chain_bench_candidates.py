@@ -115,7 +115,15 @@ def _script_candidates() -> list[str]:
 
     text = SCRIPT.read_text()
     env = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)$", text, re.M))
-    return [re.sub(r"\$(\w+)", lambda m: env[m[1]], spec) for spec in re.findall(r'--candidate "([^"]+)"', text)]
+    # ${VAR:+word} of a variable the caller did not set (RN: the split builds) expands to nothing
+    env = {k: re.sub(r"\$\{\w+:\+[^}]*\}", "", v) for k, v in env.items()}
+
+    def expand(spec: str) -> str:
+        while "$" in spec:
+            spec = re.sub(r"\$(\w+)", lambda m: env[m[1]], spec)
+        return spec
+
+    return [expand(spec) for spec in re.findall(r'--candidate "([^"]+)"', text)]
 
 
 def test_the_device_script_launches_both_head_forward_candidates_at_their_geometry(bench, monkeypatch):
