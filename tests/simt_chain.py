@@ -9,6 +9,8 @@ benchmarks' baselines), so those tests run on this tree instead of losing their 
 
 - ``contracts/``, ``kernels/``, ``audit/references``, ``reports/`` and ``pyproject.toml`` copied from the
   repository, without the CUTLASS sources and headers and without ``include_packages`` (no wheel needed);
+- the H200 mutation records of the SIMT kernels (``tests/data/simt_chain/mutation/``, moved out of
+  ``reports/mutation/`` when the CUTLASS kernels took their contract names) copied into ``reports/mutation/``;
 - ``aux_trade_outcome_forward_kernel.cu``, ``aux_next_bar_forward_kernel.cu`` and ``aux_head_forward.cuh``
   copied from ``benchmarks/kernels_baseline/`` into ``kernels/``;
 - the contracts of ``aux_trunk_forward``, both head forwards and ``aux_weight_grad_partial`` replaced by
@@ -26,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "benchmarks" / "kernels_baseline"
+MUTATION_RECORDS = Path(__file__).resolve().parent / "data" / "simt_chain" / "mutation"
 SIMT_FILES = ("aux_trade_outcome_forward_kernel.cu", "aux_next_bar_forward_kernel.cu", "aux_head_forward.cuh")
 CUTLASS_FILES = ("aux_trunk_forward_cutlass.cu", "aux_head_forward_cutlass.cu", "aux_weight_grad_partial_cutlass.cu",
                  "cutlass_elu.cuh", "cutlass_fast_f32_rn.cuh")
@@ -179,6 +182,8 @@ def simt_chain(root: Path, repo: Path = REPO) -> Path:
         (root / "kernels" / name).unlink()
     for name in SIMT_FILES:
         shutil.copy(repo / "benchmarks" / "kernels_baseline" / name, root / "kernels" / name)
+    for record in sorted(MUTATION_RECORDS.glob("*.json")):
+        shutil.copy(record, root / "reports" / "mutation" / record.name)
     for (toml, kernel), table in SIMT_CONTRACTS.items():
         path = root / "contracts" / "kernels" / toml
         t = path.read_text()

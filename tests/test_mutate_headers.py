@@ -1,6 +1,9 @@
 """Header mutants: the shared headers' functions the including kernels reach are mutated once, and each
 mutant is judged against every kernel that includes the header (emulated backend with stand-ins); the
-``nvcc`` tests compile header mutants into both kernels including ``aux_head_forward.cuh``."""
+``nvcc`` tests compile header mutants into both kernels including ``aux_head_forward.cuh``.
+
+The subject is the chain before its CUTLASS kernels (``tests/simt_chain.py``, fixture ``simt_repo``): the SIMT
+head forwards, now benchmark baselines, are the two kernels that share ``aux_head_forward.cuh``."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from audit.errors import UsageError
 from audit.mutate import header_mutants, header_units, kernel_json, mutated_headers, plan_mutants, reclassify, run_mutation
 from audit.mutate._headers import reached_bodies
 
-REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+REPO: Path  # the SIMT chain's tree, set by _subject before any test of this module runs
 HEAD = "aux_head_forward.cuh"
 FORWARDS = ("aux_next_bar_forward", "aux_trade_outcome_forward")
 
@@ -26,8 +30,14 @@ def _wrong(launch):
     launch.write_outputs({k: v * 1.5 for k, v in out.items()})
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _subject(simt_repo: Path) -> None:
+    global REPO
+    REPO = simt_repo
+
+
 @pytest.fixture(scope="module")
-def project():
+def project(_subject):
     return load_project(REPO)
 
 
@@ -119,12 +129,12 @@ def test_a_header_mutant_is_caught_when_any_including_kernel_catches_it(tmp_path
 def test_header_records_are_written_reclassified_and_counted_by_the_report(tmp_path, capsys):
     from audit.report.collect import _header_mutations
 
-    sys.path.insert(0, str(REPO / "tests" / "data" / "mutate"))
+    sys.path.insert(0, str(TESTS / "data" / "mutate"))
     try:
         code = main(["mutate", "--root", str(REPO), HEAD, "--max-mutants", "2", "--sizes", "1", "--stand-in", "stand_in:by_operator",
                      "--output-dir", str(tmp_path)])  # fmt: skip
     finally:
-        sys.path.remove(str(REPO / "tests" / "data" / "mutate"))
+        sys.path.remove(str(TESTS / "data" / "mutate"))
     out = capsys.readouterr().out
     assert code in (0, 1) and f"{HEAD} " in out
     data = json.loads((tmp_path / f"{HEAD}.json").read_text())
