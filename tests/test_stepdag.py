@@ -162,9 +162,10 @@ def test_the_shipped_fused_chain_runs_its_heads_and_reductions_concurrently():
     # both head backwards accumulate into dh_s2_aux_accum: ordered as the schedule orders them
     to_bwd, nb_bwd = index["aux_trade_outcome_backward"], index["aux_next_bar_backward"]
     assert to_bwd in anc[nb_bwd]
-    # the five weight-gradient reductions: none waits for another
-    partials = [j for j, n in enumerate(steps) if n.label == "aux_weight_grad_partial"]
-    assert len(partials) == 5
+    # the five weight-gradient reductions (three wide ones on the tensor cores, the heads' two skinny ones): none
+    # waits for another
+    partials = [j for j, n in enumerate(steps) if n.label in ("aux_weight_grad_partial", "aux_weight_grad_partial_skinny")]
+    assert len(partials) == 5 and sum(steps[j].label == "aux_weight_grad_partial_skinny" for j in partials) == 2
     for a in partials:
         for b in partials:
             assert a == b or a not in anc[b], (labels[a], labels[b])
