@@ -44,8 +44,8 @@ KERNELS = {
         "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
     ),
     "aux_next_bar_forward": (
-        "5052f572825b6720e614e9b9dceb2641afd95e3ca22077dfcf84160be3ce8264",
-        "3a561ca6c8483ccc91bb698f9f3b53f022f29f8dd59c794c13de54b911b116b6",
+        "423c992de549e5b99152900ee534aa4eca37270ae19c843e16f09dafd1bff7bd",
+        "6a65069fb69689b5eb1abef73da0731195d9b181cf004159bcd6c904419a9ae3",
     ),
     "aux_next_bar_loss_reduce": (
         "1444e2d0a3e7a80bf56726d697152c12df2ca1f50820f5c983a5dfa444943f1c",
@@ -60,16 +60,20 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
+        "d3fccb4f0d8eb676b89adada7fe9a763f0d1e692006329fc8e9c4eb836fb0046",
+        "68a03f96b05b63ef0ac2921c9fbfa55c285c9983c9edeb4b35a37f9c0d4f2dfd",
+    ),
+    "aux_weight_grad_partial_skinny": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
-        "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
+        "fb410eb3afb050b35ad6923fbcc03c70aa1fb239e246c9f141a4babbc4c0edfd",
     ),
     "aux_weight_grad_finish": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
-        "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "9a00083e10ba683e21d42dd287d2cea76b5ecad70bfb25570760382ad3af5455",
+        "423c992de549e5b99152900ee534aa4eca37270ae19c843e16f09dafd1bff7bd",
+        "7dfceac8558adb47b99050e069186a8dc9952873da1210272fb5db9993aaa24a",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
@@ -80,8 +84,8 @@ KERNELS = {
         "44e456e5f639811838c62df12f83d2c0167447b4d16255e475526e39ba23ba9e",
     ),
     "aux_trunk_forward": (
-        "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
-        "172f874a80fe97423a6e3062732363b2dfe4ba115d7ac2f05b3d6813f6d35bb4",
+        "bdf17b81c9103f8285a87e977836d6e39df11196ac36accf20e8731561936633",
+        "2b0db5c891beb93c02f36dde2491d0e8408e792806e29b6438d54e9918372e90",
     ),
     "aux_trunk_backward": (
         "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
@@ -98,16 +102,16 @@ KERNELS = {
 }
 SCHEDULES = {
     "aux_heads_forward": (
-        "1db5052f611aef0e1f11d5e64e56c0d2f72d9212c224c59ff2561fcbb1300d12",
-        "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
+        "adf2d1ef02664c47a77dda156539d0b9cd61cf80f4eb66a27cd43503fcd3b6b5",
+        "4c610d99f1b1b542e806a5cfae9743949037a0afda3bdd999b7fba5190ca00a4",
     ),
     "aux_heads_backward": (
         "4d9fc0a8ccccad27a33872110018066ecfd02709a14779693e7698e87bf554f5",
         "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
     ),
     "aux_heads_backward_fused": (
-        "7b4cd3cc51739c822021dbf7d9cc348b8ad69be2758b2a262fe9cfc887abb861",
-        "fdd38c8185671bcb0589034babc1e60e111db33a5fb79ca08910672f1d20c711",
+        "b6809adb464ca524ef47e997ebb45d56bd73a0992cc68ff0e73422a0e49e974b",
+        "52231b13a30c175a47d806c1b147e3f05c8f7ac1459aa734d9000ee9038fa7cb",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"
