@@ -256,7 +256,7 @@ def flops_of(op: Op, n_valid: int) -> float:
         return 2.0 * B * SH2 + (B * SH2 * E if "dW_partial" in bound else 0)
     if name == "aux_param_grad_reduce":
         return float(B * e.get("N", 0))
-    if name == "aux_weight_grad_partial":
+    if name in ("aux_weight_grad_partial", "aux_weight_grad_partial_skinny"):
         return 2.0 * B * e.get("M", 0) * e.get("N", 0) + B * e.get("M", 0)
     if name == "aux_weight_grad_finish":
         return float(e.get("P", 0) * e.get("M", 0) * (e.get("N", 0) + 1))
@@ -1327,7 +1327,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-check", action="store_true", help="no GPU: run the plans through the float64 references and compare with torch on the CPU")
     ap.add_argument("--candidate", action="append", default=[], metavar="KERNEL=SOURCE:ENTRY[;grid=..;block=..]",
                     help="launch an experimental kernel (same parameters) in place of a contract kernel everywhere, e.g. "
-                         "'aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu:aux_trunk_forward_cutlass;"
+                         "'aux_trunk_forward=kernels/aux_trunk_forward_cutlass.cu:aux_trunk_forward_cutlass;"
                          "grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1'; its outputs are checked like the shipped ones")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]

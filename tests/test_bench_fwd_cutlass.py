@@ -134,7 +134,7 @@ def test_build_command_lines(bench):
     assert cmd[cmd.index("-isystem") + 1] == "/inc" and cmd[cmd.index("-Xptxas") + 1] == "-v"
     assert [c for c in cmd if c.startswith("-D")] == ["-DAUX_TRUNK_CUTLASS_TBM=64", "-DAUX_TRUNK_CUTLASS_TBN=64", "-DAUX_TRUNK_CUTLASS_TBK=16",
                                                       "-DAUX_TRUNK_CUTLASS_WM=32", "-DAUX_TRUNK_CUTLASS_WN=32", "-DAUX_TRUNK_CUTLASS_STAGES=4"]
-    assert cmd[-3:] == ["-o", "/o/c.cubin", "benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu"]
+    assert cmd[-3:] == ["-o", "/o/c.cubin", "kernels/aux_trunk_forward_cutlass.cu"]
     rn = bench.candidate_command(Path("/o/c.cubin"), Path("/inc"), bench.Tile.parse("128x64x16_64x32_3_rn"))
     assert [c for c in rn if c.startswith("-D")][-1] == "-DAUX_TRUNK_CUTLASS_SPLIT_RN=1" and len([c for c in rn if c.startswith("-D")]) == 7
     ship = bench.shipped_command(Path("/o/s.cubin"))

@@ -87,9 +87,9 @@ def test_geometry_and_chain_specs(bench):
     assert g(65536, bench.HeadTile(32, 128, 16, 32, 32, 4)) == ((2048, 1, 1), (128, 1, 1))
     assert g(256, bench.HeadTile(64, 128, 16, 32, 32, 3)) == ((4, 1, 1), (256, 1, 1))
     trade, nxt = bench.HEADS
-    assert bench.chain_spec(trade) == (f"{TRADE}=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu:aux_trade_outcome_forward_cutlass;"
+    assert bench.chain_spec(trade) == (f"{TRADE}=kernels/aux_head_forward_cutlass.cu:aux_trade_outcome_forward_cutlass;"
                                        "grid=ceil_div(B, 64),1,1;block=128,1,1")
-    assert bench.chain_spec(nxt).startswith(f"{NEXT}=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu:aux_next_bar_forward_cutlass;")
+    assert bench.chain_spec(nxt).startswith(f"{NEXT}=kernels/aux_head_forward_cutlass.cu:aux_next_bar_forward_cutlass;")
     with pytest.raises(ValueError, match="with its defaults"):
         bench.chain_spec(trade, bench.HeadTile(32, 128, 16, 32, 32, 4))
 
@@ -139,7 +139,7 @@ def test_build_command_lines(bench, monkeypatch, tmp_path):
     assert [c for c in cmd if c.startswith("-D")] == ["-DAUX_HEAD_CUTLASS_TBM=32", "-DAUX_HEAD_CUTLASS_TBN=128", "-DAUX_HEAD_CUTLASS_TBK=16",
                                                       "-DAUX_HEAD_CUTLASS_WM=32", "-DAUX_HEAD_CUTLASS_WN=32", "-DAUX_HEAD_CUTLASS_STAGES=4",
                                                       "-DAUX_HEAD_CUTLASS_SPLIT_RN=1"]
-    assert cmd[-3:] == ["-o", str(tmp_path / "head_cutlass_32x128x16_32x32_4_rn.cubin"), "benchmarks/kernels_baseline/aux_head_forward_cutlass.cu"]
+    assert cmd[-3:] == ["-o", str(tmp_path / "head_cutlass_32x128x16_32x32_4_rn.cubin"), "kernels/aux_head_forward_cutlass.cu"]
 
 
 def test_missing_headers_exit_2_with_one_line(bench, monkeypatch, capsys):

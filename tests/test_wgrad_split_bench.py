@@ -187,7 +187,7 @@ def test_only_the_cutlass_build_gets_the_cutlass_include_folder(monkeypatch, tmp
     inc = _headers(tmp_path / "inc")
     monkeypatch.setenv("CUTLASS_INCLUDE", str(inc))
     cubin = tmp_path / "c.cubin"
-    src = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+    src = "kernels/aux_weight_grad_partial_cutlass.cu"
     assert bench.nvcc_command(src, cubin, "cutlass") == [
         "nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-lineinfo", "-I", "kernels",
         "-I", "benchmarks/kernels_baseline", "-isystem", str(inc), "-Xptxas", "-v", "-o", str(cubin), src]
@@ -214,7 +214,7 @@ def test_missing_cutlass_headers_stop_the_run_in_one_line_before_any_build(monke
     bench = _bench(monkeypatch)
     monkeypatch.setenv("CUTLASS_INCLUDE", str(tmp_path / "nothing"))
     monkeypatch.setattr(bench, "build", lambda *a, **k: pytest.fail("built although the CUTLASS headers are missing"))
-    assert bench.main(["--cpu-check", "--cutlass-source", "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"]) == 2
+    assert bench.main(["--cpu-check", "--cutlass-source", "kernels/aux_weight_grad_partial_cutlass.cu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"gpu_wgrad_split.py: CUTLASS_INCLUDE={tmp_path / 'nothing'}: expected cutlass/cutlass.h")
 
@@ -269,7 +269,7 @@ def test_cpu_check_builds_the_cutlass_candidate(monkeypatch, capsys):
         inc = bench.cutlass_include()
     except bench.SetupError as e:
         pytest.skip(f"no CUTLASS headers: {e}")
-    src = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+    src = "kernels/aux_weight_grad_partial_cutlass.cu"
     assert bench.main(["--cpu-check", "--cutlass-source", src]) == 0
     out = capsys.readouterr().out
     assert f"CUTLASS headers: {inc}" in out
