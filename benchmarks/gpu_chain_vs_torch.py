@@ -177,6 +177,8 @@ def build_plan(csB, wiring: Wiring, schedules: tuple[str, ...], n_valid: int) ->
                     op.args.append(("tensor", p, buffer))
                     if buffer is not None:
                         nb = _numel(p.shape, env, slots) * DTYPES[p.dtype][0]
+                        if k.name == "aux_weight_grad_partial_masked" and p.name in ("dz", "x"):
+                            nb = nb * n_valid // max(int(env.get("B", 1)), 1)  # only the labelled rows are read
                         if p.role in ("in", "inout", "accumulate"):
                             op.bytes_read += nb
                         if p.role in ("out", "inout", "accumulate"):
@@ -258,6 +260,8 @@ def flops_of(op: Op, n_valid: int) -> float:
         return float(B * e.get("N", 0))
     if name in ("aux_weight_grad_partial", "aux_weight_grad_partial_skinny"):
         return 2.0 * B * e.get("M", 0) * e.get("N", 0) + B * e.get("M", 0)
+    if name == "aux_weight_grad_partial_masked":  # the labelled rows only
+        return 2.0 * n_valid * e.get("M", 0) * e.get("N", 0) + n_valid * e.get("M", 0)
     if name == "aux_weight_grad_finish":
         return float(e.get("P", 0) * e.get("M", 0) * (e.get("N", 0) + 1))
     if name == "aux_trade_outcome_loss_reduce":

@@ -5,7 +5,7 @@ against the one-launch cluster kernel it replaced and ``torch.mm`` on an H200: a
     dW, db        = sum_p ws[p], sum_p wsb[p], in order           (aux_weight_grad_finish)
 
 Source: ``kernels/aux_weight_grad_split_kernel.cu`` (its partial is shipped as ``aux_weight_grad_partial_skinny`` for
-M = 3 and 1; for M = 256 and 128 the contract ``aux_weight_grad_partial`` launches the CUTLASS partial, tag
+M = 1; for M = 256 and 128 the contract ``aux_weight_grad_partial`` launches the CUTLASS partial, tag
 "cutlass" below, since 5 December; "split" is the SIMT partial at every M); the cluster kernel shipped until 4 December
 is ``benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu`` ("old"). P = the contract's WGP unless
 ``--splits`` is given; "contract P" in the output is WGP at that B. Cases: the (M, N) of the shipped schedules and the

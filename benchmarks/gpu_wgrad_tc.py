@@ -69,8 +69,10 @@ from audit.runtime._compare import Tolerance, compare  # noqa: E402
 
 KERNEL = "aux_weight_grad_reduce"  # the entry of the cluster kernel and of the experiment
 # the shipped kernels whose launches and bindings give the cases: the partial of the fused path's reductions, its
-# wide gradients on the CUTLASS kernel, its skinny ones (M = K, KNB) on the SIMT kernel (since 5 December 2026)
+# wide gradients on the CUTLASS kernel, the next-bar head's skinny one (M = KNB = 1) on the SIMT kernel (since
+# 5 December 2026)
 SCHEDULED = ("aux_weight_grad_partial", "aux_weight_grad_partial_skinny")
+MASKED = "aux_weight_grad_partial_masked"  # the fused schedule's trade-outcome head steps: their shapes are cases too
 NEW_SOURCE = "benchmarks/kernels_baseline/aux_param_grad_reduce_kernel_tc.cu"  # the experiment ("new")
 OLD_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu"  # the cluster SIMT kernel, shipped until 4 December ("old")
 ALT_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_tc64.cu"
@@ -108,13 +110,14 @@ def contracts_at(cs, B: int):
 
 
 def shapes_of(cs) -> list[Shape]:
-    """Every (M, N) a schedule launches the kernel with, then the contract's verify bindings (deduplicated, in order)."""
+    """Every (M, N) a schedule launches the kernel (or its masked variant: the trade-outcome head's two reductions,
+    whose dense cost is the baseline here) with, then the contract's verify bindings (deduplicated, in order)."""
     csB = contracts_at(cs, 256)
     wiring = Wiring(csB)
     seen: dict[tuple[int, int], Shape] = {}
     for sched in csB.schedules:
         for launch in wiring.launches[sched.name]:
-            if launch.kernel is None or launch.kernel.name not in SCHEDULED:
+            if launch.kernel is None or launch.kernel.name not in (*SCHEDULED, MASKED):
                 continue
             env = launch.envs[0]
             key = (int(env["M"]), int(env["N"]))

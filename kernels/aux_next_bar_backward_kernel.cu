@@ -123,13 +123,17 @@ struct Dz1Loader {
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads)
-aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ h1, const float* __restrict__ pred,
-                      const float* __restrict__ label, const float* __restrict__ isv, int label_scale_slot,
-                      const float* __restrict__ W1, const float* __restrict__ W2, float* __restrict__ dW1_partial,
-                      float* __restrict__ db1_partial, float* __restrict__ dW2_partial,
-                      float* __restrict__ db2_partial, float* __restrict__ dh_s2_aux_out,
-                      float* __restrict__ dh_s2_aux_accum, float saxpy_alpha, int B, int SH2, int H) {
+// kStore: the accumulator's first writer (dh_s2_aux_accum = saxpy_alpha * dh, never read), so the fused path
+// needs no memset of it and reads no zeros; otherwise dh_s2_aux_accum += saxpy_alpha * dh.
+template <bool kStore>
+__device__ __forceinline__ void next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ h1,
+                                                  const float* __restrict__ pred, const float* __restrict__ label,
+                                                  const float* __restrict__ isv, int label_scale_slot,
+                                                  const float* __restrict__ W1, const float* __restrict__ W2,
+                                                  float* __restrict__ dW1_partial, float* __restrict__ db1_partial,
+                                                  float* __restrict__ dW2_partial, float* __restrict__ db2_partial,
+                                                  float* __restrict__ dh_s2_aux_out, float* __restrict__ dh_s2_aux_accum,
+                                                  float saxpy_alpha, int B, int SH2, int H) {
     __shared__ __align__(16) float As[2][kBK][kBM + 4];
     __shared__ __align__(16) float Bs[2][kBK][kBN + 4];
     __shared__ float d_pred_s[kBM];
@@ -164,7 +168,8 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
     const int num_kt = (H + kBK - 1) / kBK;
     sgemm::mainloop<kBK>(acc, la, lb, 0, num_kt, As, Bs, ty * kTM, tx * kTN);
 
-    // Epilogue: dh_s2_aux_out = dh (unless NULL); dh_s2_aux_accum += saxpy_alpha * dh.
+    // Epilogue: dh_s2_aux_out = dh (unless NULL); dh_s2_aux_accum += saxpy_alpha * dh (kStore: 0 + saxpy_alpha * dh,
+    // the same fmaf with a zero addend, so the bits equal those of a memset accumulator's first update).
     const int i0 = col0 + tx * kTN;
     const bool vec_out = (SH2 % 4 == 0) && aligned16(dh_s2_aux_out) && aligned16(dh_s2_aux_accum);
 #pragma unroll
@@ -175,7 +180,7 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
         if (vec_out && i0 < SH2) {
             if (dh_s2_aux_out != nullptr)
                 *reinterpret_cast<float4*>(dh_s2_aux_out + o) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
-            float4 a = *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
+            float4 a = kStore ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
             a.x = fmaf(saxpy_alpha, acc[r][0], a.x);
             a.y = fmaf(saxpy_alpha, acc[r][1], a.y);
             a.z = fmaf(saxpy_alpha, acc[r][2], a.z);
@@ -186,7 +191,7 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
             for (int c = 0; c < kTN; ++c) {
                 if (i0 + c < SH2) {
                     if (dh_s2_aux_out != nullptr) dh_s2_aux_out[o + c] = acc[r][c];
-                    dh_s2_aux_accum[o + c] = fmaf(saxpy_alpha, acc[r][c], dh_s2_aux_accum[o + c]);
+                    dh_s2_aux_accum[o + c] = fmaf(saxpy_alpha, acc[r][c], kStore ? 0.0f : dh_s2_aux_accum[o + c]);
                 }
             }
         }
@@ -224,4 +229,26 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
             dW1_partial[((size_t)row * H + j) * SH2 + i] = dz * __ldg(h_s2 + (size_t)row * SH2 + i);
         }
     }
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ h1, const float* __restrict__ pred,
+                      const float* __restrict__ label, const float* __restrict__ isv, int label_scale_slot,
+                      const float* __restrict__ W1, const float* __restrict__ W2, float* __restrict__ dW1_partial,
+                      float* __restrict__ db1_partial, float* __restrict__ dW2_partial,
+                      float* __restrict__ db2_partial, float* __restrict__ dh_s2_aux_out,
+                      float* __restrict__ dh_s2_aux_accum, float saxpy_alpha, int B, int SH2, int H) {
+    next_bar_backward<false>(h_s2, h1, pred, label, isv, label_scale_slot, W1, W2, dW1_partial, db1_partial, dW2_partial,
+                             db2_partial, dh_s2_aux_out, dh_s2_aux_accum, saxpy_alpha, B, SH2, H);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads)
+aux_next_bar_backward_store(const float* __restrict__ h_s2, const float* __restrict__ h1, const float* __restrict__ pred,
+                            const float* __restrict__ label, const float* __restrict__ isv, int label_scale_slot,
+                            const float* __restrict__ W1, const float* __restrict__ W2, float* __restrict__ dW1_partial,
+                            float* __restrict__ db1_partial, float* __restrict__ dW2_partial,
+                            float* __restrict__ db2_partial, float* __restrict__ dh_s2_aux_out,
+                            float* __restrict__ dh_s2_aux_accum, float saxpy_alpha, int B, int SH2, int H) {
+    next_bar_backward<true>(h_s2, h1, pred, label, isv, label_scale_slot, W1, W2, dW1_partial, db1_partial, dW2_partial,
+                            db2_partial, dh_s2_aux_out, dh_s2_aux_accum, saxpy_alpha, B, SH2, H);
 }

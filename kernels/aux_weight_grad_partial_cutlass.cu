@@ -1,8 +1,9 @@
 // The partial of the split weight-gradient reduction (contract aux_weight_grad_partial,
 // contracts/kernels/aux_param_grad_reduce.toml; issue 18) as a CUTLASS 2.x 3xTF32 GEMM on the tensor cores. It
-// replaced the SIMT entry aux_weight_grad_partial of kernels/aux_weight_grad_split_kernel.cu for the wide
-// gradients (M = 256, 128); that entry stays the contract aux_weight_grad_partial_skinny for M = 3 and 1, where
-// its skinny path is faster than this kernel's 128 x 128 tile (the contract says why). Measured by
+// replaced the SIMT entry aux_weight_grad_partial of kernels/aux_weight_grad_split_kernel.cu for the trunk's and
+// the next-bar head's first Linear (M = 256, 128); that entry stays the contract aux_weight_grad_partial_skinny
+// for the next-bar head's M = 1, where its skinny path is faster than this kernel's 128 x 128 tile (the contract
+// says why). Measured by
 // `benchmarks/gpu_wgrad_split.py --cutlass-source THIS_FILE` (docs/benchmarks.md 4a) and in the chain on the
 // H200 (branch ship18, 5 December 2026, 4i: 198 us for 256 x 256 and 111 us for 128 x 256 at B = 65536 against
 // the SIMT kernel's 223 and 115; wireup verify passed). Headers: the nvidia-cutlass wheel, through include_packages.

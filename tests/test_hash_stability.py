@@ -52,20 +52,24 @@ KERNELS = {
         "62c19dff23dbf80e5bef1418e82aeff09997b84f10b3cf89c8a228580b5d5c17",
     ),
     "aux_next_bar_backward": (
-        "c29b6328cf20100df999ea57d939fdb28fe453a7ce4c843480211436fb0f529d",
+        "1a5c03e3b53f1827b807b14a83b838a0de204f9706cd23196a9588520b2ea81f",
         "b271ae76336e1873bb30f1606e147a79b450157d621d60672b25e9db283546ce",
+    ),
+    "aux_next_bar_backward_store": (
+        "1a5c03e3b53f1827b807b14a83b838a0de204f9706cd23196a9588520b2ea81f",
+        "7203630113622746c8eb6598238928933056aae8315ef1f95947a6a25b25da53",
     ),
     "aux_param_grad_reduce": (
         "e2c43ab932d184aaabb083612c7bd671eee919da9bad9ae9c5c2f676628dd34b",
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
-        "d3fccb4f0d8eb676b89adada7fe9a763f0d1e692006329fc8e9c4eb836fb0046",
-        "68a03f96b05b63ef0ac2921c9fbfa55c285c9983c9edeb4b35a37f9c0d4f2dfd",
+        "04adcd4131e6c06525a3667b63e4a16fdbd7091d51caafaf84b15d3e60fd1a2e",
+        "ec6d074be12d3ad0b9664e6cef422375ae1cbf815ff528bf38ed974955083e58",
     ),
     "aux_weight_grad_partial_skinny": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
-        "fb410eb3afb050b35ad6923fbcc03c70aa1fb239e246c9f141a4babbc4c0edfd",
+        "ec27e210b442d3bedcbcf9123c24ae8c5c31aff874ac27f21ce76b6560215399",
     ),
     "aux_weight_grad_finish": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
@@ -91,6 +95,10 @@ KERNELS = {
         "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
         "8a8acdd6d29221c09325fae89cbb7529ebe7d3a6c9ca2d58566a97885cf71470",
     ),
+    "aux_weight_grad_partial_masked": (
+        "385b259786e04a4cec28894c238bb40ca1a443dcdd9e98aafe905c9f3b364ec5",
+        "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
+    ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
         "ec19ed4610b1701ca8843e12cd26f664bfdcc52b2552e8b750d9bd1447d5ba2c",
@@ -106,12 +114,12 @@ SCHEDULES = {
         "4c610d99f1b1b542e806a5cfae9743949037a0afda3bdd999b7fba5190ca00a4",
     ),
     "aux_heads_backward": (
-        "4d9fc0a8ccccad27a33872110018066ecfd02709a14779693e7698e87bf554f5",
+        "a8a110527a98c01f1f0deb650f3f0a8b23588483d741442cefe3f861da011e99",
         "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
     ),
     "aux_heads_backward_fused": (
-        "b6809adb464ca524ef47e997ebb45d56bd73a0992cc68ff0e73422a0e49e974b",
-        "52231b13a30c175a47d806c1b147e3f05c8f7ac1459aa734d9000ee9038fa7cb",
+        "797130097f8eb94cca760a4d047eb3c17ae922174ab25e53d3b4b2e5b13224f9",
+        "def4d8f6a49c815d5fc40edeb90c146d81c9712887f04700289b1eb5ec73d1ec",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

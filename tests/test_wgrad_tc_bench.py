@@ -22,9 +22,10 @@ def test_cases_and_geometry_come_from_the_contracts(monkeypatch):
 
     cs = load_contracts(REPO / "contracts", REPO)
     shapes = bench.shapes_of(cs)
-    # the launches of both partial contracts (the CUTLASS one at M = 256 and 128, the skinny one at 3 and 1), then their bindings
+    # the launches of the partial contracts (the CUTLASS one at M = 256 and 128, the masked one at 128 and 3, the
+    # skinny one at 1), then the CUTLASS and skinny partials' bindings
     assert [(s.M, s.N) for s in shapes] == [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100), (132, 260)]
-    assert [s.origin for s in shapes][:4] == [f"schedule aux_heads_backward_fused step {i}" for i in (5, 7, 9, 13)]
+    assert [s.origin for s in shapes][:4] == [f"schedule aux_heads_backward_fused step {i}" for i in (4, 6, 8, 12)]
     assert [s.launches for s in shapes] == [1, 2, 1, 1, 0, 0, 0, 0, 0]
     assert {s.origin for s in shapes[4:]} == {"[kernel.verify] bindings"}
     # the tensor-core experiment keeps the cluster SIMT kernel's geometry (benchmarks/kernels_baseline)

@@ -57,9 +57,12 @@ __all__ = [
     "aux_next_bar_loss_reduce",
     "aux_next_bar_backward",
     "aux_next_bar_backward_gradcheck",
+    "aux_next_bar_backward_store",
+    "aux_next_bar_backward_store_gradcheck",
     "aux_param_grad_reduce",
     "aux_weight_grad_reduce",
     "aux_weight_grad_partial",
+    "aux_weight_grad_partial_masked",
     "aux_weight_grad_finish",
 ]
 
@@ -411,6 +414,21 @@ def aux_next_bar_backward(
     return out
 
 
+def aux_next_bar_backward_store(*, h_s2, W1, B: int, **kw) -> dict[str, np.ndarray]:
+    """aux_next_bar_backward as the accumulator's first writer: dh_s2_aux_accum = saxpy_alpha * dh (never read)."""
+    zeros = np.zeros((int(B), np.shape(W1)[1]))
+    return aux_next_bar_backward(h_s2=h_s2, W1=W1, B=B, **{**kw, "dh_s2_aux_accum": zeros})
+
+
+def aux_next_bar_backward_store_gradcheck(
+    rng: np.random.Generator, dims: Mapping[str, int], label_magnitude: float = 1e-3
+) -> GradCheckCase:
+    """The gradient check of aux_next_bar_backward, without the accumulator input (the store variant writes it)."""
+    case = aux_next_bar_backward_gradcheck(rng, dims, label_magnitude)
+    inputs = {k: v for k, v in case.inputs.items() if k != "dh_s2_aux_accum"}
+    return GradCheckCase(inputs=inputs, primals=case.primals, loss=case.loss, grads=case.grads)
+
+
 def aux_next_bar_backward_gradcheck(
     rng: np.random.Generator, dims: Mapping[str, int], label_magnitude: float = 1e-3
 ) -> GradCheckCase:
@@ -497,6 +515,23 @@ def aux_weight_grad_partial(*, dz, x, B: int, M: int, N: int, P: int, **_) -> di
         lo, hi = B * p // P, B * (p + 1) // P
         ws[p] = d[lo:hi].T @ xx[lo:hi]
         wsb[p] = d[lo:hi].sum(axis=0)
+    return {"ws": ws, "wsb": wsb}
+
+
+def aux_weight_grad_partial_masked(*, dz, x, labels, B: int, M: int, N: int, P: int, K: int, **_) -> dict[str, np.ndarray]:
+    """aux_weight_grad_partial over the rows whose label is a class (0 <= label < K) only: a skipped row's dz
+    contributes nothing whatever it holds (its dz is zero by the trade-outcome backward's contract)."""
+    B, M, N, P, K = int(B), int(M), int(N), int(P), int(K)
+    d = _f64(dz).reshape(-1, M)[:B]
+    xx = _f64(x).reshape(-1, N)[:B]
+    valid = _valid_mask(np.asarray(labels).reshape(-1)[:B], K)
+    ws = np.zeros((P, M, N))
+    wsb = np.zeros((P, M))
+    for p in range(P):
+        lo, hi = B * p // P, B * (p + 1) // P
+        rows = lo + np.flatnonzero(valid[lo:hi])
+        ws[p] = d[rows].T @ xx[rows]
+        wsb[p] = d[rows].sum(axis=0)
     return {"ws": ws, "wsb": wsb}
 
 

@@ -6,7 +6,8 @@
 #   D. the chain against torch.compile + CUDA graph with the candidates in           cap ${CAP_D:-210} s
 #      (CUTLASS: trunk forward, weight-gradient partial, both head forwards, next-bar backward; SIMT: the
 #      trade-outcome backward's 32-row blocks); first, since its verdict is the and a cut-short step
-#      after it loses less
+#      after it loses less. The fused path launches aux_next_bar_backward_store (the accumulator's first
+#      writer), so the next-bar candidate runs in the partials path only
 #   A. the weight-gradient partial: shipped SIMT, hand-written 3xTF32 (tc), CUTLASS 3xTF32 (cutlass)
 #      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-100} s
 #   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-65} s
