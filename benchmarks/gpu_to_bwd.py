@@ -2,7 +2,10 @@
 (``kernels/aux_trade_outcome_backward_kernel.cu``, 8 rows per block one after the other, each behind its own
 label load) against the candidate ``benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu`` (32 rows per
 block: the labels loaded at once, the skipped rows' outputs filled span-wise, the few valid rows by the shipped
-per-row code). Issue 18; nothing here is shipped.
+per-row code; build-time overrides for the ``fast_u8`` / ``fast_r16`` builds) and its contract-ready copy
+``aux_trade_outcome_backward_fast_kernel.cu`` (build ``ship``: the same code with the defaults as constants, no
+overrides, entry ``aux_trade_outcome_backward``; in benchmarks/kernels_baseline/ until a contract points at it
+from kernels/). Issue 18.
 
 Correctness (the candidate must be BIT-EQUAL to the shipped kernel): every case runs both kernels on the same
 inputs, into outputs poisoned with a NaN pattern and followed by ``GUARD_ROWS`` guard rows, and checks
@@ -46,8 +49,18 @@ from gpu_wgrad_tc import NVCC, REPO, ceil_div, environment, graph_time, log  # n
 from audit.load import load_contracts  # noqa: E402
 
 KERNEL = "aux_trade_outcome_backward"  # the shipped kernel (and its contract)
-SHIPPED_SOURCE = "kernels/aux_trade_outcome_backward_kernel.cu"
+
+
+def _where(name: str) -> str:
+    """kernels/NAME while it is there, else benchmarks/kernels_baseline/NAME: shipping the 32-row kernel moves it
+    into kernels/ and the 8-row one out (kernels/ holds the contracted kernels), and this benchmark keeps both."""
+    return f"kernels/{name}" if (REPO / "kernels" / name).is_file() else f"benchmarks/kernels_baseline/{name}"
+
+
+SHIPPED_SOURCE = _where("aux_trade_outcome_backward_kernel.cu")  # the 8-row kernel, the bit-equality reference
+SHIPPED_ROWS_PER_BLOCK = 8  # its header: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1)
 CANDIDATE_SOURCE = "benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu"
+SHIP_SOURCE = _where("aux_trade_outcome_backward_fast_kernel.cu")  # the contract-ready copy, entry KERNEL
 CANDIDATE = "aux_trade_outcome_backward_fast"
 ROWS_PER_BLOCK = 32  # the candidate's header: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1)
 THREADS = 256
@@ -56,7 +69,21 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "fast": (),
     "fast_u8": ("-DAUX_TO_BWD_FAST_MIN_BLOCKS=2", "-DAUX_TO_BWD_FAST_W1_UNROLL=8"),  # the shipped 8-deep W1 unroll, 96 registers
     "fast_r16": ("-DAUX_TO_BWD_FAST_ROWS=16",),  # 16 rows per block: twice the blocks
+    "ship": (),  # SHIP_SOURCE, as a contract builds it
 }
+
+
+def source_of(tag: str) -> str:
+    """The source a candidate build compiles."""
+    return SHIP_SOURCE if tag == "ship" else CANDIDATE_SOURCE
+
+
+def entry_of(tag: str) -> str:
+    """The entry a build ("shipped" included) launches: the contract's name in the shipped kernel and its
+    contract-ready successor, ``aux_trade_outcome_backward_fast`` in the candidate's builds."""
+    return KERNEL if tag in ("shipped", "ship") else CANDIDATE
+
+
 SIZES = (1, 37, 300, 4103, 65536)
 TIME_SIZES = (256, 4096, 65536)
 TIME_DENSITIES = (0.03, 1.0)
@@ -87,8 +114,12 @@ def candidate_geometry(B: int, tag: str = "fast") -> tuple[tuple[int, int, int],
 
 
 def shipped_geometry(cs, case: Case) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shipped kernel's launch, from its contract's grid and block expressions."""
+    """The 8-row kernel's launch: its contract's grid and block expressions while the contract names its source;
+    once the contract points at another source (the 32-row kernel shipped), the 8-row kernel stays this
+    benchmark's reference and keeps its own launch, ceil_div(B, 8) blocks of 256 threads."""
     k = cs.kernel_map[KERNEL]
+    if k.source != SHIPPED_SOURCE:
+        return (ceil_div(case.B, SHIPPED_ROWS_PER_BLOCK), 1, 1), (THREADS, 1, 1)
     env = {"B": case.B, "SH2": case.SH2, "H": case.H, "K": case.K}
     return (tuple(int(e.evaluate(env, cs.slot_indices)) for e in k.grid), tuple(int(e.evaluate(env, cs.slot_indices)) for e in k.block))
 
@@ -281,7 +312,7 @@ class Runner:
         self.warmup, self.replays = warmup, replays
         self.fn = {}
         for tag, cubin in cubins.items():
-            fn = cp.RawModule(path=str(cubin)).get_function(KERNEL if tag == "shipped" else CANDIDATE)
+            fn = cp.RawModule(path=str(cubin)).get_function(entry_of(tag))
             getattr(fn, "kernel", None)  # load the module now, outside any capture
             self.fn[tag] = fn
         self.stream = cp.cuda.Stream(non_blocking=True)
@@ -290,17 +321,25 @@ class Runner:
         return shipped_geometry(self.cs, case) if tag == "shipped" else candidate_geometry(case.B, tag)
 
     def device(self, case: Case, host: dict[str, np.ndarray]) -> dict:
-        """Fresh device copies of every array (one float past 16-byte alignment on a misaligned case)."""
+        """Fresh device copies of every array (one float past 16-byte alignment on a misaligned case), complete
+        when this returns. CuPy's host-to-device copies (``cp.asarray``: a pinned staging buffer and
+        ``cudaMemcpyAsync``; ``d[...] = ...``: a kernel) are asynchronous on the *current* stream, and
+        ``self.stream`` is non-blocking (it does not wait for the legacy default stream): so every copy is made on
+        ``self.stream``, and the stream is synchronised. (Copies left on the default stream let the kernels start
+        before their inputs and poisoned outputs had arrived, and the late poison then overwrote what they had
+        written: the H200 run of 5 December, 70 of 201 cases, the shipped kernel's too.)"""
         cp = self.cp
         dev = {}
-        for name, a in host.items():
-            if case.misaligned and a.dtype == np.float32:
-                buf = cp.empty(a.size + 1, np.float32)
-                d = buf[1:].reshape(a.shape)
-                d[...] = cp.asarray(a)
-            else:
-                d = cp.asarray(a)
-            dev[name] = d
+        with self.stream:
+            for name, a in host.items():
+                if case.misaligned and a.dtype == np.float32:
+                    buf = cp.empty(a.size + 1, np.float32)
+                    d = buf[1:].reshape(a.shape)
+                    d[...] = cp.asarray(a)
+                else:
+                    d = cp.asarray(a)
+                dev[name] = d
+        self.stream.synchronize()
         return dev
 
     def args(self, case: Case, dev: dict) -> tuple:
@@ -314,7 +353,8 @@ class Runner:
         grid, block = self.geometry(tag, case)
         self.fn[tag](grid, block, self.args(case, dev), stream=self.stream)
         self.stream.synchronize()
-        return {name: self.cp.asnumpy(dev[name]) for name in (*OUTPUTS, ACCUM) if name in dev}
+        with self.stream:  # the copies back on the launch stream too
+            return {name: self.cp.asnumpy(dev[name]) for name in (*OUTPUTS, ACCUM) if name in dev}
 
     def time(self, tag: str, case: Case, host: dict[str, np.ndarray]) -> dict:
         dev = self.device(case, host)
@@ -344,7 +384,7 @@ def build(out_dir: Path, tags: list[str]) -> tuple[dict[str, Path], dict[str, st
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = {"shipped": [*NVCC, "-Xptxas", "-v", "-o", str(out_dir / "shipped.cubin"), SHIPPED_SOURCE]}
     for tag in tags:
-        jobs[tag] = [*NVCC, "-Xptxas", "-v", *VARIANTS[tag], "-o", str(out_dir / f"{tag}.cubin"), CANDIDATE_SOURCE]
+        jobs[tag] = [*NVCC, "-Xptxas", "-v", *VARIANTS[tag], "-o", str(out_dir / f"{tag}.cubin"), source_of(tag)]
     return compile_jobs(jobs)
 
 
@@ -383,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as exc:
         print(f"gpu_to_bwd: {exc}", file=sys.stderr)
         return 2
-    results: dict = {"kernel": KERNEL, "candidate": CANDIDATE_SOURCE, "chain_spec": chain_spec(), "ptxas": ptxas}
+    results: dict = {"kernel": KERNEL, "candidate": CANDIDATE_SOURCE, "ship": SHIP_SOURCE, "chain_spec": chain_spec(), "ptxas": ptxas}
     if args.cpu_check:
         for tag, line in ptxas.items():
             print(f"{tag}: {line}")
