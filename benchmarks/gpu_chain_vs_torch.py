@@ -4,7 +4,7 @@ Runs on an NVIDIA H200 (sm_90) in ONE process:
 
 1. **Ceilings**, measured: device-to-device copy bandwidth (a 1 GiB ``cudaMemcpyAsync``, bytes read +
    written) and the float32 matrix rate (an 8192^3 float32 ``torch.mm`` on random data, TF32 off).
-2. **Our chain**: every kernel source compiled with ``nvcc -arch=sm_90 -cubin -O3 -std=c++17 -I kernels``
+2. **Our chain**: every kernel source compiled with ``nvcc -arch=sm_90 -cubin -O3 -std=c++17 -I kernels`` (and CUTLASS's headers for the sources that include them)
    and loaded through CuPy ``RawModule``. The launches come from the contracts: ``audit.load`` reads
    them, ``audit.graph.Wiring`` resolves each launch of the schedules (kernel, bound buffers, dim env
    with the launch's local dims) on a copy of the contracts with ``B`` fixed, and grid, block, shared
@@ -258,7 +258,7 @@ def flops_of(op: Op, n_valid: int) -> float:
         return 2.0 * B * SH2 + (B * SH2 * E if "dW_partial" in bound else 0)
     if name == "aux_param_grad_reduce":
         return float(B * e.get("N", 0))
-    if name == "aux_weight_grad_partial":
+    if name in ("aux_weight_grad_partial", "aux_weight_grad_partial_skinny"):
         return 2.0 * B * e.get("M", 0) * e.get("N", 0) + B * e.get("M", 0)
     if name == "aux_weight_grad_partial_masked":  # the labelled rows only
         return 2.0 * n_valid * e.get("M", 0) * e.get("N", 0) + n_valid * e.get("M", 0)
@@ -523,7 +523,7 @@ def _includes_cutlass(path: Path, seen: set[Path] | None = None) -> bool:
 
 
 def nvcc_command(src: str, cubin: Path) -> list[str]:
-    """nvcc for one source; a source that includes CUTLASS (a --candidate) also gets its headers."""
+    """nvcc for one source; a source that includes CUTLASS (the shipped CUTLASS kernels, a --candidate) also gets its headers."""
     cmd = ["nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-I", "kernels"]
     if _includes_cutlass(REPO / src):
         sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -1331,7 +1331,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu-check", action="store_true", help="no GPU: run the plans through the float64 references and compare with torch on the CPU")
     ap.add_argument("--candidate", action="append", default=[], metavar="KERNEL=SOURCE:ENTRY[;grid=..;block=..]",
                     help="launch an experimental kernel (same parameters) in place of a contract kernel everywhere, e.g. "
-                         "'aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu:aux_trunk_forward_cutlass;"
+                         "'aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass_rn.cu:aux_trunk_forward_cutlass;"
                          "grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1'; its outputs are checked like the shipped ones")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]

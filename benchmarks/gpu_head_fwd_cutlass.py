@@ -1,14 +1,17 @@
-"""CUTLASS 3xTF32 candidates of the two aux head forwards (issue 18) against the shipped SIMT kernels and torch
-on an H200: accuracy, determinism, unwritten rows, the K-range rule and time, in ONE process.
+"""The CUTLASS 3xTF32 head forwards (issue 18; shipped since 5 December 2026) against the SIMT kernels they
+replaced and torch on an H200: accuracy, determinism, unwritten rows, the K-range rule and time, in ONE process.
 
     h1     = ELU(h_s2 W1^T + b1)                    h_s2 [B, SH2], W1 [H, SH2], b1 [H]       -> h1_out [B, H]
     logits = h1 W2^T + b2, probs = softmax(logits)  W2 [K, H], b2 [K] (trade-outcome head)   -> logits, probs [B, K]
     pred   = h1 W2[0] + b2[0]                       W2 [1, H], b2 [1] (next-bar head)         -> pred [B]
 
-The candidates (``benchmarks/kernels_baseline/aux_head_forward_cutlass.cu``, entries
-``aux_trade_outcome_forward_cutlass`` and ``aux_next_bar_forward_cutlass``; not shipped, no contract) have the
-shipped ``aux_trade_outcome_forward`` / ``aux_next_bar_forward``'s parameters and semantics and their own
-launch geometry (:func:`cutlass_geometry`: one block per TBM rows). The first Linear is a CUTLASS 2.x
+The candidates (``kernels/aux_head_forward_cutlass.cu``, entries ``aux_trade_outcome_forward_cutlass`` and
+``aux_next_bar_forward_cutlass``, the contracts' kernels ``aux_trade_outcome_forward`` / ``aux_next_bar_forward``)
+have the SIMT kernels' parameters and semantics and their own launch geometry (:func:`cutlass_geometry`: one
+block per TBM rows). In this benchmark's output "shipped" names the SIMT baselines
+(``benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu`` and ``aux_next_bar_forward_kernel.cu``,
+shipped until 5 December 2026), launched at their own geometry (:data:`SIMT_GRID_ROWS`, :data:`SIMT_BLOCK`), not
+the contracts'. The first Linear is a CUTLASS 2.x
 threadblock GEMM per 128-unit hidden chunk (``DefaultGemm``, ``Sm80``, ``OpMultiplyAddFastF32``), the second
 Linear and the softmax SIMT fp32 as shipped. Headers, tiles and the nvcc lines are
 ``gpu_fwd_cutlass``'s (``cutlass_include``, :class:`HeadTile` = its ``Tile`` with this source's defaults and
@@ -85,7 +88,9 @@ from audit.load import load_contracts  # noqa: E402
 from audit.references import dqn_aux  # noqa: E402
 from audit.runtime._compare import Tolerance  # noqa: E402
 
-CANDIDATE_SOURCE = "benchmarks/kernels_baseline/aux_head_forward_cutlass.cu"
+CANDIDATE_SOURCE = "kernels/aux_head_forward_cutlass.cu"
+SIMT_GRID_ROWS = 32  # the SIMT baselines' launch: grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)
+SIMT_BLOCK = (128, 1, 1)
 INPUTS = ("h_s2", "W1", "b1", "W2", "b2")
 
 
@@ -100,7 +105,7 @@ def aux_k_max() -> int:
 
 @dataclasses.dataclass(frozen=True)
 class Head:
-    """One head forward: the shipped kernel (its contract's name and entry), its source, the candidate's entry,
+    """One head forward: the SIMT baseline (the contract's kernel name, its former entry), its source, the candidate's entry,
     its outputs, the dim counting its outputs per row (``K`` or ``KNB``) and the contract's reference."""
 
     kernel: str
@@ -113,9 +118,9 @@ class Head:
 
 
 HEADS = (
-    Head("aux_trade_outcome_forward", "kernels/aux_trade_outcome_forward_kernel.cu", "aux_trade_outcome_forward_cutlass",
+    Head("aux_trade_outcome_forward", "benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu", "aux_trade_outcome_forward_cutlass",
          ("h1_out", "logits", "probs"), "K", dqn_aux.aux_trade_outcome_forward, "trade_outcome"),
-    Head("aux_next_bar_forward", "kernels/aux_next_bar_forward_kernel.cu", "aux_next_bar_forward_cutlass",
+    Head("aux_next_bar_forward", "benchmarks/kernels_baseline/aux_next_bar_forward_kernel.cu", "aux_next_bar_forward_cutlass",
          ("h1_out", "pred"), "KNB", dqn_aux.aux_next_bar_forward, "next_bar"),
 )  # fmt: skip
 HEAD_BY_KERNEL = {h.kernel: h for h in HEADS}
@@ -130,7 +135,7 @@ HEAD_BY_SHORT = {h.short: h for h in HEADS}
 class HeadTile(Tile):
     """A build of the head candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (64 x 128 x 16,
     warps 64 x 32, 3 stages, CUTLASS's split) and macros (``-DAUX_HEAD_CUTLASS_TBM=...``; the ``_rn`` suffix:
-    ``-DAUX_HEAD_CUTLASS_SPLIT_RN=1``, kernels_baseline/cutlass_fast_f32_rn.cuh). TBN is the hidden chunk the
+    ``-DAUX_HEAD_CUTLASS_SPLIT_RN=1``, kernels/cutlass_fast_f32_rn.cuh). TBN is the hidden chunk the
     read-back spreads over a warp (one float4 per lane): always 128."""
 
     tbm: int = 64
@@ -234,10 +239,8 @@ def env_of(cs, shape: Shape, B: int) -> dict[str, int]:
 
 
 def shipped_geometry(cs, shape: Shape, B: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shipped kernel's launch, from its contract's grid and block expressions."""
-    k = cs.kernel_map[shape.head]
-    env = env_of(cs, shape, B)
-    return (tuple(int(e.evaluate(env, cs.slot_indices)) for e in k.grid), tuple(int(e.evaluate(env, cs.slot_indices)) for e in k.block))
+    """The SIMT baseline's launch (its own geometry; the contracts now launch the CUTLASS kernels)."""
+    return (ceil_div(B, SIMT_GRID_ROWS), 1, 1), SIMT_BLOCK
 
 
 def buffer_shapes(cs, shape: Shape, B: int) -> dict[str, tuple[int, ...]]:

@@ -114,7 +114,7 @@ POISON_FINITE = np.float32(-7.0e37)  # where NaN is the expected output
 class NbBwdTile(Tile):
     """A build of the candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (32 x 128 x 16, warps 32 x 32,
     4 stages, CUTLASS's split) and macros (``-DAUX_NB_BWD_CUTLASS_TBM=...``; the ``_rn`` suffix:
-    ``-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1``, kernels_baseline/cutlass_fast_f32_rn.cuh). TBN is the column chunk of SH2
+    ``-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1``, kernels/cutlass_fast_f32_rn.cuh). TBN is the column chunk of SH2
     one GEMM tile covers."""
 
     tbm: int = 32

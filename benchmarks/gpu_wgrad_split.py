@@ -4,7 +4,9 @@ against the one-launch cluster kernel it replaced and ``torch.mm`` on an H200: a
     ws[p], wsb[p] = dz[chunk p]^T x[chunk p], dz[chunk p] summed   (aux_weight_grad_partial)
     dW, db        = sum_p ws[p], sum_p wsb[p], in order           (aux_weight_grad_finish)
 
-Source: ``kernels/aux_weight_grad_split_kernel.cu`` (shipped); the cluster kernel shipped until 4 December
+Source: ``kernels/aux_weight_grad_split_kernel.cu`` (its partial is shipped as ``aux_weight_grad_partial_skinny`` for
+M = 1; for M = 256 and 128 the contract ``aux_weight_grad_partial`` launches the CUTLASS partial, tag
+"cutlass" below, since 5 December; "split" is the SIMT partial at every M); the cluster kernel shipped until 4 December
 is ``benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu`` ("old"). P = the contract's WGP unless
 ``--splits`` is given; "contract P" in the output is WGP at that B. Cases: the (M, N) of the shipped schedules and the
 contract's verify bindings (``gpu_wgrad_tc.shapes_of``), at ``--sizes``; P from ``--splits`` (values above B
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                          "at the contract's P (e.g. benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu)")
     ap.add_argument("--cutlass-source", default=None, metavar="CU",
                     help="the same for a CUTLASS aux_weight_grad_partial_cutlass (tag cutlass; headers from $CUTLASS_INCLUDE or the "
-                         "nvidia-cutlass wheel), e.g. benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu")
+                         "nvidia-cutlass wheel), e.g. kernels/aux_weight_grad_partial_cutlass.cu")
     args = ap.parse_args(argv)
     cs = load_contracts(REPO / "contracts")
     shapes = shapes_of(cs)

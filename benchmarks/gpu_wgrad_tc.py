@@ -68,7 +68,10 @@ from audit.load import load_contracts  # noqa: E402
 from audit.runtime._compare import Tolerance, compare  # noqa: E402
 
 KERNEL = "aux_weight_grad_reduce"  # the entry of the cluster kernel and of the experiment
-SCHEDULED = "aux_weight_grad_partial"  # the shipped kernel whose launches and bindings give the cases
+# the shipped kernels whose launches and bindings give the cases: the partial of the fused path's reductions, its
+# wide gradients on the CUTLASS kernel, the next-bar head's skinny one (M = KNB = 1) on the SIMT kernel (since
+# 5 December 2026)
+SCHEDULED = ("aux_weight_grad_partial", "aux_weight_grad_partial_skinny")
 MASKED = "aux_weight_grad_partial_masked"  # the fused schedule's trade-outcome head steps: their shapes are cases too
 NEW_SOURCE = "benchmarks/kernels_baseline/aux_param_grad_reduce_kernel_tc.cu"  # the experiment ("new")
 OLD_SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu"  # the cluster SIMT kernel, shipped until 4 December ("old")
@@ -114,18 +117,19 @@ def shapes_of(cs) -> list[Shape]:
     seen: dict[tuple[int, int], Shape] = {}
     for sched in csB.schedules:
         for launch in wiring.launches[sched.name]:
-            if launch.kernel is None or launch.kernel.name not in (SCHEDULED, MASKED):
+            if launch.kernel is None or launch.kernel.name not in (*SCHEDULED, MASKED):
                 continue
             env = launch.envs[0]
             key = (int(env["M"]), int(env["N"]))
             first = seen.setdefault(key, Shape(*key, f"schedule {sched.name} step {launch.step.index + 1}"))
             if sched.name == FUSED:
                 seen[key] = dataclasses.replace(first, launches=first.launches + 1)
-    k = cs.kernel_map[SCHEDULED]
-    for binding in k.verify.bindings if k.verify is not None else ():
-        b = dict(binding)
-        key = (int(b["M"]), int(b["N"]))
-        seen.setdefault(key, Shape(*key, "[kernel.verify] bindings"))
+    for name in SCHEDULED:
+        k = cs.kernel_map[name]
+        for binding in k.verify.bindings if k.verify is not None else ():
+            b = dict(binding)
+            key = (int(b["M"]), int(b["N"]))
+            seen.setdefault(key, Shape(*key, "[kernel.verify] bindings"))
     return list(seen.values())
 
 

@@ -48,3 +48,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def repo() -> Path:
     """The repository root (its contracts and kernels are the shipped subject)."""
     return REPO
+
+
+@pytest.fixture(scope="session")
+def simt_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The chain before its CUTLASS kernels shipped (tests/simt_chain.py): the SIMT forwards and partial with
+    their contracts, for the tests that pin analyses of those kernels. Built once per session; read-only by
+    convention (a test that edits it copies it first)."""
+    from simt_chain import simt_chain
+
+    return simt_chain(tmp_path_factory.mktemp("simt") / "repo")

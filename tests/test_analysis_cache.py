@@ -19,7 +19,6 @@ from audit.cuda.uninit import UninitRead
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
-FORWARD = KERNELS / "aux_trade_outcome_forward_kernel.cu"
 HEADER = 'constexpr int kN = 4;\n'
 OVERRUN = ('#include "consts.cuh"\n__global__ void k(float* o) {\n    float v[kN];\n'
            "    for (int u = 0; u <= kN; ++u) v[u] = 1.0f;\n    o[0] = v[0];\n}\n")

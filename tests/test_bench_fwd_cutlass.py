@@ -90,7 +90,7 @@ def test_cases_tolerance_and_shipped_geometry_come_from_the_contracts(bench):
     shapes = bench.shapes_of(cs)
     assert [(s.E, s.SH2, s.origin, s.misaligned) for s in shapes] == [
         (256, 256, "shipped", False), (256, 256, "shipped, misaligned", True),
-        (256, 253, "[kernel.verify] dims", False), (253, 256, "[kernel.verify] dims", False), (253, 253, "[kernel.verify] dims", False)]
+        *((E, S, "[kernel.verify] dims", False) for E, S in ((256, 253), (256, 260), (253, 256), (253, 253), (253, 260), (260, 256), (260, 253), (260, 260)))]
     assert bench.shipped_geometry(cs, 65536, 256, 256) == ((4, 512, 1), (256, 1, 1))
     assert bench.shipped_geometry(cs, 37, 253, 253) == ((4, 1, 1), (256, 1, 1))
     tol = bench.tolerance(cs)
@@ -134,7 +134,7 @@ def test_build_command_lines(bench):
     assert cmd[cmd.index("-isystem") + 1] == "/inc" and cmd[cmd.index("-Xptxas") + 1] == "-v"
     assert [c for c in cmd if c.startswith("-D")] == ["-DAUX_TRUNK_CUTLASS_TBM=64", "-DAUX_TRUNK_CUTLASS_TBN=64", "-DAUX_TRUNK_CUTLASS_TBK=16",
                                                       "-DAUX_TRUNK_CUTLASS_WM=32", "-DAUX_TRUNK_CUTLASS_WN=32", "-DAUX_TRUNK_CUTLASS_STAGES=4"]
-    assert cmd[-3:] == ["-o", "/o/c.cubin", "benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu"]
+    assert cmd[-3:] == ["-o", "/o/c.cubin", "kernels/aux_trunk_forward_cutlass.cu"]
     rn = bench.candidate_command(Path("/o/c.cubin"), Path("/inc"), bench.Tile.parse("128x64x16_64x32_3_rn"))
     assert [c for c in rn if c.startswith("-D")][-1] == "-DAUX_TRUNK_CUTLASS_SPLIT_RN=1" and len([c for c in rn if c.startswith("-D")]) == 7
     ship = bench.shipped_command(Path("/o/s.cubin"))
@@ -163,7 +163,7 @@ def test_cpu_check_builds_the_shipped_kernel_and_the_candidate(bench, capsys):
     m = re.search(r"built 128x64x16_64x32_3: aux_trunk_forward_cutlass: (\d+) registers, 0 bytes spill stores, 0 bytes spill loads, (\d+) bytes smem", out)
     assert m and int(m[1]) <= 255 and int(m[2]) <= 48 * 1024
     assert re.search(r"built 128x64x16_64x32_3_rn: aux_trunk_forward_cutlass: \d+ registers, 0 bytes spill stores", out)
-    assert "5 shapes x 6 batch sizes" in out
+    assert "10 shapes x 6 batch sizes" in out
 
 
 # -- the host logic end to end, with numpy stand-ins for CuPy and torch ---------------------------------
@@ -229,7 +229,7 @@ def test_host_logic_passes_a_right_candidate(bench, monkeypatch, tmp_path):
     code, data = _run(bench, monkeypatch, tmp_path, kernels, [t1, t2])
     assert code == 0 and data["candidate_ok"] is True and data["candidate"] == t1 and data["tiles"] == [t1, t2]
     rows = data["rows"]
-    assert len(rows) == 10 and all("error" not in r for r in rows)  # 5 shapes x 2 sizes
+    assert len(rows) == 20 and all("error" not in r for r in rows)  # 10 shapes x 2 sizes
     for r in rows:
         for tag in ("shipped", t1, t2):
             assert r[tag]["ok"] and r[tag]["deterministic"] and r[tag]["guard_rows_untouched"], (tag, r)
@@ -249,7 +249,7 @@ def test_host_logic_fails_a_wrong_candidate(bench, monkeypatch, tmp_path, fault,
     assert code == 1 and data["candidate_ok"] is False
     bad = sorted((r["E"], r["SH2"], r["B"], r["misaligned"]) for r in data["rows"] if bench.verdict(r[t1]) != "ok")
     want_b = (1, 300) if fault == "past" else (300,)
-    assert bad == sorted((E, S, B, mis) for E, S, mis in ((256, 256, False), (256, 256, True), (256, 253, False), (253, 256, False), (253, 253, False))
+    assert bad == sorted((E, S, B, mis) for E, S, mis in ((256, 256, False), (256, 256, True), *((E, S, False) for E, S in ((256, 253), (256, 260), (253, 256), (253, 253), (253, 260), (260, 256), (260, 253), (260, 260))))
                          for B in want_b)
     assert {bench.verdict(r[t1]) for r in data["rows"] if (r["B"] in want_b)} == {status}
     assert all(bench.verdict(r["shipped"]) == "ok" for r in data["rows"])
@@ -277,5 +277,5 @@ def test_not_worse_than_torch_is_reported(bench, monkeypatch, tmp_path):
     kernels = {("s", bench.KERNEL): _kernel(), (t1, bench.CANDIDATE): coarse}
     code, data = _run(bench, monkeypatch, tmp_path, kernels, [t1])
     assert code == 0 and data["candidate_ok"] is True
-    assert len(data["candidate_worse_than_torch"]) == 10
+    assert len(data["candidate_worse_than_torch"]) == 20
     assert all(r["shipped"]["not_worse_than_torch"] for r in data["rows"])  # float64-then-rounded beats torch's float32

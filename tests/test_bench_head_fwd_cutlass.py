@@ -87,9 +87,9 @@ def test_geometry_and_chain_specs(bench):
     assert g(65536, bench.HeadTile(32, 128, 16, 32, 32, 4)) == ((2048, 1, 1), (128, 1, 1))
     assert g(256, bench.HeadTile(64, 128, 16, 32, 32, 3)) == ((4, 1, 1), (256, 1, 1))
     trade, nxt = bench.HEADS
-    assert bench.chain_spec(trade) == (f"{TRADE}=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu:aux_trade_outcome_forward_cutlass;"
+    assert bench.chain_spec(trade) == (f"{TRADE}=kernels/aux_head_forward_cutlass.cu:aux_trade_outcome_forward_cutlass;"
                                        "grid=ceil_div(B, 64),1,1;block=128,1,1")
-    assert bench.chain_spec(nxt).startswith(f"{NEXT}=benchmarks/kernels_baseline/aux_head_forward_cutlass.cu:aux_next_bar_forward_cutlass;")
+    assert bench.chain_spec(nxt).startswith(f"{NEXT}=kernels/aux_head_forward_cutlass.cu:aux_next_bar_forward_cutlass;")
     with pytest.raises(ValueError, match="with its defaults"):
         bench.chain_spec(trade, bench.HeadTile(32, 128, 16, 32, 32, 4))
 
@@ -99,14 +99,14 @@ def test_cases_shapes_and_arguments_come_from_the_contracts(bench, cs):
     trade = [(s.SH2, s.H, s.K, s.origin, s.misaligned) for s in shapes if s.head == TRADE]
     assert trade[:2] == [(256, 128, 3, "shipped", False), (256, 128, 3, "shipped, misaligned", True)]
     verify = {(s, h, k) for s, h, k, o, _ in trade if o == "[kernel.verify] dims"}
-    assert verify == {(s, h, k) for s in (256, 253) for h in (128, 129) for k in (3, 1, 8)} - {(256, 128, 3)} and len(trade) == 15
+    assert verify == {(s, h, k) for s in (256, 253) for h in (128, 129, 100) for k in (3, 1, 8)} - {(256, 128, 3)} and len(trade) == 21
     assert trade[-2:] == [(256, 128, 0, "K-range rule", False), (256, 128, 9, "K-range rule", False)]
     nxt = [(s.SH2, s.H, s.K, s.origin) for s in shapes if s.head == NEXT]
     assert nxt == [(256, 128, 1, "shipped"), (256, 128, 1, "shipped, misaligned"), (256, 129, 1, "[kernel.verify] dims"),
                    (256, 100, 1, "[kernel.verify] dims"), (253, 128, 1, "[kernel.verify] dims"), (253, 129, 1, "[kernel.verify] dims"),
                    (253, 100, 1, "[kernel.verify] dims")]
     assert [s.head for s in bench.shapes_of(cs, (bench.HEADS[1],))] == [NEXT] * 7
-    s9 = shapes[14]
+    s9 = shapes[20]
     assert not s9.k_in_range and bench.checked_outputs(bench.HEADS[0], s9) == ("h1_out",) and np.isfinite(bench.poison_of(s9))
     assert np.isnan(bench.poison_of(shapes[0])) and bench.checked_outputs(bench.HEADS[0], shapes[0]) == ("h1_out", "logits", "probs")
     # shipped geometry, buffer shapes (outputs with guard rows) and the argument order from the contract
@@ -116,8 +116,8 @@ def test_cases_shapes_and_arguments_come_from_the_contracts(bench, cs):
     nb = next(s for s in shapes if s.head == NEXT and s.H == 100 and s.SH2 == 253)
     assert bench.buffer_shapes(cs, nb, 5) == {"h_s2": (5, 253), "W1": (100, 253), "b1": (100,), "W2": (1, 100), "b2": (1,),
                                               "h1_out": (8, 100), "pred": (8,)}
-    bufs = {n: n for n in bench.buffer_shapes(cs, shapes[14], 7)}
-    args = bench.launch_args(cs, shapes[14], 7, bufs)
+    bufs = {n: n for n in bench.buffer_shapes(cs, shapes[20], 7)}
+    args = bench.launch_args(cs, shapes[20], 7, bufs)
     assert args[:8] == ("h_s2", "W1", "b1", "W2", "b2", "h1_out", "logits", "probs")
     assert [int(a) for a in args[8:]] == [7, 256, 128, 9] and all(isinstance(a, np.int32) for a in args[8:])
     assert [int(a) for a in bench.launch_args(cs, nb, 5, {n: n for n in bench.buffer_shapes(cs, nb, 5)})[7:]] == [5, 253, 100]
@@ -131,15 +131,15 @@ def test_build_command_lines(bench, monkeypatch, tmp_path):
     monkeypatch.setattr(bench, "compile_jobs", lambda jobs: seen.update(jobs) or ({}, {}))
     bench.build(tmp_path, bench.HEADS, (bench.DEFAULT_TILE, bench.HeadTile.parse("32x128x16_32x32_4_rn")), Path("/inc"))
     assert list(seen) == [f"shipped {TRADE}", f"shipped {NEXT}", "64x128x16_64x32_3", "32x128x16_32x32_4_rn"]
-    assert seen[f"shipped {TRADE}"][-3:] == ["-o", str(tmp_path / f"{TRADE}.cubin"), "kernels/aux_trade_outcome_forward_kernel.cu"]
-    assert seen[f"shipped {NEXT}"][-1] == "kernels/aux_next_bar_forward_kernel.cu" and "-isystem" not in seen[f"shipped {NEXT}"]
+    assert seen[f"shipped {TRADE}"][-3:] == ["-o", str(tmp_path / f"{TRADE}.cubin"), "benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu"]
+    assert seen[f"shipped {NEXT}"][-1] == "benchmarks/kernels_baseline/aux_next_bar_forward_kernel.cu" and "-isystem" not in seen[f"shipped {NEXT}"]
     cmd = seen["32x128x16_32x32_4_rn"]
     assert cmd[:8] == ["nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-lineinfo", "-I", "kernels"]
     assert cmd[cmd.index("-isystem") + 1] == "/inc" and cmd[cmd.index("-Xptxas") + 1] == "-v"
     assert [c for c in cmd if c.startswith("-D")] == ["-DAUX_HEAD_CUTLASS_TBM=32", "-DAUX_HEAD_CUTLASS_TBN=128", "-DAUX_HEAD_CUTLASS_TBK=16",
                                                       "-DAUX_HEAD_CUTLASS_WM=32", "-DAUX_HEAD_CUTLASS_WN=32", "-DAUX_HEAD_CUTLASS_STAGES=4",
                                                       "-DAUX_HEAD_CUTLASS_SPLIT_RN=1"]
-    assert cmd[-3:] == ["-o", str(tmp_path / "head_cutlass_32x128x16_32x32_4_rn.cubin"), "benchmarks/kernels_baseline/aux_head_forward_cutlass.cu"]
+    assert cmd[-3:] == ["-o", str(tmp_path / "head_cutlass_32x128x16_32x32_4_rn.cubin"), "kernels/aux_head_forward_cutlass.cu"]
 
 
 def test_missing_headers_exit_2_with_one_line(bench, monkeypatch, capsys):
@@ -165,7 +165,7 @@ def test_cpu_check_builds_both_shipped_heads_and_the_candidate(bench, capsys):
         entries = re.findall(r"(aux_\w+_cutlass): (\d+) registers, 0 bytes spill stores, 0 bytes spill loads, (\d+) bytes smem", line)
         assert sorted(e[0] for e in entries) == ["aux_next_bar_forward_cutlass", "aux_trade_outcome_forward_cutlass"], line
         assert all(int(r) <= 255 and int(s) <= 48 * 1024 for _, r, s in entries), line
-    assert "22 shapes x 6 batch sizes" in out and "--candidate 'aux_next_bar_forward=" in out
+    assert "28 shapes x 6 batch sizes" in out and "--candidate 'aux_next_bar_forward=" in out
 
 
 # -- the host logic end to end, with numpy stand-ins for CuPy and torch ---------------------------------
@@ -262,7 +262,7 @@ def test_host_logic_passes_right_candidates(bench, monkeypatch, tmp_path, capsys
     code, data = _run(bench, monkeypatch, tmp_path, _kernels({T1: {}, T2: {}}), [T1, T2])
     assert code == 0 and data["candidate_ok"] is True and data["candidate"] == T1 and data["tiles"] == [T1, T2]
     rows = data["rows"]
-    assert len(rows) == 44 and all("error" not in r for r in rows)  # 22 shapes x 2 sizes
+    assert len(rows) == 56 and all("error" not in r for r in rows)  # 28 shapes x 2 sizes
     for r in rows:
         for tag in ("shipped", T1, T2):
             assert bench.verdict(r[tag]) == "ok", (tag, r)

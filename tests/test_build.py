@@ -475,14 +475,18 @@ def test_damaged_cache_entry_is_rebuilt_and_an_interrupted_build_leaves_nothing(
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory) -> tuple[Path, Path, BuildResult, float]:
-    """A copy of the repository's contracts and kernels, built once into a module-wide cache."""
+    """A copy of the repository's contracts and kernels, built once into a module-wide cache (with the header
+    packages of the repository's configuration: the CUTLASS kernels include the nvidia-cutlass wheel's)."""
+    from audit.config import load_config
+
     base = tmp_path_factory.mktemp("shipped")
     project = base / "project"
     project.mkdir()
     shutil.copytree(REPO / "contracts", project / "contracts")
     shutil.copytree(REPO / "kernels", project / "kernels")
     cache = project / "build-cache"
-    (project / "wireup.toml").write_text('cache = "build-cache"\n')
+    packages = ", ".join(f'"{d}" = "{f}"' for d, f in load_config(REPO).include_packages)
+    (project / "wireup.toml").write_text(f"include_packages = {{ {packages} }}\n" 'cache = "build-cache"\n')
     cfg, cs = load_project(project)
     t0 = time.perf_counter()
     result = build_kernels(cfg, cs, jobs=2)
@@ -516,8 +520,7 @@ def test_shipped_kernels_compile_and_a_second_build_starts_no_process(shipped, m
 def test_cubin_hash_does_not_depend_on_the_checkout_location(shipped, tmp_path):
     project, _, first, _ = shipped
     elsewhere = tmp_path / "another" / "checkout"
-    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns("wireup.toml", "build-cache"))
-    (elsewhere / "wireup.toml").write_text('cache = "build-cache"\n')
+    shutil.copytree(project, elsewhere, ignore=shutil.ignore_patterns("build-cache"))  # the same configuration, a cache of its own
     cfg, cs = load_project(elsewhere)
     again = build_kernels(cfg, cs, sources=["strided_gather"])
     src = cs.kernel("strided_gather").source

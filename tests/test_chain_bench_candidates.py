@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-TRUNK = "benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu"
+TRUNK = "kernels/aux_trunk_forward_cutlass.cu"
 TRUNK_SPEC = f"aux_trunk_forward={TRUNK}:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1"
-PARTIAL = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+PARTIAL = "kernels/aux_weight_grad_partial_cutlass.cu"
 
 
 @pytest.fixture()
@@ -83,7 +83,10 @@ def test_only_a_cutlass_source_gets_the_cutlass_headers(bench, monkeypatch, tmp_
     assert "-isystem" not in shipped and shipped[-3:] == ["-o", str(tmp_path / "a.cubin"), "kernels/aux_trunk_kernel.cu"]
     cand = bench.nvcc_command(TRUNK, tmp_path / "b.cubin")
     assert cand[cand.index("-isystem") + 1] == "/opt/cutlass/include"
-    assert cand[cand.index("-isystem") - 2 : cand.index("-isystem")] == ["-I", "benchmarks/kernels_baseline"]
+    assert cand[cand.index("-isystem") - 2 : cand.index("-isystem")] == ["-I", "kernels"]
+    # a round-to-nearest wrapper includes the shipped source through a quoted path: the headers too, its folder first
+    rn = bench.nvcc_command("benchmarks/kernels_baseline/aux_trunk_forward_cutlass_rn.cu", tmp_path / "c.cubin")
+    assert rn[rn.index("-isystem") - 2 : rn.index("-isystem") + 2] == ["-I", "benchmarks/kernels_baseline", "-isystem", "/opt/cutlass/include"]
 
 
 @pytest.mark.nvcc
@@ -105,7 +108,7 @@ def test_the_chain_compiles_with_both_cutlass_candidates(bench, tmp_path):
         assert "aux_trunk_forward_cutlass" in syms
 
 
-HEAD = "benchmarks/kernels_baseline/aux_head_forward_cutlass.cu"
+HEAD = "kernels/aux_head_forward_cutlass.cu"
 SCRIPT = REPO / "tests" / "gpu" / "issue18_candidates.sh"
 
 
@@ -267,3 +270,33 @@ def test_the_chain_compiles_the_trade_outcome_backward_candidate(bench, tmp_path
     only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.source == TOBWD))
     cubins = bench.compile_cubins(only, tmp_path, jobs=1)
     assert list(cubins) == [TOBWD] and b"aux_trade_outcome_backward_fast" in cubins[TOBWD].read_bytes()
+
+
+SHIP_SCRIPT = REPO / "tests" / "gpu" / "ship_session.sh"
+
+
+def test_the_ship_session_script_fits_the_device_limit_and_launches_the_rn_wrappers(bench):
+    """tests/gpu/ship_session.sh: each step's cap (``${CAP_X:-N}``) as its header lists it, summing with 5 s of kill
+    grace to <= 575 s; step C's candidates are the forwards' round-to-nearest wrappers, which exist, at the shipped
+    kernels' geometry, and name contract kernels."""
+    import re
+
+    from audit.load import load_contracts
+
+    text = SHIP_SCRIPT.read_text()
+    header, body = text.split("\nset -u\n", 1)
+    used = dict(re.findall(r'timeout -k 5 "\$\{CAP_([A-Z]):-(\d+)\}"', body))
+    assert sorted(used) == ["A", "B", "C"]
+    assert dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header)) == used
+    assert sum(int(v) for v in used.values()) + 5 * len(used) <= 575
+    env = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)$", body, re.M))
+    specs = [re.sub(r"\$(\w+)", lambda m: env[m[1]], s) for s in re.findall(r'--candidate "([^"]+)"', body)]
+    cands = [bench.Candidate.parse(s) for s in specs]
+    assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_trade_outcome_forward", "aux_next_bar_forward"]
+    assert all(c.source.endswith("_rn.cu") and (REPO / c.source).is_file() for c in cands)
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, cands)
+    for c in cands:  # the wrapper's entry and geometry are the shipped kernel's
+        shipped, k = cs.kernel_map[c.kernel], swapped.kernel_map[c.kernel]
+        assert (k.symbol, k.grid, k.block, k.params) == (shipped.entry, shipped.grid, shipped.block, shipped.params)
+    assert "python3 -m audit verify --backend pycuda --backend cupy" in body

@@ -11,7 +11,6 @@ from audit.cuda.headers import reached_lines
 
 REPO = Path(__file__).resolve().parents[1]
 
-
 def _loops(src: str, constants: dict[str, int] | None = None) -> list[tuple[str, int, bool]]:
     return [(h.name, h.divisor, h.per_block) for h in fixed_dim_tails(src, None, constants or {}) if h.loop]
 
@@ -37,11 +36,12 @@ def test_steps_that_are_no_fixed_chunk_are_ignored():
     assert _loops(src) == []
 
 
-def test_only_the_code_an_entry_reaches_counts():
-    """aux_trunk_kernel.cu holds the trunk's forward and backward: the backward's hidden-unit loop (line
-    118, chunks of the block) is not the forward's."""
-    cfg, cs = load_project(REPO)
-    src = (REPO / "kernels/aux_trunk_kernel.cu").resolve()
+def test_only_the_code_an_entry_reaches_counts(simt_repo: Path):
+    """aux_trunk_kernel.cu holds the trunk's SIMT forward and its backward: the backward's hidden-unit loop (line
+    118, chunks of the block) is not the forward's. The subject is the chain before the CUTLASS kernels
+    (tests/simt_chain.py), where both entries of the file have contracts."""
+    cfg, cs = load_project(simt_repo)
+    src = (simt_repo / "kernels/aux_trunk_kernel.cu").resolve()
     fwd = {p.resolve(): v for p, v in reached_lines(cfg, cs, "aux_trunk_forward").items()}[src]
     bwd = {p.resolve(): v for p, v in reached_lines(cfg, cs, "aux_trunk_backward").items()}[src]
     text = src.read_text().splitlines()

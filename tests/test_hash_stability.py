@@ -44,8 +44,8 @@ KERNELS = {
         "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
     ),
     "aux_next_bar_forward": (
-        "5052f572825b6720e614e9b9dceb2641afd95e3ca22077dfcf84160be3ce8264",
-        "3a561ca6c8483ccc91bb698f9f3b53f022f29f8dd59c794c13de54b911b116b6",
+        "7e26113441afa948df70dc485a57c568c43be372ee9f115502fb5d9c9f26df85",
+        "6a65069fb69689b5eb1abef73da0731195d9b181cf004159bcd6c904419a9ae3",
     ),
     "aux_next_bar_loss_reduce": (
         "1444e2d0a3e7a80bf56726d697152c12df2ca1f50820f5c983a5dfa444943f1c",
@@ -64,16 +64,20 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
+        "f13d5e187d5bd8e12facc7126c224736a049d284cd86313561af113a9b4cb902",
+        "ec6d074be12d3ad0b9664e6cef422375ae1cbf815ff528bf38ed974955083e58",
+    ),
+    "aux_weight_grad_partial_skinny": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
-        "ce6e59b2a869e1136fdbd47bdb01471359386705d81c8280913dd0c6d239fd6f",
+        "ec27e210b442d3bedcbcf9123c24ae8c5c31aff874ac27f21ce76b6560215399",
     ),
     "aux_weight_grad_finish": (
         "4b56a819a04dc9f06181fcb01c56a9aed21e18d61c906d5f368f77fe05dcea1e",
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
-        "124083223024550ff122e3faa8d8cb0198f4e1eeaa8ed804b77c58bd3760a0b4",
-        "9a00083e10ba683e21d42dd287d2cea76b5ecad70bfb25570760382ad3af5455",
+        "7e26113441afa948df70dc485a57c568c43be372ee9f115502fb5d9c9f26df85",
+        "7dfceac8558adb47b99050e069186a8dc9952873da1210272fb5db9993aaa24a",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
@@ -84,8 +88,8 @@ KERNELS = {
         "d239a2246ec2df640f0d0ca2c459692ec870feabbff3a08b035c76a684e368c0",
     ),
     "aux_trunk_forward": (
-        "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
-        "172f874a80fe97423a6e3062732363b2dfe4ba115d7ac2f05b3d6813f6d35bb4",
+        "0099d139f1c5e21006f5509c655f625c7a1328c9b8c1b479ee050fbd55122f5d",
+        "2b0db5c891beb93c02f36dde2491d0e8408e792806e29b6438d54e9918372e90",
     ),
     "aux_trunk_backward": (
         "2beb3e0bf66963e52c75d2a713ef933dce230ed4741606ca7d43f99621addd0e",
@@ -106,16 +110,16 @@ KERNELS = {
 }
 SCHEDULES = {
     "aux_heads_forward": (
-        "1db5052f611aef0e1f11d5e64e56c0d2f72d9212c224c59ff2561fcbb1300d12",
-        "56d65a44283ddac256edf1262175c2215688c745962200536e37adcc3a4c6461",
+        "c4c6863431e0792f899b145b9f7446df1dcfd610a79a914280e8266d7d91eb9a",
+        "4c610d99f1b1b542e806a5cfae9743949037a0afda3bdd999b7fba5190ca00a4",
     ),
     "aux_heads_backward": (
         "0ebd0ff378afb10c28e059d571a91b4780693af59202e670fae002fb0d4eec06",
         "1256ed16f36ed86375ee29810f10876362f7b89ba6963daa3f5f303d649dfb24",
     ),
     "aux_heads_backward_fused": (
-        "29f3904eec23e0c998cf8aba0793307ebbe7f3e11f1a96a468eaa9af9ea0ffb9",
-        "fac5a3fc3117d215304cdc85e9d291e97fa7ce4dae4e05e67795205892cafe51",
+        "4f1f4b205e47d8f3ca9b8124bf9f3447a178cdc1a2adae7e172324992a541f28",
+        "378a9db3487a97ac4fecf0bf8cfe6d5aba8c80ab20cf77d6ec81831f68217045",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

@@ -683,17 +683,18 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
 
 
 @pytest.mark.nvcc
-def test_local_uninit_read_catches_the_softmax_reads_past_k(tmp_path, monkeypatch):
-    """The forward head's softmax keeps its AUX_K_MAX logits in a local array written only where k < K:
+def test_local_uninit_read_catches_the_softmax_reads_past_k(tmp_path, monkeypatch, simt_repo):
+    """The SIMT forward head's softmax keeps its AUX_K_MAX logits in a local array written only where k < K:
     a mutant whose later loop reads l[k] without that guard (or with k <= K) reads an uninitialised
-    register, which nvcc may compile so that the run still matches the reference. Caught statically."""
+    register, which nvcc may compile so that the run still matches the reference. Caught statically. (The
+    subject is the chain before the CUTLASS kernels, tests/simt_chain.py, where that kernel is shipped.)"""
     from audit import runtime
     from audit.config import with_overrides
 
-    cfg, _ = load_project(REPO)
+    cfg, _ = load_project(simt_repo)
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
     monkeypatch.setattr(runtime, "gpu_target", lambda backends, c, cluster=None: (["emulated"], c.arch))
-    run = run_mutation(REPO, ["aux_trade_outcome_forward"], operators=["guard", "ror"], config=cfg, sanitizers=(), slowdown=False, sizes=(1,))
+    run = run_mutation(simt_repo, ["aux_trade_outcome_forward"], operators=["guard", "ror"], config=cfg, sanitizers=(), slowdown=False, sizes=(1,))
     (fwd,) = run.kernels
     assert fwd.baseline == "pass"
     got = {o.mutant.id for o in fwd.outcomes if o.checks == ("LOCAL_UNINIT_READ",) and o.status == "caught"}

@@ -1,6 +1,9 @@
 """Header mutants: the shared headers' functions the including kernels reach are mutated once, and each
 mutant is judged against every kernel that includes the header (emulated backend with stand-ins); the
-``nvcc`` tests compile header mutants into both kernels including ``aux_head_forward.cuh``."""
+``nvcc`` tests compile header mutants into both kernels including ``aux_head_forward.cuh``.
+
+The subject is the chain before its CUTLASS kernels (``tests/simt_chain.py``, fixture ``simt_repo``): the SIMT
+head forwards, now benchmark baselines, are the two kernels that share ``aux_head_forward.cuh``."""
 
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from audit.errors import UsageError
 from audit.mutate import header_mutants, header_units, kernel_json, mutated_headers, plan_mutants, reclassify, run_mutation
 from audit.mutate._headers import reached_bodies
 
-REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+REPO: Path  # the SIMT chain's tree, set by _subject before any test of this module runs
 HEAD = "aux_head_forward.cuh"
 FORWARDS = ("aux_next_bar_forward", "aux_trade_outcome_forward")
 
@@ -26,8 +30,14 @@ def _wrong(launch):
     launch.write_outputs({k: v * 1.5 for k, v in out.items()})
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _subject(simt_repo: Path) -> None:
+    global REPO
+    REPO = simt_repo
+
+
 @pytest.fixture(scope="module")
-def project():
+def project(_subject):
     return load_project(REPO)
 
 
@@ -119,12 +129,12 @@ def test_a_header_mutant_is_caught_when_any_including_kernel_catches_it(tmp_path
 def test_header_records_are_written_reclassified_and_counted_by_the_report(tmp_path, capsys):
     from audit.report.collect import _header_mutations
 
-    sys.path.insert(0, str(REPO / "tests" / "data" / "mutate"))
+    sys.path.insert(0, str(TESTS / "data" / "mutate"))
     try:
         code = main(["mutate", "--root", str(REPO), HEAD, "--max-mutants", "2", "--sizes", "1", "--stand-in", "stand_in:by_operator",
                      "--output-dir", str(tmp_path)])  # fmt: skip
     finally:
-        sys.path.remove(str(REPO / "tests" / "data" / "mutate"))
+        sys.path.remove(str(TESTS / "data" / "mutate"))
     out = capsys.readouterr().out
     assert code in (0, 1) and f"{HEAD} " in out
     data = json.loads((tmp_path / f"{HEAD}.json").read_text())
@@ -228,13 +238,25 @@ def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path
         data.update(generated=data["selected"], survivors=eq, equivalent=len(eq), caught=data["mutants"] - len(eq), survived=0, score=1.0)
         caught_n += data["caught"]
         p.write_text(json.dumps(data))
+    # kernels added to the chain since these records (main's masked partial and next-bar store entry): one
+    # caught mutant each, so every kernel has a full record
+    _, cs = load_project(root)
+    missing = [k.name for k in cs.kernels if not (folder / f"{k.name}.json").is_file()]
+    for name in missing:
+        (folder / f"{name}.json").write_text(json.dumps({
+            "kernel": name, "generated": 1, "selected": 1, "mutants": 1, "caught": 1, "equivalent": 0, "score": 1.0,
+            "baseline": "pass", "survivors": [],
+        }))  # fmt: skip
+    caught_n += len(missing)
+    run_n += len(missing)
+    n = len(cs.kernels)
     for name, caught in (("aux_common.cuh", 5), ("aux_head_forward.cuh", 4), ("sgemm_tile.cuh", 3)):
         (folder / f"{name}.json").write_text(json.dumps({
             "header": True, "judged_by": ["x"], "kernel": name, "generated": caught, "selected": caught, "mutants": caught,
             "caught": caught, "equivalent": 0, "score": 1.0, "baseline": "pass", "survivors": [],
         }))  # fmt: skip
     state, text = row()
-    assert text == (f"{caught_n} of {caught_n} mutants caught (100%) over 15 of 15 kernels; header mutants: 12 of 12 caught over 3 of 3 headers "
+    assert text == (f"{caught_n} of {caught_n} mutants caught (100%) over {n} of {n} kernels; header mutants: 12 of 12 caught over 3 of 3 headers "
                     "(each judged against every kernel including it)") and state == "ok"  # fmt: skip
     # one header sampled: a warning again
     data = json.loads((folder / "sgemm_tile.cuh.json").read_text())

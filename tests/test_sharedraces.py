@@ -22,14 +22,15 @@ from audit.cuda.sharedraces import SharedRace, find_shared_races
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
+BASELINE = REPO / "benchmarks" / "kernels_baseline"  # the SIMT head forwards (shipped until 5 December 2026) and their header
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
 
-def _ptx(tmp_path: Path, body: str, name: str = "k.cu", include: Path | None = None) -> str:
+def _ptx(tmp_path: Path, body: str, name: str = "k.cu", include: Path | None = None, extra: tuple[str, ...] = ()) -> str:
     src = tmp_path / name
     src.write_text(body)
     out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(include or KERNELS)]
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(include or KERNELS), *extra]
     subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
     return out.read_text()
 
@@ -136,24 +137,29 @@ def test_results_round_trip_through_the_analysis_cache(tmp_path: Path) -> None:
     assert AnalysisCache(tmp_path).results("shared-races", ["ptx", "k"], SharedRace, lambda: []) == [race]
 
 
-def _shipped_blocks() -> dict[str, tuple[int | None, int | None, int | None]]:
+def _shipped_blocks(root: Path = REPO) -> dict[str, tuple[int | None, int | None, int | None]]:
     out: dict[str, tuple[int | None, int | None, int | None]] = {}
-    for path in sorted((REPO / "contracts" / "kernels").glob("*.toml")):
+    for path in sorted((root / "contracts" / "kernels").glob("*.toml")):
         for k in tomllib.loads(path.read_text()).get("kernel", []):
             out[k["entry"]] = tuple(v if isinstance(v, int) else None for v in k["block"])  # type: ignore[assignment]
     return out
 
 
 @NVCC
-def test_shipped_kernels_are_clean_at_their_blocks(tmp_path: Path) -> None:
-    blocks = _shipped_blocks()
+def test_shipped_kernels_are_clean_at_their_blocks(tmp_path: Path, simt_repo: Path) -> None:
+    """Every entry of the shipped sources (the CUTLASS ones with the wheel's headers) at its contract's block,
+    and the SIMT head forwards at theirs (the chain before the CUTLASS kernels: tests/simt_chain.py)."""
+    from nvcc_flags import package_include_flags
+
+    blocks = _shipped_blocks() | {e: b for e, b in _shipped_blocks(simt_repo).items() if e.endswith("_forward")}
     analysed = 0
-    for src in sorted(KERNELS.glob("*.cu")):
-        ptx = _ptx(tmp_path, src.read_text(), src.name)
+    sources = [*sorted(KERNELS.glob("*.cu")), BASELINE / "aux_trade_outcome_forward_kernel.cu", BASELINE / "aux_next_bar_forward_kernel.cu"]
+    for src in sources:
+        ptx = _ptx(tmp_path, src.read_text(), src.name, extra=("-I", str(BASELINE), *package_include_flags()))
         for entry in entries(ptx):
             assert find_shared_races(ptx, entry, blocks[entry]) == [], entry
             analysed += all(n is not None for n in blocks[entry])
-    assert analysed >= 12
+    assert analysed >= 17
 
 
 @NVCC
@@ -162,13 +168,13 @@ def test_shipped_kernels_are_clean_at_their_blocks(tmp_path: Path) -> None:
     ("if (lane == 0) s.logits[ty * kTM + r][k] += p;", "if (lane != 0) s.logits[ty * kTM + r][k] += p;"),  # ror:102:26:0
 ])
 def test_the_header_survivors_of_aux_head_forward_are_found(tmp_path: Path, old: str, new: str) -> None:
-    for h in KERNELS.glob("*.cuh"):
+    for h in [*KERNELS.glob("*.cuh"), BASELINE / "aux_head_forward.cuh"]:
         shutil.copy(h, tmp_path / h.name)
     header = tmp_path / "aux_head_forward.cuh"
     assert header.read_text().count(old) == 1
     header.write_text(header.read_text().replace(old, new))
-    ptx = _ptx(tmp_path, (KERNELS / "aux_next_bar_forward_kernel.cu").read_text(), "fwd.cu", include=tmp_path)
-    (race,) = find_shared_races(ptx, "aux_next_bar_forward", _shipped_blocks()["aux_next_bar_forward"])
+    ptx = _ptx(tmp_path, (BASELINE / "aux_next_bar_forward_kernel.cu").read_text(), "fwd.cu", include=tmp_path)
+    (race,) = find_shared_races(ptx, "aux_next_bar_forward", (128, 1, 1))  # the SIMT kernel's block
     assert (race.kind, race.origin) == ("lane", "aux_head_forward.cuh:102")
 
 

@@ -1,7 +1,9 @@
 """The static source checks a mutant goes through read the headers its kernel includes, found beside the
 kernel's copy first: a header mutant (compiled from a copy of the kernel source next to the mutated
 header) whose loop overruns a local array of the header is caught by LOCAL_ARRAY_BOUNDS, as the same bug
-in a kernel source is. The H200 run of 4 December had four such survivors in aux_head_forward.cuh."""
+in a kernel source is. The H200 run of 4 December had four such survivors in aux_head_forward.cuh. Its two
+kernels are now the benchmarks' SIMT baselines: the subject is the chain before the CUTLASS kernels
+(``tests/simt_chain.py``, fixture ``simt_repo``)."""
 
 from __future__ import annotations
 
@@ -14,19 +16,18 @@ from audit.api import load_project
 from audit.cuda.static import kernel_code_findings
 from audit.graph import Wiring
 
-REPO = Path(__file__).resolve().parents[1]
 LINE = "        for (int c = 0; c < kTN; ++c) bias[c] = j0 + c < H ? __ldg(b1 + j0 + c) : 0.0f;"
 
 
 @pytest.fixture(scope="module")
-def project():
-    cfg, cs = load_project(REPO)
-    return cs, Wiring(cs), cs.kernel_map["aux_next_bar_forward"]
+def project(simt_repo: Path):
+    cfg, cs = load_project(simt_repo)
+    return cs, Wiring(cs), cs.kernel_map["aux_next_bar_forward"], simt_repo
 
 
-def _copy(tmp_path: Path, mutate: bool) -> Path:
+def _copy(root: Path, tmp_path: Path, mutate: bool) -> Path:
     tree = tmp_path / "tree"
-    shutil.copytree(REPO / "kernels", tree)
+    shutil.copytree(root / "kernels", tree)
     header = tree / "aux_head_forward.cuh"
     text = header.read_text()
     assert LINE in text  # the shipped header still has the loop this test mutates
@@ -36,12 +37,12 @@ def _copy(tmp_path: Path, mutate: bool) -> Path:
 
 
 def test_an_overrun_in_an_included_header_is_caught(project, tmp_path):
-    cs, wiring, k = project
-    hits = kernel_code_findings(cs, wiring, k, _copy(tmp_path, True), [REPO / "kernels"], None)
+    cs, wiring, k, root = project
+    hits = kernel_code_findings(cs, wiring, k, _copy(root, tmp_path, True), [root / "kernels"], None)
     assert hits == [("LOCAL_ARRAY_BOUNDS", 'kernels/aux_head_forward.cuh:61: "bias[c]" indexes the local array "bias" of 4 elements '
                      "(declared at line 59) with c = 0 .. 4 (the loop at line 61): index 4 is out of bounds, undefined behaviour the compiler may hide.")]  # fmt: skip
 
 
 def test_the_unmutated_copy_is_clean(project, tmp_path):
-    cs, wiring, k = project
-    assert kernel_code_findings(cs, wiring, k, _copy(tmp_path, False), [REPO / "kernels"], None) == []
+    cs, wiring, k, root = project
+    assert kernel_code_findings(cs, wiring, k, _copy(root, tmp_path, False), [root / "kernels"], None) == []

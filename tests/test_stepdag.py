@@ -163,9 +163,12 @@ def test_the_shipped_fused_chain_runs_its_heads_and_reductions_concurrently():
     # ordered as the schedule orders them
     to_bwd, nb_bwd = index["aux_trade_outcome_backward"], index["aux_next_bar_backward_store"]
     assert nb_bwd in anc[to_bwd] and to_bwd not in anc[nb_bwd]
-    # the five weight-gradient reductions: none waits for another
-    partials = [j for j, n in enumerate(steps) if n.label in ("aux_weight_grad_partial", "aux_weight_grad_partial_masked")]
-    assert len(partials) == 5
+    # the five weight-gradient reductions (the trunk's and the next-bar head's first Linear on the tensor cores,
+    # the trade-outcome head's two over its labelled rows, the next-bar head's one-row one on the skinny path):
+    # none waits for another
+    kinds = ("aux_weight_grad_partial", "aux_weight_grad_partial_masked", "aux_weight_grad_partial_skinny")
+    partials = [j for j, n in enumerate(steps) if n.label in kinds]
+    assert [steps[j].label for j in partials] == [kinds[0], kinds[1], kinds[1], kinds[0], kinds[2]]
     for a in partials:
         for b in partials:
             assert a == b or a not in anc[b], (labels[a], labels[b])

@@ -82,11 +82,13 @@ def test_a_helper_of_the_same_file_is_followed() -> None:
 def test_the_shipped_kernels_that_get_stress_cases() -> None:
     """Which shipped inputs reach exp or a divisor directly (docs/verification.md lists them)."""
     loss = (REPO / "kernels" / "aux_trade_outcome_loss_reduce_kernel.cu").read_text()
-    fwd = (REPO / "kernels" / "aux_trade_outcome_forward_kernel.cu").read_text()
+    fwd = (REPO / "kernels" / "aux_head_forward_cutlass.cu").read_text()
+    simt = (REPO / "benchmarks" / "kernels_baseline" / "aux_trade_outcome_forward_kernel.cu").read_text()  # shipped until 5 December 2026
     assert [u[:2] for u in direct(loss, "aux_trade_outcome_loss_reduce")] == [("logits", "exp")]
     # b2 as a divisor is the analysis being flow-insensitive: l[k] holds b2 + logit, then exp of it, and
     # prow[k] = l[k] / sum reads the later value (a near-zero b2 is an ordinary bias; the case is harmless)
-    assert [u[:2] for u in direct(fwd, "aux_trade_outcome_forward")] == [("b2", "div"), ("b2", "exp")]
+    assert [u[:2] for u in direct(fwd, "aux_trade_outcome_forward_cutlass")] == [("b2", "div"), ("b2", "exp")]
+    assert [u[:2] for u in direct(simt, "aux_trade_outcome_forward")] == [("b2", "div"), ("b2", "exp")]
 
 
 def test_the_shipped_chain_stresses_two_inputs() -> None:

@@ -17,11 +17,14 @@ from audit.cuda.uninit import UninitRead, find_uninit_reads, source_uninit_reads
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
+BASELINE = REPO / "benchmarks" / "kernels_baseline"  # the SIMT head forwards (shipped until 5 December 2026) and their header
 FIXTURES = REPO / "tests" / "data" / "build" / "project" / "kernels"
 SHIPPED = sorted([*KERNELS.glob("*.cu"), *KERNELS.glob("*.cuh")])
 FIXTURE_SOURCES = sorted(p for p in FIXTURES.glob("*.cu") if p.name != "uninit_read.cu")  # the bad fixture: test_build.py
-FORWARD = KERNELS / "aux_trade_outcome_forward_kernel.cu"
-FWD = "kernels/aux_trade_outcome_forward_kernel.cu"
+SIMT_FORWARDS = [BASELINE / "aux_trade_outcome_forward_kernel.cu", BASELINE / "aux_next_bar_forward_kernel.cu", BASELINE / "aux_head_forward.cuh"]
+INCLUDE = [KERNELS, BASELINE]
+FORWARD = BASELINE / "aux_trade_outcome_forward_kernel.cu"
+FWD = "benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu"
 
 
 def findings(text: str, constants: dict[str, int] | None = None) -> list[tuple[int, str]]:
@@ -41,7 +44,7 @@ def forward_mutant(tmp_path: Path, edit) -> list[UninitRead]:
     assert lines[47] == "        if (k < K) {" and lines[50] == "        }", "the kernel changed"
     path = tmp_path / FORWARD.name
     path.write_text("\n".join(edit(list(lines))))
-    return source_uninit_reads(path, [KERNELS])
+    return source_uninit_reads(path, INCLUDE)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -49,19 +52,20 @@ def forward_mutant(tmp_path: Path, edit) -> list[UninitRead]:
 
 
 def test_the_real_forward_kernel_is_clean(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.chdir(REPO)  # paths as the project's configuration gives them: include folder "kernels"
-    assert source_uninit_reads(Path(FWD), [Path("kernels")]) == []
-    assert source_uninit_reads(FORWARD, [KERNELS]) == []
+    monkeypatch.chdir(REPO)  # relative paths, as a project's configuration gives them: include folder "kernels"
+    assert source_uninit_reads(Path(FWD), [Path("kernels"), Path("benchmarks/kernels_baseline")]) == []
+    assert source_uninit_reads(FORWARD, INCLUDE) == []
 
 
-@pytest.mark.parametrize("path", SHIPPED + FIXTURE_SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", SHIPPED + SIMT_FORWARDS + FIXTURE_SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_shipped_kernels_and_fixtures_have_no_findings(path: Path):
-    assert [u.message(path.name) for u in source_uninit_reads(path, [KERNELS])] == []
+    assert [u.message(path.name) for u in source_uninit_reads(path, INCLUDE)] == []
 
 
 def test_the_shipped_folder_is_where_expected():
     names = {p.name for p in SHIPPED}
-    assert {"aux_trade_outcome_forward_kernel.cu", "aux_common.cuh", "aux_trade_outcome_loss_reduce_kernel.cu"} <= names
+    assert {"aux_head_forward_cutlass.cu", "aux_common.cuh", "aux_trade_outcome_loss_reduce_kernel.cu"} <= names
+    assert all(p.is_file() for p in SIMT_FORWARDS)
     assert len(FIXTURE_SOURCES) >= 5
 
 

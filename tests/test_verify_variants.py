@@ -127,14 +127,19 @@ def wrong_when_n_is_no_multiple_of_4(launch):
 
 def test_the_shipped_weight_reduce_declares_bindings_off_its_launch_shapes(repo_root):
     cs = load_contracts(repo_root / "contracts", repo_root)
-    spec = cs.kernel_map["aux_weight_grad_partial"].verify
+    spec = cs.kernel_map["aux_weight_grad_partial_skinny"].verify  # the SIMT partial, launched at M = 1
     assert [dict(b) for b in spec.bindings] == [{"M": 8, "N": 129, "P": 5}, {"M": 9, "N": 100, "P": 3}, {"M": 130, "N": 129, "P": 7},
                                                 {"M": 4, "N": 100, "P": 40}]
+    assert spec.variant_cases == 3
+    # the CUTLASS partial (launched at M = 256, 128): the same, and both instantiations' partial tiles in both directions
+    spec = cs.kernel_map["aux_weight_grad_partial"].verify
+    assert [dict(b) for b in spec.bindings] == [{"M": 8, "N": 129, "P": 5}, {"M": 9, "N": 100, "P": 3}, {"M": 130, "N": 129, "P": 7},
+                                                {"M": 4, "N": 100, "P": 40}, {"M": 132, "N": 260, "P": 7}]
     assert spec.variant_cases == 3
 
 
 def test_a_bug_only_an_extra_binding_reaches_is_caught_there(repo_root):
-    out = verify(repo_root, kernels=["aux_weight_grad_partial"], emulated={"aux_weight_grad_partial": wrong_when_n_is_no_multiple_of_4},
+    out = verify(repo_root, kernels=["aux_weight_grad_partial_skinny"], emulated={"aux_weight_grad_partial_skinny": wrong_when_n_is_no_multiple_of_4},
                  evidence=False)  # fmt: skip
     bad = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
     assert bad, [f.message for f in out.result.findings]
@@ -146,14 +151,19 @@ def test_a_bug_only_an_extra_binding_reaches_is_caught_there(repo_root):
 
 
 def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
-    out = verify(repo_root, kernels=["aux_weight_grad_partial"], emulated={}, evidence=False)
+    out = verify(repo_root, kernels=["aux_weight_grad_partial_skinny"], emulated={}, evidence=False)
     r = out.run.results[0]
     assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
     at_binding = {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and "N=129" in c.case}
     assert 1 <= len(at_binding) <= 3, sorted(at_binding)
     assert any("extra bindings ran at the sweep's 3 smallest" in n for n in r.notes)
-    # the partial column tile of the grid now runs: N = 129 and 100 leave a remainder of ceil_div(N, 128)
-    (tile,) = [t for t in r.tails if t["expr"] == "ceil_div(N, 128)"]
+    # the skinny partial's launches all bind N = 128 and M < 128: no grid division varies, so it has no tail site
+    assert r.tails == []
+    # the CUTLASS partial's launches bind M = 256 and 128 (full row tiles only): the bindings' M = 130 and 132
+    # run the partial last one
+    r = verify(repo_root, kernels=["aux_weight_grad_partial"], emulated={}, evidence=False).run.results[0]
+    assert r.verdict == "pass" and any("extra bindings ran at the sweep's 3 smallest" in n for n in r.notes)
+    (tile,) = [t for t in r.tails if t["expr"] == "ceil_div(M, 128)"]
     assert tile["covered"] and tile["exact"] and tile["tail"]
 
 
@@ -208,15 +218,16 @@ def test_bindings_need_local_dims_and_stay_out_of_the_hash():
 
 
 def test_fixed_dim_tail_judges_local_dims_by_the_launches_and_the_bindings(repo_root):
-    """Without its bindings, aux_weight_grad_partial's N is 256 or 128 at every launch: its N % 4 test hides
+    """Without its bindings, aux_weight_grad_partial_skinny's N is 128 at every launch: its N % 4 test hides
     the scalar path, and FIXED_DIM_TAIL says so with a binding to add; with them the rule is quiet."""
     from audit.api import check
     from audit.config import load_config
 
     rel = "contracts/kernels/aux_param_grad_reduce.toml"
     text = (repo_root / rel).read_text()
-    first = next(ln for ln in text.splitlines(keepends=True) if ln.startswith("bindings = ["))  # the partial's (the first kernel with bindings)
-    stripped = text.replace(first + "variant_cases = 3\n", "", 1)
+    skinny = text.index('name = "aux_weight_grad_partial_skinny"')
+    first = next(ln for ln in text[skinny:].splitlines(keepends=True) if ln.startswith("bindings = ["))  # the skinny partial's
+    stripped = text[:skinny] + text[skinny:].replace(first + "variant_cases = 3\n", "", 1)
     assert stripped != text
     texts = {p.relative_to(repo_root).as_posix(): p.read_text() for p in (repo_root / "contracts").rglob("*.toml")}
     texts[rel] = stripped
@@ -226,8 +237,8 @@ def test_fixed_dim_tail_judges_local_dims_by_the_launches_and_the_bindings(repo_
     src = (repo_root / "kernels/aux_weight_grad_split_kernel.cu").read_text().splitlines()
     at = next(i for i, ln in enumerate(src, 1) if "N % 4" in ln and not ln.lstrip().startswith("//"))  # the first test, not a comment
     assert lines == [
-        f'Kernel "aux_weight_grad_partial" passes its local dim N as "N", and kernels/aux_weight_grad_split_kernel.cu:{at} has "N % 4": '
-        "every verified N (128, 256, from the schedules' launches and [kernel.verify] bindings) is a multiple of 4, so the code for "
+        f'Kernel "aux_weight_grad_partial_skinny" passes its local dim N as "N", and kernels/aux_weight_grad_split_kernel.cu:{at} has "N % 4": '
+        "every verified N (128, from the schedules' launches and [kernel.verify] bindings) is a multiple of 4, so the code for "
         # P moves with B (WGP): the suggested binding takes its launch value at B's low end
         "the other values never runs; if the kernel takes other shapes, verify one too: [kernel.verify] bindings = [{ M = 1, N = 129, P = 1 }]."
     ]

@@ -76,8 +76,9 @@ def test_the_fused_schedule_reduces_the_trade_outcome_head_over_its_labelled_row
     (bwd,) = [s for s in steps if s.launch == "aux_trade_outcome_backward"]
     assert _bind(bwd, "labels") == "aux_to_labels"
     # no unmasked reduction of the head's dz is left, and each workspace is finished into the head's gradients
-    plain = [_bind(s, "dz") for s in steps if s.launch == "aux_weight_grad_partial"]
-    assert plain == ["trunk_db_partial", "nb_db1_partial", "nb_db2_partial"]
+    plain = [_bind(s, "dz") for s in steps if s.launch == "aux_weight_grad_partial"]  # the CUTLASS partial
+    assert plain == ["trunk_db_partial", "nb_db1_partial"]
+    assert [_bind(s, "dz") for s in steps if s.launch == "aux_weight_grad_partial_skinny"] == ["nb_db2_partial"]  # M = KNB = 1
     finishes = {_bind(s, "ws"): (_bind(s, "dW"), _bind(s, "db")) for s in steps if s.launch == "aux_weight_grad_finish"}
     assert finishes["wg_ws_to1"] == ("to_dW1", "to_db1") and finishes["wg_ws_to2"] == ("to_dW2", "to_db2")
     # after the backward that writes the head's dz

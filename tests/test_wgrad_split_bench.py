@@ -85,13 +85,13 @@ def test_host_logic_times_every_chunk_count_and_reports_a_wrong_bias(monkeypatch
         data = json.loads(out.read_text())
         assert code == code_want
         checked = [r for r in data["rows"] if "P" in r]
-        # 8 shapes x (B = 37: P = WGP(37) = 3 and 4; B = 256: 4 and WGP(256) = 16)
-        assert len(checked) == 32 and {r["P"] for r in checked if r["B"] == 256} == {4, 16}
+        # 9 shapes x (B = 37: P = WGP(37) = 3 and 4; B = 256: 4 and WGP(256) = 16)
+        assert len(checked) == 36 and {r["P"] for r in checked if r["B"] == 256} == {4, 16}
         assert [r["contract_P"] for r in checked if r["B"] == 37 and r["M"] == 256] == [True, False]
         assert all(r["deterministic"] for r in checked)
-        assert data["failures"] == (32 if wrong else 0) and all(r["ok"] is (not wrong) for r in checked)
+        assert data["failures"] == (36 if wrong else 0) and all(r["ok"] is (not wrong) for r in checked)
         timed = [r for r in data["rows"] if "old_us" in r]
-        assert len(timed) == 8 and all(r["old_us"] > 0 and r["torch_us"] > 0 for r in timed)
+        assert len(timed) == 9 and all(r["old_us"] > 0 and r["torch_us"] > 0 for r in timed)
         assert all("time" in r for r in checked if r["B"] == 256) and not any("time" in r for r in checked if r["B"] == 37)
 
 
@@ -118,10 +118,10 @@ def test_the_tensor_core_experiment_is_checked_and_timed_beside_the_shipped_kern
         code = bench.main(["--sizes", "37,256", "--time-sizes", "256", "--replays", "3", "--warmup", "1", "--json", str(out), "--tc-source", "t.cu"])
         data = json.loads(out.read_text())
         tc_rows = [r for r in data["rows"] if r.get("variant") == "tc"]
-        assert sorted({(r["M"], r["N"]) for r in tc_rows}) == [(9, 100), (128, 256), (130, 129), (256, 256)]
-        assert all(r["contract_P"] for r in tc_rows) and len(tc_rows) == 8
+        assert sorted({(r["M"], r["N"]) for r in tc_rows}) == [(9, 100), (128, 256), (130, 129), (132, 260), (256, 256)]
+        assert all(r["contract_P"] for r in tc_rows) and len(tc_rows) == 10
         assert all(("time" in r) == (r["B"] == 256) for r in tc_rows)
-        assert data["failures"] == (8 if wrong else 0) and code == (1 if wrong else 0)
+        assert data["failures"] == (10 if wrong else 0) and code == (1 if wrong else 0)
 
 
 # -- the CUTLASS candidate (--cutlass-source) ------------------------------------------------------------
@@ -187,7 +187,7 @@ def test_only_the_cutlass_build_gets_the_cutlass_include_folder(monkeypatch, tmp
     inc = _headers(tmp_path / "inc")
     monkeypatch.setenv("CUTLASS_INCLUDE", str(inc))
     cubin = tmp_path / "c.cubin"
-    src = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+    src = "kernels/aux_weight_grad_partial_cutlass.cu"
     assert bench.nvcc_command(src, cubin, "cutlass") == [
         "nvcc", "-arch=sm_90", "-cubin", "-O3", "-std=c++17", "-lineinfo", "-I", "kernels",
         "-I", "benchmarks/kernels_baseline", "-isystem", str(inc), "-Xptxas", "-v", "-o", str(cubin), src]
@@ -214,7 +214,7 @@ def test_missing_cutlass_headers_stop_the_run_in_one_line_before_any_build(monke
     bench = _bench(monkeypatch)
     monkeypatch.setenv("CUTLASS_INCLUDE", str(tmp_path / "nothing"))
     monkeypatch.setattr(bench, "build", lambda *a, **k: pytest.fail("built although the CUTLASS headers are missing"))
-    assert bench.main(["--cpu-check", "--cutlass-source", "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"]) == 2
+    assert bench.main(["--cpu-check", "--cutlass-source", "kernels/aux_weight_grad_partial_cutlass.cu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"gpu_wgrad_split.py: CUTLASS_INCLUDE={tmp_path / 'nothing'}: expected cutlass/cutlass.h")
 
@@ -251,13 +251,13 @@ def test_the_cutlass_candidate_is_checked_and_timed_beside_the_shipped_and_the_t
         data = json.loads(out.read_text())
         for tag in ("tc", "cutlass"):
             tagged = [r for r in data["rows"] if r.get("variant") == tag]
-            assert sorted({(r["M"], r["N"]) for r in tagged}) == [(9, 100), (128, 256), (130, 129), (256, 256)]
-            assert len(tagged) == 8 and all(r["contract_P"] for r in tagged)
+            assert sorted({(r["M"], r["N"]) for r in tagged}) == [(9, 100), (128, 256), (130, 129), (132, 260), (256, 256)]
+            assert len(tagged) == 10 and all(r["contract_P"] for r in tagged)
             assert all(("time" in r) == (r["B"] == 256) for r in tagged)
             assert all(r["ok"] is (tag == "tc" or not wrong) for r in tagged)
-        assert data["failures"] == (8 if wrong else 0) and code == (1 if wrong else 0)
+        assert data["failures"] == (10 if wrong else 0) and code == (1 if wrong else 0)
         lines = [ln for ln in capsys.readouterr().out.splitlines() if "cutlass (3xTF32)" in ln]
-        assert len(lines) == 4 and all(" B=256: cutlass (3xTF32) P16=" in ln and "split P16=" in ln and "; tc P16=" in ln for ln in lines)
+        assert len(lines) == 5 and all(" B=256: cutlass (3xTF32) P16=" in ln and "split P16=" in ln and "; tc P16=" in ln for ln in lines)
         assert all(ln.split("us rel ")[1].split(";")[0].endswith(" FAIL") is wrong for ln in lines)
 
 
@@ -269,7 +269,7 @@ def test_cpu_check_builds_the_cutlass_candidate(monkeypatch, capsys):
         inc = bench.cutlass_include()
     except bench.SetupError as e:
         pytest.skip(f"no CUTLASS headers: {e}")
-    src = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+    src = "kernels/aux_weight_grad_partial_cutlass.cu"
     assert bench.main(["--cpu-check", "--cutlass-source", src]) == 0
     out = capsys.readouterr().out
     assert f"CUTLASS headers: {inc}" in out

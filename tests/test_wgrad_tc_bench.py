@@ -22,9 +22,11 @@ def test_cases_and_geometry_come_from_the_contracts(monkeypatch):
 
     cs = load_contracts(REPO / "contracts", REPO)
     shapes = bench.shapes_of(cs)
-    assert [(s.M, s.N) for s in shapes] == [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100)]
+    # the launches of the partial contracts (the CUTLASS one at M = 256 and 128, the masked one at 128 and 3, the
+    # skinny one at 1), then the CUTLASS and skinny partials' bindings
+    assert [(s.M, s.N) for s in shapes] == [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100), (132, 260)]
     assert [s.origin for s in shapes][:4] == [f"schedule aux_heads_backward_fused step {i}" for i in (4, 6, 8, 12)]
-    assert [s.launches for s in shapes] == [1, 2, 1, 1, 0, 0, 0, 0]
+    assert [s.launches for s in shapes] == [1, 2, 1, 1, 0, 0, 0, 0, 0]
     assert {s.origin for s in shapes[4:]} == {"[kernel.verify] bindings"}
     # the tensor-core experiment keeps the cluster SIMT kernel's geometry (benchmarks/kernels_baseline)
     for s in shapes:
@@ -176,9 +178,9 @@ def test_host_logic_reports_a_wrong_new_kernel_and_only_it(monkeypatch, tmp_path
         data = json.loads(out.read_text())
         assert code == code_want and data["new_kernel_ok"] is (not wrong)
         rows = {(r["M"], r["N"], r["B"]): r for r in data["rows"]}
-        assert len(rows) == 16 and all("error" not in r for r in rows.values())
+        assert len(rows) == 18 and all("error" not in r for r in rows.values())
         bad = sorted(k for k, r in rows.items() if not r["new"]["ok"])
-        assert bad == (sorted((M, N, 300) for M, N in [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100)]) if wrong else [])
+        assert bad == (sorted((M, N, 300) for M, N in [(256, 256), (128, 256), (3, 128), (1, 128), (8, 129), (9, 100), (130, 129), (4, 100), (132, 260)]) if wrong else [])
         assert not wrong or rows[(256, 256, 300)]["new"]["status"] == "mismatch"
         assert all(r["new"]["deterministic"] and r["old"]["ok"] and r["alt"]["ok"] and r["torch_fp32"]["ok"] for r in rows.values())
         assert rows[(256, 256, 1)]["new"]["time"]["median_us"] == pytest.approx(10.0 / rows[(256, 256, 1)]["new"]["rep"])

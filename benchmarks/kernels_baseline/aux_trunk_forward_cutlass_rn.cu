@@ -1,5 +1,5 @@
-// The round-to-nearest split build of aux_trunk_forward_cutlass.cu (the trunk forward): both tf32 parts of each fp32 operand rounded to
+// The round-to-nearest split build of kernels/aux_trunk_forward_cutlass.cu (the shipped trunk forward): both tf32 parts of each fp32 operand rounded to
 // nearest (cutlass_fast_f32_rn.cuh) instead of CUTLASS's truncating big part. A file of its own so that
 // gpu_chain_vs_torch.py --candidate, which takes a source and an entry and no macros, can launch it.
 #define AUX_TRUNK_CUTLASS_SPLIT_RN 1
-#include "aux_trunk_forward_cutlass.cu"
+#include "../../kernels/aux_trunk_forward_cutlass.cu"

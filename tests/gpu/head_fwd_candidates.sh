@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 18, one device call: the CUTLASS 3xTF32 candidates of the two aux head forwards
-# (benchmarks/kernels_baseline/aux_head_forward_cutlass.cu) measured and checked against the shipped SIMT kernels
+# (kernels/aux_head_forward_cutlass.cu) measured and checked against the shipped SIMT kernels
 # and torch fp32. Nothing here writes evidence (docs/benchmarks.md 4f).
 #
 #   A. benchmarks/gpu_head_fwd_cutlass.py: every tile of --tiles (the candidate first), both heads, every

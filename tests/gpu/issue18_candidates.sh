@@ -33,12 +33,15 @@ note "env: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); 
 python3 -c 'import cutlass_library, os; print("cutlass headers:", os.path.dirname(cutlass_library.__file__))' >>"$SUMMARY" 2>&1
 
 TC=benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu
-CUT=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu
+CUT=kernels/aux_weight_grad_partial_cutlass.cu
 # RN=1: step D launches the round-to-nearest split builds of the CUTLASS forwards and next-bar backward
 # (the *_rn.cu files) instead of the truncating ones
 R=${RN:+_rn}
-TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass$R.cu
-HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass$R.cu
+# The trunk and head forwards and the wide partial are shipped (kernels/, the contracts launch them): without RN
+# their specs below launch what the contracts launch; with RN=1 the forwards' round-to-nearest wrappers
+TRUNK=kernels/aux_trunk_forward_cutlass.cu
+HEAD=kernels/aux_head_forward_cutlass.cu
+if [ -n "$R" ]; then TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass_rn.cu; HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass_rn.cu; fi
 NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass$R.cu
 TOBWD=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu
 

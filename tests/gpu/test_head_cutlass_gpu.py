@@ -1,5 +1,5 @@
 """GPU test of the CUTLASS 3xTF32 candidates of the two aux head forwards, ``aux_trade_outcome_forward`` and
-``aux_next_bar_forward`` (``benchmarks/kernels_baseline/aux_head_forward_cutlass.cu``; not shipped, issue 18),
+``aux_next_bar_forward`` (``kernels/aux_head_forward_cutlass.cu``; not shipped, issue 18),
 through ``benchmarks/gpu_head_fwd_cutlass.py`` (marked ``gpu``: skipped with the conftest's reason where no GPU
 is; skipped where CuPy, torch or the CUTLASS headers are missing):
 

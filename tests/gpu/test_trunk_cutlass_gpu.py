@@ -1,5 +1,5 @@
 """GPU test of the CUTLASS 3xTF32 candidate of ``aux_trunk_forward``
-(``benchmarks/kernels_baseline/aux_trunk_forward_cutlass.cu``; not shipped, issue 18), through
+(``kernels/aux_trunk_forward_cutlass.cu``; not shipped, issue 18), through
 ``benchmarks/gpu_fwd_cutlass.py`` (marked ``gpu``: skipped with the conftest's reason where no GPU is; skipped
 where CuPy, torch or the CUTLASS headers are missing):
 

@@ -1,5 +1,5 @@
 """GPU test of the CUTLASS 3xTF32 candidate for the split weight-gradient partial
-(``benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu``, ``aux_weight_grad_partial_cutlass``; not
+(``kernels/aux_weight_grad_partial_cutlass.cu``, ``aux_weight_grad_partial_cutlass``; not
 shipped, docs/benchmarks.md section 4a) with the shipped finish (``aux_weight_grad_finish``), marked ``gpu``
 (skipped with the conftest's reason where no GPU is) and skipped where the CUTLASS headers are missing
 (``pip install --no-deps nvidia-cutlass==4.2.0.0`` or ``CUTLASS_INCLUDE``):
@@ -28,7 +28,7 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCE = "benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass.cu"
+SOURCE = "kernels/aux_weight_grad_partial_cutlass.cu"
 SIZES = (37, 4103, 65536)
 
 

@@ -1,5 +1,5 @@
-// ELU as a CUTLASS epilogue activation (LinearCombinationGeneric), for the trunk and head forward candidates
-// of issue 18 (not shipped): kernels/aux_common.cuh's elu(), z > 0 ? z : expm1f(z) (NaN -> expm1f(NaN) = NaN),
+// ELU as a CUTLASS epilogue activation (LinearCombinationGeneric), for the trunk and head forwards on tensor
+// cores (aux_trunk_forward_cutlass.cu, aux_head_forward_cutlass.cu; issue 18): kernels/aux_common.cuh's elu(), z > 0 ? z : expm1f(z) (NaN -> expm1f(NaN) = NaN),
 // written with expm1f directly because CUTLASS's functors are host-device and aux_common.cuh's elu() is
 // device-only. Needs the CUTLASS 2.x headers (nvidia-cutlass 4.2.0.0 wheel, cutlass_library/source/include).
 #pragma once

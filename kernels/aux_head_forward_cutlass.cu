@@ -1,19 +1,20 @@
-// CANDIDATE, for benchmarks/gpu_head_fwd_cutlass.py only (not a shipped kernel, no contract; issue 18): the two
-// aux head forwards (kernels/aux_trade_outcome_forward_kernel.cu and kernels/aux_next_bar_forward_kernel.cu,
-// shared body kernels/aux_head_forward.cuh) with the first Linear on Hopper tensor cores at fp32 accuracy
-// (CUTLASS 3xTF32, mma.sync m16n8k8 tf32, runs on sm_90); the second Linear, the softmax and pred stay SIMT
-// fp32 as shipped.
+// The two aux head forwards (contracts aux_trade_outcome_forward and aux_next_bar_forward; issue 18) with the
+// first Linear on Hopper tensor cores at fp32 accuracy (CUTLASS 3xTF32, mma.sync m16n8k8 tf32, runs on sm_90);
+// the second Linear, the softmax and pred stay SIMT fp32 as in the SIMT kernels they replaced, now the
+// baselines of benchmarks/gpu_head_fwd_cutlass.py (benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu
+// and aux_next_bar_forward_kernel.cu, shared body aux_head_forward.cuh there). Headers: the nvidia-cutlass
+// wheel, through include_packages.
 //
 //   h1[b, j]     = ELU( sum_i h_s2[b, i] * W1[j, i] + b1[j] )      -> h1_out (saved for backward)
 //   logits[b, k] = sum_j h1[b, j] * W2[k, j] + b2[k]               (trade-outcome: then probs = softmax(logits))
 //   pred[b]      = sum_j h1[b, j] * W2[0, j] + b2[0]               (next-bar: one output)
 //   h_s2 [B, SH2], W1 [H, SH2], b1 [H], W2 [K, H], b2 [K], h1_out [B, H], logits / probs [B, K], pred [B]
 //
-// Entries aux_trade_outcome_forward_cutlass and aux_next_bar_forward_cutlass: the shipped entries' parameters
+// Entries aux_trade_outcome_forward_cutlass and aux_next_bar_forward_cutlass: the SIMT entries' parameters
 // (same order and types) and semantics: every row < B gets h1 (also when K is out of range), K outside
 // [1, AUX_K_MAX] writes NaN to logits and probs (k < K), rows >= B and hidden units >= H are never written.
 //
-// Launch geometry (its own; not the shipped grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)):
+// Launch geometry (the contracts'; not the SIMT kernels' grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)):
 //   grid  = (ceil_div(B, TBM), 1, 1),   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
 // With the defaults (TBM x TBN x TBK = 64 x 128 x 16, warp tile WM x WN = 64 x 32, 3 stages):
 //   grid = (ceil_div(B, 64), 1, 1), block = (128, 1, 1)   (1024 blocks at B = 65536; 4 at B = 256)
@@ -21,13 +22,13 @@
 // is the hidden chunk and must stay 128; the benchmark's geometry must match).
 //
 // Block x owns rows [TBM x, TBM x + TBM) and ALL H hidden units, in chunks n0 = 0, 128, ... of TBN = 128
-// (one chunk at the shipped H = 128):
+// (one chunk at the production H = 128):
 //   1. one CUTLASS threadblock GEMM tile (cutlass::gemm::kernel::Gemm from DefaultGemm, run by the block):
 //      M = B (the block's row tile: a swizzle returning (blockIdx.x, 0, 0)), N = min(128, H - n0), K = SH2;
 //      A = h_s2 row-major (ld SH2), B = W1^T from W1 + n0 * SH2 (W1 viewed column-major, ld SH2),
 //      C = b1 + n0 broadcast along rows (row-major, leading dimension 0), D = h1_out + n0 (row-major, ld H);
 //      epilogue LinearCombinationGeneric<Elu, NoBetaScaling>: D = ELU(1 * acc + C), fma(1, acc, b) = acc + b
-//      rounded once, then aux_common.cuh's ELU (z > 0 ? z : expm1f(z)): the shipped h1 formula.
+//      rounded once, then aux_common.cuh's ELU (z > 0 ? z : expm1f(z)): the SIMT kernels' h1 formula.
 //   2. __syncthreads() (the block's global writes are visible to the block after it); the chunk's W2 columns
 //      (k < K, zero past H) into w_s in shared memory; __syncthreads(); then the block reads its rows' h1
 //      chunk back (L1/L2-hot; through asm volatile ld.global: CUTLASS stores through inline asm the compiler
@@ -37,7 +38,7 @@
 //      fmaf in order), a fixed xor-shuffle tree sums the 32 lanes, lane 0 adds the sum: a fixed order, no
 //      atomics, so the result is bit-deterministic.
 //   3. after the last chunk, thread r < TBM (looping by the block size) finishes row TBM x + r exactly as the
-//      shipped entries do: logits = logits_s + b2, max-subtracted softmax (expf, then / sum) into probs, or
+//      SIMT entries do: logits = logits_s + b2, max-subtracted softmax (expf, then / sum) into probs, or
 //      pred = logits_s[r][0] + b2[0].
 //
 // Math: arch::OpMultiplyAddFastF32 (CUTLASS's 3xTF32: a = big + small with big = tf32 round-toward-zero of a,
@@ -57,7 +58,7 @@
 // logits_s [TBM][AUX_K_MAX] and w_s [K_max][128] floats (K_max = AUX_K_MAX for the trade-outcome entry, 1 for
 // the next-bar entry).
 //
-// Build (benchmarks/gpu_head_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
+// Build (wireup build: -I kernels -isystem of include_packages; benchmarks/gpu_head_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
 //   -I kernels -isystem <site-packages>/cutlass_library/source/include   (pip install --no-deps nvidia-cutlass==4.2.0.0)
 // ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in each entry; trade-outcome / next-bar), 4 December 2026:
 //   default 64x128x16, warps 64x32, 3 stages (128 threads):  250 / 250 registers, 0 bytes spill, 43008 / 39424 bytes smem
@@ -66,8 +67,9 @@
 //   32x128x16, warps 32x32, 4 stages (128 threads):          158 / 158 registers, 0 bytes spill, 46080 / 42496 bytes smem
 //   64x128x16, warps 32x32, 3 stages (256 threads):          216 / 228 registers, 0 bytes spill, 43008 / 39424 bytes smem
 //   (64x128x16 with warps 32x64: 255 registers and 16-24 bytes of spill stores: not offered)
-// The shipped aux_trade_outcome_forward / aux_next_bar_forward: 95 / 107 registers, 22528 bytes smem, 128 threads.
-// Not measured on a GPU yet.
+// The SIMT aux_trade_outcome_forward / aux_next_bar_forward: 95 / 107 registers, 22528 bytes smem, 128 threads.
+// On the H200 (branch ship18, 5 December 2026, docs/benchmarks.md 4i): 142 and 123 us at B = 65536 against the
+// SIMT kernels' 155 and 158, but 26.5 us at B = 256 against 20.7 for the trade-outcome head; wireup verify passed.
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/thread/linear_combination_generic.h"
 #include "cutlass/gemm/kernel/default_gemm.h"
@@ -97,7 +99,7 @@
 #define AUX_HEAD_CUTLASS_STAGES 3
 #endif
 #ifndef AUX_HEAD_CUTLASS_SPLIT_RN
-#define AUX_HEAD_CUTLASS_SPLIT_RN 0
+#define AUX_HEAD_CUTLASS_SPLIT_RN 1  // the shipped split: 1 round-to-nearest (H200, 5 Dec: the chain's error at B = 65536 6.7e-7 -> 4.0e-7), 0 CUTLASS's truncating one
 #endif
 
 namespace aux_head_cutlass {
@@ -275,7 +277,7 @@ aux_trade_outcome_forward_cutlass(const float* __restrict__ h_s2, const float* _
             }
             continue;
         }
-        // the shipped epilogue (aux_trade_outcome_forward_kernel.cu), operation for operation
+        // the SIMT kernel's epilogue (benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu), operation for operation
         float l[AUX_K_MAX];
         float m = -INFINITY;
 #pragma unroll

@@ -1,11 +1,12 @@
-// CANDIDATE, for benchmarks/gpu_fwd_cutlass.py only (not a shipped kernel, no contract; issue 18): the aux
-// trunk forward of kernels/aux_trunk_kernel.cu on Hopper tensor cores at fp32 accuracy (3xTF32), built
-// from CUTLASS 2.x device templates (mma.sync m16n8k8 tf32, runs on sm_90).
+// The aux trunk forward (contract aux_trunk_forward, contracts/kernels/aux_trunk.toml; issue 18) on Hopper
+// tensor cores at fp32 accuracy (3xTF32), built from CUTLASS 2.x device templates (mma.sync m16n8k8 tf32, runs
+// on sm_90). It replaced the SIMT kernel aux_trunk_forward of kernels/aux_trunk_kernel.cu (kept there as the
+// baseline of benchmarks/gpu_fwd_cutlass.py). Headers: the nvidia-cutlass wheel, through include_packages.
 //
 //   h_out[b, j] = ELU( sum_i x[b, i] * W[j, i] + b[j] ),   ELU(z) = z > 0 ? z : expm1(z)
 //   x [B, E], W [SH2, E], b [SH2], h_out [B, SH2]   (row-major); rows >= B and features >= SH2 never written.
 //
-// Same parameters and semantics as the shipped aux_trunk_forward; its own launch geometry:
+// Same parameters and semantics as the SIMT aux_trunk_forward; its own launch geometry (the contract's):
 //   tiles_m = ceil_div(B, TBM), tiles_n = ceil_div(SH2, TBN)
 //   grid  = (tiles_m * tiles_n, 1, 1)        block x -> row tile x / tiles_n, column tile x % tiles_n
 //   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
@@ -36,7 +37,7 @@
 // (their constructors are CUTLASS_HOST_DEVICE), so the kernel keeps a plain C ABI. Shared memory: static, one
 // buffer of max(sizeof SharedStorage) over both instantiations (main loop and epilogue share it, a union).
 //
-// Build (benchmarks/gpu_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
+// Build (wireup build: -I kernels -isystem of include_packages; benchmarks/gpu_fwd_cutlass.py): nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -Xptxas -v
 //   -I kernels -isystem <site-packages>/cutlass_library/source/include   (pip install --no-deps nvidia-cutlass==4.2.0.0)
 // ptxas (nvcc 13.0.88 on the CPU machine, sm_90; both alignments in one entry), 4 December 2026:
 //   default (128x64x16, warps 64x32, 3 stages):  239 registers, 0 bytes spill, 36864 bytes static smem
@@ -44,7 +45,8 @@
 //   64x64x16, warps 32x32, 4 stages:               163 registers, 0 bytes spill, 32768 bytes static smem
 //   32x64x16, warps 32x32, 4 stages (64 threads):  156 registers, 0 bytes spill, 24576 bytes static smem
 //   128x64x16, warps 32x32, 3 stages (256 threads): 157 registers, 0 bytes spill, 36864 bytes static smem
-// (the shipped aux_trunk_forward: 79 registers, 25600 bytes smem, 256 threads). Not measured on a GPU yet.
+// (the SIMT aux_trunk_forward: 79 registers, 25600 bytes smem, 256 threads). On the H200 (branch ship18, 5 December
+// 2026, docs/benchmarks.md 4i): 195 us at B = 65536 against the SIMT kernel's 249; wireup verify passed there.
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/thread/linear_combination_generic.h"
 #include "cutlass/gemm/kernel/default_gemm.h"
@@ -73,7 +75,7 @@
 #define AUX_TRUNK_CUTLASS_STAGES 3
 #endif
 #ifndef AUX_TRUNK_CUTLASS_SPLIT_RN
-#define AUX_TRUNK_CUTLASS_SPLIT_RN 0
+#define AUX_TRUNK_CUTLASS_SPLIT_RN 1  // the shipped split: 1 round-to-nearest (H200, 5 Dec: the chain's error at B = 65536 6.7e-7 -> 4.0e-7), 0 CUTLASS's truncating one
 #endif
 
 namespace aux_trunk_cutlass {

@@ -1,13 +1,14 @@
 // CUTLASS's 3xTF32 main loop with the fp32 operands split into tf32 big + small parts by round-to-nearest
-// (cvt.rn.tf32.f32 on sm_90) instead of CUTLASS's round-toward-zero big / half-ulp-truncate small, for the
-// benchmark candidates of issue 18 (not shipped). The residual a - big is at most half a tf32 ulp instead of a
+// (cvt.rn.tf32.f32 on sm_90) instead of CUTLASS's round-toward-zero big / half-ulp-truncate small (issue 18;
+// on in the shipped builds since 5 December, each source's SPLIT_RN #define). The residual a - big is at most half a tf32 ulp instead of a
 // whole one, so the dropped small*small term and the rounding of small are about 2 and 4 times smaller, and
 // the dropped term loses the sign bias of the truncating split. Everything else (fragments, the three MMAs in
 // the same order, staged accumulation: MathOperator stays OpMultiplyAddFastF32) is CUTLASS's; only the warp
 // MMA's transform() is hidden.
 //
 // Used by aux_trunk_forward_cutlass.cu and aux_head_forward_cutlass.cu (-D..._SPLIT_RN=1), which also take
-// AlignedPair below for their two alignment instantiations.
+// AlignedPair below for their two alignment instantiations, by aux_weight_grad_partial_cutlass.cu
+// (-DAUX_WGRAD_CUTLASS_SPLIT_RN=1) and by the next-bar backward candidate in benchmarks/kernels_baseline.
 // Needs the CUTLASS 2.x headers (nvidia-cutlass 4.2.0.0 wheel, cutlass_library/source/include).
 #pragma once
 

@@ -1,12 +1,17 @@
-// EXPERIMENT, not shipped: the partial of the split weight-gradient reduction
-// (kernels/aux_weight_grad_split_kernel.cu, aux_weight_grad_partial) as a CUTLASS 2.x 3xTF32 GEMM, the
-// candidate issue 18 asks to compare with the hand-written one (aux_weight_grad_partial_tc.cu).
-// Measured by `benchmarks/gpu_wgrad_split.py --cutlass-source THIS_FILE` (docs/benchmarks.md 4a).
+// The partial of the split weight-gradient reduction (contract aux_weight_grad_partial,
+// contracts/kernels/aux_param_grad_reduce.toml; issue 18) as a CUTLASS 2.x 3xTF32 GEMM on the tensor cores. It
+// replaced the SIMT entry aux_weight_grad_partial of kernels/aux_weight_grad_split_kernel.cu for the trunk's and
+// the next-bar head's first Linear (M = 256, 128); that entry stays the contract aux_weight_grad_partial_skinny
+// for the next-bar head's M = 1, where its skinny path is faster than this kernel's 128 x 128 tile (the contract
+// says why). Measured by
+// `benchmarks/gpu_wgrad_split.py --cutlass-source THIS_FILE` (docs/benchmarks.md 4a) and in the chain on the
+// H200 (branch ship18, 5 December 2026, 4i: 198 us for 256 x 256 and 111 us for 128 x 256 at B = 65536 against
+// the SIMT kernel's 223 and 115; wireup verify passed). Headers: the nvidia-cutlass wheel, through include_packages.
 //
 //   ws[p, m, n] = sum_{b in chunk p} dz[b, m] * x[b, n]      dz [B, M], x [B, N], ws [P, M, N] (overwritten)
 //   wsb[p, m]   = sum_{b in chunk p} dz[b, m]  (double, rounded once)   wsb [P, M] (overwritten)
 //   Chunk p is the rows [floor(B*p/P), floor(B*(p+1)/P)); grid = (ceil_div(N, 128), ceil_div(M, 128), P),
-//   block = (256, 1, 1), no dynamic shared memory: the shipped partial's launch and ABI, for any M.
+//   block = (256, 1, 1), no dynamic shared memory: the SIMT partial's launch and ABI, for any M.
 //
 // Block (x, y, p) is one 128 x 128 output tile of one GEMM: D = ws[p] (M x N, row-major, ld N) =
 // A B with A = dz[chunk]^T (M x rows: column-major, ld M), B = x[chunk] (rows x N, row-major, ld N), K =
@@ -16,12 +21,12 @@
 // static shared memory; the epilogue's storage shares it). The kernel's Params are built on the device per
 // block; a custom swizzle maps blockIdx.x -> N tile, blockIdx.y -> M tile and takes the whole chunk as K.
 // Epilogue: LinearCombination with ScaleType::Nothing, D = accumulator, C is never read (ws arrives
-// poisoned with NaN in the bench). Two instantiations, chosen per launch like the shipped kernel's
+// poisoned with NaN in the bench). Two instantiations, chosen per launch like the SIMT kernel's
 // float4 paths: 128-bit accesses (alignment 4 floats) when M % 4 == 0, N % 4 == 0 and all four pointers
 // are 16-byte aligned, 32-bit accesses (alignment 1) otherwise; CUTLASS's predicated iterators guard the
 // M, N and K edges (cp.async zero-fill), so any M, N and rows >= 0 work.
 // Bias: blocks with blockIdx.x == 0, threads tid < 128 sum their dz column over the chunk's rows in order
-// in double, rounded once: the order and result of the shipped partial's tiled path, M > 8 (its extra
+// in double, rounded once: the order and result of the SIMT partial's tiled path, M > 8 (its extra
 // terms, zero-filled past the chunk, are +0.0; its M <= 8 path sums per warp and then over warps).
 //
 // 3xTF32 as CUTLASS does it (4.2.0; cutlass/gemm/warp/mma_tensor_op_fast_f32.h, MmaTensorOpFastF32, and
@@ -35,20 +40,28 @@
 // tensor cores' running total -- the same cure as aux_weight_grad_partial_tc.cu's zero fragment per 8-row
 // slice, here per 16 rows. Truncating `big` leaves small >= 0 relative to v, so the dropped small_a small_b
 // has the sign of the product: a mean bias of -5.9e-8 relative per product (numpy, 10^6 standard-normal
-// pairs; the hand-written kernel's cvt.rna split: 2e-11).
+// pairs; the hand-written kernel's cvt.rna split: 2e-11). -DAUX_WGRAD_CUTLASS_SPLIT_RN=1 (or the #define below
+// set to 1): both parts rounded to nearest instead (cutlass_fast_f32_rn.cuh, as the forwards' _rn builds).
 //
 // Built here (CUDA 13.0, nvcc V13.0.88; CUTLASS = the nvidia-cutlass 4.2.0.0 wheel's
 // cutlass_library/source/include, see benchmarks/gpu_wgrad_split.py's cutlass_include):
-//   nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -I kernels -I benchmarks/kernels_baseline
+//   nvcc -arch=sm_90 -cubin -O3 -std=c++17 -lineinfo -I kernels
 //        -isystem $CUTLASS -Xptxas -v -o aux_weight_grad_partial_cutlass.cubin THIS_FILE
 //   ptxas: 253 registers (243 for either instantiation alone), 0 bytes stack frame, 0 bytes spill
 //   stores / loads, 49152 bytes static smem (the 3-stage operand ring), 1 barrier; 11 bytes gmem (cute's
 //   empty customization-point objects, never read). One block per SM (256 x 253 registers).
+//   -DAUX_WGRAD_CUTLASS_SPLIT_RN=1 (nvcc 13.0.88, 5 December 2026): 236 registers, 0 spill, 49152 bytes static smem.
 #include <cutlass/cutlass.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/gemm/gemm.h>
 #include <cutlass/gemm/kernel/default_gemm.h>
 #include <cutlass/gemm/kernel/gemm.h>
+
+#include "cutlass_fast_f32_rn.cuh"
+
+#ifndef AUX_WGRAD_CUTLASS_SPLIT_RN
+#define AUX_WGRAD_CUTLASS_SPLIT_RN 1  // the shipped split: 1 round-to-nearest (as the forwards since 5 Dec), 0 CUTLASS's truncating one
+#endif
 
 namespace {
 
@@ -65,7 +78,7 @@ struct ChunkTileSwizzle {
 };
 
 template <int kAlign>
-using GemmOf = typename cutlass::gemm::kernel::DefaultGemm<
+using DefaultGemmOf = typename cutlass::gemm::kernel::DefaultGemm<
     float, cutlass::layout::ColumnMajor, kAlign,  // A = dz^T: (m, k) at dz[k * M + m]
     float, cutlass::layout::RowMajor, kAlign,     // B = x:    (k, n) at x[k * N + n]
     float, cutlass::layout::RowMajor,             // C = D = ws[p]
@@ -77,6 +90,12 @@ using GemmOf = typename cutlass::gemm::kernel::DefaultGemm<
     cutlass::epilogue::thread::LinearCombination<float, kAlign, float, float,
                                                  cutlass::epilogue::thread::ScaleType::Nothing>,
     ChunkTileSwizzle, kStages, /*SplitKSerial=*/false, cutlass::arch::OpMultiplyAddFastF32>::GemmKernel;
+
+template <int kAlign>
+using GemmOf = typename cutlass::platform::conditional<
+    AUX_WGRAD_CUTLASS_SPLIT_RN != 0,
+    typename cutlass_fast_f32_rn::WithRoundToNearestSplit<DefaultGemmOf<kAlign>, ChunkTileSwizzle>::Kernel,
+    DefaultGemmOf<kAlign>>::type;
 
 using GemmVec = GemmOf<4>;
 using GemmScalar = GemmOf<1>;

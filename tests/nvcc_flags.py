@@ -1,0 +1,33 @@
+"""nvcc flags for tests that compile the shipped kernels themselves (not through ``wireup build``).
+
+The shipped chain's CUTLASS kernels include the ``nvidia-cutlass`` wheel's headers, which the configuration
+names in ``include_packages``; ``wireup build`` passes them with ``-isystem``. A test that runs nvcc on a
+shipped source directly takes the same folders from here. Without the wheel it is skipped with the reason
+(the ``dev`` extra installs it), as the tests marked ``cutlass`` are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from audit.compile._packages import package_includes
+from audit.config import load_config
+from audit.errors import EnvironmentProblem
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def package_include_flags(root: Path = REPO) -> list[str]:
+    """``-isystem FOLDER`` for each ``include_packages`` entry of the project at ``root``, in configuration order."""
+    try:
+        packages = package_includes(load_config(root))
+    except EnvironmentProblem as exc:
+        pytest.skip(f"the shipped kernels need a header package that is not installed: {exc}")
+    return [flag for p in packages for flag in ("-isystem", str(p.folder))]
+
+
+def shipped_include_flags(root: Path = REPO) -> list[str]:
+    """What ``wireup build`` gives nvcc to find the shipped kernels' headers: ``-I kernels`` and the packages' ``-isystem``."""
+    return ["-I", str(root / "kernels"), *package_include_flags(root)]
