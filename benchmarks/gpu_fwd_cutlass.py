@@ -11,11 +11,13 @@ geometry (:data:`SIMT_TILE`), not the contract's; it is built from CUTLASS 2.x d
 templates (``DefaultGemm``, ``OpClassTensorOp``, ``Sm80``, ``OpMultiplyAddFastF32``, mma.sync m16n8k8)
 with the headers of the ``nvidia-cutlass`` wheel (``pip install --no-deps nvidia-cutlass==4.2.0.0``; its
 ``cutlass_library/source/include``) or of ``$CUTLASS_INCLUDE``. ``--tiles`` builds the same source with other
-threadblock tiles ("TBMxTBNxTBK_WMxWN_STAGES", suffix "_rn": the operands split into tf32 big + small parts
-with round-to-nearest instead of CUTLASS's round-toward-zero big part, ``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``);
-the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at the tile of its 3xTF32 example),
-the others (by default: the same with the round-to-nearest split, and three other tiles) are measured beside it
-for the record and decide nothing.
+threadblock tiles ("TBMxTBNxTBK_WMxWN_STAGES[_rn|_rz]", the split of the fp32 operands into tf32 big + small
+parts: "_rn" both rounded to nearest (kernels/cutlass_fast_f32_rn.cuh; the shipped build since 5 December,
+``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``), "_rz" CUTLASS's stock OpMultiplyAddFastF32 (big part rounded toward zero,
+``=0``); no suffix: the source's default, "_rn"; tile names always carry the suffix). The first build is "the
+candidate" (by default the shipped build: the tile of CUTLASS's 3xTF32 example with the round-to-nearest
+split), the others (by default: the same tile with CUTLASS's truncating split, and three other tiles) are
+measured beside it for the record and decide nothing.
 
 Cases (``shapes_of``): the shipped (E, SH2) (the contracts' fixed dims, 256 x 256), the same with every
 pointer one float off 16-byte alignment (the candidate's and the shipped kernel's scalar paths), and every
@@ -89,9 +91,11 @@ class HeadersMissing(RuntimeError):
 @dataclasses.dataclass(frozen=True)
 class Tile:
     """A build of the candidate: threadblock tile TBM x TBN x TBK, warp tile WM x WN (x TBK), pipeline stages,
-    and how the fp32 operands are split into tf32 big + small parts: "rz" (CUTLASS's OpMultiplyAddFastF32 as
-    shipped: big rounded toward zero, small half-ulp-truncated) or "rn" (both rounded to nearest,
-    ``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``)."""
+    and how the fp32 operands are split into tf32 big + small parts: "rn" (both rounded to nearest,
+    kernels/cutlass_fast_f32_rn.cuh, ``-DAUX_TRUNK_CUTLASS_SPLIT_RN=1``: the shipped source's default since
+    5 December) or "rz" (CUTLASS's stock OpMultiplyAddFastF32: big rounded toward zero, small
+    half-ulp-truncated, ``=0``). The field defaults are the source's ``#define`` defaults (a subclass restates
+    them for its own source); a tile name always states its split."""
 
     tbm: int = 128
     tbn: int = 64
@@ -99,22 +103,23 @@ class Tile:
     wm: int = 64
     wn: int = 32
     stages: int = 3
-    split: str = "rz"
+    split: str = "rn"
     #: the source's macro prefix (-D<MACRO>_TBM=...); a subclass with other defaults names another source's
     macro: ClassVar[str] = "AUX_TRUNK_CUTLASS"
 
     @classmethod
     def parse(cls, text: str) -> Tile:
-        """``"128x64x16_64x32_3"`` -> Tile(128, 64, 16, 64, 32, 3); a ``_rn`` suffix selects the round-to-nearest split."""
+        """``"128x64x16_64x32_3_rz"`` -> Tile(128, 64, 16, 64, 32, 3, "rz"); without a ``_rn`` / ``_rz`` suffix the
+        split is the source's default (the class's ``split`` default)."""
         parts = text.strip().split("_")
-        split = parts.pop() if len(parts) == 4 and parts[-1] in ("rz", "rn") else "rz"
+        split = parts.pop() if len(parts) == 4 and parts[-1] in ("rz", "rn") else cls.__dataclass_fields__["split"].default
         try:
             tb, w, s = parts
             tbm, tbn, tbk = (int(v) for v in tb.split("x"))
             wm, wn = (int(v) for v in w.split("x"))
             tile = cls(tbm, tbn, tbk, wm, wn, int(s), split)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"tile {text!r}: expected TBMxTBNxTBK_WMxWN_STAGES[_rn], e.g. 128x64x16_64x32_3") from None
+            raise argparse.ArgumentTypeError(f"tile {text!r}: expected TBMxTBNxTBK_WMxWN_STAGES[_rn|_rz], e.g. 128x64x16_64x32_3_rz") from None
         if tile.tbm % tile.wm or tile.tbn % tile.wn or tile.wm % 16 or tile.wn % 8 or tile.tbk % 8 or tile.stages < 3:
             raise argparse.ArgumentTypeError(f"tile {text!r}: TBM/WM and TBN/WN must divide, WM a multiple of 16, WN of 8, "
                                              "TBK of 8, and STAGES >= 3 (2 selects CUTLASS's MmaPipelined, without staged accumulation)")
@@ -122,7 +127,8 @@ class Tile:
 
     @property
     def name(self) -> str:
-        return f"{self.tbm}x{self.tbn}x{self.tbk}_{self.wm}x{self.wn}_{self.stages}" + ("_rn" if self.split == "rn" else "")
+        # the split always named: a bare name's split is the source's default, which differs by source and by date
+        return f"{self.tbm}x{self.tbn}x{self.tbk}_{self.wm}x{self.wn}_{self.stages}_{self.split}"
 
     @property
     def threads(self) -> int:
@@ -131,13 +137,13 @@ class Tile:
     def defines(self) -> list[str]:
         d = [f"-D{self.macro}_{k}={v}" for k, v in (("TBM", self.tbm), ("TBN", self.tbn), ("TBK", self.tbk),
                                                          ("WM", self.wm), ("WN", self.wn), ("STAGES", self.stages))]
-        return d + [f"-D{self.macro}_SPLIT_RN={1 if self.split == 'rn' else 0}"]  # explicit both ways: the shipped default is RN since 5 Dec
+        return d + [f"-D{self.macro}_SPLIT_RN={1 if self.split == 'rn' else 0}"]  # explicit both ways, whatever the source's default
 
 
-DEFAULT_TILE = Tile()
-# the candidate; its round-to-nearest split; 64-row and 32-row tiles (2x and 4x the blocks: at B = 256 the
-# default has 8 blocks for 132 SMs); 8 warps of 32 x 32 over the default tile (fewer registers per thread)
-DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), Tile(64, 64, 16, 32, 32, 4), Tile(32, 64, 16, 32, 32, 4),
+DEFAULT_TILE = Tile()  # the shipped build (the source's defaults: round-to-nearest split)
+# the candidate; CUTLASS's truncating split at its tile; 64-row and 32-row tiles (2x and 4x the blocks: at
+# B = 256 the default has 8 blocks for 132 SMs); 8 warps of 32 x 32 over the default tile (fewer registers per thread)
+DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rz"), Tile(64, 64, 16, 32, 32, 4), Tile(32, 64, 16, 32, 32, 4),
                  Tile(128, 64, 16, 32, 32, 3))
 
 
@@ -181,9 +187,10 @@ def shipped_command(cubin: Path, source: str = SHIPPED_SOURCE) -> list[str]:
     return [*NVCC, "-Xptxas", "-v", "-o", str(cubin), source]
 
 
-def ptxas_summary(text: str) -> str:
+def ptxas_summary(text: str, entry: str | None = None) -> str:
     """``nvcc -Xptxas -v`` output, per entry function: "name: N registers, S bytes spill stores, L bytes spill
-    loads, M bytes smem", joined with "; "."""
+    loads, M bytes smem", joined with "; " in ptxas's order; with ``entry``, that entry's alone (a source with
+    several entries: the one launched), "" when ptxas reported no such entry."""
     entries: list[str] = []
     name, spill = None, ""
     for ln in text.splitlines():
@@ -196,31 +203,38 @@ def ptxas_summary(text: str) -> str:
             used = ln.split("Used", 1)[1].strip()
             regs = used.split(",")[0].strip()
             smem = next((p.strip() for p in used.split(",") if "smem" in p), "0 bytes smem")
-            entries.append(f"{name or '?'}: {regs}, {spill}, {smem}" if spill else f"{name or '?'}: {regs}, {smem}")
+            if entry is None or name == entry:
+                entries.append(f"{name or '?'}: {regs}, {spill}, {smem}" if spill else f"{name or '?'}: {regs}, {smem}")
             name, spill = None, ""
     return "; ".join(entries)
 
 
 def build(out_dir: Path, tiles: tuple[Tile, ...], include: Path) -> tuple[dict[str, Path], dict[str, str]]:
     """nvcc the shipped source and one candidate cubin per tile, in parallel: ({tag: cubin}, {tag: ptxas summary});
-    tags "shipped" and the tile names."""
+    tags "shipped" (its summary: the launched entry's, not the trunk backward's) and the tile names."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = {"shipped": shipped_command(out_dir / "shipped.cubin")}
     for t in tiles:
         jobs[t.name] = candidate_command(out_dir / f"cutlass_{t.name}.cubin", include, t)
-    return compile_jobs(jobs)
+    return compile_jobs(jobs, {"shipped": KERNEL, **{t.name: CANDIDATE for t in tiles}})
 
 
-def compile_jobs(jobs: dict[str, list[str]]) -> tuple[dict[str, Path], dict[str, str]]:
+def compile_jobs(jobs: dict[str, list[str]], entries: dict[str, str] | None = None) -> tuple[dict[str, Path], dict[str, str]]:
     """Run the nvcc command lines ``{tag: argv}`` (each ending ``-o CUBIN SOURCE``) in parallel in the repository
-    root: ({tag: cubin}, {tag: ptxas summary}); RuntimeError naming the tag when one fails."""
+    root: ({tag: cubin}, {tag: ptxas summary}); ``entries`` ``{tag: entry}``: that tag's summary is the entry's
+    alone (the one the benchmark launches from a source of several). RuntimeError naming the tag when one fails
+    or its source has no such entry."""
+    entries = entries or {}
     procs = {tag: subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag, cmd in jobs.items()}
     cubins, ptxas = {}, {}
     for tag, p in procs.items():
         out, err = p.communicate(timeout=900)
         if p.returncode != 0:
             raise RuntimeError(f"nvcc failed on {tag}: {err.strip()[-1200:]}")
-        ptxas[tag] = ptxas_summary(out + err)
+        ptxas[tag] = ptxas_summary(out + err, entries.get(tag))
+        if tag in entries and not ptxas[tag]:
+            raise RuntimeError(f"nvcc built {tag} ({jobs[tag][-1]}) but ptxas reported no entry {entries[tag]!r}: "
+                               f"{ptxas_summary(out + err) or 'no entries'}")
         log(f"built {tag}: {ptxas[tag]}")
         cubins[tag] = Path(jobs[tag][jobs[tag].index("-o") + 1])
     return cubins, ptxas
@@ -418,7 +432,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sizes", type=int_list, default=list(SIZES), help="batch sizes B checked (comma-separated)")
     ap.add_argument("--time-sizes", type=int_list, default=list(TIME_SIZES), help="B timed at the shipped (E, SH2); empty: none")
     ap.add_argument("--tiles", type=lambda s: [Tile.parse(t) for t in s.split(",") if t.strip()],
-                    default=list(DEFAULT_TILES), help="candidate builds TBMxTBNxTBK_WMxWN_STAGES[_rn]; the first is the candidate")
+                    default=list(DEFAULT_TILES),
+                    help="candidate builds TBMxTBNxTBK_WMxWN_STAGES[_rn|_rz] (split: _rn round-to-nearest, the shipped default; "
+                         "_rz CUTLASS's truncating); the first is the candidate")
     ap.add_argument("--replays", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)

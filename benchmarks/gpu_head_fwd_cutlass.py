@@ -16,9 +16,10 @@ threadblock GEMM per 128-unit hidden chunk (``DefaultGemm``, ``Sm80``, ``OpMulti
 Linear and the softmax SIMT fp32 as shipped. Headers, tiles and the nvcc lines are
 ``gpu_fwd_cutlass``'s (``cutlass_include``, :class:`HeadTile` = its ``Tile`` with this source's defaults and
 macro prefix ``AUX_HEAD_CUTLASS``; TBN is the hidden chunk and stays 128; suffix "_rn": both tf32 parts of
-the split rounded to nearest). ``--tiles``: the first build is "the candidate" (by default CUTLASS's stock
-3xTF32 at 64 x 128 x 16), the others (by default its round-to-nearest split and three other tiles) are measured
-beside it for the record and decide nothing.
+the split rounded to nearest, the shipped default since 5 December; "_rz": CUTLASS's truncating split; tile
+names always carry the suffix). ``--tiles``: the first build is "the candidate" (by default the shipped build:
+64 x 128 x 16 with the round-to-nearest split), the others (by default the same tile with CUTLASS's truncating
+split and three other tiles) are measured beside it for the record and decide nothing.
 
 Cases (``shapes_of``), per head (``--heads``): the shipped (SH2, H, K) from the contracts' fixed dims, the
 same with every pointer one float off 16-byte alignment (both kernels' scalar paths), every other
@@ -134,9 +135,10 @@ HEAD_BY_SHORT = {h.short: h for h in HEADS}
 @dataclasses.dataclass(frozen=True)
 class HeadTile(Tile):
     """A build of the head candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (64 x 128 x 16,
-    warps 64 x 32, 3 stages, CUTLASS's split) and macros (``-DAUX_HEAD_CUTLASS_TBM=...``; the ``_rn`` suffix:
-    ``-DAUX_HEAD_CUTLASS_SPLIT_RN=1``, kernels/cutlass_fast_f32_rn.cuh). TBN is the hidden chunk the
-    read-back spreads over a warp (one float4 per lane): always 128."""
+    warps 64 x 32, 3 stages, the round-to-nearest split: ``-DAUX_HEAD_CUTLASS_SPLIT_RN=1``,
+    kernels/cutlass_fast_f32_rn.cuh; the ``_rz`` suffix: ``=0``, CUTLASS's truncating split) and macros
+    (``-DAUX_HEAD_CUTLASS_TBM=...``). TBN is the hidden chunk the read-back spreads over a warp (one float4
+    per lane): always 128."""
 
     tbm: int = 64
     tbn: int = 128
@@ -144,7 +146,7 @@ class HeadTile(Tile):
     wm: int = 64
     wn: int = 32
     stages: int = 3
-    split: str = "rz"
+    split: str = "rn"
     macro: ClassVar[str] = "AUX_HEAD_CUTLASS"
 
     @classmethod
@@ -152,15 +154,15 @@ class HeadTile(Tile):
         tile = super().parse(text)
         if tile.tbn != 128:
             raise argparse.ArgumentTypeError(f"tile {text!r}: the head candidate's TBN is its 128-unit hidden chunk: "
-                                             "TBMx128xTBK_WMxWN_STAGES[_rn], e.g. 64x128x16_64x32_3")
+                                             "TBMx128xTBK_WMxWN_STAGES[_rn|_rz], e.g. 64x128x16_64x32_3_rz")
         return tile
 
 
-DEFAULT_TILE = HeadTile()
-# the candidate (4 warps of 64 x 32, as the trunk candidate's stock tile) and its round-to-nearest split;
+DEFAULT_TILE = HeadTile()  # the shipped build (the source's defaults: round-to-nearest split)
+# the candidate (4 warps of 64 x 32, as the trunk candidate's stock tile) and CUTLASS's truncating split of it;
 # 32-row tiles (2x the blocks, ~160 registers: 3 blocks per SM) with 3 and 4 stages; 8 warps of 32 x 32 over
 # the default tile
-DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rn"), HeadTile(32, 128, 16, 32, 32, 3),
+DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rz"), HeadTile(32, 128, 16, 32, 32, 3),
                  HeadTile(32, 128, 16, 32, 32, 4), HeadTile(64, 128, 16, 32, 32, 3))
 
 
@@ -459,7 +461,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--sizes", type=int_list, default=list(SIZES), help="batch sizes B checked (comma-separated)")
     ap.add_argument("--time-sizes", type=int_list, default=list(TIME_SIZES), help="B timed at the shipped shape; empty: none")
     ap.add_argument("--tiles", type=lambda s: [HeadTile.parse(t) for t in s.split(",") if t.strip()],
-                    default=list(DEFAULT_TILES), help="candidate builds TBMx128xTBK_WMxWN_STAGES[_rn]; the first is the candidate")
+                    default=list(DEFAULT_TILES),
+                    help="candidate builds TBMx128xTBK_WMxWN_STAGES[_rn|_rz] (split: _rn round-to-nearest, the shipped default; "
+                         "_rz CUTLASS's truncating); the first is the candidate")
     ap.add_argument("--replays", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)

@@ -13,8 +13,10 @@ parameters and semantics and its own launch geometry (:func:`cutlass_geometry`: 
 SH2). Its GEMM is one CUTLASS 2.x threadblock tile per TBN-column chunk (``DefaultGemm``, ``Sm80``,
 ``OpMultiplyAddFastF32``); the rest is the shipped fp32 arithmetic. Headers, tiles and the nvcc lines are
 ``gpu_fwd_cutlass``'s (``cutlass_include``, :class:`NbBwdTile` = its ``Tile`` with this source's defaults and
-macro prefix ``AUX_NB_BWD_CUTLASS``; suffix "_rn": both tf32 parts of the split rounded to nearest). ``--tiles``:
-the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at 32 x 128 x 16, warps 32 x 32, 4 stages),
+macro prefix ``AUX_NB_BWD_CUTLASS``; suffix "_rn": both tf32 parts of the split rounded to nearest, "_rz":
+CUTLASS's truncating split, this source's default, unlike the shipped forwards'; tile names always carry the
+suffix). ``--tiles``: the first build is "the candidate" (by default CUTLASS's stock 3xTF32 at 32 x 128 x 16,
+warps 32 x 32, 4 stages, the truncating split),
 the others (by default its round-to-nearest split, a 64-row tile, and 64 x 128 and 128 x 64 tiles of 8 warps)
 are measured beside it for the record and decide nothing.
 
@@ -113,9 +115,9 @@ POISON_FINITE = np.float32(-7.0e37)  # where NaN is the expected output
 @dataclasses.dataclass(frozen=True)
 class NbBwdTile(Tile):
     """A build of the candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (32 x 128 x 16, warps 32 x 32,
-    4 stages, CUTLASS's split) and macros (``-DAUX_NB_BWD_CUTLASS_TBM=...``; the ``_rn`` suffix:
-    ``-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1``, kernels/cutlass_fast_f32_rn.cuh). TBN is the column chunk of SH2
-    one GEMM tile covers."""
+    4 stages, CUTLASS's truncating split: "rz", a bare tile name's split here) and macros
+    (``-DAUX_NB_BWD_CUTLASS_TBM=...``; the ``_rn`` suffix: ``-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1``,
+    kernels/cutlass_fast_f32_rn.cuh). TBN is the column chunk of SH2 one GEMM tile covers."""
 
     tbm: int = 32
     tbn: int = 128
@@ -150,12 +152,13 @@ def chain_spec(tile: NbBwdTile = DEFAULT_TILE) -> str:
 
 def build(out_dir: Path, tiles: tuple[NbBwdTile, ...], include: Path) -> tuple[dict[str, Path], dict[str, str]]:
     """nvcc the shipped source and one candidate cubin per tile, in parallel: ({tag: cubin}, {tag: ptxas summary});
-    tags "shipped" and the tile names."""
+    tags "shipped" and the tile names. The shipped source has two entries of one template body (``KERNEL`` and
+    ``aux_next_bar_backward_store``, which ptxas reports first): "shipped"'s summary is ``KERNEL``'s, the one launched."""
     out_dir.mkdir(parents=True, exist_ok=True)
     jobs = {"shipped": shipped_command(out_dir / "shipped.cubin", SHIPPED_SOURCE)}
     for t in tiles:
         jobs[t.name] = candidate_command(out_dir / f"nb_bwd_cutlass_{t.name}.cubin", include, t, CANDIDATE_SOURCE)
-    return compile_jobs(jobs)
+    return compile_jobs(jobs, {"shipped": KERNEL, **{t.name: CANDIDATE for t in tiles}})
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -506,7 +509,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--cases", type=case_kinds, default=tuple(CASE_KINDS),
                     help=f"the shapes run (comma-separated): {', '.join(CASE_KINDS)} (default all)")
     ap.add_argument("--tiles", type=lambda s: [NbBwdTile.parse(t) for t in s.split(",") if t.strip()],
-                    default=list(DEFAULT_TILES), help="candidate builds TBMxTBNxTBK_WMxWN_STAGES[_rn]; the first is the candidate")
+                    default=list(DEFAULT_TILES),
+                    help="candidate builds TBMxTBNxTBK_WMxWN_STAGES[_rn|_rz] (split: _rz CUTLASS's truncating, this "
+                         "candidate's default; _rn round-to-nearest); the first is the candidate")
     ap.add_argument("--replays", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1234)

@@ -40,18 +40,23 @@ def cs():
 def test_arguments_heads_and_tiles(bench):
     a = bench.parse_args([])
     assert a.sizes == [1, 37, 256, 4096, 4103, 65536] and a.time_sizes == [256, 4096, 65536]
-    assert [t.name for t in a.tiles] == ["64x128x16_64x32_3", "64x128x16_64x32_3_rn", "32x128x16_32x32_3", "32x128x16_32x32_4",
-                                         "64x128x16_32x32_3"]
+    # the shipped build (round-to-nearest split) first, CUTLASS's truncating split of it second; names state the split
+    assert [t.name for t in a.tiles] == ["64x128x16_64x32_3_rn", "64x128x16_64x32_3_rz", "32x128x16_32x32_3_rn", "32x128x16_32x32_4_rn",
+                                         "64x128x16_32x32_3_rn"]
+    assert a.tiles[0].split == "rn" and a.tiles[1].split == "rz"
     assert [h.kernel for h in a.heads] == [TRADE, NEXT] and not a.cpu_check
     a = bench.parse_args(["--heads", "next_bar,next_bar", "--tiles", "32x128x16_32x32_4,32x128x16_32x32_4", "--time-sizes", ""])
     assert [h.kernel for h in a.heads] == [NEXT] and a.tiles == [bench.HeadTile(32, 128, 16, 32, 32, 4)] and a.time_sizes == []
     t = bench.HeadTile.parse("64x128x16_64x32_3")
-    assert t == bench.DEFAULT_TILE and t.threads == 128 and bench.HeadTile.parse("64x128x16_32x32_3").threads == 256
-    assert bench.HeadTile.parse("64x128x16_64x32_3_rn").split == "rn"
-    # the head tile's macros, and the trunk tile's unchanged
+    assert t == bench.DEFAULT_TILE == bench.HeadTile.parse("64x128x16_64x32_3_rn") and t.threads == 128  # bare: the source's default
+    assert bench.HeadTile.parse("64x128x16_32x32_3").threads == 256 and isinstance(t, bench.HeadTile)
+    rz = bench.HeadTile.parse("64x128x16_64x32_3_rz")
+    assert rz.split == "rz" and rz != t and rz.name == "64x128x16_64x32_3_rz"
+    # the head tile's macros (the split stated both ways), and the trunk tile's unchanged
     assert bench.DEFAULT_TILE.defines() == ["-DAUX_HEAD_CUTLASS_TBM=64", "-DAUX_HEAD_CUTLASS_TBN=128", "-DAUX_HEAD_CUTLASS_TBK=16",
-                                            "-DAUX_HEAD_CUTLASS_WM=64", "-DAUX_HEAD_CUTLASS_WN=32", "-DAUX_HEAD_CUTLASS_STAGES=3"]
-    assert bench.HeadTile.parse("64x128x16_64x32_3_rn").defines()[-1] == "-DAUX_HEAD_CUTLASS_SPLIT_RN=1"
+                                            "-DAUX_HEAD_CUTLASS_WM=64", "-DAUX_HEAD_CUTLASS_WN=32", "-DAUX_HEAD_CUTLASS_STAGES=3",
+                                            "-DAUX_HEAD_CUTLASS_SPLIT_RN=1"]
+    assert rz.defines()[-1] == "-DAUX_HEAD_CUTLASS_SPLIT_RN=0"
     assert bench.Tile().defines()[0] == "-DAUX_TRUNK_CUTLASS_TBM=128"
     for bad in ("64x64x16_32x32_3", "64x256x16_64x64_3", "64x128x16_64x32_2", "64x128x16_48x32_3"):
         with pytest.raises(argparse.ArgumentTypeError, match="tile"):
@@ -73,7 +78,7 @@ def test_candidate_source_defaults_and_entries_match_the_shipped_ones(bench):
     src = (REPO / bench.CANDIDATE_SOURCE).read_text()
     defaults = {m[0]: int(m[1]) for m in re.findall(r"#define AUX_HEAD_CUTLASS_(\w+) (\d+)", src)}
     t = bench.DEFAULT_TILE
-    assert defaults == {"TBM": t.tbm, "TBN": t.tbn, "TBK": t.tbk, "WM": t.wm, "WN": t.wn, "STAGES": t.stages, "SPLIT_RN": 0} and t.split == "rz"
+    assert defaults == {"TBM": t.tbm, "TBN": t.tbn, "TBK": t.tbk, "WM": t.wm, "WN": t.wn, "STAGES": t.stages, "SPLIT_RN": 1} and t.split == "rn"
     for head in bench.HEADS:
         shipped = _signature((REPO / head.source).read_text(), head.kernel)
         assert f'extern "C" __global__ void __launch_bounds__(aux_head_cutlass::kThreads)\n{head.entry}(' in src
@@ -130,7 +135,7 @@ def test_build_command_lines(bench, monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(bench, "compile_jobs", lambda jobs: seen.update(jobs) or ({}, {}))
     bench.build(tmp_path, bench.HEADS, (bench.DEFAULT_TILE, bench.HeadTile.parse("32x128x16_32x32_4_rn")), Path("/inc"))
-    assert list(seen) == [f"shipped {TRADE}", f"shipped {NEXT}", "64x128x16_64x32_3", "32x128x16_32x32_4_rn"]
+    assert list(seen) == [f"shipped {TRADE}", f"shipped {NEXT}", "64x128x16_64x32_3_rn", "32x128x16_32x32_4_rn"]
     assert seen[f"shipped {TRADE}"][-3:] == ["-o", str(tmp_path / f"{TRADE}.cubin"), "benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu"]
     assert seen[f"shipped {NEXT}"][-1] == "benchmarks/kernels_baseline/aux_next_bar_forward_kernel.cu" and "-isystem" not in seen[f"shipped {NEXT}"]
     cmd = seen["32x128x16_32x32_4_rn"]
@@ -157,10 +162,10 @@ def test_cpu_check_builds_both_shipped_heads_and_the_candidate(bench, capsys):
         bench.cutlass_include()
     except bench.HeadersMissing as exc:
         pytest.skip(str(exc))
-    assert bench.main(["--cpu-check", "--tiles", "64x128x16_64x32_3,64x128x16_64x32_3_rn"]) == 0
+    assert bench.main(["--cpu-check", "--tiles", "64x128x16_64x32_3,64x128x16_64x32_3_rz"]) == 0
     out = capsys.readouterr().out
     assert re.search(rf"built shipped {TRADE}: {TRADE}: \d+ registers", out) and re.search(rf"built shipped {NEXT}: {NEXT}: \d+ registers", out)
-    for tile in ("64x128x16_64x32_3", "64x128x16_64x32_3_rn"):
+    for tile in ("64x128x16_64x32_3_rn", "64x128x16_64x32_3_rz"):
         line = next(ln for ln in out.splitlines() if f"built {tile}:" in ln)
         entries = re.findall(r"(aux_\w+_cutlass): (\d+) registers, 0 bytes spill stores, 0 bytes spill loads, (\d+) bytes smem", line)
         assert sorted(e[0] for e in entries) == ["aux_next_bar_forward_cutlass", "aux_trade_outcome_forward_cutlass"], line
@@ -255,7 +260,7 @@ def _kernels(tiles: dict[str, dict[str, str | None]]):
     return k
 
 
-T1, T2 = "64x128x16_64x32_3", "32x128x16_32x32_4"
+T1, T2 = "64x128x16_64x32_3_rn", "32x128x16_32x32_4_rn"
 
 
 def test_host_logic_passes_right_candidates(bench, monkeypatch, tmp_path, capsys):

@@ -40,8 +40,9 @@ def cs():
 def test_arguments_and_tiles(bench):
     a = bench.parse_args([])
     assert a.sizes == [1, 37, 256, 4096, 4103, 65536] and a.time_sizes == [256, 4096, 65536] and a.per_sample_max == 256
-    assert [t.name for t in a.tiles] == ["32x128x16_32x32_4", "32x128x16_32x32_4_rn", "64x64x16_32x32_4", "64x128x16_32x32_3",
-                                         "128x64x16_32x32_3"]
+    # the candidate keeps CUTLASS's truncating split (its source's default; not shipped), its round-to-nearest build second
+    assert [t.name for t in a.tiles] == ["32x128x16_32x32_4_rz", "32x128x16_32x32_4_rn", "64x64x16_32x32_4_rz", "64x128x16_32x32_3_rz",
+                                         "128x64x16_32x32_3_rz"]
     assert [t.threads for t in a.tiles] == [128, 128, 128, 256, 256] and not a.cpu_check
     assert a.cases == ("shipped", "misaligned", "verify", "alpha", "slot")
     assert bench.parse_args(["--cases", "slot,shipped"]).cases == ("shipped", "slot")
@@ -50,9 +51,12 @@ def test_arguments_and_tiles(bench):
             bench.parse_args(["--cases", bad])
     a = bench.parse_args(["--tiles", "32x128x16_32x32_3,32x128x16_32x32_3", "--time-sizes", "", "--per-sample-max", "37"])
     assert a.tiles == [bench.NbBwdTile(32, 128, 16, 32, 32, 3)] and a.time_sizes == [] and a.per_sample_max == 37
-    assert bench.NbBwdTile.parse("32x128x16_32x32_4") == bench.DEFAULT_TILE
+    # a bare name: the source's default split, truncating here
+    assert bench.NbBwdTile.parse("32x128x16_32x32_4") == bench.DEFAULT_TILE == bench.NbBwdTile.parse("32x128x16_32x32_4_rz")
+    assert bench.DEFAULT_TILE.split == "rz" and bench.DEFAULT_TILE.name == "32x128x16_32x32_4_rz"
     assert bench.DEFAULT_TILE.defines() == ["-DAUX_NB_BWD_CUTLASS_TBM=32", "-DAUX_NB_BWD_CUTLASS_TBN=128", "-DAUX_NB_BWD_CUTLASS_TBK=16",
-                                            "-DAUX_NB_BWD_CUTLASS_WM=32", "-DAUX_NB_BWD_CUTLASS_WN=32", "-DAUX_NB_BWD_CUTLASS_STAGES=4"]
+                                            "-DAUX_NB_BWD_CUTLASS_WM=32", "-DAUX_NB_BWD_CUTLASS_WN=32", "-DAUX_NB_BWD_CUTLASS_STAGES=4",
+                                            "-DAUX_NB_BWD_CUTLASS_SPLIT_RN=0"]
     assert bench.NbBwdTile.parse("32x128x16_32x32_4_rn").defines()[-1] == "-DAUX_NB_BWD_CUTLASS_SPLIT_RN=1"
     assert bench.Tile().defines()[0] == "-DAUX_TRUNK_CUTLASS_TBM=128"  # the trunk tile's macros unchanged
     for bad in ("64x64x16_32x32_2", "64x64x16_48x32_4", "64x64x12_32x32_4"):
@@ -128,9 +132,12 @@ def test_cases_calls_shapes_and_arguments_come_from_the_contract(bench, cs):
 
 def test_build_command_lines(bench, monkeypatch, tmp_path):
     seen = {}
-    monkeypatch.setattr(bench, "compile_jobs", lambda jobs: seen.update(jobs) or ({}, {}))
+    entries = {}
+    monkeypatch.setattr(bench, "compile_jobs", lambda jobs, only=None: seen.update(jobs) or entries.update(only or {}) or ({}, {}))
     bench.build(tmp_path, (bench.DEFAULT_TILE, bench.NbBwdTile.parse("32x128x16_32x32_3_rn")), Path("/inc"))
-    assert list(seen) == ["shipped", "32x128x16_32x32_4", "32x128x16_32x32_3_rn"]
+    assert list(seen) == ["shipped", "32x128x16_32x32_4_rz", "32x128x16_32x32_3_rn"]
+    # the shipped source's two entries (aux_next_bar_backward_store first in ptxas's output): the summary is the launched one's
+    assert entries == {"shipped": KERNEL, "32x128x16_32x32_4_rz": ENTRY, "32x128x16_32x32_3_rn": ENTRY}
     assert seen["shipped"][-3:] == ["-o", str(tmp_path / "shipped.cubin"), "kernels/aux_next_bar_backward_kernel.cu"]
     assert "-isystem" not in seen["shipped"]
     cmd = seen["32x128x16_32x32_3_rn"]
@@ -159,8 +166,10 @@ def test_cpu_check_builds_the_shipped_kernel_and_the_candidate(bench, capsys):
         pytest.skip(str(exc))
     assert bench.main(["--cpu-check", "--tiles", "32x128x16_32x32_4,32x128x16_32x32_4_rn"]) == 0
     out = capsys.readouterr().out
-    assert re.search(rf"built shipped: {KERNEL}: \d+ registers", out)
-    for tile in ("32x128x16_32x32_4", "32x128x16_32x32_4_rn"):
+    # the shipped source has two entries, ptxas lists aux_next_bar_backward_store first: the line is the launched entry's alone
+    shipped = next(ln for ln in out.splitlines() if "built shipped:" in ln)
+    assert re.search(rf"built shipped: {KERNEL}: \d+ registers, 0 bytes spill stores, 0 bytes spill loads, \d+ bytes smem$", shipped), shipped
+    for tile in ("32x128x16_32x32_4_rz", "32x128x16_32x32_4_rn"):
         line = next(ln for ln in out.splitlines() if f"built {tile}:" in ln)
         m = re.search(rf"{ENTRY}: (\d+) registers, 0 bytes spill stores, 0 bytes spill loads, (\d+) bytes smem", line)
         assert m and int(m[1]) <= 255 and int(m[2]) <= 48 * 1024, line
@@ -248,7 +257,7 @@ def _kernels(tiles: dict[str, str | None]):
     return k
 
 
-T1, T2 = "32x128x16_32x32_4", "64x64x16_32x32_4"
+T1, T2 = "32x128x16_32x32_4_rz", "64x64x16_32x32_4_rz"
 ROWS = 9 * 5  # 9 shapes x (B = 1 and 37: fused and per-sample; B = 300: fused)
 
 

@@ -236,8 +236,9 @@ TOBWD = "benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu"
 
 def test_the_device_script_launches_the_trade_outcome_backward_candidate_at_its_geometry(bench, monkeypatch):
     """Step D's spec is benchmarks/gpu_to_bwd.py's chain_spec; both backward schedules (the fused one with NULL weight
-    partials, the per-sample one with them) launch the candidate at grid ceil_div(B, 32) x 256 threads (the
-    shipped kernel: ceil_div(B, 8)), with the shipped kernel's parameters."""
+    partials, the per-sample one with them) launch the candidate at grid ceil_div(B, 32) x 256 threads, with the
+    shipped kernel's parameters. Since 2c145f5 the contract ships its copy (kernels/aux_trade_outcome_backward_fast_kernel.cu,
+    the same geometry): the swap changes the source and entry only."""
     from audit.load import load_contracts
 
     spec = _script_candidates()[5]
@@ -257,7 +258,8 @@ def test_the_device_script_launches_the_trade_outcome_backward_candidate_at_its_
             assert (op.grid, op.block, op.kernel.source) == (grid, (256, 1, 1), TOBWD), (B, schedules)
     shipped = bench.contracts_at(cs, 65536)
     (op,) = [op for op in bench.build_plan(shipped, bench.Wiring(shipped), (bench.FORWARD, bench.FUSED), 1) if op.name == "aux_trade_outcome_backward"]
-    assert op.grid == (8192, 1, 1)  # what the swap changes
+    assert (op.grid, op.kernel.source, op.kernel.symbol) == ((2048, 1, 1), "kernels/aux_trade_outcome_backward_fast_kernel.cu",
+                                                             "aux_trade_outcome_backward")  # what the swap changes: source and entry
     assert to_bench.candidate_geometry(65536) == ((2048, 1, 1), (256, 1, 1))  # what the kernel's header says
 
 

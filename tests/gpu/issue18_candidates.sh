@@ -10,7 +10,7 @@
 #      writer), so the next-bar candidate runs in the partials path only
 #   A. the weight-gradient partial: shipped SIMT, hand-written 3xTF32 (tc), CUTLASS 3xTF32 (cutlass)
 #      at B = 37, 4103 (accuracy) and 4096, 65536 (accuracy and time)             cap ${CAP_A:-100} s
-#   B. the trunk forward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build)  cap ${CAP_B:-65} s
+#   B. the trunk forward: SIMT against CUTLASS 3xTF32 (shipped RN split; CUTLASS's RZ)  cap ${CAP_B:-65} s
 #   C. the GPU tests of the three candidates and of the trade-outcome backward's (bit-equal to the shipped
 #      kernel over its case matrix)                                                  cap ${CAP_C:-80} s
 #   E. the next-bar head backward: shipped SIMT against CUTLASS 3xTF32 (and its RN-split build) and torch
@@ -34,14 +34,13 @@ python3 -c 'import cutlass_library, os; print("cutlass headers:", os.path.dirnam
 
 TC=benchmarks/kernels_baseline/aux_weight_grad_partial_tc.cu
 CUT=kernels/aux_weight_grad_partial_cutlass.cu
-# RN=1: step D launches the round-to-nearest split builds of the CUTLASS forwards and next-bar backward
-# (the *_rn.cu files) instead of the truncating ones
+# RN=1: step D launches the next-bar backward candidate's round-to-nearest split build
+# (aux_next_bar_backward_cutlass_rn.cu) instead of its truncating default
 R=${RN:+_rn}
-# The trunk and head forwards and the wide partial are shipped (kernels/, the contracts launch them): without RN
-# their specs below launch what the contracts launch; with RN=1 the forwards' round-to-nearest wrappers
+# The trunk and head forwards and the wide partial are shipped (kernels/, the contracts launch them) with the
+# round-to-nearest split (their sources' default since 5 December): their specs below launch what the contracts launch
 TRUNK=kernels/aux_trunk_forward_cutlass.cu
 HEAD=kernels/aux_head_forward_cutlass.cu
-if [ -n "$R" ]; then TRUNK=benchmarks/kernels_baseline/aux_trunk_forward_cutlass_rn.cu; HEAD=benchmarks/kernels_baseline/aux_head_forward_cutlass_rn.cu; fi
 NBBWD=benchmarks/kernels_baseline/aux_next_bar_backward_cutlass$R.cu
 TOBWD=benchmarks/kernels_baseline/aux_trade_outcome_backward_fast.cu
 
@@ -58,14 +57,14 @@ step D && timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py 
     --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
     --candidate "aux_trade_outcome_backward=$TOBWD:aux_trade_outcome_backward_fast;grid=ceil_div(B, 32),1,1;block=256,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates$R.json" >"$OUT/D_chain$R.log" 2>&1
-note "D chain with candidates${RN:+ (RN split)} rc=$? at $(elapsed) s"
+note "D chain with candidates${RN:+ (next-bar backward RN split)} rc=$? at $(elapsed) s"
 grep -E "^ours_fused|^torch.compile \+|^target|^  B=[0-9]+: x|candidate" "$OUT/D_chain$R.log" >>"$SUMMARY"
 step A && timeout -k 5 "${CAP_A:-100}" python3 benchmarks/gpu_wgrad_split.py --tc-source $TC --cutlass-source $CUT \
     --sizes 37,4103,4096,65536 --time-sizes 4096,65536 --replays 20 --json "$OUT/gpu_wgrad_split.json" >"$OUT/A_wgrad.log" 2>&1
 note "A wgrad partial rc=$? at $(elapsed) s"
 grep -E "B=(4096|65536):|FAIL|failing" "$OUT/A_wgrad.log" >>"$SUMMARY"
 
-step B && timeout -k 5 "${CAP_B:-65}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3,128x64x16_64x32_3_rn \
+step B && timeout -k 5 "${CAP_B:-65}" python3 benchmarks/gpu_fwd_cutlass.py --tiles 128x64x16_64x32_3_rn,128x64x16_64x32_3_rz \
     >"$OUT/B_fwd.log" 2>&1
 note "B trunk forward rc=$? at $(elapsed) s"
 tail -n 25 "$OUT/B_fwd.log" >>"$SUMMARY"

@@ -7,7 +7,7 @@
 #   B. the chain against torch.compile + CUDA graph as the contracts ship it (issue 18's verdict)
 #                                                                                          cap ${CAP_B:-170} s
 #   C. the same chain with the forwards' round-to-nearest split (the *_rn.cu wrappers in place of the shipped
-#      forwards; decides whether to flip the SPLIT_RN #define of the shipped sources)     cap ${CAP_C:-150} s
+#      forwards; decided the SPLIT_RN flip, 5 Dec: since then B ships RN and C repeats it)  cap ${CAP_C:-150} s
 #
 # Run from the repository root with .whl/ carried (PyCUDA wheels and nvidia_cutlass-4.2.0.0-py3-none-any.whl:
 # the shipped kernels include its headers through include_packages). Results in $OUT: summary.txt, verify.json,
