@@ -131,7 +131,7 @@ class Tile:
     def defines(self) -> list[str]:
         d = [f"-D{self.macro}_{k}={v}" for k, v in (("TBM", self.tbm), ("TBN", self.tbn), ("TBK", self.tbk),
                                                          ("WM", self.wm), ("WN", self.wn), ("STAGES", self.stages))]
-        return d + ([f"-D{self.macro}_SPLIT_RN=1"] if self.split == "rn" else [])
+        return d + [f"-D{self.macro}_SPLIT_RN={1 if self.split == 'rn' else 0}"]  # explicit both ways: the shipped default is RN since 5 Dec
 
 
 DEFAULT_TILE = Tile()

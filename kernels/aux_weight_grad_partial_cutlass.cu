@@ -60,7 +60,7 @@
 #include "cutlass_fast_f32_rn.cuh"
 
 #ifndef AUX_WGRAD_CUTLASS_SPLIT_RN
-#define AUX_WGRAD_CUTLASS_SPLIT_RN 0  // the shipped split: 0 truncating (CUTLASS's), 1 round-to-nearest (this line alone flips it)
+#define AUX_WGRAD_CUTLASS_SPLIT_RN 1  // the shipped split: 1 round-to-nearest (as the forwards since 5 Dec), 0 CUTLASS's truncating one
 #endif
 
 namespace {

@@ -1,6 +1,6 @@
 // CUTLASS's 3xTF32 main loop with the fp32 operands split into tf32 big + small parts by round-to-nearest
 // (cvt.rn.tf32.f32 on sm_90) instead of CUTLASS's round-toward-zero big / half-ulp-truncate small (issue 18;
-// off in the shipped builds, each source's SPLIT_RN #define). The residual a - big is at most half a tf32 ulp instead of a
+// on in the shipped builds since 5 December, each source's SPLIT_RN #define). The residual a - big is at most half a tf32 ulp instead of a
 // whole one, so the dropped small*small term and the rounding of small are about 2 and 4 times smaller, and
 // the dropped term loses the sign bias of the truncating split. Everything else (fragments, the three MMAs in
 // the same order, staged accumulation: MathOperator stays OpMultiplyAddFastF32) is CUTLASS's; only the warp

@@ -86,11 +86,17 @@ def _code(text: str) -> str:
 def test_the_contract_ready_kernel_is_the_candidate_with_its_defaults_fixed(bench):
     """The contract-ready copy runs the candidate's code token for token, with the candidate's build-time defaults
     as constants, no override left, and the contract's name as its entry (a scaffold of it names the kernel the
-    contract does: tests/test_init.py)."""
+    contract does: tests/test_init.py), and its one addition: dh_s2_aux_out may be NULL (the fused path binds it
+    so), each of its three stores guarded."""
     cand = (REPO / bench.CANDIDATE_SOURCE).read_text()
     ship = (REPO / bench.SHIP_SOURCE).read_text()
-    assert _code(ship) == _code(cand).replace("__launch_bounds__(kThreads, AUX_TO_BWD_FAST_MIN_BLOCKS)", "__launch_bounds__(kThreads, kMinBlocks)").replace(
+    guarded = _code(cand).replace("__launch_bounds__(kThreads, AUX_TO_BWD_FAST_MIN_BLOCKS)", "__launch_bounds__(kThreads, kMinBlocks)").replace(
         f"{ENTRY}(", f"{KERNEL}(")
+    for store in ("fill_skipped_rows(dh_s2_aux_out + (size_t)row0 * SH2, SH2, nrows, keep, fill);",
+                  "*reinterpret_cast<float4*>(dh_s2_aux_out + o) = total;", "dh_s2_aux_out[o] = dh;"):  # fmt: skip
+        assert guarded.count(store) == 1, store
+        guarded = guarded.replace(store, "if (dh_s2_aux_out != nullptr) " + store)
+    assert _code(ship) == guarded
     for macro, const in (("AUX_TO_BWD_FAST_ROWS", "kRowsPerBlock"), ("AUX_TO_BWD_FAST_MIN_BLOCKS", "kMinBlocks"),
                          ("AUX_TO_BWD_FAST_W1_UNROLL", "kW1Unroll")):  # fmt: skip
         default = re.search(rf"#define {macro} (\d+)", cand)[1]

@@ -44,7 +44,7 @@ KERNELS = {
         "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
     ),
     "aux_next_bar_forward": (
-        "423c992de549e5b99152900ee534aa4eca37270ae19c843e16f09dafd1bff7bd",
+        "7e26113441afa948df70dc485a57c568c43be372ee9f115502fb5d9c9f26df85",
         "6a65069fb69689b5eb1abef73da0731195d9b181cf004159bcd6c904419a9ae3",
     ),
     "aux_next_bar_loss_reduce": (
@@ -64,7 +64,7 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
-        "04adcd4131e6c06525a3667b63e4a16fdbd7091d51caafaf84b15d3e60fd1a2e",
+        "f13d5e187d5bd8e12facc7126c224736a049d284cd86313561af113a9b4cb902",
         "ec6d074be12d3ad0b9664e6cef422375ae1cbf815ff528bf38ed974955083e58",
     ),
     "aux_weight_grad_partial_skinny": (
@@ -76,7 +76,7 @@ KERNELS = {
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
-        "423c992de549e5b99152900ee534aa4eca37270ae19c843e16f09dafd1bff7bd",
+        "7e26113441afa948df70dc485a57c568c43be372ee9f115502fb5d9c9f26df85",
         "7dfceac8558adb47b99050e069186a8dc9952873da1210272fb5db9993aaa24a",
     ),
     "aux_trade_outcome_loss_reduce": (
@@ -84,11 +84,11 @@ KERNELS = {
         "ab77e38a3ac6d16760adc2aeed1a900bf5a5eb20eacf991cbc147ef9b827f75c",
     ),
     "aux_trade_outcome_backward": (
-        "ac89e670f4aa657ec45913eba37a310a1c2c1f1458c7dcd2b567462f22688d50",
-        "44e456e5f639811838c62df12f83d2c0167447b4d16255e475526e39ba23ba9e",
+        "d6a558290f1efe30e02b7f23f02f24488b215d9ba2bebdf5c1bf27989e2853f3",
+        "d239a2246ec2df640f0d0ca2c459692ec870feabbff3a08b035c76a684e368c0",
     ),
     "aux_trunk_forward": (
-        "bdf17b81c9103f8285a87e977836d6e39df11196ac36accf20e8731561936633",
+        "0099d139f1c5e21006f5509c655f625c7a1328c9b8c1b479ee050fbd55122f5d",
         "2b0db5c891beb93c02f36dde2491d0e8408e792806e29b6438d54e9918372e90",
     ),
     "aux_trunk_backward": (
@@ -110,16 +110,16 @@ KERNELS = {
 }
 SCHEDULES = {
     "aux_heads_forward": (
-        "adf2d1ef02664c47a77dda156539d0b9cd61cf80f4eb66a27cd43503fcd3b6b5",
+        "c4c6863431e0792f899b145b9f7446df1dcfd610a79a914280e8266d7d91eb9a",
         "4c610d99f1b1b542e806a5cfae9743949037a0afda3bdd999b7fba5190ca00a4",
     ),
     "aux_heads_backward": (
-        "a8a110527a98c01f1f0deb650f3f0a8b23588483d741442cefe3f861da011e99",
-        "50acaa1feb52721654b8d8215514de37c7508a001163dc2568cd6b4bdd2a77f5",
+        "0ebd0ff378afb10c28e059d571a91b4780693af59202e670fae002fb0d4eec06",
+        "1256ed16f36ed86375ee29810f10876362f7b89ba6963daa3f5f303d649dfb24",
     ),
     "aux_heads_backward_fused": (
-        "797130097f8eb94cca760a4d047eb3c17ae922174ab25e53d3b4b2e5b13224f9",
-        "def4d8f6a49c815d5fc40edeb90c146d81c9712887f04700289b1eb5ec73d1ec",
+        "4f1f4b205e47d8f3ca9b8124bf9f3447a178cdc1a2adae7e172324992a541f28",
+        "378a9db3487a97ac4fecf0bf8cfe6d5aba8c80ab20cf77d6ec81831f68217045",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

@@ -1,10 +1,15 @@
-// BROKEN FIXTURE for `wireup verify` (tests/gpu/test_verify_gpu.py): a copy of kernels/aux_trade_outcome_backward_kernel.cu with ONE change,
+// BROKEN FIXTURE for `wireup verify` (tests/gpu/test_verify_gpu.py): a copy of kernels/aux_trade_outcome_backward_fast_kernel.cu with ONE change,
 // 1/B instead of 1/B_valid in d_logits; verify must report VERIFY_REFERENCE, VERIFY_GRADCHECK for kernel "aux_trade_outcome_backward".
 // The change:
 // -            const float dl = (__ldg(probs + (size_t)row * K + tid) - onehot) / (float)b_valid;
 // +            const float dl = (__ldg(probs + (size_t)row * K + tid) - onehot) / (float)B;
 // Regenerate with: python3 tests/data/broken_kernels/make_fixtures.py
-// Trade-outcome head backward (phase A5): sparse softmax-CE back through Linear -> ELU -> Linear.
+// Trade-outcome head backward (phase A5): sparse softmax-CE back through Linear -> ELU -> Linear, 32 rows per
+// block. The same parameters, semantics and valid-row arithmetic as aux_trade_outcome_backward_kernel.cu (8 rows
+// per block, each behind its own label load), whose outputs it reproduces bit for bit (benchmarks/gpu_to_bwd.py;
+// issue 18, docs/benchmarks.md 4h), and dh_s2_aux_out may be NULL. Shipped: the contract of
+// aux_trade_outcome_backward launches it (grid ceil_div(B, 32)); the 8-row kernel is gpu_to_bwd.py's reference in
+// benchmarks/kernels_baseline.
 //
 // For a valid row b (0 <= labels[b] < K and B_valid = valid_count[0] > 0):
 //   dl[k]                  = (probs[b, k] - [k == labels[b]]) / B_valid          (d loss / d logits)
@@ -14,33 +19,96 @@
 //   db1_partial[b, j]      = dz1[j]
 //   dW1_partial[b, j, i]   = dz1[j] * h_s2[b, i]                                  (optional)
 //   dh[i]                  = sum_j dz1[j] * W1[j, i]
-//   dh_s2_aux_out[b, i]    = dh[i]
+//   dh_s2_aux_out[b, i]    = dh[i]                                                 (optional)
 //   dh_s2_aux_accum[b, i] += saxpy_alpha * dh[i]
 // Mask: a skipped row (labels[b] == -1, any label outside [0, K), or B_valid == 0) writes exact zeros to
 // every partial of the row and to dh_s2_aux_out[b, :], and leaves dh_s2_aux_accum[b, :] unchanged.
-// So an all-skip batch yields zero gradients and no NaN.
+// So an all-skip batch yields zero gradients and no NaN. K outside [1, AUX_K_MAX] writes NaN to every output
+// row (accumulator untouched). Rows >= B are never written.
 //   h_s2 [B, SH2], h1 [B, H], probs [B, K], labels [B] (i32), valid_count [1] (i32), W1 [H, SH2], W2 [K, H],
 //   dW1_partial [B, H, SH2] (NULL-able), db1_partial [B, H], dW2_partial [B, K, H] (NULL-able),
-//   db2_partial [B, K], dh_s2_aux_out [B, SH2], dh_s2_aux_accum [B, SH2]
+//   db2_partial [B, K], dh_s2_aux_out [B, SH2] (NULL-able: the fused path needs only the accumulator, and its
+//   skipped rows' zeros are most of this kernel's stores), dh_s2_aux_accum [B, SH2]
 //
-// Launch: grid = (ceil_div(B, 8), 1, 1), block = (256, 1, 1); block x owns rows 8x .. 8x+7, one after
-// the other. Trade-close labels are valid on ~1-5% of rows, so a skipped row is one label load plus
-// ~H + K + SH2 zero stores (plus the optional partial rows); a valid row computes dz1 in chunks of
-// blockDim.x hidden units held in shared memory; dh = dz1 W1 is then formed by 64 float4 column quads x
-// 4 groups of hidden units (coalesced float4 reads of W1's rows, groups summed in order in shared
-// memory), or by one thread per column when SH2 is not a multiple of 4. Batching 8 rows per block keeps the mostly-skipped grid from
-// being bound by block scheduling.
-// K outside [1, AUX_K_MAX] writes NaN to every output row (accumulator untouched).
+// Launch: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1); block x owns rows [32 x, 32 x + 32) (those
+// below B; a block past B returns at once, so a larger grid is correct too). Trade-close labels are valid on
+// ~1-5% of rows, so the kernel is bound by the stores of the skipped rows, not by their label loads:
+//   1. threads r < 32 load the block's 32 labels at once into label_s[r] and put row r's validity bit into
+//      flag_s[r]. Barrier. Every thread ORs the 32 flags into the block's mask (the same in every thread).
+//   2. for each output X in (db1_partial [H], db2_partial [K], dh_s2_aux_out [SH2], dW2_partial [K H] and
+//      dW1_partial [H SH2] where non-NULL): the block's rows are one contiguous span of X's rows, filled with
+//      the fill value (0, or NaN for a bad K) by the whole block, float4 where the span starts 16-byte aligned,
+//      skipping the elements of the valid rows (a float4 that touches a valid row is written element by
+//      element); the weight partials one block_fill per skipped row. A block with no valid row (97 % ^ 32 =
+//      38 % of the blocks at 3 % labels) is one block_fill per output. No loads on this path.
+//   3. the valid rows (the mask's set bits, lowest first), one after the other: dz1 in chunks of blockDim.x
+//      hidden units held in shared memory; dh = dz1 W1 by 64 float4 column quads x 4 groups of hidden units
+//      (coalesced float4 reads of W1's rows, groups summed in order in shared memory) when SH2 % 4 == 0,
+//      blockDim.x == 256 and W1, dh_s2_aux_out, dh_s2_aux_accum are 16-byte aligned, else by one thread per
+//      column. They write only their own rows, which step 2 skipped, so the two steps need no barrier between
+//      them.
+// Shared memory (static): dl_s [8] f32, dz_s [256] f32, red_s [4][64] float4, flag_s [32] u32, label_s [32] i32:
+// 5.4 KB. __launch_bounds__(256, 4): 64 registers, no spill (ptxas, nvcc 13.0, -arch=sm_90 -O3), 4 blocks per
+// SM so that the label loads and the valid rows overlap other blocks' stores; the W1 loop is unrolled 2 deep
+// for that (8 deep needs 96 registers; unrolling changes the order of no sum, so not the bits).
 #include "aux_common.cuh"
 
 namespace {
 constexpr int kThreads = 256;
-constexpr int kRowsPerBlock = 8;
+constexpr int kRowsPerBlock = 32;             // one bit per row in a 32-bit mask; the grid is ceil_div(B, 32)
+constexpr int kMinBlocks = 4;                 // resident blocks per SM: 64 registers at 256 threads
 constexpr int kQuads = 64;                    // float4 column quads of dh per pass
 constexpr int kJGroups = kThreads / kQuads;  // hidden-unit groups summed in shared memory
+constexpr int kW1Unroll = 2;                  // the valid rows' float4 W1 loop
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+// p[0 .. nrows * X) = v, except the elements of the rows whose bit is set in `keep` (rows of X elements each,
+// row r at p + r * X; nrows <= 32). Whole block; float4 stores where p is 16-byte aligned. For the outputs of
+// one row per unit (H, K, SH2 elements: nrows * X fits an int).
+__device__ __forceinline__ void fill_skipped_rows(float* __restrict__ p, int X, int nrows, unsigned keep, float v) {
+    const int n = nrows * X;
+    if (n <= 0) return;  // X <= 0 (K outside the range, H or SH2 of 0): nothing to write, and no division by X
+    if (keep == 0u) {
+        block_fill(p, n, v);
+        return;
+    }
+    const int tid = threadIdx.x;
+    const int nt = blockDim.x;
+    int done = 0;
+    if (aligned16(p)) {
+        const int n4 = n / 4;
+        const float4 v4 = make_float4(v, v, v, v);
+        for (int e4 = tid; e4 < n4; e4 += nt) {
+            const int e = e4 * 4;
+            const int ra = e / X;
+            const int rb = (e + 3) / X;
+            const unsigned rows = (2u << rb) - (1u << ra);  // bits ra .. rb (rb <= 31: 2u << 31 wraps to 0)
+            if ((keep & rows) == 0u) {
+                reinterpret_cast<float4*>(p)[e4] = v4;
+            } else {
+#pragma unroll
+                for (int c = 0; c < 4; ++c)
+                    if (((keep >> ((e + c) / X)) & 1u) == 0u) p[e + c] = v;
+            }
+        }
+        done = n4 * 4;
+    }
+    for (int e = done + tid; e < n; e += nt)
+        if (((keep >> (e / X)) & 1u) == 0u) p[e] = v;
+}
+
+// The same for the per-sample weight partials (X = K H or H SH2 elements per row: only the per-sample schedule,
+// at small B, passes them): one block_fill per skipped row, or one over the span when no row is kept.
+__device__ __forceinline__ void fill_skipped_rows_wide(float* __restrict__ p, long long X, int nrows, unsigned keep, float v) {
+    if (keep == 0u) {
+        block_fill(p, (long long)nrows * X, v);
+        return;
+    }
+    for (int r = 0; r < nrows; ++r)
+        if (((keep >> r) & 1u) == 0u) block_fill(p + (size_t)r * (size_t)X, X, v);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, kMinBlocks)
 aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restrict__ h1,
                            const float* __restrict__ probs, const int* __restrict__ labels,
                            const int* __restrict__ valid_count, const float* __restrict__ W1,
@@ -51,30 +119,53 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
     __shared__ float dl_s[AUX_K_MAX];
     __shared__ float dz_s[kThreads];
     __shared__ float4 red_s[kJGroups][kQuads];
+    __shared__ unsigned flag_s[kRowsPerBlock];
+    __shared__ int label_s[kRowsPerBlock];
 
     const int tid = threadIdx.x;
     const int nt = blockDim.x;  // <= kThreads by __launch_bounds__
+    const int row0 = blockIdx.x * kRowsPerBlock;
+    if (row0 >= B) return;  // block-uniform
+    const int nrows = B - row0 < kRowsPerBlock ? B - row0 : kRowsPerBlock;
     const bool k_ok = K >= 1 && K <= AUX_K_MAX;
     const int b_valid = __ldg(valid_count);
+
+    // 1. the block's labels, all loads in flight at once; the validity of row r in bit r
+    for (int r = tid; r < kRowsPerBlock; r += nt) {
+        unsigned bit = 0u;
+        int label = -1;
+        if (r < nrows) {
+            label = __ldg(labels + row0 + r);
+            if (k_ok && b_valid > 0 && label >= 0 && label < K) bit = 1u << r;
+        }
+        flag_s[r] = bit;
+        label_s[r] = label;
+    }
+    __syncthreads();
+    unsigned keep = 0u;
+#pragma unroll
+    for (int r = 0; r < kRowsPerBlock; ++r) keep |= flag_s[r];
+
+    // 2. the skipped rows of the block's span of every output
+    const float fill = k_ok ? 0.0f : aux_nan();
+    fill_skipped_rows(db1_partial + (size_t)row0 * H, H, nrows, keep, fill);
+    fill_skipped_rows(db2_partial + (size_t)row0 * K, K, nrows, keep, fill);
+    if (dh_s2_aux_out != nullptr) fill_skipped_rows(dh_s2_aux_out + (size_t)row0 * SH2, SH2, nrows, keep, fill);
+    if (dW2_partial != nullptr)
+        fill_skipped_rows_wide(dW2_partial + (size_t)row0 * K * H, (long long)K * H, nrows, keep, fill);
+    if (dW1_partial != nullptr)
+        fill_skipped_rows_wide(dW1_partial + (size_t)row0 * H * SH2, (long long)H * SH2, nrows, keep, fill);
+
+    // 3. the valid rows, one after the other: the per-row code of aux_trade_outcome_backward_kernel.cu
     const bool vec = (SH2 % 4 == 0) && nt == kThreads && aligned16(W1) && aligned16(dh_s2_aux_out) &&
                      aligned16(dh_s2_aux_accum);
-
+    unsigned todo = keep;
 #pragma unroll 1
-    for (int r = 0; r < kRowsPerBlock; ++r) {
-        const int row = blockIdx.x * kRowsPerBlock + r;
-        if (row >= B) break;  // block-uniform
-        const int label = __ldg(labels + row);
-        const bool valid = k_ok && b_valid > 0 && label >= 0 && label < K;
-
-        if (!valid) {  // no barrier on this path
-            const float fill = k_ok ? 0.0f : aux_nan();
-            block_fill(db1_partial + (size_t)row * H, H, fill);
-            block_fill(db2_partial + (size_t)row * K, K, fill);
-            block_fill(dh_s2_aux_out + (size_t)row * SH2, SH2, fill);
-            if (dW2_partial != nullptr) block_fill(dW2_partial + (size_t)row * K * H, (long long)K * H, fill);
-            if (dW1_partial != nullptr) block_fill(dW1_partial + (size_t)row * H * SH2, (long long)H * SH2, fill);
-            continue;
-        }
+    while (todo != 0u) {
+        const int r = __ffs(todo) - 1;  // block-uniform: keep is the same in every thread
+        todo &= todo - 1u;
+        const int row = row0 + r;
+        const int label = label_s[r];
 
         // dl_s / dz_s of the previous valid row were last read before that row's final barrier.
         if (tid < K) {
@@ -120,7 +211,7 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
                     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     if (i < SH2) {
                         const float* w = W1 + (size_t)j0 * SH2 + i;
-#pragma unroll 8
+#pragma unroll kW1Unroll
                         for (int jj = ja; jj < jb; ++jj) {
                             const float4 wv = __ldg(reinterpret_cast<const float4*>(w + (size_t)jj * SH2));
                             const float d = dz_s[jj];
@@ -147,7 +238,7 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
                 }
                 if (jg == 0 && i < SH2) {
                     const size_t o = (size_t)row * SH2 + i;
-                    *reinterpret_cast<float4*>(dh_s2_aux_out + o) = total;
+                    if (dh_s2_aux_out != nullptr) *reinterpret_cast<float4*>(dh_s2_aux_out + o) = total;
                     float4 acc = *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
                     acc.x = fmaf(saxpy_alpha, total.x, acc.x);
                     acc.y = fmaf(saxpy_alpha, total.y, acc.y);
@@ -185,7 +276,7 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
             if (i < SH2) {
                 const float dh = (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 const size_t o = (size_t)row * SH2 + i;
-                dh_s2_aux_out[o] = dh;
+                if (dh_s2_aux_out != nullptr) dh_s2_aux_out[o] = dh;
                 dh_s2_aux_accum[o] = fmaf(saxpy_alpha, dh, dh_s2_aux_accum[o]);
             }
         }

@@ -33,19 +33,19 @@ class Broken:
 
 FIXTURES = (
     Broken(
-        "mask_check_removed", "aux_trade_outcome_backward", "kernels/aux_trade_outcome_backward_kernel.cu",
-        "        const bool valid = k_ok && b_valid > 0 && label >= 0 && label < K;",
-        "        const bool valid = k_ok && b_valid > 0 && label < K;",
+        "mask_check_removed", "aux_trade_outcome_backward", "kernels/aux_trade_outcome_backward_fast_kernel.cu",
+        "            if (k_ok && b_valid > 0 && label >= 0 && label < K) bit = 1u << r;",
+        "            if (k_ok && b_valid > 0 && label < K) bit = 1u << r;",
         ("VERIFY_MASK_ZERO",), "the mask check removed: rows labelled -1 are treated as valid",
     ),
     Broken(
-        "inv_b_not_inv_b_valid", "aux_trade_outcome_backward", "kernels/aux_trade_outcome_backward_kernel.cu",
+        "inv_b_not_inv_b_valid", "aux_trade_outcome_backward", "kernels/aux_trade_outcome_backward_fast_kernel.cu",
         "            const float dl = (__ldg(probs + (size_t)row * K + tid) - onehot) / (float)b_valid;",
         "            const float dl = (__ldg(probs + (size_t)row * K + tid) - onehot) / (float)B;",
         ("VERIFY_REFERENCE", "VERIFY_GRADCHECK"), "1/B instead of 1/B_valid in d_logits",
     ),
     Broken(
-        "saxpy_overwrites", "aux_trade_outcome_backward", "kernels/aux_trade_outcome_backward_kernel.cu",
+        "saxpy_overwrites", "aux_trade_outcome_backward", "kernels/aux_trade_outcome_backward_fast_kernel.cu",
         "                    float4 acc = *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);",
         "                    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);",
         ("VERIFY_ACCUMULATE",), "`=` instead of `+=` in the SAXPY into dh_s2_aux_accum (the float4 path no longer reads it)",

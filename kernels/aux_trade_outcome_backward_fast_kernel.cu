@@ -1,8 +1,9 @@
 // Trade-outcome head backward (phase A5): sparse softmax-CE back through Linear -> ELU -> Linear, 32 rows per
 // block. The same parameters, semantics and valid-row arithmetic as aux_trade_outcome_backward_kernel.cu (8 rows
 // per block, each behind its own label load), whose outputs it reproduces bit for bit (benchmarks/gpu_to_bwd.py;
-// issue 18, docs/benchmarks.md 4h). Contract-ready: its entry is the contract's name, and it moves to kernels/
-// when the contract of aux_trade_outcome_backward points at it (source and grid ceil_div(B, 32)).
+// issue 18, docs/benchmarks.md 4h), and dh_s2_aux_out may be NULL. Shipped: the contract of
+// aux_trade_outcome_backward launches it (grid ceil_div(B, 32)); the 8-row kernel is gpu_to_bwd.py's reference in
+// benchmarks/kernels_baseline.
 //
 // For a valid row b (0 <= labels[b] < K and B_valid = valid_count[0] > 0):
 //   dl[k]                  = (probs[b, k] - [k == labels[b]]) / B_valid          (d loss / d logits)
@@ -12,7 +13,7 @@
 //   db1_partial[b, j]      = dz1[j]
 //   dW1_partial[b, j, i]   = dz1[j] * h_s2[b, i]                                  (optional)
 //   dh[i]                  = sum_j dz1[j] * W1[j, i]
-//   dh_s2_aux_out[b, i]    = dh[i]
+//   dh_s2_aux_out[b, i]    = dh[i]                                                 (optional)
 //   dh_s2_aux_accum[b, i] += saxpy_alpha * dh[i]
 // Mask: a skipped row (labels[b] == -1, any label outside [0, K), or B_valid == 0) writes exact zeros to
 // every partial of the row and to dh_s2_aux_out[b, :], and leaves dh_s2_aux_accum[b, :] unchanged.
@@ -20,7 +21,8 @@
 // row (accumulator untouched). Rows >= B are never written.
 //   h_s2 [B, SH2], h1 [B, H], probs [B, K], labels [B] (i32), valid_count [1] (i32), W1 [H, SH2], W2 [K, H],
 //   dW1_partial [B, H, SH2] (NULL-able), db1_partial [B, H], dW2_partial [B, K, H] (NULL-able),
-//   db2_partial [B, K], dh_s2_aux_out [B, SH2], dh_s2_aux_accum [B, SH2]
+//   db2_partial [B, K], dh_s2_aux_out [B, SH2] (NULL-able: the fused path needs only the accumulator, and its
+//   skipped rows' zeros are most of this kernel's stores), dh_s2_aux_accum [B, SH2]
 //
 // Launch: grid = (ceil_div(B, 32), 1, 1), block = (256, 1, 1); block x owns rows [32 x, 32 x + 32) (those
 // below B; a block past B returns at once, so a larger grid is correct too). Trade-close labels are valid on
@@ -142,7 +144,7 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
     const float fill = k_ok ? 0.0f : aux_nan();
     fill_skipped_rows(db1_partial + (size_t)row0 * H, H, nrows, keep, fill);
     fill_skipped_rows(db2_partial + (size_t)row0 * K, K, nrows, keep, fill);
-    fill_skipped_rows(dh_s2_aux_out + (size_t)row0 * SH2, SH2, nrows, keep, fill);
+    if (dh_s2_aux_out != nullptr) fill_skipped_rows(dh_s2_aux_out + (size_t)row0 * SH2, SH2, nrows, keep, fill);
     if (dW2_partial != nullptr)
         fill_skipped_rows_wide(dW2_partial + (size_t)row0 * K * H, (long long)K * H, nrows, keep, fill);
     if (dW1_partial != nullptr)
@@ -230,7 +232,7 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
                 }
                 if (jg == 0 && i < SH2) {
                     const size_t o = (size_t)row * SH2 + i;
-                    *reinterpret_cast<float4*>(dh_s2_aux_out + o) = total;
+                    if (dh_s2_aux_out != nullptr) *reinterpret_cast<float4*>(dh_s2_aux_out + o) = total;
                     float4 acc = *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
                     acc.x = fmaf(saxpy_alpha, total.x, acc.x);
                     acc.y = fmaf(saxpy_alpha, total.y, acc.y);
@@ -268,7 +270,7 @@ aux_trade_outcome_backward(const float* __restrict__ h_s2, const float* __restri
             if (i < SH2) {
                 const float dh = (acc[0] + acc[1]) + (acc[2] + acc[3]);
                 const size_t o = (size_t)row * SH2 + i;
-                dh_s2_aux_out[o] = dh;
+                if (dh_s2_aux_out != nullptr) dh_s2_aux_out[o] = dh;
                 dh_s2_aux_accum[o] = fmaf(saxpy_alpha, dh, dh_s2_aux_accum[o]);
             }
         }
