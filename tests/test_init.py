@@ -19,6 +19,11 @@ def signature(kernel) -> list[tuple[str, str, str]]:
     return [(p.name, p.kind, p.dtype) for p in kernel.params]
 
 
+# entries of shipped sources that no contract launches: the SIMT trunk forward, kept beside the trunk backward as
+# the baseline of benchmarks/gpu_fwd_cutlass.py since the CUTLASS kernel replaced it (5 December 2026)
+BASELINE_ENTRIES = {"kernels/aux_trunk_kernel.cu": {"aux_trunk_forward"}}
+
+
 def test_scaffolds_match_the_shipped_contracts(repo: Path) -> None:
     cfg, cs = load_project(repo)
     sources = sorted((repo / cfg.kernels).glob("*.cu"))
@@ -27,9 +32,14 @@ def test_scaffolds_match_the_shipped_contracts(repo: Path) -> None:
         rel = cu.relative_to(repo).as_posix()
         text = scaffold_contracts(parse_kernels(cu.read_text()), rel, cs.dim_map)
         scaffolded = load_contracts(repo / "contracts", repo, texts={"scaffold.toml": text})
-        contracted = {k.name: k for k in cs.kernels if k.source == rel}
-        assert {k.name for k in scaffolded.kernels} == set(contracted), rel
+        # a scaffold names each kernel by its entry; the contracts of the CUTLASS kernels (and the skinny partial)
+        # keep the names of the kernels they replaced, so match by entry
+        contracted = {k.entry: k for k in cs.kernels if k.source == rel}
+        baselines = BASELINE_ENTRIES.get(rel, set())
+        assert {k.name for k in scaffolded.kernels} == set(contracted) | baselines, rel
         for k in scaffolded.kernels:
+            if k.name in baselines:
+                continue
             assert signature(k) == signature(contracted[k.name]), k.name
             assert k.entry == contracted[k.name].entry
 

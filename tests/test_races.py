@@ -22,9 +22,9 @@ EMA = KERNELS / "aux_heads_loss_ema_kernel.cu"
 Dims = tuple[int | None, int | None, int | None]
 
 
-def _nvcc(src: Path) -> str:
+def _nvcc(src: Path, extra: tuple[str, ...] = ()) -> str:
     out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(KERNELS)]
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(KERNELS), *extra]
     subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
     return out.read_text()
 
@@ -197,10 +197,12 @@ def test_no_location_message_and_missing_entry():
 @pytest.mark.nvcc
 @pytest.mark.parametrize("source", sorted(p.name for p in KERNELS.glob("*.cu")))
 def test_shipped_kernels_have_no_store_races(tmp_path, source):
+    from nvcc_flags import package_include_flags  # the CUTLASS kernels include the wheel's headers
+
     extents = _launch_extents()
     src = tmp_path / source
     src.write_text((KERNELS / source).read_text())
-    ptx = _nvcc(src)
+    ptx = _nvcc(src, tuple(package_include_flags()))
     assert entries(ptx)
     for entry in entries(ptx):
         block, grid = extents.get(entry, ((None, None, None), (None, None, None)))

@@ -288,7 +288,7 @@ def test_sites_skip_divisions_that_do_not_depend_on_runtime_dims(repo: Path) -> 
     _, cs = load_project(repo)
     w = Wiring(cs)
     texts = {s.text for k in cs.kernels for s in kernel_sites(cs, k, w)}
-    assert "ceil_div(B, 32)" in texts and "ceil_div(SH2, 64)" not in texts  # SH2 is fixed: one side, always
+    assert "ceil_div(B, 64)" in texts and "ceil_div(SH2, 64)" not in texts  # SH2 is fixed: one side, always
 
 
 # -- the fixture through verify and check -------------------------------------------------------------
