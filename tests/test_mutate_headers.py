@@ -221,11 +221,17 @@ def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path
         totals = dict(collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False)).totals)
         return totals["mutation score"].state, totals["mutation score"].text
 
+    # a sampled kernel record (30 of the 32-row trade-outcome backward's 279 mutants: its set has not run on a GPU
+    # yet, and the repository's other kernel records are full sets), so the row is a sample, not a full score
+    (root / "reports" / "mutation" / "aux_trade_outcome_backward.json").write_text(json.dumps({
+        "kernel": "aux_trade_outcome_backward", "generated": 279, "selected": 30, "mutants": 30, "caught": 30, "equivalent": 0,
+        "score": 1.0, "baseline": "pass", "survivors": [],
+    }))  # fmt: skip
     state, text = row()
     assert "header mutants not run for aux_common.cuh, aux_head_forward.cuh, sgemm_tile.cuh" in text
     kernel_records = [json.loads(p.read_text()) for p in (root / "reports" / "mutation").glob("*.json")]
     run_n, generated = sum(d["selected"] for d in kernel_records), sum(d["generated"] for d in kernel_records)
-    assert run_n < generated == 1032
+    assert run_n < generated == 822 + 279
     assert f"; a sample, not a full score: {run_n} of {generated} generated mutants run" in text and state == "warn"
     # full kernel records and every header recorded, all caught: a full score
     folder = root / "reports" / "mutation"
