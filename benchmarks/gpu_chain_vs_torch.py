@@ -53,7 +53,6 @@ import json
 import math
 import os
 import platform
-import re
 import signal
 import statistics
 import subprocess
@@ -509,17 +508,13 @@ def with_candidates(cs, candidates: list[Candidate]):
     return dataclasses.replace(cs, kernels=tuple(kernels))
 
 
-def _includes_cutlass(path: Path, seen: set[Path] | None = None) -> bool:
-    """Whether ``path`` includes CUTLASS or CuTe, itself or through a quoted include next to it (a wrapper
-    such as kernels_baseline/*_rn.cu that sets a macro and includes the kernel's source)."""
-    seen = set() if seen is None else seen
-    if path in seen or not path.is_file():
-        return False
-    seen.add(path)
-    text = path.read_text(errors="replace")
-    if "<cutlass/" in text or '"cutlass/' in text or "<cute/" in text:
-        return True
-    return any(_includes_cutlass(path.parent / m, seen) for m in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M))
+def _includes_cutlass(path: Path) -> bool:
+    """Whether ``path`` or a local header it includes, transitively, includes CUTLASS or CuTe (a wrapper such as
+    kernels_baseline/*_rn.cu sets a macro and includes the kernel's source)."""
+    from audit.hashing import include_closure
+
+    texts = (p.read_text(errors="replace") for p in include_closure(path, [REPO / "kernels"]))
+    return any("<cutlass/" in t or '"cutlass/' in t or "<cute/" in t for t in texts)
 
 
 def nvcc_command(src: str, cubin: Path) -> list[str]:
