@@ -274,31 +274,89 @@ def test_the_chain_compiles_the_trade_outcome_backward_candidate(bench, tmp_path
     assert list(cubins) == [TOBWD] and b"aux_trade_outcome_backward_fast" in cubins[TOBWD].read_bytes()
 
 
-SHIP_SCRIPT = REPO / "tests" / "gpu" / "ship_session.sh"
+SHIP_SCRIPT = REPO / "tests" / "gpu" / "issue18_ship.sh"
 
 
-def test_the_ship_session_script_fits_the_device_limit_and_launches_the_rn_wrappers(bench):
-    """tests/gpu/ship_session.sh: each step's cap (``${CAP_X:-N}``) as its header lists it, summing with 5 s of kill
-    grace to <= 575 s; step C's candidates are the forwards' round-to-nearest wrappers, which exist, at the shipped
-    kernels' geometry, and name contract kernels."""
+def _ship_steps() -> tuple[str, str, dict[str, list[str]]]:
+    """tests/gpu/issue18_ship.sh: header, body, and each ``chain`` step's --candidate specs (variables expanded)."""
     import re
-
-    from audit.load import load_contracts
 
     text = SHIP_SCRIPT.read_text()
     header, body = text.split("\nset -u\n", 1)
-    used = dict(re.findall(r'timeout -k 5 "\$\{CAP_([A-Z]):-(\d+)\}"', body))
-    assert sorted(used) == ["A", "B", "C"]
-    assert dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header)) == used
-    assert sum(int(v) for v in used.values()) + 5 * len(used) <= 575
-    env = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(\S+)$", body, re.M))
-    specs = [re.sub(r"\$(\w+)", lambda m: env[m[1]], s) for s in re.findall(r'--candidate "([^"]+)"', body)]
-    cands = [bench.Candidate.parse(s) for s in specs]
-    assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_trade_outcome_forward", "aux_next_bar_forward"]
-    assert all(c.source.endswith("_rn.cu") and (REPO / c.source).is_file() for c in cands)
-    cs = load_contracts(REPO / "contracts", REPO)
-    swapped = bench.with_candidates(cs, cands)
-    for c in cands:  # the wrapper's entry and geometry are the shipped kernel's
-        shipped, k = cs.kernel_map[c.kernel], swapped.kernel_map[c.kernel]
-        assert (k.symbol, k.grid, k.block, k.params) == (shipped.entry, shipped.grid, shipped.block, shipped.params)
+    env = dict(re.findall(r'^([A-Z][A-Z_]*)="([^"]+)"$', body, re.M))
+    steps = {}
+    for letter, rest in re.findall(r"^step ([A-Z]) && chain [A-Z] (.*)$", body, re.M):
+        words = re.findall(r'"([^"]*)"|(\S+)', rest)
+        specs = [q or w for q, w in words][3:]  # cap, sizes, json name, then the candidates
+        steps[letter] = [re.sub(r"^\$(\w+)$", lambda m: env[m[1]], s) for s in specs]
+    return header, body, steps
+
+
+def test_the_ship_script_fits_the_device_limit():
+    """Each step's cap as its header lists it; with 5 s of kill grace per step they end inside the device's 590 s."""
+    import re
+
+    header, body, steps = _ship_steps()
+    caps = dict(re.findall(r'timeout -k 5 "\$\{CAP_([A-Z]):-(\d+)\}"', body))
+    caps.update(re.findall(r'step ([A-Z]) && chain [A-Z] "\$\{CAP_[A-Z]:-(\d+)\}"', body))
+    x = re.search(r"^X=\$\{CAP_X:-(\d+)\}$", body, re.M)[1]
+    caps.update({letter: x for letter in steps if letter not in caps})
+    assert sorted(caps) == ["D", "F", "N", "P", "Q", "T", "V"]
+    listed = dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header))
+    assert listed == {"V": caps["V"], "D": caps["D"], "X": x, "T": caps["T"]}
+    assert sum(int(v) for v in caps.values()) + 5 * len(caps) <= 580
+    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDPNQFT"
     assert "python3 -m audit verify --backend pycuda --backend cupy" in body
+    assert "tests/gpu/test_to_bwd_fast_gpu.py" in body
+
+
+def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
+    """Step D runs the contracts as shipped; P, N, Q and F swap in the SIMT kernels their header names, each a
+    contract kernel's replacement whose source exists, at the geometry of the pre-CUTLASS contracts
+    (tests/simt_chain.py)."""
+    from audit.load import load_contracts
+
+    _, _, steps = _ship_steps()
+    kernels = {letter: sorted(bench.Candidate.parse(s).kernel for s in specs) for letter, specs in steps.items()}
+    assert kernels == {
+        "D": [],
+        "P": ["aux_weight_grad_partial"],
+        "N": ["aux_next_bar_forward"],
+        "Q": ["aux_next_bar_forward", "aux_weight_grad_partial"],
+        "F": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
+    }
+    cs = load_contracts(REPO / "contracts", REPO)
+    cands = [bench.Candidate.parse(s) for s in steps["F"]]
+    swapped = bench.with_candidates(cs, cands)
+    env = {"B": 65536, "SH2": 256, "E": 256, "H": 128, "N": 256, "M": 256, "P": 128}
+    want = {  # the SIMT kernels' own launch geometry at B = 65536 (grid, block)
+        "aux_trunk_forward": ((4, 512, 1), (256, 1, 1)),
+        "aux_trade_outcome_forward": ((2048, 1, 1), (128, 1, 1)),
+        "aux_next_bar_forward": ((2048, 1, 1), (128, 1, 1)),
+        "aux_weight_grad_partial": ((2, 2, 128), (256, 1, 1)),
+    }
+    for c in cands:
+        k = swapped.kernel_map[c.kernel]
+        assert (REPO / k.source).is_file() and k.source == c.source
+        assert f"{c.entry}(" in (REPO / k.source).read_text()
+        grid = tuple(e.evaluate(env, {}) for e in k.grid)
+        block = tuple(e.evaluate(env, {}) for e in k.block)
+        assert (grid, block) == want[c.kernel], c.kernel
+
+
+@pytest.mark.nvcc
+def test_the_ship_script_simt_gemms_compile_with_the_contracts_parameters(bench, tmp_path):
+    """Step F's kernels built and checked like shipped ones (wireup check's build rules on the swapped contracts):
+    each entry exists and takes the contract kernel's parameters."""
+    import dataclasses
+
+    from audit.api import run_check
+    from audit.load import load_contracts
+
+    _, _, steps = _ship_steps()
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in steps["F"]])
+    names = {bench.Candidate.parse(s).kernel for s in steps["F"]}
+    only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.name in names))
+    run = run_check(REPO, select=("COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES"), contracts=only, jobs=1)
+    assert [f.message for f in run.result.findings] == []

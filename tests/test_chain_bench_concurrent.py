@@ -4,6 +4,7 @@ issue-18 target verdict it prints."""
 
 from __future__ import annotations
 
+import json
 import types
 from pathlib import Path
 
@@ -130,6 +131,38 @@ def test_target_verdict(bench):
     assert ": NOT MET" in bench.target_verdict(worse)[1] and "3.0e-07 vs torch f32 2.0e-07" in bench.target_verdict(worse)[1]
     missing = _results(bench, {}, {"256": 110.0, "4096": 170.0}, t, 1e-7, 2e-7, sizes=("256", "4096"))
     assert ": NOT RUN" in bench.target_verdict(missing)[1]
+
+
+def test_target_verdict_checks_accuracy_at_every_size_and_names_the_outputs_above_torch(bench):
+    t = {"256": 120.0, "4096": 220.0, "65536": 1400.0}
+    res = _results(bench, {}, {"256": 110.0, "4096": 170.0, "65536": 1100.0}, t, 1e-7, 2e-7)
+    assert ": MET" in bench.target_verdict(res)[1]
+    res["sizes"]["256"]["checks"]["ours_fused_concurrent graph vs torch_f64"] = {
+        "max": 4e-7, "errors": {"nb_dW2": 4e-7, "nb_dW1": 3e-7, "to_db1": 1e-7}}
+    line = bench.target_verdict(res)[1]
+    assert ": NOT MET" in line
+    assert "B=256: 4.0e-07 vs torch f32 2.0e-07 (above it: nb_dW2 4.0e-07, nb_dW1 3.0e-07)" in line
+    assert "B=4096: 1.0e-07 vs torch f32 2.0e-07," in line
+
+
+def test_verdict_mode_reads_stored_results_without_a_gpu(bench, tmp_path, capsys):
+    t = {"256": 120.0, "4096": 220.0, "65536": 1400.0}
+    good = tmp_path / "good.json"
+    res = _results(bench, {}, {"256": 110.0, "4096": 170.0, "65536": 1100.0}, t, 1e-7, 2e-7)
+    res["candidates"] = ["aux_next_bar_forward=benchmarks/kernels_baseline/aux_next_bar_forward_kernel.cu:aux_next_bar_forward;grid=ceil_div(B, 32),1,1;block=128,1,1"]
+    good.write_text(json.dumps(res))
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert bench.main(["--verdict", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{good}: candidates: aux_next_bar_forward (aux_next_bar_forward_kernel.cu)\n")
+    assert f"  target (issue 18) for {bench.CONCURRENT}: MET" in out
+    assert bench.main(["--verdict", str(bad), str(good)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f'{bad}: not a gpu_chain_vs_torch result: expected a JSON object with a "sizes" table\n')
+    assert bench.main(["--verdict", str(tmp_path / "absent.json")]) == 2
+    assert capsys.readouterr().out.startswith(f"{tmp_path / 'absent.json'}: unreadable (FileNotFoundError")
+    assert f"{good}: candidates" in out
 
 
 def test_critical_path_is_the_longest_chain_of_waits(bench):
