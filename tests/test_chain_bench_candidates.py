@@ -301,17 +301,17 @@ def test_the_ship_script_fits_the_device_limit():
     caps.update(re.findall(r'step ([A-Z]) && chain [A-Z] "\$\{CAP_[A-Z]:-(\d+)\}"', body))
     x = re.search(r"^X=\$\{CAP_X:-(\d+)\}$", body, re.M)[1]
     caps.update({letter: x for letter in steps if letter not in caps})
-    assert sorted(caps) == ["D", "F", "H", "P", "T", "V"]
+    assert sorted(caps) == ["D", "F", "H", "O", "P", "T", "V"]
     listed = dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header))
     assert listed == {"V": caps["V"], "D": caps["D"], "X": x, "T": caps["T"]}
     assert sum(int(v) for v in caps.values()) + 5 * len(caps) <= 580
-    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDPHFT"
+    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDOPHFT"
     assert "python3 -m audit verify --backend pycuda --backend cupy" in body
     assert "tests/gpu/test_to_bwd_fast_gpu.py" in body
 
 
 def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
-    """Step D runs the contracts as shipped; P, H and F swap in the SIMT kernels their header names, each a
+    """Step D runs the contracts as shipped; O, P, H and F swap in the SIMT kernels their header names, each a
     contract kernel's replacement whose source exists, at the geometry of the pre-CUTLASS contracts
     (tests/simt_chain.py)."""
     from audit.load import load_contracts
@@ -320,7 +320,8 @@ def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
     kernels = {letter: sorted(bench.Candidate.parse(s).kernel for s in specs) for letter, specs in steps.items()}
     assert kernels == {
         "D": [],
-        "P": ["aux_weight_grad_partial"],
+        "O": ["aux_trade_outcome_forward"],
+        "P": ["aux_trade_outcome_forward", "aux_weight_grad_partial"],
         "H": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_weight_grad_partial"],
         "F": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
     }
