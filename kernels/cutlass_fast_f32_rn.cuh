@@ -6,6 +6,17 @@
 // the same order, staged accumulation: MathOperator stays OpMultiplyAddFastF32) is CUTLASS's; only the warp
 // MMA's transform() is hidden.
 //
+// AUX_CUTLASS_STAGE_K8 (default 0; a source sets it before including this header): 1 also stages the
+// accumulation per k8 step instead of per main-loop iteration. The warp MMA then runs each k8 step's three
+// MMAs into a cleared fragment and adds that to the running sum with round-to-nearest fp32 adds, so the tensor
+// cores' truncating accumulation spans one 8-term product sum, never a sum carried over k8 steps (CUTLASS's
+// MmaMultistage stages per iteration: TBK = 16, two k8 steps; TBK = 8 is refused by its static_asserts). On
+// the chain's data, a CPU emulation (round-toward-zero after each MMA's exact sum) puts the wide partials'
+// error at or under the SIMT kernel's with it (nb_dW1 4.6e-8, aux_trunk_dW 6.8e-8 against SIMT 5.2e-8 and
+// 1.1e-7; 1.1e-7 and 1.2e-7 staged per iteration). The price is one fp32 add per accumulator element and k8
+// step. Off in the shipped builds until the H200 has timed it and measured its error
+// (benchmarks/kernels_baseline/*_k8.cu, tests/gpu/issue18_ship.sh step K).
+//
 // Used by aux_trunk_forward_cutlass.cu and aux_head_forward_cutlass.cu (-D..._SPLIT_RN=1), which also take
 // AlignedPair below for their two alignment instantiations, by aux_weight_grad_partial_cutlass.cu
 // (-DAUX_WGRAD_CUTLASS_SPLIT_RN=1) and by the next-bar backward candidate in benchmarks/kernels_baseline.
@@ -16,6 +27,11 @@
 #include "cutlass/gemm/kernel/gemm.h"
 #include "cutlass/gemm/threadblock/mma_multistage.h"
 #include "cutlass/gemm/warp/mma_tensor_op_fast_f32.h"
+#include "cutlass/functional.h"
+
+#ifndef AUX_CUTLASS_STAGE_K8
+#define AUX_CUTLASS_STAGE_K8 0
+#endif
 
 namespace cutlass_fast_f32_rn {
 
@@ -25,6 +41,7 @@ struct WarpMmaFastF32RN : WarpMma {
     using typename WarpMma::FragmentB;
     using typename WarpMma::TransformedFragmentA;
     using typename WarpMma::TransformedFragmentB;
+    using typename WarpMma::FragmentC;
     using ElementTF32 = typename WarpMma::ArchMmaOperator::ElementA;
     static_assert(cutlass::platform::is_same<typename WarpMma::MathOperator, cutlass::arch::OpMultiplyAddFastF32>::value,
                   "the 3xTF32 warp MMA");
@@ -43,6 +60,25 @@ struct WarpMmaFastF32RN : WarpMma {
         convert_A(ptr_A[0], ptr_dst_A[0], ptr_dst_A[2]);
         convert_A(ptr_A[1], ptr_dst_A[1], ptr_dst_A[3]);
     }
+
+#if AUX_CUTLASS_STAGE_K8
+    // Not OpMultiplyAddFastF32 towards the main loop, so that MmaMultistage does not stage per iteration on
+    // top (it would keep a third accumulator fragment live: 255 registers and spills); this operator stages.
+    using MathOperator = cutlass::arch::OpMultiplyAdd;
+    static constexpr bool kStagesPerK8 = true;
+
+    // one k8 step: the base class's three MMAs into a cleared fragment, then D = C + that, rounded to nearest
+    CUTLASS_DEVICE
+    void operator()(FragmentC& D, TransformedFragmentA const& A, TransformedFragmentB const& B, FragmentC const& C) const {
+        FragmentC step;
+        step.clear();
+        WarpMma::operator()(step, A, B, step);
+        cutlass::plus<FragmentC> add;
+        D = add(C, step);
+    }
+#else
+    static constexpr bool kStagesPerK8 = false;
+#endif
 };
 
 // A DefaultGemm<...>::GemmKernel's main loop with WarpMmaFastF32RN as its warp MMA (same iterators, stages,
@@ -60,6 +96,12 @@ struct WithRoundToNearestSplit {
     static_assert(sizeof(typename Kernel::SharedStorage) == sizeof(typename Default::SharedStorage), "same shared memory");
 };
 
+// Whether a warp MMA is WarpMmaFastF32RN staging per k8 step (AUX_CUTLASS_STAGE_K8).
+template <typename Op, typename = void>
+struct StagesPerK8 : cutlass::platform::false_type {};
+template <typename Op>
+struct StagesPerK8<Op, decltype(void(Op::kStagesPerK8))> : cutlass::platform::integral_constant<bool, Op::kStagesPerK8> {};
+
 // The two alignment instantiations of one 3xTF32 kernel (16-byte and scalar accesses, dispatched per
 // launch) and what both must hold: one block size, static shared memory for the larger, and the staged
 // accumulation their accuracy rests on. Two stages would select MmaPipelined, which has no staged
@@ -75,9 +117,11 @@ struct AlignedPair {
                                              : sizeof(typename Scalar::SharedStorage);
     static_assert(Scalar::kThreadCount == kThreads, "one block size for both alignments");
     static_assert(Vec::Mma::kStages >= 3 && Scalar::Mma::kStages >= 3, "3xTF32 needs MmaMultistage: >= 3 stages");
-    static_assert(cutlass::arch::detail::UseStagedAccumulation<typename Vec::Mma::Operator>::value &&
-                      cutlass::arch::detail::UseStagedAccumulation<typename Scalar::Mma::Operator>::value,
-                  "staged accumulation (each main-loop iteration summed apart, then added with round-to-nearest)");
+    template <typename Mma>
+    static constexpr bool kStaged = cutlass::arch::detail::UseStagedAccumulation<typename Mma::Operator>::value ||
+                                    StagesPerK8<typename Mma::Operator>::value;
+    static_assert(kStaged<typename Vec::Mma> && kStaged<typename Scalar::Mma>,
+                  "staged accumulation (each main-loop iteration, or each k8 step, summed apart, then added with round-to-nearest)");
 };
 
 }  // namespace cutlass_fast_f32_rn

@@ -283,7 +283,7 @@ def _ship_steps() -> tuple[str, str, dict[str, list[str]]]:
 
     text = SHIP_SCRIPT.read_text()
     header, body = text.split("\nset -u\n", 1)
-    env = dict(re.findall(r'^([A-Z][A-Z_]*)="([^"]+)"$', body, re.M))
+    env = dict(re.findall(r'^([A-Z][A-Z0-9_]*)="([^"]+)"$', body, re.M))
     steps = {}
     for letter, rest in re.findall(r"^step ([A-Z]) && chain [A-Z] (.*)$", body, re.M):
         words = re.findall(r'"([^"]*)"|(\S+)', rest)
@@ -301,11 +301,11 @@ def test_the_ship_script_fits_the_device_limit():
     caps.update(re.findall(r'step ([A-Z]) && chain [A-Z] "\$\{CAP_[A-Z]:-(\d+)\}"', body))
     x = re.search(r"^X=\$\{CAP_X:-(\d+)\}$", body, re.M)[1]
     caps.update({letter: x for letter in steps if letter not in caps})
-    assert sorted(caps) == ["D", "F", "H", "O", "P", "T", "V"]
+    assert sorted(caps) == ["D", "F", "H", "K", "O", "P", "T", "V"]
     listed = dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header))
     assert listed == {"V": caps["V"], "D": caps["D"], "X": x, "T": caps["T"]}
     assert sum(int(v) for v in caps.values()) + 5 * len(caps) <= 580
-    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDOPHFT"
+    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDKOPHFT"
     assert "python3 -m audit verify --backend pycuda --backend cupy" in body
     assert "tests/gpu/test_to_bwd_fast_gpu.py" in body
 
@@ -320,6 +320,7 @@ def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
     kernels = {letter: sorted(bench.Candidate.parse(s).kernel for s in specs) for letter, specs in steps.items()}
     assert kernels == {
         "D": [],
+        "K": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
         "O": ["aux_trade_outcome_forward"],
         "P": ["aux_trade_outcome_forward", "aux_weight_grad_partial"],
         "H": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_weight_grad_partial"],
@@ -342,6 +343,53 @@ def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
         grid = tuple(e.evaluate(env, {}) for e in k.grid)
         block = tuple(e.evaluate(env, {}) for e in k.block)
         assert (grid, block) == want[c.kernel], c.kernel
+
+
+def test_the_ship_script_k8_step_launches_the_shipped_cutlass_sources_staged_per_k8(bench):
+    """Step K: each candidate is a benchmarks/kernels_baseline/*_k8.cu wrapper that sets AUX_CUTLASS_STAGE_K8 and
+    includes the shipped source of that contract kernel, launched with the shipped entry and geometry (the head
+    forwards with 8 warps of 32 x 32: block 256)."""
+    import re
+
+    from audit.load import load_contracts
+
+    _, _, steps = _ship_steps()
+    cs = load_contracts(REPO / "contracts", REPO)
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in steps["K"]])
+    for spec in steps["K"]:
+        c = bench.Candidate.parse(spec)
+        shipped, k = cs.kernel_map[c.kernel], swapped.kernel_map[c.kernel]
+        text = (REPO / c.source).read_text()
+        assert c.source.startswith("benchmarks/kernels_baseline/") and c.source.endswith("_k8.cu")
+        assert "#define AUX_CUTLASS_STAGE_K8 1" in text
+        assert re.findall(r'#include "\.\./\.\./(kernels/[^"]+)"', text) == [shipped.source]
+        assert k.symbol == shipped.entry and k.grid == shipped.grid and k.params == shipped.params
+        if "head_forward" in c.source:
+            assert "#define AUX_HEAD_CUTLASS_WM 32" in text
+            assert [e.evaluate({}, {}) for e in k.block] == [256, 1, 1]
+        else:
+            assert k.block == shipped.block
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="the nvidia-cutlass wheel is not installed")
+def test_the_ship_script_k8_builds_compile_without_spills_and_fit_their_launch(bench):
+    """wireup check's build rules on the contracts with step K's candidates: they compile, their entries take the
+    contract's parameters, each launch fits (the head forwards' 256 threads at 255 registers), nothing spills."""
+    import dataclasses
+
+    from audit.api import run_check
+    from audit.load import load_contracts
+
+    _, _, steps = _ship_steps()
+    cs = load_contracts(REPO / "contracts", REPO)
+    cands = [bench.Candidate.parse(s) for s in steps["K"]]
+    swapped = bench.with_candidates(cs, cands)
+    only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.name in {c.kernel for c in cands}))
+    rules = ("COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS")
+    run = run_check(REPO, select=rules, contracts=only, jobs=1)
+    assert [f.message for f in run.result.findings] == []
 
 
 @pytest.mark.nvcc

@@ -3,30 +3,37 @@
 # trade-outcome backward, the next-bar backward's store variant) in one device call:
 #   V. wireup verify of every kernel and schedule, PyCUDA and CuPy, evidence written       cap ${CAP_V:-100} s
 #   D. gpu_chain_vs_torch.py as shipped (the issue's verdict, B = 256, 4096, 65536)         cap ${CAP_D:-90} s
-# Then the accuracy attribution at B = 4096 and 65536, a ladder that moves one group of GEMMs back to SIMT per step,
-# each its own run, cap ${CAP_X:-65} s. On 5 Dec (the candidates' run, 4l) the error clause failed at 65536 on dW
+# Then the accuracy attribution at B = 4096 and 65536, each its own run, cap ${CAP_X:-60} s: K, and a ladder that
+# moves one group of GEMMs back to SIMT per step. On 5 Dec (the candidates' run, 4l) the error clause failed at 65536 on dW
 # outputs only (their db were as accurate as the SIMT chain's): to_dW2 2.58e-7 against torch's worst 2.56e-7 with
 # the masked SIMT partial, i.e. from to_h1 / probs of the CUTLASS trade-outcome forward, which main still ships;
 # nb_dW1 / aux_trunk_dW from the CUTLASS partials' truncating split (RN on main now); nb_dW2 from the CUTLASS M = 1
 # partial (SIMT skinny on main) and nb_h1.
+#   K. the CUTLASS kernels (trunk and head forwards, wide partial) with the accumulation staged per k8 step
+#      (AUX_CUTLASS_STAGE_K8, the benchmarks/kernels_baseline/*_k8.cu builds): tensor-core speed, if the error
+#      is the tensor cores' truncating accumulation (a CPU emulation says so); shipping it is a #define
 #   O. the SIMT trade-outcome forward (benchmarks/kernels_baseline) in place of the CUTLASS one
 #   P. O and the SIMT wide partial (kernels/aux_weight_grad_split_kernel.cu) in place of the CUTLASS one
 #   H. P and the SIMT next-bar forward: both heads' forwards SIMT
 #   F. H and the SIMT trunk forward: every GEMM SIMT as before issue 18, with today's other kernels
-#   T. the GPU test of the trade-outcome backward (bit-equality with the 8-row kernel)     cap ${CAP_T:-60} s
-# Caps sum to 510 s (+5 s kill grace each); verify took 36 s and a chain run 47 s (three sizes) on 5 Dec.
-# STEPS (default VDOPHFT) picks steps. Each run's verdict line goes into summary.txt, its JSON into $OUT;
+#   T. the GPU test of the trade-outcome backward (bit-equality with the 8-row kernel)     cap ${CAP_T:-50} s
+# Caps sum to 540 s (+5 s kill grace each); verify took 36 s and a chain run 47 s (three sizes) on 5 Dec.
+# STEPS (default VDKOPHFT) picks steps. Each run's verdict line goes into summary.txt, its JSON into $OUT;
 # `python3 benchmarks/gpu_chain_vs_torch.py --verdict $OUT/*.json` prints them again here.
 #   run: timeout 590 bash tests/gpu/issue18_ship.sh      (carry [".whl"])
 set -u
 . "$(dirname "$0")/device_prelude.sh"
-STEPS=${STEPS:-VDOPHFT}
+STEPS=${STEPS:-VDKOPHFT}
 step() { case $STEPS in *"$1"*) return 0 ;; *) return 1 ;; esac; }
 note "env: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nvcc --version | tail -n 1)"
 
 SIMT_PARTIAL="aux_weight_grad_partial=kernels/aux_weight_grad_split_kernel.cu:aux_weight_grad_partial"
 SIMT_NB="aux_next_bar_forward=benchmarks/kernels_baseline/aux_next_bar_forward_kernel.cu:aux_next_bar_forward;grid=ceil_div(B, 32),1,1;block=128,1,1"
 SIMT_TO="aux_trade_outcome_forward=benchmarks/kernels_baseline/aux_trade_outcome_forward_kernel.cu:aux_trade_outcome_forward;grid=ceil_div(B, 32),1,1;block=128,1,1"
+K8_TRUNK="aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass_k8.cu:aux_trunk_forward_cutlass"
+K8_TO="aux_trade_outcome_forward=benchmarks/kernels_baseline/aux_head_forward_cutlass_k8.cu:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=256,1,1"
+K8_NB="aux_next_bar_forward=benchmarks/kernels_baseline/aux_head_forward_cutlass_k8.cu:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=256,1,1"
+K8_PARTIAL="aux_weight_grad_partial=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass_k8.cu:aux_weight_grad_partial_cutlass"
 SIMT_TRUNK="aux_trunk_forward=kernels/aux_trunk_kernel.cu:aux_trunk_forward;grid=ceil_div(SH2, 64),ceil_div(B, 128),1;block=256,1,1"
 
 chain() {  # letter, cap, sizes, json name, then --candidate specs
@@ -45,14 +52,15 @@ step V && timeout -k 5 "${CAP_V:-100}" python3 -m audit verify --backend pycuda 
 note "V verify rc=$? at $(elapsed) s"
 step V && { tail -n 30 "$OUT/V_verify.log" >>"$SUMMARY"; tar czf "$OUT/evidence.tgz" reports/evidence; }
 
-X=${CAP_X:-65}
+X=${CAP_X:-60}
 step D && chain D "${CAP_D:-90}" 256,4096,65536 gpu_chain_vs_torch
+step K && chain K "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8 "$K8_TRUNK" "$K8_TO" "$K8_NB" "$K8_PARTIAL"
 step O && chain O "$X" 4096,65536 gpu_chain_vs_torch.simt_to_fwd "$SIMT_TO"
 step P && chain P "$X" 4096,65536 gpu_chain_vs_torch.simt_to_fwd_partial "$SIMT_TO" "$SIMT_PARTIAL"
 step H && chain H "$X" 4096,65536 gpu_chain_vs_torch.simt_heads_partial "$SIMT_TO" "$SIMT_PARTIAL" "$SIMT_NB"
 step F && chain F "$X" 4096,65536 gpu_chain_vs_torch.simt_gemms "$SIMT_TO" "$SIMT_PARTIAL" "$SIMT_NB" "$SIMT_TRUNK"
 
-step T && timeout -k 5 "${CAP_T:-60}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_to_bwd_fast_gpu.py \
+step T && timeout -k 5 "${CAP_T:-50}" python3 -m pytest -q -rs -p no:cacheprovider tests/gpu/test_to_bwd_fast_gpu.py \
     >"$OUT/T_tests.log" 2>&1
 note "T gpu tests rc=$? at $(elapsed) s"
 tail -n 12 "$OUT/T_tests.log" >>"$SUMMARY"
