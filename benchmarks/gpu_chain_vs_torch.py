@@ -1280,6 +1280,20 @@ def cpu_check(cs, sizes: list[int]) -> int:
 
 def run_references(cs, csB, ops: list[Op], problem: dict) -> dict:
     """Execute ``ops`` with the contracts' float64 references on numpy buffers; return the outputs."""
+    bufs, isv = reference_buffers(csB, ops, problem)
+    g = grad_buffers(cs)
+    idx = cs.slot_indices
+    out = {"to_loss": bufs["to_loss"], "nb_loss": bufs["nb_loss"], "to_valid_count": bufs["to_valid_count"]}
+    for s in EMA_SLOTS:
+        out[f"isv[{s}]"] = isv[idx[s]:idx[s] + 1]
+    for p in PARAMS:
+        out[g[p]] = bufs[g[p]]
+    return out
+
+
+def reference_buffers(csB, ops: list[Op], problem: dict) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every buffer ``ops`` touch (flat float64 / int64 numpy arrays) and the ISV after running them with the
+    contracts' float64 references on input set 0 of ``problem``."""
     env = Wiring(csB).envs[0]
     slots = csB.slot_indices
     bufs: dict[str, np.ndarray] = {}
@@ -1323,14 +1337,7 @@ def run_references(cs, csB, ops: list[Op], problem: dict) -> dict:
                 isv = np.asarray(val, np.float64)
             elif where.get(key) is not None:
                 bufs[where[key]][:] = np.asarray(val).reshape(-1)
-    g = grad_buffers(cs)
-    idx = cs.slot_indices
-    out = {"to_loss": bufs["to_loss"], "nb_loss": bufs["nb_loss"], "to_valid_count": bufs["to_valid_count"]}
-    for s in EMA_SLOTS:
-        out[f"isv[{s}]"] = isv[idx[s]:idx[s] + 1]
-    for p in PARAMS:
-        out[g[p]] = bufs[g[p]]
-    return out
+    return bufs, isv
 
 
 # ---------------------------------------------------------------------------------------------------

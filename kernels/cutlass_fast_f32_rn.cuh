@@ -11,11 +11,11 @@
 // MMAs into a cleared fragment and adds that to the running sum with round-to-nearest fp32 adds, so the tensor
 // cores' truncating accumulation spans one 8-term product sum, never a sum carried over k8 steps (CUTLASS's
 // MmaMultistage stages per iteration: TBK = 16, two k8 steps; TBK = 8 is refused by its static_asserts). On
-// the chain's data, a CPU emulation (round-toward-zero after each MMA's exact sum) puts the wide partials'
-// error at or under the SIMT kernel's with it (nb_dW1 4.6e-8, aux_trunk_dW 6.8e-8 against SIMT 5.2e-8 and
-// 1.1e-7; 1.1e-7 and 1.2e-7 staged per iteration). The price is one fp32 add per accumulator element and k8
-// step. Off in the shipped builds until the H200 has timed it and measured its error
-// (benchmarks/kernels_baseline/*_k8.cu, tests/gpu/issue18_ship.sh step K).
+// the chain's data at B = 65536, a CPU model (benchmarks/tc_error_model.py: each MMA's exact sum rounded toward
+// zero) puts the wide partials' error at or under the SIMT kernel's with it (nb_dW1 5.1e-8, aux_trunk_dW 6.9e-8
+// against SIMT 5.2e-8 and 1.1e-7; 1.05e-7 and 1.2e-7 staged per iteration). The price is one fp32 add per
+// accumulator element and k8 step. Off in the shipped builds until the H200 has timed it and measured its
+// error (benchmarks/kernels_baseline/*_k8.cu, tests/gpu/issue18_ship.sh step K; docs/benchmarks.md 4m).
 //
 // Used by aux_trunk_forward_cutlass.cu and aux_head_forward_cutlass.cu (-D..._SPLIT_RN=1), which also take
 // AlignedPair below for their two alignment instantiations, by aux_weight_grad_partial_cutlass.cu

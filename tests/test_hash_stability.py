@@ -44,7 +44,7 @@ KERNELS = {
         "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
     ),
     "aux_next_bar_forward": (
-        "f6476de82470ed7cd5753a79f37592161d4c67c47233f8979cb74aaa3751a4cd",
+        "8283b6f018a4fe435a926d520bef50e4bcb4a283e6223d0c1944827cd88f530f",
         "6a65069fb69689b5eb1abef73da0731195d9b181cf004159bcd6c904419a9ae3",
     ),
     "aux_next_bar_loss_reduce": (
@@ -64,7 +64,7 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
-        "32a2f1bcd99af8be14636b49703db42a8dc8979739821fb86c12dbb03d992f2f",
+        "fa59845ae4afc7e0563491667a8bf0bb12c5e503d7fcf99b7c70cc24da302632",
         "ec6d074be12d3ad0b9664e6cef422375ae1cbf815ff528bf38ed974955083e58",
     ),
     "aux_weight_grad_partial_skinny": (
@@ -76,7 +76,7 @@ KERNELS = {
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
-        "f6476de82470ed7cd5753a79f37592161d4c67c47233f8979cb74aaa3751a4cd",
+        "8283b6f018a4fe435a926d520bef50e4bcb4a283e6223d0c1944827cd88f530f",
         "7dfceac8558adb47b99050e069186a8dc9952873da1210272fb5db9993aaa24a",
     ),
     "aux_trade_outcome_loss_reduce": (
@@ -88,7 +88,7 @@ KERNELS = {
         "d239a2246ec2df640f0d0ca2c459692ec870feabbff3a08b035c76a684e368c0",
     ),
     "aux_trunk_forward": (
-        "e40f9ea0e8a9d8af07b9b25da24f5c47ba9aec665c2eebf2f019536d96a5bffc",
+        "1164a5489018d80ad960e2532da1ebc8ec19422fa4f6e1e25d8f9fb1b7118496",
         "2b0db5c891beb93c02f36dde2491d0e8408e792806e29b6438d54e9918372e90",
     ),
     "aux_trunk_backward": (
@@ -110,7 +110,7 @@ KERNELS = {
 }
 SCHEDULES = {
     "aux_heads_forward": (
-        "ab0f48d17ed49194d348800870ba12fcdd266df0fa46a27aed75981ec573d853",
+        "20426f08bea84f120ff5a62de6b33176cc1d1fc936087cf3242d1bd85d4d7972",
         "4c610d99f1b1b542e806a5cfae9743949037a0afda3bdd999b7fba5190ca00a4",
     ),
     "aux_heads_backward": (
@@ -118,7 +118,7 @@ SCHEDULES = {
         "1256ed16f36ed86375ee29810f10876362f7b89ba6963daa3f5f303d649dfb24",
     ),
     "aux_heads_backward_fused": (
-        "9f1b816ed2f6851ef1abb2d71745b2f12eb9e8a57162550350babba66a580955",
+        "7d25356761c9575bb2293a9f66897eb3e42875f3daaefe638f2f79fbaf0b7421",
         "378a9db3487a97ac4fecf0bf8cfe6d5aba8c80ab20cf77d6ec81831f68217045",
     ),
 }

@@ -1,0 +1,248 @@
+"""Where the chain's error against float64 comes from at large B: a CPU emulation of the fp32 arithmetic of the
+weight-gradient reductions and the head forwards' first Linear, on the data ``gpu_chain_vs_torch.py`` checks
+(issue 18). A MODEL, not a measurement: the H200's tensor cores are not emulated bit for bit.
+
+The chain is run once with the contracts' float64 references on input set 0 of ``make_problem(B, seed=1000 + B)``
+(the set the GPU benchmark checks). Then each GEMM whose output the error clause found above torch's is redone
+from the float64 operands rounded to fp32, under several arithmetic models, and compared with the float64
+result like the benchmark does (norm of the difference over the norm of the reference):
+
+- ``simt``: the SIMT kernels' order: ``fmaf`` in row order within each WGP chunk (the partial's M > 8 path; the
+  skinny path's 8 warps over every 8th row, summed in warp order, for M <= 8), then the finish's double sum
+  over chunks rounded once; the forward: ``fmaf`` over k in order.
+- ``3xtf32 split S, staged T, mma R``: CUTLASS's 3xTF32: each operand split into tf32 big + small (S = ``rz``:
+  CUTLASS's truncated big and half-ulp-truncated small; ``rn``: both rounded to nearest, the shipped
+  ``SPLIT_RN``), per k8 step three MMAs into one fragment (small*big, big*small, big*big; small*small dropped),
+  each MMA's 8 products plus its accumulator summed exactly and rounded to fp32 by R (``rz``: toward zero, as
+  published dissections of the tensor cores' accumulation describe it; ``rn``: to nearest, an optimistic
+  bound); the fragment added to the running sum with a round-to-nearest fp32 add every T rows (``16``:
+  MmaMultistage's staged accumulation at TBK = 16, the shipped build; ``8``: ``AUX_CUTLASS_STAGE_K8``).
+
+For the partials the operands are the reference's ``dz`` and ``x``; the error printed is the reduction's own
+(the GPU run adds the error its operands carry from the kernels before it). For the forwards, ``h1`` is emulated
+and the printed error is that of ``dW2 = dz2^T h1`` computed exactly from it: how much of the head's second
+weight gradient the forward's rounding moves (coherently: ``h1``'s rounding errors cancel in the sum unless they
+lean one way).
+
+Calibration against the H200 (docs/benchmarks.md 4m): for ``aux_trunk_dW`` (its x is an input, so its excess is
+the partial's) the truncating-split CUTLASS run measured 2.65e-7 against the SIMT chain's 1.47e-7; this model
+gives 1.74e-7 (``rz``, 16, ``rz``) against 1.07e-7 (``simt``): it reproduces the direction and underestimates
+the tensor cores' part by about 1.4x.
+
+    python3 benchmarks/tc_error_model.py                          # B = 65536: ~6 minutes on the 2-core CPU machine
+    python3 benchmarks/tc_error_model.py --batch 4096 --columns 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_chain_vs_torch as chain  # noqa: E402
+
+# the partial launches of the fused schedule: output -> (dz buffer, x buffer, M, N)
+PARTIALS = {
+    "aux_trunk_dW": ("trunk_db_partial", "q_encoder_features", "SH2", "E"),
+    "nb_dW1": ("nb_db1_partial", "h_s2_aux", "H", "SH2"),
+    "nb_dW2": ("nb_db2_partial", "nb_h1", "KNB", "H"),
+}
+# the head forwards: head -> (h1 buffer, W1, b1, dz2 buffer, dW2 output, rows the dW2 sum runs over)
+HEADS = {
+    "to": ("to_h1", "to_W1", "to_b1", "to_db2_partial", "to_dW2", "labelled"),
+    "nb": ("nb_h1", "nb_W1", "nb_b1", "nb_db2_partial", "nb_dW2", "all"),
+}
+TC_MODELS = [(split, stage, acc) for split in ("rz", "rn") for stage in (16, 8) for acc in ("rz", "rn")]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# fp32 / tf32 rounding
+
+
+def f32(a) -> np.ndarray:
+    """Round to fp32 (to nearest, ties to even)."""
+    return np.asarray(a, np.float64).astype(np.float32)
+
+
+def f32_rz(t: np.ndarray) -> np.ndarray:
+    """Round float64 values to fp32 toward zero."""
+    t = np.asarray(t, np.float64)
+    r = t.astype(np.float32)
+    over = np.abs(r.astype(np.float64)) > np.abs(t)
+    r[over] = np.nextafter(r[over], np.float32(0))
+    return r
+
+
+def _bits(a) -> np.ndarray:
+    return f32(a).view(np.uint32).astype(np.uint64)
+
+
+def _from_bits(u: np.ndarray) -> np.ndarray:
+    return (u & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def tf32_rz(a) -> np.ndarray:
+    """The top 10 mantissa bits (truncation toward zero), as CUTLASS's big part."""
+    return _from_bits(_bits(a) & 0xFFFFE000)
+
+
+def tf32_half_ulp_truncate(a) -> np.ndarray:
+    """CUTLASS's ``round_half_ulp_truncate``: add half a tf32 ulp to the magnitude, then truncate."""
+    return _from_bits((_bits(a) + 0x1000) & 0xFFFFE000)
+
+
+def tf32_rn(a) -> np.ndarray:
+    """Round to tf32 to nearest, ties to even (``cvt.rn.tf32.f32``)."""
+    u = _bits(a)
+    return _from_bits((u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000)
+
+
+def split(a, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """3xTF32's big + small parts of fp32 ``a`` (float64 arrays holding tf32 values)."""
+    a = f32(a)
+    if mode == "rz":
+        big = tf32_rz(a)
+        small = tf32_half_ulp_truncate(a.astype(np.float64) - big)
+    elif mode == "rn":
+        big = tf32_rn(a)
+        small = tf32_rn(a.astype(np.float64) - big)
+    else:
+        raise ValueError(f"split mode {mode!r}: expected rz or rn")
+    return big.astype(np.float64), small.astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the arithmetic models: batched over chunks, a[p, k, m] b[p, k, n] -> out[p, m, n] (fp32)
+
+
+def simt_chunks(a: np.ndarray, b: np.ndarray, warps: int = 1) -> np.ndarray:
+    """``fmaf`` in row order per chunk; with ``warps`` > 1, warp w takes rows w, w + warps, ... and the warps'
+    sums are added in warp order in fp32 (the skinny path)."""
+    if warps > 1:
+        parts = [simt_chunks(a[:, w::warps], b[:, w::warps]) for w in range(warps)]
+        total = np.zeros_like(parts[0])
+        for part in parts:
+            total = f32(total.astype(np.float64) + part)
+        return total
+    acc = np.zeros((a.shape[0], a.shape[2], b.shape[2]), np.float32)
+    for k in range(a.shape[1]):  # fmaf: the product exact in float64, one rounding
+        acc = f32(acc.astype(np.float64) + a[:, k, :, None].astype(np.float64) * b[:, k, None, :])
+    return acc
+
+
+def tc_chunks(a: np.ndarray, b: np.ndarray, split_mode: str, stage: int, acc_round: str) -> np.ndarray:
+    """3xTF32 on mma.sync m16n8k8 (see the module docstring); K per chunk padded with zeros to a multiple of 8."""
+    rows = a.shape[1]
+    pad = (-rows) % 8
+    if pad:
+        a = np.concatenate([a, np.zeros((a.shape[0], pad, a.shape[2]), a.dtype)], axis=1)
+        b = np.concatenate([b, np.zeros((b.shape[0], pad, b.shape[2]), b.dtype)], axis=1)
+    a_big, a_small = split(a, split_mode)
+    b_big, b_small = split(b, split_mode)
+    rnd = f32_rz if acc_round == "rz" else f32
+    acc = np.zeros((a.shape[0], a.shape[2], b.shape[2]), np.float32)
+    frag = np.zeros_like(acc)
+    for k0 in range(0, a.shape[1], 8):
+        for pa, pb in ((a_small, b_big), (a_big, b_small), (a_big, b_big)):
+            frag = rnd(frag.astype(np.float64) + np.einsum("pkm,pkn->pmn", pa[:, k0:k0 + 8], pb[:, k0:k0 + 8]))
+        if (k0 + 8) % stage == 0 or k0 + 8 >= a.shape[1]:
+            acc = f32(acc.astype(np.float64) + frag)
+            frag = np.zeros_like(acc)
+    return acc
+
+
+def chunked(x: np.ndarray, P: int) -> np.ndarray:
+    """[B, n] -> [P, B / P, n] (the WGP chunks; B a multiple of P)."""
+    return x.reshape(P, x.shape[0] // P, x.shape[1])
+
+
+def finish(ws: np.ndarray) -> np.ndarray:
+    """aux_weight_grad_finish: the chunks summed in double, rounded once."""
+    return f32(ws.astype(np.float64).sum(axis=0))
+
+
+def rel_err(a, ref) -> float:
+    return chain.rel_err(np.asarray(a, np.float64), np.asarray(ref, np.float64))
+
+
+# ------------------------------------------------------------------------------------------------------------
+
+
+def reference_chain(B: int) -> tuple[dict, dict]:
+    """The fused chain's buffers from the float64 references at batch B, and the dims."""
+    cs = chain.load_contracts(chain.REPO / "contracts", chain.REPO)
+    csB = chain.contracts_at(cs, B)
+    problem = chain.make_problem(cs, B, 3, seed=1000 + B)  # the benchmark's problem; set 0 is the checked one
+    ops = chain.build_plan(csB, chain.Wiring(csB), (chain.FORWARD, chain.FUSED), problem["n_valid"][0])
+    bufs, _ = chain.reference_buffers(csB, ops, problem)
+    return bufs, dict(problem["dims"], WGP=chain.Wiring(csB).envs[0]["WGP"])
+
+
+def partial_errors(bufs: dict, dims: dict, name: str, columns: int, rng) -> dict[str, float]:
+    """The error of one weight gradient's partial + finish under each model, on ``columns`` sampled rows and
+    columns of the output (all of them where it is smaller)."""
+    dzb, xb, Md, Nd = PARTIALS[name]
+    B, M, N, P = dims["B"], dims[Md], dims[Nd], dims["WGP"]
+    dz, x, ref = bufs[dzb].reshape(B, M), bufs[xb].reshape(B, N), bufs[name].reshape(M, N)
+    ms = np.arange(M) if M <= columns else np.sort(rng.choice(M, columns, replace=False))
+    ns = np.arange(N) if N <= columns or M == 1 else np.sort(rng.choice(N, columns, replace=False))
+    a, b, r = chunked(f32(dz[:, ms]), P), chunked(f32(x[:, ns]), P), ref[np.ix_(ms, ns)]
+    out = {"simt": rel_err(finish(simt_chunks(a, b, warps=8 if M <= 8 else 1)), r)}
+    for s, t, acc in TC_MODELS:
+        out[f"3xtf32 split {s}, staged {t}, mma {acc}"] = rel_err(finish(tc_chunks(a, b, s, t, acc)), r)
+    return out
+
+
+def forward_errors(bufs: dict, dims: dict, head: str) -> dict[str, float]:
+    """The error of ``dW2`` computed exactly from the head's emulated ``h1 = ELU(h_s2 W1^T + b1)``."""
+    h1b, w1b, b1b, dz2b, dw2b, rows = HEADS[head]
+    B, H, SH2 = dims["B"], dims["H"], dims["SH2"]
+    hs2, W1, b1 = f32(bufs["h_s2_aux"].reshape(B, SH2)), f32(bufs[w1b].reshape(H, SH2)), f32(bufs[b1b])
+    dz2 = bufs[dz2b].reshape(B, -1)
+    ref = bufs[dw2b].reshape(dz2.shape[1], H)
+    keep = np.ones(B, bool) if rows == "all" else (bufs["aux_to_labels"] >= 0) & (bufs["aux_to_labels"] < dims["K"])
+
+    def dw2_error(pre: np.ndarray) -> float:
+        z = f32(pre.astype(np.float64) + b1)
+        h1 = np.where(z > 0, z, f32(np.expm1(z.astype(np.float64))))
+        return rel_err(dz2[keep].T @ h1[keep].astype(np.float64), ref)
+
+    one = lambda x: x[None]  # noqa: E731  (a single chunk: the forward's K runs over the whole row)
+    out = {"fp32-rounded h1": rel_err(dz2[keep].T @ f32(bufs[h1b].reshape(B, H))[keep].astype(np.float64), ref)}
+    out["simt"] = dw2_error(simt_chunks(one(hs2.T), one(W1.T))[0])
+    for s, t, acc in TC_MODELS:
+        out[f"3xtf32 split {s}, staged {t}, mma {acc}"] = dw2_error(tc_chunks(one(hs2.T), one(W1.T), s, t, acc)[0])
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=65536, help="B (default 65536, where the error clause failed)")
+    ap.add_argument("--columns", type=int, default=32, help="output rows / columns sampled per wide gradient (default 32)")
+    ap.add_argument("--outputs", default=",".join(PARTIALS), help=f"partials to model (default {','.join(PARTIALS)})")
+    ap.add_argument("--heads", default="to,nb", help="head forwards to model (default to,nb; '' for none)")
+    args = ap.parse_args(argv)
+    unknown = [o for o in args.outputs.split(",") if o and o not in PARTIALS] + [h for h in args.heads.split(",") if h and h not in HEADS]
+    if unknown:
+        print(f"tc_error_model: unknown output or head {', '.join(unknown)}; expected {', '.join([*PARTIALS, *HEADS])}")
+        return 2
+    t0 = time.perf_counter()
+    bufs, dims = reference_chain(args.batch)
+    print(f"B = {args.batch}, WGP = {dims['WGP']} chunks; float64 reference chain in {time.perf_counter() - t0:.1f} s")
+    rng = np.random.default_rng(0)
+    tables = [(f"partial + finish of {o}", partial_errors(bufs, dims, o, args.columns, rng)) for o in args.outputs.split(",") if o]
+    tables += [(f"{h} head forward's h1, seen in {HEADS[h][4]}", forward_errors(bufs, dims, h)) for h in args.heads.split(",") if h]
+    for title, errs in tables:
+        print(f"\n{title} (relative error against float64)")
+        for model, e in errs.items():
+            print(f"  {model:<36} {e:.3g}")
+    print(f"\n{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
