@@ -375,8 +375,10 @@ def test_the_ship_script_k8_step_launches_the_shipped_cutlass_sources_staged_per
 @pytest.mark.cutlass
 @pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="the nvidia-cutlass wheel is not installed")
 def test_the_ship_script_k8_builds_compile_without_spills_and_fit_their_launch(bench):
-    """wireup check's build rules on the contracts with step K's candidates: they compile, their entries take the
-    contract's parameters, each launch fits (the head forwards' 256 threads at 255 registers), nothing spills."""
+    """wireup check's build and code rules on the contracts with step K's candidates: they compile, their entries
+    take the contract's parameters, each launch fits (the head forwards' 256 threads at 255 registers), nothing
+    spills, and the static analyses (bounds, uninitialised reads, store and shared races, cp.async waits) find
+    nothing: what shipping AUX_CUTLASS_STAGE_K8 would have to pass before a GPU sees it."""
     import dataclasses
 
     from audit.api import run_check
@@ -387,9 +389,10 @@ def test_the_ship_script_k8_builds_compile_without_spills_and_fit_their_launch(b
     cands = [bench.Candidate.parse(s) for s in steps["K"]]
     swapped = bench.with_candidates(cs, cands)
     only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.name in {c.kernel for c in cands}))
-    rules = ("COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS")
+    rules = ("COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS", "LOCAL_ARRAY_BOUNDS",
+             "SHARED_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "STORE_RACE", "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "SHARED_BYTES_MISSING")
     run = run_check(REPO, select=rules, contracts=only, jobs=1)
-    assert [f.message for f in run.result.findings] == []
+    assert [f.message for f in run.result.findings] == [] and sorted(run.result.ran) == sorted(rules)
 
 
 @pytest.mark.nvcc
