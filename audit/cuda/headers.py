@@ -87,7 +87,7 @@ def reached_lines(cfg: Any, cs: Any, kernel: str) -> dict[Path, list[tuple[int, 
 def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[tuple[int, int]], Any]]:
     """Per file of ``kernel``'s source closure whose functions its entry reaches: the ``(open, close)``
     body braces of those functions, sorted, and the parsed file."""
-    from ..cuda.scope import Source
+    from ..cuda.scope import Source, reach
     from ..untrusted import SOURCE_LIMIT, read_regular, resolve
 
     k = cs.kernel(kernel)
@@ -100,41 +100,7 @@ def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[t
             continue
     if own not in parsed or (entry := parsed[own].entry(k.symbol)) is None:
         return {}
-    by_name: dict[str, list[tuple[Path, Any]]] = {}
-    by_owner: dict[str, list[tuple[Path, Any]]] = {}
-    aliases: dict[str, list[tuple[Path, tuple[int, int]]]] = {}
-    for p, src in parsed.items():
-        for f in src.functions:
-            if f.close <= f.open or (f.is_global and not (p == own and f is entry)):
-                continue
-            by_name.setdefault(f.name, []).append((p, f))
-            if f.owner:
-                by_owner.setdefault(f.owner, []).append((p, f))
-        for name, ranges in src.aliases.items():
-            aliases.setdefault(name, []).extend((p, r) for r in ranges)
-    seen = {(own, entry.open)}
-    seen_aliases: set[tuple[Path, tuple[int, int]]] = set()
-    # (file, function or None for an alias, token range to scan)
-    todo: list[tuple[Path, Any, tuple[int, int]]] = [(own, entry, (entry.open + 1, entry.close))]
-    out: dict[Path, tuple[list[tuple[int, int]], Any]] = {}
-    while todo:
-        p, f, (a, b) = todo.pop()
-        if f is not None:
-            out.setdefault(p, ([], parsed[p]))[0].append((f.open, f.close))
-        for t in parsed[p].tokens[a:b]:
-            if t.kind != "ident":
-                continue
-            for q, g in by_name.get(t.text, []) + by_owner.get(t.text, []):
-                if (q, g.open) not in seen:
-                    seen.add((q, g.open))
-                    todo.append((q, g, (g.open + 1, g.close)))
-            for q, rng in aliases.get(t.text, ()):  # a type alias: what it names (using Op = Generic<Elu>;)
-                if (q, rng) not in seen_aliases:
-                    seen_aliases.add((q, rng))
-                    todo.append((q, None, rng))
-    for bodies, _ in out.values():
-        bodies.sort()
-    return out
+    return {p: ([(f.open, f.close) for f in fs], parsed[p]) for p, fs in reach(parsed, own, entry).items()}
 
 
 def reached_headers(cfg: Any, cs: Any) -> list[str]:

@@ -21,8 +21,11 @@ so ``reinterpret_cast<float4*>`` is never read as two comparisons.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Hashable, TypeVar
 
 from .tokens import Token, tokenize
+
+K = TypeVar("K", bound=Hashable)
 
 # words that can precede "(" without naming a function being defined
 _NOT_FUNCTIONS = frozenset(
@@ -214,31 +217,7 @@ class Source:
         entry = self.entry(symbol)
         if entry is None:
             return []
-        by_name: dict[str, list[Function]] = {}
-        by_owner: dict[str, list[Function]] = {}
-        for f in self.functions:
-            if f.close <= f.open or (f.is_global and f is not entry):
-                continue
-            by_name.setdefault(f.name, []).append(f)
-            if f.owner:
-                by_owner.setdefault(f.owner, []).append(f)
-        seen: list[Function] = [entry]
-        todo: list[tuple[int, int]] = [(entry.open + 1, entry.close)]
-        aliases_seen: set[tuple[int, int]] = set()
-        while todo:
-            a, b = todo.pop()
-            for t in self.tokens[a:b]:
-                if t.kind != "ident":
-                    continue
-                for g in by_name.get(t.text, []) + by_owner.get(t.text, []):
-                    if g not in seen:
-                        seen.append(g)
-                        todo.append((g.open + 1, g.close))
-                for rng in self.aliases.get(t.text, ()):
-                    if rng not in aliases_seen:
-                        aliases_seen.add(rng)
-                        todo.append(rng)
-        return sorted(seen, key=lambda f: f.open)
+        return reach({None: self}, None, entry).get(None, [])
 
     def body_indices(self, symbol: str) -> list[int]:
         """Token indices inside the reachable bodies (braces excluded), in order."""
@@ -246,3 +225,40 @@ class Source:
         for f in self.reachable_bodies(symbol):
             out.extend(range(f.open + 1, f.close))
         return sorted(set(out))
+
+
+def reach(files: dict[K, Source], own: K, entry: Function) -> dict[K, list[Function]]:
+    """The functions ``entry`` (a function of ``files[own]``) reaches over ``files`` (a kernel source and the
+    headers it includes, or one file alone): by name, by owning struct, through type aliases, transitively;
+    every other ``__global__`` function excluded. Per file, in file order (files reaching nothing left out)."""
+    by_name: dict[str, list[tuple[K, Function]]] = {}
+    by_owner: dict[str, list[tuple[K, Function]]] = {}
+    aliases: dict[str, list[tuple[K, tuple[int, int]]]] = {}
+    for key, src in files.items():
+        for f in src.functions:
+            if f.close <= f.open or (f.is_global and f is not entry):
+                continue
+            by_name.setdefault(f.name, []).append((key, f))
+            if f.owner:
+                by_owner.setdefault(f.owner, []).append((key, f))
+        for name, ranges in src.aliases.items():
+            aliases.setdefault(name, []).extend((key, r) for r in ranges)
+    seen: set[tuple[K, int]] = {(own, entry.open)}
+    seen_aliases: set[tuple[K, tuple[int, int]]] = set()
+    out: dict[K, list[Function]] = {own: [entry]}
+    todo: list[tuple[K, tuple[int, int]]] = [(own, (entry.open + 1, entry.close))]
+    while todo:
+        key, (a, b) = todo.pop()
+        for t in files[key].tokens[a:b]:
+            if t.kind != "ident":
+                continue
+            for q, g in by_name.get(t.text, []) + by_owner.get(t.text, []):
+                if (q, g.open) not in seen:
+                    seen.add((q, g.open))
+                    out.setdefault(q, []).append(g)
+                    todo.append((q, (g.open + 1, g.close)))
+            for q, rng in aliases.get(t.text, ()):  # a type alias: what it names (using Op = Generic<Elu>;)
+                if (q, rng) not in seen_aliases:
+                    seen_aliases.add((q, rng))
+                    todo.append((q, rng))
+    return {key: sorted(fs, key=lambda f: f.open) for key, fs in out.items()}
