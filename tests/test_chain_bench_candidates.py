@@ -301,17 +301,17 @@ def test_the_ship_script_fits_the_device_limit():
     caps.update(re.findall(r'step ([A-Z]) && chain [A-Z] "\$\{CAP_[A-Z]:-(\d+)\}"', body))
     x = re.search(r"^X=\$\{CAP_X:-(\d+)\}$", body, re.M)[1]
     caps.update({letter: x for letter in steps if letter not in caps})
-    assert sorted(caps) == ["D", "F", "H", "K", "O", "P", "T", "V"]
+    assert sorted(caps) == ["D", "H", "J", "K", "O", "P", "T", "V"]
     listed = dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header))
     assert listed == {"V": caps["V"], "D": caps["D"], "X": x, "T": caps["T"]}
     assert sum(int(v) for v in caps.values()) + 5 * len(caps) <= 580
-    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDKOPHFT"
+    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDKJOPHT"
     assert "python3 -m audit verify --backend pycuda --backend cupy" in body
     assert "tests/gpu/test_to_bwd_fast_gpu.py" in body
 
 
 def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
-    """Step D runs the contracts as shipped; O, P, H and F swap in the SIMT kernels their header names, each a
+    """Step D runs the contracts as shipped; O, P and H swap in the SIMT kernels their header names, each a
     contract kernel's replacement whose source exists, at the geometry of the pre-CUTLASS contracts
     (tests/simt_chain.py)."""
     from audit.load import load_contracts
@@ -323,15 +323,15 @@ def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
         "K": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
         "O": ["aux_trade_outcome_forward"],
         "P": ["aux_trade_outcome_forward", "aux_weight_grad_partial"],
+        "J": ["aux_trade_outcome_forward"],
         "H": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_weight_grad_partial"],
-        "F": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
     }
+    assert steps["J"] == [s for s in steps["K"] if s.startswith("aux_trade_outcome_forward=")]
     cs = load_contracts(REPO / "contracts", REPO)
-    cands = [bench.Candidate.parse(s) for s in steps["F"]]
+    cands = [bench.Candidate.parse(s) for s in steps["H"]]
     swapped = bench.with_candidates(cs, cands)
     env = {"B": 65536, "SH2": 256, "E": 256, "H": 128, "N": 256, "M": 256, "P": 128}
     want = {  # the SIMT kernels' own launch geometry at B = 65536 (grid, block)
-        "aux_trunk_forward": ((4, 512, 1), (256, 1, 1)),
         "aux_trade_outcome_forward": ((2048, 1, 1), (128, 1, 1)),
         "aux_next_bar_forward": ((2048, 1, 1), (128, 1, 1)),
         "aux_weight_grad_partial": ((2, 2, 128), (256, 1, 1)),
@@ -397,7 +397,7 @@ def test_the_ship_script_k8_builds_compile_without_spills_and_fit_their_launch(b
 
 @pytest.mark.nvcc
 def test_the_ship_script_simt_gemms_compile_with_the_contracts_parameters(bench, tmp_path):
-    """Step F's kernels built and checked like shipped ones (wireup check's build rules on the swapped contracts):
+    """Step H's kernels built and checked like shipped ones (wireup check's build rules on the swapped contracts):
     each entry exists and takes the contract kernel's parameters."""
     import dataclasses
 
@@ -406,8 +406,8 @@ def test_the_ship_script_simt_gemms_compile_with_the_contracts_parameters(bench,
 
     _, _, steps = _ship_steps()
     cs = load_contracts(REPO / "contracts", REPO)
-    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in steps["F"]])
-    names = {bench.Candidate.parse(s).kernel for s in steps["F"]}
+    swapped = bench.with_candidates(cs, [bench.Candidate.parse(s) for s in steps["H"]])
+    names = {bench.Candidate.parse(s).kernel for s in steps["H"]}
     only = dataclasses.replace(swapped, kernels=tuple(k for k in swapped.kernels if k.name in names))
     run = run_check(REPO, select=("COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES"), contracts=only, jobs=1)
     assert [f.message for f in run.result.findings] == []
