@@ -19,10 +19,11 @@ result like the benchmark does (norm of the difference over the norm of the refe
   MmaMultistage's staged accumulation at TBK = 16, the shipped build; ``8``: ``AUX_CUTLASS_STAGE_K8``).
 
 For the partials the operands are the reference's ``dz`` and ``x``; the error printed is the reduction's own
-(the GPU run adds the error its operands carry from the kernels before it). For the forwards, ``h1`` is emulated
-and the printed error is that of ``dW2 = dz2^T h1`` computed exactly from it: how much of the head's second
-weight gradient the forward's rounding moves (coherently: ``h1``'s rounding errors cancel in the sum unless they
-lean one way).
+(the GPU run adds the error its operands carry from the kernels before it). For the forwards (the trunk's and
+both heads' first Linear and ELU), the output is emulated and the printed error is that of each weight gradient
+that reads it, computed exactly from it (``dW = dz^T h``): how much the forward's rounding moves it (coherently:
+rounding errors cancel in the sum unless they lean one way); for the trade-outcome head also with its ``dz2``
+recomputed from the emulated ``h1`` (logits, softmax, ``(probs - onehot) / B_valid``).
 
 Calibration against the H200 (docs/benchmarks.md 4m): ``to_dW2`` from the emulated trade-outcome forward comes
 out at 1.18e-7 (``simt``) and 2.26e-7 (``rn``, 16, ``rz``: main's forward) against 1.52e-7 and 2.58e-7 measured;
@@ -52,10 +53,13 @@ PARTIALS = {
     "nb_dW1": ("nb_db1_partial", "h_s2_aux", "H", "SH2"),
     "nb_dW2": ("nb_db2_partial", "nb_h1", "KNB", "H"),
 }
-# the head forwards: head -> (h1 buffer, W1, b1, dz2 buffer, dW2 output, rows the dW2 sum runs over)
-HEADS = {
-    "to": ("to_h1", "to_W1", "to_b1", "to_db2_partial", "to_dW2", "labelled"),
-    "nb": ("nb_h1", "nb_W1", "nb_b1", "nb_db2_partial", "nb_dW2", "all"),
+# the forwards: name -> (input, W, b, output buffer, [(the consumer's dz buffer, its weight gradient, the rows
+# it sums over)], whether to model a sample of the output's columns only)
+FORWARDS = {
+    "to": ("h_s2_aux", "to_W1", "to_b1", "to_h1", [("to_db2_partial", "to_dW2", "labelled")], False),
+    "nb": ("h_s2_aux", "nb_W1", "nb_b1", "nb_h1", [("nb_db2_partial", "nb_dW2", "all")], False),
+    "trunk": ("q_encoder_features", "aux_trunk_W", "aux_trunk_b", "h_s2_aux",
+              [("nb_db1_partial", "nb_dW1", "all"), ("to_db1_partial", "to_dW1", "labelled")], True),
 }
 TC_MODELS = [(split, stage, acc) for split in ("rz", "rn") for stage in (16, 8) for acc in ("rz", "rn")]
 
@@ -198,40 +202,46 @@ def partial_errors(bufs: dict, dims: dict, name: str, columns: int, rng) -> dict
     return out
 
 
-def forward_errors(bufs: dict, dims: dict, head: str) -> dict[str, str | float]:
-    """The error of ``dW2`` computed exactly from the head's emulated ``h1 = ELU(h_s2 W1^T + b1)`` (for the
-    trade-outcome head also that of ``to_db2`` and ``to_dW2`` with ``dz2`` recomputed from that ``h1``)."""
-    h1b, w1b, b1b, dz2b, dw2b, rows = HEADS[head]
-    B, H, SH2 = dims["B"], dims["H"], dims["SH2"]
-    hs2, W1, b1 = f32(bufs["h_s2_aux"].reshape(B, SH2)), f32(bufs[w1b].reshape(H, SH2)), f32(bufs[b1b])
-    dz2 = bufs[dz2b].reshape(B, -1)
-    ref = bufs[dw2b].reshape(dz2.shape[1], H)
-    keep = np.ones(B, bool) if rows == "all" else (bufs["aux_to_labels"] >= 0) & (bufs["aux_to_labels"] < dims["K"])
+def forward_errors(bufs: dict, dims: dict, name: str, columns: int, rng) -> dict[str, str]:
+    """The error of each consumer's weight gradient computed exactly from the forward's emulated output
+    ``ELU(x W^T + b)`` (the trunk: on ``columns`` sampled output columns); for the trade-outcome head also that
+    of ``to_db2`` and ``to_dW2`` with ``dz2`` recomputed from that ``h1``."""
+    inb, wb, bb, outb, consumers, sample = FORWARDS[name]
+    W = f32(bufs[wb]).reshape(len(bufs[bb]), -1)
+    N, K, B = W.shape[0], W.shape[1], dims["B"]
+    cols = np.sort(rng.choice(N, columns, replace=False)) if sample and N > columns else np.arange(N)
+    x, W, b = f32(bufs[inb].reshape(B, K)), W[cols], f32(bufs[bb])[cols]
+    labelled = (bufs["aux_to_labels"] >= 0) & (bufs["aux_to_labels"] < dims["K"])
 
-    def errors(h1: np.ndarray) -> str | float:
-        h1 = h1.astype(np.float64)
-        e = rel_err(dz2[keep].T @ h1[keep], ref)
-        if head != "to":
-            return e
-        # the trade-outcome head's dz2 itself follows h1: dl = (softmax(h1 W2^T + b2) - onehot) / B_valid,
-        # exact from the emulated h1; its bias gradient (a sum of probs minus a count: cancellation) and dW2
-        labels = bufs["aux_to_labels"][keep]
-        logits = h1[keep] @ bufs["to_W2"].reshape(-1, H).T + bufs["to_b2"]
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        dl = (p - np.eye(p.shape[1])[labels]) / keep.sum()
-        db2 = rel_err(dl.sum(axis=0), bufs["to_db2"])
-        return f"{e:.3g}   with dz2 from it: to_db2 {db2:.3g}, to_dW2 {rel_err(dl.T @ h1[keep], ref):.3g}"
+    def errors(h: np.ndarray) -> str:
+        h = h.astype(np.float64)
+        parts = []
+        for dzb, dwb, rows in consumers:
+            keep = labelled if rows == "labelled" else np.ones(B, bool)
+            dz = bufs[dzb].reshape(B, -1)
+            ref = bufs[dwb].reshape(dz.shape[1], N)[:, cols]
+            parts.append(f"{dwb} {rel_err(dz[keep].T @ h[keep], ref):.3g}")
+        if name == "to":
+            # the trade-outcome head's dz2 itself follows h1: dl = (softmax(h1 W2^T + b2) - onehot) / B_valid,
+            # exact from the emulated h1; its bias gradient (a sum of probs minus a count: cancellation) and dW2
+            labels = bufs["aux_to_labels"][labelled]
+            logits = h[labelled] @ bufs["to_W2"].reshape(-1, N).T + bufs["to_b2"]
+            p = np.exp(logits - logits.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            dl = (p - np.eye(p.shape[1])[labels]) / labelled.sum()
+            parts.append(f"with dz2 from it: to_db2 {rel_err(dl.sum(axis=0), bufs['to_db2']):.3g}, "
+                         f"to_dW2 {rel_err(dl.T @ h[labelled], bufs['to_dW2'].reshape(-1, N)):.3g}")
+        return ";   ".join(parts)
 
-    def from_pre(pre: np.ndarray) -> str | float:
-        z = f32(pre.astype(np.float64) + b1)
+    def from_pre(pre: np.ndarray) -> str:
+        z = f32(pre.astype(np.float64) + b)
         return errors(np.where(z > 0, z, f32(np.expm1(z.astype(np.float64)))))
 
-    one = lambda x: x[None]  # noqa: E731  (a single chunk: the forward's K runs over the whole row)
-    out = {"fp32-rounded h1": errors(f32(bufs[h1b].reshape(B, H)))}
-    out["simt"] = from_pre(simt_chunks(one(hs2.T), one(W1.T))[0])
+    one = lambda a: a[None]  # noqa: E731  (a single chunk: the forward's K runs over the whole row)
+    out = {"fp32-rounded output": errors(f32(bufs[outb].reshape(B, N)[:, cols]))}
+    out["simt"] = from_pre(simt_chunks(one(x.T), one(W.T))[0])
     for s, t, acc in TC_MODELS:
-        out[f"3xtf32 split {s}, staged {t}, mma {acc}"] = from_pre(tc_chunks(one(hs2.T), one(W1.T), s, t, acc)[0])
+        out[f"3xtf32 split {s}, staged {t}, mma {acc}"] = from_pre(tc_chunks(one(x.T), one(W.T), s, t, acc)[0])
     return out
 
 
@@ -240,18 +250,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=65536, help="B (default 65536, where the error clause failed)")
     ap.add_argument("--columns", type=int, default=32, help="output rows / columns sampled per wide gradient (default 32)")
     ap.add_argument("--outputs", default=",".join(PARTIALS), help=f"partials to model (default {','.join(PARTIALS)})")
-    ap.add_argument("--heads", default="to,nb", help="head forwards to model (default to,nb; '' for none)")
+    ap.add_argument("--forwards", default=",".join(FORWARDS), help=f"forwards to model (default {','.join(FORWARDS)}; '' for none)")
     args = ap.parse_args(argv)
-    unknown = [o for o in args.outputs.split(",") if o and o not in PARTIALS] + [h for h in args.heads.split(",") if h and h not in HEADS]
+    unknown = [o for o in args.outputs.split(",") if o and o not in PARTIALS] + [f for f in args.forwards.split(",") if f and f not in FORWARDS]
     if unknown:
-        print(f"tc_error_model: unknown output or head {', '.join(unknown)}; expected {', '.join([*PARTIALS, *HEADS])}")
+        print(f"tc_error_model: unknown output or forward {', '.join(unknown)}; expected {', '.join([*PARTIALS, *FORWARDS])}")
         return 2
     t0 = time.perf_counter()
     bufs, dims = reference_chain(args.batch)
     print(f"B = {args.batch}, WGP = {dims['WGP']} chunks; float64 reference chain in {time.perf_counter() - t0:.1f} s")
     rng = np.random.default_rng(0)
     tables = [(f"partial + finish of {o}", partial_errors(bufs, dims, o, args.columns, rng)) for o in args.outputs.split(",") if o]
-    tables += [(f"{h} head forward's h1, seen in {HEADS[h][4]}", forward_errors(bufs, dims, h)) for h in args.heads.split(",") if h]
+    tables += [(f"{f} forward's {FORWARDS[f][3]}, seen in " + " and ".join(c[1] for c in FORWARDS[f][4]),
+                forward_errors(bufs, dims, f, args.columns, rng)) for f in args.forwards.split(",") if f]
     for title, errs in tables:
         print(f"\n{title} (relative error against float64)")
         for model, e in errs.items():

@@ -75,11 +75,14 @@ def test_the_models_order_their_rounding_as_the_text_says(model):
 
 
 def test_the_cli_models_the_shipped_chain_on_a_small_batch(model, capsys):
-    assert model.main(["--batch", "512", "--columns", "4", "--outputs", "nb_dW2", "--heads", "to"]) == 0
+    assert model.main(["--batch", "512", "--columns", "4", "--outputs", "nb_dW2", "--forwards", "to,trunk"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("B = 512, WGP = 32 chunks; float64 reference chain in ")
     assert "\npartial + finish of nb_dW2 (relative error against float64)\n  simt " in out
-    assert "\nto head forward's h1, seen in to_dW2 (relative error against float64)\n  fp32-rounded h1 " in out
-    assert out.count("3xtf32 split") == 2 * len(model.TC_MODELS)
+    assert "\nto forward's to_h1, seen in to_dW2 (relative error against float64)\n  fp32-rounded output " in out
+    assert "\ntrunk forward's h_s2_aux, seen in nb_dW1 and to_dW1 (relative error against float64)\n" in out
+    assert out.count("3xtf32 split") == 3 * len(model.TC_MODELS)
+    line = next(x for x in out.splitlines() if x.startswith("  3xtf32 split rn, staged 8, mma rz") and "to_db2" in x)
+    assert line.count("to_dW2 ") == 2
     assert model.main(["--outputs", "nb_dW9"]) == 2
-    assert capsys.readouterr().out.startswith("tc_error_model: unknown output or head nb_dW9; expected aux_trunk_dW, ")
+    assert capsys.readouterr().out.startswith("tc_error_model: unknown output or forward nb_dW9; expected aux_trunk_dW, ")
