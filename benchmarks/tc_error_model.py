@@ -31,7 +31,7 @@ for ``aux_trunk_dW`` (its x is an input, so its excess is the partial's) the tru
 measured 2.65e-7 against the SIMT chain's 1.47e-7, where this model gives 1.74e-7 (``rz``, 16, ``rz``) against
 1.07e-7 (``simt``): the direction, and the tensor cores' part about 1.8x short.
 
-    python3 benchmarks/tc_error_model.py                          # B = 65536: ~6 minutes on the 2-core CPU machine
+    python3 benchmarks/tc_error_model.py                          # B = 65536: ~8 minutes on the 2-core CPU machine
     python3 benchmarks/tc_error_model.py --batch 4096 --columns 16
 """
 
