@@ -182,9 +182,10 @@ def reference_chain(B: int) -> tuple[dict, dict]:
     cs = chain.load_contracts(chain.REPO / "contracts", chain.REPO)
     csB = chain.contracts_at(cs, B)
     problem = chain.make_problem(cs, B, 3, seed=1000 + B)  # the benchmark's problem; set 0 is the checked one
-    ops = chain.build_plan(csB, chain.Wiring(csB), (chain.FORWARD, chain.FUSED), problem["n_valid"][0])
+    wiring = chain.Wiring(csB)
+    ops = chain.build_plan(csB, wiring, (chain.FORWARD, chain.FUSED), problem["n_valid"][0])
     bufs, _ = chain.reference_buffers(csB, ops, problem)
-    return bufs, dict(problem["dims"], WGP=chain.Wiring(csB).envs[0]["WGP"])
+    return bufs, dict(problem["dims"], WGP=wiring.envs[0]["WGP"])
 
 
 def partial_errors(bufs: dict, dims: dict, name: str, columns: int, rng) -> dict[str, float]:
