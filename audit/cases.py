@@ -277,6 +277,15 @@ def probe_envs(cs: ContractSet) -> list[dict[str, int]]:
     return envs
 
 
+def largest_env(cs: ContractSet) -> dict[str, int]:
+    """Fixed dims, every runtime dim at the largest value its range allows, and the derived dims that follow:
+    the corner where sizes, offsets and products of dims are largest (INDEX_OVERFLOW evaluates there)."""
+    fixed = cs.fixed_env
+    env = dict(fixed)
+    env.update({name: hi for name, (_, hi) in cs.runtime_ranges.items()})
+    return fill_derived(env, [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in fixed])
+
+
 def representative_env(cs: ContractSet, at: Mapping[str, int]) -> tuple[dict[str, int], str]:
     """Fixed dims, each runtime dim at its representative value (``at`` or :data:`DEFAULT_RUNTIME_VALUE`
     within its range), other ``at`` values, and the derived dims that follow; plus ``"B = 4096"`` text."""

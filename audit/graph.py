@@ -13,11 +13,12 @@ None
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .dims import Expr
-from .model import Binding, ContractSet, Kernel, Schedule, Step, TensorParam, fast_init
+from .model import Binding, Buffer, ContractSet, Kernel, Schedule, Step, TensorParam, fast_init
 from .shapes import ShapeKeys, bind_local_dims, probe_envs
 
 if TYPE_CHECKING:
@@ -61,10 +62,32 @@ class Launch:
             cached = self.__dict__["_bound"] = _bound(self.kernel, self.step)
         return list(cached)
 
+    def envs_at(self, buffers: Mapping[str, Buffer], base_envs: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
+        """The launch's dim environments over ``base_envs`` instead of the wiring's probe environments: its
+        local dims bound the same way (from the bound buffers' shapes and the step's explicit dims)."""
+        if self.kernel is None:
+            return []
+        if not self.kernel.dims and not self.step.dims:
+            return [dict(env) for env in base_envs]
+        envs, _ = bind_local_dims(self.kernel.dims, _shape_pairs(self.bound(), buffers), dict(self.step.dims), base_envs)
+        return envs
+
     @property
     def base_envs(self) -> bool:
         """True when the launch binds no local dim: its ``envs`` equal (as copies) the wiring's probe envs."""
         return self.__dict__.get("_base_envs", False)
+
+
+def _shape_pairs(bound: Sequence[tuple[TensorParam, Binding]], buffers: Mapping[str, Buffer]) -> list[tuple[str, tuple[Expr, ...], tuple[Expr, ...]]]:
+    """(param name, param shape, the shape it is bound to: the view's, else the buffer's) of each bound
+    tensor parameter whose buffer exists: what binds a launch's local dims."""
+    pairs = []
+    for p, b in bound:
+        buf = buffers.get(b.buffer or "")
+        target = b.view if b.view is not None else (buf.shape if buf else None)
+        if target is not None:
+            pairs.append((p.name, p.shape, target))
+    return pairs
 
 
 def _bound(kernel: Kernel | None, step: Step) -> list[tuple[TensorParam, Binding]]:
@@ -143,15 +166,10 @@ class Wiring:
                 launch.envs = [dict(env) for env in base_envs]
                 launch.__dict__["_base_envs"] = True
             else:
-                pairs = []
                 for p, b in bound:
-                    buf = buffers.get(b.buffer or "")
-                    target = b.view if b.view is not None else (buf.shape if buf else None)
-                    if target is not None:
-                        pairs.append((p.name, p.shape, target))
                     add_access(Access(sname, index, kname, p.name, b.buffer or "", _MODE[p.role]))
                 explicit: dict[str, Expr] = dict(step.dims)
-                launch.envs, launch.dim_problems = bind_local_dims(kernel.dims, pairs, explicit, base_envs)
+                launch.envs, launch.dim_problems = bind_local_dims(kernel.dims, _shape_pairs(bound, buffers), explicit, base_envs)
             for r in kernel.isv_reads:
                 reads.append((index, kname, r.slot, r.previous_step))
             for w in kernel.isv_writes:

@@ -1,6 +1,6 @@
 """The static kernel-code checks, one place for the rules of ``wireup check`` and for ``wireup mutate``.
 
-Three bugs that no run of a kernel can show, because the compiled code hides them:
+Bugs that no run of a kernel shows, because the compiled code hides them or no test reaches them:
 
 * LOCAL_ARRAY_BOUNDS (:mod:`audit.cuda.bounds`, on the source): a constant-bound loop that indexes a
   fixed-size local array out of bounds (``for (u = 0; u <= kQuads; ++u) v[u] = ...`` over
@@ -20,6 +20,9 @@ Three bugs that no run of a kernel can show, because the compiled code hides the
   not committed to a group (a lost ``cp_async_commit()``), or an exit reached with copies no
   ``wait_group 0`` drained (a lost final ``cp_async_wait<0>()``): copies that usually land in time, so no
   run or sanitizer sees them.
+* INDEX_OVERFLOW (:mod:`audit.cuda.indexwidth`, on the PTX): a global-memory offset computed in 32-bit
+  arithmetic (``out[row * H + j]`` with ``int`` operands) that passes 2^31 - 1 at the largest dims the
+  contracts allow: it wraps, and the kernel reads or writes elsewhere, at sizes no test runs.
 * SHARED_RMW_RACE (:mod:`audit.cuda.sharedraces`, on the PTX): a non-atomic read-modify-write of a
   shared-memory element that two threads which may run it both update (a deleted ``if (lane == 0)``
   around ``s[row] += p``, an ``atomicAdd`` on shared memory turned into ``+=``): lost updates, invisible
@@ -40,6 +43,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .bounds import Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
+from .indexwidth import IndexOverflow, Witness, find_index_overflows
 from .races import StoreRace, find_store_races
 from .sharedbounds import SharedOverrun, find_shared_overruns
 from .sharedraces import SharedRace, find_shared_races
@@ -216,6 +220,54 @@ def entry_shared_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol
     return out
 
 
+def index_witnesses(cs: ContractSet, wiring: Any, k: Kernel) -> list[Witness]:
+    """Where INDEX_OVERFLOW evaluates ``k``: each launch of it (the kernel alone where no schedule launches
+    it) with every runtime dim at the largest value its range allows (:func:`audit.cases.largest_env`) and
+    its local dims bound there; the integer scalar parameters' values, block and grid in each, distinct."""
+    from ..cases import largest_env
+    from ..model import ScalarParam
+    from ..shapes import value_at
+
+    base = [largest_env(cs)]
+    launches = wiring.launches_by_kernel.get(k.name, ())
+    envs = [env for _, launch in launches for env in launch.envs_at(cs.buffer_map, base)] or base
+    slots = cs.slot_indices
+    runtime = cs.runtime_ranges
+    out: list[Witness] = []
+    for env in envs:
+        params: dict[int, int] = {}
+        names: list[str] = []
+        for i, p in enumerate(k.params):
+            if isinstance(p, ScalarParam) and hasattr(p.value, "evaluate") and p.dtype.startswith(("i", "u")):
+                v = value_at(p.value, env, slots)
+                if v is not None:
+                    params[i] = v
+                    names += [n for n in sorted(p.value.names) if n not in names]
+        for e in (*k.grid, *k.block):
+            names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
+        shown = ", ".join(f"{n} = {env[n]}" + (" (its largest)" if n in runtime else "") for n in names if n in env)
+        w = Witness(params, tuple(value_at(e, env) for e in k.block), tuple(value_at(e, env) for e in k.grid),  # type: ignore[arg-type]
+                    shown or "the contracts' dims")
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def entry_index_overflows(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                          cache: AnalysisCache | None = None) -> list[IndexOverflow]:  # fmt: skip
+    """The INDEX_OVERFLOW offsets of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.indexwidth`)
+    at its :func:`index_witnesses`; ``cache`` keeps them by the PTX text, the entry and the witnesses."""
+    entry = symbol or k.symbol
+    witnesses = index_witnesses(cs, wiring, k)
+
+    def compute() -> list[IndexOverflow]:
+        return find_index_overflows(ptx, entry, witnesses)
+
+    if cache is None:
+        return compute()
+    return cache.results("index-overflow", [ptx, entry, repr(witnesses)], IndexOverflow, compute)
+
+
 def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
                              cache: AnalysisCache | None = None) -> list[AsyncCopyHazard]:
     """The CP_ASYNC_WAIT hazards of ``k``'s entry in the PTX module ``ptx`` (no launch extent matters);
@@ -228,8 +280,8 @@ def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
     return compute() if cache is None else cache.results("cp-async", [ptx, entry], AsyncCopyHazard, compute)
 
 
-def race_line(race: StoreRace | SharedRace, source: str) -> int | None:
-    """The race's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
+def race_line(race: StoreRace | SharedRace | IndexOverflow, source: str) -> int | None:
+    """The finding's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
     if race.line is None or race.file is None:
         return None
     return race.line if Path(race.file).name == Path(source).name or race.file_index == 1 else None
@@ -256,6 +308,7 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
         out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
+        out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx)]
     return out
 
 

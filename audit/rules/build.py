@@ -288,6 +288,23 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(race.message(k.name, sb.source), loc, k.name)
 
 
+@rule("INDEX_OVERFLOW", "A global-memory offset computed in 32-bit arithmetic stays within its type at the largest dims the contracts allow.", "build")
+def check_index_overflow(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX at the contracts' largest dims: the exact value of every 32-bit
+    register that is widened into a global address (see :mod:`audit.cuda.indexwidth`)."""
+    from ..cuda.static import entry_index_overflows, race_line
+
+    cache = _analysis_cache(ctx)
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        ptx = _ptx_text(ctx, sb.ptx)
+        for o in entry_index_overflows(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
+            line = race_line(o, sb.source)
+            loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
+            yield Hit(o.message(k.name, sb.source), loc, k.name)
+
+
 @rule("SHARED_RMW_RACE", "A shared-memory read-modify-write (s[i] += v) is made by one thread per element, or atomically.", "build")
 def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX with the block extent of its launches: which threads may run each

@@ -1,0 +1,155 @@
+"""32-bit global-memory offsets that wrap at the contracts' largest dims (audit.cuda.indexwidth, INDEX_OVERFLOW).
+
+Small kernels compiled with the build's flags (``-arch=sm_90 -ptx -O3 -lineinfo``): each overflow class must
+be found with its exact (or least) value, thread and access, each correct counterpart must stay clean, and so
+must every shipped kernel at the shipped contracts. Hand-written PTX pins what nvcc output does not (a loaded
+index, a shared-memory address, a counter without a lower bound). The rule's fixture pair is in
+tests/data/rules/INDEX_OVERFLOW.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.api import load_project
+from audit.cuda.indexwidth import IndexOverflow, Witness, find_index_overflows
+from audit.cuda.static import entry_index_overflows, index_witnesses
+from audit.graph import Wiring
+
+REPO = Path(__file__).resolve().parents[1]
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+
+
+def _ptx(tmp_path: Path, body: str) -> str:
+    src = tmp_path / "k.cu"
+    src.write_text(body)
+    out = src.with_suffix(".ptx")
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", str(src), "-o", str(out)],
+                   check=True, capture_output=True, text=True)  # fmt: skip
+    return out.read_text()
+
+
+def _rows(B: int, H: int, block: int = 128, rows_per_block: int | None = None) -> Witness:
+    grid = -(-B // (rows_per_block or block))
+    return Witness({2: B, 3: H}, (block, 1, 1), (grid, 1, 1), f"B = {B}, H = {H}")
+
+
+ROWS = """extern "C" __global__ void k(const float* __restrict__ x, float* __restrict__ y, {t} B, {t} H) {{
+    {t} r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= B) return;
+    y[{store}] = x[{load}];
+}}
+"""
+
+
+@NVCC
+def test_a_signed_row_offset_that_passes_int_max_is_found_with_its_value_and_thread(tmp_path: Path) -> None:
+    ptx = _ptx(tmp_path, ROWS.format(t="int", store="(size_t)r * H", load="r * H"))
+    (o,) = find_index_overflows(ptx, "k", [_rows(1 << 24, 256)])
+    # the second-to-last block's first thread: r = (131072 - 2) * 128 = 16776960, r * H = 4294901760
+    assert (o.line, o.value, o.exact, o.signed, o.thread) == (4, 4294901760, True, True, "blockIdx.x = 131070, threadIdx.x = 0")
+    assert o.access.startswith("ld.global.nc.f32") and o.instruction.startswith(("mul.wide.s32", "cvt.s64.s32"))
+    assert o.message("k", "kernels/k.cu") == (
+        f'Kernel "k" computes a global-memory offset in 32-bit int arithmetic that overflows within the contracts\' '
+        f"dims (kernels/k.cu:4, {o.instruction}, for {o.access}): at B = 16777216, H = 256 and blockIdx.x = 131070, "
+        "threadIdx.x = 0 it is 4,294,901,760, past 2^31 - 1; compute it in 64 bits, e.g. (size_t)row * H + j.")
+
+
+@NVCC
+def test_offsets_computed_in_64_bits_or_inside_the_range_are_clean(tmp_path: Path) -> None:
+    ptx = _ptx(tmp_path, ROWS.format(t="int", store="(size_t)r * H", load="(size_t)r * H + 1"))
+    assert find_index_overflows(ptx, "k", [_rows(1 << 24, 256)]) == []
+    ptx = _ptx(tmp_path, ROWS.format(t="int", store="r * H", load="r * H + 1"))
+    assert find_index_overflows(ptx, "k", [_rows(1 << 22, 256)]) == []  # 2^30: inside int
+    assert len(find_index_overflows(ptx, "k", [_rows(1 << 22, 256), _rows(1 << 24, 256)])) == 1  # one per line
+
+
+@NVCC
+def test_unsigned_offsets_wrap_at_2_to_the_32(tmp_path: Path) -> None:
+    ptx = _ptx(tmp_path, ROWS.format(t="unsigned", store="r * H", load="r * H + 1"))
+    assert find_index_overflows(ptx, "k", [_rows(1 << 24, 256)]) == []  # 4294901760 fits unsigned
+    (o,) = find_index_overflows(ptx, "k", [_rows(1 << 25, 256)])
+    assert (o.signed, o.value) == (False, 8589869057)  # the load r * H + 1 comes first in the PTX (one finding per line)
+    assert "32-bit unsigned arithmetic" in o.message("k", "k.cu") and "past 2^32 - 1" in o.message("k", "k.cu")
+
+
+@NVCC
+def test_the_tail_block_a_row_guard_excludes_is_not_a_witness(tmp_path: Path) -> None:
+    # B * H = 2^31 exactly: the in-range rows reach (B - 1) * H < 2^31, only the last block's threads past
+    # B would compute 2^31 and more, and the guard stops them
+    ptx = _ptx(tmp_path, ROWS.format(t="int", store="r * H", load="r * H + 1"))
+    assert find_index_overflows(ptx, "k", [_rows(1 << 23, 256)]) == []
+
+
+@NVCC
+def test_a_loop_counter_counts_from_its_start(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* __restrict__ x, float* __restrict__ y, int B, int H) {
+    int r = blockIdx.x * 64 + threadIdx.x / 2;
+    if (r >= B) return;
+    for (int j = threadIdx.x % 2; j < H; j += 2) y[r * H + j] = x[(size_t)r * H + j];
+}
+"""
+    ptx = _ptx(tmp_path, body)
+    w = Witness({2: 1 << 24, 3: 256}, (128, 1, 1), (1 << 18, 1, 1), "B = 16777216, H = 256")
+    (o,) = find_index_overflows(ptx, "k", [w])
+    assert (o.line, o.exact, o.value) == (4, False, 4294934528) and "at least 4,294,934,528" in o.message("k", "k.cu")
+    assert o.access.startswith("st.global.f32")
+
+
+def test_unknown_values_and_other_state_spaces_are_never_findings() -> None:
+    head = ".visible .entry k(\n.param .u64 k_param_0,\n.param .u32 k_param_1\n)\n{\n"
+    loaded = head + """ld.param.u64 %rd1, [k_param_0];
+cvta.to.global.u64 %rd2, %rd1;
+ld.global.u32 %r1, [%rd2];
+ld.param.u32 %r2, [k_param_1];
+mul.lo.s32 %r3, %r1, %r2;
+mul.wide.s32 %rd3, %r3, 4;
+add.s64 %rd4, %rd2, %rd3;
+st.global.u32 [%rd4], %r3;
+mul.lo.s32 %r4, %r2, %r2;
+cvt.s64.s32 %rd5, %r4;
+st.shared.u32 [%rd5], %r4;
+sub.s32 %r5, 0, %r2;
+mov.u32 %r6, %r5;
+add.s32 %r6, %r6, %r1;
+mul.lo.s32 %r7, %r6, %r2;
+mul.wide.s32 %rd6, %r7, 4;
+add.s64 %rd7, %rd2, %rd6;
+st.global.u32 [%rd7], %r7;
+ret;
+}
+"""
+    w = Witness({1: 1 << 20}, (1, 1, 1), (1, 1, 1), "N = 1048576")
+    # %r1 is loaded (unknown); %r4 = N * N overflows but reaches a shared address only; %r6 counts by a
+    # loaded amount from -N (no lower bound)
+    assert find_index_overflows(loaded, "k", [w]) == []
+    # the same N * N into a global address is found
+    found = find_index_overflows(loaded.replace("st.shared.u32 [%rd5]", "st.global.u32 [%rd5]"), "k", [w])
+    assert [(o.instruction, o.value, o.exact) for o in found] == [("cvt.s64.s32 %rd5, %r4", 1 << 40, True)]
+
+
+def test_the_shipped_kernels_are_clean_and_their_witnesses_are_the_largest_dims(repo: Path) -> None:
+    cfg, cs = load_project(repo)
+    w = Wiring(cs)
+    (tob,) = index_witnesses(cs, w, cs.kernel("aux_trade_outcome_backward"))
+    assert tob.label == "B = 65536 (its largest), SH2 = 256, H = 128, K = 3" and tob.grid == (2048, 1, 1)
+    partial = index_witnesses(cs, w, cs.kernel("aux_weight_grad_partial"))
+    assert [x.label for x in partial] == ["B = 65536 (its largest), M = 256, N = 256, P = 128",
+                                          "B = 65536 (its largest), M = 128, N = 256, P = 128"]  # fmt: skip
+
+
+@NVCC
+def test_entry_index_overflows_reads_the_witnesses_of_the_contracts(tmp_path: Path, repo: Path) -> None:
+    cfg, cs = load_project(repo)
+    k = cs.kernel("strided_gather")
+    body = (repo / "kernels" / "strided_gather_kernel.cu").read_text()
+    safe = _ptx(tmp_path, body)
+    assert entry_index_overflows(cs, Wiring(cs), k, safe) == []
+    # the 32-bit form of its offset stays inside int at B = 65536 (65536 * 32), so it is clean too
+    narrow = _ptx(tmp_path, body.replace("(size_t)b * row_stride", "b * row_stride"))
+    assert entry_index_overflows(cs, Wiring(cs), k, narrow) == []
+    assert isinstance(find_index_overflows(narrow, k.symbol, [Witness({2: 1 << 27, 3: 32}, (256, 1, 1), (1 << 19, 1, 1), "B")])[0], IndexOverflow)
