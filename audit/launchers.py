@@ -186,6 +186,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             if not any(r.file == ref.file and r.line == ref.line and r.kind == ref.kind for r in refs):
                 refs.append(HostReference(ref.file, ref.line, ref.kind, ref.text, name, ref.call))
 
+    headers: dict[Path, dict[str, str]] = {}  # file-scope constants per header, read once per scan
     for rel in scan.files:
         path = root / rel
         try:
@@ -195,7 +196,9 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         if rel in own_only and not any(mark in text for mark in _HOST_MARKS):
             continue  # a kernel source with no host code in it (the usual case): nothing to lex
         lits, code = lex(text, language_of(rel))
-        sites = find_launches(text, language_of(rel), rel)
+        launches_here = language_of(rel) == "c" and ("<<<" in code or "cuLaunchKernel" in code)
+        included = included_constants(text, path, root, headers) if launches_here else None
+        sites = find_launches(text, language_of(rel), rel, included)
         scan.launch_sites.extend(sites)
         for site in sites:
             kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
@@ -222,6 +225,50 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             elif call and _IDENT.fullmatch(value) and not value.startswith("_Z"):
                 scan.unaudited.append(HostReference(rel, lit.line, "launch", value, None, call))
     return scan
+
+
+#: local includes followed from a launching file: this many levels, this many headers in all
+MAX_INCLUDE_DEPTH = 4
+MAX_INCLUDED_FILES = 64
+_LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
+
+
+def included_constants(text: str, path: Path, root: Path, cache: dict[Path, dict[str, str]] | None = None) -> dict[str, str]:
+    """The file-scope integer constants (:func:`audit.cuda.launches.file_constants`) of the local headers
+    ``text`` (the source at ``path``) includes with ``#include "..."``, followed into their own local
+    includes: what a launch in ``path`` sees besides its own file. A header is looked up next to the file
+    including it; one outside ``root``, unreadable or beyond :data:`MAX_INCLUDE_DEPTH` levels and
+    :data:`MAX_INCLUDED_FILES` files is skipped (its constants stay unknown, so the launches using them are
+    not compared). Later includes win, as a redefinition after them would.
+    """
+    from .cuda.launches import file_constants
+    from .untrusted import inside, read_regular, resolve
+
+    cache = {} if cache is None else cache
+    seen: set[Path] = set()
+    real = resolve(path)
+    if real is not None:
+        seen.add(real)
+
+    def walk(source: str, here: Path, depth: int) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for m in _LOCAL_INCLUDE.finditer(source):
+            header = resolve(here.parent / m.group(1))
+            if header is None or header in seen or len(seen) > MAX_INCLUDED_FILES or not inside(header, root):
+                continue
+            seen.add(header)
+            if header not in cache:
+                try:
+                    body = read_regular(header, MAX_FILE_BYTES).decode("utf-8", errors="replace")
+                except OSError:
+                    cache[header] = {}
+                    continue
+                nested = walk(body, header, depth + 1) if depth < MAX_INCLUDE_DEPTH else {}
+                cache[header] = {**nested, **file_constants(body)}
+            found.update(cache[header])
+        return found
+
+    return walk(text, path, 1)
 
 
 def launch_name(k) -> str:

@@ -7,13 +7,15 @@ The fixture (tests/data/launches) is three kernels launched the same way by host
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from audit.cli import main
-from audit.cuda.launches import find_launches, language_of, to_dim_expr
+from audit.cuda.launches import file_constants, find_launches, language_of, to_dim_expr
+from audit.launchers import included_constants
 
 DATA = Path(__file__).parent / "data" / "launches"
 HOSTS = ["kernels.cu", "cudarc.rs", "cupy_host.py", "driver.cpp"]
@@ -156,3 +158,121 @@ def test_local_constants_of_other_functions_are_not_seen() -> None:
     text = "void a() { int bs = 64; }\nvoid b(float* x, int n) { k<<<n, bs>>>(x, n); }\n"
     (site,) = find_launches(text, "c")
     assert site.block == ("bs", "1", "1")
+
+
+def test_file_scope_constants_are_seen_and_variables_are_not() -> None:
+    text = "const int BS = 128;\nint bs2 = 64;\nvoid h(float* x, int n) {\n  k<<<n, BS>>>(x, n);\n  k<<<n, bs2>>>(x, n);\n}\n"
+    assert [s.block for s in find_launches(text, "c")] == [("128", "1", "1"), ("bs2", "1", "1")]
+    # a header's constants (the launcher scan reads them) are seen, and lose to the file's own
+    (site,) = find_launches("void h(float* x, int n) { k<<<NT, TILE>>>(x, n); }", "c", included={"NT": "256", "TILE": "8"})
+    assert (site.grid[0], site.block[0]) == ("256", "8")
+    (site,) = find_launches("const int NT = 64;\nvoid h(float* x, int n) { k<<<NT, 1>>>(x, n); }", "c", included={"NT": "256"})
+    assert site.grid[0] == "64"
+    assert file_constants("namespace a { constexpr unsigned BM = 64u; struct S { static const int Q = 3; }; }") == {"BM": "64u"}
+    assert file_constants('#define MAX(a, b) \\\n  ((a) > (b) ? (a) : (b))\n#include "x.h"\nconst int N = 256;\n') == {"N": "256"}
+
+
+def test_template_arguments_are_read_with_local_constants_substituted() -> None:
+    text = "void h(float* x, int n) {\n  const int BM = 128;\n  gemm<BM, Tile<8, 2>><<<n, BM>>>(x, n);\n  plain<<<n, 1>>>(x, n);\n}\n"
+    assert [s.template_args for s in find_launches(text, "c")] == [("128", "Tile<8, 2>"), None]
+
+
+# GEOMETRY_DRIFT on small projects: a kernel source, a host file and the contracts
+
+_DRIFT_KERNEL = """[[kernel]]
+name = "{name}"
+source = "k.cu"
+cpp_name = "{cpp}"
+stage = "forward"
+grid = [{grid}]
+block = [{block}]
+params = [
+  {{ name = "y", dtype = "f32", shape = ["n"], role = "out" }},
+  {{ name = "n", kind = "scalar", dtype = "i32", value = "n" }},
+]
+[[schedule]]
+name = "s_{name}"
+[[schedule.step]]
+launch = "{name}"
+bind = {{ y = "y_{name}" }}
+[[buffer]]
+name = "y_{name}"
+dtype = "f32"
+shape = ["n"]
+"""
+
+
+def _drift(tmp_path: Path, capsys, files: dict[str, str], *kernels: dict[str, str]) -> list[str]:
+    """The GEOMETRY_DRIFT findings of a project with ``files`` and one contract per ``kernels`` entry."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "contracts").mkdir()
+    tables = "".join(_DRIFT_KERNEL.format(**k) for k in kernels)
+    (tmp_path / "contracts" / "k.toml").write_text('[dims]\nn = { min = 1, max = 4096 }\n' + tables)
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "GEOMETRY_DRIFT"])
+    return capsys.readouterr().out.splitlines()[:-1]
+
+
+def test_drift_leaves_a_host_variable_that_no_argument_or_dim_names_uncompared(tmp_path: Path, capsys) -> None:
+    """``rows`` is a parameter of the host function only: no value of it follows from the contract, so
+    grid.x is not compared (a probe value for it would be made up); block.x is, and drifts."""
+    host = '#include "k.cu"\nvoid run(float* y, int rows, int n) {\n  const int R = rows;\n  dim3 grid(R);\n  fill<<<grid, 128>>>(y, n);\n}\n'
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * n + threadIdx.x] = 0.f; }\n"
+    found = _drift(tmp_path, capsys, {"host.cu": host, "k.cu": kernel}, {"name": "fill", "cpp": "fill", "grid": '"n"', "block": "256"})
+    assert found == [
+        'host.cu:5: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "128" but its contract declares "256": '
+        "the launch gives 128 and the contract 256; update the contract or the launch."
+    ]
+
+
+def test_drift_resolves_file_scope_constants_of_included_headers(tmp_path: Path, capsys) -> None:
+    """host.cu includes k.cu, which includes k.cuh: its ``constexpr int NT = 256`` is the launch's block."""
+    files = {
+        "k.cuh": "#pragma once\nconstexpr int NT = 256;  // threads per block\n",
+        "k.cu": '#include "k.cuh"\n__global__ void __launch_bounds__(NT) fill(float* y, int n) { y[blockIdx.x * NT + threadIdx.x] = 0.f; }\n',
+        "host.cu": '#include "k.cu"\nvoid run(float* y, int n) {\n  dim3 block(NT);\n  fill<<<(n + NT - 1) / NT, block>>>(y, n);\n}\n',
+    }
+    found = _drift(tmp_path, capsys, files, {"name": "fill", "cpp": "fill", "grid": '"ceil_div(n, 256)"', "block": "128"})
+    assert found == [
+        'host.cu:4: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "256" but its contract declares "128": '
+        "the launch gives 256 and the contract 128; update the contract or the launch."
+    ]
+
+
+def test_drift_compares_a_template_launch_with_the_contract_of_its_instantiation(tmp_path: Path, capsys) -> None:
+    """tile<128> and tile<64> have one contract each; tile<2 * 32> is tile<64> (and drifts in its block);
+    tile<16> has no contract, and tile<T> no known instantiation: neither is compared."""
+    kernel = "template <int TILE>\n__global__ void tile(float* y, int n) { y[blockIdx.x * TILE + threadIdx.x] = 0.f; }\n"
+    host = (
+        '#include "k.cu"\n'
+        "void run(float* y, int n) {\n"
+        "  if (n >= 4096) {\n    const int BM = 128;\n    tile<BM><<<(n + BM - 1) / BM, BM>>>(y, n);\n"
+        "  } else {\n    const int BM = 64;\n    tile<BM><<<(n + BM - 1) / BM, BM>>>(y, n);\n  }\n"
+        "  tile<2 * 32><<<(n + 63) / 64, 32>>>(y, n);\n"
+        "  tile<16><<<(n + 15) / 16, 16>>>(y, n);\n"
+        "}\n"
+        "template <int T> void any(float* y, int n) { tile<T><<<n, T>>>(y, n); }\n"
+    )
+    found = _drift(
+        tmp_path, capsys, {"host.cu": host, "k.cu": kernel},
+        {"name": "tile_128", "cpp": "tile<128>", "grid": '"ceil_div(n, 128)"', "block": "128"},
+        {"name": "tile_64", "cpp": "tile< 64 >", "grid": '"ceil_div(n, 64)"', "block": "64"},
+    )  # fmt: skip
+    assert found == [
+        'host.cu:10: GEOMETRY_DRIFT Kernel "tile_64" is launched here with block.x = "32" but its contract declares "64": '
+        "the launch gives 32 and the contract 64; update the contract or the launch."
+    ]
+
+
+def test_included_constants_follow_only_regular_headers_inside_the_root(tmp_path: Path) -> None:
+    """A header outside the root, a FIFO (never opened to block), a missing one and an include cycle give
+    nothing and stop; the nested local header's constants are seen, and a later include wins."""
+    root = tmp_path / "p"
+    (root / "inc").mkdir(parents=True)
+    (tmp_path / "outside.cuh").write_text("const int SECRET = 1;\n")
+    os.mkfifo(root / "pipe.cuh")
+    (root / "inc" / "a.cuh").write_text('#include "a.cuh"\n#include "b.cuh"\nconst int A = 2;\nconst int B = 3;\n')
+    (root / "inc" / "b.cuh").write_text('#include "a.cuh"\n#define B 4\n#define C 5\n')
+    text = '#include "../outside.cuh"\n#include "pipe.cuh"\n#include "missing.cuh"\n#include "inc/a.cuh"\n'
+    assert included_constants(text, root / "host.cu", root) == {"B": "3", "C": "5", "A": "2"}

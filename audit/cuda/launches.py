@@ -4,7 +4,9 @@ One reader for the four ways host code launches a kernel, used by the launcher s
 launch of that kernel) and by ``wireup init`` (its geometry becomes the contract's):
 
 * CUDA C++ (``.cu``, ``.cuh``, ``.cpp``): ``name<<<grid, block, smem, stream>>>(args)``, with ``dim3``
-  variables (``dim3 grid(x, y)``) and local constants resolved;
+  variables (``dim3 grid(x, y)``), local constants and file-scope ones (:func:`file_constants`, of the
+  file and of the headers the caller read for it) resolved, and explicit template arguments
+  (``name<128, 8><<<...>>>``) kept;
 * Rust with cudarc: ``LaunchConfig { grid_dim, block_dim, shared_mem_bytes }`` (or
   ``LaunchConfig::for_num_elems(n)``) passed to ``func.launch(cfg, (args))`` or to
   ``stream.launch_builder(&func).arg(..)...launch(cfg)``, the function fetched by ``load_function("name")``
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 
 from .hostlex import Literal, language_of, lex
 
-__all__ = ["LaunchSite", "find_launches", "language_of", "to_dim_expr"]
+__all__ = ["LaunchSite", "file_constants", "find_launches", "language_of", "template_arguments", "to_dim_expr"]
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CHEVRON = re.compile(rf"\b({_IDENT}(?:\s*::\s*{_IDENT})*)\s*(<[^<>;{{}}()]*(?:<[^<>;{{}}()]*>[^<>;{{}}()]*)*>)?\s*<<<")
@@ -50,7 +52,8 @@ class LaunchSite:
     ``grid`` and ``block`` are three expressions (missing components are ``"1"``); ``shared`` is the
     dynamic shared memory (``"0"`` where none is given); ``args`` the launch's arguments in order. A
     component the reader could not see is None (a ``LaunchConfig`` built elsewhere, say), and ``notes``
-    say why.
+    say why. ``template_args`` are the explicit template arguments of a ``<<<...>>>`` launch
+    (``gemm<BM, 8><<<...>>>`` with ``const int BM = 128`` gives ``("128", "8")``), None where it has none.
     """
 
     kernel: str
@@ -62,6 +65,7 @@ class LaunchSite:
     shared: str | None
     args: tuple[str, ...] | None
     notes: tuple[str, ...] = field(default=())
+    template_args: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -107,6 +111,25 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
     return parts
 
 
+def template_arguments(text: str) -> tuple[str, ...]:
+    """The arguments of a template argument list ``<...>`` (the brackets included), split at its top-level
+    commas: ``<Tile<64, 8>, 128>`` -> ``("Tile<64, 8>", "128")``."""
+    inner = text.strip()[1:-1]
+    parts, depth, cur = [], 0, []
+    for ch in inner:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return tuple(" ".join(p.split()) for p in parts if p.strip())
+
+
 def _line_at(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
@@ -116,10 +139,10 @@ def _restore(text: str, code: str, a: int, b: int) -> str:
     return " ".join(text[a:b].split())
 
 
-def _definitions(text: str, code: str, before: int, language: str) -> dict[str, str]:
+def _definitions(text: str, code: str, before: int, language: str, outer: dict[str, str] | None = None) -> dict[str, str]:
     """Local constants visible at ``before``: ``NAME = EXPR;`` (C, Rust ``let``) and ``#define NAME V``,
-    the last one before the position winning."""
-    defs: dict[str, str] = {}
+    the last one before the position winning over ``outer`` (the file-scope constants)."""
+    defs: dict[str, str] = dict(outer or {})
     for m in _DEFINE.finditer(text, 0, before):
         defs[m.group(1)] = m.group(2).strip()
     start = _scope_start(code, before, language)
@@ -162,6 +185,45 @@ def _scope_start(code: str, before: int, language: str) -> int:
         elif ch == "}":
             depth = max(0, depth - 1)
     return start if depth else before
+
+
+_FILE_CONST = re.compile(
+    rf"(?:(?:static|inline|extern|const|constexpr|__host__|__device__|__constant__)\s+)*"
+    rf"(?:(?:unsigned|signed|short|long|int|size_t|std\s*::\s*size_t|u?int(?:8|16|32|64)_t|auto)\s+)+"
+    rf"({_IDENT})\s*=\s*([^=].*)"
+)
+
+_PREPROCESSOR = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*$", re.MULTILINE)  # a directive, continued lines included
+
+
+def file_constants(text: str) -> dict[str, str]:
+    """The integer constants a C++ source declares at file or namespace scope, where a launch in it or in a
+    file including it sees them: ``const int NT = 256;``, ``constexpr unsigned BM = 64;`` and object-like
+    ``#define NAME V``. A variable that is not ``const`` or ``constexpr`` is no constant and is left out.
+
+    >>> file_constants("#define TILE 16\\nconst int NT = 256;\\nint counter = 0;\\nvoid f() { const int x = 1; }")
+    {'TILE': '16', 'NT': '256'}
+    """
+    if len(text) > _MAX_TEXT:
+        return {}
+    _, code = lex(text, "c")
+    found = {m.group(1): m.group(2).strip() for m in _DEFINE.finditer(code)}
+    scopes: list[bool] = []  # per open brace: a namespace or extern "C" block, whose declarations are file scope
+    start = 0
+    for brace in re.finditer(r"[{};]", code):
+        i, ch = brace.start(), brace.group(0)
+        if ch == ";" and all(scopes):
+            stmt = " ".join(_PREPROCESSOR.sub("", code[start:i]).split())
+            m = _FILE_CONST.fullmatch(stmt)
+            if m and re.match(r"(?:\w+\s+)*?(?:const|constexpr)\b", stmt):
+                found[m.group(1)] = " ".join(_PREPROCESSOR.sub("", text[start:i]).split()).split("=", 1)[1].strip()
+        elif ch == "{":
+            head = _PREPROCESSOR.sub("", code[start:i])
+            scopes.append(bool(re.search(r"(?:\bnamespace\b[\w\s:]*|\bextern\s*\"\s*\")\s*$", head)))
+        elif ch == "}" and scopes:
+            scopes.pop()
+        start = i + 1
+    return found
 
 
 def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
@@ -221,7 +283,7 @@ def _three(expr: str, defs: dict[str, str], keep: set[str]) -> tuple[str, str, s
 # the four launch styles
 
 
-def _cuda_launches(text: str, code: str, file: str) -> list[LaunchSite]:
+def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
     sites = []
     for m in _CHEVRON.finditer(code):
         name = re.sub(r"\s+", "", m.group(1)).split("::")[-1]
@@ -237,12 +299,16 @@ def _cuda_launches(text: str, code: str, file: str) -> list[LaunchSite]:
             continue
         close = _close(code, paren)
         args = tuple(a for a in (" ".join(x.split()) for x in _split_top(text[paren + 1 : close])) if a)
-        defs = _definitions(text, code, m.start(), "c")
+        defs = _definitions(text, code, m.start(), "c", outer)
         keep = set(args)
         grid = _three(config[0], defs, keep) if config else None
         block = _three(config[1], defs, keep) if len(config) > 1 else None
         shared = _substitute(config[2], defs, keep) if len(config) > 2 and config[2] else "0"
-        sites.append(LaunchSite(name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args))
+        targs = None
+        if m.group(2):
+            targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(text[m.start(2) : m.end(2)]))
+        sites.append(LaunchSite(name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
+                                template_args=targs))  # fmt: skip
     return sites
 
 
@@ -350,7 +416,7 @@ def _cupy_launches(text: str, code: str, lits: list[Literal], file: str) -> list
     return sites
 
 
-def _driver_launches(text: str, code: str, lits: list[Literal], file: str) -> list[LaunchSite]:
+def _driver_launches(text: str, code: str, lits: list[Literal], file: str, outer: dict[str, str]) -> list[LaunchSite]:
     names = _getter_names(text, code, lits, "c")
     sites = []
     for m in re.finditer(r"\bcuLaunchKernel\s*\(", code):
@@ -358,7 +424,7 @@ def _driver_launches(text: str, code: str, lits: list[Literal], file: str) -> li
         parts = _split_top(text[m.end() : close])
         if len(parts) < 9 or parts[0].strip() not in names:
             continue
-        defs = _definitions(text, code, m.start(), "c")
+        defs = _definitions(text, code, m.start(), "c", outer)
         # the kernel's arguments: void* args[] = { &x, &y, &n }; passed as the tenth argument
         args: tuple[str, ...] | None = None
         notes: tuple[str, ...] = ()
@@ -376,17 +442,21 @@ def _driver_launches(text: str, code: str, lits: list[Literal], file: str) -> li
     return sites
 
 
-def find_launches(text: str, language: str, file: str = "") -> list[LaunchSite]:
-    """Every launch site of ``text`` (a host source in ``language``: "c", "rust", "python"), in order."""
+def find_launches(text: str, language: str, file: str = "", included: dict[str, str] | None = None) -> list[LaunchSite]:
+    """Every launch site of ``text`` (a host source in ``language``: "c", "rust", "python"), in order.
+
+    A C++ launch sees the file-scope constants of ``text`` (:func:`file_constants`) and ``included``: those
+    of the headers it includes, which the caller reads (this module reads no files)."""
     if len(text) > _MAX_TEXT:
         return []
     lits, code = lex(text, language)
     sites: list[LaunchSite] = []
     if language == "c":
+        outer = {**(included or {}), **file_constants(text)} if "<<<" in code or "cuLaunchKernel" in code else {}
         if "<<<" in code:
-            sites += _cuda_launches(text, code, file)
+            sites += _cuda_launches(text, code, file, outer)
         if "cuLaunchKernel" in code:
-            sites += _driver_launches(text, code, lits, file)
+            sites += _driver_launches(text, code, lits, file, outer)
     elif language == "rust":
         sites += _cudarc_launches(text, code, lits, file)
     elif language == "python":

@@ -6,6 +6,12 @@ is :mod:`audit.launchers`.
 its launcher, as the reference user's phase A did ("dead code — no launcher"); escalate it in CI once
 launchers are expected. ``UNAUDITED_KERNEL`` is an error: host code running a kernel nobody contracted is
 what the tool exists to catch.
+
+``GEOMETRY_DRIFT`` compares each launch site's grid, block and shared memory with the contract: host
+variables passed as integer arguments stand for their parameters' values, dim names for themselves; an
+expression with any other host name is not compared (its value is unknown, never probed). A launch with
+explicit template arguments is compared only with the contract whose ``cpp_name`` names that
+instantiation (docs/contracts.md, "Launchers").
 """
 
 from __future__ import annotations
@@ -128,6 +134,37 @@ def _first_difference(ctx: CheckContext, k, a, b) -> tuple[dict[str, int], int, 
     return None
 
 
+def _instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
+    """Template arguments as two spellings of one instantiation share them: an integer expression by its
+    value (``(64 * 2)``, ``128u`` -> ``"128"``), anything else without spaces (``unsigned int`` ->
+    ``"unsignedint"``)."""
+    from ..cuda.launches import to_dim_expr
+    from ..dims import ExprError, parse_expr
+
+    out = []
+    for arg in args:
+        text, _why = to_dim_expr(arg, {})
+        value = None
+        if text is not None:
+            try:
+                value = parse_expr(text).constant
+            except (ExprError, ArithmeticError):
+                value = None
+        out.append(str(value) if value is not None else "".join(arg.split()))
+    return tuple(out)
+
+
+def _contract_instantiation(k) -> tuple[str, ...] | None:
+    """The template arguments of the instantiation a contract's ``cpp_name`` names (``gemm<128, 8>`` ->
+    ``("128", "8")``), None where it names none."""
+    from ..cuda.launches import template_arguments
+
+    name = (k.cpp_name or "").strip()
+    if "<" not in name or not name.endswith(">"):
+        return None
+    return _instantiation(template_arguments(name[name.index("<") :]))
+
+
 @rule("GEOMETRY_DRIFT", "Host code launches each contracted kernel with the grid, block and dynamic shared memory its contract declares.", "launchers")
 def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
@@ -141,6 +178,11 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
             by_name.setdefault(name, []).append(k)
     for site in scan.launch_sites:
         kernels = by_name.get(site.kernel, [])
+        if site.template_args is not None:
+            # gemm<128><<<...>>> runs one instantiation: only the contract whose cpp_name names it describes
+            # that launch; where none does (or an argument is not known), the launch is not compared
+            want = _instantiation(site.template_args)
+            kernels = [k for k in kernels if _contract_instantiation(k) == want]
         for k in kernels:
             contract = {
                 **{f"grid.{ax}": e for ax, e in zip("xyz", k.grid)},
@@ -154,10 +196,15 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
                 host.update({f"block.{ax}": e for ax, e in zip("xyz", site.block)})
             if site.shared is not None:
                 host["shared_bytes"] = site.shared
+            known = set(ctx.cs.dim_map) | set(k.dims)
             for key, text in host.items():
                 expr, _why = _host_in_contract_terms(k, site, text)
                 if expr is None:
                     continue  # a host expression the reader cannot translate is not compared
+                if not expr.names <= known | contract[key].names:
+                    # a host variable that is no kernel argument and no dim (``batch`` in ``const int B =
+                    # batch``) has no value the contract gives: any probe value for it would be made up
+                    continue
                 diff = _first_difference(ctx, k, contract[key], expr)
                 if diff is None:
                     continue
