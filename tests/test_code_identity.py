@@ -25,7 +25,7 @@ import pytest
 
 from audit.api import load_project
 from audit.cli import main
-from audit.compile import NotACubin, build_kernels, code_hash
+from audit.compile import NotACubin, build_kernels, code_hash, code_size
 from audit.compile._identity import is_descriptive
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,6 +62,19 @@ def test_the_same_code_built_in_two_checkouts_and_through_two_toolkit_paths_has_
     # the third one's line table is shorter, so the sections after it sit at other offsets
     offsets = {name: sections(b)[".nv.info.strided_gather"][0] for name, b in blobs.items()}
     assert offsets["checkout_a"] == offsets["checkout_b"] != offsets["toolkit_elsewhere"]
+
+
+def test_the_code_size_counts_what_the_code_hash_takes_whole():
+    """The report shows code_size, not the file's size, which follows the length of the paths in the line
+    tables (a CUTLASS source's cubin built in a worktree at another path was 128 bytes longer)."""
+    blobs = {p.stem.split(".")[1]: p.read_bytes() for p in sorted(CUBINS.glob("strided_gather.*.cubin"))}
+    assert {code_size(b) for b in blobs.values()} == {2897}  # three different files, one code size
+    data = blobs["checkout_a"]
+    assert sections(data)[".text.strided_gather"][1] < code_size(data) < len(data)
+    # it counts bytes, whatever they hold: a changed byte of code or of a line table leaves it as it is
+    assert code_size(flipped(data, ".debug_line", 0)) == code_size(flipped(data, ".text.strided_gather", 0)) == 2897
+    with pytest.raises(NotACubin):
+        code_size(b"not an ELF image" * 8)
 
 
 @pytest.mark.parametrize("section", [".text.strided_gather", ".nv.info.strided_gather", ".nv.constant0.strided_gather", ".symtab", ".nv.info"])

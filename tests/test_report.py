@@ -522,7 +522,7 @@ def test_layout_diff_against_a_base_revision(tmp_path: Path, no_nvcc: None) -> N
 @pytest.mark.nvcc
 def test_build_facts_in_the_report(tmp_path: Path) -> None:
     text = render(copy_project(tmp_path), history=False)
-    assert re.search(r"\*\*Build:\*\* cubin `forward_kernel\.cubin` [\d,]+ B( \([\d.]+ KiB\))? · \d+ registers · static shared", text)
+    assert re.search(r"\*\*Build:\*\* cubin `forward_kernel\.cubin` · code [\d,]+ B( \([\d.]+ KiB\))? · \d+ registers · static shared", text)
     assert re.search(r"\| compiled \| ✅ 5 of 5 \(nvcc ", text)
 
 

@@ -14,7 +14,7 @@ information and toolchain notes left out), the key GPU evidence is recorded unde
 """
 
 from ._compile import build_kernels as build_kernels, committed_cache_files as committed_cache_files, effective_flags as effective_flags
-from ._identity import CODE_HASH_VERSION as CODE_HASH_VERSION, NotACubin as NotACubin, code_hash as code_hash
+from ._identity import CODE_HASH_VERSION as CODE_HASH_VERSION, NotACubin as NotACubin, code_hash as code_hash, code_size as code_size
 from ._toolchain import NVCC_MISSING as NVCC_MISSING, find_nvcc as find_nvcc
 from ._types import (
     BuildResult as BuildResult,

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from ..errors import EnvironmentProblem, UsageError
 from ..hashing import files_hash, include_closure
 from ..untrusted import resolve, source_refusal
-from ._identity import NotACubin, code_hash
+from ._identity import NotACubin, code_hash, code_size
 from ._packages import package_includes
 from ._toolchain import NVCC_MISSING, find_demangler, find_nvcc, find_ptxas, nvcc_version, ptxas_options
 from ._types import BuildResult, SourceBuild
@@ -357,10 +357,10 @@ class _Job:
             diagnostics = parse_diagnostics(log, self.root, name)
             entries = self._finish_entries(entries, resources)
             data = cubin.read_bytes() if ok else None
-            code = None
+            code = size = None
             if data is not None:
                 try:
-                    code = code_hash(data)
+                    code, size = code_hash(data), code_size(data)
                 except NotACubin as exc:
                     ok, data = False, None
                     log += f"ptxas wrote {cubin.name}, which is not a cubin ({exc}).\n"
@@ -377,6 +377,7 @@ class _Job:
                 cubin_sha256=hashlib.sha256(data).hexdigest() if data is not None else None,
                 cubin_size=len(data) if data is not None else None,
                 code_sha256=code,
+                code_size=size,
             )
             # a failure with no located diagnostic (a crash, a timeout, a missing host compiler) may
             # not repeat: it is reported but not cached

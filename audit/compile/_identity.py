@@ -59,6 +59,24 @@ def code_hash(data: bytes) -> str:
     return h.hexdigest()
 
 
+def code_size(data: bytes) -> int:
+    """Bytes of the sections the code hash takes whole (the SASS, kernel attributes, constants, symbols and
+    relocations of the code; not the debug sections, the toolchain note or memory that has no bytes in the
+    file): the size of what the GPU loads, the same in every checkout, unlike the file's size, which
+    follows the length of the source paths in the line tables.
+
+    Raises :class:`NotACubin` for bytes that are not a 64-bit little-endian ELF image.
+    """
+    total = 0
+    for part in _canonical_parts(data):
+        if part.startswith(b"section\0"):
+            name_end = part.index(b"\0", 8)
+            sh_type, _flags, _addr, _link, _info, _align, _entsize, sh_size = struct.unpack_from("<IQQIIQQQ", part, name_end + 1)
+            if sh_type != _SHT_NOBITS:
+                total += sh_size
+    return total
+
+
 def _canonical_parts(data: bytes):
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         raise NotACubin("not a 64-bit little-endian ELF image")

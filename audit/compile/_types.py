@@ -128,6 +128,19 @@ class SourceBuild:
     cubin_size: int | None = None
     code_sha256: str | None = None  # audit.compile.code_hash of the cubin: what the GPU runs
     seconds: float = 0.0
+    code_size: int | None = None  # audit.compile.code_size of the cubin (None: not computed yet, see code_bytes)
+
+    def code_bytes(self) -> int | None:
+        """:func:`audit.compile.code_size` of the cubin, the same in every checkout (the file's size is not:
+        its line tables name the source paths); computed from the cubin where the cache entry predates it."""
+        if self.code_size is None and self.cubin is not None:
+            from ._identity import NotACubin, code_size
+
+            try:
+                self.code_size = code_size(self.cubin.read_bytes())
+            except (OSError, NotACubin):
+                return None
+        return self.code_size
 
     @property
     def first_error(self) -> Diagnostic | None:
@@ -150,6 +163,7 @@ class SourceBuild:
             "cubin_sha256": self.cubin_sha256,
             "cubin_size": self.cubin_size,
             "code_sha256": self.code_sha256,
+            "code_size": self.code_size,
         }
 
     @classmethod
@@ -172,6 +186,7 @@ class SourceBuild:
             cubin_sha256=meta["cubin_sha256"],
             cubin_size=meta["cubin_size"],
             code_sha256=meta["code_sha256"],
+            code_size=meta.get("code_size"),  # entries written before it: code_bytes() computes it
         )
 
 

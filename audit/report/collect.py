@@ -339,7 +339,7 @@ def _sites_text(sites: list[str]) -> str:
 
 def _compiled_status(b: BuildView) -> Status:
     if b.state == "ok":
-        return Status(OK, format_bytes(b.cubin_size) if b.cubin_size is not None else "compiled")
+        return Status(OK, f"code {format_bytes(b.code_size)}" if b.code_size is not None else "compiled")
     if b.state == "failed":
         return Status(BAD, "compile failed")
     return Status(NONE, b.text)
@@ -404,7 +404,7 @@ def _build_view(build: Any, k: Kernel) -> BuildView:
         return BuildView("not_built", "no build result", cubin)
     if not source_build.ok:
         return BuildView("failed", "compile failed", cubin)
-    view = BuildView("ok", "compiled", cubin, source_build.cubin_size)
+    view = BuildView("ok", "compiled", cubin, source_build.code_bytes())
     if entry is not None:
         view.registers = entry.registers
         view.spill_stores = entry.spill_stores

@@ -57,7 +57,7 @@ class BuildView:
     state: str  # ok | failed | not_built | unavailable
     text: str
     cubin: str = ""
-    cubin_size: int | None = None
+    code_size: int | None = None  # audit.compile.code_size: the same in every checkout, unlike the file's size
     registers: int | None = None
     spill_stores: int | None = None
     spill_loads: int | None = None
