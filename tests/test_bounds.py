@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.cuda.bounds import Overrun, find_overruns, integer_constants
+from audit.cuda.bounds import Instance, Overrun, find_overruns, integer_constants
 from audit.hashing import include_closure
 
 REPO = Path(__file__).resolve().parents[1]
@@ -382,3 +382,80 @@ def test_the_kcontig_loader_survivor_of_sgemm_tile_is_found():
     found = find_overruns("".join(lines), header_constants(header))
     assert {(o.array, o.extent, o.loops[0][3]) for o in found} == {("reg", "kPer", 43)}
     assert find_overruns(text, header_constants(header)) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# thread terms of an index, template instances (the SGEMM tile pattern of the foreign trial, findings 8 and 9)
+
+TILE = (
+    "#define BS 32\n__global__ void tile(const float* x, float* out) {\n    __shared__ float s[BS * BS];\n"
+    "    const int tx = threadIdx.x % BS, ty = threadIdx.x / BS;\n    float acc = 0.f;\n"
+    "    for (int d = 0; d < BS; ++d) acc += s[d * BS + tx];\n    out[threadIdx.x] = acc;\n}\n"
+)
+
+
+@pytest.mark.parametrize("use", ["s[d * BS + tx]", "s[d * BS + threadIdx.x % BS]", "s[BS * d + (threadIdx.x) % BS]"])
+def test_thread_modulo_term_is_evaluated_over_its_range(use: str) -> None:
+    src = TILE.replace("d < BS", "d <= BS").replace("s[d * BS + tx]", use)
+    (o,) = find_overruns(src)
+    assert (o.line, o.array, o.low, o.high) == (6, "s", 0, 32 * 32 + 31)
+    assert o.threads == "threadIdx.x % 32 = 0 .. 31 (the threads of a block of at least 32)"
+    assert o.message("k.cu") == (
+        f'k.cu:6: "{use}" indexes the shared array "s" of 1024 elements (declared at line 3) with d = 0 .. 32 (the '
+        "loop at line 6) and threadIdx.x % 32 = 0 .. 31 (the threads of a block of at least 32): index 1055 is out of "
+        "bounds, undefined behaviour the compiler may hide."
+    )
+    assert find_overruns(TILE.replace("s[d * BS + tx]", use)) == []  # d < BS stays within the tile
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("    for (int d", "    if (tx < 16) for (int d"),  # a guard on the thread
+        ("    for (int d", "    if (threadIdx.x >= 16) return;\n    for (int d"),  # an early exit of some threads
+        ("acc += s[d * BS + tx]", "acc += tx < 1 ? 0.f : s[d * BS + tx]"),
+        ("s[d * BS + tx]", "s[ty * BS + d]"),  # threadIdx.x / BS: its range needs the block
+        ("s[d * BS + tx]", "s[d * BS + threadIdx.x]"),
+        ("s[d * BS + tx]", "s[d * BS + 2 * threadIdx.x % BS]"),  # (2 * tid) % BS: not a bare thread index
+        ("const int tx = threadIdx.x % BS,", "int tx = threadIdx.x % BS; tx += 1; const int"),  # assigned again
+        ("s[d * BS + tx]", "s[d * BS + threadIdx.y % BS]"),
+    ],
+)
+def test_unknown_or_guarded_thread_term_is_skipped(change: tuple[str, str]) -> None:
+    src = TILE.replace("d < BS", "d <= BS").replace(*change)
+    assert change[0] in TILE and find_overruns(src) == []
+
+
+def test_block_extent_of_the_instance_gives_the_thread_range() -> None:
+    src = TILE.replace("d < BS", "d <= BS").replace("s[d * BS + tx]", "s[ty * BS + d]")
+    (o,) = find_overruns(src, None, [Instance.of("tile", 1024)])
+    assert (o.line, o.low, o.high) == (6, 0, 1024)
+    assert "and threadIdx.x = 0 .. 1023 (the block of \"tile\"): index 1024 is out of bounds" in o.message("k.cu")
+    assert find_overruns(TILE.replace("s[d * BS + tx]", "s[ty * BS + d]"), None, [Instance.of("tile", 1024)]) == []
+    assert find_overruns(src, None, [Instance.of("other", 1024)]) == []  # the block of another kernel
+
+
+TEMPLATE = (
+    "template <typename T, const int BS, int kPad = 0>\n__global__ void tile_t(const T* x, T* out) {\n"
+    "    __shared__ T s[BS * BS];\n    T acc = 0;\n    for (int d = 0; d < BS; ++d) acc += s[d * BS];\n"
+    "    out[threadIdx.x] = acc;\n}\n"
+)
+
+
+def test_template_instance_binds_non_type_parameters() -> None:
+    bad = TEMPLATE.replace("d < BS", "d <= BS")
+    assert find_overruns(bad) == []  # no instantiation named: the extent is unknown, the use skipped
+    (o,) = find_overruns(bad, None, [Instance.of("ns::tile_t<float, 16>")])
+    assert (o.line, o.size, o.high, o.instance) == (5, 256, 256, "ns::tile_t<float, 16>")
+    assert o.message("k.cu") == (
+        'k.cu:5: "s[d * BS]" indexes the shared array "s" of 256 elements (declared at line 3) in '
+        '"ns::tile_t<float, 16>" with d = 0 .. 16 (the loop at line 5): index 256 is out of bounds, undefined '
+        "behaviour the compiler may hide."
+    )
+    assert find_overruns(TEMPLATE, None, [Instance.of("tile_t<float, 16>"), Instance.of("tile_t<double, 32>")]) == []
+    assert find_overruns(bad, None, [Instance.of("tile_u<float, 16>"), Instance.of("tile_t<float, n>")]) == []
+
+
+def test_instance_of_parses_cpp_names() -> None:
+    assert Instance.of("k") == Instance("k", (), None, "k")
+    assert Instance.of("a::b::gemm<float, Tile<2, 3>, (4 > 2) * 8>", 128).args == ("float", "Tile<2, 3>", "(4 > 2) * 8")

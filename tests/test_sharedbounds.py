@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from audit.api import load_project
-from audit.cuda.bounds import find_overruns, included_constants
+from audit.cuda.bounds import Instance, find_overruns, included_constants
 from audit.cuda.cache import AnalysisCache
 from audit.cuda.sharedbounds import SharedOverrun, find_shared_overruns
 from audit.cuda.static import kernel_code_findings
@@ -183,3 +183,50 @@ def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
     assert [rule for rule, _ in hits] == ["SHARED_ARRAY_BOUNDS"]
     assert hits[0][1].startswith('benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu:252: "(&smem.tiles[q][0][0])[e]" reaches '
                                  'flat element q * 2048 + e of the shared array "smem.tiles" (2 x 64 x 32 = 4096')
+
+
+def test_thread_term_beside_a_strided_loop_is_skipped() -> None:
+    # e and threadIdx.x % 8 vary together over the threads: their free combinations are not all reached
+    src = _kernel("    __shared__ float s[kN];\n    for (int e = threadIdx.x; e < kN - 8; e += blockDim.x) s[e + threadIdx.x % 8 + 1] = 0.0f;")
+    assert find_shared_overruns(src) == []
+
+
+def test_template_instance_of_a_strided_loop() -> None:
+    src = ("template <int kT>\n__global__ void z(float* o) {\n    __shared__ float s[kT];\n"
+           "    for (int e = threadIdx.x; e <= kT; e += blockDim.x) s[e] = 0.0f;\n}\n")
+    assert find_shared_overruns(src) == []
+    (o,) = find_shared_overruns(src, None, [Instance.of("z<128>", 128)])
+    assert (o.line, o.size, o.high, o.instance) == (4, 128, 128, "z<128>")
+    assert o.message("k.cu").startswith('k.cu:4: "s[e]" indexes the shared array "s" of 128 elements (declared at line 3) in "z<128>" with e = 0 .. 128')
+
+
+def test_rule_reads_cpp_name_and_block_of_the_contracts(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    kernel = ("#define BS 16\ntemplate <int kT>\n__global__ void tile_t(const float* x, float* out) {\n"
+              "    __shared__ float s[kT * kT];\n    float acc = 0.f;\n"
+              "    for (int d = 0; d <= kT; ++d) acc += s[d * kT + threadIdx.x % kT];\n    out[threadIdx.x] = acc;\n}\n"
+              "template __global__ void tile_t<16>(const float*, float*);\n")
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "k.cu").write_text(kernel)
+    (tmp_path / "wireup.toml").write_text('select = ["build"]\n')
+    (tmp_path / "contracts" / "k.toml").write_text(
+        '[[buffer]]\nname = "x"\ndtype = "f32"\nshape = [256]\nkind = "input"\n\n[[buffer]]\nname = "out_t"\ndtype = "f32"\n'
+        'shape = [256]\n\n[[kernel]]\nname = "tile_t"\nsource = "k.cu"\ncpp_name = "tile_t<16>"\nstage = "forward"\n'
+        'grid = [1]\nblock = [256]\nparams = [\n  { name = "x", dtype = "f32", shape = [256], role = "in" },\n'
+        '  { name = "out", dtype = "f32", shape = [256], role = "out" },\n]\n\n[[schedule]]\nname = "s"\n'
+        '[[schedule.step]]\nlaunch = "tile_t"\nbind = { x = "x", out = "out_t" }\n'
+    )
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "audit", "check", "--select", "LOCAL_ARRAY_BOUNDS,SHARED_ARRAY_BOUNDS"]
+    got = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert ('k.cu:6: LOCAL_ARRAY_BOUNDS "s[d * kT + threadIdx.x % kT]" indexes the shared array "s" of 256 elements '
+            '(declared at line 4) in "tile_t<16>" with d = 0 .. 16 (the loop at line 6) and threadIdx.x = 0 .. 255 '
+            '(the block of "tile_t<16>"): index 271 is out of bounds') in got.stdout
+    (tmp_path / "k.cu").write_text(kernel.replace("d <= kT", "d < kT"))
+    shutil.rmtree(tmp_path / ".wireup-cache", ignore_errors=True)
+    got = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert got.returncode == 0, got.stdout + got.stderr

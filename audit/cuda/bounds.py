@@ -6,6 +6,17 @@ array of constant extents has its index evaluated over the values that the enclo
 their variables, and each index that leaves ``[0, extent)`` is reported. Anything it cannot evaluate (a run-time
 bound, a template extent, another name in the index, a guard comparing the loop variable) is skipped.
 
+The thread index may be part of an index (``s[d * BS + threadIdx.x % BS]``, directly or through a variable
+initialised to an expression of it and never assigned again): ``threadIdx.x % C`` (C a positive constant)
+is evaluated over ``0 .. C - 1``, the values it takes in any block of at least C threads; any other use of
+``threadIdx.x`` (``threadIdx.x / C``, ``threadIdx.x`` itself) only over the block of a kernel whose
+contract gives its x extent (an :class:`Instance`). A use whose thread term is neither, or that a condition
+on the thread index may keep some threads from (an ``if``/``while``/``for`` around it, an earlier ``if``
+that returns, a ``?`` in its statement), is skipped. A template kernel's extents are evaluated with the
+non-type template arguments of the instantiation its contract names (``cpp_name = "tile<32>"``): each
+:class:`Instance` has its function read once more with them bound; a template no contract instantiates
+keeps its unknown extents (only the symbolic ``v <= E`` over ``a[E]`` is reported there).
+
 >>> src = ('constexpr int kN = 4;\\n__global__ void k(float* o) {\\n    float v[kN];\\n'
 ...        '    for (int i = 0; i <= kN; ++i) v[i] = o[i];\\n}\\n')
 >>> [(o.line, o.array, o.size, o.index, o.low, o.high, o.loops) for o in find_overruns(src)]
@@ -56,6 +67,37 @@ _COMPARE: dict[str, Callable[[int, int], bool]] = {
 
 
 @dataclass(frozen=True)
+class Instance:
+    """A kernel of the contracts as its source defines it: the function's name, the template arguments its
+    ``cpp_name`` gives (none: not a template instantiation) and the x extent of its block where every
+    launch of it agrees (None: unknown). The checks read that function once more with them known.
+
+    >>> Instance.of("ns::tile_t<32, kN * 2>", 256)
+    Instance(function='tile_t', args=('32', 'kN * 2'), block_x=256, label='ns::tile_t<32, kN * 2>')
+    """
+
+    function: str
+    args: tuple[str, ...] = ()
+    block_x: int | None = None
+    label: str = ""  # the kernel's cpp_name (or entry) as written, for messages
+
+    @classmethod
+    def of(cls, name: str, block_x: int | None = None) -> Instance:
+        """The instance that a kernel's ``cpp_name`` (or entry) ``name`` and block x extent describe."""
+        head, _, rest = name.partition("<")
+        args: list[str] = []
+        depth, piece = 0, ""
+        for ch in rest.strip().removesuffix(">") if rest else "":
+            depth += (ch in "<([") - (ch in ">)]")
+            if ch == "," and depth == 0:
+                args, piece = [*args, piece.strip()], ""
+            else:
+                piece += ch
+        args += [piece.strip()] if piece.strip() else []
+        return cls(head.split("::")[-1].strip(), tuple(args), block_x, name)
+
+
+@dataclass(frozen=True)
 class Overrun:
     """One index of a local array that a constant-bound loop drives out of the array's bounds."""
 
@@ -73,6 +115,8 @@ class Overrun:
     rank: int = 1  # number of dimensions of the array
     shared: bool = False  # a __shared__ array
     extent: str = ""  # the extent as written where it is not evaluated: the loop runs up to it, inclusive
+    threads: str = ""  # the thread index's range where the index depends on it, e.g. "threadIdx.x % 32 = 0 .. 31"
+    instance: str = ""  # the template instantiation (a kernel's cpp_name) whose arguments the extents need
 
     def message(self, path: str) -> str:
         """One sentence naming the use, the array, the loop ranges and the worst offending index."""
@@ -90,23 +134,31 @@ class Overrun:
             f"{var} = {first}" + (f" .. {last}" if last != first else "") + f" (the loop at line {line})"
             for var, first, last, line in self.loops
         ]
+        parts += [self.threads] if self.threads else []
         ranges = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
+        where = f' in "{self.instance}"' if self.instance else ""
         return (
             f'{path}:{self.line}: "{self.use or self.array}" indexes {dim}the {"shared" if self.shared else "local"} '
             f'array "{self.array}" of {self.size} element{"s" if self.size != 1 else ""} (declared at line '
-            f"{self.decl_line}) with {ranges}: index {worst} is out of bounds, undefined behaviour the compiler "
-            "may hide."
+            f"{self.decl_line}){where} with {ranges}: index {worst} is out of bounds, undefined behaviour the "
+            "compiler may hide."
         )
 
 
-def find_overruns(text: str, constants: Mapping[str, int] | None = None) -> list[Overrun]:
+def find_overruns(text: str, constants: Mapping[str, int] | None = None, instances: Sequence[Instance] = ()) -> list[Overrun]:
     """The out-of-bounds loop indices of one source text, sorted by (line, col) and deduplicated.
 
     ``constants`` are integer constants known from the headers it includes (see :func:`integer_constants`);
-    the text's own ``#define`` constants join them, and a name given two values is dropped. A source that
-    cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`.
+    the text's own ``#define`` constants join them, and a name given two values is dropped. Each of
+    ``instances`` (the kernels the contracts define in it) has its function read once more with its
+    template arguments and block extent known. A source that cannot be tokenized raises
+    :class:`~audit.cuda.tokens.TokenizeError`.
     """
-    return analysis(text, constants).overruns()
+    found = {(o.line, o.col, o.dim): o for o in analysis(text, constants).overruns()}
+    for inst in instances:
+        for o in analysis(text, constants, inst).overruns():
+            found.setdefault((o.line, o.col, o.dim), o)
+    return [found[key] for key in sorted(found)]
 
 
 def integer_constants(text: str, known: Mapping[str, int] | None = None) -> dict[str, int]:
@@ -151,17 +203,18 @@ def included_constants(path: Path, include_dirs: Sequence[Path]) -> dict[str, in
     return constants
 
 
-def analysis(text: str, constants: Mapping[str, int] | None = None) -> _Analysis:
+def analysis(text: str, constants: Mapping[str, int] | None = None, instance: Instance | None = None) -> _Analysis:
     """The analysis of one source text with the constants of its headers (``constants``) and its own
-    ``#define`` constants known, built once per (text, constants): LOCAL_ARRAY_BOUNDS and
-    LOCAL_UNINIT_READ read the same one. Nothing changes an analysis after it is built."""
+    ``#define`` constants known, built once per (text, constants, instance): LOCAL_ARRAY_BOUNDS and
+    LOCAL_UNINIT_READ read the same one. With ``instance``, its uses are those of the instance's function,
+    read with its template arguments and block extent. Nothing changes an analysis after it is built."""
     consts = constants or {}
-    return _analysis(text, _key(_merge(_macros(text, consts), consts)))
+    return _analysis(text, _key(_merge(_macros(text, consts), consts)), instance)
 
 
 @functools.lru_cache(maxsize=32)
-def _analysis(text: str, fallback_items: tuple[tuple[str, int], ...]) -> _Analysis:
-    return _Analysis(text, dict(fallback_items))
+def _analysis(text: str, fallback_items: tuple[tuple[str, int], ...], instance: Instance | None = None) -> _Analysis:
+    return _Analysis(text, dict(fallback_items), instance)
 
 
 def _macros(text: str, known: Mapping[str, int]) -> dict[str, int | None]:
@@ -220,13 +273,33 @@ def _number(text: str) -> int:
         raise _Unknown from None
 
 
+TID = "threadIdx.x"  # the name an _Expr resolver is asked for ``threadIdx.x``; its value's key in an environment
+
+
+@dataclass(frozen=True)
+class _Thread:
+    """A variable initialised to an expression of ``threadIdx.x`` and never assigned again (``tx =
+    threadIdx.x % BS``): its value as a function of the environment's :data:`TID`, with the uses of the
+    thread index it makes (see :class:`_Expr`)."""
+
+    fn: Callable[[Mapping[str, int]], int]
+    bare: int
+    mods: tuple[int, ...]
+
+
 class _Expr:
     """A tiny integer expression parser (C precedence and division) compiling tokens to a closure over the
-    loop variables' values; ``resolve`` maps a name to its constant value, to a loop variable (its name), or
-    to None (unknown: so is the whole expression)."""
+    loop variables' values; ``resolve`` maps a name to its constant value, to a loop variable (its name), to
+    a :class:`_Thread`, or to None (unknown: so is the whole expression). ``threadIdx.x`` is resolved as
+    :data:`TID`. ``bare`` counts the uses of the thread index that are not the left operand of ``% C``
+    (a positive constant), ``mods`` holds those C: an expression with ``bare == 0`` takes, over the threads
+    of a block of at least ``max(mods)`` threads, exactly the values it takes for ``threadIdx.x`` in
+    ``range(max(mods))``."""
 
-    def __init__(self, toks: list[Token], resolve: Callable[[str], int | str | None]) -> None:
+    def __init__(self, toks: list[Token], resolve: Callable[[str], int | str | _Thread | None]) -> None:
         self.toks, self.i, self.resolve, self.vars = toks, 0, resolve, set[str]()
+        self.bare, self.mods, self.uses = 0, list[int](), 0
+        self.tid_span: tuple[int, int] | None = None  # the tokens of the last bare thread index parsed
 
     def parse(self) -> _Fn:
         fn = self._binary(0)
@@ -244,27 +317,55 @@ class _Expr:
     def _binary(self, level: int) -> _Fn:
         if level == len(_LEVELS):
             return self._unary()
+        start = self.i
         fn = self._binary(level + 1)
         while (op := self._next(*_LEVELS[level])) is not None:
-            fn = lambda e, f=fn, g=self._binary(level + 1), op=_BINARY[op]: op(f(e), g(e))  # noqa: E731
+            tid_left = op == "%" and self.tid_span == (start, self.i - 1)
+            uses, bare = self.uses, self.bare
+            g = self._binary(level + 1)
+            if tid_left and self.uses == uses and self.bare == bare:
+                c = g({})
+                if c > 0:  # threadIdx.x % C, C constant: in [0, C) whatever the block
+                    self.mods.append(c)
+                    self.bare -= 1
+            fn = lambda e, f=fn, g=g, op=_BINARY[op]: op(f(e), g(e))  # noqa: E731
         return fn
 
     def _unary(self) -> _Fn:
         if (sign := self._next("-", "+")) is not None:
             inner = self._unary()
             return (lambda e: -inner(e)) if sign == "-" else inner
+        start = self.i
         if self._next("("):
-            fn = self._binary(0)
+            fn, end = self._binary(0), self.i
             if not self._next(")"):
                 raise _Unknown
+            if self.tid_span == (start + 1, end):  # (threadIdx.x): still the bare thread index
+                self.tid_span = (start, self.i)
             return fn
         if self.i >= len(self.toks):
             raise _Unknown
         t = self.toks[self.i]
         self.i += 1
-        resolved = _number(t.text) if t.kind == "number" else self.resolve(t.text) if t.kind == "ident" else None
+        texts = [x.text for x in self.toks[self.i : self.i + 2]]
+        if t.text == "threadIdx" and texts == [".", "x"]:
+            self.i += 2
+            resolved = self.resolve(TID)
+        else:
+            resolved = _number(t.text) if t.kind == "number" else self.resolve(t.text) if t.kind == "ident" else None
+        if isinstance(resolved, _Thread):
+            self.vars.add(TID)
+            self.uses += 1
+            self.bare += resolved.bare
+            self.mods += resolved.mods
+            return resolved.fn
         if isinstance(resolved, str):
             self.vars.add(resolved)
+            if resolved == TID:
+                self.bare += 1
+                self.tid_span = (start, self.i)
+            else:
+                self.uses += 1
             return lambda e: e[resolved]
         if resolved is None:
             raise _Unknown
@@ -285,6 +386,7 @@ class _Decl:
     const_int: bool = False
     value: int | None = None
     texts: tuple[str, ...] | None = None  # each extent as written, for an array with one the check cannot evaluate
+    init: tuple[int, int] | None = None  # the token span of its initialiser (``= E``, ``{E}``, ``(E)``)
 
 
 @dataclass
@@ -303,9 +405,11 @@ class _Loop:
 class _Analysis:
     """The declarations (with their scopes), loops and out-of-bounds uses of one tokenized source."""
 
-    def __init__(self, text: str, fallback: Mapping[str, int]) -> None:
+    def __init__(self, text: str, fallback: Mapping[str, int], instance: Instance | None = None) -> None:
         src = Source.parse(text)
         self.text, self.toks, self.match, self.fallback = text, src.tokens, src.match, fallback
+        self.instance = instance
+        self.bodies: dict[str, list[tuple[int, int]]] = {}  # function name -> token spans of its definitions' bodies
         self.n = len(self.toks)
         self.tmpl = self._template_pairs(src.template_brackets)
         self.encl: list[int] = []  # innermost open bracket around each token (-1: none)
@@ -391,15 +495,23 @@ class _Analysis:
         return out
 
     def _templates_and_params(self) -> None:
-        """Declare template parameters over their template, function parameters over the body."""
+        """Declare template parameters over their template (bound to the values of :attr:`instance`'s
+        template arguments in the template of its function), function parameters over the body; note the
+        body of each function definition by its name."""
         toks = self.toks
         for i, t in enumerate(toks):
             if t.text == "template" and i + 1 in self.tmpl:
                 j = self.tmpl[i + 1] + 1
+                fname = None
                 while j < self.n and toks[j].text not in ("{", ";"):
+                    if toks[j].text == "(" and fname is None and toks[j - 1].kind == "ident":
+                        fname = toks[j - 1].text if toks[j - 1].text not in _ATTRS | _KEYWORDS else None
                     j = self._skip(j) if toks[j].text in ("(", "[") else j + 1
+                end = self.match.get(j, j) if j < self.n else self.n - 1
+                bound = self._template_args(i + 1, fname)
                 for k in self._names(i + 1, self.tmpl[i + 1]):
-                    self._add(k, self.match.get(j, j) if j < self.n else self.n - 1, pos=i)
+                    value = bound.get(k)
+                    self._add(k, end, pos=i, value=value)
             if i in self.kinds:
                 j = i - 1
                 while j >= 0 and toks[j].text in _AFTER_PARAMS:
@@ -409,6 +521,38 @@ class _Analysis:
                 if owner and (owner.text == "]" or owner.kind == "ident") and owner.text not in _CONTROL:
                     for k in self._names(p, j):
                         self._add(k, self.match.get(i, self.n - 1))
+                    if owner.kind == "ident" and (self.encl[i] < 0 or self.kinds.get(self.encl[i]) == "namespace"):
+                        self.bodies.setdefault(owner.text, []).append((i, self.match.get(i, self.n - 1)))
+
+    def _template_args(self, open_: int, function: str | None) -> dict[int, int]:
+        """The values :attr:`instance` gives the non-type integer parameters of the template parameter list
+        at ``open_`` (a template of ``function``), by the parameter's name token; none for another function,
+        a type or pack parameter, or an argument that is not a constant."""
+        inst, toks = self.instance, self.toks
+        if inst is None or not inst.args or function != inst.function:
+            return {}
+        close, out = self.tmpl[open_], dict[int, int]()
+        j, piece, pos = open_ + 1, list[int](), 0
+        while j <= close:
+            if j < close and toks[j].text != ",":
+                piece.append(j)
+                j = self._skip(j)
+                continue
+            words = [toks[k].text for k in piece]
+            if "..." in words or "template" in words:
+                return out  # a pack, or a template template parameter: the positions after it are unknown
+            names = piece[: words.index("=")] if "=" in words else piece  # a default argument names nothing
+            if pos < len(inst.args) and words and words[0] not in ("typename", "class") and _INT_WORDS & set(words):
+                k = names[-1]
+                try:
+                    known = {**self.fallback, **{toks[a].text: v for a, v in out.items()}}
+                    value = _Expr(tokenize(inst.args[pos]), known.get).parse()({})
+                except (_Unknown, TokenizeError):
+                    value = None
+                if value is not None and toks[k].kind == "ident":
+                    out[k] = value
+            piece, j, pos = [], j + 1, pos + 1
+        return out
 
     def _lookup(self, name: str, at: int) -> _Decl | None:
         """The innermost declaration of ``name`` visible at token ``at`` (two in one block: neither)."""
@@ -467,21 +611,21 @@ class _Analysis:
                 extents.append(self._eval(j + 1, self.match[j], j))
                 texts.append(" ".join(t.text for t in toks[j + 1 : self.match[j]]))
                 j = self.match[j] + 1
-            value = None
+            value, init = None, None
             if j < n and toks[j].text == "=":
                 k = j + 1
                 while k < n and toks[k].text not in (",", ";", "}", ")"):
                     k = self._skip(k)
-                value, j = self._eval(j + 1, k, j), k
+                value, init, j = self._eval(j + 1, k, j), (j + 1, k), k
             elif j < n and toks[j].text in ("{", "(") and j in self.match:
-                value, j = self._eval(j + 1, self.match[j], j), self.match[j] + 1
+                value, init, j = self._eval(j + 1, self.match[j], j), (j + 1, self.match[j]), self.match[j] + 1
             sized = kind not in ("namespace", "class") and bool(extents) and all(e and e > 0 for e in extents)
             scalar = const_int and not extents
             symbolic = bool(texts) and all(texts) and None in extents
             self._add(
                 at, end, pos=brace if kind == "class" else None, extents=tuple(extents) if sized else None,
                 shared="__shared__" in types, const_int=scalar, value=value if scalar else None,
-                texts=tuple(texts) if symbolic else None,
+                texts=tuple(texts) if symbolic else None, init=init if not extents else None,
             )  # fmt: skip
             if j + 1 >= n or toks[j].text != ",":
                 return
@@ -566,7 +710,7 @@ class _Analysis:
         toks = self.toks
         found: dict[tuple[int, int, int], Overrun] = {}
         for k, t in enumerate(toks[:-1]):
-            if t.kind != "ident" or toks[k + 1].text != "[" or k in self.decl_tokens:
+            if t.kind != "ident" or toks[k + 1].text != "[" or k in self.decl_tokens or not self._in_scope(k):
                 continue
             d = self._lookup(t.text, k) if k == 0 or toks[k - 1].text not in (".", "->", "::") else None
             if d is not None and d.extents is None and d.texts is not None:
@@ -589,6 +733,7 @@ class _Analysis:
                     found[(t.line, t.col, dim)] = Overrun(
                         t.line, t.col, t.text, size, dim, d.line, texts[dim], hit[0], hit[1], loops,
                         use=t.text + "".join(f"[{x}]" for x in texts), rank=len(d.extents), shared=d.shared,
+                        threads=hit[3], instance=self._label(),
                     )  # fmt: skip
         return [found[key] for key in sorted(found)]
 
@@ -607,6 +752,7 @@ class _Analysis:
                     found[(t.line, t.col, dim)] = Overrun(
                         t.line, t.col, t.text, 0, dim, d.line, v.name, 0, 0, ((v.name, 0, 0, loop.line),),
                         use=self._use_text(k), rank=len(d.texts), shared=d.shared, extent=d.texts[dim],
+                        instance=self._label(),
                     )  # fmt: skip
             j, dim = close + 1, dim + 1
 
@@ -616,31 +762,157 @@ class _Analysis:
             j = self.match[j] + 1
         return " ".join(self.text[toks[k].start : toks[j - 1].end].split())
 
-    def _range(self, lo: int, hi: int, at: int) -> tuple[int, int, list[_Loop]] | None:
-        """(low, high, loops used) of the index tokens [lo, hi) at token ``at`` over the enclosing loops'
-        values; None when it is unknown, uses no loop variable, is guarded, or needs too many evaluations."""
+    def _range(self, lo: int, hi: int, at: int) -> tuple[int, int, list[_Loop], str] | None:
+        """(low, high, loops used, thread range) of the index tokens [lo, hi) at token ``at`` (see
+        :meth:`_range_of`)."""
+        return self._range_of([(lo, hi, 1)], at)
+
+    def _range_of(self, terms: list[tuple[int, int, int]], at: int) -> tuple[int, int, list[_Loop], str] | None:
+        """(low, high, loops used, thread range) of the sum of ``weight * index`` over ``terms`` (token
+        spans) at token ``at``, over the enclosing loops' values and, where it uses the thread index, the
+        values of that (:meth:`_thread_values`; the range is described in the last item, else ""); None
+        when it is unknown, uses no loop variable, is guarded, or needs too many evaluations."""
         loops = {id(L.decl): L for L in self.loops if L.start <= at <= L.end}
 
-        def resolve(name: str) -> int | str | None:
+        def resolve(name: str) -> int | str | _Thread | None:
+            if name == TID:
+                return TID
             d = self._lookup(name, at)
             if d is not None and id(d) in loops:
                 return name if loops[id(d)].values is not None else None
-            return self.fallback.get(name) if d is None else d.value
+            if d is None:
+                return self.fallback.get(name)
+            return d.value if d.value is not None else self._thread_alias(d)
 
-        expr = _Expr(self.toks[lo:hi], resolve)
+        fns = []
+        names: set[str] = set()
+        bare, mods = 0, list[int]()
+        try:
+            for lo, hi, w in terms:
+                expr = _Expr(self.toks[lo:hi], resolve)
+                fns.append((expr.parse(), w))
+                names |= expr.vars
+                bare, mods = bare + expr.bare, mods + expr.mods
+        except _Unknown:
+            return None
+        used = sorted((L for L in loops.values() if L.decl.name in names), key=lambda L: L.start)
+        keys, sets = [L.decl.name for L in used], [L.values or [] for L in used]
+        if not used or any(self._guarded(L, at) for L in used):
+            return None
+        threads = ""
+        if TID in names:
+            got = self._thread_values(at, bare, mods, used)
+            if got is None:
+                return None
+            keys, sets, threads = [*keys, TID], [*sets, got[0]], got[1]
+        if math.prod(len(s) for s in sets) > _MAX_EVALS:
+            return None
+        try:
+            seen = [sum(f(env) * w for f, w in fns) for combo in itertools.product(*sets) for env in [dict(zip(keys, combo))]]
+        except _Unknown:
+            return None
+        return (min(seen), max(seen), used, threads) if seen else None
+
+    # -- the thread index -------------------------------------------------------------------------------------
+    def _in_scope(self, at: int) -> bool:
+        """Whether token ``at`` is checked by this analysis: anywhere without an instance, else in the body
+        of the instance's function."""
+        inst = self.instance
+        return inst is None or any(lo <= at <= hi for lo, hi in self.bodies.get(inst.function, ()))
+
+    def _label(self) -> str:
+        """The instantiation named in messages: the instance's, where it binds template arguments."""
+        return self.instance.label if self.instance is not None and self.instance.args else ""
+
+    def _per_thread(self, loop: _Loop) -> bool:
+        """Whether ``loop``'s values depend on the thread (none here; the thread-strided loops of
+        :mod:`audit.cuda.sharedbounds`), so that they cannot be combined freely with the thread index's."""
+        return False
+
+    def _thread_values(self, at: int, bare: int, mods: list[int], used: list[_Loop]) -> tuple[list[int], str] | None:
+        """The values of ``threadIdx.x`` an index at token ``at`` is evaluated over, with their description:
+        every thread of the block where the instance's block extent is known, else, where the index uses
+        the thread index only as ``threadIdx.x % C`` (``bare == 0``), ``0 .. C - 1``, the values it takes
+        over any block of at least C threads; None otherwise, or when a loop of ``used`` depends on the
+        thread, or a condition on the thread index guards the use."""
+        if any(self._per_thread(L) for L in used) or self._thread_guarded(at):
+            return None
+        inst = self.instance
+        if inst is not None and inst.block_x and self._in_scope(at):
+            n = inst.block_x
+            return list(range(n)), f'threadIdx.x = 0 .. {n - 1} (the block of "{inst.label}")'
+        if bare == 0 and mods:
+            c = max(mods)
+            return list(range(c)), f"threadIdx.x % {c} = 0 .. {c - 1} (the threads of a block of at least {c})"
+        return None
+
+    def _thread_alias(self, d: _Decl, depth: int = 0) -> str | _Thread | None:
+        """What the variable ``d`` holds where it is initialised to an expression of ``threadIdx.x`` (and
+        constants, and other such variables) and never assigned again: :data:`TID` for the thread index
+        itself, else a :class:`_Thread`; None for anything else."""
+        toks = self.toks
+        if d.init is None or d.extents is not None or depth > 8 or not (0 <= d.pos < self.n) or toks[d.pos].text != d.name:
+            return None
+        if any(toks[k].text == d.name and (toks[k + 1].text in _ASSIGN or toks[k - 1].text in ("++", "--", "&"))
+               for k in range(d.pos + 1, min(d.end + 1, self.n - 1))):  # fmt: skip
+            return None
+
+        def resolve(name: str) -> int | str | _Thread | None:
+            if name == TID:
+                return TID
+            e = self._lookup(name, d.pos)
+            if e is None:
+                return self.fallback.get(name)
+            return e.value if e.value is not None else self._thread_alias(e, depth + 1)
+
+        lo, hi = d.init
+        expr = _Expr(toks[lo:hi], resolve)
         try:
             fn = expr.parse()
         except _Unknown:
             return None
-        used = sorted((L for L in loops.values() if L.decl.name in expr.vars), key=lambda L: L.start)
-        sets = [L.values or [] for L in used]
-        if not used or math.prod(len(s) for s in sets) > _MAX_EVALS or any(self._guarded(L, at) for L in used):
+        if TID not in expr.vars or expr.vars - {TID}:
             return None
-        try:
-            seen = [fn(dict(zip([L.decl.name for L in used], combo))) for combo in itertools.product(*sets)]
-        except _Unknown:
-            return None
-        return (min(seen), max(seen), used) if seen else None
+        if expr.tid_span == (0, hi - lo) and expr.bare == 1:
+            return TID
+        return _Thread(fn, expr.bare, tuple(expr.mods))
+
+    def _thread_guarded(self, at: int) -> bool:
+        """Whether the thread index (``threadIdx``, or a variable holding an expression of it) appears in a
+        condition that may keep some threads from the use at token ``at``: an ``if``, ``while`` or ``for``
+        of the function around it, one before it whose body leaves (``return``, ``break``, ``continue``),
+        or a ``?`` / ``&&`` / ``||`` in its statement. Such a guard is not followed: the use is skipped."""
+        toks, body, b = self.toks, -1, self.encl[at]
+        while b >= 0:
+            if toks[b].text == "{" and self.kinds.get(b) == "block":
+                body = b
+            b = self.encl[b]
+        if body < 0:
+            return False
+
+        def thread(lo: int, hi: int) -> bool:
+            for k in range(lo, hi):
+                if toks[k].kind == "ident" and (toks[k].text == "threadIdx" or (toks[k - 1].text not in (".", "->") and (
+                        (d := self._lookup(toks[k].text, k)) is not None and d.value is None and self._thread_alias(d) is not None))):  # fmt: skip
+                    return True
+            return False
+
+        for k in range(body + 1, at):
+            if toks[k].text in ("if", "while", "for") and toks[k].kind == "ident" and k + 1 in self.match:
+                close = self.match[k + 1]
+                end = self._stmt_end(close + 1)
+                leaves = any(toks[x].text in ("return", "break", "continue", "goto") for x in range(close + 1, end + 1))
+                if (at <= end or leaves) and thread(k + 2, close):
+                    return True
+        stmt, end = at, at
+        while stmt > body + 1 and toks[stmt - 1].text not in (";", "{", "}"):
+            close = stmt - 1
+            if toks[close].text == ")" and self.match.get(close, 0) > 0 and toks[self.match[close] - 1].text in ("if", "for", "while"):
+                break  # the statement of a loop or if body starts after its header
+            stmt -= 1
+        while end < self.n and toks[end].text not in (";", "}", ")", "]"):
+            end = self._skip(end)
+        return any(toks[x].text in ("?", "&&", "||") for x in range(stmt, end)) and thread(stmt, end)
 
     def _guarded(self, loop: _Loop, at: int) -> bool:
         """Whether the loop variable is compared on its own (``if (k < K)``, ``k < K ? a[k] : 0``) in an ``if``

@@ -159,7 +159,8 @@ class Source:
 
     def _template_close(self, i: int) -> int | None:
         """The ``>`` closing a template list opened at ``i``, or None when ``<`` is a comparison: the list
-        must close before any ``;``, brace, ``&&``, ``||``, ``?`` or unmatched ``)`` / ``]``, and be followed
+        must close before any ``;``, brace, ``&&``, ``||``, ``?``, unmatched ``)`` / ``]`` or ``=`` (but in
+        a ``template <...>`` header, whose parameters may have defaults), and be followed
         by ``(``, ``::``, ``{``, ``>``, ``)``, ``,``, ``;`` or a name."""
         toks = self.tokens
         depth = 1
@@ -169,8 +170,8 @@ class Source:
             if toks[j].kind == "punct":
                 if x in ("(", "["):
                     j = self.match.get(j, j)
-                elif x in (";", "{", "}", "&&", "||", "?", ")", "]", "="):
-                    return None
+                elif x in (";", "{", "}", "&&", "||", "?", ")", "]") or (x == "=" and toks[i - 1].text != "template"):
+                    return None  # (a template header's parameters may have defaults)
                 elif x == "<" and toks[j - 1].kind == "ident":
                     depth += 1
                 elif x in (">", ">>"):

@@ -25,7 +25,9 @@ constant-bound loops of LOCAL_ARRAY_BOUNDS and the thread-strided ones); a use i
 reported, when an index is not a function of those loop variables and constants, when a loop variable
 it uses is compared on its own in a guard before the use (``if (e < n)``), or when the combinations pass
 :data:`audit.cuda.bounds._MAX_EVALS`. Plain ``__shared__`` arrays indexed through constant-bound loops
-only are LOCAL_ARRAY_BOUNDS' findings and are not repeated here.
+only are LOCAL_ARRAY_BOUNDS' findings and are not repeated here. Thread terms of an index and template
+instances are read as LOCAL_ARRAY_BOUNDS reads them (:mod:`audit.cuda.bounds`), but a thread term is never
+combined with a thread-strided loop's variable (the two vary together over the threads).
 
 >>> src = ('__global__ void k(float* o) {\\n    __shared__ float s[256];\\n    const int tid = threadIdx.x;\\n'
 ...        '    for (int e = tid; e <= 256; e += blockDim.x) s[e] = 0.0f;\\n}\\n')
@@ -38,12 +40,11 @@ only are LOCAL_ARRAY_BOUNDS' findings and are not repeated here.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .bounds import _MAX_EVALS, _Analysis, _Expr, _key, _Loop, _macros, _merge, _Unknown
+from .bounds import _MAX_EVALS, Instance, _Analysis, _Expr, _key, _Loop, _macros, _merge, _Unknown
 from .tokens import TokenizeError, tokenize
 
 _THREAD = ("threadIdx", ".", "x")
@@ -71,6 +72,8 @@ class SharedOverrun:
     loops: tuple[tuple[str, int, int, int], ...]  # (variable, first, last, line of its for), outermost first
     strided: tuple[str, ...]  # the loop variables among them that start at the thread index
     use: str  # the whole use as written, e.g. "(&smem.tiles[q][0][0])[e]"
+    threads: str = ""  # the thread index's range where the index depends on it, e.g. "threadIdx.x % 32 = 0 .. 31"
+    instance: str = ""  # the template instantiation (a kernel's cpp_name) whose arguments the extents need
 
     def message(self, path: str) -> str:
         """One sentence naming the use, the array, the loop ranges and the worst offending index."""
@@ -79,34 +82,44 @@ class SharedOverrun:
         for var, first, last, line in self.loops:
             how = ", from the thread index by the block size" if var in self.strided else ""
             parts.append(f"{var} = {first}" + (f" .. {last}" if last != first else "") + f" (the loop at line {line}{how})")
+        parts += [self.threads] if self.threads else []
         ranges = " and ".join([", ".join(parts[:-1]), parts[-1]] if len(parts) > 1 else parts)
         shape = " x ".join(str(n) for n in self.shape)
+        where = f' in "{self.instance}"' if self.instance else ""
         if self.dim < 0:
             count = f"{shape} = {self.size}" if len(self.shape) > 1 else str(self.size)
             what = (f'reaches flat element {self.index} of the shared array "{self.array}" ({count} '
-                    f"element{'s' if self.size != 1 else ''}, declared at line {self.decl_line}) through a pointer,")
+                    f"element{'s' if self.size != 1 else ''}, declared at line {self.decl_line}){where} through a pointer,")
             idx = f"element {worst}"
         else:
             dim = f"dimension {self.dim + 1} of " if len(self.shape) > 1 else ""
             what = (f'indexes {dim}the shared array "{self.array}" of {self.size} element{"s" if self.size != 1 else ""} '
-                    f"(declared at line {self.decl_line})")
+                    f"(declared at line {self.decl_line}){where}")
             idx = f"index {worst}"
         return (f'{path}:{self.line}: "{self.use}" {what} with {ranges}: {idx} is out of bounds, undefined '
                 "behaviour that touches the shared memory past the array, which no run reports while it stays "
                 "inside the block's allocation.")
 
 
-def find_shared_overruns(text: str, constants: Mapping[str, int] | None = None) -> list[SharedOverrun]:
+def find_shared_overruns(text: str, constants: Mapping[str, int] | None = None,
+                         instances: Sequence[Instance] = ()) -> list[SharedOverrun]:  # fmt: skip
     """The out-of-bounds shared-memory indexes of one source text, by (line, col, dim). ``constants`` are
-    the integer constants of the headers it includes (:func:`audit.cuda.bounds.integer_constants`); a
-    source that cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`."""
+    the integer constants of the headers it includes (:func:`audit.cuda.bounds.integer_constants`);
+    ``instances`` the kernels the contracts define in it, whose functions are read once more with their
+    template arguments and block extents known (as :func:`audit.cuda.bounds.find_overruns`). A source
+    that cannot be tokenized raises :class:`~audit.cuda.tokens.TokenizeError`."""
     consts = constants or {}
-    return list(_find(text, _key(_merge(_macros(text, consts), consts))))
+    key = _key(_merge(_macros(text, consts), consts))
+    found = {(o.line, o.col, o.dim): o for o in _find(text, key)}
+    for inst in instances:
+        for o in _find(text, key, inst):
+            found.setdefault((o.line, o.col, o.dim), o)
+    return [found[k] for k in sorted(found)]
 
 
 @functools.lru_cache(maxsize=32)
-def _find(text: str, fallback_items: tuple[tuple[str, int], ...]) -> tuple[SharedOverrun, ...]:
-    return tuple(_SharedAnalysis(text, dict(fallback_items)).shared_overruns())
+def _find(text: str, fallback_items: tuple[tuple[str, int], ...], instance: Instance | None = None) -> tuple[SharedOverrun, ...]:
+    return tuple(_SharedAnalysis(text, dict(fallback_items), instance).shared_overruns())
 
 
 @dataclass
@@ -133,9 +146,9 @@ class _SharedAnalysis(_Analysis):
     """:class:`audit.cuda.bounds._Analysis` whose loops also evaluate thread-strided ``for`` loops, with
     the struct and union layouts, shared struct variables and flat pointers into shared arrays of the text."""
 
-    def __init__(self, text: str, fallback: Mapping[str, int]) -> None:
+    def __init__(self, text: str, fallback: Mapping[str, int], instance: Instance | None = None) -> None:
         self.strided: set[int] = set()  # token index of the declared variable of each thread-strided loop
-        super().__init__(text, fallback)
+        super().__init__(text, fallback, instance)
         self.types: dict[str, dict[str, _Field]] = {}
         self.shared_vars: dict[int, dict[str, _Field]] = {}  # name token of a __shared__ struct variable
         self._layouts()
@@ -412,6 +425,8 @@ class _SharedAnalysis(_Analysis):
         toks = self.toks
         found: dict[tuple[int, int, int], SharedOverrun] = {}
         for k, t in enumerate(toks[:-1]):
+            if not self._in_scope(k):
+                continue
             if t.kind == "ident" and k not in self.decl_tokens and k not in self.shared_vars:
                 d = self._lookup(t.text, k) if k == 0 or toks[k - 1].text not in (".", "->", "::") else None
                 if d is not None and d.pos in self.pointers and toks[k + 1].text == "[" and k + 1 in self.match:
@@ -437,7 +452,7 @@ class _SharedAnalysis(_Analysis):
                         continue
                     found[(t.line, t.col, dim)] = SharedOverrun(
                         t.line, t.col, arr.name, size, dim, arr.extents, arr.line, self._src(lo, hi), hit[0], hit[1],
-                        self._loops(hit[2]), strided, text,
+                        self._loops(hit[2]), strided, text, hit[3], self._label(),
                     )  # fmt: skip
             elif t.text == "(" and toks[k + 1].text == "&" and k in self.match:
                 close = self.match[k]
@@ -448,6 +463,9 @@ class _SharedAnalysis(_Analysis):
                     continue
                 self._flat(found, k, k + 2, got[0], got[1], (close + 2, self.match[close + 1]), self.match[close + 1])
         return [found[key] for key in sorted(found)]
+
+    def _per_thread(self, loop: _Loop) -> bool:
+        return loop.decl.pos in self.strided
 
     def _strided_ids(self) -> set[int]:
         return {id(L.decl) for L in self.loops if L.decl.pos in self.strided}
@@ -479,37 +497,5 @@ class _SharedAnalysis(_Analysis):
         strided = tuple(L.decl.name for L in hit[2] if id(L.decl) in self._strided_ids())
         found[(t.line, t.col, -1)] = SharedOverrun(
             t.line, t.col, arr.name, total, -1, ext, arr.line, " + ".join(pieces) or "0", hit[0], hit[1],
-            self._loops(hit[2]), strided, " ".join(self.text[t.start : self.toks[end].end].split()),
+            self._loops(hit[2]), strided, " ".join(self.text[t.start : self.toks[end].end].split()), hit[3], self._label(),
         )  # fmt: skip
-
-    def _range_of(self, terms: list[tuple[int, int, int]], at: int) -> tuple[int, int, list[_Loop]] | None:
-        """(low, high, loops used) of the sum of ``weight * index`` over ``terms`` (token spans) at token
-        ``at``, over the enclosing loops' values; None when unknown, loop-free, guarded or too costly."""
-        loops = {id(L.decl): L for L in self.loops if L.start <= at <= L.end}
-
-        def resolve(name: str) -> int | str | None:
-            d = self._lookup(name, at)
-            if d is not None and id(d) in loops:
-                return name if loops[id(d)].values is not None else None
-            return self.fallback.get(name) if d is None else d.value
-
-        fns = []
-        names: set[str] = set()
-        try:
-            for lo, hi, w in terms:
-                expr = _Expr(self.toks[lo:hi], resolve)
-                fns.append((expr.parse(), w))
-                names |= expr.vars
-        except _Unknown:
-            return None
-        used = sorted((L for L in loops.values() if L.decl.name in names), key=lambda L: L.start)
-        sets = [L.values or [] for L in used]
-        if not used or math.prod(len(s) for s in sets) > _MAX_EVALS or any(self._guarded(L, at) for L in used):
-            return None
-        keys = [L.decl.name for L in used]
-        try:
-            seen = [sum(f(env) * w for f, w in fns) for combo in itertools.product(*sets) for env in [dict(zip(keys, combo))]]
-        except _Unknown:
-            return None
-        return (min(seen), max(seen), used) if seen else None
-

@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .bounds import Overrun, find_overruns, included_constants
+from .bounds import Instance, Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
 from .indexwidth import IndexOverflow, Witness, find_index_overflows
@@ -59,37 +59,42 @@ T = TypeVar("T")
 Extents = tuple[int | None, int | None, int | None]
 
 
-def source_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[Overrun]:
+def source_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None,
+                    instances: Sequence[Instance] = ()) -> list[Overrun]:  # fmt: skip
     """The LOCAL_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local headers
-    it includes (transitively) known. A file that cannot be read or tokenized has none. ``cache`` keeps
-    the result by the content of the file and its headers. Files are read bounded and only when regular."""
+    it includes (transitively) known and the functions of ``instances`` (:func:`kernel_instances`) read
+    once more with their template arguments and block extents. A file that cannot be read or tokenized has
+    none. ``cache`` keeps the result by the content of the file and its headers and the instances. Files
+    are read bounded and only when regular."""
     from ..untrusted import SOURCE_LIMIT, read_regular
     from .tokens import TokenizeError
 
     def compute() -> list[Overrun]:
         try:
             text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
-            return find_overruns(text, included_constants(path, include_dirs))
+            return find_overruns(text, included_constants(path, include_dirs), instances)
         except (OSError, TokenizeError):
             return []
 
-    return _cached(cache, "bounds", path, include_dirs, Overrun, compute)
+    return _cached(cache, "bounds", path, include_dirs, Overrun, compute, [repr(i) for i in instances])
 
 
-def source_shared_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[SharedOverrun]:
+def source_shared_overruns(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None,
+                           instances: Sequence[Instance] = ()) -> list[SharedOverrun]:  # fmt: skip
     """The SHARED_ARRAY_BOUNDS overruns of one source file, with the integer constants of the local
-    headers it includes known; read, tokenized and cached as :func:`source_overruns`."""
+    headers it includes known and ``instances`` read as :func:`source_overruns` does; read, tokenized and
+    cached as that."""
     from ..untrusted import SOURCE_LIMIT, read_regular
     from .tokens import TokenizeError
 
     def compute() -> list[SharedOverrun]:
         try:
             text = read_regular(path, SOURCE_LIMIT).decode("utf-8", errors="replace")
-            return find_shared_overruns(text, included_constants(path, include_dirs))
+            return find_shared_overruns(text, included_constants(path, include_dirs), instances)
         except (OSError, TokenizeError):
             return []
 
-    return _cached(cache, "sharedbounds", path, include_dirs, SharedOverrun, compute)
+    return _cached(cache, "sharedbounds", path, include_dirs, SharedOverrun, compute, [repr(i) for i in instances])
 
 
 def source_uninit_reads(path: Path, include_dirs: Sequence[Path], cache: AnalysisCache | None = None) -> list[UninitRead]:
@@ -119,9 +124,10 @@ def source_fixed_tails(path: Path, include_dirs: Sequence[Path], cache: Analysis
 
 
 def _cached(cache: AnalysisCache | None, kind: str, path: Path, include_dirs: Sequence[Path], cls: type[T],
-            compute: Callable[[], list[T]]) -> list[T]:  # fmt: skip
+            compute: Callable[[], list[T]], extra: Sequence[str] = ()) -> list[T]:  # fmt: skip
     """``compute()``, through ``cache`` keyed by the bytes of ``path`` and of its local headers in include
-    order (what the source analyses read); uncached where a file cannot be read."""
+    order (what the source analyses read) and ``extra`` (the arguments it reads besides); uncached where a
+    file cannot be read."""
     if cache is None:
         return compute()
     from ..hashing import include_closure
@@ -133,7 +139,7 @@ def _cached(cache: AnalysisCache | None, kind: str, path: Path, include_dirs: Se
         parts += [read_regular(h, SOURCE_LIMIT) for h in include_closure(path, include_dirs) if h != own]
     except OSError:
         return compute()
-    return cache.results(kind, parts, cls, compute)
+    return cache.results(kind, [*parts, *extra], cls, compute)
 
 
 def overrun_text(o: Overrun | UninitRead | SharedOverrun) -> str:
@@ -163,6 +169,20 @@ def launch_extents(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[Extents, Ex
         return (out[0], out[1], out[2])
 
     return agree(k.block), agree(k.grid)
+
+
+def kernel_instances(cs: ContractSet, wiring: Any, kernels: Sequence[Kernel]) -> tuple[Instance, ...]:
+    """The :class:`~audit.cuda.bounds.Instance` of each of ``kernels`` for the source checks: its function
+    (the name its ``cpp_name`` or entry gives, with the template arguments of a ``cpp_name`` such as
+    ``"tile<32>"``) and its block's x extent where every launch agrees (None without ``wiring``);
+    distinct, in order."""
+    out: list[Instance] = []
+    for k in kernels:
+        block_x = launch_extents(cs, wiring, k)[0][0] if wiring is not None else None
+        inst = Instance.of(k.cpp_name or k.entry or k.name, block_x)
+        if inst not in out:
+            out.append(inst)
+    return tuple(out)
 
 
 def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
@@ -298,12 +318,13 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
     # from a copy of the kernel source next to the mutated header, so that is the header read here
     first = source.resolve()
     files = [first, *(h for h in include_closure(source, include_dirs) if h != first)]
+    instances = kernel_instances(cs, wiring, [k])
     out: list[tuple[str, str]] = []
     for f in files:
         shown = display if f == first else (Path(display).parent / f.name).as_posix()
-        out += [("LOCAL_ARRAY_BOUNDS", o.message(shown)) for o in source_overruns(f, include_dirs)]
+        out += [("LOCAL_ARRAY_BOUNDS", o.message(shown)) for o in source_overruns(f, include_dirs, None, instances)]
         out += [("LOCAL_UNINIT_READ", r.message(shown)) for r in source_uninit_reads(f, include_dirs)]
-        out += [("SHARED_ARRAY_BOUNDS", o.message(shown)) for o in source_shared_overruns(f, include_dirs)]
+        out += [("SHARED_ARRAY_BOUNDS", o.message(shown)) for o in source_shared_overruns(f, include_dirs, None, instances)]
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]

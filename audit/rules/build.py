@@ -195,6 +195,13 @@ def _project_sources(ctx: CheckContext) -> Iterator[tuple[Any, str, str, list[An
     """Every kernel source and local header it includes, once, as ``(path, shown, kernel, include_dirs)``:
     ``shown`` is the path relative to the project root, ``kernel`` the first kernel that uses it. Files
     outside the project are not its code to judge and are left out."""
+    for f, shown, kernels, dirs in _project_files(ctx):
+        yield f, shown, kernels[0].name, dirs
+
+
+def _project_files(ctx: CheckContext) -> Iterator[tuple[Any, str, list[Any], list[Any]]]:
+    """:func:`_project_sources` with every kernel whose source is the file or includes it, in contract
+    order (the first is the one findings are filed under)."""
     from pathlib import Path
 
     from ..hashing import include_closure
@@ -204,21 +211,20 @@ def _project_sources(ctx: CheckContext) -> Iterator[tuple[Any, str, str, list[An
         return
     root = Path(ctx.cs.root).resolve()
     dirs = [cfg.path(d) for d in cfg.include_dirs]
-    owner: dict[Path, str] = {}
-    seen: set[str] = set()  # kernels share sources (ten entries of one file): each closure is read once
+    users: dict[Path, list[Any]] = {}
+    closures: dict[str, list[Path]] = {}  # kernels share sources (ten entries of one file): each closure is read once
     for k in ctx.cs.kernels:
-        if k.source in seen:
-            continue
-        seen.add(k.source)
-        path = cfg.path(k.source)
-        for f in [path.resolve(), *include_closure(path, dirs)] if path.is_file() else []:
-            owner.setdefault(f, k.name)
-    for f, kernel in sorted(owner.items(), key=lambda kv: kv[0].as_posix()):
+        if k.source not in closures:
+            path = cfg.path(k.source)
+            closures[k.source] = [path.resolve(), *include_closure(path, dirs)] if path.is_file() else []
+        for f in closures[k.source]:
+            users.setdefault(f, []).append(k)
+    for f, kernels in sorted(users.items(), key=lambda kv: kv[0].as_posix()):
         try:
             shown = f.relative_to(root).as_posix()
         except ValueError:
             continue
-        yield f, shown, kernel, dirs
+        yield f, shown, kernels, dirs
 
 
 def _analysis_cache(ctx: CheckContext) -> AnalysisCache | None:
@@ -232,24 +238,24 @@ def _analysis_cache(ctx: CheckContext) -> AnalysisCache | None:
 @rule("LOCAL_ARRAY_BOUNDS", "No constant-bound loop of a kernel source indexes a fixed-size local or shared array out of its bounds (undefined behaviour the compiler hides).", "build")
 def check_local_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler."""
-    from ..cuda.static import overrun_text, source_overruns
+    from ..cuda.static import kernel_instances, overrun_text, source_overruns
 
     cache = _analysis_cache(ctx)
-    for f, shown, kernel, dirs in _project_sources(ctx):
-        for o in source_overruns(f, dirs, cache):
-            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
+    for f, shown, kernels, dirs in _project_files(ctx):
+        for o in source_overruns(f, dirs, cache, kernel_instances(ctx.cs, ctx.wiring, kernels)):
+            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernels[0].name)
 
 
 @rule("SHARED_ARRAY_BOUNDS", "No loop that starts at the thread index and steps by the block (or a constant-bound loop) indexes a shared array, a field of a shared struct or union, or an element reached through a pointer into one, out of the array's bounds.", "build")
 def check_shared_array_bounds(ctx: CheckContext) -> Iterator[Hit]:
     """Reads the kernel sources and the local headers they include; needs no compiler (see
     :mod:`audit.cuda.sharedbounds`)."""
-    from ..cuda.static import overrun_text, source_shared_overruns
+    from ..cuda.static import kernel_instances, overrun_text, source_shared_overruns
 
     cache = _analysis_cache(ctx)
-    for f, shown, kernel, dirs in _project_sources(ctx):
-        for o in source_shared_overruns(f, dirs, cache):
-            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernel)
+    for f, shown, kernels, dirs in _project_files(ctx):
+        for o in source_shared_overruns(f, dirs, cache, kernel_instances(ctx.cs, ctx.wiring, kernels)):
+            yield Hit(overrun_text(o), Loc(_CudaLine(shown, o.line)), kernels[0].name)
 
 
 @rule("LOCAL_UNINIT_READ", "No read of a fixed-size local array finds an element that was written only under a run-time guard the read lacks (an uninitialised register the compiler hides).", "build")
