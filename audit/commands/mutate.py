@@ -156,9 +156,11 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import EnvironmentProblem, UsageError
     from ..mutate import (
         MUTATE_SIZES,
+        empty_reasons,
         plan_mutants,
         render_list,
         render_table,
+        resolve_names,
         run_mutation,
         write_kernel_json,
     )
@@ -175,13 +177,19 @@ def run(args: argparse.Namespace) -> int:
     names += [k for k in args.kernels if k not in names]
     if not names:
         raise UsageError("wireup mutate needs kernel names or --all; the kernels are " + ", ".join(f'"{k.name}"' for k in cs.kernels) + ".")
+    # one name per place mutated: a header by its path, and a kernel defined in an included header, run as
+    # that header's unit (so the journal, the records and the listing name it alike)
+    names, notes = resolve_names(cfg, cs, names)
+    for note in notes:
+        MutateProgress(sys.stderr)({"event": "note", "text": note})
     operators = list(split_list(args.operators)) or None
     if args.max_mutants is not None and args.max_mutants < 1:
         raise UsageError(f"--max-mutants takes a positive number, found {args.max_mutants}.")
     if args.list:
         generated, selected = plan_mutants(cs, cfg, names, operators, args.max_mutants)
         flat = [m for ms in selected.values() for m in ms]
-        sys.stdout.write(render_list(flat, {k: len(v) for k, v in generated.items()}, diffs=args.diff))
+        sys.stdout.write(render_list(flat, {k: len(v) for k, v in generated.items()}, diffs=args.diff,
+                                     empty=empty_reasons(cfg, cs, generated, operators)))  # fmt: skip
         return ExitCode.CLEAN
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs takes a positive number, found {args.jobs}.")
@@ -240,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
 def _reclassify(args: argparse.Namespace, cfg: Any, cs: Any) -> int:
     """``--reclassify``: the recorded results, reclassified with the current equivalence records."""
     from ..errors import UsageError
-    from ..mutate import reclassify, reclassify_exit_code, render_reclassified
+    from ..mutate import reclassify, reclassify_exit_code, render_reclassified, resolve_names
 
     if args.all and args.kernels:
         raise UsageError("--reclassify takes kernel names or --all (every recorded result), not both.")
@@ -249,7 +257,9 @@ def _reclassify(args: argparse.Namespace, cfg: Any, cs: Any) -> int:
     if conflicting:
         raise UsageError(f"--reclassify re-reads recorded results; {conflicting[0]} belongs to a run.")
     folder = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
-    results = reclassify(folder, cfg, cs, args.kernels, Path(args.equivalent) if args.equivalent else None)
+    # the record of a kernel defined in an included header is its header's (and a header may be named by its path)
+    names = resolve_names(cfg, cs, args.kernels)[0] if args.kernels else []
+    results = reclassify(folder, cfg, cs, names, Path(args.equivalent) if args.equivalent else None)
     if not results:
         raise UsageError(f'--reclassify: no mutation results (*.json) in "{folder}"; run `wireup mutate` first.')
     sys.stdout.write(render_reclassified(results))

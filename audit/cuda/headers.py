@@ -86,8 +86,43 @@ def reached_lines(cfg: Any, cs: Any, kernel: str) -> dict[Path, list[tuple[int, 
 
 def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[tuple[int, int]], Any]]:
     """Per file of ``kernel``'s source closure whose functions its entry reaches: the ``(open, close)``
-    body braces of those functions, sorted, and the parsed file."""
-    from ..cuda.scope import Source, reach
+    body braces of those functions, sorted, and the parsed file. The entry is where :func:`entry_file`
+    finds it: a kernel defined in an included header (its source only includes that header) reaches from
+    there, and the header's entry body is among what it reaches."""
+    from ..cuda.scope import reach
+
+    found = _entry(cfg, cs, kernel)
+    if found is None:
+        return {}
+    parsed, where, entry = found
+    return {p: ([(f.open, f.close) for f in fs], parsed[p]) for p, fs in reach(parsed, where, entry).items()}
+
+
+def entry_file(cfg: Any, cs: Any, kernel: str) -> Path | None:
+    """The file of ``kernel``'s source closure that defines its entry (resolved): its own source when that
+    defines it, else the first file of the closure, in path order, defining a ``__global__`` function of
+    that name (a kernel written in a header that a small ``.cu`` includes); None when no file does.
+
+    >>> entry_file(cfg, cs, "sgemm_naive")                          # doctest: +SKIP
+    PosixPath('/src/SGEMM_CUDA/src/kernels/1_naive.cuh')
+    """
+    from ..cuda.scope import Source
+    from ..untrusted import SOURCE_LIMIT, read_regular, resolve
+
+    own = resolve(cfg.path(cs.kernel(kernel).source))
+    try:  # the usual case, one file parsed: the kernel's own source defines it
+        if own is not None and Source.parse(read_regular(own, SOURCE_LIMIT).decode("utf-8", "replace")).entry(cs.kernel(kernel).symbol) is not None:
+            return own
+    except OSError:
+        return None
+    found = _entry(cfg, cs, kernel)
+    return None if found is None else found[1]
+
+
+def _entry(cfg: Any, cs: Any, kernel: str) -> tuple[dict[Path, Any], Path, Any] | None:
+    """The parsed source closure of ``kernel``, the file defining its entry and the entry (see
+    :func:`entry_file`), or None."""
+    from ..cuda.scope import Source
     from ..untrusted import SOURCE_LIMIT, read_regular, resolve
 
     k = cs.kernel(kernel)
@@ -98,9 +133,15 @@ def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[t
             parsed[p] = Source.parse(read_regular(p, SOURCE_LIMIT).decode("utf-8", "replace"))
         except OSError:
             continue
-    if own not in parsed or (entry := parsed[own].entry(k.symbol)) is None:
-        return {}
-    return {p: ([(f.open, f.close) for f in fs], parsed[p]) for p, fs in reach(parsed, own, entry).items()}
+    if own not in parsed:
+        return None
+    if (entry := parsed[own].entry(k.symbol)) is not None:
+        return parsed, own, entry
+    # a header's own function of that name must be the kernel itself: a host wrapper of the same name is not
+    for p, src in parsed.items():
+        if p != own and (entry := src.entry(k.symbol)) is not None and entry.is_global:
+            return parsed, p, entry
+    return None
 
 
 def reached_headers(cfg: Any, cs: Any) -> list[str]:

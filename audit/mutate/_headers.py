@@ -2,12 +2,14 @@
 that includes the header.
 
 A *header unit* is a local header (a file inside the project root in some kernel's include closure,
-other than a kernel's own source), named by its file name (``aux_common.cuh``). Its mutants are made in
-the functions of the header that some including kernel reaches from its entry (through the functions of
-its own file and of every header it includes), with the operators of a kernel's own mutants; their id is
-``<operator>:<line>:<column>:<ordinal>`` in the header and their key ``<header>/<id>``. Each mutant is
-listed once and compiled into every including kernel; it is caught when any of those kernels' checks
-catches it and survives only when all of them pass.
+other than a kernel's own source), named by its file name (``aux_common.cuh``; its path relative to the
+root, ``kernels/aux_common.cuh``, names it too, see :func:`unit_named`). Its mutants are made in the
+functions of the header that some including kernel reaches from its entry (through the functions of its
+own file and of every header it includes), with the operators of a kernel's own mutants; their id is
+``<operator>:<line>:<column>:<ordinal>`` in the header and their key ``<header>/<id>``. A kernel whose
+entry is itself defined in the header (its source a small ``.cu`` including it) reaches from there, so the
+entry's body is the unit's too. Each mutant is listed once and compiled into every including kernel; it
+is caught when any of those kernels' checks catches it and survives only when all of them pass.
 
 >>> units = header_units(cfg, cs)                                 # doctest: +SKIP
 >>> units["aux_common.cuh"].kernels[:2]                           # doctest: +SKIP
@@ -20,17 +22,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cuda.headers import HeaderUnit, source_closure, include_dirs, header_units, reached_bodies
+from ..cuda.headers import HeaderUnit, entry_file, source_closure, include_dirs, header_units, reached_bodies
 from ..errors import UsageError
 
-__all__ = ["HeaderUnit", "header_mutants", "header_units", "reached_bodies", "write_header_tree"]
+__all__ = ["HeaderUnit", "header_mutants", "header_units", "reached_bodies", "unit_named", "write_header_tree"]
+
+
+def unit_named(cfg: Any, units: dict[str, HeaderUnit], name: str) -> HeaderUnit | None:
+    """The header unit ``name`` names: by unit name (``1_naive.cuh``) or by the header's path, relative to
+    the project root or absolute (``src/kernels/1_naive.cuh``); None when it names none.
+
+    >>> unit_named(cfg, header_units(cfg, cs), "kernels/aux_common.cuh").name      # doctest: +SKIP
+    'aux_common.cuh'
+    """
+    from ..untrusted import resolve
+
+    if name in units:
+        return units[name]
+    path = resolve(cfg.path(name))
+    return next((u for u in units.values() if u.path == path), None) if path is not None else None
 
 
 def header_mutants(cfg: Any, cs: Any, unit: HeaderUnit, operators: Sequence[str] | None = None) -> list[Any]:
     """Every mutant of ``unit``: in the header functions any including kernel reaches, listed once, each
     judged by every kernel that includes the header (``Mutant.judged_by``)."""
     from ..cuda.scope import Source
-    from ._mutants import mutants_in
+    from ._mutants import _entry_params, mutants_in
     from ._operators import Context
 
     try:
@@ -45,7 +62,13 @@ def header_mutants(cfg: Any, cs: Any, unit: HeaderUnit, operators: Sequence[str]
         return []
     dims = [d.name for d in cs.dim_map.values() if d.kind == "runtime"] or ["B"]
     src = Source.parse(text)
-    ctx = Context(src, sorted(indices), tuple(dims), frozenset())
+    # the parameters of the entries defined here, as a kernel's own mutants have its entry's (`norm`'s
+    # batch-size divisor); headers that only hold device code have none
+    params: set[str] = set()
+    for kernel in unit.kernels:
+        if entry_file(cfg, cs, kernel) == unit.path and (entry := src.entry(cs.kernel(kernel).symbol)) is not None:
+            params.update(_entry_params(src, entry))
+    ctx = Context(src, sorted(indices), tuple(dims), frozenset(params))
     return mutants_in(text, ctx, unit.name, unit.source, operators, judged_by=unit.kernels)
 
 

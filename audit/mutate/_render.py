@@ -24,10 +24,15 @@ FORMAT = "wireup-mutation-1"
 UNCLASSIFIED = "missing check (or unproven equivalent)"
 
 
-def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = None, diffs: bool = False) -> str:
+def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = None, diffs: bool = False,
+                empty: dict[str, str] | None = None) -> str:  # fmt: skip
     """One line per mutant (kernel, id, file:line, before -> after), a count per kernel, and with
-    ``diffs`` each mutant's unified diff."""
-    lines = []
+    ``diffs`` each mutant's unified diff; ``empty`` says why a kernel or header has none (one line each).
+
+    >>> render_list([], {"act.cuh": 0}, empty={"act.cuh": "none of its including kernels (act) reaches a function of it."})
+    'act.cuh: 0 mutants: none of its including kernels (act) reaches a function of it.\\n0 mutants.\\n'
+    """
+    lines = [f"{k}: 0 mutants: {why}" for k, why in (empty or {}).items()]
     kernels = list(dict.fromkeys(m.kernel for m in mutants))
     width = max((len(m.id) for m in mutants), default=0)
     for k in kernels:

@@ -97,17 +97,17 @@ def sanitizer_workers() -> int:
 
 def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[str] | None = None,
                  max_mutants: int | None = None) -> tuple[dict[str, list[Mutant]], dict[str, list[Mutant]]]:  # fmt: skip
-    """Per kernel, every generated mutant and the selected ones (see :func:`select_mutants`).
+    """Per kernel, every generated mutant and the selected ones (see :func:`select_mutants`), keyed by the
+    names of :func:`resolve_names` (a kernel defined in an included header stands for that header).
 
     Raises :class:`UsageError` for an unknown kernel or operator, or a kernel whose source cannot be read
-    or does not define its entry."""
-    from ..cuda.scope import Source
-
+    or whose entry no file of the project defines."""
     check_operators(operators)
+    kernels, _ = resolve_names(cfg, cs, kernels)
     units = _units_named(cs, cfg, kernels)
     generated: dict[str, list[Mutant]] = {}
     selected: dict[str, list[Mutant]] = {}
-    for name in dict.fromkeys(kernels):
+    for name in kernels:
         if name in units:
             ms = header_mutants(cfg, cs, units[name], operators)
         else:
@@ -117,28 +117,115 @@ def plan_mutants(cs: Any, cfg: Any, kernels: Sequence[str], operators: Sequence[
                 text = path.read_text(encoding="utf-8")
             except OSError as exc:
                 raise UsageError(f'Kernel "{name}" has source "{k.source}", which cannot be read ({exc.strerror}).') from None
-            if Source.parse(text).entry(k.symbol) is None:
-                raise UsageError(f'Kernel "{name}": "{k.source}" defines no function "{k.symbol}" to mutate.')
+            _require_own_entry(cfg, cs, name)
             ms = kernel_mutants(cs, name, text, operators)
         generated[name] = ms
         selected[name] = select_mutants(ms, max_mutants)
     return generated, selected
 
 
+def resolve_names(cfg: Any, cs: Any, names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``names`` as ``wireup mutate`` runs them, in order, each once, and a note per name replaced: a
+    header named by its path becomes its unit's name, and a kernel whose entry is defined in an included
+    local header (its source a small ``.cu`` that includes it) becomes that header's unit, whose mutants
+    include the entry's body (one place per mutated line, so ids, records and journals name the header).
+    Names that are neither stay as they are (:func:`plan_mutants` says what is wrong with them).
+
+    >>> resolve_names(cfg, cs, ["sgemm_naive", "src/kernels/1_naive.cuh"])    # doctest: +SKIP
+    (['1_naive.cuh'], ['Kernel "sgemm_naive" is defined in the included header "src/kernels/1_naive.cuh", ...'])
+    """
+    from ..cuda.headers import entry_file
+    from ..untrusted import resolve
+    from ._headers import unit_named
+
+    units: dict[str, Any] | None = None
+    out: list[str] = []
+    notes: list[str] = []
+    for name in names:
+        if name in cs.kernel_map:
+            k = cs.kernel(name)
+            where = entry_file(cfg, cs, name)
+            if where is not None and where != resolve(cfg.path(k.source)):
+                units = header_units(cfg, cs) if units is None else units
+                unit = next((u for u in units.values() if u.path == where), None)
+                if unit is not None:
+                    notes.append(f'Kernel "{name}" is defined in the included header "{unit.source}", not in its source "{k.source}", '
+                                 f'so its body is mutated as the header unit "{unit.name}", judged by every kernel including it.')  # fmt: skip
+                    name = unit.name
+        elif name not in (units := header_units(cfg, cs) if units is None else units):
+            unit = unit_named(cfg, units, name)
+            name = unit.name if unit is not None else name
+        if name not in out:
+            out.append(name)
+    return out, notes
+
+
+def _require_own_entry(cfg: Any, cs: Any, name: str) -> None:
+    """Raise :class:`UsageError` unless kernel ``name``'s own source defines its entry (one defined in a
+    header unit was replaced by the unit in :func:`resolve_names`)."""
+    from ..cuda.headers import entry_file
+    from ..untrusted import resolve
+
+    k = cs.kernel(name)
+    own = resolve(cfg.path(k.source))
+    where = entry_file(cfg, cs, name)
+    if where == own:
+        return
+    if where is None:
+        raise UsageError(f'Kernel "{name}": neither its source "{k.source}" nor any local header it includes defines a function "{k.symbol}" to mutate.')
+    other = next((o for o in cs.kernels if resolve(cfg.path(o.source)) == where), None)
+    if other is not None:
+        raise UsageError(f'Kernel "{name}" is defined in "{other.source}", the source of kernel "{other.name}", whose mutants cover "{other.name}" only; '
+                         f'make "{other.source}" the source of "{name}" too to mutate it.')  # fmt: skip
+    raise UsageError(f'Kernel "{name}" is defined in "{where}", a header outside the project root, which wireup mutate does not mutate.')
+
+
+def empty_reasons(cfg: Any, cs: Any, generated: Mapping[str, Sequence[Mutant]], operators: Sequence[str] | None = None) -> dict[str, str]:
+    """Why each name of ``generated`` (kernels and header units, as :func:`plan_mutants` keys them) has no
+    mutant: one sentence each, so no listing or run reports 0 mutants without saying whether the code was
+    looked at."""
+    from ..cuda.headers import entry_file, reached_bodies
+
+    ops = f" of the operators {', '.join(operators)}" if operators else ""
+    out: dict[str, str] = {}
+    units = _units_named(cs, cfg, [n for n, ms in generated.items() if not ms])
+    for name, ms in generated.items():
+        if ms:
+            continue
+        unit = units.get(name)
+        if unit is None:
+            out[name] = f'no mutation{ops} applies in the functions its entry reaches in "{cs.kernel(name).source}".'
+            continue
+        lost = [k for k in unit.kernels if entry_file(cfg, cs, k) is None]
+        reaching = [k for k in unit.kernels if reached_bodies(cfg, cs, k, unit.path)]
+        if reaching:
+            out[name] = f"no mutation{ops} applies in the functions of it that {', '.join(reaching)} reach."
+        elif lost:
+            out[name] = (f"no file of {', '.join(lost)}'s include closure defines its entry, so what it runs was not looked at, "
+                         f"and no other including kernel reaches a function of it.")  # fmt: skip
+        else:
+            them = f"its including kernels ({', '.join(unit.kernels)})" if len(unit.kernels) <= 4 else f"its {len(unit.kernels)} including kernels"
+            out[name] = f"none of {them} reaches a function of it (it holds no code they run)."
+    return out
+
+
 def _units_named(cs: Any, cfg: Any, names: Sequence[str]) -> dict[str, Any]:
-    """The header units among ``names`` (the others must be kernels); raises :class:`UsageError` for a
-    name that is neither."""
+    """The header units among ``names`` (the others must be kernels), by the name given (a unit's name or
+    its header's path); raises :class:`UsageError` for a name that is neither."""
+    from ._headers import unit_named
+
     others = [n for n in names if n not in cs.kernel_map]
     if not others:
         return {}
     units = header_units(cfg, cs)
-    unknown = [n for n in others if n not in units]
+    found = {n: unit_named(cfg, units, n) for n in others}
+    unknown = [n for n, u in found.items() if u is None]
     if unknown:
         valid = ", ".join(f'"{k}"' for k in cs.kernel_map)
         heads = ", ".join(f'"{h}"' for h in units)
         raise UsageError(f'"{unknown[0]}" is not a kernel of the contracts; the kernels are {valid}'
                          + (f", and the included headers {heads}." if heads else "."))  # fmt: skip
-    return {n: units[n] for n in others}
+    return found
 
 
 def mutated_headers(cfg: Any, cs: Any) -> list[str]:
@@ -238,6 +325,7 @@ def run_mutation(
         if tool not in SANITIZERS:
             raise UsageError(f'--sanitizers takes {" and ".join(f"{t!r}" for t in SANITIZERS)} (or "none"), found "{tool}".')
     slowdown = stand_in is None if slowdown is None else slowdown
+    kernels, _ = resolve_names(cfg, cs, kernels)
     generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
     units = _units_named(cs, cfg, kernels)
     eq_path = equivalent_file or DEFAULT_FILE
@@ -245,6 +333,8 @@ def run_mutation(
     timing["generate"] = time.perf_counter() - t_start
     all_selected = [m for ms in selected.values() for m in ms]
     progress({"event": "planned", "mutants": len(all_selected), "generated": sum(len(v) for v in generated.values())})
+    for name, why in empty_reasons(cfg, cs, generated, operators).items():
+        progress({"event": "note", "text": f"{name}: 0 mutants: {why}"})
 
     if stand_in is None:
         names, arch = gpu_target(backends, cfg, cluster)
