@@ -153,3 +153,24 @@ def test_entry_index_overflows_reads_the_witnesses_of_the_contracts(tmp_path: Pa
     narrow = _ptx(tmp_path, body.replace("(size_t)b * row_stride", "b * row_stride"))
     assert entry_index_overflows(cs, Wiring(cs), k, narrow) == []
     assert isinstance(find_index_overflows(narrow, k.symbol, [Witness({2: 1 << 27, 3: 32}, (256, 1, 1), (1 << 19, 1, 1), "B")])[0], IndexOverflow)
+
+
+@NVCC
+def test_a_kernel_defined_in_a_local_header_is_reported_at_the_header(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The PTX rules report lines of the file that defines the entry: for a header-only kernel library
+    (the contract's source a .cu that includes the header) that is the header, never the .cu."""
+    import re as _re
+
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(REPO / "tests" / "data" / "rules" / "INDEX_OVERFLOW" / "bad", root)
+    chain = (root / "kernels" / "chain.cu").read_text()
+    start = chain.index('extern "C" __global__ void forward(')
+    end = chain.index('extern "C" __global__ void loss(')
+    (root / "kernels" / "forward.cuh").write_text("#pragma once\n" + chain[start:end])
+    (root / "kernels" / "chain.cu").write_text(chain[:start] + '#include "forward.cuh"\n\n' + chain[end:])
+    line = 1 + next(i for i, t in enumerate(chain[start:end].splitlines(), 1) if "x[r * D + k % D]" in t)
+    assert main(["check", "--root", str(root), "--select", "INDEX_OVERFLOW"]) == 1
+    out = capsys.readouterr().out
+    assert _re.search(rf"^kernels/forward\.cuh:{line}: INDEX_OVERFLOW Kernel \"forward\" .*\(kernels/forward\.cuh:{line}, ", out, _re.M), out

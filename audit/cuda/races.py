@@ -143,6 +143,25 @@ def entries(ptx: str) -> list[str]:
     return _ENTRY.findall(_COMMENT.sub(_strip_comment, ptx))
 
 
+def entry_file(ptx: str, entry: str) -> str | None:
+    """The path the PTX's ``.file`` table gives for the file ``entry`` is defined in (that of its body's first
+    ``.loc`` that is not inlined): the file whose lines the analyses report. None where it has no ``.loc``
+    or no such entry.
+
+    >>> entry_file('.file 1 "k.cuh"\n.visible .entry k()\n{\n.loc 1 3 0\nret;\n}\n', "k")
+    'k.cuh'
+    """
+    text = _COMMENT.sub(_strip_comment, ptx)
+    try:
+        _, _, body = _entry_text(text, entry)
+    except ValueError:
+        return None
+    for m in _LOC.finditer(body):
+        if not m[4]:
+            return {int(n): p for n, p in _FILE.findall(text)}.get(int(m[1]))
+    return None
+
+
 def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
                      grid: Dims = (None, None, None)) -> list[StoreRace]:
     """The racy global stores of ``entry``, in PTX order, the first per (source line, kind).

@@ -300,11 +300,22 @@ def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
     return compute() if cache is None else cache.results("cp-async", [ptx, entry], AsyncCopyHazard, compute)
 
 
-def race_line(race: StoreRace | SharedRace | IndexOverflow, source: str) -> int | None:
-    """The finding's line in ``source`` (a path as the contract writes it), where its ``.loc`` is that file."""
-    if race.line is None or race.file is None:
-        return None
-    return race.line if Path(race.file).name == Path(source).name or race.file_index == 1 else None
+def ptx_finding_file(ptx: str, entry: str, source: str, root: Path) -> str:
+    """The file whose lines the PTX analyses of ``entry`` report (its definition's: the kernel source, or
+    the local header that defines the kernel, as a kernel of a header-only library does), as a path
+    relative to ``root``; ``source`` where the PTX names no file inside the root."""
+    from .races import entry_file
+
+    named = entry_file(ptx, entry)
+    if not named:
+        return source
+    path = Path(named)
+    path = path if path.is_absolute() else root / path
+    try:
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
+    except (OSError, ValueError):
+        return source
+    return rel if path.is_file() else source
 
 
 def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, include_dirs: Sequence[Path], ptx: str | None,

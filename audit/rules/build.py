@@ -269,6 +269,16 @@ def check_local_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(overrun_text(r), Loc(_CudaLine(shown, r.line)), kernel)
 
 
+def _defined_in(ctx: CheckContext, ptx: str, symbol: str, source: str) -> str:
+    """The file the PTX analyses' lines of entry ``symbol`` are in: the kernel's source, or the local header
+    that defines the kernel (a header-only kernel library), relative to the project root."""
+    from pathlib import Path
+
+    from ..cuda.static import ptx_finding_file
+
+    return ptx_finding_file(ptx, symbol, source, Path(ctx.cs.root))
+
+
 def _ptx_text(ctx: CheckContext, path: Any) -> str:
     """The PTX of a compiled source, read once per check (the entries of one source share one file)."""
     text = ctx.texts.get(path)
@@ -281,7 +291,7 @@ def _ptx_text(ctx: CheckContext, path: Any) -> str:
 def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the address's dependence on the thread and block index, and the
     tid/ctaid == constant conditions that hold where the store runs (see :mod:`audit.cuda.races`)."""
-    from ..cuda.static import entry_store_races, race_line
+    from ..cuda.static import entry_store_races
 
     cache = _analysis_cache(ctx)
     for k, sb, entry in _compiled(ctx):
@@ -289,16 +299,16 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
             continue
         ptx = _ptx_text(ctx, sb.ptx)
         for race in entry_store_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
-            line = race_line(race, sb.source)
-            loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
-            yield Hit(race.message(k.name, sb.source), loc, k.name)
+            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
+            loc = Loc(_CudaLine(shown, race.line)) if race.line else k.loc.child("source")
+            yield Hit(race.message(k.name, shown), loc, k.name)
 
 
 @rule("INDEX_OVERFLOW", "A global-memory offset computed in 32-bit arithmetic stays within its type at the largest dims the contracts allow.", "build")
 def check_index_overflow(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX at the contracts' largest dims: the exact value of every 32-bit
     register that is widened into a global address (see :mod:`audit.cuda.indexwidth`)."""
-    from ..cuda.static import entry_index_overflows, race_line
+    from ..cuda.static import entry_index_overflows
 
     cache = _analysis_cache(ctx)
     for k, sb, entry in _compiled(ctx):
@@ -306,16 +316,16 @@ def check_index_overflow(ctx: CheckContext) -> Iterator[Hit]:
             continue
         ptx = _ptx_text(ctx, sb.ptx)
         for o in entry_index_overflows(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
-            line = race_line(o, sb.source)
-            loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
-            yield Hit(o.message(k.name, sb.source), loc, k.name)
+            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
+            loc = Loc(_CudaLine(shown, o.line)) if o.line else k.loc.child("source")
+            yield Hit(o.message(k.name, shown), loc, k.name)
 
 
 @rule("SHARED_RMW_RACE", "A shared-memory read-modify-write (s[i] += v) is made by one thread per element, or atomically.", "build")
 def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX with the block extent of its launches: which threads may run each
     ``ld.shared``/``st.shared`` pair, and each one's address per thread (see :mod:`audit.cuda.sharedraces`)."""
-    from ..cuda.static import entry_shared_races, race_line
+    from ..cuda.static import entry_shared_races
 
     cache = _analysis_cache(ctx)
     for k, sb, entry in _compiled(ctx):
@@ -323,9 +333,9 @@ def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
             continue
         ptx = _ptx_text(ctx, sb.ptx)
         for race in entry_shared_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
-            line = race_line(race, sb.source)
-            loc = Loc(_CudaLine(sb.source, line)) if line else k.loc.child("source")
-            yield Hit(race.message(k.name, sb.source), loc, k.name)
+            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
+            loc = Loc(_CudaLine(shown, race.line)) if race.line else k.loc.child("source")
+            yield Hit(race.message(k.name, shown), loc, k.name)
 
 
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
@@ -338,9 +348,11 @@ def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
             continue
-        for h in entry_async_copy_hazards(k, _ptx_text(ctx, sb.ptx), entry.symbol, cache):
-            loc = Loc(_CudaLine(sb.source, h.line)) if h.line else k.loc.child("source")
-            yield Hit(h.message(k.name, sb.source), loc, k.name)
+        ptx = _ptx_text(ctx, sb.ptx)
+        for h in entry_async_copy_hazards(k, ptx, entry.symbol, cache):
+            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
+            loc = Loc(_CudaLine(shown, h.line)) if h.line else k.loc.child("source")
+            yield Hit(h.message(k.name, shown), loc, k.name)
 
 
 # ---------------------------------------------------------------------------------------------------------
