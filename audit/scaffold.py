@@ -11,11 +11,15 @@ The contract it writes has the parameters (names, order, kind and dtype from the
 become tensors, role "in" when the data is ``const`` and "out" otherwise). Where host code in the same
 file (or a ``--host`` file) launches the kernel (:mod:`audit.cuda.launches`: ``<<<...>>>``, cudarc,
 CuPy, ``cuLaunchKernel``), the grid, block, dynamic shared memory and scalar values come from that launch:
-host variables passed as integer arguments become dims named after the kernel's parameters, and
-``CEIL_DIV(n, b)`` or ``(n + b - 1) / b`` become ``ceil_div(n, b)``. What neither the signature nor a
-launch can tell stays the placeholder ``TODO`` (shapes, always; geometry a launch does not show, with the
-host expression quoted). ``TODO`` parses as a dim name that is not declared, so ``wireup check`` fails
-(``UNKNOWN_DIM``) until every one is filled in.
+host variables passed as integer arguments become dims named after the kernel's parameters (a constant
+passed by name, ``const int Bc = 32;``, a fixed dim ``Bc = 32``), and ``CEIL_DIV(n, b)`` or
+``(n + b - 1) / b`` become ``ceil_div(n, b)``. What neither the signature nor a launch can tell stays the
+placeholder ``TODO`` (shapes, always; a grid or block component a launch does not show or that does not
+translate, with the host expression quoted; the other components of a ``dim3`` are kept). The first
+launch of a kernel gives its geometry; a later one with other geometry or arguments is named in a
+comment. Several sources make one file with one ``[dims]`` table (:func:`scaffold_sources`). ``TODO``
+parses as a dim name that is not declared, so ``wireup check`` fails (``UNKNOWN_DIM``) until every one
+is filled in.
 
 >>> [k.name for k in parse_kernels('extern "C" __global__ void f(const float* x, int n) {}')]
 ['f']
@@ -88,6 +92,7 @@ class CKernel:
     template: str | None = None
     launch_bounds: str | None = None
     params: list[CParam] = field(default_factory=list)
+    defined: bool = True  # False for a declaration only (``__global__ void k(float* y);``, a header's prototype)
 
     @property
     def cpp_name(self) -> str:
@@ -110,7 +115,8 @@ def _strip(text: str) -> str:
 
 
 def parse_kernels(text: str) -> list[CKernel]:
-    """Every ``__global__`` function declared or defined in ``text``, in file order (one per name)."""
+    """Every ``__global__`` function declared or defined in ``text``, in file order (one per name: its
+    definition where the file has one)."""
     code = _strip(text)
     tokens = [(m.group(0), code.count("\n", 0, m.start()) + 1) for m in _TOKEN.finditer(code)]
     out: dict[str, CKernel] = {}
@@ -156,8 +162,8 @@ def parse_kernels(text: str) -> list[CKernel]:
             continue
         if tok == "__global__":
             k, end = _declaration(tokens, decl_start, i, scopes)
-            if k is not None and k.name not in out:
-                out[k.name] = k
+            if k is not None and (k.name not in out or (k.defined and not out[k.name].defined)):
+                out[k.name] = k  # the definition, where a prototype came first
             i = max(end, i + 1)
             decl_start = i
             continue
@@ -208,7 +214,8 @@ def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, i
     close = _match(tokens, j)
     params = _params(tokens[j + 1 : close], template)
     namespace = tuple(n for kind, n in scopes if kind == "namespace") + tuple(qualifier)
-    return CKernel(name, tokens[at][1], extern_c, namespace, template, launch_bounds, params), close + 1
+    after = next((t for t, _ in tokens[close + 1 :] if t in ("{", ";")), ";")
+    return CKernel(name, tokens[at][1], extern_c, namespace, template, launch_bounds, params, after == "{"), close + 1
 
 
 def _match(tokens, open_at: int) -> int:
@@ -294,7 +301,37 @@ class LaunchGeometry:
     shared: str | None = None
     values: dict[str, str] = field(default_factory=dict)  # scalar parameter -> TOML value text
     dims: set[str] = field(default_factory=set)  # integer parameters the geometry or values use as dims
-    notes: dict[str, str] = field(default_factory=dict)  # "grid" / "block" / "shared_bytes" / param -> why not
+    notes: dict[str, str] = field(default_factory=dict)  # "grid.x" / "block.y" / "shared_bytes" / param -> why not
+    fixed: dict[str, int] = field(default_factory=dict)  # parameter passed a constant by name -> its value
+    passed: dict[str, str] = field(default_factory=dict)  # such a parameter -> the host's name for it
+
+    def differences(self, other: LaunchGeometry) -> list[str]:
+        """What ``other`` (another launch of the same kernel) sets differently, as contract text.
+
+        >>> from audit.cuda.launches import LaunchSite
+        >>> site = LaunchSite("k", "k.cu", 3, "cuda", None, None, None, None)
+        >>> LaunchGeometry(site, ["n", "1", "1"], fixed={"B": 32}).differences(LaunchGeometry(site, ["n", "2", "1"], fixed={"B": 64}))
+        ['grid = ["n", 2, 1]', 'B = 64']
+        """
+        out = []
+        for key, mine, theirs in (("grid", self.grid, other.grid), ("block", self.block, other.block)):
+            if mine != theirs:
+                out.append(f"{key} = [{', '.join(_component(p) for p in theirs)}]")
+        if self.shared != other.shared:
+            out.append(f"shared_bytes = {_component(other.shared)}")
+        for name in sorted(set(self.fixed) | set(other.fixed) | set(self.values) | set(other.values)):
+            if name in other.fixed and self.fixed.get(name) != other.fixed[name]:
+                out.append(f"{name} = {other.fixed[name]}")
+            elif name not in other.fixed and self.values.get(name) != other.values.get(name):
+                out.append(f"{name} = {other.values.get(name, _toml_str(TODO))}")
+        return out
+
+
+def _component(part: str | None) -> str:
+    """One grid, block or shared memory component as TOML: a number, a dim expression string, or "TODO"."""
+    if part is None:
+        return _toml_str(TODO)
+    return part if part.lstrip("-").isdigit() else _toml_str(part)
 
 
 def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()) -> LaunchGeometry:
@@ -343,8 +380,17 @@ def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()
         geo.grid.append(translate(f"grid.{axis}", site.grid[i] if site.grid else None))
         geo.block.append(translate(f"block.{axis}", site.block[i] if site.block else None))
     geo.shared = translate("shared_bytes", site.shared)
-    for p, arg in zip(k.params, args):
+    arg_values = list(site.arg_values or args)
+    for i, (p, arg) in enumerate(zip(k.params, args)):
         if p.kind != "scalar":
+            continue
+        constant = _constant(arg_values[i]) if p.name in ints and i < len(arg_values) and arg_values[i] != arg else None
+        if constant is not None and constant >= 1 and p.name not in known:
+            # `const int Bc = 32;` passed as Bc: the parameter is a dim fixed at that value, which the
+            # geometry (block = ["Bc"]) keeps naming
+            geo.fixed[p.name], geo.passed[p.name] = constant, arg
+            geo.values[p.name] = _toml_str(p.name)
+            geo.dims.add(p.name)
             continue
         if p.name in ints:
             text, _ = to_dim_expr(arg, renames)
@@ -364,18 +410,36 @@ def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()
     return geo
 
 
+def _constant(host: str) -> int | None:
+    """``host`` (a launch argument with its constants substituted) as an integer, where it is one."""
+    from .cuda.launches import to_dim_expr
+    from .dims import parse_expr
+
+    text, _ = to_dim_expr(host, {})
+    return parse_expr(text).constant if text is not None else None
+
+
 def _geometry_line(key: str, parts: list[str | None], geo: LaunchGeometry | None, fallback: str) -> str:
-    if geo is None or any(p is None for p in parts):
-        notes = [geo.notes[n] for n in (f"{key}.x", f"{key}.y", f"{key}.z") if geo and n in geo.notes]
-        why = f"  # {notes[0]}" if notes else ""
+    """``grid = [...]`` / ``block = [...]``: each component translated on its own, "TODO" (with the reason)
+    only for one that is not; ``fallback`` where no launch shows the key at all."""
+    if geo is None or getattr(geo.site, key) is None:
+        why = f"  # {geo.notes[f'{key}.x']}" if geo and f"{key}.x" in geo.notes else ""
         return fallback + why
-    items = [p if p.lstrip("-").isdigit() else _toml_str(p) for p in parts if p is not None]
-    return f"{key} = [{', '.join(items)}]  # from {geo.site.file or 'the launch'}:{geo.site.line}"
+    items = ", ".join(_component(p) for p in parts)
+    missing = [axis for axis, p in zip("xyz", parts) if p is None and f"{key}.{axis}" in geo.notes]
+    # a 1-D launch's note needs no axis; a dim3 one says which component it is about
+    notes = [geo.notes[f"{key}.{axis}"] if missing == ["x"] else f"{key}.{axis}: {geo.notes[f'{key}.{axis}']}" for axis in missing]
+    if notes:
+        return f"{key} = [{items}]  # " + "; ".join(notes)
+    return f"{key} = [{items}]  # from {geo.site.file or 'the launch'}:{geo.site.line}"
 
 
-def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = (), geometry: LaunchGeometry | None = None) -> str:
+def scaffold_contract(
+    k: CKernel, source: str, known_dims: Iterable[str] = (), geometry: LaunchGeometry | None = None, others: Iterable[str] = ()
+) -> str:
     """The ``[[kernel]]`` table for ``k`` (``source`` as the contract should name it), with the grid,
-    block, shared memory and scalar values of ``geometry`` (a launch site of ``k``) where one is given."""
+    block, shared memory and scalar values of ``geometry`` (a launch site of ``k``) where one is given;
+    ``others`` are comment lines about other launches of ``k``."""
     dims = set(known_dims) | (geometry.dims if geometry else set())
     lines = [f"# Scaffolded by `wireup init` from {source}:{k.line}. Replace every \"TODO\"; `wireup check` fails until they are gone."]
     lines.append("[[kernel]]")
@@ -387,6 +451,7 @@ def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = (), g
         lines.append(f"cpp_name = {_toml_str(k.cpp_name)}  # TODO: the instantiation the host launches" if k.template else f"cpp_name = {_toml_str(k.cpp_name)}")
     lines.append(f'stage = "{_guess_stage(k.name)}"  # TODO: check (producer, forward, loss, backward, reduce, optimizer, other)')
     lines.append('phase = ""')
+    lines += [f"# {line}" for line in others]
     lines.append(_geometry_line("grid", geometry.grid if geometry else [None], geometry, f'grid = ["{TODO}", 1, 1]'))
     bounds = (k.launch_bounds or "").split(",")[0].strip()
     if geometry is not None and all(b is not None for b in geometry.block):
@@ -438,23 +503,72 @@ def scaffold_contract(k: CKernel, source: str, known_dims: Iterable[str] = (), g
 def scaffold_contracts(kernels: Iterable[CKernel], source: str, known_dims: Iterable[str] = (), launches: Iterable[LaunchSite] = ()) -> str:
     """Contracts for every kernel of one source, as the text of one TOML file; ``launches`` (host launch
     sites, :func:`audit.cuda.launches.find_launches`) give each launched kernel its geometry, and the
-    integer arguments they use become dims declared in a ``[dims]`` table (ranges to review)."""
+    integer arguments they use become dims declared in a ``[dims]`` table (ranges to review, or the value
+    of a constant passed by name)."""
+    return scaffold_sources([(kernels, source, launches)], known_dims)
+
+
+def scaffold_sources(units: Iterable[tuple[Iterable[CKernel], str, Iterable[LaunchSite]]], known_dims: Iterable[str] = ()) -> str:
+    """Contracts for the kernels of several sources as the text of one TOML file: one ``[dims]`` table
+    for them all (a second one would not load), then a ``[[kernel]]`` table per kernel. Each unit is
+    (kernels, the source as contracts name it, the launch sites that give its kernels their geometry).
+
+    >>> text = scaffold_sources([(parse_kernels("__global__ void a(float* y) {}"), "a.cu", ()),
+    ...                          (parse_kernels("__global__ void b(float* y) {}"), "b.cu", ())])
+    >>> text.count("[[kernel]]"), text.splitlines()[0]
+    (2, '# Contracts scaffolded by `wireup init` from a.cu, b.cu.')
+    """
     dims = tuple(known_dims)
-    first: dict[str, LaunchSite] = {}
-    for site in launches:
-        first.setdefault(site.kernel, site)
-    tables, new_dims = [], {}
-    for k in kernels:
-        site = first.get(k.name) or first.get(k.name.split("::")[-1])
-        geo = launch_geometry(k, site, dims) if site is not None else None
-        if geo is not None:
-            for d in sorted(geo.dims - set(dims)):
-                new_dims.setdefault(d, f"{site.file or 'the launch'}:{site.line}")
-        tables.append(scaffold_contract(k, source, dims, geo))
-    header = f"# Contracts scaffolded by `wireup init` from {source}.\n"
+    tables: list[str] = []
+    new_dims: dict[str, _NewDim] = {}
+    sources = []
+    for kernels, source, launches in units:
+        sources.append(source)
+        by_kernel: dict[str, list[LaunchSite]] = {}
+        for site in launches:
+            by_kernel.setdefault(site.kernel, []).append(site)
+        for k in kernels:
+            sites = by_kernel.get(k.name) or by_kernel.get(k.name.split("::")[-1]) or []
+            geo = launch_geometry(k, sites[0], dims) if sites else None
+            others: list[str] = []
+            if geo is not None:
+                where = f"{geo.site.file or 'the launch'}:{geo.site.line}"
+                for d in sorted(geo.dims - set(dims)):
+                    new_dims.setdefault(d, _NewDim(d)).add(geo.fixed.get(d), where, geo.passed.get(d, d))
+                seen: set[tuple[str, ...]] = set()
+                for site in sites[1:]:
+                    diff = tuple(geo.differences(launch_geometry(k, site, dims)))
+                    if diff and diff not in seen:
+                        seen.add(diff)
+                        others.append(f'TODO: {site.file or "the host"}:{site.line} launches "{k.name}" too, with other geometry or arguments '
+                                      f"({'; '.join(diff)}); this contract describes the launch at {where}.")  # fmt: skip
+            tables.append(scaffold_contract(k, source, dims, geo, others))
+    header = f"# Contracts scaffolded by `wireup init` from {', '.join(dict.fromkeys(sources))}.\n"
     if new_dims:
-        lines = ["[dims]"]
-        for d, where in new_dims.items():
-            lines.append(f"{d} = {{ min = 1, max = 65536 }}  # TODO: the range of {d} (a kernel argument of the launch at {where})")
-        header += "\n" + "\n".join(lines) + "\n"
+        header += "\n" + "\n".join(["[dims]", *(d.line() for d in new_dims.values())]) + "\n"
     return header + "\n" + "\n".join(tables)
+
+
+@dataclass
+class _NewDim:
+    """A dim the scaffold declares: fixed where every launch that uses it passes the same constant, else a
+    range to review."""
+
+    name: str
+    uses: list[tuple[int | None, str, str]] = field(default_factory=list)  # (constant or None, "file:line", host name)
+
+    def add(self, value: int | None, where: str, host: str) -> None:
+        self.uses.append((value, where, host))
+
+    def line(self) -> str:
+        values = {v for v, _, _ in self.uses}
+        wheres = list(dict.fromkeys(w for _, w, _ in self.uses))
+        at = f"the launch{'es' if len(wheres) > 1 else ''} at {', '.join(wheres)}"
+        (value,) = values if len(values) == 1 else (None,)
+        if value is not None:
+            hosts = ", ".join(f'"{h}"' for h in dict.fromkeys(h for _, _, h in self.uses))
+            return f"{self.name} = {value}  # fixed: {at} pass{'' if len(wheres) > 1 else 'es'} the constant {hosts}; make it a range if it varies at run time"
+        if len(values) > 1:
+            passed = ", ".join(f"{v} at {w}" if v is not None else f"a variable at {w}" for v, w, _ in self.uses)
+            return f"{self.name} = {{ min = 1, max = 65536 }}  # TODO: the range of {self.name} (kernel arguments passed {passed})"
+        return f"{self.name} = {{ min = 1, max = 65536 }}  # TODO: the range of {self.name} (a kernel argument of {at})"

@@ -546,3 +546,33 @@ def test_dropping_a_parameter_from_a_kernel_is_an_abi_mismatch(shipped, tmp_path
         'Kernel "strided_gather" parameter 4 "row_stride" is a scalar i32 (4 bytes) in the contract but is not in '
         "the compiled entry, which takes 4 parameters where the contract declares 5."
     )
+
+
+@pytest.mark.nvcc
+def test_a_header_named_as_a_kernel_source_is_compiled_as_cuda(tmp_path):
+    # nvcc picks the language by suffix and refuses a .cuh ("Don't know what to do with"); the build says
+    # -x cu, and the host compiler's "#pragma once in main file" (our doing, not the header's) is not reported
+    (tmp_path / "wireup.toml").write_text('cache = "build-cache"\n')
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "scale.cuh").write_text(
+        "#pragma once\n"
+        'extern "C" __global__ void scale(const float* x, float* y, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] = 2.0f * x[i];\n"
+        "}\n"
+    )
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "scale.toml").write_text(
+        '[dims]\nn = { min = 1, max = 4096 }\n\n[[kernel]]\nname = "scale"\nsource = "kernels/scale.cuh"\nentry = "scale"\n'
+        'stage = "forward"\nphase = ""\ngrid = ["ceil_div(n, 256)"]\nblock = [256]\ndoc = ""\nparams = [\n'
+        '  { name = "x", dtype = "f32", shape = ["n"], role = "in" },\n'
+        '  { name = "y", dtype = "f32", shape = ["n"], role = "out" },\n'
+        '  { name = "n", kind = "scalar", dtype = "i32", value = "n" },\n]\n'
+    )
+    cfg, cs = load_project(tmp_path)
+    result = build_kernels(cfg, cs, jobs=1)
+    sb = result.sources["kernels/scale.cuh"]
+    assert sb.ok, sb.log
+    assert sb.diagnostics == []
+    assert "scale" in sb.entries
+    assert check(tmp_path, select=["build"]).findings == []

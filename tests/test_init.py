@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,109 @@ def test_init_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "pass --force" in capsys.readouterr().err and out.read_text() == "keep me\n"
     assert main(["init", "--root", str(tmp_path), str(cu), "-o", str(out), "--force"]) == 0
     assert 'name = "k"' in out.read_text()
+
+
+def _init_text(tmp_path: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], *argv: str, rc: int = 0) -> str:
+    """Run ``wireup init`` in a fresh project holding ``files``; its stdout (the scaffold when no -o), its
+    stderr left in ``capsys``."""
+    (tmp_path / "wireup.toml").write_text("")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert main(["init", "--root", str(tmp_path), *argv]) == rc
+    out, err = capsys.readouterr()
+    sys.stderr.write(err)
+    return out
+
+
+def test_a_dim3_grid_keeps_every_component_that_translates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # grid.x is a host value no kernel argument names; grid.y and grid.z are arguments: only grid.x is "TODO"
+    text = _init_text(tmp_path, capsys, {"k.cu": (
+        "__global__ void k(float* y, int nh, int n, int d) {}\n"
+        "void launch(float* y, int batch, int nh, int n, int d) {\n"
+        "    const int B = batch * 2;\n"
+        "    dim3 grid_dim(B, nh, d);\n"
+        "    dim3 block_dim(n, batch);\n"
+        "    k<<<grid_dim, block_dim>>>(y, nh, n, d);\n"
+        "}\n")}, str(tmp_path / "k.cu"))  # fmt: skip
+    assert 'grid = ["TODO", "nh", "d"]  # "(batch * 2)" at k.cu:6 uses "batch", which no integer kernel argument or declared dim names\n' in text
+    # a component other than x that does not translate is named
+    assert 'block = ["n", "TODO", 1]  # block.y: "batch" at k.cu:6 uses "batch", which no integer kernel argument or declared dim names\n' in text
+
+
+def test_a_constant_passed_by_name_is_a_fixed_dim_and_other_launches_are_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _init_text(tmp_path, capsys, {"k.cu": (
+        "__global__ void k(const float* x, float* y, int n, int Bc, int layer) {}\n"
+        "void launch(const float* x, float* y, int n) {\n"
+        "    const int Bc = 32;\n"
+        "    const int bs = 64;\n"
+        "    for (int i = 0; i < 4; i++) {\n"
+        "        k<<<(n + Bc - 1) / Bc, Bc>>>(x, y, n, Bc, i);\n"
+        "    }\n"
+        "    k<<<(n + bs - 1) / bs, bs>>>(x, y, n, bs, 0);\n"
+        "    k<<<(n + Bc - 1) / Bc, Bc>>>(x, y, n, Bc, 1);\n"
+        "}\n")}, str(tmp_path / "k.cu"))  # fmt: skip
+    assert 'Bc = 32  # fixed: the launch at k.cu:6 passes the constant "Bc"; make it a range if it varies at run time\n' in text
+    assert 'grid = ["ceil_div(n, Bc)", 1, 1]  # from k.cu:6' in text and 'block = ["Bc", 1, 1]  # from k.cu:6' in text
+    assert '{ name = "Bc", kind = "scalar", dtype = "i32", value = "Bc" },' in text
+    # the loop index is no constant (its "= 0" is only its first value): a dim with a range
+    assert '{ name = "layer", kind = "scalar", dtype = "i32", value = "layer" },' in text
+    assert "layer = { min = 1, max = 65536 }  # TODO: the range of layer" in text
+    # the launch with other geometry is said; the last one differs in "layer" only
+    assert ('# TODO: k.cu:8 launches "k" too, with other geometry or arguments (Bc = 64; layer = 0); this contract describes the launch at k.cu:6.\n'
+            '# TODO: k.cu:9 launches "k" too, with other geometry or arguments (layer = 1); this contract describes the launch at k.cu:6.\n') in text  # fmt: skip
+    cs = load_contracts(tmp_path / "contracts", tmp_path, texts={"scaffold.toml": text})
+    assert (cs.dim_map["Bc"].kind, cs.dim_map["Bc"].value) == ("fixed", 32)
+
+
+def test_a_dim_passed_a_constant_by_one_launch_and_a_variable_by_another_is_a_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _init_text(tmp_path, capsys, {"k.cu": (
+        "__global__ void a(float* y, int bs) {}\n__global__ void b(float* y, int bs) {}\n"
+        "void h(float* y, int m) { constexpr int bs = 128; a<<<1, bs>>>(y, bs); b<<<1, m>>>(y, m); }\n")}, str(tmp_path / "k.cu"))  # fmt: skip
+    assert "bs = { min = 1, max = 65536 }  # TODO: the range of bs (kernel arguments passed 128 at k.cu:3, a variable at k.cu:3)\n" in text
+
+
+def test_several_sources_make_one_file_with_one_dims_table_that_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = {
+        "a.cuh": "__global__ void a(float* y, int n);\n",  # the declaration a.cu defines
+        "a.cu": '#include "a.cuh"\n__global__ void a(float* y, int n) {}\nvoid la(float* y, int n) { a<<<(n + 255) / 256, 256>>>(y, n); }\n',
+        "b.cu": "__global__ void b(float* y, int n) {}\nvoid lb(float* y, int n) { b<<<(n + 127) / 128, 128>>>(y, n); }\n",
+    }
+    (tmp_path / "contracts").mkdir()
+    out = tmp_path / "contracts" / "scaffold.toml"
+    _init_text(tmp_path, capsys, files, *(str(tmp_path / f) for f in ("a.cuh", "a.cu", "b.cu")), "--host", str(tmp_path / "a.cu"), "-o", str(out))
+    assert 'wireup init: kernel "a" at a.cuh:1 is scaffolded from a.cu:2; skipped here.' in capsys.readouterr().err
+    text = out.read_text()
+    assert text.count("[dims]") == 1 and text.count('\nname = "a"') == 1 and text.count('\nname = "b"') == 1
+    # the --host file is named as the sources are, relative to the root
+    assert "n = { min = 1, max = 65536 }  # TODO: the range of n (a kernel argument of the launches at a.cu:3, b.cu:2)\n" in text
+    cs = load_contracts(tmp_path / "contracts", tmp_path)  # "Cannot declare ('dims',) twice" before
+    assert sorted(k.name for k in cs.kernels) == ["a", "b"] and cs.kernel("a").source == "a.cu"
+
+
+def test_init_creates_the_contracts_folder_but_no_other_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/adopting.md step 1: `echo > wireup.toml; wireup init F.cu -o contracts/scaffold.toml` in a bare folder
+    files = {"k.cu": "__global__ void k(float* y) {}\n"}
+    _init_text(tmp_path, capsys, files, str(tmp_path / "k.cu"), "-o", str(tmp_path / "contracts" / "kernels" / "k.toml"))
+    assert 'name = "k"' in (tmp_path / "contracts" / "kernels" / "k.toml").read_text()
+    for elsewhere in (tmp_path / "other" / "k.toml", tmp_path.parent / f"{tmp_path.name}-missing" / "k.toml"):
+        _init_text(tmp_path, capsys, files, str(tmp_path / "k.cu"), "-o", str(elsewhere), rc=2)
+        assert capsys.readouterr().err.endswith(f'error: --output "{elsewhere}" cannot be written: the folder "{elsewhere.parent}" does not exist.\n')
+        assert not elsewhere.parent.exists()
+
+
+def test_launch_arguments_with_their_constants_substituted() -> None:
+    from audit.cuda.launches import find_launches
+
+    text = (
+        "#define TILE 16\n"
+        "void h(float* x, int n) {\n"
+        "    constexpr int T = TILE * 2;\n"
+        "    int w = 3;\n"
+        "    for (int i = 0; i < n; i++) {\n"
+        "        k<<<n, T>>>(x, n, i, w, T, TILE);\n"
+        "    }\n"
+        "}\n"
+    )
+    (site,) = find_launches(text, "c", "k.cu")
+    assert site.args == ("x", "n", "i", "w", "T", "TILE")  # as written: the geometry names them
+    assert site.arg_values == ("x", "n", "i", "w", "(16 * 2)", "16")  # a loop index and a variable are no constants

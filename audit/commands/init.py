@@ -5,8 +5,10 @@
 
 Parameters, their order, kinds and dtypes come from the signatures; shapes, grid and integer scalar
 values are left as "TODO" (an undeclared dim, so ``wireup check`` fails until they are filled in).
-Integer scalars named like a dim the project already declares get that dim. Exit 0 written, 1 when a
-file holds no ``__global__`` function, 2 for unreadable input or an existing output without --force.
+Integer scalars named like a dim the project already declares get that dim. Several sources make one
+file (one ``[dims]`` table; a kernel two sources declare is scaffolded once). An output inside the
+project's contracts folder may name folders that do not exist yet (they are created). Exit 0 written, 1
+when a file holds no ``__global__`` function, 2 for unreadable input or an existing output without --force.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import ContractError
     from ..load import load_contracts
-    from ..scaffold import parse_kernels, scaffold_contracts
+    from ..scaffold import CKernel, parse_kernels, scaffold_sources
 
     cfg = load_config(root_of(args))
     if root_of(args) is None and cfg.source == "defaults":
@@ -57,14 +59,20 @@ def run(args: argparse.Namespace) -> int:
         pass
     from ..cuda.launches import find_launches, language_of
 
+    def relative(path: Path) -> str | None:
+        try:
+            return path.resolve().relative_to(cfg.root).as_posix()
+        except ValueError:
+            return None
+
     launches = []
     for host in args.host:
         try:
             host_text = Path(host).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise UsageError(f'--host "{host}" cannot be read ({exc.strerror or exc}).') from None
-        launches += find_launches(host_text, language_of(host), Path(host).as_posix())
-    parts = []
+        launches += find_launches(host_text, language_of(host), relative(Path(host)) or Path(host).as_posix())
+    read: list[tuple[str, list[CKernel], str]] = []  # (source as contracts name it, its kernels, its text)
     empty = []
     for src in args.sources:
         path = Path(src)
@@ -72,34 +80,59 @@ def run(args: argparse.Namespace) -> int:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f'"{src}" cannot be read ({getattr(exc, "strerror", None) or exc}).') from None
-        try:
-            rel = path.resolve().relative_to(cfg.root).as_posix()
-        except ValueError:
+        rel = relative(path)
+        if rel is None:
             rel = path.as_posix()
             print(f'wireup init: "{src}" is outside the project root "{cfg.root}"; contracts name sources inside it, so move it or fix "source".', file=sys.stderr)
         kernels = parse_kernels(text)
         if not kernels:
             empty.append(src)
             continue
+        read.append((rel, kernels, text))
+    # one [[kernel]] table per name (two would not load): from the source that defines the kernel, where
+    # another only declares it (a header's prototype), else from the first
+    chosen: dict[str, tuple[str, CKernel]] = {}
+    for rel, kernels, _ in read:
+        for k in kernels:
+            if k.name not in chosen or (k.defined and not chosen[k.name][1].defined):
+                chosen[k.name] = (rel, k)
+    units = []
+    for rel, kernels, text in read:
+        for k in kernels:
+            if chosen[k.name][0] != rel:
+                first = chosen[k.name]
+                print(f'wireup init: kernel "{k.name}" at {rel}:{k.line} is scaffolded from {first[0]}:{first[1].line}; skipped here.', file=sys.stderr)
+        kernels = [k for k in kernels if chosen[k.name][0] == rel]
         for k in kernels:
             if k.name in existing:
                 print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
-        sites = find_launches(text, language_of(rel), rel) + launches
-        parts.append(scaffold_contracts(kernels, rel, known_dims, sites))
-        print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
+        if kernels:
+            units.append((kernels, rel, find_launches(text, language_of(rel), rel) + launches))
+            print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
         print(f'wireup init: "{src}" declares no __global__ function (a kernel declared through a macro is not seen).', file=sys.stderr)
-    if not parts:
+    if not units:
         return ExitCode.FINDINGS
-    text = "\n".join(parts)
+    text = scaffold_sources(units, known_dims)  # one file, one [dims] table for every source
     if args.output:
         out = Path(args.output)
         if out.is_file() and not args.force:  # a device or FIFO (-o /dev/stdout) is written through
             raise UsageError(f'"{args.output}" exists; pass --force to overwrite it or choose another --output.')
         from ..output import write_output
 
-        write_output(out, text, explicit=True, root=cfg.root)
+        # the project's contracts folder (contracts/ of the walk-through) is created; a missing folder
+        # anywhere else stays a usage error, as for every --output
+        write_output(out, text, explicit=True, root=cfg.root, make_parents=_inside(out, cfg.contracts_dir, cfg.root))
         print(f"wireup init: wrote {args.output}; fill in every TODO, then run wireup check.", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return ExitCode.FINDINGS if empty else ExitCode.CLEAN
+
+
+def _inside(path, folder, root) -> bool:
+    """Whether ``path`` lies in ``folder`` and ``folder`` in ``root`` (through symbolic links)."""
+    import os
+    from pathlib import Path
+
+    real, real_folder = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return real.is_relative_to(real_folder) and real_folder.is_relative_to(os.path.realpath(root))

@@ -1,8 +1,9 @@
 """``build_kernels``: compile every kernel source once to PTX and a cubin, through a content cache.
 
 Per distinct source the front end runs once (``nvcc -arch=<arch> -ptx``), then ``ptxas -arch=<arch>
--m64 -v`` assembles the cubin and reports registers, spills and shared memory per entry. Sources compile
-in parallel (a thread pool; each job is a child process). Outputs live in
+-m64 -v`` assembles the cubin and reports registers, spills and shared memory per entry. A source not
+named ``.cu`` (a header such as ``kernels.cuh`` that holds the kernels) is compiled as CUDA all the same
+(``-x cu``). Sources compile in parallel (a thread pool; each job is a child process). Outputs live in
 ``<cache>/build/<arch>/<key>/`` where the key hashes the source's include closure (relative path and
 bytes of the ``.cu`` file and every local header), the flags, the include folders, the configured
 header packages (name, version and RECORD digest: :mod:`audit.compile._packages`), the nvcc version,
@@ -116,7 +117,7 @@ def build_kernels(
     todo: list[tuple[str, Path, str]] = []
     for name, path in units.items():
         t0 = time.perf_counter()
-        key = files_hash(include_closure(path, include_dirs), root, extra)
+        key = files_hash(include_closure(path, include_dirs), root, extra + _language(path))
         hit = None if force else _load_entry(cache_arch / key, name)
         if hit is not None:
             hit.seconds = time.perf_counter() - t0
@@ -198,6 +199,19 @@ def _overrides(cs: ContractSet, given: Mapping[str, Path] | None) -> dict[str, t
             raise UsageError(f'The source override for kernel "{name}" is "{p}", which does not exist.')
         out[name] = (str(path), p.resolve())
     return out
+
+
+_PRAGMA_ONCE = "#pragma once in main file"
+
+
+def _language(path: Path) -> list[str]:
+    """The cache key's part for how nvcc is told the source's language: ``-x cu`` for a source not named
+    ``.cu`` (nothing for a ``.cu``, so those keys stay as they were).
+
+    >>> _language(Path("kernels/gemm.cuh")), _language(Path("kernels/gemm.cu"))
+    (['language=cu'], [])
+    """
+    return [] if path.suffix == ".cu" else ["language=cu"]
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -332,7 +346,9 @@ class _Job:
             ptx, cubin = tmp / f"{stem}.ptx", tmp / f"{stem}.cubin"
             src_arg = _relative_or_absolute(path, self.root)
             front = [str(self.tools.nvcc), f"-arch={self.arch}", "-ptx", *self.flags]
-            front += [f"-I{d}" for d in self.includes] + [a for d in self.system for a in ("-isystem", d)] + [src_arg, "-o", str(ptx)]
+            front += [f"-I{d}" for d in self.includes] + [a for d in self.system for a in ("-isystem", d)]
+            front += ["-x", "cu"] if _language(path) else []  # nvcc picks the language by suffix: a .cuh is "unknown"
+            front += [src_arg, "-o", str(ptx)]
             # cicc names internal-linkage symbols "_INTERNAL_<hash of the absolute source path>_...", so
             # the same source would give different cubins in two checkouts; naming the source by its
             # relative path keeps cubin hashes (and the evidence keyed by them) portable. The option is
@@ -355,6 +371,8 @@ class _Job:
                 resources = parse_ptxas_resources(log2)
             ok = rc == 0 and cubin.is_file()
             diagnostics = parse_diagnostics(log, self.root, name)
+            if _language(path):  # the host compiler sees the header as the main file; that is our doing
+                diagnostics = [d for d in diagnostics if _PRAGMA_ONCE not in d.message]
             entries = self._finish_entries(entries, resources)
             data = cubin.read_bytes() if ok else None
             code = size = None

@@ -54,6 +54,10 @@ class LaunchSite:
     component the reader could not see is None (a ``LaunchConfig`` built elsewhere, say), and ``notes``
     say why. ``template_args`` are the explicit template arguments of a ``<<<...>>>`` launch
     (``gemm<BM, 8><<<...>>>`` with ``const int BM = 128`` gives ``("128", "8")``), None where it has none.
+    ``arg_values`` (``<<<...>>>`` launches; None for the other styles) are the arguments with the
+    constants they name substituted (``const``/``constexpr`` declarations and ``#define``s): an argument
+    ``Bc`` after ``const int Bc = 32;`` is ``"32"`` there and stays ``"Bc"`` in ``args``, which the
+    geometry keeps naming.
     """
 
     kernel: str
@@ -66,6 +70,7 @@ class LaunchSite:
     args: tuple[str, ...] | None
     notes: tuple[str, ...] = field(default=())
     template_args: tuple[str, ...] | None = None
+    arg_values: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -285,6 +290,7 @@ def _three(expr: str, defs: dict[str, str], keep: set[str]) -> tuple[str, str, s
 
 def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
     sites = []
+    assignments = _Assignments(text, code)
     for m in _CHEVRON.finditer(code):
         name = re.sub(r"\s+", "", m.group(1)).split("::")[-1]
         start = m.end()
@@ -307,9 +313,54 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
         targs = None
         if m.group(2):
             targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(text[m.start(2) : m.end(2)]))
+        values = tuple(" ".join(_substitute(a, _constants(m.start(), args, defs, assignments), set()).split()) for a in args)
         sites.append(LaunchSite(name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
-                                template_args=targs))  # fmt: skip
+                                template_args=targs, arg_values=values))  # fmt: skip
     return sites
+
+
+class _Assignments:
+    """Where each name is assigned in one file (``NAME = ...``, ``#define NAME ...``), read once per name
+    asked about, and whether the last assignment before a launch declares a constant: a ``const`` /
+    ``constexpr`` declaration or a ``#define``; a loop index (``for (int i = 0; ...)``) or a variable is
+    not one value for the launch."""
+
+    def __init__(self, text: str, code: str):
+        self.text, self.code = text, code
+        self._at: dict[str, list[tuple[int, bool]]] | None = None  # name -> (position, is a #define), in order
+
+    def constant_before(self, name: str, before: int) -> bool:
+        import bisect
+
+        if self._at is None:  # one pass over the file, on the first question
+            found = [(m.start(1), m.group(1), False) for m in re.finditer(rf"(?<![\w.>])({_IDENT})\s*=(?!=)", self.code)]
+            found += [(m.start(1), m.group(1), True) for m in _DEFINE.finditer(self.text)]
+            self._at = {}
+            for pos, n, define in sorted(found):
+                self._at.setdefault(n, []).append((pos, define))
+        seen = self._at.get(name, [])
+        at = bisect.bisect_left(seen, (before,)) - 1
+        if at < 0:
+            return False
+        pos, define = seen[at]
+        if define:
+            return True
+        lo = max(0, pos - 512)  # a declaration's words are near its name
+        declared = self.code[max(lo - 1, *(self.code.rfind(c, lo, pos) for c in ";{}(")) + 1 : pos]
+        return re.search(r"\b(?:const|constexpr)\b", declared) is not None
+
+
+def _constants(before: int, args: tuple[str, ...], defs: dict[str, str], assignments: _Assignments) -> dict[str, str]:
+    """The definitions among ``defs`` that the arguments name (directly or through another constant) and
+    that are constants where the launch at ``before`` sees them."""
+    out: dict[str, str] = {}
+    todo = [n for n in re.findall(_IDENT, " ".join(args)) if n in defs]
+    while todo:
+        name = todo.pop()
+        if name not in out and assignments.constant_before(name, before):
+            out[name] = defs[name]
+            todo += [n for n in re.findall(_IDENT, defs[name]) if n in defs]
+    return out
 
 
 def _getter_names(text: str, code: str, lits: list[Literal], language: str) -> dict[str, str]:
