@@ -229,6 +229,16 @@ def test_init_creates_the_contracts_folder_but_no_other_missing_folder(tmp_path:
         assert not elsewhere.parent.exists()
 
 
+def test_file_scope_constants_of_included_headers_give_the_geometry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # SGEMM_CUDA's runner: blockDim(K9_NUM_THREADS), the constant at file scope in the kernel's header
+    files = {
+        "k.cuh": "#pragma once\nconst int NUM_THREADS = 256;\n__global__ void k(float* y, int n) {}\n",
+        "host.cu": '#include "k.cuh"\nvoid run(float* y, int n) {\n    k<<<(n + NUM_THREADS - 1) / NUM_THREADS, NUM_THREADS>>>(y, n);\n}\n',
+    }
+    text = _init_text(tmp_path, capsys, files, str(tmp_path / "k.cuh"), "--host", str(tmp_path / "host.cu"))
+    assert 'grid = ["ceil_div(n, 256)", 1, 1]  # from host.cu:3' in text and "block = [256, 1, 1]  # from host.cu:3" in text
+
+
 def test_launch_arguments_with_their_constants_substituted() -> None:
     from audit.cuda.launches import find_launches
 

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     except ContractError:
         pass
     from ..cuda.launches import find_launches, language_of
+    from ..launchers import included_constants
 
     def relative(path: Path) -> str | None:
         try:
@@ -71,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
             host_text = Path(host).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise UsageError(f'--host "{host}" cannot be read ({exc.strerror or exc}).') from None
-        launches += find_launches(host_text, language_of(host), relative(Path(host)) or Path(host).as_posix())
+        launches += find_launches(host_text, language_of(host), relative(Path(host)) or Path(host).as_posix(),
+                                  included_constants(host_text, Path(host), cfg.root))
     read: list[tuple[str, list[CKernel], str]] = []  # (source as contracts name it, its kernels, its text)
+    src_of: dict[str, str] = {}  # that name -> the path given on the command line
     empty = []
     for src in args.sources:
         path = Path(src)
@@ -89,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             empty.append(src)
             continue
         read.append((rel, kernels, text))
+        src_of[rel] = src
     # one [[kernel]] table per name (two would not load): from the source that defines the kernel, where
     # another only declares it (a header's prototype), else from the first
     chosen: dict[str, tuple[str, CKernel]] = {}
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             if k.name in existing:
                 print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
         if kernels:
-            units.append((kernels, rel, find_launches(text, language_of(rel), rel) + launches))
+            units.append((kernels, rel, find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root)) + launches))
             print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
         print(f'wireup init: "{src}" declares no __global__ function (a kernel declared through a macro is not seen).', file=sys.stderr)
