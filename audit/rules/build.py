@@ -8,7 +8,7 @@ does not compile is reported once by COMPILE_ERROR and skipped by the others.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..findings import Severity
@@ -287,21 +287,30 @@ def _ptx_text(ctx: CheckContext, path: Any) -> str:
     return text
 
 
+def _ptx_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequence[Any]]) -> Iterator[Hit]:
+    """The findings of one PTX analysis over every compiled entry: ``analyse(kernel, ptx, symbol, cache)``
+    returns findings with a ``line`` (in the file that defines the entry) and ``message(kernel, file)``."""
+    cache = _analysis_cache(ctx)
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        ptx = _ptx_text(ctx, sb.ptx)
+        found = analyse(k, ptx, entry.symbol, cache)
+        if not found:
+            continue
+        shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
+        for f in found:
+            loc = Loc(_CudaLine(shown, f.line)) if f.line else k.loc.child("source")
+            yield Hit(f.message(k.name, shown), loc, k.name)
+
+
 @rule("STORE_RACE", "A non-atomic global store at an address that is the same for every thread (an ISV slot) is made by one thread of one block.", "build")
 def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the address's dependence on the thread and block index, and the
     tid/ctaid == constant conditions that hold where the store runs (see :mod:`audit.cuda.races`)."""
     from ..cuda.static import entry_store_races
 
-    cache = _analysis_cache(ctx)
-    for k, sb, entry in _compiled(ctx):
-        if entry is None or sb.ptx is None or not sb.ptx.is_file():
-            continue
-        ptx = _ptx_text(ctx, sb.ptx)
-        for race in entry_store_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
-            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
-            loc = Loc(_CudaLine(shown, race.line)) if race.line else k.loc.child("source")
-            yield Hit(race.message(k.name, shown), loc, k.name)
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_store_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
 @rule("INDEX_OVERFLOW", "A global-memory offset computed in 32-bit arithmetic stays within its type at the largest dims the contracts allow.", "build")
@@ -310,15 +319,7 @@ def check_index_overflow(ctx: CheckContext) -> Iterator[Hit]:
     register that is widened into a global address (see :mod:`audit.cuda.indexwidth`)."""
     from ..cuda.static import entry_index_overflows
 
-    cache = _analysis_cache(ctx)
-    for k, sb, entry in _compiled(ctx):
-        if entry is None or sb.ptx is None or not sb.ptx.is_file():
-            continue
-        ptx = _ptx_text(ctx, sb.ptx)
-        for o in entry_index_overflows(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
-            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
-            loc = Loc(_CudaLine(shown, o.line)) if o.line else k.loc.child("source")
-            yield Hit(o.message(k.name, shown), loc, k.name)
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_index_overflows(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
 @rule("SHARED_RMW_RACE", "A shared-memory read-modify-write (s[i] += v) is made by one thread per element, or atomically.", "build")
@@ -327,15 +328,7 @@ def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
     ``ld.shared``/``st.shared`` pair, and each one's address per thread (see :mod:`audit.cuda.sharedraces`)."""
     from ..cuda.static import entry_shared_races
 
-    cache = _analysis_cache(ctx)
-    for k, sb, entry in _compiled(ctx):
-        if entry is None or sb.ptx is None or not sb.ptx.is_file():
-            continue
-        ptx = _ptx_text(ctx, sb.ptx)
-        for race in entry_shared_races(ctx.cs, ctx.wiring, k, ptx, entry.symbol, cache):
-            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
-            loc = Loc(_CudaLine(shown, race.line)) if race.line else k.loc.child("source")
-            yield Hit(race.message(k.name, shown), loc, k.name)
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_shared_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
@@ -344,15 +337,7 @@ def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
     wait and exit (see :mod:`audit.cuda.cpasync`)."""
     from ..cuda.static import entry_async_copy_hazards
 
-    cache = _analysis_cache(ctx)
-    for k, sb, entry in _compiled(ctx):
-        if entry is None or sb.ptx is None or not sb.ptx.is_file():
-            continue
-        ptx = _ptx_text(ctx, sb.ptx)
-        for h in entry_async_copy_hazards(k, ptx, entry.symbol, cache):
-            shown = _defined_in(ctx, ptx, entry.symbol, sb.source)
-            loc = Loc(_CudaLine(shown, h.line)) if h.line else k.loc.child("source")
-            yield Hit(h.message(k.name, shown), loc, k.name)
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_async_copy_hazards(k, ptx, symbol, cache))
 
 
 # ---------------------------------------------------------------------------------------------------------
