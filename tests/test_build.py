@@ -576,3 +576,25 @@ def test_a_header_named_as_a_kernel_source_is_compiled_as_cuda(tmp_path):
     assert sb.diagnostics == []
     assert "scale" in sb.entries
     assert check(tmp_path, select=["build"]).findings == []
+
+
+@pytest.mark.nvcc
+def test_an_extern_array_named_shared_is_not_found_in_every_shared_memory_instruction(tmp_path: Path) -> None:
+    """SHARED_BYTES_MISSING reads which entries use an ``extern __shared__`` array by its name in the PTX;
+    llm.c names one ``shared``, which also stands in every ``ld.shared``/``st.shared`` of the other kernels
+    (three false findings there)."""
+    from audit.cuda.static import dynamic_shared_arrays
+
+    src = tmp_path / "k.cu"
+    src.write_text(
+        'extern "C" __global__ void a(float* x) {\n    extern __shared__ float shared[];\n'
+        "    shared[threadIdx.x] = x[threadIdx.x];\n    __syncthreads();\n"
+        "    x[threadIdx.x] = shared[(threadIdx.x + 1) % blockDim.x];\n}\n"
+        'extern "C" __global__ void b(float* x) {\n    __shared__ float tile[128];\n'
+        "    tile[threadIdx.x] = x[threadIdx.x];\n    __syncthreads();\n    x[threadIdx.x] = tile[127 - threadIdx.x];\n}\n"
+    )
+    ptx = tmp_path / "k.ptx"
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", str(src), "-o", str(ptx)], check=True, capture_output=True)
+    text = ptx.read_text()
+    assert "st.shared" in text.split(".entry b")[1]
+    assert (dynamic_shared_arrays(text, "a"), dynamic_shared_arrays(text, "b")) == (["shared"], [])

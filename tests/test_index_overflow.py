@@ -174,3 +174,54 @@ def test_a_kernel_defined_in_a_local_header_is_reported_at_the_header(tmp_path: 
     assert main(["check", "--root", str(root), "--select", "INDEX_OVERFLOW"]) == 1
     out = capsys.readouterr().out
     assert _re.search(rf"^kernels/forward\.cuh:{line}: INDEX_OVERFLOW Kernel \"forward\" .*\(kernels/forward\.cuh:{line}, ", out, _re.M), out
+
+
+def test_not_narrowing_and_64_bit_products_keep_the_exact_value() -> None:
+    """``gridDim.x - blockIdx.x - 1`` compiles to ``not.b32`` (llm.c's softmax_forward_kernel5); a 64-bit
+    product narrowed back to 32 bits (``cvt.u32.u64``, llm.c's fused classifier after a partial fix) wraps
+    modulo 2^32; both are ring operations, so the exact value goes on to the widening."""
+    head = ".visible .entry k(\n.param .u64 k_param_0,\n.param .u32 k_param_1\n)\n{\n"
+    body = head + """ld.param.u64 %rd1, [k_param_0];
+cvta.to.global.u64 %rd2, %rd1;
+ld.param.u32 %r1, [k_param_1];
+mov.u32 %r2, %ctaid.x;
+not.b32 %r3, %r2;
+mov.u32 %r4, %nctaid.x;
+add.s32 %r5, %r4, %r3;
+mul.lo.s32 %r6, %r5, %r1;
+mul.wide.s32 %rd3, %r6, 4;
+add.s64 %rd4, %rd2, %rd3;
+ld.global.f32 %f1, [%rd4];
+mul.wide.s32 %rd5, %r5, %r1;
+cvt.u32.u64 %r7, %rd5;
+add.s32 %r8, %r7, 1;
+cvt.s64.s32 %rd6, %r8;
+shl.b64 %rd7, %rd6, 2;
+add.s64 %rd8, %rd2, %rd7;
+st.global.f32 [%rd8], %f1;
+ret;
+}
+"""
+    # gridDim.x - blockIdx.x - 1 at block 0 of 65536 is 65535; times N = 65536 is 4294901760
+    w = Witness({1: 1 << 16}, (1, 1, 1), (1 << 16, 1, 1), "N = 65536")
+    found = find_index_overflows(body, "k", [w])
+    assert [(o.instruction, o.value, o.exact, o.thread) for o in found] == [
+        ("mul.wide.s32 %rd3, %r6, 4", 4294901760, True, "blockIdx.x = 0"),
+        ("cvt.s64.s32 %rd6, %r8", 4294901761, True, "blockIdx.x = 0"),
+    ]
+
+
+@NVCC
+def test_an_offset_inlined_from_a_helper_names_the_helper_line(tmp_path: Path) -> None:
+    body = """__device__ __forceinline__ float second_of_row(const float* x, int r, int P) {
+    return x[r * P + 1];
+}
+extern "C" __global__ void k(const float* __restrict__ x, float* __restrict__ y, int B, int P) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= B) return;
+    y[r] = second_of_row(x, r, P);
+}
+"""
+    (o,) = find_index_overflows(_ptx(tmp_path, body), "k", [_rows(1 << 16, 1 << 16)])
+    assert (o.line, o.origin) == (7, "k.cu:2")
+    assert "(k.cu:7, inlined from k.cu:2, " in o.message("k", "k.cu")

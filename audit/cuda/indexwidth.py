@@ -15,8 +15,10 @@ in range):
 
 * **Values as intervals** of the exact (unbounded) arithmetic: kernel parameters (``ld.param``) of the
   witness, ``%tid``/``%ntid``/``%ctaid``/``%nctaid``, immediates; through ``mov``, ``add``, ``sub``,
-  ``mul.lo``, ``mad.lo``, ``shl``, ``neg`` (ring operations: the 32-bit register holds the exact value
-  modulo 2^32), and, on values that fit their type, ``shr``, ``and``, ``rem``, ``div``, ``min``, ``max``.
+  ``mul.lo``, ``mad.lo``, ``shl``, ``neg``, ``not`` (ring operations: a 32-bit register holds the exact
+  value modulo 2^32, a 64-bit one modulo 2^64), ``mul.wide``/``mad.wide`` and integer ``cvt`` both ways (a
+  64-bit product narrowed back to 32 bits keeps its exact value, modulo 2^32), and, on 32-bit values that
+  fit their type, ``shr``, ``and``, ``rem``, ``div``, ``min``, ``max``.
   A register written once (not under a guard) has the value of its definition; one written more often
   (a loop counter) is bounded below when every definition is a known value or the register plus a
   non-negative amount (``j = tid % 2; j < H; j += 2`` is at least 0); anything else is unknown.
@@ -40,6 +42,7 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from .races import _COMMENT, _FILE, _REG, Dims, _entry_text, _Inst, _int, _parse_body, _strip_comment
 
@@ -48,6 +51,9 @@ _UNKNOWN: Interval = (None, None)
 _LIMITS = {True: (-(1 << 31), (1 << 31) - 1), False: (0, (1 << 32) - 1)}  # signed?, range of the 32-bit type
 _WIDEN = re.compile(r"^(?:cvt(?:\.rn|\.rz|\.rm|\.rp)?\.([su])64\.([su])32|(?:mul|mad)\.wide\.([su])32)$")
 _PRESERVE64 = frozenset({"add", "sub", "mul", "mad", "shl", "cvta", "mov"})
+_RING = frozenset({"add", "sub", "mul", "mad", "shl", "neg", "not"})  # exact modulo 2^32 (2^64): ideal values go on
+_BOUNDED = frozenset({"shr", "and", "rem", "div", "min", "max"})  # computed only on values that fit their type
+_INT_CVT = re.compile(r"^cvt\.[su](?:8|16|32|64)\.[su](?:8|16|32|64)$")
 _MEMORY = frozenset({"ld", "st", "atom", "red", "prefetch", "cp", "ldu", "multimem"})
 _OTHER_SPACES = (".shared", ".local", ".param", ".const", ".tex")
 _PARAM = re.compile(r"^\[\s*([\w$]+)\s*(?:\+\s*(\d+))?\s*\]$")
@@ -83,10 +89,13 @@ class IndexOverflow:
     witness: str  # the dims
     thread: str  # "blockIdx.x = 1022, threadIdx.x = 255"
     access: str  # the first load or store its address reaches: "st.global.f32 [%rd9], %f1"
+    origin: str = ""  # "k.cu:526" where the widening is inlined from another line (a helper), else ""
 
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
         where = f"{source}:{self.line}" if self.line is not None else source
+        if self.origin:
+            where += f", inlined from {self.origin}"
         kind = "int" if self.signed else "unsigned"
         limit = "2^31 - 1" if self.signed else "2^32 - 1"
         amount = f"{self.value:,}" if self.exact else f"at least {self.value:,}"
@@ -141,8 +150,11 @@ def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> 
                     fi, line = inst.loc if inst.loc else (None, None)
                     shown = ", ".join(f"{'threadIdx' if k[1] == 't' else 'blockIdx'}.{k[-1]} = {v}"
                                       for k, v in sorted(thread.items()) if k[1] in "tc")
+                    origin = ""
+                    if inst.src is not None and inst.src != inst.loc and inst.src[0] in files:
+                        origin = f"{PurePosixPath(files[inst.src[0]]).name}:{inst.src[1]}"
                     out.append(IndexOverflow(entry, line, fi, files.get(fi) if fi is not None else None, inst.text,
-                                             value, lo == hi, signed, w.label, shown or "every thread", access))
+                                             value, lo == hi, signed, w.label, shown or "every thread", access, origin))
                     break
     out.sort(key=lambda o: (o.line is None, o.line or 0))
     return out
@@ -267,21 +279,28 @@ class _Evaluator:
 
     def _define(self, inst: _Inst) -> Interval:
         ops = inst.operands
-        head = inst.head
-        if not inst.opcode.endswith(("32",)) and head not in ("mov", "ld"):
+        head, opcode = inst.head, inst.opcode
+        if not opcode.endswith(("32", "64")):
             return _UNKNOWN
         try:
-            if head == "ld" and inst.opcode.startswith("ld.param") and inst.opcode.endswith("32"):
-                m = _PARAM.match(ops[1])
+            if head == "ld":
+                m = _PARAM.match(ops[1]) if opcode.startswith("ld.param") else None
                 if m and not m.group(2) and m.group(1) in self.order:
                     v = self.params.get(self.order[m.group(1)])
                     return (v, v) if v is not None else _UNKNOWN
                 return _UNKNOWN
-            if head == "mov" and inst.opcode.endswith(("32",)):
+            if head == "mov":
                 return self.value(ops[1])
-            if head in ("add", "sub", "mul", "mad", "shl", "neg", "shr", "and", "rem", "div", "min", "max"):
+            if head == "cvt":
+                # widening (an exact copy) or narrowing (the register keeps the value modulo 2^32, a ring
+                # operation like the others): the exact value goes on; float conversions are unknown
+                return self.value(ops[1]) if _INT_CVT.match(opcode) else _UNKNOWN
+            if head in ("mul", "mad") and ".wide." in opcode:
+                prod = _mul(self.value(ops[1]), self.value(ops[2]))
+                return prod if head == "mul" else _add(prod, self.value(ops[3]))
+            if head in _RING or (head in _BOUNDED and opcode.endswith("32")):
                 args = [self.value(o) for o in ops[1:]]
-                return _arith(inst.opcode, args)
+                return _arith(opcode, args)
         except (IndexError, ValueError):
             return _UNKNOWN
         return _UNKNOWN
@@ -289,6 +308,8 @@ class _Evaluator:
 
 def _arith(opcode: str, args: list[Interval]) -> Interval:
     head = opcode.split(".", 1)[0]
+    if head == "not":  # ~x == -x - 1 in two's complement: a ring operation too
+        return (None if args[0][1] is None else -args[0][1] - 1, None if args[0][0] is None else -args[0][0] - 1)
     if head == "add":
         return _add(args[0], args[1])
     if head == "sub":
@@ -305,7 +326,7 @@ def _arith(opcode: str, args: list[Interval]) -> Interval:
         return _add(_mul(args[0], args[1]), args[2])
     if head == "shl":
         s = args[1]
-        if s[0] is None or s[0] != s[1] or not 0 <= s[0] < 32:
+        if s[0] is None or s[0] != s[1] or not 0 <= s[0] < (64 if opcode.endswith("64") else 32):
             return _UNKNOWN
         return _mul(args[0], (1 << s[0], 1 << s[0]))
     # the rest only on values that fit the operation's type (no wrap before them), non-negative

@@ -358,6 +358,9 @@ def dynamic_shared_arrays(ptx: str, entry: str) -> list[str]:
     >>> ptx = ".extern .shared .align 16 .b8 smem[];\\n.visible .entry k(\\n.param .u32 n\\n)\\n{\\nmov.u32 %r1, smem;\\n}\\n"
     >>> dynamic_shared_arrays(ptx, "k"), dynamic_shared_arrays(ptx.replace("mov.u32 %r1, smem;", ""), "k")
     (['smem'], [])
+    >>> named = ptx.replace("smem", "shared").replace("mov.u32 %r1, shared;", "st.shared.f32 [%r1], %f1;")
+    >>> dynamic_shared_arrays(named, "k")   # an array named "shared", and an entry that only uses .shared
+    []
     """
     names = extern_shared_names(ptx)
     if not names:
@@ -378,4 +381,5 @@ def dynamic_shared_arrays(ptx: str, entry: str) -> list[str]:
                 break
         i += 1
     body = ptx[open_at:i]
-    return [n for n in names if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", body)]
+    # a symbol, not part of a longer name or of an instruction ("shared" in st.shared.f32)
+    return [n for n in names if re.search(rf"(?<![\w$.]){re.escape(n)}(?![\w$])", body)]
