@@ -19,9 +19,12 @@ in range):
   value modulo 2^32, a 64-bit one modulo 2^64), ``mul.wide``/``mad.wide`` and integer ``cvt`` both ways (a
   64-bit product narrowed back to 32 bits keeps its exact value, modulo 2^32), and, on 32-bit values that
   fit their type, ``shr``, ``and``, ``rem``, ``div``, ``min``, ``max``.
-  A register written once (not under a guard) has the value of its definition; one written more often
-  (a loop counter) is bounded below when every definition is a known value or the register plus a
-  non-negative amount (``j = tid % 2; j < H; j += 2`` is at least 0); anything else is unknown.
+  A register read by an instruction has the values of the definitions that reach it (a forward
+  dataflow over the entry's branches: nvcc reuses registers, so the ``%tid.x`` read early is not blurred
+  by a loop counter written into the same register later); several reaching definitions give the hull of
+  their values, and one that adds a non-negative amount to the register itself (a counter's step) keeps
+  the lower bound and drops the upper (``j = tid % 2; j < H; j += 2`` is at least 0); anything else is
+  unknown.
 * **Widenings**: ``cvt.s64.s32``, ``cvt.u64.u32``, ``mul.wide.{s,u}32``, ``mad.wide.{s,u}32``, whose 64-bit
   result reaches the address of a global (or generic) load, store or atomic through 64-bit ``add``/
   ``sub``/``mul``/``mad``/``shl``/``cvta``/``mov``.
@@ -44,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .races import _COMMENT, _FILE, _REG, Dims, _entry_text, _Inst, _int, _parse_body, _strip_comment
+from .races import _COMMENT, _FILE, _REG, Dims, _cfg, _entry_text, _Inst, _int, _parse_body, _strip_comment
 
 Interval = tuple[int | None, int | None]  # (least, largest) exact value; None: unbounded that way
 _UNKNOWN: Interval = (None, None)
@@ -114,7 +117,7 @@ def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> 
     files = {int(n): p for n, p in _FILE.findall(text)}
     _, head, body = _entry_text(text, entry)
     order = _param_order(text, entry)
-    insts, _ = _parse_body(body)
+    insts, labels = _parse_body(body)
     defs: dict[str, list[int]] = {}
     for i, inst in enumerate(insts):
         for d in inst.dests():
@@ -123,12 +126,13 @@ def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> 
     if not widenings:
         return []
     reaches = _reaching_access(insts, defs)
+    reaching = _Reaching(insts, labels)
     specials = sorted({m.group(0) for inst in insts for op in inst.operands for m in re.finditer(r"%n?(?:tid|ctaid)\.[xyz]", op)})
     out: list[IndexOverflow] = []
     seen: set[tuple[int, int] | int] = set()
     for w in witnesses:
         for thread in _threads(specials, w):
-            ev = _Evaluator(insts, defs, order, w.params, thread)
+            ev = _Evaluator(insts, reaching, order, w.params, thread)
             for i, m in widenings:
                 inst = insts[i]
                 access = reaches.get(inst.dests()[0]) if inst.dests() else None
@@ -139,7 +143,7 @@ def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> 
                 lo_lim, hi_lim = _LIMITS[signed]
                 srcs = inst.operands[1:3] if inst.head in ("mul", "mad") else inst.operands[1:2]
                 for src in srcs:
-                    lo, hi = ev.value(src)
+                    lo, hi = ev.value(src, i)
                     if lo is not None and lo > hi_lim:
                         value = lo
                     elif hi is not None and hi < lo_lim:
@@ -228,56 +232,119 @@ def _reaching_access(insts: list[_Inst], defs: dict[str, list[int]]) -> dict[str
     return out
 
 
+class _Reaching:
+    """Which definitions of a register reach an instruction: a forward may-dataflow over the entry's CFG
+    (a definition under a guard adds itself and kills nothing). nvcc reuses a register for unrelated
+    values (``%tid.x`` early, a loop counter later), so a use is evaluated from the definitions that reach
+    it, not from every definition the register has."""
+
+    def __init__(self, insts: list[_Inst], labels: dict[str, int]) -> None:
+        self.insts = insts
+        blocks, succ = _cfg(insts, labels)
+        self.blocks = blocks
+        self.block_of = [0] * len(insts)
+        self.mask: dict[str, int] = {}  # register -> bits of its definitions (bit i: instruction i)
+        for b, (lo, hi) in enumerate(blocks):
+            for i in range(lo, hi):
+                self.block_of[i] = b
+                for d in insts[i].dests():
+                    self.mask[d] = self.mask.get(d, 0) | (1 << i)
+        gen, kill = [0] * len(blocks), [0] * len(blocks)
+        for b, (lo, hi) in enumerate(blocks):
+            g = k = 0
+            for i in range(lo, hi):
+                for d in insts[i].dests():
+                    if insts[i].guard is None:
+                        g &= ~self.mask[d]
+                        k |= self.mask[d]
+                    g |= 1 << i
+            gen[b], kill[b] = g, k
+        preds: list[list[int]] = [[] for _ in blocks]
+        for b, ss in enumerate(succ):
+            for t in ss:
+                preds[t].append(b)
+        self.into = [0] * len(blocks)
+        out = list(gen)
+        changed = True
+        while changed:
+            changed = False
+            for b in range(len(blocks)):
+                came = 0
+                for q in preds[b]:
+                    came |= out[q]
+                new = gen[b] | (came & ~kill[b])
+                if came != self.into[b] or new != out[b]:
+                    self.into[b], out[b], changed = came, new, True
+
+    def at(self, reg: str, i: int) -> tuple[int, ...]:
+        """The definitions of ``reg`` (instruction indices) that reach instruction ``i``."""
+        mask = self.mask.get(reg, 0)
+        if not mask:
+            return ()
+        lo, _ = self.blocks[self.block_of[i]]
+        bits = self.into[self.block_of[i]] & mask
+        for j in range(lo, i):
+            if reg in self.insts[j].dests():
+                bits = (bits | (1 << j)) if self.insts[j].guard is not None else (1 << j)
+        return tuple(j for j in range(bits.bit_length()) if bits >> j & 1)
+
+
 class _Evaluator:
-    """Intervals of 32-bit registers at one witness and thread (see the module docstring)."""
+    """Intervals of registers at one witness and thread (see the module docstring)."""
 
-    def __init__(self, insts: list[_Inst], defs: dict[str, list[int]], order: Mapping[str, int],
+    def __init__(self, insts: list[_Inst], reaching: _Reaching, order: Mapping[str, int],
                  params: Mapping[int, int], thread: Mapping[str, int]) -> None:  # fmt: skip
-        self.insts, self.defs, self.order, self.params, self.thread = insts, defs, order, params, thread
-        self.memo: dict[str, Interval] = {}
+        self.insts, self.reaching, self.order, self.params, self.thread = insts, reaching, order, params, thread
+        self.defined: dict[int, Interval] = {}  # instruction index -> the value it writes
 
-    def value(self, op: str) -> Interval:
+    def value(self, op: str, at: int) -> Interval:
+        """The value of operand ``op`` read by instruction ``at``."""
         op = op.strip()
         if op in self.thread:
             v = self.thread[op]
             return (v, v)
         if op.startswith("%"):
-            if op in self.memo:
-                return self.memo[op]
-            self.memo[op] = _UNKNOWN  # a cycle through this register is unknown
-            got = self._register(op)
-            self.memo[op] = got
-            return got
+            return self._register(op, self.reaching.at(op, at))
         try:
             v = _int(op)
         except ValueError:
             return _UNKNOWN
         return (v, v)
 
-    def _register(self, reg: str) -> Interval:
-        where = self.defs.get(reg, [])
-        if len(where) == 1 and self.insts[where[0]].guard is None:
-            return self._define(self.insts[where[0]])
-        if len(where) < 2:
+    def _written(self, i: int) -> Interval:
+        if i not in self.defined:
+            self.defined[i] = _UNKNOWN  # a cycle through this definition is unknown
+            self.defined[i] = self._define(self.insts[i], i)
+        return self.defined[i]
+
+    def _register(self, reg: str, where: tuple[int, ...]) -> Interval:
+        if len(where) == 1:
+            return self._written(where[0])
+        if not where:
             return _UNKNOWN
-        # a counter: every definition a value (its start) or the register plus a non-negative amount
-        starts: list[int] = []
+        # several definitions: the hull of their values; one that adds a non-negative amount to the
+        # register itself (a counter's step) leaves the lower bound and makes it unbounded above
+        lows: list[int] = []
+        highs: list[int | None] = []
         for i in where:
             inst = self.insts[i]
             ops = inst.operands
             if inst.head == "add" and len(ops) == 3 and reg in ops[1:]:
-                other = ops[2] if ops[1] == reg else ops[1]
-                lo, _ = self.value(other)
+                lo, _ = self.value(ops[2] if ops[1] == reg else ops[1], i)
                 if lo is None or lo < 0:
                     return _UNKNOWN
+                highs.append(None)
                 continue
-            lo, _ = self._define(inst)
+            lo, hi = self._written(i)
             if lo is None:
                 return _UNKNOWN
-            starts.append(lo)
-        return (min(starts), None) if starts else _UNKNOWN
+            lows.append(lo)
+            highs.append(hi)
+        if not lows:
+            return _UNKNOWN
+        return (min(lows), None if None in highs else max(h for h in highs if h is not None))
 
-    def _define(self, inst: _Inst) -> Interval:
+    def _define(self, inst: _Inst, i: int) -> Interval:
         ops = inst.operands
         head, opcode = inst.head, inst.opcode
         if not opcode.endswith(("32", "64")):
@@ -290,16 +357,16 @@ class _Evaluator:
                     return (v, v) if v is not None else _UNKNOWN
                 return _UNKNOWN
             if head == "mov":
-                return self.value(ops[1])
+                return self.value(ops[1], i)
             if head == "cvt":
                 # widening (an exact copy) or narrowing (the register keeps the value modulo 2^32, a ring
                 # operation like the others): the exact value goes on; float conversions are unknown
-                return self.value(ops[1]) if _INT_CVT.match(opcode) else _UNKNOWN
+                return self.value(ops[1], i) if _INT_CVT.match(opcode) else _UNKNOWN
             if head in ("mul", "mad") and ".wide." in opcode:
-                prod = _mul(self.value(ops[1]), self.value(ops[2]))
-                return prod if head == "mul" else _add(prod, self.value(ops[3]))
+                prod = _mul(self.value(ops[1], i), self.value(ops[2], i))
+                return prod if head == "mul" else _add(prod, self.value(ops[3], i))
             if head in _RING or (head in _BOUNDED and opcode.endswith("32")):
-                args = [self.value(o) for o in ops[1:]]
+                args = [self.value(o, i) for o in ops[1:]]
                 return _arith(opcode, args)
         except (IndexError, ValueError):
             return _UNKNOWN
