@@ -240,6 +240,7 @@ class _Reaching:
 
     def __init__(self, insts: list[_Inst], labels: dict[str, int]) -> None:
         self.insts = insts
+        self.memo: dict[tuple[str, int], tuple[int, ...]] = {}
         blocks, succ = _cfg(insts, labels)
         self.blocks = blocks
         self.block_of = [0] * len(insts)
@@ -278,15 +279,25 @@ class _Reaching:
 
     def at(self, reg: str, i: int) -> tuple[int, ...]:
         """The definitions of ``reg`` (instruction indices) that reach instruction ``i``."""
+        key = (reg, i)
+        got = self.memo.get(key)
+        if got is not None:
+            return got
         mask = self.mask.get(reg, 0)
-        if not mask:
-            return ()
-        lo, _ = self.blocks[self.block_of[i]]
-        bits = self.into[self.block_of[i]] & mask
-        for j in range(lo, i):
-            if reg in self.insts[j].dests():
-                bits = (bits | (1 << j)) if self.insts[j].guard is not None else (1 << j)
-        return tuple(j for j in range(bits.bit_length()) if bits >> j & 1)
+        bits = 0
+        if mask:
+            lo, _ = self.blocks[self.block_of[i]]
+            bits = self.into[self.block_of[i]] & mask
+            for j in range(lo, i):
+                if reg in self.insts[j].dests():
+                    bits = (bits | (1 << j)) if self.insts[j].guard is not None else (1 << j)
+        found = []
+        while bits:
+            low = bits & -bits
+            found.append(low.bit_length() - 1)
+            bits ^= low
+        self.memo[key] = got = tuple(found)
+        return got
 
 
 class _Evaluator:
