@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from audit.graph import Wiring
 from audit.api import check
 from audit.cli import main
 from audit.config import Config
@@ -175,6 +176,35 @@ def test_scalar_range_checks_launch_arguments_where_they_are_given() -> None:
     assert lines == ['contracts/schedules.toml:39: Kernel "reduce" scalar "N" = "H * D * 2000000" is 4096000000 in schedule "backward", outside the range of i32.']
     lines = check_variant("SCALAR_RANGE", "contracts/schedules.toml", old, old + "args = { N = 2.5 }\n")
     assert lines == ['contracts/schedules.toml:39: Schedule "backward" step 4 passes the number 2.5 to scalar "N" of kernel "reduce", which is an integer (i32).']
+
+
+def test_scalar_range_reaches_the_corner_where_every_runtime_dim_is_largest() -> None:
+    """Probe points move several runtime dims together (B at its largest meets T in its middle), so a
+    product of two of them never reaches its largest value there; SCALAR_RANGE also evaluates the corner
+    where every runtime dim is at its max (INDEX_OVERFLOW's witness)."""
+    root = RULES / "SCALAR_RANGE" / "good"
+    texts = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in (root / "contracts").glob("*.toml")}
+    dims = 'B = { min = 1, max = 4096, doc = "batch rows" }\n'
+    texts["contracts/buffers.toml"] = texts["contracts/buffers.toml"].replace(dims, dims + 'T = { min = 1, max = 65536, doc = "sequence" }\n')
+    old = 'launch = "reduce"\n'
+    texts["contracts/schedules.toml"] = texts["contracts/schedules.toml"].replace(old, old + 'args = { N = "B * T * 16" }\n', 1)
+    cs = load_contracts(root / "contracts", root, texts=texts)
+    assert all(env["B"] * env["T"] * 16 < 2**31 for env in Wiring(cs).envs)  # no probe point reaches it
+    result = check(root, select=["SCALAR_RANGE"], config=Config(root=root.resolve()), contracts=cs)
+    assert [f"{f.location}: {f.message}" for f in result.findings] == [
+        'contracts/schedules.toml:39: Kernel "reduce" scalar "N" = "B * T * 16" is 4294967296 in schedule "backward", outside the range of i32.']
+
+
+def test_scalar_range_checks_a_kernel_no_schedule_launches_yet() -> None:
+    old = '[[kernel]]\nname = "reduce"\n'
+    unused = ('[[kernel]]\nname = "reduce_wide"\nsource = "kernels/chain.cu"\nentry = "reduce"\nstage = "reduce"\n'
+              'grid = ["ceil_div(B, 256)", 1, 1]\nblock = [256, 1, 1]\nparams = [\n'
+              '  { name = "partial", dtype = "f32", shape = ["B", 1000000], role = "in" },\n'
+              '  { name = "grad", dtype = "f32", shape = [1000000], role = "accumulate" },\n'
+              '  { name = "B", kind = "scalar", dtype = "i32", value = "B" },\n'
+              '  { name = "N", kind = "scalar", dtype = "i32", value = "B * 1000000" },\n]\n\n')
+    lines = check_variant("SCALAR_RANGE", "contracts/kernels.toml", old, unused + old)
+    assert lines == ['contracts/kernels.toml:83: Kernel "reduce_wide" scalar "N" = "B * 1000000" is 4096000000 within the dims\' ranges, outside the range of i32.']
 
 
 @NEEDS_NVCC

@@ -314,12 +314,27 @@ def check_dim_ranges(ctx: CheckContext) -> Iterator[Hit]:
         yield Hit(sentence, cs.dim_map[name].loc, name)
 
 
-@rule("SCALAR_RANGE", "Scalar argument values fit their dtype at every probed batch size.", "schema")
+@rule("SCALAR_RANGE", "Scalar argument values fit their dtype at every probed batch size and at the largest dims the ranges allow.", "schema")
 def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
+    from ..cases import largest_env
+
     slots = ctx.cs.slot_indices
+    # the probe environments, and the corner where every runtime dim is at its largest (probe points vary
+    # several runtime dims together, so a product of two of them may never reach its largest value there)
+    largest = [largest_env(ctx.cs)] if ctx.cs.runtime_ranges else []
+    base_envs = [*ctx.wiring.envs, *largest]
     # launches that bind no local dim all run at the probe environments: the first out-of-range value of
     # an expression there depends only on the expression (equal texts share one Expr) and the dtype
     at_base: dict[tuple[int, str], tuple[Expr, int | None]] = {}
+    for k in ctx.cs.kernels:  # a kernel no schedule launches (yet): its own scalars at those environments
+        if k.name in ctx.wiring.launched:
+            continue
+        for p in k.params:
+            if isinstance(p, ScalarParam) and p.dtype in _INT_RANGES and isinstance(p.value, Expr):
+                v = _first_out_of_range(p.value, p.dtype, base_envs, slots)
+                if v is not None:
+                    yield Hit(f'Kernel "{k.name}" scalar "{p.name}" = "{p.value}" is {v} within the dims\' ranges, outside the range of {p.dtype}.',
+                              p.loc, k.name)  # fmt: skip
     for launches in ctx.wiring.launches.values():
         for launch in launches:
             k = launch.kernel
@@ -343,10 +358,11 @@ def check_scalar_range(ctx: CheckContext) -> Iterator[Hit]:
                     key = (id(value), p.dtype)
                     hit = at_base.get(key)
                     if hit is None:
-                        hit = at_base[key] = (value, _first_out_of_range(value, p.dtype, launch.envs, slots))
+                        hit = at_base[key] = (value, _first_out_of_range(value, p.dtype, base_envs, slots))
                     v = hit[1]
                 else:
-                    v = _first_out_of_range(value, p.dtype, launch.envs, slots)
+                    envs = [*launch.envs, *launch.envs_at(ctx.cs.buffer_map, largest)] if largest else launch.envs
+                    v = _first_out_of_range(value, p.dtype, envs, slots)
                 if v is not None:
                     yield Hit(
                         f'Kernel "{k.name}" scalar "{p.name}" = "{value}" is {v} in schedule "{launch.schedule.name}", outside the range of {p.dtype}.',
