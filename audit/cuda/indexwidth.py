@@ -111,21 +111,17 @@ class IndexOverflow:
 
 
 def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> list[IndexOverflow]:
-    """The overflowing widened offsets of ``entry``, in PTX order, the first per source line (see the module
-    docstring). Raises ValueError when the module has no such entry."""
+    """The overflowing widened offsets of ``entry``, the first per source line, ordered by line (see the
+    module docstring). Raises ValueError when the module has no such entry."""
     text = _COMMENT.sub(_strip_comment, ptx)
     files = {int(n): p for n, p in _FILE.findall(text)}
-    _, head, body = _entry_text(text, entry)
+    _, _, body = _entry_text(text, entry)
     order = _param_order(text, entry)
     insts, labels = _parse_body(body)
-    defs: dict[str, list[int]] = {}
-    for i, inst in enumerate(insts):
-        for d in inst.dests():
-            defs.setdefault(d, []).append(i)
     widenings = [(i, m) for i, inst in enumerate(insts) if (m := _WIDEN.match(inst.opcode))]
     if not widenings:
         return []
-    reaches = _reaching_access(insts, defs)
+    reaches = _reaching_access(insts)
     reaching = _Reaching(insts, labels)
     specials = sorted({m.group(0) for inst in insts for op in inst.operands for m in re.finditer(r"%n?(?:tid|ctaid)\.[xyz]", op)})
     out: list[IndexOverflow] = []
@@ -194,7 +190,7 @@ def _threads(specials: Sequence[str], w: Witness) -> list[dict[str, int]]:
     return out
 
 
-def _reaching_access(insts: list[_Inst], defs: dict[str, list[int]]) -> dict[str, str]:
+def _reaching_access(insts: list[_Inst]) -> dict[str, str]:
     """64-bit register -> the first global/generic memory instruction whose address it reaches through
     offset arithmetic (see the module docstring)."""
     users: dict[str, list[int]] = {}
