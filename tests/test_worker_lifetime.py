@@ -34,6 +34,12 @@ def register_hang(backend) -> None:  # noqa: ANN001 - the plugin hook of the emu
 
 
 # the two supervisors: wireup verify's (one worker per job) and verify_many's (mutate: long-lived workers)
+# A background job of a non-interactive shell (`bash .ci/run &`, `nohup ... &`) starts with SIGINT ignored, and
+# an ignored signal stays ignored across exec: the supervisor would then rightly leave it ignored (see
+# audit/runtime/_worker_lifetime.py) and never end. These tests are about a supervisor that takes SIGINT, so the
+# child first gives SIGINT Python's usual handler, whatever the test runner's shell did.
+SIGINT_AS_USUAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
 SUPERVISORS = {
     "verify": """
 from pathlib import Path
@@ -70,7 +76,7 @@ def start_hung_verify(tmp_path: Path, supervisor: str = "verify") -> tuple[subpr
     marker = tmp_path / "worker.pid"
     env = {**os.environ, "WIREUP_TEST_HANG_MARKER": str(marker), "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)])}
     proc = subprocess.Popen(
-        [sys.executable, "-c", SUPERVISORS[supervisor].format(root=str(REPO), here=str(HERE))],
+        [sys.executable, "-c", SIGINT_AS_USUAL + SUPERVISORS[supervisor].format(root=str(REPO), here=str(HERE))],
         env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     deadline = time.monotonic() + 120
