@@ -93,15 +93,16 @@ def _close(code: str, open_at: int) -> int:
     return len(code)
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """``text`` split at ``sep`` outside brackets and template angle brackets."""
+def _split_top(text: str, sep: str = ",", angles: bool = False) -> list[str]:
+    """``text`` split at ``sep`` outside brackets and template angle brackets (a ``..._cast<`` only, unless
+    ``angles``: inside a template argument list every ``<`` opens one)."""
     parts, depth, angle, cur = [], 0, 0, []
     for i, ch in enumerate(text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        elif ch == "<" and depth == 0 and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and "cast" in text[max(0, i - 12) : i]:
+        elif ch == "<" and (angles or (depth == 0 and i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_") and "cast" in text[max(0, i - 12) : i])):
             angle += 1
         elif ch == ">" and angle:
             angle -= 1
@@ -119,20 +120,7 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
 def template_arguments(text: str) -> tuple[str, ...]:
     """The arguments of a template argument list ``<...>`` (the brackets included), split at its top-level
     commas: ``<Tile<64, 8>, 128>`` -> ``("Tile<64, 8>", "128")``."""
-    inner = text.strip()[1:-1]
-    parts, depth, cur = [], 0, []
-    for ch in inner:
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return tuple(" ".join(p.split()) for p in parts if p.strip())
+    return tuple(" ".join(p.split()) for p in _split_top(text.strip()[1:-1], angles=True) if p.strip())
 
 
 def _line_at(text: str, pos: int) -> int:
