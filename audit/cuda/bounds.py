@@ -212,7 +212,7 @@ def analysis(text: str, constants: Mapping[str, int] | None = None, instance: In
     return _analysis(text, _key(_merge(_macros(text, consts), consts)), instance)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=128)
 def _analysis(text: str, fallback_items: tuple[tuple[str, int], ...], instance: Instance | None = None) -> _Analysis:
     return _Analysis(text, dict(fallback_items), instance)
 

@@ -32,6 +32,7 @@ The analysis of one ``.entry``:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 
 Fact = tuple[str, str, int]  # ("tid.x", "==", 0)
@@ -257,8 +258,13 @@ def _split_operands(text: str) -> tuple[str, ...]:
     return tuple(" ".join(o.split()) for o in parts if o.strip())
 
 
+@lru_cache(maxsize=64)
 def _parse_body(body: str) -> tuple[list[_Inst], dict[str, int]]:
     """Instructions with their location in the kernel's own file, and label -> instruction index.
+
+    Kept for the process by the body's text (STORE_RACE, SHARED_RMW_RACE, INDEX_OVERFLOW and CP_ASYNC_WAIT
+    each read every entry of a cold check, rule after rule: 64 holds a project of a few dozen entries): the
+    result is shared, and no analysis may change it.
 
     The own file is the one of the body's first ``.loc`` (the kernel's signature line). An inlined
     location resolves through its ``inlined_at`` chain to that file; line 0 (compiler-made code) keeps

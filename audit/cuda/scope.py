@@ -21,6 +21,7 @@ so ``reinterpret_cast<float4*>`` is never read as two comparisons.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Hashable, TypeVar
 
 from .tokens import Token, tokenize
@@ -63,6 +64,13 @@ class Source:
 
     @classmethod
     def parse(cls, text: str) -> Source:
+        """The structure of ``text``, kept for the process by the text: the source analyses of one check
+        (bounds per instance, shared bounds, uninitialised reads, fixed tails, headers) read the same file
+        many times. The result is shared: nothing may change it."""
+        return _parsed(cls, text)
+
+    @classmethod
+    def _parse(cls, text: str) -> Source:
         src = cls(text, tokenize(text))
         src._match_brackets()
         src._find_functions()
@@ -263,3 +271,9 @@ def reach(files: dict[K, Source], own: K, entry: Function) -> dict[K, list[Funct
                     seen_aliases.add((q, rng))
                     todo.append((q, rng))
     return {key: sorted(fs, key=lambda f: f.open) for key, fs in out.items()}
+
+
+@lru_cache(maxsize=64)
+def _parsed(cls: type[Source], text: str) -> Source:
+    return cls._parse(text)
+
