@@ -203,6 +203,17 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         for site in sites:
             kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
             call = {"cuda": "<<<>>>", "driver": "cuLaunchKernel"}.get(site.style, "launch")
+            if kernels and site.template_args is not None and site.kernel not in by_symbol:
+                # tile<64><<<...>>> launches one instantiation: it wires only the contract whose cpp_name
+                # names it (or names none); with every argument known and no such contract, the launch runs
+                # an instantiation nobody contracted
+                want = instantiation(site.template_args)
+                if all(_known_argument(a) for a in want):
+                    kernels = [n for n in kernels if contract_instantiation(cs.kernel_map[n]) in (want, None)]
+                    if not kernels:
+                        shown = f"{site.kernel}<{', '.join(site.template_args)}>"
+                        scan.unaudited.append(HostReference(rel, site.line, "launch", shown, None, call))
+                        continue
             if kernels:
                 add(HostReference(rel, site.line, "launch", site.kernel, None, call), kernels)
             elif site.style == "cuda":  # the other styles name the kernel in a literal, judged below
@@ -269,6 +280,51 @@ def included_constants(text: str, path: Path, root: Path, cache: dict[Path, dict
         return found
 
     return walk(text, path, 1)
+
+
+#: template arguments that name one instantiation whatever the launch's scope (besides integers)
+_TYPE_ARGUMENTS = frozenset(
+    "float double half __half __nv_bfloat16 nv_bfloat16 __nv_fp8_e4m3 __nv_fp8_e5m2 bool true false char "
+    "signedchar unsignedchar short unsignedshort int unsignedint unsigned long unsignedlong longlong "
+    "unsignedlonglong int8_t uint8_t int16_t uint16_t int32_t uint32_t int64_t uint64_t size_t".split()
+)
+
+
+def _known_argument(arg: str) -> bool:
+    """Whether an :func:`instantiation` argument is a value (an integer, a built-in type): a name left
+    over (``T``, ``Config``) may stand for any instantiation."""
+    return arg in _TYPE_ARGUMENTS or re.fullmatch(r"-?\d+", arg) is not None
+
+
+def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
+    """Template arguments as two spellings of one instantiation share them: an integer expression by its
+    value (``(64 * 2)``, ``128u`` -> ``"128"``), anything else without spaces (``unsigned int`` ->
+    ``"unsignedint"``)."""
+    from .cuda.launches import to_dim_expr
+    from .dims import ExprError, parse_expr
+
+    out = []
+    for arg in args:
+        text, _why = to_dim_expr(arg, {})
+        value = None
+        if text is not None:
+            try:
+                value = parse_expr(text).constant
+            except (ExprError, ArithmeticError):
+                value = None
+        out.append(str(value) if value is not None else "".join(arg.split()))
+    return tuple(out)
+
+
+def contract_instantiation(k) -> tuple[str, ...] | None:
+    """The template arguments of the instantiation a contract's ``cpp_name`` names (``gemm<128, 8>`` ->
+    ``("128", "8")``), None where it names none."""
+    from .cuda.launches import template_arguments
+
+    name = (k.cpp_name or "").strip()
+    if "<" not in name or not name.endswith(">"):
+        return None
+    return instantiation(template_arguments(name[name.index("<") :]))
 
 
 def launch_name(k) -> str:

@@ -265,6 +265,50 @@ def test_drift_compares_a_template_launch_with_the_contract_of_its_instantiation
     ]
 
 
+def _wiring(tmp_path: Path, capsys, host: str) -> list[str]:
+    """NO_LAUNCHER and UNAUDITED_KERNEL of ``host`` launching tile<128> and tile<64>, one contract each."""
+    kernel = "template <int TILE>\n__global__ void tile(float* y, int n) { y[blockIdx.x * TILE + threadIdx.x] = 0.f; }\n"
+    for name, text in {"host.cu": host, "k.cu": kernel}.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "contracts").mkdir()
+    tables = "".join(
+        _DRIFT_KERNEL.format(**k)
+        for k in ({"name": "tile_128", "cpp": "tile<128>", "grid": '"ceil_div(n, 128)"', "block": "128"},
+                  {"name": "tile_64", "cpp": "tile< 64 >", "grid": '"ceil_div(n, 64)"', "block": "64"})
+    )  # fmt: skip
+    (tmp_path / "contracts" / "k.toml").write_text('[dims]\nn = { min = 1, max = 4096 }\n' + tables)
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL"])
+    return [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()[:-1]]
+
+
+def test_a_template_launch_wires_only_the_instantiation_it_names(tmp_path: Path, capsys) -> None:
+    """tile<BM> with BM = 128 launches tile_128 only: tile_64 is dead code although host code launches
+    tile; tile<16> is an instantiation no contract names, tile<2 * 8> the same one spelled otherwise."""
+    host = (
+        '#include "k.cu"\n'
+        "void run(float* y, int n) {\n"
+        "  const int BM = 128;\n  tile<BM><<<(n + BM - 1) / BM, BM>>>(y, n);\n"
+        "  tile<16><<<(n + 15) / 16, 16>>>(y, n);\n"
+        "  tile<2 * 8><<<(n + 15) / 16, 16>>>(y, n);\n"
+        "}\n"
+    )
+    assert _wiring(tmp_path, capsys, host) == [
+        'NO_LAUNCHER (warning) Kernel "tile_64" is dead code — no launcher: no host source (host.cu) names its entry "tile< 64 >"; its source is only compiled (host.cu:1).',
+        'UNAUDITED_KERNEL Host code launches kernel "tile<16>" with <<<...>>>, but no contract\'s cpp_name names that '
+        'instantiation; add a [[kernel]] contract with cpp_name = "tile<16>" or remove the launch.',
+        'UNAUDITED_KERNEL Host code launches kernel "tile<2 * 8>" with <<<...>>>, but no contract\'s cpp_name names that '
+        'instantiation; add a [[kernel]] contract with cpp_name = "tile<2 * 8>" or remove the launch.',
+    ]
+
+
+def test_a_template_launch_with_an_unknown_argument_may_run_any_instantiation(tmp_path: Path, capsys) -> None:
+    """tile<T> inside a template: which instantiation runs depends on its callers; both contracts count
+    as launched and nothing is called unaudited (the scan does not follow template callers)."""
+    host = '#include "k.cu"\ntemplate <int T> void any(float* y, int n) { tile<T><<<n, T>>>(y, n); }\n'
+    assert _wiring(tmp_path, capsys, host) == []
+
+
 def test_included_constants_follow_only_regular_headers_inside_the_root(tmp_path: Path) -> None:
     """A header outside the root, a FIFO (never opened to block), a missing one and an include cycle give
     nothing and stop; the nested local header's constants are seen, and a later include wins."""

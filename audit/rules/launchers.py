@@ -11,7 +11,8 @@ what the tool exists to catch.
 variables passed as integer arguments stand for their parameters' values, dim names for themselves; an
 expression with any other host name is not compared (its value is unknown, never probed). A launch with
 explicit template arguments is compared only with the contract whose ``cpp_name`` names that
-instantiation (docs/contracts.md, "Launchers").
+instantiation, and the scan counts it as a launch of that contract only (an instantiation no contract
+names, its arguments all known, is unaudited; docs/contracts.md, "Launchers").
 """
 
 from __future__ import annotations
@@ -62,7 +63,13 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
     for r in scan.unaudited:
         where = Loc(HostLine(r.file, r.line))
-        if r.kind == "launch" and r.call in ("<<<>>>", "cuLaunchKernel"):
+        if r.kind == "launch" and r.call == "<<<>>>" and "<" in r.text:
+            yield Hit(
+                f'Host code launches kernel "{r.text}" with <<<...>>>, but no contract\'s cpp_name names that '
+                f'instantiation; add a [[kernel]] contract with cpp_name = "{r.text}" or remove the launch.',
+                where, r.text,
+            )  # fmt: skip
+        elif r.kind == "launch" and r.call in ("<<<>>>", "cuLaunchKernel"):
             how = "with <<<...>>>" if r.call == "<<<>>>" else "through cuLaunchKernel"
             yield Hit(
                 f'Host code launches kernel "{r.text}" {how}, but no contract declares a kernel with that name; '
@@ -134,43 +141,12 @@ def _first_difference(ctx: CheckContext, k, a, b) -> tuple[dict[str, int], int, 
     return None
 
 
-def _instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
-    """Template arguments as two spellings of one instantiation share them: an integer expression by its
-    value (``(64 * 2)``, ``128u`` -> ``"128"``), anything else without spaces (``unsigned int`` ->
-    ``"unsignedint"``)."""
-    from ..cuda.launches import to_dim_expr
-    from ..dims import ExprError, parse_expr
-
-    out = []
-    for arg in args:
-        text, _why = to_dim_expr(arg, {})
-        value = None
-        if text is not None:
-            try:
-                value = parse_expr(text).constant
-            except (ExprError, ArithmeticError):
-                value = None
-        out.append(str(value) if value is not None else "".join(arg.split()))
-    return tuple(out)
-
-
-def _contract_instantiation(k) -> tuple[str, ...] | None:
-    """The template arguments of the instantiation a contract's ``cpp_name`` names (``gemm<128, 8>`` ->
-    ``("128", "8")``), None where it names none."""
-    from ..cuda.launches import template_arguments
-
-    name = (k.cpp_name or "").strip()
-    if "<" not in name or not name.endswith(">"):
-        return None
-    return _instantiation(template_arguments(name[name.index("<") :]))
-
-
 @rule("GEOMETRY_DRIFT", "Host code launches each contracted kernel with the grid, block and dynamic shared memory its contract declares.", "launchers")
 def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
     from ..dims import parse_expr
 
-    from ..launchers import launch_name
+    from ..launchers import contract_instantiation, instantiation, launch_name
 
     by_name: dict[str, list] = {}  # the names a launch site may use for a kernel, each kernel once per name
     for k in ctx.cs.kernel_map.values():
@@ -181,8 +157,8 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
         if site.template_args is not None:
             # gemm<128><<<...>>> runs one instantiation: only the contract whose cpp_name names it describes
             # that launch; where none does (or an argument is not known), the launch is not compared
-            want = _instantiation(site.template_args)
-            kernels = [k for k in kernels if _contract_instantiation(k) == want]
+            want = instantiation(site.template_args)
+            kernels = [k for k in kernels if contract_instantiation(k) == want]
         for k in kernels:
             contract = {
                 **{f"grid.{ax}": e for ax, e in zip("xyz", k.grid)},
