@@ -51,6 +51,11 @@ def check_no_launcher(ctx: CheckContext) -> Iterator[Hit]:
         if other:
             r = other[0]
             tail = f'; its source is only {"compiled" if r.kind == "build" else "loaded"} ({r.file}:{r.line})'
+        if scan.unresolved:
+            # a launch whose kernel name the scan cannot read may be this kernel's: say so, never assume
+            shown = ", ".join(f"{s.file}:{s.line} ({s.kernel})" for s in scan.unresolved[:3])
+            more = f" and {len(scan.unresolved) - 3} more" if len(scan.unresolved) > 3 else ""
+            tail += f"; unless one of the launches whose kernel name the scan cannot resolve runs it: {shown}{more}"
         yield Hit(
             f'Kernel "{k.name}" is dead code — no launcher: no host source ({_globs(ctx)}) names its entry "{k.symbol}"{tail}.',
             k.loc, k.name,
@@ -67,6 +72,13 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(
                 f'Host code launches kernel "{r.text}" {how}, but no contract declares a kernel with that name; '
                 f"add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
+                where, r.text,
+            )  # fmt: skip
+        elif r.kind == "launch" and r.name_kind == "pattern":
+            yield Hit(
+                f'Host code launches a kernel whose name it builds at run time, "{r.text}" ("*" for the parts only the '
+                f"run time knows), but no contract declares a kernel whose entry matches it; add a [[kernel]] contract "
+                f"for the instantiations it runs (wireup init scaffolds them) or remove the launch.",
                 where, r.text,
             )  # fmt: skip
         elif r.kind == "launch":
@@ -177,7 +189,10 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
         for name in dict.fromkeys((k.symbol, launch_name(k))):
             by_name.setdefault(name, []).append(k)
     for site in scan.launch_sites:
-        kernels = by_name.get(site.kernel, [])
+        if site.name_kind == "pattern":  # kernel_name::<T>("affine"): every contracted affine_* it may run
+            kernels = list({id(k): k for name, ks in by_name.items() if site.names_kernel(name) for k in ks}.values())
+        else:
+            kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
         if site.template_args is not None:
             # gemm<128><<<...>>> runs one instantiation: only the contract whose cpp_name names it describes
             # that launch; where none does (or an argument is not known), the launch is not compared
