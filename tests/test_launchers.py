@@ -81,6 +81,7 @@ def test_rules_do_not_run_without_globs(tmp_path: Path) -> None:
         ("NO_LAUNCHER", True),
         ("UNAUDITED_KERNEL", True),
         ("GEOMETRY_DRIFT", True),
+        ("LAUNCH_ARG_ORDER", True),
     ]
     (root / "wireup.toml").write_text('launchers = ["crates/**/*.rs"]\n')
     result = check(root, select=["launchers"])

@@ -431,3 +431,30 @@ def test_no_launcher_names_the_launches_whose_kernel_name_is_not_resolved(tmp_pa
         'Kernel "neg_f32" is dead code — no launcher: no host source (src/*.rs) names its entry "neg_f32"; unless one of '
         "the launches whose kernel name the scan cannot resolve runs it: src/ops.rs:28 (&kname::<T>(U::KERNEL))."
     ]
+
+
+def test_launch_arg_order_reads_rust_arguments_through_casts_and_the_argument_macro(tmp_path: Path) -> None:
+    """builder_arg!-style arguments ``block as i32, cols as i32`` in the place of (cols, block): swapped;
+    the same launch with the contract's order is clean."""
+    from audit.api import check
+
+    kernel = 'extern "C" __global__ void norm_f32(float* y, const int cols, const int block) { y[threadIdx.x] = cols + block; }\n'
+    contract = ('[[kernel]]\nname = "norm_f32"\nsource = "k.cu"\nstage = "forward"\ngrid = [1]\nblock = [32]\nparams = [\n'
+                '  { name = "y", dtype = "f32", shape = [32], role = "out" },\n'
+                '  { name = "cols", kind = "scalar", dtype = "i32", value = 32 },\n'
+                '  { name = "block", kind = "scalar", dtype = "i32", value = 32 },\n]\n')  # fmt: skip
+    root = _rust_project(tmp_path, kernel, contract)
+    launch = ("fn norm(dev: &Dev, y: &CudaSlice<f32>, cols: usize, block: usize) -> Result<()> {\n"
+              '    let func = dev.load("norm_f32", &MODULE)?;\n'
+              "    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };\n"
+              "    let mut b = func.builder();\n    b.arg(y);\n    pa!(b, block as i32, cols as i32);\n"
+              "    unsafe { b.launch(cfg) }?;\n    Ok(())\n}\n")  # fmt: skip
+    (root / "src" / "ops.rs").write_text("use crate::{push_args as pa};\n" + launch)
+    result = check(root, select=["LAUNCH_ARG_ORDER"])
+    assert [(f.file, f.line, f.message) for f in result.findings] == [
+        ("src/ops.rs", 5, 'Kernel "norm_f32" is launched here with "block as i32" as parameter 2 ("cols") and "cols as i32" as '
+         'parameter 3 ("block"): each is named after another parameter of its contract, so the arguments look swapped; pass '
+         "them in the contract's order or rename the host variables."),
+    ]  # fmt: skip
+    (root / "src" / "ops.rs").write_text("use crate::{push_args as pa};\n" + launch.replace("block as i32, cols as i32", "cols as i32, block as i32"))
+    assert check(root, select=["LAUNCH_ARG_ORDER"]).findings == []

@@ -232,3 +232,52 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
                     f"update the contract or the launch.",
                     Loc(HostLine(site.file, site.line)), k.name,
                 )  # fmt: skip
+
+
+def _host_name(arg: str) -> str | None:
+    """The variable a launch argument passes, where it is one: ``dst``, ``&dst``, ``n_cols as i32``,
+    ``(int)n``, ``self.eps`` -> ``eps``; None for an expression."""
+    import re
+
+    text = " ".join(arg.split())
+    text = re.sub(r"\s+as\s+\w+$", "", text)
+    text = re.sub(r"^\(\s*(?:const\s+)?\w+\s*\*?\s*\)\s*", "", text)
+    text = text.lstrip("&*").removeprefix("mut ").strip()
+    text = re.sub(r"^(?:self|this)\s*(?:\.|->)\s*", "", text)
+    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else None
+
+
+@rule("LAUNCH_ARG_ORDER", "Host code passes each argument at its parameter's position: no launch passes a variable named after one parameter of the kernel in the place of another (swapped arguments).", "launchers")
+def check_launch_arg_order(ctx: CheckContext) -> Iterator[Hit]:
+    scan = ctx.fact("launchers")
+    from ..launchers import launch_name
+
+    by_name: dict[str, list] = {}
+    for k in ctx.cs.kernel_map.values():
+        for name in dict.fromkeys((k.symbol, launch_name(k))):
+            by_name.setdefault(name, []).append(k)
+    for site in scan.launch_sites:
+        if not site.args:
+            continue
+        if site.name_kind == "pattern":
+            kernels = list({id(k): k for name, ks in by_name.items() if site.names_kernel(name) for k in ks}.values())
+        else:
+            kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
+        for k in kernels:
+            names = [p.name for p in k.params]
+            if len(site.args) != len(names):
+                continue  # another overload or an argument the reader mis-counted: positions say nothing
+            misplaced = []
+            for i, arg in enumerate(site.args):
+                host = _host_name(arg)
+                if host is None or host == names[i] or host not in names:
+                    continue
+                misplaced.append(f'"{" ".join(arg.split())}" as parameter {i + 1} ("{names[i]}")')
+            if misplaced:
+                each = "it is" if len(misplaced) == 1 else "each is"
+                yield Hit(
+                    f'Kernel "{k.name}" is launched here with {" and ".join(misplaced)}: {each} named after another '
+                    f"parameter of its contract, so the arguments look swapped; pass them in the contract's order or "
+                    f"rename the host variables.",
+                    Loc(HostLine(site.file, site.line)), k.name,
+                )  # fmt: skip
