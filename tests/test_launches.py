@@ -458,3 +458,14 @@ def test_launch_arg_order_reads_rust_arguments_through_casts_and_the_argument_ma
     ]  # fmt: skip
     (root / "src" / "ops.rs").write_text("use crate::{push_args as pa};\n" + launch.replace("block as i32, cols as i32", "cols as i32, block as i32"))
     assert check(root, select=["LAUNCH_ARG_ORDER"]).findings == []
+
+
+def test_init_takes_the_geometry_of_a_rust_launch_through_wrappers(tmp_path: Path, capsys) -> None:
+    """``wireup init k.cu --host src/device.rs --host src/ops.rs``: scale_f32's grid and block come from the
+    launch of kname::<T>("scale") in ops.rs, through the wrappers device.rs defines."""
+    kernel = 'extern "C" __global__ void scale_f32(size_t numel, const size_t* info, float* y) { y[0] = numel; }\n'
+    root = _rust_project(tmp_path, kernel, _SCALE_F32)
+    (root / "contracts" / "k.toml").unlink()
+    main(["init", str(root / "k.cu"), "--host", str(root / "src" / "device.rs"), "--host", str(root / "src" / "ops.rs"), "--root", str(root)])
+    out = capsys.readouterr().out
+    assert 'grid = ["ceil_div(numel, 1024)", 1, 1]  # from src/ops.rs:6' in out and "block = [1024, 1, 1]  # from src/ops.rs:6" in out
