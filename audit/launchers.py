@@ -32,7 +32,7 @@ from .config import Config
 from .cuda.hostlex import Literal as Literal
 from .cuda.hostlex import language_of as language_of
 from .cuda.hostlex import lex as lex
-from .cuda.launches import find_launches
+from .cuda.launches import find_launches, rust_helpers
 from .errors import UsageError
 from .model import ContractSet
 
@@ -59,6 +59,7 @@ class HostReference:
     text: str
     kernel: str | None = None  # the contracted kernel; None for an unaudited reference
     call: str = ""  # the fetching call, for function names (e.g. "get_func")
+    name_kind: str = "exact"  # "pattern": ``text`` is a name built at run time, ``*`` for what is unknown
 
 
 @dataclass
@@ -71,15 +72,20 @@ class LauncherScan:
     unaudited: list[HostReference] = field(default_factory=list)
     #: every launch site read from those files (geometry and arguments), for the geometry-drift rule
     launch_sites: list = field(default_factory=list)
+    #: launches whose kernel name the reader could not resolve (a name built from a value it does not see)
+    unresolved: list = field(default_factory=list)
 
     def launched(self, kernel: str) -> bool:
         return any(r.kind == "launch" for r in self.references.get(kernel, []))
 
 
-def getter_arguments(code: str, lits: list[Literal]) -> list[tuple[str, Literal]]:
-    """(call name, literal) for each function name passed to a kernel-fetching call in ``code``."""
+def getter_arguments(code: str, lits: list[Literal], getters: dict[str, str] | None = None) -> list[tuple[str, Literal]]:
+    """(call name, literal) for each function name passed to a kernel-fetching call in ``code``: the calls
+    of :data:`FUNCTION_GETTERS`, or of ``getters`` (those and a code base's own wrappers)."""
+    getters = getters or FUNCTION_GETTERS
+    pattern = _GETTER_CALL if getters is FUNCTION_GETTERS else _getter_call(getters)
     found = []
-    for m in _GETTER_CALL.finditer(code):
+    for m in pattern.finditer(code):
         call, open_at = m.group(1), m.end() - 1
         depth, j = 0, open_at
         while j < len(code):
@@ -92,13 +98,24 @@ def getter_arguments(code: str, lits: list[Literal]) -> list[tuple[str, Literal]
                     break
             j += 1
         inside = [lit for lit in lits if open_at < lit.start < j]
-        if FUNCTION_GETTERS[call] == "last":
+        if getters[call] == "last":
             direct = [lit for lit in inside if _depth(code, open_at, lit.start) == 1]
             if direct:
                 found.append((call, direct[-1]))
         else:  # "array": the names inside [...] / &[...]
             found.extend((call, lit) for lit in inside if _depth(code, open_at, lit.start) >= 2)
     return found
+
+
+def _getter_call(getters: dict[str, str]) -> re.Pattern:
+    return re.compile(r"\b(" + "|".join(map(re.escape, getters)) + r")\s*(?:::\s*<[^>]*>\s*)?\(")
+
+
+def _getter_spans(code: str, getters: dict[str, str]) -> list[tuple[int, int]]:
+    """Where the argument lists of kernel-fetching calls lie in ``code`` (open and close bracket)."""
+    from .cuda.launches import _close
+
+    return [(m.end() - 1, _close(code, m.end() - 1)) for m in _getter_call(getters).finditer(code)]
 
 
 def _depth(code: str, start: int, pos: int) -> int:
@@ -187,22 +204,37 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 refs.append(HostReference(ref.file, ref.line, ref.kind, ref.text, name, ref.call))
 
     headers: dict[Path, dict[str, str]] = {}  # file-scope constants per header, read once per scan
+    texts: dict[str, str] = {}
     for rel in scan.files:
-        path = root / rel
         try:
-            text = read_regular(path, MAX_FILE_BYTES).decode("utf-8", errors="replace")
+            texts[rel] = read_regular(root / rel, MAX_FILE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             continue
+    # the Rust code base's own wrappers of cudarc (get_or_load_func, func.builder(), builder_arg!), read
+    # from every Rust file first: a wrapper defined in one file is used in the others
+    rust = rust_helpers([text for rel, text in texts.items() if language_of(rel) == "rust"])
+    getter_calls = {**FUNCTION_GETTERS, **{name: "last" for name in rust.getters}}
+    for rel in scan.files:
+        path = root / rel
+        if rel not in texts:
+            continue
+        text = texts[rel]
         if rel in own_only and not any(mark in text for mark in _HOST_MARKS):
             continue  # a kernel source with no host code in it (the usual case): nothing to lex
         lits, code = lex(text, language_of(rel))
         launches_here = language_of(rel) == "c" and ("<<<" in code or "cuLaunchKernel" in code)
         included = included_constants(text, path, root, headers) if launches_here else None
-        sites = find_launches(text, language_of(rel), rel, included)
+        sites = find_launches(text, language_of(rel), rel, included, rust)
         scan.launch_sites.extend(sites)
         for site in sites:
-            kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
             call = {"cuda": "<<<>>>", "driver": "cuLaunchKernel"}.get(site.style, "launch")
+            if site.name_kind == "unresolved":
+                scan.unresolved.append(site)
+                continue
+            if site.name_kind == "pattern":
+                kernels = [name for symbol, names in by_symbol.items() if site.names_kernel(symbol) for name in names]
+            else:
+                kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
             if kernels and site.template_args is not None and site.kernel not in by_symbol:
                 # tile<64><<<...>>> launches one instantiation: it wires only the contract whose cpp_name
                 # names it (or names none); with every argument known and no such contract, the launch runs
@@ -216,12 +248,15 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                         continue
             if kernels:
                 add(HostReference(rel, site.line, "launch", site.kernel, None, call), kernels)
-            elif site.style == "cuda":  # the other styles name the kernel in a literal, judged below
-                scan.unaudited.append(HostReference(rel, site.line, "launch", site.kernel, None, call))
-        getters = {id(lit): call for call, lit in getter_arguments(code, lits)}
+            elif site.style in ("cuda", "cudarc"):  # the other styles name the kernel in a literal, judged below
+                scan.unaudited.append(HostReference(rel, site.line, "launch", site.kernel, None, call if site.style == "cuda" else "", site.name_kind))
+        getters = {id(lit): call for call, lit in getter_arguments(code, lits, getter_calls)}
+        inside_getters = _getter_spans(code, getter_calls)
         for lit in lits:
             value = lit.value.strip()
             call = getters.get(id(lit), "")
+            if not call and any(a < lit.start < b for a, b in inside_getters):
+                continue  # a part of a kernel name built at run time (kernel_name::<T>("affine")): judged with its launch
             if value in by_symbol:
                 add(HostReference(rel, lit.line, "launch", value, None, call), by_symbol[value])
             elif value.lower().endswith((".cu", *MODULE_SUFFIXES)):
@@ -235,7 +270,20 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 add(HostReference(rel, lit.line, "build", value), by_stem[value])
             elif call and _IDENT.fullmatch(value) and not value.startswith("_Z"):
                 scan.unaudited.append(HostReference(rel, lit.line, "launch", value, None, call))
+    # one finding per fetch: a Rust launch through a getter is seen as a launch site (at the builder) and as
+    # the literal the getter is passed (a few lines above it); the literal's line is kept
+    fetches = [r for r in scan.unaudited if r.call]
+    unique: dict[tuple[str, int, str], HostReference] = {}
+    for ref in scan.unaudited:
+        if not ref.call and any(f.file == ref.file and f.text == ref.text and 0 <= ref.line - f.line <= _FETCH_TO_LAUNCH for f in fetches):
+            continue
+        unique.setdefault((ref.file, ref.line, ref.text), ref)
+    scan.unaudited = list(unique.values())
     return scan
+
+
+#: lines between a getter fetching a kernel by a literal name and the launch of what it fetched, at most
+_FETCH_TO_LAUNCH = 40
 
 
 #: local includes followed from a launching file: this many levels, this many headers in all

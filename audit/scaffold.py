@@ -525,10 +525,12 @@ def scaffold_sources(units: Iterable[tuple[Iterable[CKernel], str, Iterable[Laun
     for kernels, source, launches in units:
         sources.append(source)
         by_kernel: dict[str, list[LaunchSite]] = {}
+        launches = list(launches)
         for site in launches:
             by_kernel.setdefault(site.kernel, []).append(site)
+        patterns = [s for s in launches if s.name_kind == "pattern"]  # a name built at run time: affine_*
         for k in kernels:
-            sites = by_kernel.get(k.name) or by_kernel.get(k.name.split("::")[-1]) or []
+            sites = by_kernel.get(k.name) or by_kernel.get(k.name.split("::")[-1]) or [s for s in patterns if s.names_kernel(k.name)]
             geo = launch_geometry(k, sites[0], dims) if sites else None
             others: list[str] = []
             if geo is not None:

@@ -320,3 +320,196 @@ def test_included_constants_follow_only_regular_headers_inside_the_root(tmp_path
     (root / "inc" / "b.cuh").write_text('#include "a.cuh"\n#define B 4\n#define C 5\n')
     text = '#include "../outside.cuh"\n#include "pipe.cuh"\n#include "missing.cuh"\n#include "inc/a.cuh"\n'
     assert included_constants(text, root / "host.cu", root) == {"B": "3", "C": "5", "A": "2"}
+
+
+# Rust launches through the code base's own wrappers of cudarc (the shape of huggingface/candle's backend:
+# a getter wrapping load_function, a builder() method wrapping launch_builder, an argument macro, and
+# kernel names built at run time by a function returning format!(...))
+
+_RUST_WRAPPERS = """\
+impl Func {
+    pub fn builder(&self) -> LaunchArgs<'_> {
+        self.stream.launch_builder(&self.func)
+    }
+}
+impl Dev {
+    pub fn load(&self, fn_name: &str, module: &Module) -> Result<Func> {
+        let func = self.module(module).load_function(fn_name)?;
+        Ok(Func { func, stream: self.stream.clone() })
+    }
+}
+#[macro_export]
+macro_rules! push_args {
+    ($b:ident, $($arg:expr),*) => { $( let __arg = $arg; $b.arg(&__arg); )* };
+}
+pub fn kname<T: WithDType>(root: &str) -> String {
+    let dtype = T::DTYPE.as_str();
+    format!("{root}_{dtype}")
+}
+"""
+
+_RUST_OPS = """\
+use crate::{push_args as pa};
+fn scale<T>(dev: &Dev, y: &CudaSlice<T>, n: usize, strides: &Strides) -> Result<()> {
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    let func =
+        dev.load(&kname::<T>("scale"), &MODULE)?;
+    let mut b = func.builder();
+    pa!(b, n);
+    strides.push_arg(&mut b);
+    b.arg(y);
+    unsafe { b.launch(cfg) }?;
+    Ok(())
+}
+fn copy(dev: &Dev, y: &CudaSlice<f32>, n: usize, half: bool) -> Result<()> {
+    let name = match half {
+        true => "copy_f16",
+        false => "copy_f32",
+    };
+    let func = dev.load(name, &MODULE)?;
+    let cfg = LaunchConfig { grid_dim: (n as u32, 1, 1), block_dim: (64, 1, 1), shared_mem_bytes: 0 };
+    let mut b = func.builder();
+    b.arg(y).arg(&n);
+    unsafe { b.launch(cfg) }?;
+    Ok(())
+}
+fn op<T, U: Op>(dev: &Dev, y: &CudaSlice<T>, n: usize) -> Result<()> {
+    let func = dev.load(&kname::<T>(U::KERNEL), &MODULE)?;
+    let cfg = LaunchConfig::for_num_elems(n as u32);
+    let mut b = func.builder();
+    b.arg(y);
+    unsafe { b.launch(cfg) }?;
+    Ok(())
+}
+"""
+
+
+def test_rust_launches_through_wrappers_with_names_built_at_run_time() -> None:
+    """The getter, builder method and argument macro are read from the wrappers' file and seen in the
+    other: kname::<T>("scale") is the pattern scale_*, a match of literals gives each name, the argument
+    pushed by a helper is one unknown argument, and U::KERNEL is said to be unresolved."""
+    from audit.cuda.launches import rust_helpers
+
+    helpers = rust_helpers([_RUST_WRAPPERS, _RUST_OPS])
+    assert helpers.getters == {"load": 0} and helpers.builders == {"builder"} and helpers.arg_macros == {"push_args"}
+    sites = find_launches(_RUST_OPS, "rust", "ops.rs", None, helpers)
+    got = [(s.line, s.kernel, s.name_kind, s.args, s.grid, s.block) for s in sites]
+    assert got == [
+        (6, "scale_*", "pattern", ("n", "?", "y"), ("(n as u32 + 1023) / 1024", "1", "1"), ("1024", "1", "1")),
+        (20, "copy_f16", "exact", ("y", "n"), ("n as u32", "1", "1"), ("64", "1", "1")),
+        (20, "copy_f32", "exact", ("y", "n"), ("n as u32", "1", "1"), ("64", "1", "1")),
+        (28, "&kname::<T>(U::KERNEL)", "unresolved", ("y",), ("(n as u32 + 1023) / 1024", "1", "1"), ("1024", "1", "1")),
+    ]
+    assert sites[0].names_kernel("scale_f32") and not sites[0].names_kernel("rescale_f32")
+    assert 'pushes an argument the reader does not see' in sites[0].notes[0]
+    assert "not one the reader resolves" in sites[-1].notes[0]
+    # without the wrappers' file nothing of this is a launch
+    assert find_launches(_RUST_OPS, "rust", "ops.rs") == []
+
+
+def test_rust_launch_uses_the_function_it_fetched_in_its_own_function() -> None:
+    """Two functions bind ``f`` to different kernels: each launch is the kernel its own function fetched."""
+    host = (
+        'fn a(m: &M) { let f = m.load_function("first")?; unsafe { f.launch(LaunchConfig::for_num_elems(8), (x, 8)) }?; }\n'
+        'fn b(m: &M) { let f = m.load_function("second")?; unsafe { f.launch(LaunchConfig::for_num_elems(4), (x, 4)) }?; }\n'
+    )
+    assert [(s.line, s.kernel) for s in find_launches(host, "rust", "h.rs")] == [(1, "first"), (2, "second")]
+
+
+def _rust_project(tmp_path: Path, kernel: str, contract: str) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "device.rs").write_text(_RUST_WRAPPERS)
+    (tmp_path / "src" / "ops.rs").write_text(_RUST_OPS)
+    (tmp_path / "k.cu").write_text(kernel)
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(contract)
+    (tmp_path / "wireup.toml").write_text('launchers = ["src/*.rs"]\n')
+    return tmp_path
+
+
+_SCALE_F32 = """[dims]
+n = { min = 1, max = 4096 }
+[[kernel]]
+name = "scale_f32"
+source = "k.cu"
+stage = "forward"
+grid = ["ceil_div(n, 256)"]
+block = [256]
+params = [
+  { name = "numel", kind = "scalar", dtype = "u64", value = "n" },
+  { name = "info", dtype = "u64", shape = [2], role = "in", optional = true },
+  { name = "y", dtype = "f32", shape = ["n"], role = "out" },
+]
+"""
+
+
+def test_drift_and_launchers_see_a_rust_launch_through_wrappers(tmp_path: Path, capsys) -> None:
+    """scale_f32 is launched by kname::<T>("scale") with 1024-thread blocks (for_num_elems); its contract
+    says 256: the drift is found, the kernel counts as launched, and copy_f16 / copy_f32 (fetched by a
+    name a match chooses) are unaudited."""
+    kernel = 'extern "C" __global__ void scale_f32(size_t numel, const size_t* info, float* y) { size_t i = blockIdx.x * blockDim.x + threadIdx.x; if (i < numel) y[i] = 2.f * y[i]; }\n'
+    root = _rust_project(tmp_path, kernel, _SCALE_F32)
+    main(["check", "--root", str(root), "--select", "launchers"])
+    out = capsys.readouterr().out.splitlines()[:-1]
+    assert out == [
+        'src/ops.rs:6: GEOMETRY_DRIFT Kernel "scale_f32" is launched here with block.x = "1024" but its contract declares "256": '
+        "the launch gives 1024 and the contract 256; update the contract or the launch.",
+        'src/ops.rs:6: GEOMETRY_DRIFT Kernel "scale_f32" is launched here with grid.x = "(n as u32 + 1023) / 1024" but its '
+        'contract declares "ceil_div(n, 256)" at n = 4096: the launch gives 4 and the contract 16; update the contract or the launch.',
+        'src/ops.rs:20: UNAUDITED_KERNEL Host code fetches kernel "copy_f16", but no contract declares a kernel with that entry; '
+        "add a [[kernel]] contract for it (wireup init scaffolds one) or remove the reference.",
+        'src/ops.rs:20: UNAUDITED_KERNEL Host code fetches kernel "copy_f32", but no contract declares a kernel with that entry; '
+        "add a [[kernel]] contract for it (wireup init scaffolds one) or remove the reference.",
+    ]
+
+
+def test_no_launcher_names_the_launches_whose_kernel_name_is_not_resolved(tmp_path: Path) -> None:
+    """A contracted kernel no launch names, in a code base with a launch of kname::<T>(U::KERNEL): the
+    finding says that launch may run it instead of calling it dead without a word."""
+    from audit.api import check
+
+    kernel = 'extern "C" __global__ void neg_f32(float* y) { y[threadIdx.x] = -y[threadIdx.x]; }\n'
+    contract = '[[kernel]]\nname = "neg_f32"\nsource = "k.cu"\nstage = "forward"\ngrid = [1]\nblock = [32]\nparams = [{ name = "y", dtype = "f32", shape = [32], role = "out" }]\n'
+    result = check(_rust_project(tmp_path, kernel, contract), select=["NO_LAUNCHER"])
+    assert [f.message for f in result.findings] == [
+        'Kernel "neg_f32" is dead code — no launcher: no host source (src/*.rs) names its entry "neg_f32"; unless one of '
+        "the launches whose kernel name the scan cannot resolve runs it: src/ops.rs:28 (&kname::<T>(U::KERNEL))."
+    ]
+
+
+def test_launch_arg_order_reads_rust_arguments_through_casts_and_the_argument_macro(tmp_path: Path) -> None:
+    """builder_arg!-style arguments ``block as i32, cols as i32`` in the place of (cols, block): swapped;
+    the same launch with the contract's order is clean."""
+    from audit.api import check
+
+    kernel = 'extern "C" __global__ void norm_f32(float* y, const int cols, const int block) { y[threadIdx.x] = cols + block; }\n'
+    contract = ('[[kernel]]\nname = "norm_f32"\nsource = "k.cu"\nstage = "forward"\ngrid = [1]\nblock = [32]\nparams = [\n'
+                '  { name = "y", dtype = "f32", shape = [32], role = "out" },\n'
+                '  { name = "cols", kind = "scalar", dtype = "i32", value = 32 },\n'
+                '  { name = "block", kind = "scalar", dtype = "i32", value = 32 },\n]\n')  # fmt: skip
+    root = _rust_project(tmp_path, kernel, contract)
+    launch = ("fn norm(dev: &Dev, y: &CudaSlice<f32>, cols: usize, block: usize) -> Result<()> {\n"
+              '    let func = dev.load("norm_f32", &MODULE)?;\n'
+              "    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };\n"
+              "    let mut b = func.builder();\n    b.arg(y);\n    pa!(b, block as i32, cols as i32);\n"
+              "    unsafe { b.launch(cfg) }?;\n    Ok(())\n}\n")  # fmt: skip
+    (root / "src" / "ops.rs").write_text("use crate::{push_args as pa};\n" + launch)
+    result = check(root, select=["LAUNCH_ARG_ORDER"])
+    assert [(f.file, f.line, f.message) for f in result.findings] == [
+        ("src/ops.rs", 5, 'Kernel "norm_f32" is launched here with "block as i32" as parameter 2 ("cols") and "cols as i32" as '
+         'parameter 3 ("block"): each is named after another parameter of its contract, so the arguments look swapped; pass '
+         "them in the contract's order or rename the host variables."),
+    ]  # fmt: skip
+    (root / "src" / "ops.rs").write_text("use crate::{push_args as pa};\n" + launch.replace("block as i32, cols as i32", "cols as i32, block as i32"))
+    assert check(root, select=["LAUNCH_ARG_ORDER"]).findings == []
+
+
+def test_init_takes_the_geometry_of_a_rust_launch_through_wrappers(tmp_path: Path, capsys) -> None:
+    """``wireup init k.cu --host src/device.rs --host src/ops.rs``: scale_f32's grid and block come from the
+    launch of kname::<T>("scale") in ops.rs, through the wrappers device.rs defines."""
+    kernel = 'extern "C" __global__ void scale_f32(size_t numel, const size_t* info, float* y) { y[0] = numel; }\n'
+    root = _rust_project(tmp_path, kernel, _SCALE_F32)
+    (root / "contracts" / "k.toml").unlink()
+    main(["init", str(root / "k.cu"), "--host", str(root / "src" / "device.rs"), "--host", str(root / "src" / "ops.rs"), "--root", str(root)])
+    out = capsys.readouterr().out
+    assert 'grid = ["ceil_div(numel, 1024)", 1, 1]  # from src/ops.rs:6' in out and "block = [1024, 1, 1]  # from src/ops.rs:6" in out

@@ -68,7 +68,7 @@ def test_plugin_skips_rules_that_cannot_run_and_reports_contract_errors(pytester
     copy_mini(pytester.path)
     pytester.makeini("[pytest]\nwireup_select = launchers\n")
     result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin", "--wireup", "-rs")
-    result.assert_outcomes(skipped=3)  # NO_LAUNCHER, UNAUDITED_KERNEL, GEOMETRY_DRIFT
+    result.assert_outcomes(skipped=4)  # NO_LAUNCHER, UNAUDITED_KERNEL, GEOMETRY_DRIFT, LAUNCH_ARG_ORDER
     result.stdout.fnmatch_lines(["*not run here: no launcher scan is configured*"])
     (pytester.path / "contracts" / "dims.toml").write_text("[dims]\nB = { min = 1, max = 1024 }\nN = { vaule = 8 }\n")
     result = pytester.runpytest("-p", "no:wireup", "-p", "audit.pytest_plugin", "--wireup")

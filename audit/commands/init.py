@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         existing = {k.name: str(k.loc) for k in cs.kernels}
     except ContractError:
         pass
-    from ..cuda.launches import find_launches, language_of
+    from ..cuda.launches import find_launches, language_of, rust_helpers
     from ..launchers import included_constants
 
     def relative(path: Path) -> str | None:
@@ -67,13 +67,17 @@ def run(args: argparse.Namespace) -> int:
             return None
 
     launches = []
+    host_texts = []
     for host in args.host:
         try:
-            host_text = Path(host).read_text(encoding="utf-8", errors="replace")
+            host_texts.append((host, Path(host).read_text(encoding="utf-8", errors="replace")))
         except OSError as exc:
             raise UsageError(f'--host "{host}" cannot be read ({exc.strerror or exc}).') from None
+    # a Rust code base's own wrappers of cudarc (get_or_load_func, func.builder()), from every --host file
+    rust = rust_helpers([text for host, text in host_texts if language_of(host) == "rust"])
+    for host, host_text in host_texts:
         launches += find_launches(host_text, language_of(host), relative(Path(host)) or Path(host).as_posix(),
-                                  included_constants(host_text, Path(host), cfg.root))
+                                  included_constants(host_text, Path(host), cfg.root), rust)
     read: list[tuple[str, list[CKernel], str]] = []  # (source as contracts name it, its kernels, its text)
     src_of: dict[str, str] = {}  # that name -> the path given on the command line
     empty = []

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from .hostlex import Literal, language_of, lex
 
-__all__ = ["LaunchSite", "file_constants", "find_launches", "language_of", "template_arguments", "to_dim_expr"]
+__all__ = ["LaunchSite", "RustHelpers", "file_constants", "find_launches", "language_of", "rust_helpers", "template_arguments", "to_dim_expr"]
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _CHEVRON = re.compile(rf"\b({_IDENT}(?:\s*::\s*{_IDENT})*)\s*(<[^<>;{{}}()]*(?:<[^<>;{{}}()]*>[^<>;{{}}()]*)*>)?\s*<<<")
@@ -71,6 +71,16 @@ class LaunchSite:
     notes: tuple[str, ...] = field(default=())
     template_args: tuple[str, ...] | None = None
     arg_values: tuple[str, ...] | None = None
+    #: how ``kernel`` names the kernel: "exact"; "pattern" (a name built at run time, ``*`` for its unknown
+    #: parts: ``kernel_name::<T>("affine")`` -> ``affine_*``); "unresolved" (``kernel`` is the host
+    #: expression the reader could not turn into a name, ``kernel_name::<T>(U::KERNEL)``)
+    name_kind: str = "exact"
+
+    def names_kernel(self, symbol: str) -> bool:
+        """Whether this launch may run the kernel whose entry (or C++ function) is ``symbol``."""
+        if self.name_kind == "pattern":
+            return re.fullmatch(".*".join(re.escape(p) for p in self.kernel.split("*")), symbol) is not None
+        return self.name_kind == "exact" and self.kernel == symbol
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -383,50 +393,362 @@ def _cudarc_config(text: str, code: str, expr: str, defs: dict[str, str], keep: 
         shared = _substitute(fields.get("shared_mem_bytes", "0"), defs, keep)
         notes = [] if grid and block else ["the LaunchConfig literal lacks grid_dim or block_dim"]
         return grid, block, " ".join(shared.split()), notes
-    m = re.search(r"LaunchConfig\s*::\s*for_num_elems\s*\((.*)\)", expr, re.S)
+    m = re.search(r"LaunchConfig\s*::\s*for_num_elems\s*\(", expr)
     if m:
-        n = _substitute(m.group(1).strip(), defs, keep)
+        # its own argument, to the bracket closing it (a substituted ``cfg`` comes wrapped in brackets)
+        n = _substitute(expr[m.end() : _close(expr, m.end() - 1)].strip(), defs, keep)
         # cudarc: 1024 threads per block, as many blocks as the elements need
         return (f"({n} + 1023) / 1024", "1", "1"), ("1024", "1", "1"), "0", []
     return None, None, None, [f"the launch configuration {expr!r} is not a LaunchConfig literal the reader can see"]
 
 
-def _cudarc_launches(text: str, code: str, lits: list[Literal], file: str) -> list[LaunchSite]:
-    names = _getter_names(text, code, lits, "rust")
-    sites = []
+@dataclass(frozen=True)
+class RustHelpers:
+    """Functions and macros of a Rust code base that wrap cudarc's own calls, read from its sources
+    (:func:`rust_helpers`) so that launches through them are seen like direct ones:
+
+    * ``getters``: a function passing one of its parameters to ``load_function`` / ``get_func`` (or to
+      another getter) as the kernel name -> that parameter's position (``fn get_or_load_func(&self,
+      fn_name: &str, mdl: &Module)`` ... ``load_function(fn_name)`` -> 0);
+    * ``namers``: a function returning ``format!(...)`` of its parameters -> (its parameters, the template):
+      ``fn kernel_name<T>(root: &str) -> String { format!("{root}_{dtype}") }``;
+    * ``builders``: methods whose body calls ``launch_builder`` (``func.builder()``);
+    * ``arg_macros``: macros whose body pushes arguments with ``.arg(...)`` (``builder_arg!(b, x, y)``).
+    """
+
+    getters: dict[str, int] = field(default_factory=dict)
+    namers: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    builders: frozenset[str] = frozenset()
+    arg_macros: frozenset[str] = frozenset()
+
+
+#: cudarc's own calls that fetch a kernel by name, and the position of the name among their arguments
+_RUST_GETTERS = {"load_function": -1, "get_func": -1, "get_function": -1, "get_kernel": -1}
+_RUST_FN = re.compile(rf"\bfn\s+({_IDENT})\s*(?:<[^{{}}();]*?>)?\s*\(")
+_FORMAT = re.compile(r"\bformat\s*!\s*\(")
+
+
+def _rust_functions(text: str, code: str):
+    """(name, parameter names without ``self``, body start, body end, return type text) of each ``fn``."""
+    for m in _RUST_FN.finditer(code):
+        close = _close(code, m.end() - 1)
+        brace = code.find("{", close)
+        semi = code.find(";", close)
+        if brace < 0 or (0 <= semi < brace):
+            continue  # a declaration without a body (a trait's)
+        params = []
+        for part in _split_top(code[m.end() : close]):
+            name = part.split(":")[0].strip().removeprefix("mut ").strip()
+            if ":" in part and re.fullmatch(_IDENT, name):
+                params.append(name)
+        yield m.group(1), tuple(params), brace, _close(code, brace), code[close + 1 : brace]
+
+
+def _call_args(text: str, code: str, open_at: int) -> list[str]:
+    return [" ".join(a.split()) for a in _split_top(text[open_at + 1 : _close(code, open_at)])]
+
+
+def rust_helpers(texts: list[str]) -> RustHelpers:
+    """The wrappers of cudarc's calls that ``texts`` (Rust sources) define; see :class:`RustHelpers`.
+
+    >>> h = rust_helpers(['fn get(&self, name: &str) -> F { self.m.load_function(name).unwrap() }\\n'
+    ...                   'fn kname(root: &str) -> String { format!("{root}_{}", T::NAME) }'])
+    >>> h.getters, h.namers
+    ({'get': 0}, {'kname': (('root',), '{root}_{}')})
+    """
+    getters: dict[str, int] = {}
+    namers: dict[str, tuple[tuple[str, ...], str]] = {}
+    builders: set[str] = set()
+    macros: set[str] = set()
+    functions = []
+    for text in texts:
+        if len(text) > _MAX_TEXT:
+            continue
+        lits, code = lex(text, "rust")
+        for name, params, body_at, body_end, returns in _rust_functions(text, code):
+            body = code[body_at:body_end]
+            functions.append((name, params, text, code, body_at, body_end))
+            if re.search(r"\blaunch_builder\s*\(", body):
+                builders.add(name)
+            fmt = [f for f in _FORMAT.finditer(code, body_at, body_end)]
+            if "String" in returns and len(fmt) == 1 and params:
+                open_at = fmt[0].end() - 1
+                inside = [lit for lit in lits if open_at < lit.start < _close(code, open_at)]
+                if inside:
+                    namers[name] = (params, inside[0].value)
+        for m in re.finditer(rf"\bmacro_rules\s*!\s*({_IDENT})\s*\{{", code):
+            if re.search(r"\.\s*arg\s*\(", code[m.end() : _close(code, m.end() - 1)]):
+                macros.add(m.group(1))
+    known = dict(_RUST_GETTERS)
+    for _ in range(3):  # a wrapper of a wrapper, a few levels deep
+        for name, params, text, code, body_at, body_end in functions:
+            if name in known:
+                continue
+            for call in re.finditer(rf"\b({'|'.join(map(re.escape, known))})\s*\(", code[body_at:body_end]):
+                open_at = body_at + call.end() - 1
+                args = _call_args(text, code, open_at)
+                pos = known[call.group(1)]
+                if args and -len(args) <= pos < len(args):
+                    arg = args[pos].lstrip("&").strip()
+                    if arg in params:
+                        getters[name] = known[name] = params.index(arg)
+                        break
+    return RustHelpers(getters, namers, frozenset(builders), frozenset(macros))
+
+
+def _literal_text(expr: str) -> str | None:
+    m = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', expr.strip())
+    return m.group(1) if m else None
+
+
+def _format_pattern(template: str, values: dict[str, list[str]], positional: list[list[str]]) -> list[str]:
+    """The names a ``format!`` template gives: each ``{name}`` / ``{}`` replaced by the candidates of its
+    value (``*`` where unknown); ``{{``/``}}`` are braces."""
+    parts: list[list[str]] = []
+    index = 0
+    for m in re.finditer(r"\{\{|\}\}|\{([^{}]*)\}|[^{}]+", template):
+        piece = m.group(0)
+        if piece in ("{{", "}}"):
+            parts.append([piece[0]])
+        elif m.group(1) is not None:
+            key = m.group(1).split(":")[0].strip()
+            if key == "":
+                parts.append(positional[index] if index < len(positional) else ["*"])
+                index += 1
+            elif key.isdigit():
+                parts.append(positional[int(key)] if int(key) < len(positional) else ["*"])
+            else:
+                parts.append(values.get(key, ["*"]))
+        else:
+            parts.append([piece])
+    names = [""]
+    for options in parts:
+        names = [n + o for n in names for o in options][:64]
+    return [re.sub(r"\*+", "*", n) for n in dict.fromkeys(names)]
+
+
+def _rust_name(text: str, code: str, expr_at: int, expr_end: int, helpers: RustHelpers, depth: int = 0) -> list[str]:
+    """The kernel names (``*`` for a part known only at run time) the Rust expression ``text[expr_at:expr_end]``
+    evaluates to: a literal, ``format!(...)``, a call of a name-building function, or a variable bound to one
+    of those (or to a ``match`` whose arms are such literals) earlier in the function; [] where none is seen."""
+    expr = text[expr_at:expr_end].strip()
+    lead = len(text[expr_at:expr_end]) - len(text[expr_at:expr_end].lstrip())
+    at = expr_at + lead
+    while expr.startswith("&"):
+        expr, at = expr[1:].lstrip(), at + 1 + (len(expr[1:]) - len(expr[1:].lstrip()))
+    expr = re.sub(r"\s*\.\s*(?:as_str|to_string|as_ref|clone)\s*\(\s*\)\s*$", "", expr)
+    if depth > 4 or not expr:
+        return []
+    lit = _literal_text(expr)
+    if lit is not None:
+        return [lit]
+
+    def values_of(args_at: int, args: list[str], skip: int) -> tuple[list[list[str]], dict[str, list[str]]]:
+        positional, named = [], {}
+        for a in args[skip:]:
+            key, eq, value = a.partition("=")
+            if eq and re.fullmatch(_IDENT, key.strip()) and not value.startswith("="):
+                named[key.strip()] = _sub_name(value.strip(), args_at) or ["*"]
+            else:
+                positional.append(_sub_name(a, args_at) or ["*"])
+        return positional, named
+
+    def _sub_name(sub: str, near: int) -> list[str]:
+        pos = text.find(sub, near)
+        if pos < 0:
+            return []
+        return _rust_name(text, code, pos, pos + len(sub), helpers, depth + 1)
+
+    m = _FORMAT.match(expr)
+    if m:
+        open_at = at + m.end() - 1
+        args = _call_args(text, code, open_at)
+        template = _literal_text(args[0]) if args else None
+        if template is None:
+            return []
+        positional, named = values_of(open_at, args, 1)
+        # {name} inline: a variable of the function
+        for key in re.findall(r"\{(" + _IDENT + r")(?::[^}]*)?\}", template):
+            if key not in named:
+                named[key] = _variable(text, code, key, at, helpers, depth) or ["*"]
+        return _named(_format_pattern(template, named, positional))
+    m = re.match(rf"(?:{_IDENT}\s*::\s*)*({_IDENT})\s*(?:::\s*<[^()]*>\s*)?\(", expr)
+    if m and m.group(1) in helpers.namers and _close(expr, m.end() - 1) == len(expr) - 1:
+        params, template = helpers.namers[m.group(1)]
+        open_at = at + m.end() - 1
+        args = _call_args(text, code, open_at)
+        named = {p: (_sub_name(a, open_at) or ["*"]) for p, a in zip(params, args)}
+        return _named(_format_pattern(template, named, []))
+    if re.fullmatch(_IDENT, expr):
+        return _variable(text, code, expr, at, helpers, depth)
+    return []
+
+
+def _named(names: list[str]) -> list[str]:
+    """Names that say something: a pattern with no fixed letters (``{}`` alone) is no name."""
+    return [n for n in names if re.search(r"[A-Za-z0-9]", n)]
+
+
+def _variable(text: str, code: str, name: str, before: int, helpers: RustHelpers, depth: int) -> list[str]:
+    """What the last ``let`` binding ``name`` before ``before`` in the same function gives (see :func:`_rust_name`)."""
+    start = _scope_start(code, before, "rust")
+    found = None
+    for m in re.finditer(rf"\blet\s+(?:mut\s+)?(\(?)([^=;]*?)\s*(?::[^=;]*)?=(?!=)", code[:before]):
+        if m.start() < start:
+            continue
+        bound = re.findall(_IDENT, m.group(2))
+        if name in bound:
+            found = m
+    if found is None:
+        return []
+    rhs_at = found.end()
+    rhs_end = code.find(";", rhs_at)
+    while rhs_end >= 0 and _depth_at(code, rhs_at, rhs_end) > 0:
+        rhs_end = code.find(";", rhs_end + 1)
+    if rhs_end < 0:
+        return []
+    if not found.group(1):  # let name = EXPR;
+        direct = _rust_name(text, code, rhs_at, rhs_end, helpers, depth + 1)
+        if direct:
+            return direct
+    # a match (or if) choosing among literals: each arm's literal is a candidate, except literals of an
+    # arm that returns or fails (``op: "const_set"`` in an error value) and struct fields
+    rhs = text[rhs_at:rhs_end]
+    lits = []
+    for m in re.finditer(r'"((?:[^"\\]|\\.)*)"', rhs):
+        before = code[rhs_at : rhs_at + m.start()]
+        arm = before[max(before.rfind("=>"), 0) :]
+        if re.search(r"\b(?:return|Err|bail|panic)\b", arm) or re.search(rf"{_IDENT}\s*:\s*$", before):
+            continue
+        lits.append(m.group(1))
+    return list(dict.fromkeys(v for v in lits if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)))
+
+
+def _depth_at(code: str, start: int, pos: int) -> int:
+    depth = 0
+    for ch in code[start:pos]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+    return depth
+
+
+def _rust_getter_names(text: str, code: str, helpers: RustHelpers) -> dict[str, list[tuple[list[str], str, int]]]:
+    """variable -> [(kernel names or patterns, the name expression as written, where it is bound), ...] for
+    each ``let VAR = ...getter(.., NAME, ..)...;``, with cudarc's getters and the project's wrappers."""
+    known = {**_RUST_GETTERS, **helpers.getters}
+    call = re.compile(rf"\b({'|'.join(map(re.escape, known))})\s*\(")
+    found: dict[str, list[tuple[list[str], str, int]]] = {}
+    for m in re.finditer(rf"\blet\s+(?:mut\s+)?({_IDENT})\s*(?::[^=;]*)?=(?!=)", code):
+        end = code.find(";", m.end())
+        while end >= 0 and _depth_at(code, m.end(), end) > 0:
+            end = code.find(";", end + 1)
+        c = call.search(code, m.end(), end if end >= 0 else len(code))
+        if c is None or _depth_at(code, m.end(), c.start()) > 1:
+            continue
+        open_at = c.end() - 1
+        parts = _split_top(text[open_at + 1 : _close(code, open_at)])
+        pos = known[c.group(1)]
+        if not parts or not -len(parts) <= pos < len(parts):
+            continue
+        arg = parts[pos]
+        arg_at = text.find(arg, open_at)
+        names = _rust_name(text, code, arg_at, arg_at + len(arg), helpers)
+        found.setdefault(m.group(1), []).append((names, " ".join(arg.split()), m.start()))
+    return found
+
+
+def _fetched_at(fetched: dict[str, list[tuple[list[str], str, int]]], var: str, code: str, at: int) -> tuple[list[str], str, int] | None:
+    """The binding of ``var`` that a use at ``at`` sees: the last one before it in the same function."""
+    start = _scope_start(code, at, "rust")
+    seen = [b for b in fetched.get(var, ()) if start <= b[2] < at]
+    return seen[-1] if seen else None
+
+
+def _cudarc_launches(text: str, code: str, lits: list[Literal], file: str, helpers: RustHelpers | None = None) -> list[LaunchSite]:
+    helpers = helpers or RustHelpers()
+    fetched = _rust_getter_names(text, code, helpers)
+    sites: list[LaunchSite] = []
+
+    def emit(var: str, at: int, cfg_text: str, args: list[str], defs: dict[str, str], notes: list[str]) -> None:
+        names, expr, _ = _fetched_at(fetched, var, code, at)  # type: ignore[misc]
+        grid, block, shared, more = _cudarc_config(text, code, cfg_text, defs, set(args))
+        line = _line_at(text, at)
+        if not names:
+            why = f'the kernel name {expr} is not one the reader resolves'
+            sites.append(LaunchSite(expr, file, line, "cudarc", grid, block, shared, tuple(args), (why, *notes, *more), name_kind="unresolved"))
+        for name in names:
+            kind = "pattern" if "*" in name else "exact"
+            sites.append(LaunchSite(name, file, line, "cudarc", grid, block, shared, tuple(args), (*notes, *more), name_kind=kind))
+
     # func.launch(cfg, (a, b, n))
     for m in re.finditer(rf"\b({_IDENT})(?:\.clone\(\))?\s*\.\s*launch\s*\(", code):
         var = m.group(1)
         close = _close(code, m.end() - 1)
         parts = _split_top(text[m.end() : close])
-        if len(parts) < 1 or var not in names:
+        if len(parts) < 2 or _fetched_at(fetched, var, code, m.start()) is None:
             continue
-        defs = _definitions(text, code, m.start(), "rust")
-        args = ()
-        if len(parts) > 1:
-            tup = parts[1].strip()
-            inner = tup[1:-1] if tup.startswith("(") and tup.endswith(")") else tup
-            args = tuple(_argument(a) for a in _split_top(inner) if a.strip())
-        grid, block, shared, notes = _cudarc_config(text, code, parts[0], defs, set(args))
-        sites.append(LaunchSite(names[var], file, _line_at(text, m.start()), "cudarc", grid, block, shared, args, tuple(notes)))
-    # stream.launch_builder(&func) ... .arg(&x) ... .launch(cfg)
-    for m in re.finditer(rf"\blaunch_builder\s*\(\s*&?\s*({_IDENT})\s*\)", code):
-        var = m.group(1)
-        if var not in names:
+        tup = parts[1].strip()
+        inner = tup[1:-1] if tup.startswith("(") and tup.endswith(")") else tup
+        args = [_argument(a) for a in _split_top(inner) if a.strip()]
+        emit(var, m.start(), parts[0], args, _definitions(text, code, m.start(), "rust"), [])
+    # stream.launch_builder(&func) / func.builder() (a method that calls launch_builder), then the arguments
+    # (.arg(&x), an argument macro builder_arg!(b, x, y), a helper passed the builder) and .launch(cfg)
+    methods = "|".join(map(re.escape, sorted(helpers.builders)))
+    creation = re.compile(rf"\blaunch_builder\s*\(\s*&?\s*({_IDENT})\s*\)" + (rf"|\b({_IDENT})\s*\.\s*(?:{methods})\s*\(\s*\)" if methods else ""))
+    for m in creation.finditer(code):
+        var = m.group(1) or m.group(2)
+        if _fetched_at(fetched, var, code, m.start()) is None:
             continue
-        launch = re.compile(r"\.\s*launch\s*\(").search(code, m.end())
+        bound = re.search(rf"\blet\s+(?:mut\s+)?({_IDENT})\s*(?::[^=;]*)?=\s*[^;]*$", code[max(0, m.start() - 200) : m.start()])
+        builder = bound.group(1) if bound else None
+        if builder is None:  # a chain: f.builder().arg(..).launch(cfg)
+            launch = re.compile(r"\.\s*launch\s*\(").search(code, m.end())
+            if launch is None:
+                continue
+            args = []
+            for a in re.finditer(r"\.\s*arg\s*\(", code[m.end() : launch.start()]):
+                start = m.end() + a.end() - 1
+                args.append(_argument(text[start + 1 : _close(code, start)]))
+            emit(var, m.start(), text[launch.end() : _close(code, launch.end() - 1)], args, _definitions(text, code, m.start(), "rust"), [])
+            continue
+        launch = re.compile(rf"\b{re.escape(builder)}\s*\.\s*launch\s*\(").search(code, m.end())
         if launch is None:
             continue
-        segment = code[m.end() : launch.start()]
-        args = []
-        for a in re.finditer(r"\.\s*arg\s*\(", segment):
-            start = m.end() + a.end() - 1
-            args.append(_argument(text[start + 1 : _close(code, start)]))
-        cfg_close = _close(code, launch.end() - 1)
-        defs = _definitions(text, code, m.start(), "rust")
-        grid, block, shared, notes = _cudarc_config(text, code, text[launch.end() : cfg_close], defs, set(args))
-        sites.append(LaunchSite(names[var], file, _line_at(text, m.start()), "cudarc", grid, block, shared, tuple(args), tuple(notes)))
+        args, notes = _builder_arguments(text, code, m.end(), launch.start(), builder, helpers)
+        emit(var, m.start(), text[launch.end() : _close(code, launch.end() - 1)], args, _definitions(text, code, m.start(), "rust"), notes)
     return sites
+
+
+def _builder_arguments(text: str, code: str, start: int, end: int, builder: str, helpers: RustHelpers) -> tuple[list[str], list[str]]:
+    """The arguments pushed onto the launch builder ``builder`` between ``start`` and ``end``, in order:
+    ``builder.arg(&x)`` (and ``.arg(..)`` chained to it), an argument macro ``builder_arg!(builder, x, y)``,
+    and ``helper(&mut builder)`` / ``x.helper(&mut builder)``, which pushes what the reader does not see
+    (taken as one argument, ``?``, and noted)."""
+    found: list[tuple[int, str]] = []
+    notes: list[str] = []
+    b = re.escape(builder)
+    for m in re.finditer(rf"\b{b}\s*\.\s*arg\s*\(", code[start:end]):
+        at = start + m.end() - 1
+        while True:
+            close = _close(code, at)
+            found.append((at, _argument(text[at + 1 : close])))
+            nxt = re.compile(r"\s*\.\s*arg\s*\(").match(code, close + 1)
+            if nxt is None:
+                break
+            at = nxt.end() - 1
+    aliases = {m.group(2) for m in re.finditer(rf"\b({_IDENT})\s+as\s+({_IDENT})", code) if m.group(1) in helpers.arg_macros}
+    macros = "|".join(map(re.escape, sorted(helpers.arg_macros | aliases)))
+    for m in re.finditer(rf"\b(?:{_IDENT}\s*::\s*)*(?:{macros})\s*!\s*\(\s*{b}\s*,", code[start:end]) if macros else ():
+        open_at = start + code[start:end].index("(", m.start())
+        for a in _split_top(text[open_at + 1 : _close(code, open_at)])[1:]:
+            if a.strip():
+                found.append((open_at + text[open_at:].find(a), _argument(a)))
+    for m in re.finditer(rf"((?:{_IDENT}\s*\.\s*)*{_IDENT})\s*\(\s*&\s*mut\s+{b}\s*\)", code[start:end]):
+        found.append((start + m.start(), "?"))
+        notes.append(f'"{" ".join(text[start + m.start() : start + m.end()].split())}" pushes an argument the reader does not see (taken as one)')
+    return [a for _, a in sorted(found)], notes
 
 
 def _cupy_launches(text: str, code: str, lits: list[Literal], file: str) -> list[LaunchSite]:
@@ -481,11 +803,13 @@ def _driver_launches(text: str, code: str, lits: list[Literal], file: str, outer
     return sites
 
 
-def find_launches(text: str, language: str, file: str = "", included: dict[str, str] | None = None) -> list[LaunchSite]:
+def find_launches(text: str, language: str, file: str = "", included: dict[str, str] | None = None,
+                  rust: RustHelpers | None = None) -> list[LaunchSite]:
     """Every launch site of ``text`` (a host source in ``language``: "c", "rust", "python"), in order.
 
     A C++ launch sees the file-scope constants of ``text`` (:func:`file_constants`) and ``included``: those
-    of the headers it includes, which the caller reads (this module reads no files)."""
+    of the headers it includes, which the caller reads (this module reads no files). A Rust launch sees
+    through the wrappers ``rust`` names (:func:`rust_helpers` of the code base's Rust sources)."""
     if len(text) > _MAX_TEXT:
         return []
     lits, code = lex(text, language)
@@ -497,7 +821,7 @@ def find_launches(text: str, language: str, file: str = "", included: dict[str, 
         if "cuLaunchKernel" in code:
             sites += _driver_launches(text, code, lits, file, outer)
     elif language == "rust":
-        sites += _cudarc_launches(text, code, lits, file)
+        sites += _cudarc_launches(text, code, lits, file, rust)
     elif language == "python":
         sites += _cupy_launches(text, code, lits, file)
     return sorted(sites, key=lambda s: (s.line, s.kernel))

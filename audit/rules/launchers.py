@@ -52,6 +52,11 @@ def check_no_launcher(ctx: CheckContext) -> Iterator[Hit]:
         if other:
             r = other[0]
             tail = f'; its source is only {"compiled" if r.kind == "build" else "loaded"} ({r.file}:{r.line})'
+        if scan.unresolved:
+            # a launch whose kernel name the scan cannot read may be this kernel's: say so, never assume
+            shown = ", ".join(f"{s.file}:{s.line} ({s.kernel})" for s in scan.unresolved[:3])
+            more = f" and {len(scan.unresolved) - 3} more" if len(scan.unresolved) > 3 else ""
+            tail += f"; unless one of the launches whose kernel name the scan cannot resolve runs it: {shown}{more}"
         yield Hit(
             f'Kernel "{k.name}" is dead code — no launcher: no host source ({_globs(ctx)}) names its entry "{k.symbol}"{tail}.',
             k.loc, k.name,
@@ -74,6 +79,13 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
             yield Hit(
                 f'Host code launches kernel "{r.text}" {how}, but no contract declares a kernel with that name; '
                 f"add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
+                where, r.text,
+            )  # fmt: skip
+        elif r.kind == "launch" and r.name_kind == "pattern":
+            yield Hit(
+                f'Host code launches a kernel whose name it builds at run time, "{r.text}" ("*" for the parts only the '
+                f"run time knows), but no contract declares a kernel whose entry matches it; add a [[kernel]] contract "
+                f"for the instantiations it runs (wireup init scaffolds them) or remove the launch.",
                 where, r.text,
             )  # fmt: skip
         elif r.kind == "launch":
@@ -153,7 +165,10 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
         for name in dict.fromkeys((k.symbol, launch_name(k))):
             by_name.setdefault(name, []).append(k)
     for site in scan.launch_sites:
-        kernels = by_name.get(site.kernel, [])
+        if site.name_kind == "pattern":  # kernel_name::<T>("affine"): every contracted affine_* it may run
+            kernels = list({id(k): k for name, ks in by_name.items() if site.names_kernel(name) for k in ks}.values())
+        else:
+            kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
         if site.template_args is not None:
             # gemm<128><<<...>>> runs one instantiation: only the contract whose cpp_name names it describes
             # that launch; where none does (or an argument is not known), the launch is not compared
@@ -191,5 +206,54 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
                     f'Kernel "{k.name}" is launched here with {key} = "{text}" but its contract declares '
                     f'"{contract[key]}"{at}: the launch gives {host_value} and the contract {contract_value}; '
                     f"update the contract or the launch.",
+                    Loc(HostLine(site.file, site.line)), k.name,
+                )  # fmt: skip
+
+
+def _host_name(arg: str) -> str | None:
+    """The variable a launch argument passes, where it is one: ``dst``, ``&dst``, ``n_cols as i32``,
+    ``(int)n``, ``self.eps`` -> ``eps``; None for an expression."""
+    import re
+
+    text = " ".join(arg.split())
+    text = re.sub(r"\s+as\s+\w+$", "", text)
+    text = re.sub(r"^\(\s*(?:const\s+)?\w+\s*\*?\s*\)\s*", "", text)
+    text = text.lstrip("&*").removeprefix("mut ").strip()
+    text = re.sub(r"^(?:self|this)\s*(?:\.|->)\s*", "", text)
+    return text if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) else None
+
+
+@rule("LAUNCH_ARG_ORDER", "Host code passes each argument at its parameter's position: no launch passes a variable named after one parameter of the kernel in the place of another (swapped arguments).", "launchers")
+def check_launch_arg_order(ctx: CheckContext) -> Iterator[Hit]:
+    scan = ctx.fact("launchers")
+    from ..launchers import launch_name
+
+    by_name: dict[str, list] = {}
+    for k in ctx.cs.kernel_map.values():
+        for name in dict.fromkeys((k.symbol, launch_name(k))):
+            by_name.setdefault(name, []).append(k)
+    for site in scan.launch_sites:
+        if not site.args:
+            continue
+        if site.name_kind == "pattern":
+            kernels = list({id(k): k for name, ks in by_name.items() if site.names_kernel(name) for k in ks}.values())
+        else:
+            kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
+        for k in kernels:
+            names = [p.name for p in k.params]
+            if len(site.args) != len(names):
+                continue  # another overload or an argument the reader mis-counted: positions say nothing
+            misplaced = []
+            for i, arg in enumerate(site.args):
+                host = _host_name(arg)
+                if host is None or host == names[i] or host not in names:
+                    continue
+                misplaced.append(f'"{" ".join(arg.split())}" as parameter {i + 1} ("{names[i]}")')
+            if misplaced:
+                each = "it is" if len(misplaced) == 1 else "each is"
+                yield Hit(
+                    f'Kernel "{k.name}" is launched here with {" and ".join(misplaced)}: {each} named after another '
+                    f"parameter of its contract, so the arguments look swapped; pass them in the contract's order or "
+                    f"rename the host variables.",
                     Loc(HostLine(site.file, site.line)), k.name,
                 )  # fmt: skip
