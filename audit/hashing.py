@@ -1,7 +1,9 @@
 """Content hashes that tie build outputs and GPU evidence to the exact sources they came from.
 
 A kernel's *source hash* covers its ``.cu`` file and every header it includes with ``#include "..."``
-(found next to the including file or in the include folders), recursively, by relative path and bytes.
+(found next to the including file or in the include folders) or ``#include <...>`` found in the project's
+include folders (a header the project ships under a system header's name, a stand-in ``<cublas_v2.h>``),
+recursively, by relative path and bytes.
 A *contract hash* covers the kernel's contract as loaded (its canonical JSON form), so editing a shape or
 a tolerance also invalidates evidence.
 
@@ -21,7 +23,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*(?:"([^"]+)"|<([^<>]+)>)', re.MULTILINE)
 
 
 # Within one check the build, the evidence freshness and the source rules each walk the include closure
@@ -42,7 +44,8 @@ def closures_memoized() -> Iterator[None]:
 
 
 def include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
-    """``source`` and every local header it includes, transitively, in a stable order."""
+    """``source`` and every local header it includes, transitively, in a stable order (``<x.h>`` where an
+    include folder holds it)."""
     memo = _CLOSURES.get()
     if memo is None:
         return _include_closure(source, include_dirs)
@@ -68,8 +71,11 @@ def _include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
         except OSError:
             continue
         for m in _INCLUDE.finditer(data):
-            name = m.group(1).decode("utf-8", "replace")
-            for d in (path.parent, *include_dirs):
+            # "x.h": next to the including file, then the include folders; <x.h>: the include folders only
+            # (nvcc searches them before the toolkit's; a toolkit header is not found there and not hashed)
+            quoted = m.group(1) is not None
+            name = (m.group(1) if quoted else m.group(2)).decode("utf-8", "replace")
+            for d in ((path.parent,) if quoted else ()) + tuple(include_dirs):
                 cand = resolve(d / name)
                 if cand is not None and cand.is_file():
                     stack.append(cand)

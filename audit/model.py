@@ -405,6 +405,18 @@ class Requirement:
 REQUIREMENT_OPS = ("==", "!=", "<=", ">=", "<", ">")
 
 
+def assumptions(requires: tuple[Requirement, ...], runtime: set[str] | frozenset[str]) -> list[Requirement]:
+    """The requirements among ``requires`` written over the ``runtime`` dims alone: assumptions the host
+    guarantees, which select the sizes a kernel is checked and verified at."""
+    return [r for r in requires if (r.left.names | r.right.names) <= runtime]
+
+
+def assumed(requires: tuple[Requirement, ...], runtime: set[str] | frozenset[str], env: dict[str, int],
+            slots: dict[str, int] | None = None) -> bool:  # fmt: skip
+    """Whether ``env`` meets every assumption of ``requires`` (one that does not evaluate is not held against it)."""
+    return all(r.holds(env, slots) is not False for r in assumptions(requires, runtime))
+
+
 @dataclass(frozen=True, slots=True)
 class Alias:
     """Two tensor parameters the host passes the same pointer for (``aliases = [["dinp", "dout"]]``: the

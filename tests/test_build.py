@@ -598,3 +598,49 @@ def test_an_extern_array_named_shared_is_not_found_in_every_shared_memory_instru
     text = ptx.read_text()
     assert "st.shared" in text.split(".entry b")[1]
     assert (dynamic_shared_arrays(text, "a"), dynamic_shared_arrays(text, "b")) == (["shared"], [])
+
+
+def test_an_angle_include_found_in_an_include_folder_is_in_the_closure(tmp_path: Path) -> None:
+    """``#include <cublas_v2.h>`` that nvcc finds in the project's include folder (a stand-in the project
+    ships): part of the source's closure, so of its build key; ``<x.h>`` is not looked up next to the
+    including file (nvcc does not), and a toolkit header is not found at all."""
+    from audit.hashing import include_closure
+
+    (tmp_path / "stub").mkdir()
+    (tmp_path / "stub" / "cublas_v2.h").write_text("#pragma once\n")
+    (tmp_path / "near.h").write_text("#pragma once\n")
+    (tmp_path / "k.cu").write_text("#include <cublas_v2.h>\n#include <near.h>\n#include <cuda_fp16.h>\n")
+    names = [p.relative_to(tmp_path).as_posix() for p in include_closure(tmp_path / "k.cu", [tmp_path / "stub"])]
+    assert names == ["k.cu", "stub/cublas_v2.h"]
+
+
+@pytest.mark.nvcc
+def test_editing_an_angle_included_project_header_rebuilds_the_kernel(tmp_path: Path) -> None:
+    """llm.c's common.h includes <cublas_v2.h>; a project that ships a stand-in for it in an include folder
+    and fixes it must not get the cached COMPILE_ERROR of the old stand-in back."""
+    (tmp_path / "wireup.toml").write_text('cache = "build-cache"\ninclude = ["stub"]\n')
+    (tmp_path / "stub").mkdir()
+    header = tmp_path / "stub" / "vendor_math.h"
+    header.write_text("#pragma once\nthis is not C++;\n")
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "scale.cu").write_text(
+        "#include <vendor_math.h>\n"
+        'extern "C" __global__ void scale(const float* x, float* y, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) y[i] = 2.0f * x[i];\n"
+        "}\n"
+    )
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "scale.toml").write_text(
+        '[dims]\nn = { min = 1, max = 4096 }\n\n[[kernel]]\nname = "scale"\nsource = "kernels/scale.cu"\nentry = "scale"\n'
+        'stage = "forward"\nphase = ""\ngrid = ["ceil_div(n, 256)"]\nblock = [256]\ndoc = ""\nparams = [\n'
+        '  { name = "x", dtype = "f32", shape = ["n"], role = "in" },\n'
+        '  { name = "y", dtype = "f32", shape = ["n"], role = "out" },\n'
+        '  { name = "n", kind = "scalar", dtype = "i32", value = "n" },\n]\n'
+    )
+    cfg, cs = load_project(tmp_path)
+    assert not build_kernels(cfg, cs, jobs=1).sources["kernels/scale.cu"].ok
+    header.write_text("#pragma once\ninline int vendor_version() { return 1; }\n")
+    cfg, cs = load_project(tmp_path)
+    sb = build_kernels(cfg, cs, jobs=1).sources["kernels/scale.cu"]
+    assert sb.ok, sb.log

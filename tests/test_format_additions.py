@@ -133,3 +133,46 @@ def test_additions_round_trip_through_the_serializer() -> None:
     ] == ["M % 32 == 0", "N <= 64"]
     assert (again.schedule_map["forward"].tolerance.rtol, again.schedule_map["forward"].tolerance.reason) == (3e-4, "fast tanh")
     assert [(x.rule, x.subject, x.reason) for x in again.suppressions] == [("SLOT_GAP", "isv", "reserved")]
+
+
+def _geometry_project(tmp_path: Path, requires: str) -> Path:
+    """The LAUNCH_GEOMETRY good fixture with "backward" launched on B // 4 blocks (four rows a block), as
+    llm.c's softmax_autoregressive_backward_kernel8 is on T / 4."""
+    import shutil
+
+    root = tmp_path / "p"
+    shutil.copytree(GOOD, root)
+    path = root / "contracts" / "kernels.toml"
+    text = path.read_text()
+    old = 'name = "backward"\n'
+    assert text.count(old) == 1 and text.count('grid = ["B", 1, 1]') == 1
+    text = text.replace('grid = ["B", 1, 1]', 'grid = ["B // 4", 1, 1]').replace(old, old + requires)
+    path.write_text(text)
+    return root
+
+
+def test_an_assumption_over_runtime_dims_selects_the_sizes_launch_geometry_checks(tmp_path: Path) -> None:
+    """``requires = ["B % 4 == 0"]`` says the host never launches the kernel at B = 1: its grid there (0
+    blocks) is no finding; without the assumption it is one (at B = 1, a probe point)."""
+    from audit.api import check
+
+    found = check(_geometry_project(tmp_path / "without", ""), select=["LAUNCH_GEOMETRY"]).findings
+    assert [f.message for f in found] == [
+        f'Kernel "backward" in schedule "{s}" at B = 1: grid [0, 1, 1] has a dimension below 1.' for s in ("backward", "backward_fused")
+    ]
+    assert check(_geometry_project(tmp_path / "with", 'requires = ["B % 4 == 0"]\n'), select=["LAUNCH_GEOMETRY", "REQUIRES_VIOLATED"]).findings == []
+
+
+def test_an_assumption_over_runtime_dims_selects_the_verify_cases(tmp_path: Path) -> None:
+    """contracts.md: an assumption "selects the probe points and verify cases": every case of the kernel's
+    size sweep has B % 4 == 0 (before, B = 1, 2, 3, ... were chosen and the launch of 0 blocks failed)."""
+    from audit.api import load_project
+    from audit.graph import Wiring
+    from audit.search.sizes import plan_kernel
+
+    cfg, cs = load_project(_geometry_project(tmp_path, 'requires = ["B % 4 == 0"]\n'))
+    plan = plan_kernel(cs, cs.kernel_map["backward"], Wiring(cs), root=cfg.root)
+    values = [c.as_dict()["B"] for c in plan.cases]
+    assert len(values) >= 3 and all(b % 4 == 0 for b in values), values
+    cfg, cs = load_project(_geometry_project(tmp_path / "free", ""))
+    assert any(c.as_dict()["B"] % 4 for c in plan_kernel(cs, cs.kernel_map["backward"], Wiring(cs), root=cfg.root).cases)

@@ -265,3 +265,38 @@ ret;
     # the first store: threadIdx.x = 1023 times N, exactly; the second: the counter is at least 1 there
     # (its start 0 plus steps of 1), 1 * N fits, so it is no finding
     assert [(o.instruction, o.value, o.exact, o.thread) for o in found] == [("mul.wide.s32 %rd3, %r2, 4", 1023 << 22, True, "threadIdx.x = 1023")]
+
+
+
+FLAT = """extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ x, int B, int T, int V) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < B * T * V) {
+        int b = i / (T * V);
+        int t = (i / V) % T;
+        int v = i % V;
+        y[b * T * V + t * V + v] += x[b * T + t];
+    }
+}
+"""
+
+
+def _flat(B: int, T: int, V: int) -> Witness:
+    return Witness({2: B, 3: T, 4: V}, (256, 1, 1), (-(-B * T * V // 256), 1, 1), f"B = {B}, T = {T}, V = {V}")
+
+
+@NVCC
+def test_a_flat_index_that_wraps_before_its_division_is_found_at_the_division(tmp_path: Path) -> None:
+    """llm.c's crossentropy_softmax_backward_kernel1: ``i = blockIdx.x * blockDim.x + threadIdx.x`` over
+    B * T * V elements passes 2^31 - 1 from B * T = 42,692 at V = 50304, and the row ``b = i / (T * V)``
+    comes out of the wrapped ``i``; the division only gave an unknown, so nothing was reported. A flat
+    index that fits is clean, and so is one computed in 64 bits."""
+    ptx = _ptx(tmp_path, FLAT)
+    found = find_index_overflows(ptx, "k", [_flat(64, 1024, 50304)])
+    assert found and all(o.instruction.startswith(("div.s32", "rem.s32")) and o.signed for o in found), found
+    assert found[0].value > (1 << 31) - 1 and found[0].access.startswith(("st.global", "ld.global"))
+    assert found[0].thread.startswith("blockIdx.x = 12877822")
+    assert find_index_overflows(ptx, "k", [_flat(8, 1024, 50304)]) == []
+    wide = FLAT.replace("int i = blockIdx.x * blockDim.x + threadIdx.x;", "size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;")
+    wide = wide.replace("i < B * T * V", "i < (size_t)B * T * V").replace("int b =", "size_t b =").replace("int t =", "size_t t =")
+    wide = wide.replace("int v =", "size_t v =").replace("y[b * T * V", "y[b * (size_t)T * V")
+    assert find_index_overflows(_ptx(tmp_path, wide), "k", [_flat(64, 1024, 50304)]) == []

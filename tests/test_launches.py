@@ -309,6 +309,58 @@ def test_a_template_launch_with_an_unknown_argument_may_run_any_instantiation(tm
     assert _wiring(tmp_path, capsys, host) == []
 
 
+def test_drift_leaves_a_conditionally_reassigned_host_value_uncompared(tmp_path: Path, capsys) -> None:
+    """``if (bs <= 64) bs = 128;`` (llm.c's global_norm4, layernorm_backward10): at the launch ``bs`` is 128
+    only when it was at most 64, so the block is not one value the reader can compare (it reported "the
+    launch gives 128"); an unconditional value before the launch still is, and drifts."""
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * blockDim.x + threadIdx.x] = 0.f; }\n"
+    host = (
+        '#include "k.cu"\n'
+        "void braces(float* y, int n, int bs) {\n  if (bs <= 64) {\n    bs = 128;\n  }\n  fill<<<n, bs>>>(y, n);\n}\n"
+        "void bare(float* y, int n, int bs) {\n  if (bs == 1024) bs = 512;\n  fill<<<n, bs>>>(y, n);\n}\n"
+        "void loop(float* y, int n) {\n  for (int bs = 32; bs <= 1024; bs *= 2) {}\n  fill<<<n, bs>>>(y, n);\n}\n"
+        "void plain(float* y, int n) {\n  int bs = 64;\n  bs = 2 * bs;\n  fill<<<n, bs>>>(y, n);\n}\n"
+    )
+    found = _drift(tmp_path, capsys, {"host.cu": host, "k.cu": kernel}, {"name": "fill", "cpp": "fill", "grid": '"n"', "block": "256"})
+    assert found == [
+        'host.cu:19: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "(2 * (64))" but its contract declares "256": '
+        "the launch gives 128 and the contract 256; update the contract or the launch."
+    ]
+
+
+def test_drift_reads_dim3_variables_initialised_with_braces_or_assignment(tmp_path: Path, capsys) -> None:
+    """``dim3 block_dim = {4, 8, 16};`` (llm.c's matmul_backward_bias8) is a dim3 like ``dim3 block_dim(4, 8,
+    16)``: it was read as one component, and block.y and block.z as 1 (two false drifts per launch); a
+    component of one (``block_dim.y``) is that component."""
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * blockDim.x + threadIdx.x] = 0.f; }\n"
+    host = (
+        '#include "k.cu"\n'
+        "void run(float* y, int n) {\n  dim3 block_dim = {4, 8, 16};\n  fill<<<n, block_dim>>>(y, n);\n}\n"
+        "void other(float* y, int n) {\n  dim3 block_dim = dim3(4, 8);\n  const int w = block_dim.y * 2;\n"
+        "  fill<<<n, dim3(4, w, 16)>>>(y, n);\n}\n"
+    )
+    found = _drift(tmp_path, capsys, {"host.cu": host, "k.cu": kernel}, {"name": "fill", "cpp": "fill", "grid": '"n"', "block": "4, 8, 8"})
+    assert found == [
+        'host.cu:4: GEOMETRY_DRIFT Kernel "fill" is launched here with block.z = "16" but its contract declares "8": '
+        "the launch gives 16 and the contract 8; update the contract or the launch.",
+        'host.cu:9: GEOMETRY_DRIFT Kernel "fill" is launched here with block.y = "(8 * 2)" but its contract declares "8": '
+        "the launch gives 16 and the contract 8; update the contract or the launch.",
+        'host.cu:9: GEOMETRY_DRIFT Kernel "fill" is launched here with block.z = "16" but its contract declares "8": '
+        "the launch gives 16 and the contract 8; update the contract or the launch.",
+    ]
+
+
+def test_init_substitutes_a_self_referencing_assignment_once(tmp_path: Path, capsys) -> None:
+    """``bs = largest_pow2(bs);`` on a parameter: the inner ``bs`` is the parameter, substituted no further
+    (the note quoted largest_pow2 nested eight deep)."""
+    cu = tmp_path / "k.cu"
+    cu.write_text("__global__ void k(float* y, int n) {}\nvoid h(float* d, int n, int bs) {\n  bs = largest_pow2(bs);\n  k<<<n, bs>>>(d, n);\n}\n")
+    (tmp_path / "wireup.toml").write_text("")
+    assert main(["init", "--root", str(tmp_path), str(cu)]) == 0
+    out = capsys.readouterr().out
+    assert 'block = ["TODO", 1, 1]  # "(largest_pow2(bs))": it calls largest_pow2(), which dim expressions do not have (the launch at k.cu:4)' in out
+
+
 def test_included_constants_follow_only_regular_headers_inside_the_root(tmp_path: Path) -> None:
     """A header outside the root, a FIFO (never opened to block), a missing one and an include cycle give
     nothing and stop; the nested local header's constants are seen, and a later include wins."""

@@ -33,6 +33,10 @@ in range):
   register holds another number than the code meant. Only definite overflows are reported, so a value
   with an unknown part (a loaded index, a counter with no lower bound) is never a finding; what a
   counter reaches through many iterations (a running offset ``p += H``) is not seen.
+* A signed ``div``/``rem`` whose dividend overflows (a flat index ``i = blockIdx.x * blockDim.x +
+  threadIdx.x`` past 2^31 - 1, then ``b = i / (T * V)``) and whose result goes on in 32-bit integer
+  arithmetic into such a widening overflows too: what comes out of the division is another number
+  (signed overflow never wraps on purpose; an unsigned hash that does is not reported).
 
 >>> w = Witness({2: 65536, 3: 40000}, (256, 1, 1), (256, 1, 1), "B = 65536, H = 40000")          # doctest: +SKIP
 >>> find_index_overflows(ptx, "forward", [w])[0].message("forward", "kernels/f.cu")              # doctest: +SKIP
@@ -122,6 +126,12 @@ def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> 
     if not widenings:
         return []
     reaches = _reaching_access(insts)
+    # a signed division or remainder of a wrapped value (i = blockIdx.x * blockDim.x + threadIdx.x past
+    # 2^31 - 1, then b = i / (T * V)) whose result goes on, in 32 bits, into a widened offset: the wrap
+    # happened before the division, which only an unknown comes out of
+    into = _reaching_widening(insts, reaches)
+    widenings += [(i, None) for i, inst in enumerate(insts)
+                  if inst.head in ("div", "rem") and ".s32" in inst.opcode and inst.dests() and inst.dests()[0] in into]  # fmt: skip
     reaching = _Reaching(insts, labels)
     specials = sorted({m.group(0) for inst in insts for op in inst.operands for m in re.finditer(r"%n?(?:tid|ctaid)\.[xyz]", op)})
     out: list[IndexOverflow] = []
@@ -131,11 +141,11 @@ def find_index_overflows(ptx: str, entry: str, witnesses: Sequence[Witness]) -> 
             ev = _Evaluator(insts, reaching, order, w.params, thread)
             for i, m in widenings:
                 inst = insts[i]
-                access = reaches.get(inst.dests()[0]) if inst.dests() else None
+                access = (reaches if m is not None else into).get(inst.dests()[0]) if inst.dests() else None
                 key = inst.loc or i
                 if access is None or key in seen:
                     continue
-                signed = (m.group(2) or m.group(3)) == "s"
+                signed = m is None or (m.group(2) or m.group(3)) == "s"
                 lo_lim, hi_lim = _LIMITS[signed]
                 srcs = inst.operands[1:3] if inst.head in ("mul", "mad") else inst.operands[1:2]
                 for src in srcs:
@@ -225,6 +235,41 @@ def _reaching_access(insts: list[_Inst]) -> dict[str, str]:
             got = walk(inst.dests()[0], frozenset(inst.dests()))
             if got is not None:
                 out[inst.dests()[0]] = got
+    return out
+
+
+def _reaching_widening(insts: list[_Inst], reaches: Mapping[str, str]) -> dict[str, str]:
+    """32-bit register -> the access (:func:`_reaching_access`) that a widening reached through 32-bit
+    integer arithmetic from it feeds."""
+    users: dict[str, list[int]] = {}
+    for i, inst in enumerate(insts):
+        for r in set(inst.sources()):
+            users.setdefault(r, []).append(i)
+    memo: dict[str, str | None] = {}
+
+    def walk(reg: str, stack: frozenset[str]) -> str | None:
+        if reg in memo:
+            return memo[reg]
+        memo[reg] = None  # a cycle through a loop counter ends here
+        found = None
+        for i in users.get(reg, ()):
+            inst = insts[i]
+            dests = inst.dests()
+            if not dests:
+                continue
+            if _WIDEN.match(inst.opcode):
+                found = reaches.get(dests[0])
+            elif (inst.head in _RING or inst.head in _BOUNDED or inst.head in ("mov", "cvt")) and inst.opcode.endswith("32"):
+                found = next((got for d in dests if d not in stack and (got := walk(d, stack | {d})) is not None), None)
+            if found is not None:
+                break
+        memo[reg] = found
+        return found
+
+    out: dict[str, str] = {}
+    for inst in insts:
+        if inst.head in ("div", "rem") and inst.dests() and (got := walk(inst.dests()[0], frozenset(inst.dests()))) is not None:
+            out[inst.dests()[0]] = got
     return out
 
 

@@ -159,14 +159,53 @@ def _definitions(text: str, code: str, before: int, language: str, outer: dict[s
         name, value = m.group(1), " ".join(text[m.start(2) : m.end(2)].split())
         if name in ("return", "if", "else"):
             continue
+        if language == "c" and _conditional(code, m.start(), before):
+            # `if (bs <= 64) bs = 128;`, a loop's counter, a block closed before the launch: the name has
+            # no one value there, so it stays as written
+            defs.pop(name, None)
+            continue
+        if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", value) and name in defs:
+            # `bs = f(bs);` after `int bs = 64;`: the earlier value inside the new one
+            value = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", lambda _: f"({defs[name]})", value)
         defs[name] = value
-    # dim3 NAME(a, b, c) / dim3 NAME{a, b, c}
-    for m in re.finditer(rf"\bdim3\s+({_IDENT})\s*([({{])", code[:before]):
-        if m.start() < start:
+    # dim3 NAME(a, b, c) / dim3 NAME{a, b, c} / dim3 NAME = {a, b, c} / dim3 NAME = dim3(a, b, c)
+    for m in re.finditer(rf"\bdim3\s+({_IDENT})\s*(?:=\s*(?:dim3\s*)?)?([({{])", code[:before]):
+        if m.start() < start or (language == "c" and _conditional(code, m.start(), before)):
             continue
         end = _close(code, m.end(2) - 1)
         defs[m.group(1)] = "dim3(" + " ".join(text[m.end(2) : end].split()) + ")"
     return defs
+
+
+def _conditional(code: str, at: int, before: int) -> bool:
+    """Whether the statement at ``at`` may not have run, or not as the last one, when the launch at ``before``
+    runs: it is inside a block that closes before the launch (an ``if``/loop body, a nested scope), or it
+    is the body of an ``if``/``else``/loop without braces, or the header of a ``for``.
+
+    >>> code = "void f(int bs) { if (bs <= 64) { bs = 128; } k<<<1, bs>>>(); }"
+    >>> _conditional(code, code.index("bs = 128"), code.index("k<<<"))
+    True
+    >>> code = "void f(int bs) { if (bs <= 64) bs = 128; k<<<1, bs>>>(); }"
+    >>> _conditional(code, code.index("bs = 128"), code.index("k<<<"))
+    True
+    >>> code = "void f(int n) { int bs = 128; k<<<n, bs>>>(); }"
+    >>> _conditional(code, code.index("bs = 128"), code.index("k<<<"))
+    False
+    """
+    depth = low = 0
+    for ch in code[at:before]:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            low = min(low, depth)
+    if low < 0:
+        return True
+    stmt = max(code.rfind(c, 0, at) for c in ";{}") + 1
+    prefix = code[stmt:at]
+    if prefix.count("(") > prefix.count(")"):  # for (int i = 0; ...
+        return True
+    return re.search(r"(?:\b(?:if|while|for|switch)\s*\(.*\)|\belse|\bdo)\s*(?:\w[\w\s:<>*&]*)?$", prefix, re.S) is not None
 
 
 def _scope_start(code: str, before: int, language: str) -> int:
@@ -230,20 +269,40 @@ def file_constants(text: str) -> dict[str, str]:
 
 
 def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
-    """``expr`` with local constants replaced by their values (parenthesised), ``keep`` names left alone."""
+    """``expr`` with local constants replaced by their values (parenthesised), ``keep`` names left alone; a
+    component of a ``dim3`` variable (``block.y``) by that component. A name whose value names itself
+    (``bs = f(bs);`` with no earlier value of ``bs`` in sight) is replaced once: the inner ``bs`` is the
+    value before that assignment, which nothing here knows."""
+    done: set[str] = set()  # self-referencing names already replaced
     for _ in range(_MAX_SUBSTITUTIONS):
         changed = False
+        again: set[str] = set()
+
+        def component(m: re.Match) -> str:
+            nonlocal changed
+            name, axis = m.group(1), m.group(2)
+            value = defs.get(name, "")
+            if name in keep or not value.startswith("dim3("):
+                return m.group(0)
+            parts = [p for p in _split_top(value[5:-1]) if p]
+            changed = True
+            part = (parts + ["1", "1", "1"])["xyz".index(axis)]
+            return part if re.fullmatch(rf"{_IDENT}|\d+", part) else f"({part})"
 
         def repl(m: re.Match) -> str:
             nonlocal changed
             name = m.group(0)
-            if name in keep or name not in defs or defs[name] == name:
+            if name in keep or name not in defs or defs[name] == name or name in done:
                 return name
             changed = True
             value = defs[name]
+            if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", value):
+                again.add(name)
             return value if re.fullmatch(rf"{_IDENT}|\d+|dim3\(.*\)", value) else f"({value})"
 
-        expr = re.sub(rf"(?<![\w.])(?<!->){_IDENT}(?!\s*\()", repl, expr)
+        expr = re.sub(rf"(?<![\w.])(?<!->)({_IDENT})\s*\.\s*([xyz])\b", component, expr)
+        expr = re.sub(rf"(?<![\w.])(?<!->){_IDENT}(?!\s*\()(?!\s*\.\s*[xyz]\b)", repl, expr)
+        done |= again
         if not changed:
             break
     return expr

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from ..dims import Expr
 from ..graph import Launch
-from ..model import Kernel
+from ..model import Kernel, assumed, assumptions
 from ..shapes import numel, probe_envs, shape_key, value_at
 from ._base import CheckContext, Hit, rule
 
@@ -318,25 +318,32 @@ def check_cycles(ctx: CheckContext) -> Iterator[Hit]:
         yield Hit(f"Schedules depend on each other in a cycle: {text} ({whys}).", first.loc, first.name)
 
 
-@rule("LAUNCH_GEOMETRY", "Grid, block and shared memory are positive and within sm_90 limits at every probed size.", "wiring")
+@rule("LAUNCH_GEOMETRY", "Grid, block and shared memory are positive and within sm_90 limits at every probed size that meets the kernel's runtime-dim assumptions.", "wiring")
 def check_geometry(ctx: CheckContext) -> Iterator[Hit]:
+    """A kernel that requires ``T % 4 == 0`` (an assumption over runtime dims) is not launched at T = 1,
+    where its ``grid = ["T // 4"]`` would be 0: such probe environments are skipped."""
     cs, w = ctx.cs, ctx.wiring
+    runtime = set(cs.runtime_ranges)
+    slots = cs.slot_indices
     # launches that bind no local dim all run at the probe environments: their result depends only on the
-    # geometry expressions, keyed by identity (equal texts share one Expr) and kept alive with the kernel
+    # geometry expressions and the assumptions, keyed by identity (equal texts share one Expr) and kept
+    # alive with the kernel
     at_base: dict[tuple[int, ...], tuple[Kernel, tuple[dict[str, int], tuple[str, str]] | None]] = {}
     for sname, launches in w.launches.items():
         for launch in launches:
             k = launch.kernel
             if k is None:
                 continue
+            given = assumptions(k.requires, runtime)
+            envs = [env for env in launch.envs if assumed(given, runtime, env, slots)] if given else launch.envs
             if launch.base_envs:
-                geo = (*map(id, k.grid), *map(id, k.block), id(k.shared_bytes))
+                geo = (*map(id, k.grid), *map(id, k.block), id(k.shared_bytes), *map(id, given))
                 hit = at_base.get(geo)
                 if hit is None:
-                    hit = at_base[geo] = (k, _first_geometry_problem(k, launch.envs))
+                    hit = at_base[geo] = (k, _first_geometry_problem(k, envs))
                 first = hit[1]
             else:
-                first = _first_geometry_problem(k, launch.envs)
+                first = _first_geometry_problem(k, envs)
             if first is not None:
                 env, (key, problem) = first
                 yield Hit(f'Kernel "{k.name}" in schedule "{sname}" at {_at(env, cs)}: {problem}.', k.loc.child(key), k.name)
@@ -418,9 +425,9 @@ def check_requires(ctx: CheckContext) -> Iterator[Hit]:
             k = launch.kernel
             if k is None or not k.requires:
                 continue
-            assumed = [r for r in k.requires if (r.left.names | r.right.names) <= runtime]
-            checked = [r for r in k.requires if r not in assumed]
-            envs = [env for env in launch.envs if all(r.holds(env, slots) is not False for r in assumed)]
+            given = assumptions(k.requires, runtime)
+            checked = [r for r in k.requires if r not in given]
+            envs = [env for env in launch.envs if assumed(given, runtime, env, slots)]
             for r in checked:
                 for env in envs:
                     if r.holds(env, slots) is False:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..cases import DimCase, make_env, runtime_dims
 from ..dims import divisions, eval_tree, literals
+from ..model import assumed, assumptions
 from .coverage import TailSite, kernel_sites, launch_envs
 
 if TYPE_CHECKING:
@@ -310,6 +311,19 @@ def _plan(cs: ContractSet, kind: str, subject: str, kernels: list[Kernel], wirin
         # the others); a schedule's needs every kernel
         return max((min(case_elements(k, e) for e in launch_envs(cs, k, wiring)(env)) for k in kernels), default=0)
 
+    # a case that breaks an assumption of a kernel (requires = ["T % 4 == 0"] over runtime dims) is a size
+    # the host never launches it at: never chosen (its cost is past the budget)
+    runtime = set(rt)
+    slots = cs.slot_indices
+    assuming = [k for k in kernels if assumptions(k.requires, runtime)]
+
+    def chosen_cost(c: Mapping[str, int]) -> float:
+        if assuming:
+            env = env_of(c)
+            if not all(assumed(k.requires, runtime, env, slots) for k in assuming):
+                return float("inf")
+        return cost(c)
+
     def sides(c: Mapping[str, int]) -> set[tuple[int, str]]:
         env = env_of(c)
         out = set()
@@ -333,7 +347,7 @@ def _plan(cs: ContractSet, kind: str, subject: str, kernels: list[Kernel], wirin
         values[n] = fits[:MAX_VALUES_PER_DIM] or [lo]
     required = [{k: v for k, v in c.as_dict().items() if k in dims} for c in extra]
     chosen, pairs, tails = choose_cases(values, seed=seed, max_cases=max_cases + len(required), sides=sides if sites else None,
-                                        cost=cost, max_cost=max_elements, required=required)  # fmt: skip
+                                        cost=chosen_cost, max_cost=max_elements, required=required)  # fmt: skip
     cases = [DimCase(tuple((n, c[n] if n in c else rest[n]) for n in rt), "sweep") for c in chosen] or [DimCase(tuple(rest.items()), "sweep")]
     return SizePlan(kind, subject, cases, dims, values, constants, pairs, tails, notes)
 
