@@ -186,3 +186,15 @@ def test_build_only_compiles_the_header_mutants_of_a_kernel_defined_in_it(tmp_pa
     cfg, _ = load_project(root)
     copies = cfg.path(cfg.cache) / "mutate" / "naive.cuh"
     assert (copies / "original" / "naive.cu").read_text() == '#include "kernels/naive.cuh"\n'
+
+
+@pytest.mark.nvcc
+def test_mutants_of_a_source_outside_the_include_folders_find_the_headers_next_to_it(tmp_path: Path):
+    """``src/shift.cu`` includes ``"kernels/consts.cuh"`` relative to its own folder, which no include
+    folder names (llm.c dev/cuda's ``#include "common.h"``): its mutants, compiled from the cache, still
+    find it (the replaced source's folder is searched after the include folders)."""
+    from audit.mutate import build_only
+
+    root = _project(tmp_path / "p")
+    assert build_only(root, ["shift"], ["ror", "guard"], jobs=2) == {"compiled": 2}
+

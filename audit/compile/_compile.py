@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,9 +77,13 @@ def build_kernels(
     kernels = _select(cs, sources)
     overrides = _overrides(cs, source_overrides)
     units: dict[str, Path] = {}  # key in result.sources -> file to compile
+    own_folders: dict[str, Path] = {}  # an override's key -> the folder of the source it replaces
     for k in kernels:
         if k.name in overrides:
             units.setdefault(overrides[k.name][0], overrides[k.name][1])
+            original = resolve(root / k.source)
+            if original is not None:
+                own_folders.setdefault(overrides[k.name][0], original.parent)
             continue
         if k.source in units:
             continue  # the entries of one source share its unit (and its checks below)
@@ -114,17 +118,23 @@ def build_kernels(
                 progress(line)
 
     built: dict[str, SourceBuild] = {}
-    todo: list[tuple[str, Path, str]] = []
+    todo: list[tuple[str, Path, str, list[str]]] = []
+    known = {resolve(d) or d for d in include_dirs}
     for name, path in units.items():
         t0 = time.perf_counter()
-        key = files_hash(include_closure(path, include_dirs), root, extra + _language(path))
+        # a replacement compiled from another folder (a mutant, its unmutated copy) still finds the headers
+        # next to the source it replaces: that folder is searched after the include folders
+        own = own_folders.get(name)
+        more = [own] if own is not None and own not in known and own != path.parent else []
+        more_args = [_relative_or_absolute(d, root) for d in more]
+        key = files_hash(include_closure(path, [*include_dirs, *more]), root, extra + [f"include={d}" for d in more_args] + _language(path))
         hit = None if force else _load_entry(cache_arch / key, name)
         if hit is not None:
             hit.seconds = time.perf_counter() - t0
             built[name] = hit
             report(f"cached    {name}  {hit.seconds:.2f} s")
         else:
-            todo.append((name, path, key))
+            todo.append((name, path, key, more_args))
 
     if todo:
         if on_compile is not None:
@@ -133,14 +143,14 @@ def build_kernels(
         job = _Job(tools, arch, flags, include_args, root, cache_arch, force, [str(p.folder) for p in packages])
         workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
         if workers == 1:
-            for name, path, key in todo:
-                built[name] = job.run(name, path, key)
+            for name, path, key, more_args in todo:
+                built[name] = job.run(name, path, key, more_args)
                 report(_status_line(built[name]))
         else:
             from concurrent.futures import ThreadPoolExecutor, as_completed
 
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nvcc") as pool:
-                futures = {pool.submit(job.run, name, path, key): name for name, path, key in todo}
+                futures = {pool.submit(job.run, name, path, key, more_args): name for name, path, key, more_args in todo}
                 for fut in as_completed(futures):
                     sb = fut.result()
                     built[futures[fut]] = sb
@@ -327,7 +337,7 @@ class _Job:
         self.root, self.cache, self.force = root, cache, force
         self.ptxas_flags = ptxas_options(flags)
 
-    def run(self, name: str, path: Path, key: str) -> SourceBuild:
+    def run(self, name: str, path: Path, key: str, more_includes: Sequence[str] = ()) -> SourceBuild:
         import shutil
         import tempfile
 
@@ -346,7 +356,7 @@ class _Job:
             ptx, cubin = tmp / f"{stem}.ptx", tmp / f"{stem}.cubin"
             src_arg = _relative_or_absolute(path, self.root)
             front = [str(self.tools.nvcc), f"-arch={self.arch}", "-ptx", *self.flags]
-            front += [f"-I{d}" for d in self.includes] + [a for d in self.system for a in ("-isystem", d)]
+            front += [f"-I{d}" for d in (*self.includes, *more_includes)] + [a for d in self.system for a in ("-isystem", d)]
             front += ["-x", "cu"] if _language(path) else []  # nvcc picks the language by suffix: a .cuh is "unknown"
             front += [src_arg, "-o", str(ptx)]
             # cicc names internal-linkage symbols "_INTERNAL_<hash of the absolute source path>_...", so

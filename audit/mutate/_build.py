@@ -90,8 +90,8 @@ def build_original(cfg: Any, cs: Any, name: str, text: str, arch: str) -> Mutant
     """Write and compile the unmutated copy of kernel ``name``'s source (``original.cu`` beside its
     mutants, compiled exactly as they are; a cached build starts no compiler).
 
-    Raises :class:`UsageError` when it does not compile from there (a header found only relative to the
-    kernel's own folder, say), since then no mutant could."""
+    Raises :class:`UsageError` when it does not compile from there (a header found only through a path
+    given on nvcc's command line elsewhere, say), since then no mutant could."""
     from ..compile import build_kernels
 
     k = cs.kernel(name)
@@ -103,7 +103,7 @@ def build_original(cfg: Any, cs: Any, name: str, text: str, arch: str) -> Mutant
         first = sb.first_error.render() if sb.first_error else "no entry point " + k.symbol
         raise UsageError(
             f'The unmutated copy of "{k.source}" at "{path}" does not compile ({first}); mutants are compiled from '
-            f'that folder, so every header a kernel includes must be found through the include folders ("include" in wireup.toml).'
+            f'that folder, so every header a kernel includes must be found next to its source or through the include folders ("include" in wireup.toml).'
         )
     return MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
 
