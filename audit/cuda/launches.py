@@ -31,8 +31,11 @@ parameters' names) and says why where it cannot.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .hostlex import Literal, language_of, lex
 
@@ -134,7 +137,13 @@ def template_arguments(text: str) -> tuple[str, ...]:
 
 
 def _line_at(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+    return bisect.bisect_left(_newlines(text), pos) + 1
+
+
+@lru_cache(maxsize=8)
+def _newlines(text: str) -> list[int]:
+    """Where the newlines of ``text`` are (a file's launches ask for their line one by one)."""
+    return [m.start() for m in re.finditer("\n", text)]
 
 
 def _restore(text: str, code: str, a: int, b: int) -> str:
@@ -142,12 +151,22 @@ def _restore(text: str, code: str, a: int, b: int) -> str:
     return " ".join(text[a:b].split())
 
 
+@lru_cache(maxsize=8)
+def _defines(text: str) -> list[tuple[int, str, str]]:
+    """(end, name, value) of each ``#define NAME V`` of ``text``, in order (read once per file)."""
+    return [(m.end(), m.group(1), m.group(2).strip()) for m in _DEFINE.finditer(text)]
+
+
+_DIM3 = re.compile(rf"\bdim3\s+({_IDENT})\s*(?:=\s*(?:dim3\s*)?)?([({{])")
+
+
 def _definitions(text: str, code: str, before: int, language: str, outer: dict[str, str] | None = None) -> dict[str, str]:
     """Local constants visible at ``before``: ``NAME = EXPR;`` (C, Rust ``let``) and ``#define NAME V``,
     the last one before the position winning over ``outer`` (the file-scope constants)."""
     defs: dict[str, str] = dict(outer or {})
-    for m in _DEFINE.finditer(text, 0, before):
-        defs[m.group(1)] = m.group(2).strip()
+    defines = _defines(text)
+    for _at, name, value in defines[: bisect.bisect_right(defines, (before, "\U0010ffff"))]:
+        defs[name] = value
     start = _scope_start(code, before, language)
     if language == "rust":
         pattern = re.compile(rf"\blet\s+(?:mut\s+)?({_IDENT})\s*(?::\s*[^=;]+)?=\s*([^;]+);")
@@ -169,8 +188,8 @@ def _definitions(text: str, code: str, before: int, language: str, outer: dict[s
             value = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", lambda _: f"({defs[name]})", value)
         defs[name] = value
     # dim3 NAME(a, b, c) / dim3 NAME{a, b, c} / dim3 NAME = {a, b, c} / dim3 NAME = dim3(a, b, c)
-    for m in re.finditer(rf"\bdim3\s+({_IDENT})\s*(?:=\s*(?:dim3\s*)?)?([({{])", code[:before]):
-        if m.start() < start or (language == "c" and _conditional(code, m.start(), before)):
+    for m in _DIM3.finditer(code, start, before):
+        if language == "c" and _conditional(code, m.start(), before):
             continue
         end = _close(code, m.end(2) - 1)
         defs[m.group(1)] = "dim3(" + " ".join(text[m.end(2) : end].split()) + ")"
@@ -212,21 +231,44 @@ def _scope_start(code: str, before: int, language: str) -> int:
     """Where the top-level function holding position ``before`` starts: local constants of other
     functions are not visible at a launch. (Python: the last unindented line.)"""
     if language == "python":
-        m = None
-        for m in re.finditer(r"^(?:def|class|async def)\b", code[:before], re.MULTILINE):
-            pass
-        return m.start() if m else 0
-    depth, start = 0, 0
-    for i in range(before):
-        ch = code[i]
-        if ch == "{":
+        tops = _python_tops(code)
+        n = bisect.bisect_right(tops, before - 1) - 1  # the last one starting before the position
+        return tops[n] if n >= 0 else 0
+    opens, closes, starts = _top_level_blocks(code, language)
+    n = bisect.bisect_left(opens, before) - 1  # the last top-level "{" before the position
+    return starts[n] if n >= 0 and closes[n] >= before else before
+
+
+@lru_cache(maxsize=8)
+def _python_tops(code: str) -> list[int]:
+    """Where each unindented ``def`` / ``class`` of a Python source starts."""
+    return [m.start() for m in re.finditer(r"^(?:def|class|async def)\b", code, re.MULTILINE)]
+
+
+@lru_cache(maxsize=8)
+def _top_level_blocks(code: str, language: str) -> tuple[list[int], list[int], list[int]]:
+    """The top-level ``{ ... }`` blocks of ``code`` in one pass, for :func:`_scope_start` (which every launch
+    and every name it resolves asks: scanning the file up to the position each time was quadratic in the
+    file): each one's opening and closing bracket (``len(code)`` when never closed) and where its statement
+    starts (after the ``;`` in C, the line in Rust, and after the last ``}`` before it)."""
+    opens: list[int] = []
+    closes: list[int] = []
+    starts: list[int] = []
+    depth = 0
+    for m in re.finditer(r"[{}]", code):
+        i = m.start()
+        if code[i] == "{":
             if depth == 0:
                 start = code.rfind(";", 0, i) + 1 if language == "c" else code.rfind("\n", 0, i) + 1
-                start = max(start, code.rfind("}", 0, i) + 1)
+                opens.append(i)
+                closes.append(len(code))
+                starts.append(max(start, code.rfind("}", 0, i) + 1))
             depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-    return start if depth else before
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                closes[-1] = i
+    return opens, closes, starts
 
 
 _FILE_CONST = re.compile(
@@ -648,13 +690,14 @@ def _named(names: list[str]) -> list[str]:
     return [n for n in names if re.search(r"[A-Za-z0-9]", n)]
 
 
+_LET_BINDING = re.compile(rf"\blet\s+(?:mut\s+)?(\(?)([^=;]*?)\s*(?::[^=;]*)?=(?!=)")
+
+
 def _variable(text: str, code: str, name: str, before: int, helpers: RustHelpers, depth: int) -> list[str]:
     """What the last ``let`` binding ``name`` before ``before`` in the same function gives (see :func:`_rust_name`)."""
     start = _scope_start(code, before, "rust")
     found = None
-    for m in re.finditer(rf"\blet\s+(?:mut\s+)?(\(?)([^=;]*?)\s*(?::[^=;]*)?=(?!=)", code[:before]):
-        if m.start() < start:
-            continue
+    for m in _LET_BINDING.finditer(code, start, before):
         bound = re.findall(_IDENT, m.group(2))
         if name in bound:
             found = m
@@ -721,8 +764,21 @@ def _rust_getter_names(text: str, code: str, helpers: RustHelpers) -> dict[str, 
 def _fetched_at(fetched: dict[str, list[tuple[list[str], str, int]]], var: str, code: str, at: int) -> tuple[list[str], str, int] | None:
     """The binding of ``var`` that a use at ``at`` sees: the last one before it in the same function."""
     start = _scope_start(code, at, "rust")
-    seen = [b for b in fetched.get(var, ()) if start <= b[2] < at]
-    return seen[-1] if seen else None
+    bindings = fetched.get(var, ())
+    n = _before(bindings, at)
+    return bindings[n] if n >= 0 and bindings[n][2] >= start else None
+
+
+def _before(bindings: Sequence[tuple[list[str], str, int]], at: int) -> int:
+    """The index of the last binding placed before ``at`` (bindings are in the order of the file)."""
+    lo, hi = 0, len(bindings)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if bindings[mid][2] < at:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
 
 
 def _cudarc_launches(text: str, code: str, lits: list[Literal], file: str, helpers: RustHelpers | None = None) -> list[LaunchSite]:
@@ -780,6 +836,14 @@ def _cudarc_launches(text: str, code: str, lits: list[Literal], file: str, helpe
     return sites
 
 
+@lru_cache(maxsize=8)
+def _macro_names(code: str, arg_macros: frozenset[str]) -> str:
+    """The argument macros a Rust source may call, as a regex alternation: ``arg_macros`` and the aliases
+    it gives them (``use crate::builder_arg as barg;``), read once per file."""
+    aliases = {m.group(2) for m in re.finditer(rf"\b({_IDENT})\s+as\s+({_IDENT})", code) if m.group(1) in arg_macros}
+    return "|".join(map(re.escape, sorted(arg_macros | aliases)))
+
+
 def _builder_arguments(text: str, code: str, start: int, end: int, builder: str, helpers: RustHelpers) -> tuple[list[str], list[str]]:
     """The arguments pushed onto the launch builder ``builder`` between ``start`` and ``end``, in order:
     ``builder.arg(&x)`` (and ``.arg(..)`` chained to it), an argument macro ``builder_arg!(builder, x, y)``,
@@ -797,8 +861,7 @@ def _builder_arguments(text: str, code: str, start: int, end: int, builder: str,
             if nxt is None:
                 break
             at = nxt.end() - 1
-    aliases = {m.group(2) for m in re.finditer(rf"\b({_IDENT})\s+as\s+({_IDENT})", code) if m.group(1) in helpers.arg_macros}
-    macros = "|".join(map(re.escape, sorted(helpers.arg_macros | aliases)))
+    macros = _macro_names(code, helpers.arg_macros)
     for m in re.finditer(rf"\b(?:{_IDENT}\s*::\s*)*(?:{macros})\s*!\s*\(\s*{b}\s*,", code[start:end]) if macros else ():
         open_at = start + code[start:end].index("(", m.start())
         for a in _split_top(text[open_at + 1 : _close(code, open_at)])[1:]:
