@@ -236,21 +236,42 @@ def test_read_modify_writes_atomics_and_one_flag_stored_by_many_are_left_alone(t
     """``s[w] += v`` by every lane is SHARED_RMW_RACE's; atomics never race each other; every thread
     storing the same flag is no order-dependent result."""
     body = """extern "C" __global__ void k(const float* x, float* out, int n) {
-    __shared__ float s[8]; __shared__ int flag;
+    __shared__ float s[8]; __shared__ float a[8]; __shared__ int flag;
     int tid = threadIdx.x; float v = x[tid];
-    if (tid < 8) s[tid] = 0.0f;
+    if (tid < 8) { s[tid] = 0.0f; a[tid] = 0.0f; }
     if (tid == 0) flag = 0;
     __syncthreads();
     s[tid / 32] += v;
-    atomicAdd(&s[(tid + 1) % 8], v);
+    atomicAdd(&a[(tid + 1) % 8], v);
     if (v > 0.0f) flag = 1;
     flag = 1;
     __syncthreads();
-    if (tid == 0) out[0] = s[0] + flag;
+    if (tid == 0) out[0] = s[0] + a[0] + flag;
 }
 """
     result = analyse_block(_ptx(tmp_path, body), "k", _launch(256))
     assert (result.races, result.complete) == ((), True)
+
+
+ATOMIC_SUM = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float sum[64];
+    int tid = threadIdx.x;
+    if (tid < 64) sum[tid] = 0.0f;
+    __syncthreads();
+    atomicAdd(&sum[tid % 64], x[blockIdx.x * blockDim.x + tid]);
+    SYNC
+    if (tid < 64) out[blockIdx.x * 64 + tid] = sum[tid];
+}
+"""
+
+
+@NVCC
+def test_atomics_into_a_shared_sum_read_back_without_a_barrier_are_found(tmp_path: Path) -> None:
+    """The seeded llm.c bug: layernorm_backward_kernel2 without the barrier between its atomicAdds into
+    shared memory and the loop that copies the sums out."""
+    bad = _ptx(tmp_path, ATOMIC_SUM.replace("SYNC", ""), "bad.cu")
+    assert _found(bad, _launch(256)) == [("raw", 6, 8, "warp", (192, 0, 0, 0, 0, 0))]  # the latest adder of sum[0]
+    assert _found(_ptx(tmp_path, ATOMIC_SUM.replace("SYNC", "__syncthreads();"), "good.cu"), _launch(256)) == []
 
 
 @NVCC

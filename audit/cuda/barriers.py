@@ -31,8 +31,8 @@ and the grid's last block:
   parameters hold distinct non-null addresses (a ``if (ptr)`` test is known). So is an entry with ``mbarrier``, ``cp.async``
   (any form), TMA/bulk copies, ``ldmatrix``/``stmatrix``, ``wgmma``, ``tcgen05``, cluster barriers or
   ``shared::cluster``, ``bar.arrive``, a barrier with a thread count other than the block's,
-  ``membar.cta``/``fence...cta``, ``ld.acquire``/``st.release``/``.relaxed`` accesses, a ``call``, an
-  indirect branch, or a ``__syncwarp`` that not all live lanes of its mask reach together; and a run past
+  ``membar.cta``/``fence...cta``, ``ld.acquire``/``st.release``/``.relaxed`` accesses, a ``call`` (but of
+  ``vprintf``, or of ``__assertfail``, which gives up where it is made), an indirect branch, or a ``__syncwarp`` that not all live lanes of its mask reach together; and a run past
   :data:`MAX_STEPS` group-instructions stops (what was found before it stands: every access recorded was
   made, exactly, before the stop).
 * **Barrier intervals**: ``bar.sync``/``barrier.sync``/``bar.red`` (``__syncthreads_count/and/or``, whose
@@ -40,9 +40,10 @@ and the grid's last block:
   (``__syncwarp``) orders the accesses of the lanes of one warp that pass it (each lane counts its warp
   barriers; lane B's access follows lane A's when B has passed more of them than A had at its access).
 * **A race**: within one interval, a byte that thread A writes (``st.shared``, or a generic ``st`` at a
-  shared address) and another thread B reads, or reads before A writes it. Shared accesses at an unknown
-  or out-of-array address, and atomics (``atom``/``red``: they never race each other, and a lock built
-  from them ends in a branch on their result, which gives up) are not recorded. Two *different*
+  shared address) and another thread B reads, or reads before A writes it. Atomics (``atom``/``red``)
+  count as writes that never race each other: an ``atomicAdd`` into a shared sum read back, or zeroed,
+  with no barrier between is reported. Shared accesses at an unknown or out-of-array address are not
+  recorded (a lock built from atomics ends in a loop on their result, which gives up). Two *different*
   instructions writing one byte from two threads are reported too (the surviving value depends on the
   order: a reset racing a set); one instruction run by many threads (``if (x) flag = 1``) is not. A load
   and store pair that :mod:`audit.cuda.sharedraces` reads as a read-modify-write (``s[w] += v``) is left
@@ -80,7 +81,7 @@ _GAP = 256
 _SHARED_DECL = re.compile(r"^[ \t]*((?:\.(?:visible|extern|weak|global)\s+)*)\.shared\s+(?:\.align\s+(\d+)\s+)?"
                           r"\.(\w+)\s+([A-Za-z_$][\w$]*)((?:\s*\[\s*\d*\s*\])*)", re.MULTILINE)
 _MANGLED_LOCAL = re.compile(r"E(\d+)([A-Za-z_]\w*)$")
-_GIVE_UP_HEADS = {"mbarrier", "cp", "ldmatrix", "stmatrix", "wgmma", "tcgen05", "call", "brx", "cvta.to.shared::cluster",
+_GIVE_UP_HEADS = {"mbarrier", "cp", "ldmatrix", "stmatrix", "wgmma", "tcgen05", "brx", "cvta.to.shared::cluster",
                   "mapa", "multimem", "tensormap", "clusterlaunchcontrol", "setmaxnreg"}
 _SPACES = ("global", "local", "param", "const", "tex")
 _ORDERED = ("relaxed", "acquire", "release", "mmio")
@@ -249,12 +250,23 @@ def _param_order(text: str, entry: str) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
 
 
+#: calls that touch no shared memory: printf, and a failed assert (which ends the kernel: the run gives up
+#: where one is made, and a branch around one is stepped over)
+_HARMLESS_CALLS = ("vprintf", "__assertfail")
+
+
+def _callee(inst: _Inst) -> str:
+    return next((o for o in inst.operands if not o.startswith("(")), "")
+
+
 def _unsupported(inst: _Inst) -> str | None:
     """Why an entry holding this instruction is not analysed (synchronisation not modelled), or None."""
     head, op = inst.head, inst.opcode
     parts = op.split(".")
     if head in _GIVE_UP_HEADS:
         return op
+    if head == "call" and _callee(inst) not in _HARMLESS_CALLS:
+        return f"a call of {_callee(inst)}"
     if head in ("bar", "barrier"):
         if "warp" in parts:
             return None
@@ -381,7 +393,7 @@ class _Static:
         self.kind = [_kind(inst) for inst in insts]
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
-                             if inst.head in ("ld", "st") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
+                             if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
 
     def _sync_taint(self) -> set[str]:
         """Registers that follow from a shared, volatile, generic, ordered or atomic load: a branch on one
@@ -427,7 +439,7 @@ class _Static:
                 a, b = self.blocks[r]
                 for i in range(a, b):
                     inst = self.insts[i]
-                    if inst.head in ("bar", "barrier", "ret", "exit", "trap", "call"):
+                    if inst.head in ("bar", "barrier", "ret", "exit") or (inst.head == "call" and _callee(inst) != "__assertfail"):
                         ok = False
                     written.update(inst.dests())
             if ok:
@@ -440,8 +452,14 @@ _EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl"
          "neg", "abs", "min", "max", "div", "rem"}
 
 
+_WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
+#: the records an access of each kind is checked against: a read against writes and atomics, a write against
+#: everything, an atomic against plain reads and writes (atomics never race each other)
+_AGAINST = {_READ: (0, 1, 4, 5), _WRITE: (2, 3, 0, 1, 4, 5), _ATOMIC: (0, 1, 2, 3)}
+
+
 def _kind(inst: _Inst) -> int:
-    if inst.head in ("ld", "st"):
+    if inst.head in ("ld", "st", "atom", "red"):
         return 2
     parts = inst.opcode.split(".")
     if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
@@ -491,10 +509,10 @@ class _Block:
         self.stopped = ""
         size = max(layout.size, 1)
         # per byte: the latest access of each kind in this interval, and the latest one by another thread
-        # [unit][kind][field]: kinds w, w2, r, r2; fields epoch, thread, pc, warp barriers passed; a unit is
+        # [unit][kind][field]: kinds w, w2, r, r2, a, a2 (atomic); fields epoch, thread, pc, warp barriers passed; a unit is
         # a byte, or a 4-byte word where every access that may be shared is whole words
         self.unit = static.unit
-        self.rec = np.full((size // self.unit + 1, 4, 4), -1, np.int32)
+        self.rec = np.full((size // self.unit + 1, 6, 4), -1, np.int32)
         self.hits: dict[tuple[int, int, str], dict[str, tuple[int, int, int, int]]] = {}
         self.decoded: dict[int, tuple] = {}
 
@@ -691,6 +709,8 @@ class _Block:
             idx = idx[holds]
             if not len(idx):
                 return
+        if head == "call" and _callee(inst) == "__assertfail":
+            raise _GiveUp(f"an assert fails ({inst.text})")
         kind = self.st.kind[pc]
         if kind == 2:
             self._memory(inst, pc, idx)
@@ -879,22 +899,20 @@ class _Block:
     def _memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
         parts = inst.opcode.split(".")
         head = inst.head
-        if head == "ld":
-            dests = inst.dests()
+        if head in ("ld", "atom"):
             if "param" in parts:
                 self._ld_param(inst, parts, idx)
                 return
-            for d in dests:
-                self._set(d, idx, np.zeros(len(idx), np.int64), np.zeros(len(idx), bool))
+            for d in inst.dests():
+                if d in self.k:
+                    self.k[d][idx] = False
         if any(p in _SPACES for p in parts):
             return
-        shared = any(p.startswith("shared") for p in parts)
-        addr_op = inst.operands[1] if head == "ld" else inst.operands[0]
+        # a generic address is shared when it is one of the synthetic ones
+        addr_op = inst.operands[1] if head in ("ld", "atom") else inst.operands[0]
         a, k = self._address(addr_op, idx)
         off = a - _BASE
         ok = k & (off >= 0) & (off < self.layout.size)
-        if not shared:
-            ok &= off >= 0  # a generic address is shared when it is one of the synthetic ones
         if not ok.any():
             return
         t, off = idx[ok], off[ok]
@@ -906,7 +924,7 @@ class _Block:
         inside = self.layout.inside[off]
         t, off = t[inside], off[inside]
         if len(t):
-            self._access(head == "st", pc, t, off)
+            self._access(_WRITE if head == "st" else _READ if head == "ld" else _ATOMIC, pc, t, off)
 
     def _ld_param(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> None:
         d = inst.dests()
@@ -934,13 +952,15 @@ class _Block:
             known &= k
         return total, known
 
-    def _access(self, write: bool, pc: int, t: np.ndarray, off: np.ndarray) -> None:
+    def _access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray) -> None:
+        """Check and record accesses of kind ``mine`` (:data:`_WRITE`, :data:`_READ`, :data:`_ATOMIC`) by
+        threads ``t`` at shared offsets ``off``."""
         rec = self.rec
         ws = self.ws[t]
         unit = off // self.unit
         got = rec[unit]  # (access, kind, field)
         live = (got[:, :, 0] == self.epoch) & (got[:, :, 1] != t[:, None])
-        kinds = (2, 3, 0, 1) if write else (0, 1)
+        kinds = _AGAINST[mine]
         if live[:, list(kinds)].any():
             partners = self.st.rmw.get(pc, ())
             for kind in kinds:
@@ -950,13 +970,13 @@ class _Block:
                 rt, rpc = got[:, kind, 1], got[:, kind, 2]
                 same = (rt >> 5) == (t >> 5)  # the linear thread index: 32 to a warp
                 c = c & (~same | (ws <= got[:, kind, 3]))
-                if kind < 2 and write:
+                if kind < 2 and mine == _WRITE:
                     c &= rpc != pc  # one instruction run by many threads: the same value, as a rule
                 if partners:
                     c &= ~np.isin(rpc, list(partners))
                 if not c.any():
                     continue
-                order = "raw" if not write else ("war" if kind >= 2 else "waw")
+                order = "war" if kind in (2, 3) else "raw" if mine == _READ else "waw"
                 for first_pc in np.unique(rpc[c]):
                     at = c & (rpc == first_pc)
                     slot = self.hits.setdefault((int(first_pc), pc, order), {})
@@ -965,7 +985,6 @@ class _Block:
                             j = int(np.flatnonzero(which)[0])
                             slot[scope] = (int(rt[j]), int(t[j]), int(off[j]), self.epoch)
         # record this access; the one it replaces moves to the second slot when another thread made it
-        mine = 0 if write else 2
         move = live[:, mine]
         if move.any():
             rec[unit[move], mine + 1] = got[move, mine]
