@@ -400,3 +400,34 @@ def test_launches_are_small_valid_sizes_with_the_scalar_parameters() -> None:
     assert [(dict(lc.params)[7], dict(lc.params)[8], lc.block, lc.grid, lc.label) for lc in launches] == [
         (1, 32, (256, 1, 1), (1, 1, 1), "B = 1, H = 32"), (131, 32, (256, 1, 1), (1, 1, 1), "B = 131, H = 32")]
     assert all(dict(lc.params)[0] != 0 for lc in launches)  # h, a bound buffer: not null
+
+
+def test_one_store_of_a_flag_repeated_by_other_threads_is_no_race_but_two_stores_are() -> None:
+    """Hand-written PTX: thread t stores the flag on each of its max(1, t) loop iterations, so threads
+    store it again while others have stored it already: the same instruction (the same value) is no
+    order-dependent result; a reset by another instruction in the same interval is."""
+    ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u32 k_param_0)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<4>;
+.shared .align 4 .b8 flag[4];
+mov.u32 %r1, %tid.x;
+RESET
+mov.u32 %r2, 0;
+$L_loop:
+st.shared.u32 [flag], 1;
+add.s32 %r2, %r2, 1;
+setp.lt.u32 %p1, %r2, %r1;
+@%p1 bra $L_loop;
+ret;
+}
+"""
+    launch = BlockLaunch((), (64, 1, 1), (1, 1, 1), None, "the contracts' dims")
+    result = analyse_block(ptx.replace("RESET", ""), "k", launch)
+    assert (result.races, result.complete) == ((), True)
+    reset = ptx.replace("RESET", "setp.eq.u32 %p1, %r1, 40;\n@%p1 st.shared.u32 [flag], 0;")
+    (race,) = find_barrier_races(reset, "k", [launch])
+    assert (race.order, race.scope, race.threads) == ("waw", "warp", (40, 0, 0, 0, 0, 0))
