@@ -679,7 +679,7 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
     assert detail == ('kernels/aux_heads_loss_ema_kernel.cu:49: "v[u]" indexes the local array "v" of 8 elements (declared at line 45) '
                       "with u = 0 .. 8 (the loop at line 47): index 8 is out of bounds, undefined behaviour the compiler may hide.")  # fmt: skip
     assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE",
-                                             "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "INDEX_OVERFLOW"]
+                                             "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING"]
 
 
 @pytest.mark.nvcc

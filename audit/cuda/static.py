@@ -27,6 +27,10 @@ Bugs that no run of a kernel shows, because the compiled code hides them or no t
   shared-memory element that two threads which may run it both update (a deleted ``if (lane == 0)``
   around ``s[row] += p``, an ``atomicAdd`` on shared memory turned into ``+=``): lost updates, invisible
   while the lanes happen to add the same value.
+* SHARED_BARRIER_MISSING (:mod:`audit.cuda.barriers`, on the PTX, the block run at a small valid size):
+  a shared element that one thread writes and another reads (or overwrites) in the same barrier interval
+  (a tree reduction whose loop lost its ``__syncthreads()``, a warp-synchronous reduction without
+  ``__syncwarp()``): the result depends on the order warps or lanes happen to run in.
 
 >>> hits = kernel_code_findings(cs, wiring, cs.kernel("aux_heads_loss_ema_update"), path, [], ptx)  # doctest: +SKIP
 >>> hits                                                                                           # doctest: +SKIP
@@ -40,6 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .barriers import BarrierRace, BlockLaunch, find_barrier_races
 from .bounds import Instance, Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
@@ -288,6 +293,84 @@ def entry_index_overflows(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, sym
     return cache.results("index-overflow", [ptx, entry, repr(witnesses)], IndexOverflow, compute)
 
 
+#: the runtime-dim value SHARED_BARRIER_MISSING runs a block at besides each dim's least (within its range):
+#: loops over a dim run more than once per thread of a 64-thread stride, yet the run stays short
+BARRIER_DIM = 131
+#: the most launches (distinct parameter values, block, grid) of one kernel SHARED_BARRIER_MISSING runs
+MAX_BARRIER_LAUNCHES = 3
+
+
+def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
+    """Where SHARED_BARRIER_MISSING runs ``k``'s block: every runtime dim at its least value, then at
+    :data:`BARRIER_DIM` (each clamped to its range; an environment that breaks one of ``k``'s runtime-dim
+    assumptions (``requires``) is replaced by the smallest probe environment that meets them), with the
+    launches' local dims bound there; the integer scalar parameters' values, block, grid and dynamic
+    shared bytes of each, distinct, at most :data:`MAX_BARRIER_LAUNCHES`. Small sizes: a race needs two
+    threads and one barrier interval, not a large problem, and the run's cost grows with the sizes."""
+    from ..cases import fill_derived, probe_envs
+    from ..model import IsvParam, ScalarParam, TensorParam, assumed
+    from ..shapes import value_at
+
+    runtime = cs.runtime_ranges
+    slots = cs.slot_indices
+    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+
+    def valid(env: dict[str, int]) -> bool:
+        return assumed(k.requires, set(runtime), env, slots)
+
+    bases: list[dict[str, int]] = []
+    for pick in (lambda lo, hi: lo, lambda lo, hi: min(max(BARRIER_DIM, lo), hi)):
+        env = fill_derived({**cs.fixed_env, **{n: pick(lo, hi) for n, (lo, hi) in runtime.items()}}, derived)
+        if not valid(env):
+            found = sorted((e for e in probe_envs(cs) if valid(e)), key=lambda e: sorted(e.get(n, 0) for n in runtime))
+            if not found:
+                continue
+            env = found[0] if not bases else found[min(1, len(found) - 1)]
+        if env not in bases:
+            bases.append(env)
+    launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
+    envs = [env for _, launch in launches for env in launch.envs_at(cs.buffer_map, bases)] or bases
+    out: list[BlockLaunch] = []
+    for env in envs:
+        params: list[tuple[int, int]] = []
+        names: list[str] = []
+        for i, p in enumerate(k.params):
+            if isinstance(p, ScalarParam) and hasattr(p.value, "evaluate") and p.dtype.startswith(("i", "u")):
+                v = value_at(p.value, env, slots)
+                if v is not None:
+                    params.append((i, v))
+                    names += [n for n in sorted(p.value.names) if n not in names]
+            elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and not p.optional):
+                params.append((i, (i + 1) << 40))  # a buffer's address: not null, and apart from the others
+        for e in (*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())):
+            names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
+        shown = ", ".join(f"{n} = {env[n]}" for n in names if n in env)
+        dynamic = value_at(k.shared_bytes, env, slots) if k.shared_bytes is not None else 0
+        launch = BlockLaunch(tuple(params), tuple(value_at(e, env, slots) for e in k.block),  # type: ignore[arg-type]
+                             tuple(value_at(e, env, slots) for e in k.grid), dynamic,  # type: ignore[arg-type]
+                             shown or "the contracts' dims")
+        if launch not in out:
+            out.append(launch)
+        if len(out) >= MAX_BARRIER_LAUNCHES:
+            break
+    return out
+
+
+def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                        cache: AnalysisCache | None = None) -> list[BarrierRace]:  # fmt: skip
+    """The SHARED_BARRIER_MISSING races of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.barriers`)
+    at its :func:`barrier_launches`; ``cache`` keeps them by the PTX text, the entry and the launches."""
+    entry = symbol or k.symbol
+    launches = barrier_launches(cs, wiring, k)
+
+    def compute() -> list[BarrierRace]:
+        return find_barrier_races(ptx, entry, launches)
+
+    if cache is None:
+        return compute()
+    return cache.results("barrier-races", [ptx, entry, repr(launches)], BarrierRace, compute)
+
+
 def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
                              cache: AnalysisCache | None = None) -> list[AsyncCopyHazard]:
     """The CP_ASYNC_WAIT hazards of ``k``'s entry in the PTX module ``ptx`` (no launch extent matters);
@@ -341,6 +424,7 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
         out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
         out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx)]
+        out += [("SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in entry_barrier_races(cs, wiring, k, ptx)]
     return out
 
 

@@ -17,7 +17,9 @@ value), or when CP_ASYNC_WAIT finds a ``cp.async.wait_group`` reached with copie
 group, or an exit with copies no ``wait_group 0`` drained (a removed ``cp_async_commit()`` or final
 ``cp_async_wait<0>()``: the copies land in time in every run), or when INDEX_OVERFLOW finds a global
 offset computed in 32-bit arithmetic that wraps at the contracts' largest dims (a widening cast dropped:
-the overflow needs a batch larger than any test's). The unmutated copy
+the overflow needs a batch larger than any test's), or when SHARED_BARRIER_MISSING finds a shared
+element that one thread writes and another reads or overwrites in the same barrier interval (a deleted
+``__syncthreads()`` in a reduction loop: the warps usually run in an order that hides it). The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
 
 >>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
@@ -31,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE",
-                "CP_ASYNC_WAIT", "INDEX_OVERFLOW")
+                "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:

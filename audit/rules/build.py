@@ -331,6 +331,15 @@ def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_shared_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
+@rule("SHARED_BARRIER_MISSING", "A shared-memory element one thread writes is read or overwritten by another only after a barrier (__syncthreads(), or __syncwarp() within a warp).", "build")
+def check_barrier_races(ctx: CheckContext) -> Iterator[Hit]:
+    """Runs each compiled entry's block over its PTX at small valid sizes of the contracts: which thread
+    touches which shared byte in which barrier interval (see :mod:`audit.cuda.barriers`)."""
+    from ..cuda.static import entry_barrier_races
+
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_barrier_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
+
+
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
 def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the copies each path has issued, committed and drained at every

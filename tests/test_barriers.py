@@ -1,0 +1,433 @@
+"""Missing barriers found by running a block over PTX (audit.cuda.barriers, rule SHARED_BARRIER_MISSING).
+
+Small kernels compiled with the flags of the build (``-arch=sm_90 -ptx -O3 -lineinfo -std=c++17``): each
+missing ``__syncthreads()``/``__syncwarp()`` must be found with its two lines, two threads and scope, each
+correct counterpart must stay clean, and what the run cannot follow (a loop on loaded data around a
+barrier, ``cp.async``) must be given up, not guessed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.cuda.barriers import BarrierRace, BlockLaunch, analyse_block, c_name, find_barrier_races
+from audit.cuda.cache import AnalysisCache
+
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+
+
+def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
+    src = tmp_path / name
+    src.write_text(body)
+    out = src.with_suffix(".ptx")
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
+    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _launch(block: int | tuple[int, int, int], n: int = 256, grid: int = 2, dynamic: int | None = None) -> BlockLaunch:
+    b = (block, 1, 1) if isinstance(block, int) else block
+    return BlockLaunch(((2, n),), b, (grid, 1, 1), dynamic, f"n = {n}")
+
+
+def _found(ptx: str, launch: BlockLaunch) -> list[tuple[str, int | None, int | None, str, tuple[int, ...]]]:
+    """(order, first line, line, scope, threads) of each race of entry "k"."""
+    return [(r.order, r.first_line, r.line, r.scope, r.threads) for r in find_barrier_races(ptx, "k", [launch])]
+
+
+# one kernel per case, extern "C" so the entry is "k"; the third parameter is n
+TREE = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float sd[256];
+    unsigned tid = threadIdx.x;
+    sd[tid] = tid < n ? x[blockIdx.x * 256 + tid] : 0.0f;
+    __syncthreads();
+    for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sd[tid] += sd[tid + s];
+        SYNC
+    }
+    if (tid == 0) out[blockIdx.x] = sd[0];
+}
+"""
+
+
+@NVCC
+def test_a_tree_reduction_without_the_barrier_in_its_loop_is_found(tmp_path: Path) -> None:
+    bad = _ptx(tmp_path, TREE.replace("SYNC", ""), "bad.cu")
+    # stride 64 reads sd[64], which thread 64 (warp 2) wrote at stride 128 in the same interval
+    assert _found(bad, _launch(256)) == [("raw", 7, 7, "warp", (64, 0, 0, 0, 0, 0))]
+    (race,) = find_barrier_races(bad, "k", [_launch(256)])
+    assert race.element == 'sd[64] (byte 256 of shared array "sd")'
+    assert "put a __syncthreads() between the write at line 7 and the read at line 7" in race.message("k", "k.cu")
+    good = _ptx(tmp_path, TREE.replace("SYNC", "__syncthreads();"), "good.cu")
+    result = analyse_block(good, "k", _launch(256))
+    assert (result.races, result.complete) == ((), True)
+
+
+NEIGHBOUR = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[257];
+    int tid = threadIdx.x;
+    s[tid] = x[blockIdx.x * blockDim.x + tid];
+    if (tid == 0) s[blockDim.x] = 0.0f;
+    SYNC
+    out[blockIdx.x * blockDim.x + tid] = s[tid + 1] - s[tid];
+}
+"""
+
+
+@NVCC
+def test_reading_the_neighbours_element_without_a_barrier_is_found_across_warps(tmp_path: Path) -> None:
+    bad = _ptx(tmp_path, NEIGHBOUR.replace("SYNC", ""), "bad.cu")
+    assert _found(bad, _launch(256)) == [
+        ("raw", 4, 7, "warp", (32, 0, 0, 31, 0, 0)),  # s[32]: written by warp 1, read by lane 31 of warp 0
+        ("raw", 5, 7, "warp", (0, 0, 0, 255, 0, 0)),  # s[256]: written by thread 0, read by thread 255
+    ]
+    assert _found(bad, _launch(32)) == [  # one warp: lanes of it, and __syncwarp() is the fix
+        ("raw", 4, 7, "lane", (1, 0, 0, 0, 0, 0)), ("raw", 5, 7, "lane", (0, 0, 0, 31, 0, 0))]
+    msg = find_barrier_races(bad, "k", [_launch(32)])[0].message("k", "k.cu")
+    assert "a lane of the same warp" in msg and "put a __syncwarp() between the write at line 4 and the read at line 7" in msg
+    assert _found(_ptx(tmp_path, NEIGHBOUR.replace("SYNC", "__syncthreads();"), "good.cu"), _launch(256)) == []
+
+
+WARP = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[64];
+    int tid = threadIdx.x;
+    s[tid] = x[blockIdx.x * 64 + tid];
+    __syncthreads();
+    if (tid < 32) {
+BODY
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+"""
+# the CUDA C++ Programming Guide's warp-synchronous reduction, in its three forms (Independent Thread
+# Scheduling): without __syncwarp, with it after each statement ("incorrect use"), and split into a read
+# and a write each followed by __syncwarp ("correct use")
+VOLATILE = "\n".join(f"        v[tid] += v[tid + {o}];" for o in (32, 16, 8, 4, 2, 1))
+SYNCED_STATEMENTS = "\n".join(f"        v[tid] += v[tid + {o}]; __syncwarp();" for o in (32, 16, 8, 4, 2, 1))
+SPLIT = "        float a = s[tid];\n" + "\n".join(
+    f"        a += s[tid + {o}]; __syncwarp(); s[tid] = a; __syncwarp();" for o in (32, 16, 8, 4, 2, 1))
+
+
+@NVCC
+def test_a_warp_synchronous_reduction_needs_syncwarp_between_its_lanes(tmp_path: Path) -> None:
+    bad = _ptx(tmp_path, WARP.replace("BODY", "        volatile float* v = s;\n" + VOLATILE), "bad.cu")
+    found = _found(bad, _launch(64))
+    # line 8 writes v[16] (lane 16), line 9 reads it (lane 0): a read of another lane's write
+    assert found[0] == ("raw", 8, 9, "lane", (16, 0, 0, 0, 0, 0))
+    assert {f[3] for f in found} == {"lane"} and {(f[1], f[2]) for f in found if f[0] == "raw"} == {(8, 9), (9, 10), (10, 11), (11, 12), (12, 13)}
+    msg = find_barrier_races(bad, "k", [_launch(64)])[0].message("k", "k.cu")
+    assert "put a __syncwarp() between the write at line 8 and the read at line 9" in msg
+    # __syncwarp after each statement still lets lane 16 overwrite v[16] while lane 0 reads it
+    incorrect = _ptx(tmp_path, WARP.replace("BODY", "        volatile float* v = s;\n" + SYNCED_STATEMENTS), "incorrect.cu")
+    assert {(f[0], f[3]) for f in _found(incorrect, _launch(64))} == {("war", "lane")}
+    assert _found(incorrect, _launch(64))[0] == ("war", 9, 9, "lane", (0, 0, 0, 16, 0, 0))
+    correct = _ptx(tmp_path, WARP.replace("BODY", SPLIT), "correct.cu")
+    result = analyse_block(correct, "k", _launch(64))
+    assert (result.races, result.complete) == ((), True)
+
+
+@NVCC
+def test_a_loop_on_loaded_data_around_a_barrier_is_not_analysed(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    float v = x[blockIdx.x * 256 + tid];
+    while (v > 1.0f) {
+        s[tid] = v;
+        __syncthreads();
+        v = s[(tid + 1) % 256] * 0.5f;
+        __syncthreads();
+    }
+    s[tid] = v;
+    out[blockIdx.x * 256 + tid] = s[(tid + 1) % 256];
+}
+"""
+    result = analyse_block(_ptx(tmp_path, body), "k", _launch(256))
+    assert result.races == () and not result.complete and result.reason.startswith("gave up: a branch on an unknown value")
+
+
+@NVCC
+def test_a_branch_on_loaded_data_without_a_barrier_is_stepped_over(tmp_path: Path) -> None:
+    """``if (v > 1) v = ...``: its threads go on at the join with v unknown; the race after it is found."""
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    float v = x[blockIdx.x * 256 + tid];
+    if (v > 1.0f) v = sqrtf(v) + x[tid + 7];
+    s[tid] = v;
+    out[blockIdx.x * 256 + tid] = s[(tid + 1) % 256];
+}
+"""
+    assert _found(_ptx(tmp_path, body), _launch(256)) == [("raw", 6, 7, "warp", (32, 0, 0, 31, 0, 0))]
+
+
+DOUBLE_BUFFER = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float tile[2][128];
+    int tid = threadIdx.x;
+    float acc = 0.0f;
+    tile[0][tid] = x[tid];
+    __syncthreads();
+    for (int t = 0; t < n; ++t) {
+        int cur = t & 1;
+        if (t + 1 < n) tile[cur ^ 1][tid] = x[(t + 1) * 128 + tid];
+        for (int j = 0; j < 128; j += 32) acc += tile[cur][(tid + j) % 128];
+        SYNC
+    }
+    out[blockIdx.x * 128 + tid] = acc;
+}
+"""
+
+
+@NVCC
+def test_a_double_buffered_loop_is_clean_with_its_barrier_and_found_without(tmp_path: Path) -> None:
+    good = _ptx(tmp_path, DOUBLE_BUFFER.replace("SYNC", "__syncthreads();"), "good.cu")
+    result = analyse_block(good, "k", _launch(128, n=5))
+    assert (result.races, result.complete) == ((), True)
+    bad = _ptx(tmp_path, DOUBLE_BUFFER.replace("SYNC", ""), "bad.cu")
+    found = _found(bad, _launch(128, n=5))
+    # iteration 1 loads tile[0] while warps still read it for iteration 0, and reads tile[1] as it is filled
+    assert [(f[0], f[1], f[2], f[3]) for f in found] == [("war", 10, 9, "warp"), ("raw", 9, 10, "warp")]
+    assert _found(bad, _launch(128, n=1)) == []  # one iteration: the buffers never swap
+
+
+EXTERN = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    extern __shared__ float buf[];
+    int tid = threadIdx.x;
+    for (int i = tid; i < n; i += blockDim.x) buf[i] = x[i];
+    SYNC
+    float acc = 0.0f;
+    for (int i = tid; i < n; i += blockDim.x) acc += buf[n - 1 - i];
+    out[blockIdx.x * blockDim.x + tid] = acc;
+}
+"""
+
+
+@NVCC
+def test_dynamic_shared_memory_is_one_array_of_the_launch_size(tmp_path: Path) -> None:
+    bad = _ptx(tmp_path, EXTERN.replace("SYNC", ""), "bad.cu")
+    assert _found(bad, _launch(256, n=600, dynamic=2400)) == [("raw", 4, 7, "warp", (87, 0, 0, 0, 0, 0))]
+    (race,) = find_barrier_races(bad, "k", [_launch(256, n=600, dynamic=2400)])
+    assert race.element == 'buf[599] (byte 2396 of shared array "buf")'
+    assert _found(_ptx(tmp_path, EXTERN.replace("SYNC", "__syncthreads();"), "good.cu"), _launch(256, n=600, dynamic=2400)) == []
+
+
+@NVCC
+def test_cp_async_is_not_analysed(tmp_path: Path) -> None:
+    body = """#include <cuda_pipeline.h>
+extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    __pipeline_memcpy_async(&s[tid], &x[blockIdx.x * 256 + tid], 4);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    out[blockIdx.x * 256 + tid] = s[(tid + 1) % 256];
+}
+"""
+    result = analyse_block(_ptx(tmp_path, body), "k", _launch(256))
+    assert result.races == () and not result.complete and result.reason.startswith("gave up: cp.async")
+
+
+@NVCC
+def test_read_modify_writes_atomics_and_one_flag_stored_by_many_are_left_alone(tmp_path: Path) -> None:
+    """``s[w] += v`` by every lane is SHARED_RMW_RACE's; atomics never race each other; every thread
+    storing the same flag is no order-dependent result."""
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[8]; __shared__ float a[8]; __shared__ int flag;
+    int tid = threadIdx.x; float v = x[tid];
+    if (tid < 8) { s[tid] = 0.0f; a[tid] = 0.0f; }
+    if (tid == 0) flag = 0;
+    __syncthreads();
+    s[tid / 32] += v;
+    atomicAdd(&a[(tid + 1) % 8], v);
+    if (v > 0.0f) flag = 1;
+    flag = 1;
+    __syncthreads();
+    if (tid == 0) out[0] = s[0] + a[0] + flag;
+}
+"""
+    result = analyse_block(_ptx(tmp_path, body), "k", _launch(256))
+    assert (result.races, result.complete) == ((), True)
+
+
+ATOMIC_SUM = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float sum[64];
+    int tid = threadIdx.x;
+    if (tid < 64) sum[tid] = 0.0f;
+    __syncthreads();
+    atomicAdd(&sum[tid % 64], x[blockIdx.x * blockDim.x + tid]);
+    SYNC
+    if (tid < 64) out[blockIdx.x * 64 + tid] = sum[tid];
+}
+"""
+
+
+@NVCC
+def test_atomics_into_a_shared_sum_read_back_without_a_barrier_are_found(tmp_path: Path) -> None:
+    """The seeded llm.c bug: layernorm_backward_kernel2 without the barrier between its atomicAdds into
+    shared memory and the loop that copies the sums out."""
+    bad = _ptx(tmp_path, ATOMIC_SUM.replace("SYNC", ""), "bad.cu")
+    assert _found(bad, _launch(256)) == [("raw", 6, 8, "warp", (192, 0, 0, 0, 0, 0))]  # the latest adder of sum[0]
+    assert _found(_ptx(tmp_path, ATOMIC_SUM.replace("SYNC", "__syncthreads();"), "good.cu"), _launch(256)) == []
+
+
+@NVCC
+def test_a_2d_block_transposing_a_tile_without_its_barrier_is_found(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float t[16][17];
+    t[threadIdx.y][threadIdx.x] = x[(blockIdx.y * 16 + threadIdx.y) * n + blockIdx.x * 16 + threadIdx.x];
+    SYNC
+    out[(blockIdx.x * 16 + threadIdx.y) * n + blockIdx.y * 16 + threadIdx.x] = t[threadIdx.x][threadIdx.y];
+}
+"""
+    bad = _ptx(tmp_path, body.replace("SYNC", ""), "bad.cu")
+    assert _found(bad, _launch((16, 16, 1), n=64)) == [("raw", 3, 5, "warp", (0, 2, 0, 2, 0, 0))]
+    assert _found(_ptx(tmp_path, body.replace("SYNC", "__syncthreads();"), "good.cu"), _launch((16, 16, 1), n=64)) == []
+
+
+@NVCC
+def test_syncthreads_count_gives_its_result_and_a_partial_barrier_gives_up(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    s[tid] = x[tid];
+    int c = __syncthreads_count(tid < n);
+    out[tid] = c > 100 ? s[(tid + 1) % 256] : 0.0f;
+    if (c > 100) s[(tid + 3) % 256] = 1.0f;
+}
+"""
+    ptx = _ptx(tmp_path, body)
+    # n = 200 threads pass: c = 200, so every thread reads s[tid + 1] and writes s[tid + 3] (thread 30 writes
+    # the s[33] thread 32 reads)
+    assert _found(ptx, _launch(256, n=200)) == [("war", 6, 7, "warp", (32, 0, 0, 30, 0, 0))]
+    assert _found(ptx, _launch(256, n=50)) == []  # c = 50: neither runs
+    hand = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u32 k_param_0)
+{
+.reg .b32 %r<4>;
+.shared .align 4 .b8 s[1024];
+mov.u32 %r1, %tid.x;
+shl.b32 %r2, %r1, 2;
+st.shared.u32 [s], %r1;
+bar.sync 1, 64;
+ld.shared.u32 %r3, [s+4];
+ret;
+}
+"""
+    result = analyse_block(hand, "k", _launch(256))
+    assert result.races == () and not result.complete and "bar.sync 1, 64" in result.reason
+
+
+def test_a_generic_pointer_into_shared_memory_is_followed_and_a_syncwarp_orders_lanes() -> None:
+    """Hand-written PTX: a ``cvta.shared`` pointer stored through with a generic ``st``, read back by
+    another lane with and without ``bar.warp.sync`` between."""
+    ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u32 k_param_0)
+{
+.reg .b32 %r<8>;
+.reg .b64 %rd<8>;
+.shared .align 4 .b8 _ZZ1kE3buf[128];
+mov.u32 %r1, %tid.x;
+mov.u64 %rd1, _ZZ1kE3buf;
+cvta.shared.u64 %rd2, %rd1;
+mul.wide.u32 %rd3, %r1, 4;
+add.s64 %rd4, %rd2, %rd3;
+st.u32 [%rd4], %r1;
+SYNC
+ld.u32 %r2, [%rd4+4];
+ret;
+}
+"""
+    launch = BlockLaunch((), (32, 1, 1), (1, 1, 1), None, "the contracts' dims")
+    (race,) = find_barrier_races(ptx.replace("SYNC", ""), "k", [launch])
+    assert (race.order, race.scope, race.threads, race.element) == ("raw", "lane", (1, 0, 0, 0, 0, 0), 'buf[1] (byte 4 of shared array "buf")')
+    assert find_barrier_races(ptx.replace("SYNC", "bar.warp.sync -1;"), "k", [launch]) == []
+    # a __syncwarp that half the warp skips is not modelled
+    skipped = ptx.replace("SYNC", "setp.lt.u32 %p1, %r1, 16;\n@%p1 bar.warp.sync -1;").replace(".reg .b32", ".reg .pred %p<2>;\n.reg .b32")
+    result = analyse_block(skipped, "k", launch)
+    assert not result.complete and "__syncwarp" in result.reason
+
+
+def test_message_is_one_sentence_with_both_lines_threads_element_and_fix() -> None:
+    race = BarrierRace("k", 51, 1, "/x/chain.cu", 48, None, "helper.cuh:12", "st.shared.f32 [%r36], %f50",
+                       "ld.shared.f32 %f53, [_ZZ4lossE8warp_sum+4]", "raw", "warp", (32, 0, 0, 0, 0, 0),
+                       'warp_sum[1] (byte 4 of shared array "warp_sum")', "B = 1, H = 32")
+    assert race.message("loss", "kernels/chain.cu") == (
+        'Kernel "loss" reads shared memory that another thread writes in the same barrier interval '
+        "(kernels/chain.cu:51, inlined from helper.cuh:12, ld.shared.f32 %f53, [_ZZ4lossE8warp_sum+4] after "
+        "st.shared.f32 [%r36], %f50 at line 48): at B = 1, H = 32, threadIdx (32, 0, 0) writes warp_sum[1] "
+        '(byte 4 of shared array "warp_sum") and threadIdx (0, 0, 0), of another warp, reads it with no barrier '
+        "between, so the read may see the old value or the new; put a __syncthreads() between the write at "
+        "line 48 and the read at line 51.")
+    war = BarrierRace("k", 9, 1, None, 10, None, None, "ld.shared.f32 %f1, [%r6+512]", "st.shared.f32 [%r2+512], %f16",
+                      "war", "lane", (0, 0, 0, 16, 0, 0), 's[16] (byte 64 of shared array "s")', "n = 5")
+    assert war.message("k", "k.cu").endswith(
+        "threadIdx (0, 0, 0) reads s[16] (byte 64 of shared array \"s\") and threadIdx (16, 0, 0), a lane of the "
+        "same warp, overwrites it with no barrier between, so the read may see the new value instead of the old; "
+        "put a __syncwarp() between the read at line 10 and the write at line 9.")
+
+
+def test_results_round_trip_through_the_analysis_cache(tmp_path: Path) -> None:
+    race = BarrierRace("k", 51, 1, None, 48, "a.cuh:3", None, "st", "ld", "raw", "warp", (32, 0, 0, 0, 0, 0), "s[1]", "B = 1")
+    cache = AnalysisCache(tmp_path)
+    assert cache.results("barrier-races", ["ptx", "k"], BarrierRace, lambda: [race]) == [race]
+    assert AnalysisCache(tmp_path).results("barrier-races", ["ptx", "k"], BarrierRace, lambda: []) == [race]
+
+
+def test_c_names_of_shared_symbols() -> None:
+    assert c_name("_ZZ6reduceE5sdata") == "sdata"
+    assert c_name("_ZZ26aux_trade_outcome_backwardPKfS0_iE6flag_s") == "flag_s"
+    assert c_name("smem") == "smem"
+
+
+def test_launches_are_small_valid_sizes_with_the_scalar_parameters() -> None:
+    """B at its least and at 131 (clamped to its range), the loss kernel's B and H parameters filled,
+    its pointers non-null, its block and grid evaluated there."""
+    from audit.cuda.static import barrier_launches
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    root = Path(__file__).resolve().parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "good"
+    cs = load_contracts(root / "contracts", root)
+    launches = barrier_launches(cs, Wiring(cs), cs.kernel("loss"))
+    assert [(dict(lc.params)[7], dict(lc.params)[8], lc.block, lc.grid, lc.label) for lc in launches] == [
+        (1, 32, (256, 1, 1), (1, 1, 1), "B = 1, H = 32"), (131, 32, (256, 1, 1), (1, 1, 1), "B = 131, H = 32")]
+    assert all(dict(lc.params)[0] != 0 for lc in launches)  # h, a bound buffer: not null
+
+
+def test_one_store_of_a_flag_repeated_by_other_threads_is_no_race_but_two_stores_are() -> None:
+    """Hand-written PTX: thread t stores the flag on each of its max(1, t) loop iterations, so threads
+    store it again while others have stored it already: the same instruction (the same value) is no
+    order-dependent result; a reset by another instruction in the same interval is."""
+    ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u32 k_param_0)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<4>;
+.shared .align 4 .b8 flag[4];
+mov.u32 %r1, %tid.x;
+RESET
+mov.u32 %r2, 0;
+$L_loop:
+st.shared.u32 [flag], 1;
+add.s32 %r2, %r2, 1;
+setp.lt.u32 %p1, %r2, %r1;
+@%p1 bra $L_loop;
+ret;
+}
+"""
+    launch = BlockLaunch((), (64, 1, 1), (1, 1, 1), None, "the contracts' dims")
+    result = analyse_block(ptx.replace("RESET", ""), "k", launch)
+    assert (result.races, result.complete) == ((), True)
+    reset = ptx.replace("RESET", "setp.eq.u32 %p1, %r1, 40;\n@%p1 st.shared.u32 [flag], 0;")
+    (race,) = find_barrier_races(reset, "k", [launch])
+    assert (race.order, race.scope, race.threads) == ("waw", "warp", (40, 0, 0, 0, 0, 0))
