@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from audit.cuda.barriers import BarrierRace, BlockLaunch, analyse_block, c_name, find_barrier_races
+from audit.cuda.barriers import BarrierRace, BlockLaunch
+from audit.cuda.blocksim import analyse_block, c_name, find_barrier_races
 from audit.cuda.cache import AnalysisCache
 
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")

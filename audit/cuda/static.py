@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .barriers import BarrierRace, BlockLaunch, find_barrier_races
+from .barriers import BarrierRace, BlockLaunch
 from .bounds import Instance, Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
@@ -364,6 +364,8 @@ def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbo
     launches = barrier_launches(cs, wiring, k)
 
     def compute() -> list[BarrierRace]:
+        from .blocksim import find_barrier_races  # numpy: only where the analysis cache does not answer
+
         return find_barrier_races(ptx, entry, launches)
 
     if cache is None:

@@ -1,0 +1,903 @@
+"""The block simulator behind SHARED_BARRIER_MISSING (:mod:`audit.cuda.barriers` describes what it does and
+what it gives up on): every thread of one block run over an entry's PTX with concrete integers (numpy
+arrays over the block), its shared accesses recorded per barrier interval. Kept apart from the finding
+types so that a check whose analysis cache answers never imports numpy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from .barriers import BarrierAnalysis, BarrierRace, BlockLaunch
+from .races import _COMMENT, _FILE, _INT, _REG, Dims, _cfg, _entry_text, _Inst, _int, _ipdom, _parse_body, _region, _strip_comment, _thread_extents
+
+#: most threads a block may have; larger (or unknown) blocks are not analysed
+MAX_THREADS = 1024
+#: group-instructions one run of a block may take before it stops
+MAX_STEPS = 30_000
+#: dynamic shared bytes assumed where the launch does not say
+DEFAULT_DYNAMIC = 64 * 1024
+_BASE = 0x4000_0000  # synthetic address of the first shared array (a generic pointer at or past it is shared)
+_GAP = 256
+
+_SHARED_DECL = re.compile(r"^[ \t]*((?:\.(?:visible|extern|weak|global)\s+)*)\.shared\s+(?:\.align\s+(\d+)\s+)?"
+                          r"\.(\w+)\s+([A-Za-z_$][\w$]*)((?:\s*\[\s*\d*\s*\])*)", re.MULTILINE)
+_MANGLED_LOCAL = re.compile(r"E(\d+)([A-Za-z_]\w*)$")
+_GIVE_UP_HEADS = {"mbarrier", "cp", "ldmatrix", "stmatrix", "wgmma", "tcgen05", "brx", "cvta.to.shared::cluster",
+                  "mapa", "multimem", "tensormap", "clusterlaunchcontrol", "setmaxnreg"}
+_SPACES = ("global", "local", "param", "const", "tex")
+_ORDERED = ("relaxed", "acquire", "release", "mmio")
+_FLOATS = ("f16", "f32", "f64", "bf16", "f16x2", "bf16x2", "e4m3x2", "e5m2x2", "tf32")
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+        "lo": np.less, "ls": np.less_equal, "hi": np.greater, "hs": np.greater_equal}
+_MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFF_FFFF}
+
+
+def find_barrier_races(ptx: str, entry: str, launches: Sequence[BlockLaunch]) -> list[BarrierRace]:
+    """The races of ``entry`` over ``launches`` (see the module docstring), the first per (line, first
+    line, order), ordered by line. Raises ValueError when the module has no such entry."""
+    out: list[BarrierRace] = []
+    seen: set[tuple[int | None, int | None, str]] = set()
+    module = _Module(ptx, entry)
+    for launch in launches:
+        for r in module.run(launch).races:
+            key = (r.line, r.first_line, r.order)
+            if key not in seen:
+                seen.add(key)
+                out.append(r)
+    out.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
+    return out
+
+
+def analyse_block(ptx: str, entry: str, launch: BlockLaunch) -> BarrierAnalysis:
+    """One launch of ``entry``: its block 0 and its grid's last block run over the PTX. Raises ValueError
+    when the module has no such entry."""
+    return _Module(ptx, entry).run(launch)
+
+
+class _Module:
+    """One entry of a PTX module, read once for every launch."""
+
+    def __init__(self, ptx: str, entry: str) -> None:
+        self.text = text = _COMMENT.sub(_strip_comment, ptx)
+        params, self.head, body = _entry_text(text, entry)
+        self.entry = entry
+        self.skip = "" if "shared" in body else "no shared memory"
+        self.insts: list[_Inst] = []
+        self.static: _Static | None = None
+        if self.skip:
+            return
+        self.insts, labels = _parse_body(body)
+        for inst in self.insts:
+            reason = _unsupported(inst)
+            if reason:
+                self.skip = f"gave up: {reason}"
+                return
+        self.files = {int(n): p for n, p in _FILE.findall(text)}
+        self.order = _param_order(text, entry)
+        self.labels = labels
+
+    def run(self, launch: BlockLaunch) -> BarrierAnalysis:
+        if self.skip:
+            return BarrierAnalysis((), self.skip == "no shared memory", self.skip)
+        ext = _thread_extents(self.head, launch.block)
+        if any(n is None or n < 1 for n in ext):
+            return BarrierAnalysis((), False, "block not known")
+        nx, ny, nz = (int(n) for n in ext)  # type: ignore[arg-type]
+        if nx * ny * nz > MAX_THREADS:
+            return BarrierAnalysis((), False, "block larger than 1024 threads")
+        if self.static is None:
+            self.static = _Static(self.insts, self.labels)
+        layout = _Layout(self.text, launch.dynamic_shared)
+        ctas = [(0, 0, 0)]
+        if all(g is not None and g >= 1 for g in launch.grid):
+            last = tuple(int(g) - 1 for g in launch.grid)  # type: ignore[arg-type]
+            if last != (0, 0, 0):
+                ctas.append(last)  # type: ignore[arg-type]
+        races: list[BarrierRace] = []
+        complete, reason = True, "analysed"
+        for cta in ctas:
+            sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout)
+            sim.run()
+            for r in sim.found(self.entry, self.files, launch.label):
+                if all((r.line, r.first_line, r.order) != (q.line, q.first_line, q.order) for q in races):
+                    races.append(r)
+            if sim.stopped:
+                complete, reason = False, sim.stopped
+                break
+        return BarrierAnalysis(tuple(races), complete, reason)
+
+
+def _param_order(text: str, entry: str) -> dict[str, int]:
+    m = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(([^)]*)\)", text)
+    names = [re.sub(r"\[\d*\]", "", p).split()[-1] for p in (m.group(1).split(",") if m else []) if p.strip()]
+    return {n: i for i, n in enumerate(names)}
+
+
+#: calls that touch no shared memory: printf, and a failed assert (which ends the kernel: the run gives up
+#: where one is made, and a branch around one is stepped over)
+_HARMLESS_CALLS = ("vprintf", "__assertfail")
+
+
+def _callee(inst: _Inst) -> str:
+    return next((o for o in inst.operands if not o.startswith("(")), "")
+
+
+def _unsupported(inst: _Inst) -> str | None:
+    """Why an entry holding this instruction is not analysed (synchronisation not modelled), or None."""
+    head, op = inst.head, inst.opcode
+    parts = op.split(".")
+    if head in _GIVE_UP_HEADS:
+        return op
+    if head == "call" and _callee(inst) not in _HARMLESS_CALLS:
+        return f"a call of {_callee(inst)}"
+    if head in ("bar", "barrier"):
+        if "warp" in parts:
+            return None
+        if "cluster" in parts or "arrive" in parts or not ("sync" in parts or "red" in parts or len(parts) == 1 or parts[1:] == ["cta"]):
+            return op
+        return None
+    if head in ("membar", "fence"):
+        return op if ("cta" in parts or "proxy" in parts or "mbarrier_init" in parts) else None
+    if head in ("ld", "st", "atom", "red", "ldu"):
+        if any(p in _ORDERED for p in parts) or any("cluster" in p for p in parts) or "async" in parts or "bulk" in parts:
+            return op
+    if head == "cvta" and any("cluster" in p for p in parts):
+        return op
+    return None
+
+
+class _Layout:
+    """Synthetic addresses of a module's shared arrays: name -> (base, size); every ``extern`` array
+    is the one dynamic region."""
+
+    def __init__(self, text: str, dynamic: int | None) -> None:
+        self.arrays: dict[str, tuple[int, int]] = {}
+        self.regions: list[tuple[int, int, str]] = []  # (start offset, end offset, name)
+        at = 0
+        extern: list[str] = []
+        for m in _SHARED_DECL.finditer(text):
+            mods, align, typ, name, dims = m.groups()
+            sizes = re.findall(r"\[\s*(\d*)\s*\]", dims)
+            if ".extern" in mods or (sizes and sizes[-1] == ""):
+                extern.append(name)
+                continue
+            n = 1
+            for s in sizes:
+                n *= int(s or 1)
+            size = n * max(1, _width(typ) // 8)
+            a = max(int(align or 1), 16)
+            at = -(-at // a) * a
+            self.arrays[name] = (_BASE + at, size)
+            self.regions.append((at, at + size, name))
+            at += size + _GAP
+        if extern:
+            at = -(-at // 1024) * 1024
+            size = dynamic if dynamic is not None and dynamic > 0 else DEFAULT_DYNAMIC
+            for name in extern:
+                self.arrays[name] = (_BASE + at, size)
+            self.regions.append((at, at + size, extern[0]))
+            at += size
+        self.size = at
+        self.inside = np.zeros(max(at, 1), dtype=bool)
+        for lo, hi, _ in self.regions:
+            self.inside[lo:hi] = True
+
+    def name(self, off: int) -> tuple[str, int]:
+        """(array, byte offset in it) of a shared offset."""
+        for lo, hi, name in self.regions:
+            if lo <= off < hi:
+                return name, off - lo
+        return "?", off
+
+
+def c_name(symbol: str) -> str:
+    """The C name of a PTX shared symbol: a function's ``__shared__`` array ``s`` is ``_ZZ1kE1s``.
+
+    >>> c_name("_ZZ6reduceE5sdata"), c_name("smem"), c_name("_ZZN2ns1kEvE3buf_0")
+    ('sdata', 'smem', 'buf')
+    """
+    base = re.sub(r"_\d+$", "", symbol)
+    m = _MANGLED_LOCAL.search(base)
+    if symbol.startswith("_ZZ") and m:
+        n, rest = int(m.group(1)), m.group(2)
+        if len(rest) >= n:
+            return rest[:n]
+    return symbol
+
+
+def _width(typ: str) -> int:
+    if typ == "pred":
+        return 1
+    digits = "".join(c for c in typ.split("x")[0] if c.isdigit())
+    bits = int(digits) if digits else 32
+    return bits * 2 if typ.endswith("x2") else bits
+
+
+def _access_bytes(parts: list[str]) -> int:
+    typ = parts[-1]
+    n = 1
+    for p in parts:
+        if p in ("v2", "v4", "v8"):
+            n = int(p[1])
+    return max(1, _width(typ) // 8) * n
+
+
+class _GiveUp(Exception):
+    pass
+
+
+class _Static:
+    """What a run needs of an entry once: its blocks, post-dominators, read-modify-write pairs, the
+    registers a synchronising load reaches, the registers written under each branch."""
+
+    def __init__(self, insts: list[_Inst], labels: dict[str, int]) -> None:
+        from .sharedraces import _rmw_pairs
+
+        self.insts, self.labels = insts, labels
+        self.blocks, self.succ = _cfg(insts, labels)
+        self.block_of = [0] * (len(insts) + 1)
+        for n, (a, b) in enumerate(self.blocks):
+            for i in range(a, b):
+                self.block_of[i] = n
+        self.block_of[len(insts)] = len(self.blocks) - 1
+        self._ipdom: list[int | None] | None = None
+        self._regions: dict[int, tuple[int, frozenset[str], bool] | None] = {}
+        # read-modify-write pairs: the store and the load of the same address text before it
+        self.rmw: dict[int, set[int]] = {}
+        for s in _rmw_pairs(insts, labels):
+            lo = self.blocks[self.block_of[s]][0]
+            for j in range(s - 1, lo - 1, -1):
+                if insts[j].head == "ld" and len(insts[j].operands) > 1 and insts[j].operands[1] == insts[s].operands[0]:
+                    self.rmw.setdefault(s, set()).add(j)
+                    self.rmw.setdefault(j, set()).add(s)
+                    break
+        self.synced = self._sync_taint()
+        #: per instruction: 0 nothing to evaluate (its registers become unknown), 1 evaluate, 2 memory
+        self.kind = [_kind(inst) for inst in insts]
+        # 4-byte units where every load or store that may touch shared memory moves whole words
+        self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
+                             if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
+
+    def _sync_taint(self) -> set[str]:
+        """Registers that follow from a shared, volatile, generic, ordered or atomic load: a branch on one
+        may be a spin on a flag or lock."""
+        seeds: set[str] = set()
+        steps = []
+        for inst in self.insts:
+            dests = inst.dests()
+            if not dests:
+                continue
+            parts = inst.opcode.split(".")
+            if inst.head in ("atom", "red", "vote", "match", "redux") or (
+                    inst.head in ("ld", "ldu") and not any(p in ("global", "local", "param", "const") for p in parts)) or (
+                    inst.head == "ld" and "volatile" in parts):
+                seeds.update(dests)
+            steps.append((dests, inst.sources()))
+        out = set(seeds)
+        changed = True
+        while changed:
+            changed = False
+            for dests, srcs in steps:
+                if not out.isdisjoint(srcs) and not set(dests) <= out:
+                    out.update(dests)
+                    changed = True
+        return out
+
+    def region(self, pc: int) -> tuple[int, frozenset[str], bool] | None:
+        """(the post-dominator's first instruction, registers written on the way, whether the way
+        loops back to the branch) of the branch at ``pc``, or None where the way there holds a barrier,
+        an exit or a call, or only the exit post-dominates."""
+        n = self.block_of[pc]
+        if n in self._regions:
+            return self._regions[n]
+        if self._ipdom is None:
+            self._ipdom = _ipdom(self.succ)
+        stop = self._ipdom[n]
+        got: tuple[int, frozenset[str], bool] | None = None
+        if stop is not None:
+            inside = _region(n, self.succ, stop)
+            written: set[str] = set()
+            ok = True
+            for r in inside:
+                a, b = self.blocks[r]
+                for i in range(a, b):
+                    inst = self.insts[i]
+                    if inst.head in ("bar", "barrier", "ret", "exit") or (inst.head == "call" and _callee(inst) != "__assertfail"):
+                        ok = False
+                    written.update(inst.dests())
+            if ok:
+                got = (self.blocks[stop][0], frozenset(written), n in inside)
+        self._regions[n] = got
+        return got
+
+
+_EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not",
+         "neg", "abs", "min", "max", "div", "rem"}
+
+
+_WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
+#: the records an access of each kind is checked against: a read against writes and atomics, a write against
+#: everything, an atomic against plain reads and writes (atomics never race each other)
+_AGAINST = {_READ: (0, 1, 4, 5), _WRITE: (2, 3, 0, 1, 4, 5), _ATOMIC: (0, 1, 2, 3)}
+
+
+def _kind(inst: _Inst) -> int:
+    if inst.head in ("ld", "st", "atom", "red"):
+        return 2
+    parts = inst.opcode.split(".")
+    if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
+        return 0
+    return 1
+
+
+def _imm(op: str) -> int | None:
+    if _INT.fullmatch(op):
+        v = _int(op)
+        return ((v + (1 << 63)) % (1 << 64)) - (1 << 63)
+    return None
+
+
+class _Block:
+    """One block of threads run over an entry's PTX (see the module docstring)."""
+
+    def __init__(self, insts: list[_Inst], static: _Static, order: dict[str, int], params: dict[int, int],
+                 ext: tuple[int, int, int], grid: Dims, cta: tuple[int, int, int], layout: _Layout) -> None:
+        self.insts, self.st, self.order, self.params, self.layout = insts, static, order, params, layout
+        nx, ny, nz = ext
+        self.total = total = nx * ny * nz
+        lin = np.arange(total, dtype=np.int64)
+        self.lin = lin
+        self.warp = lin // 32
+        self.xyz = [(t % nx, t // nx % ny, t // (nx * ny)) for t in range(total)]
+        lane = lin % 32
+        self.special: dict[str, tuple[np.ndarray, bool]] = {
+            "%tid.x": (lin % nx, True), "%tid.y": (lin // nx % ny, True), "%tid.z": (lin // (nx * ny), True),
+            "%laneid": (lane, True),
+            "%lanemask_eq": (np.left_shift(1, lane), True), "%lanemask_lt": (np.left_shift(1, lane) - 1, True),
+            "%lanemask_le": (np.left_shift(2, lane) - 1, True),
+            "%lanemask_gt": ((~(np.left_shift(2, lane) - 1)) & 0xFFFF_FFFF, True),
+            "%lanemask_ge": ((~(np.left_shift(1, lane) - 1)) & 0xFFFF_FFFF, True),
+        }
+        for d, n, g, c in zip("xyz", ext, grid, cta):
+            self.special[f"%ntid.{d}"] = (np.full(total, n, np.int64), True)
+            self.special[f"%ctaid.{d}"] = (np.full(total, c, np.int64), True)
+            if g is not None:
+                self.special[f"%nctaid.{d}"] = (np.full(total, g, np.int64), True)
+        self.v: dict[str, np.ndarray] = {}
+        self.k: dict[str, np.ndarray] = {}
+        self.alive = np.ones(total, dtype=bool)
+        self.ws = np.zeros(total, dtype=np.int64)  # __syncwarp()s each thread has passed
+        self.epoch = 0
+        self.steps = 0
+        self.stopped = ""
+        size = max(layout.size, 1)
+        # per byte: the latest access of each kind in this interval, and the latest one by another thread
+        # [unit][kind][field]: kinds w, w2, r, r2, a, a2 (atomic); fields epoch, thread, pc, warp barriers passed; a unit is
+        # a byte, or a 4-byte word where every access that may be shared is whole words
+        self.unit = static.unit
+        self.rec = np.full((size // self.unit + 1, 6, 4), -1, np.int32)
+        self.hits: dict[tuple[int, int, str], dict[str, tuple[int, int, int, int]]] = {}
+        self.decoded: dict[int, tuple] = {}
+
+    # -- running ----------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            with np.errstate(all="ignore"):
+                self._run()
+        except _GiveUp as e:
+            self.stopped = f"gave up: {e}"
+
+    def _run(self) -> None:
+        n = len(self.insts)
+        groups: dict[int, np.ndarray] = {0: self.lin.copy()}
+        waiting: dict[int, np.ndarray] = {}
+        while groups or waiting:
+            if not groups:
+                self._close(waiting)
+                groups = {pc + 1: idx for pc, idx in waiting.items()}
+                waiting = {}
+                continue
+            pc = min(groups)
+            idx = groups.pop(pc)
+            while True:
+                other = groups.pop(pc, None)
+                if other is not None:
+                    idx = np.union1d(idx, other)
+                if pc >= n:
+                    self.alive[idx] = False
+                    break
+                self.steps += 1
+                if self.steps > MAX_STEPS:
+                    raise _GiveUp(f"stopped after {MAX_STEPS} steps")
+                inst = self.insts[pc]
+                head = inst.head
+                if head in ("bra", "ret", "exit", "trap", "bar", "barrier"):
+                    nxt = self._control(inst, pc, idx, waiting)
+                    for npc, nidx in nxt:
+                        if len(nidx):
+                            old = groups.get(npc)
+                            groups[npc] = nidx if old is None else np.union1d(old, nidx)
+                    break
+                self._step(inst, pc, idx)
+                pc += 1
+
+    def _guard(self, inst: _Inst, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(holds, known) of the instruction's guard for the threads ``idx``."""
+        if inst.guard is None:
+            return np.ones(len(idx), bool), np.ones(len(idx), bool)
+        p, neg = inst.guard
+        v, k = self._get(p, idx, 1)
+        holds = (v != 0) != neg
+        return holds & k, k
+
+    def _control(self, inst: _Inst, pc: int, idx: np.ndarray, waiting: dict[int, np.ndarray]) -> list[tuple[int, np.ndarray]]:
+        holds, known = self._guard(inst, idx)
+        head = inst.head
+        if head in ("ret", "exit", "trap"):
+            if not known.all():
+                raise _GiveUp(f"an exit under an unknown condition ({inst.text})")
+            self.alive[idx[holds]] = False
+            return [(pc + 1, idx[~holds])]
+        if head in ("bar", "barrier"):
+            if not known.all():
+                raise _GiveUp(f"a barrier under an unknown condition ({inst.text})")
+            skip, go = idx[~holds], idx[holds]
+            if "warp" in inst.opcode.split("."):
+                self._warp_sync(inst, go)
+                return [(pc + 1, idx)]
+            self._check_count(inst, go)
+            if len(go):
+                old = waiting.get(pc)
+                waiting[pc] = go if old is None else np.union1d(old, go)
+            return [(pc + 1, skip)]
+        # bra
+        target = self.st.labels.get(inst.operands[-1]) if inst.operands else None
+        if target is None:
+            raise _GiveUp(f"a branch to an unknown label ({inst.text})")
+        out = [(target, idx[holds & known]), (pc + 1, idx[~holds & known])]
+        unknown = idx[~known]
+        if len(unknown):
+            region = self.st.region(pc)
+            if region is None:
+                raise _GiveUp(f"a branch on an unknown value around a barrier or an exit ({inst.text})")
+            stop, written, loop = region
+            if loop and inst.guard is not None and inst.guard[0] in self.st.synced:
+                raise _GiveUp(f"a loop on a value loaded from shared or volatile memory or an atomic ({inst.text})")
+            for r in written:
+                if r in self.k:
+                    self.k[r][unknown] = False
+            out.append((stop, unknown))
+        return out
+
+    def _check_count(self, inst: _Inst, idx: np.ndarray) -> None:
+        ops = inst.operands
+        parts = inst.opcode.split(".")
+        n_ops = len(ops) - (2 if "red" in parts else 0)  # bar.red: a destination and a predicate besides
+        if n_ops >= 2:
+            count_op = ops[2] if "red" in parts else ops[1]
+            v, k = self._get(count_op, idx, 32)
+            if not k.all() or not (v == self.total).all():
+                raise _GiveUp(f"a barrier for part of the block ({inst.text})")
+
+    def _warp_sync(self, inst: _Inst, idx: np.ndarray) -> None:
+        mask = 0xFFFF_FFFF
+        if inst.operands:
+            v, k = self._get(inst.operands[0], idx, 32)
+            if len(idx) and (not k.all() or (v != v[0]).any()):
+                raise _GiveUp(f"a __syncwarp with an unknown mask ({inst.text})")
+            if len(idx):
+                mask = int(v[0]) & 0xFFFF_FFFF
+        here = np.zeros(self.total, bool)
+        here[idx] = True
+        for w in np.unique(self.warp[idx]):
+            lanes = np.arange(w * 32, min(w * 32 + 32, self.total))
+            lanes = lanes[(mask >> (lanes % 32)) & 1 == 1]
+            if (self.alive[lanes] & ~here[lanes]).any():
+                raise _GiveUp(f"a __syncwarp that the lanes of its mask reach apart ({inst.text})")
+        self.ws[idx] += 1
+
+    def _close(self, waiting: dict[int, np.ndarray]) -> None:
+        """Every live thread waits at a barrier: the interval ends (bar.red results are computed)."""
+        self.epoch += 1
+        reds = [(pc, idx) for pc, idx in waiting.items() if "red" in self.insts[pc].opcode.split(".")]
+        if not reds:
+            return
+        allp = np.concatenate([idx for _, idx in reds])
+        inst0 = self.insts[reds[0][0]]
+        ops = inst0.operands
+        pv, pk = self._pred_operand(ops[-1], allp)
+        parts = inst0.opcode.split(".")
+        known = bool(pk.all()) and all(self.insts[pc].opcode == inst0.opcode for pc, _ in reds)
+        if "popc" in parts:
+            val = int(pv.sum())
+        elif "and" in parts:
+            val = int(pv.all())
+        else:
+            val = int(pv.any())
+        for pc, idx in reds:
+            d = self.insts[pc].operands[0]
+            self._set(d, idx, np.full(len(idx), val, np.int64), np.full(len(idx), known, bool))
+
+    # -- registers --------------------------------------------------------------------------------------
+
+    def _get(self, op: str, idx: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        n = len(idx)
+        if op.startswith("%"):
+            s = self.special.get(op)
+            if s is not None:
+                return s[0][idx], np.ones(n, bool)
+            v = self.v.get(op)
+            if v is None:
+                return np.zeros(n, np.int64), np.zeros(n, bool)
+            return v[idx], self.k[op][idx]
+        if op.startswith("!"):
+            v, k = self._get(op[1:], idx, bits)
+            return (v == 0).astype(np.int64), k
+        c = _imm(op)
+        if c is not None:
+            return np.full(n, c, np.int64), np.ones(n, bool)
+        if op == "WARP_SZ":
+            return np.full(n, 32, np.int64), np.ones(n, bool)
+        arr = self.layout.arrays.get(op)
+        if arr is not None:
+            return np.full(n, arr[0], np.int64), np.ones(n, bool)
+        return np.zeros(n, np.int64), np.zeros(n, bool)
+
+    def _pred_operand(self, op: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v, k = self._get(op, idx, 1)
+        return v != 0, k
+
+    def _set(self, reg: str, idx: np.ndarray, v: np.ndarray, k: np.ndarray) -> None:
+        arr = self.v.get(reg)
+        if arr is None:
+            arr = self.v[reg] = np.zeros(self.total, np.int64)
+            self.k[reg] = np.zeros(self.total, bool)
+        arr[idx] = v
+        self.k[reg][idx] = k
+
+    def _unknown(self, inst: _Inst, idx: np.ndarray) -> None:
+        for d in inst.dests():
+            if d in self.k:
+                self.k[d][idx] = False
+
+    # -- one instruction ----------------------------------------------------------------------------------
+
+    def _step(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
+        head = inst.head
+        if inst.guard is not None:
+            holds, known = self._guard(inst, idx)
+            if not known.all():
+                self._unknown(inst, idx[~known])  # may or may not run: its results are unknown, its access unseen
+            idx = idx[holds]
+            if not len(idx):
+                return
+        if head == "call" and _callee(inst) == "__assertfail":
+            raise _GiveUp(f"an assert fails ({inst.text})")
+        kind = self.st.kind[pc]
+        if kind == 2:
+            self._memory(inst, pc, idx)
+            return
+        dests = inst.dests()
+        if not dests:
+            return
+        if kind == 0:
+            for d in dests:
+                if d in self.k:
+                    self.k[d][idx] = False
+            return
+        try:
+            got = self._eval(inst, idx)
+        except (ValueError, IndexError, KeyError, OverflowError):
+            got = None
+        if got is None:
+            for d in dests:
+                self._set(d, idx, np.zeros(len(idx), np.int64), np.zeros(len(idx), bool))
+            return
+        for d, (v, k) in zip(dests, got):
+            self._set(d, idx, v, k)
+
+    def _eval(self, inst: _Inst, idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        head = inst.head
+        parts = inst.opcode.split(".")
+        typ = parts[-1]
+        ops = inst.operands
+        if typ in _FLOATS and head not in ("setp", "selp", "mov", "cvt"):
+            return None
+        if any(p in ("sat", "cc", "ftz") for p in parts) or head in ("addc", "subc", "madc"):
+            return None
+        if head == "mov":
+            if typ in _FLOATS or "{" in ops[0] or "{" in ops[1]:
+                return None
+            bits = _width(typ) if typ != "pred" else 1
+            v, k = self._get(ops[1], idx, bits)
+            return [(_norm(v, bits) if typ != "pred" else (v != 0).astype(np.int64), k)]
+        if head == "cvta":
+            v, k = self._get(ops[1], idx, 64)
+            return [(v, k)]
+        if head == "cvt":
+            to, frm = parts[-2], parts[-1]
+            if to[:1] not in "usb" or frm[:1] not in "usb" or any(p.startswith("r") and len(p) <= 3 for p in parts[1:-2]):
+                return None
+            fb, tb = _width(frm), _width(to)
+            v, k = self._get(ops[1], idx, fb)
+            v = _sx(v, fb) if frm[0] == "s" else _ux(v, fb)
+            return [(_norm(v, tb), k)]
+        if head == "setp":
+            return self._setp(inst, parts, idx)
+        if head == "selp":
+            if typ in _FLOATS:
+                return None
+            bits = _width(typ)
+            a, ka = self._get(ops[1], idx, bits)
+            b, kb = self._get(ops[2], idx, bits)
+            c, kc = self._pred_operand(ops[3], idx)
+            return [(np.where(c, a, b), kc & np.where(c, ka, kb))]
+        if typ == "pred":
+            if head in ("and", "or", "xor", "not"):
+                vals = [self._pred_operand(o, idx) for o in ops[1:]]
+                k = np.logical_and.reduce([x[1] for x in vals])
+                if head == "not":
+                    r = ~vals[0][0]
+                else:
+                    f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[head]
+                    r = f(vals[0][0], vals[1][0])
+                return [(r.astype(np.int64), k)]
+            return None
+        if typ[:1] not in "usb" or not typ[1:].isdigit():
+            return None
+        bits = _width(typ)
+        signed = typ[0] == "s"
+        args = [self._get(o, idx, bits) for o in ops[1:]]
+        k = np.logical_and.reduce([x[1] for x in args]) if args else np.ones(len(idx), bool)
+        a = args[0][0] if args else None
+        b = args[1][0] if len(args) > 1 else None
+        if head in ("add", "sub"):
+            r = a + b if head == "add" else a - b
+            return [(_norm(r, bits), k)]
+        if head in ("mul", "mad"):
+            c = args[2][0] if head == "mad" else None
+            if "wide" in parts:
+                if bits > 32:
+                    return None
+                ea, eb = (_sx(a, bits), _sx(b, bits)) if signed else (_ux(a, bits), _ux(b, bits))
+                r = ea * eb
+                out = 2 * bits
+            elif "hi" in parts:
+                if bits > 32:
+                    return None
+                if signed:
+                    r = (_sx(a, bits) * _sx(b, bits)) >> bits
+                else:
+                    r = ((_ux(a, bits).astype(np.uint64) * _ux(b, bits).astype(np.uint64)) >> np.uint64(bits)).astype(np.int64)
+                if head == "mad":
+                    return None
+                out = bits
+            else:
+                r = a * b
+                out = bits
+            if c is not None:
+                r = r + c
+            return [(_norm(r, out), k)]
+        if head in ("shl", "shr"):
+            s = _ux(b, 32) if bits <= 32 else (b & 0xFFFF_FFFF)
+            big = s >= bits
+            s = np.minimum(s, bits - 1)
+            if head == "shl":
+                r = np.where(big, 0, _norm(a, bits) << s)
+            elif signed:
+                r = _sx(a, bits) >> s
+                r = np.where(big, np.where(_sx(a, bits) < 0, -1, 0), r)
+            elif bits == 64:
+                r = np.where(big, 0, (a.astype(np.uint64) >> s.astype(np.uint64)).astype(np.int64))
+            else:
+                r = np.where(big, 0, _ux(a, bits) >> s)
+            return [(_norm(r, bits), k)]
+        if head in ("and", "or", "xor"):
+            f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[head]
+            return [(_norm(f(a, b), bits), k)]
+        if head in ("not", "neg", "abs"):
+            if head == "not":
+                r = ~a
+            elif head == "neg":
+                r = -a
+            else:
+                r = np.abs(_sx(a, bits))
+            return [(_norm(r, bits), k)]
+        if head in ("min", "max"):
+            if bits == 64 and not signed:
+                ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+                r = (np.minimum(ua, ub) if head == "min" else np.maximum(ua, ub)).astype(np.int64)
+            else:
+                ia, ib = (_sx(a, bits), _sx(b, bits)) if signed else (_ux(a, bits), _ux(b, bits))
+                r = np.minimum(ia, ib) if head == "min" else np.maximum(ia, ib)
+            return [(_norm(r, bits), k)]
+        if head in ("div", "rem"):
+            if bits == 64 and not signed:
+                ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+                zero = ub == 0
+                ub = np.where(zero, np.uint64(1), ub)
+                r = (ua // ub if head == "div" else ua % ub).astype(np.int64)
+            else:
+                ia, ib = (_sx(a, bits), _sx(b, bits)) if signed else (_ux(a, bits), _ux(b, bits))
+                zero = ib == 0
+                ib = np.where(zero, 1, ib)
+                q = np.abs(ia) // np.abs(ib)
+                if head == "div":
+                    r = np.where((ia < 0) != (ib < 0), -q, q)
+                else:
+                    m = np.abs(ia) % np.abs(ib)
+                    r = np.where(ia < 0, -m, m)
+            return [(_norm(r, bits), k & ~zero)]
+        return None
+
+    def _setp(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        cmp, typ = parts[1], parts[-1]
+        boolop = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
+        ops = inst.operands
+        if typ[:1] not in "usb" or cmp not in _CMP:
+            return None
+        bits = _width(typ)
+        a, ka = self._get(ops[1], idx, bits)
+        b, kb = self._get(ops[2], idx, bits)
+        if typ[0] == "s" and cmp not in ("lo", "ls", "hi", "hs"):
+            a, b = _sx(a, bits), _sx(b, bits)
+        elif bits == 64:
+            a, b = a.astype(np.uint64), b.astype(np.uint64)
+        else:
+            a, b = _ux(a, bits), _ux(b, bits)
+        r = _CMP[cmp](a, b)
+        k = ka & kb
+        dests = [d.strip() for d in ops[0].split("|")]
+        outs = [r, ~r]
+        if boolop:
+            c, kc = self._pred_operand(ops[3], idx)
+            f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
+            outs = [f(o, c) for o in outs]
+            k = k & kc
+        return [(o.astype(np.int64), k) for o in outs[: len(dests)]]
+
+    # -- memory -------------------------------------------------------------------------------------------
+
+    def _memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
+        parts = inst.opcode.split(".")
+        head = inst.head
+        if head in ("ld", "atom"):
+            if "param" in parts:
+                self._ld_param(inst, parts, idx)
+                return
+            for d in inst.dests():
+                if d in self.k:
+                    self.k[d][idx] = False
+        if any(p in _SPACES for p in parts):
+            return
+        # a generic address is shared when it is one of the synthetic ones
+        addr_op = inst.operands[1] if head in ("ld", "atom") else inst.operands[0]
+        a, k = self._address(addr_op, idx)
+        off = a - _BASE
+        ok = k & (off >= 0) & (off < self.layout.size)
+        if not ok.any():
+            return
+        t, off = idx[ok], off[ok]
+        width = _access_bytes(parts)
+        step = self.unit
+        if width > step:
+            t = np.repeat(t, width // step)
+            off = (off[:, None] + np.arange(0, width, step)).ravel()
+        inside = self.layout.inside[off]
+        t, off = t[inside], off[inside]
+        if len(t):
+            self._access(_WRITE if head == "st" else _READ if head == "ld" else _ATOMIC, pc, t, off)
+
+    def _ld_param(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> None:
+        d = inst.dests()
+        m = re.fullmatch(r"\[\s*([\w$]+)\s*\]", inst.operands[1]) if len(inst.operands) > 1 else None
+        value = self.params.get(self.order[m.group(1)]) if m and m.group(1) in self.order else None
+        typ = parts[-1]
+        if value is None or len(d) != 1 or typ[:1] not in "usb":
+            for r in d:
+                self._set(r, idx, np.zeros(len(idx), np.int64), np.zeros(len(idx), bool))
+            return
+        v = np.full(len(idx), value, np.int64)
+        self._set(d[0], idx, _norm(v, _width(typ)), np.ones(len(idx), bool))
+
+    def _address(self, op: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        terms = op.strip("[] ").replace(" ", "").replace("+-", "+~").split("+")
+        total = np.zeros(len(idx), np.int64)
+        known = np.ones(len(idx), bool)
+        for term in terms:
+            neg = term.startswith("~")
+            term = term.lstrip("~")
+            if not term:
+                continue
+            v, k = self._get(term if not neg else f"-{term}" if _INT.fullmatch(term) else term, idx, 64)
+            total = total + v
+            known &= k
+        return total, known
+
+    def _access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray) -> None:
+        """Check and record accesses of kind ``mine`` (:data:`_WRITE`, :data:`_READ`, :data:`_ATOMIC`) by
+        threads ``t`` at shared offsets ``off``."""
+        rec = self.rec
+        ws = self.ws[t]
+        unit = off // self.unit
+        got = rec[unit]  # (access, kind, field)
+        live = (got[:, :, 0] == self.epoch) & (got[:, :, 1] != t[:, None])
+        kinds = _AGAINST[mine]
+        if live[:, list(kinds)].any():
+            partners = self.st.rmw.get(pc, ())
+            for kind in kinds:
+                c = live[:, kind]
+                if not c.any():
+                    continue
+                rt, rpc = got[:, kind, 1], got[:, kind, 2]
+                same = (rt >> 5) == (t >> 5)  # the linear thread index: 32 to a warp
+                c = c & (~same | (ws <= got[:, kind, 3]))
+                if kind < 2 and mine == _WRITE:
+                    c &= rpc != pc  # one instruction run by many threads: the same value, as a rule
+                if partners:
+                    c &= ~np.isin(rpc, list(partners))
+                if not c.any():
+                    continue
+                order = "war" if kind in (2, 3) else "raw" if mine == _READ else "waw"
+                for first_pc in np.unique(rpc[c]):
+                    at = c & (rpc == first_pc)
+                    slot = self.hits.setdefault((int(first_pc), pc, order), {})
+                    for scope, which in (("lane", at & same), ("warp", at & ~same)):
+                        if scope not in slot and which.any():
+                            j = int(np.flatnonzero(which)[0])
+                            slot[scope] = (int(rt[j]), int(t[j]), int(off[j]), self.epoch)
+        # record this access; the one it replaces moves to the second slot when another thread made it
+        move = live[:, mine]
+        if move.any():
+            rec[unit[move], mine + 1] = got[move, mine]
+        new = np.empty((len(t), 4), np.int32)
+        new[:, 0], new[:, 1], new[:, 2], new[:, 3] = self.epoch, t, pc, ws
+        rec[unit, mine] = new
+
+    # -- results -------------------------------------------------------------------------------------------
+
+    def found(self, entry: str, files: dict[int, str], label: str) -> list[BarrierRace]:
+        out: list[BarrierRace] = []
+        for (first_pc, second_pc, order), slot in sorted(self.hits.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            scope = "warp" if "warp" in slot else "lane"
+            t1, t2, off, _ = slot[scope]
+            fi, si = self.insts[first_pc], self.insts[second_pc]
+            name, byte = self.layout.name(off)
+            width = _access_bytes(si.opcode.split("."))
+            start = byte - byte % width
+            shown = c_name(name)
+            element = (f"{shown}[{start // width}] (byte {byte} of shared array \"{shown}\")" if width in (1, 2, 4, 8)
+                       else f"byte {byte} of shared array \"{shown}\"")
+            file_index, line = si.loc if si.loc else (None, None)
+            out.append(BarrierRace(entry, line, file_index, files.get(file_index) if file_index is not None else None,
+                                   fi.loc[1] if fi.loc else None, _origin(fi, files), _origin(si, files), fi.text,
+                                   si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label))
+        return out
+
+
+def _origin(inst: _Inst, files: dict[int, str]) -> str | None:
+    if inst.src is not None and inst.loc is not None and inst.src != inst.loc and inst.src[0] in files:
+        return f"{PurePosixPath(files[inst.src[0]]).name}:{inst.src[1]}"
+    return None
+
+
+def _norm(v: np.ndarray, bits: int) -> np.ndarray:
+    """The register's bits: the value modulo 2^bits (as a non-negative number below 64 bits)."""
+    return v & _MASK[bits] if bits < 64 else v.astype(np.int64)
+
+
+def _sx(v: np.ndarray, bits: int) -> np.ndarray:
+    if bits >= 64:
+        return v
+    m = 1 << (bits - 1)
+    return ((v & _MASK[bits]) ^ m) - m
+
+
+def _ux(v: np.ndarray, bits: int) -> np.ndarray:
+    return v if bits >= 64 else v & _MASK[bits]
