@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cuda.hostlex import lex
@@ -118,7 +119,12 @@ def parse_kernels(text: str) -> list[CKernel]:
     """Every ``__global__`` function declared or defined in ``text``, in file order (one per name: its
     definition where the file has one)."""
     code = _strip(text)
-    tokens = [(m.group(0), code.count("\n", 0, m.start()) + 1) for m in _TOKEN.finditer(code)]
+    tokens = []
+    line, seen = 1, 0
+    for m in _TOKEN.finditer(code):
+        line += code.count("\n", seen, m.start())
+        seen = m.start()
+        tokens.append((m.group(0), line))
     out: dict[str, CKernel] = {}
     scopes: list[tuple[str, str]] = []  # (kind, name): "namespace", "extern_c", "other"
     i = 0
@@ -169,6 +175,45 @@ def parse_kernels(text: str) -> list[CKernel]:
             continue
         i += 1
     return list(out.values())
+
+
+#: a function-like macro whose body declares a kernel (``#define AFFINE_OP(T, NAME) extern "C" __global__ ...``)
+_MACRO_KERNEL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+\((?:[^\n]*\\\n)*[^\n]*\b__global__\b", re.MULTILINE)
+_LINE_MARKER = re.compile(r'^#(?:line)?\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
+
+
+def declares_macro_kernels(texts: Iterable[str]) -> bool:
+    """Whether any of ``texts`` (a source and its local headers) defines a macro that declares a kernel."""
+    return any(_MACRO_KERNEL.search(t) for t in texts)
+
+
+def macro_kernels(path: Path, include_dirs: Iterable[Path], nvcc: Path, timeout: float = 60.0) -> tuple[list[CKernel], str | None]:
+    """The kernels ``path`` declares through macros (candle's ``AFFINE_OP(float, affine_f32)``): the file run
+    through nvcc's preprocessor (``-E``), its own lines kept where the expansion puts them (a kernel's line
+    is the line of the macro call) and read like a source. ([], why) where the preprocessor fails."""
+    import subprocess
+
+    cmd = [str(nvcc), "-E", "-x", "cu", *[f"-I{d}" for d in include_dirs], path.name]
+    try:
+        run = subprocess.run(cmd, cwd=path.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], f"nvcc -E did not run ({exc})"
+    if run.returncode != 0:
+        first = next((ln for ln in run.stderr.splitlines() if ln.strip()), "")
+        return [], f"nvcc -E failed: {first}"
+    own: dict[int, list[str]] = {}
+    here, line = False, 0
+    for raw in run.stdout.split("\n"):
+        m = _LINE_MARKER.match(raw)
+        if m:
+            here, line = m.group(2) == path.name, int(m.group(1))
+            continue
+        if here:
+            own.setdefault(line, []).append(raw)
+        line += 1
+    last = max(own, default=0)
+    text = "\n".join(" ".join(own.get(n, ())) for n in range(1, last + 1))
+    return parse_kernels(text.replace("__attribute__((global))", "__global__")), None
 
 
 def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, int]:

@@ -255,3 +255,47 @@ def test_launch_arguments_with_their_constants_substituted() -> None:
     (site,) = find_launches(text, "c", "k.cu")
     assert site.args == ("x", "n", "i", "w", "T", "TILE")  # as written: the geometry names them
     assert site.arg_values == ("x", "n", "i", "w", "(16 * 2)", "16")  # a loop index and a variable are no constants
+
+
+_MACRO_SOURCE = {
+    "ops.cuh": (
+        "#pragma once\n"
+        "#define UNARY(T, NAME) extern \"C\" __global__ void NAME(const size_t n, const T* x, T* y) { \\\n"
+        "  size_t i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = -x[i]; }\n"
+    ),
+    "k.cu": (
+        '#include "ops.cuh"\n'
+        "#define AFFINE_OP(TYPENAME, FN_NAME) \\\n"
+        'extern "C" __global__ void FN_NAME(const size_t numel, const TYPENAME *inp, TYPENAME *out, const TYPENAME mul) { \\\n'
+        "  for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += blockDim.x * gridDim.x) out[i] = inp[i] * mul; \\\n"
+        "}\n"
+        "__global__ void plain(float* y, int n) { y[0] = n; }\n"
+        "AFFINE_OP(float, affine_f32)\n"
+        "AFFINE_OP(double, affine_f64)\n"
+        "UNARY(float, neg_f32)\n"
+    ),
+}
+
+
+@pytest.mark.nvcc
+def test_init_reads_kernels_declared_through_macros_from_the_preprocessor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """candle's layout: every kernel a macro call (one defined in the file, one in a local header); each is
+    scaffolded at the line of its call, with the parameter types of its expansion, in file order."""
+    text = _init_text(tmp_path, capsys, _MACRO_SOURCE, str(tmp_path / "k.cu"))
+    assert "k.cu: 3 kernel(s) declared through macros, read from nvcc -E (each at the line of its macro call)." in capsys.readouterr().err
+    import re
+
+    found = re.findall(r"from k\.cu:(\d+)\. .*\n\[\[kernel\]\]\nname = \"(\w+)\"", text)
+    assert found == [("6", "plain"), ("7", "affine_f32"), ("8", "affine_f64"), ("9", "neg_f32")]
+    assert '{ name = "inp", dtype = "f64", shape = ["TODO"], role = "in" }' in text
+    assert '{ name = "numel", kind = "scalar", dtype = "u64", value = "TODO" }' in text
+
+
+def test_init_says_when_macro_kernels_need_nvcc(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import audit.compile
+
+    monkeypatch.setattr(audit.compile, "find_nvcc", lambda: None)
+    text = _init_text(tmp_path, capsys, _MACRO_SOURCE, str(tmp_path / "k.cu"))
+    assert 'name = "plain"' in text and "affine_f32" not in text
+    assert f'"{tmp_path / "k.cu"}" declares kernels through a macro; nvcc (not found) expands them, so they are not scaffolded.' in capsys.readouterr().err
+

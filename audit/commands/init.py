@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             rel = path.as_posix()
             print(f'wireup init: "{src}" is outside the project root "{cfg.root}"; contracts name sources inside it, so move it or fix "source".', file=sys.stderr)
         kernels = parse_kernels(text)
+        kernels = sorted(kernels + _through_macros(path, text, kernels, cfg, src), key=lambda k: k.line)
         if not kernels:
             empty.append(src)
             continue
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             units.append((kernels, rel, find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root)) + launches))
             print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
-        print(f'wireup init: "{src}" declares no __global__ function (a kernel declared through a macro is not seen).', file=sys.stderr)
+        print(f'wireup init: "{src}" declares no __global__ function.', file=sys.stderr)
     if not units:
         return ExitCode.FINDINGS
     text = scaffold_sources(units, known_dims)  # one file, one [dims] table for every source
@@ -135,6 +136,37 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return ExitCode.FINDINGS if empty else ExitCode.CLEAN
+
+
+def _through_macros(path, text: str, found, cfg, src: str) -> list:
+    """The kernels ``path`` declares through a macro (a ``#define`` of the file or of a local header it
+    includes whose body declares a ``__global__`` function) and ``found`` lacks, read from nvcc's
+    preprocessor output; where nvcc is missing or fails, a line says so and none are added."""
+    from ..compile import find_nvcc
+    from ..hashing import include_closure
+    from ..scaffold import declares_macro_kernels, macro_kernels
+
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    texts = [text]
+    for header in include_closure(path, dirs)[1:]:
+        try:
+            texts.append(header.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    if not declares_macro_kernels(texts):
+        return []
+    nvcc = find_nvcc()
+    if nvcc is None:
+        print(f'wireup init: "{src}" declares kernels through a macro; nvcc (not found) expands them, so they are not scaffolded.', file=sys.stderr)
+        return []
+    kernels, why = macro_kernels(path, dirs, nvcc)
+    if why:
+        print(f'wireup init: "{src}" declares kernels through a macro, but {why}; they are not scaffolded.', file=sys.stderr)
+    known = {k.name for k in found}
+    new = [k for k in kernels if k.name not in known]
+    if new:
+        print(f'wireup init: {src}: {len(new)} kernel(s) declared through macros, read from nvcc -E (each at the line of its macro call).', file=sys.stderr)
+    return new
 
 
 def _inside(path, folder, root) -> bool:
