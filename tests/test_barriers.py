@@ -403,6 +403,29 @@ def test_launches_are_small_valid_sizes_with_the_scalar_parameters() -> None:
     assert all(dict(lc.params)[0] != 0 for lc in launches)  # h, a bound buffer: not null
 
 
+def test_launches_meet_the_kernels_assumptions_nearest_the_small_sizes(tmp_path: Path) -> None:
+    """A tiled kernel whose M and K must be multiples of 32 and 128 (requires): the least and the 131
+    environments break that, and no probe environment meets it (they are spread over the range); the
+    launches are the multiples nearest each target, so the tile loop runs more than once at the second
+    (the race between one tile's reads and the next tile's stores needs two passes)."""
+    from audit.cuda.static import barrier_launches
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(
+        "[dims]\nM = { min = 1, max = 4096 }\nK = { min = 1, max = 4096 }\n"
+        '[[kernel]]\nname = "tiled"\nsource = "k.cu"\nstage = "forward"\n'
+        'grid = ["ceil_div(M, 32)", 1, 1]\nblock = [1024, 1, 1]\nrequires = ["M % 32 == 0", "K % 128 == 0", "K % 64 == 0"]\n'
+        'params = [\n  { name = "a", dtype = "f32", shape = ["M", "K"], role = "in" },\n'
+        '  { name = "c", dtype = "f32", shape = ["M"], role = "out" },\n'
+        '  { name = "M", kind = "scalar", dtype = "i32", value = "M" },\n  { name = "K", kind = "scalar", dtype = "i32", value = "K" },\n]\n'
+    )
+    cs = load_contracts(tmp_path / "contracts", tmp_path)
+    launches = barrier_launches(cs, Wiring(cs), cs.kernel("tiled"))
+    assert [(lc.label, lc.grid) for lc in launches] == [("M = 32, K = 128", (1, 1, 1)), ("M = 128, K = 128", (4, 1, 1))]
+
+
 def test_one_store_of_a_flag_repeated_by_other_threads_is_no_race_but_two_stores_are() -> None:
     """Hand-written PTX: thread t stores the flag on each of its max(1, t) loop iterations, so threads
     store it again while others have stored it already: the same instruction (the same value) is no

@@ -300,6 +300,69 @@ BARRIER_DIM = 131
 MAX_BARRIER_LAUNCHES = 3
 
 
+#: candidates per runtime dim, and environments, :func:`_nearest_valid` tries at most
+NEAREST_CANDIDATES = 6
+NEAREST_TRIES = 4096
+
+
+def _nearest_valid(cs: ContractSet, k: Kernel, target: dict[str, int], fill: Callable[[dict[str, int]], dict[str, int]],
+                   valid: Callable[[dict[str, int]], bool]) -> dict[str, int] | None:  # fmt: skip
+    """The environment nearest ``target`` (runtime dim -> value) that meets ``k``'s assumptions
+    (``requires = ["K % 32 == 0"]``): per dim, values near its target that are multiples of the kernel's
+    tiling constants (block extents, the divisors of its geometry and of its assumptions) or one past
+    them, inside its range; combinations tried in order of their distance from the target. None where
+    none of those meets them (the caller falls back to the probe environments).
+
+    The probe environments alone gave none for a tiled SGEMM whose ``M``, ``N`` and ``K`` must be multiples
+    of 32 (the race between one tile's reads and the next tile's stores was never run)."""
+    import itertools
+    import math
+
+    from ..dims import divisions, eval_tree
+    from ..search.sizes import tiling_constants
+
+    constants = set(tiling_constants(cs, [k]))
+    for r in k.requires:
+        for side in (r.left, r.right):
+            for _op, _a, b in divisions(side):
+                try:
+                    v = eval_tree(b, cs.fixed_env)
+                except (KeyError, ZeroDivisionError, TypeError):
+                    continue
+                if isinstance(v, int) and 1 < v <= 1 << 20:
+                    constants.add(v)
+    # a dim that an assumption makes a multiple of c (``K % 32 == 0``) takes only multiples of their lcm
+    step: dict[str, int] = {}
+    for r in k.requires:
+        left, right = r.left.tree, r.right.tree
+        if r.op == "==" and right == ("int", 0) and left[0] == "%" and left[1][0] == "name" and left[2][0] == "int":
+            name, c = left[1][1], left[2][1]
+            if isinstance(c, int) and c > 1:
+                step[name] = math.lcm(step.get(name, 1), c)
+    runtime = cs.runtime_ranges
+    options: dict[str, list[int]] = {}
+    for n, (lo, hi) in runtime.items():
+        t = target[n]
+        if n in step:
+            c = step[n]
+            up = -(-t // c) * c
+            near = {up - c, up, up + c, up + 2 * c}
+        else:
+            near = {t, t + 1}
+            for c in constants:
+                up = -(-t // c) * c
+                near |= {up, up + c, up - c, up + 1}
+        options[n] = sorted((v for v in near if lo <= v <= hi), key=lambda v: (abs(v - t), v))[:NEAREST_CANDIDATES]
+    names = sorted(options)
+    combos = itertools.product(*(range(len(options[n])) for n in names))
+    ranked = sorted(itertools.islice(combos, NEAREST_TRIES), key=lambda c: (sum(c), c))
+    for combo in ranked:
+        env = fill({n: options[n][i] for n, i in zip(names, combo)})
+        if valid(env):
+            return env
+    return None
+
+
 def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     """Where SHARED_BARRIER_MISSING runs ``k``'s block: every runtime dim at its least value, then at
     :data:`BARRIER_DIM` (each clamped to its range; an environment that breaks one of ``k``'s runtime-dim
@@ -320,12 +383,16 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
 
     bases: list[dict[str, int]] = []
     for pick in (lambda lo, hi: lo, lambda lo, hi: min(max(BARRIER_DIM, lo), hi)):
-        env = fill_derived({**cs.fixed_env, **{n: pick(lo, hi) for n, (lo, hi) in runtime.items()}}, derived)
+        target = {n: pick(lo, hi) for n, (lo, hi) in runtime.items()}
+        env = fill_derived({**cs.fixed_env, **target}, derived)
         if not valid(env):
-            found = sorted((e for e in probe_envs(cs) if valid(e)), key=lambda e: sorted(e.get(n, 0) for n in runtime))
-            if not found:
-                continue
-            env = found[0] if not bases else found[min(1, len(found) - 1)]
+            near = _nearest_valid(cs, k, target, lambda t: fill_derived({**cs.fixed_env, **t}, derived), valid)
+            if near is None:
+                found = sorted((e for e in probe_envs(cs) if valid(e)), key=lambda e: sorted(e.get(n, 0) for n in runtime))
+                if not found:
+                    continue
+                near = found[0] if not bases else found[min(1, len(found) - 1)]
+            env = near
         if env not in bases:
             bases.append(env)
     launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
