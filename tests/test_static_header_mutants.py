@@ -46,3 +46,26 @@ def test_an_overrun_in_an_included_header_is_caught(project, tmp_path):
 def test_the_unmutated_copy_is_clean(project, tmp_path):
     cs, wiring, k, root = project
     assert kernel_code_findings(cs, wiring, k, _copy(root, tmp_path, False), [root / "kernels"], None) == []
+
+
+@pytest.mark.nvcc
+def test_static_catches_in_forked_workers_give_what_one_process_gives(tmp_path):
+    """The static checks of many mutants run in ``jobs`` forked processes (the PTX analyses are pure
+    Python); the findings, per key and in order, are those of one process: here the barrier fixture's
+    racy ``loss`` kernel among its clean ones."""
+    from audit.compile import build_kernels
+    from audit.mutate._build import MutantBuild
+    from audit.mutate._static import static_catches
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "bad", root)
+    cfg, cs = load_project(root)
+    built = build_kernels(cfg, cs, jobs=2)
+    items = []
+    for k in cs.kernels:
+        sb, entry = built.kernel(k)
+        if entry is not None:
+            items.append((f"{k.name}/m", k.name, MutantBuild("compiled", root / k.source, ptx=sb.ptx)))
+    one = static_catches(cfg, cs, items, jobs=1)
+    assert [r for r, _ in one["loss/m"]] == ["SHARED_BARRIER_MISSING"]
+    assert static_catches(cfg, cs, items, jobs=2) == one

@@ -354,9 +354,9 @@ def run_mutation(
             name: build_header_original(cfg, cs, ms[0], arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, arch)
             for name, ms in selected.items() if ms
         }  # fmt: skip
-        hits = static_catches(cfg, cs, [it for m in all_selected if statuses[m.key] in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])])
+        hits = static_catches(cfg, cs, [it for m in all_selected if statuses[m.key] in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])], jobs)
         static = {key: (tuple(dict.fromkeys(r for r, _ in v)), v[0][1]) for key, v in hits.items()}
-        static_baselines = static_catches(cfg, cs, [it for name, ms in selected.items() if ms for it in _static_items(name, ms[0], originals_built[name])])
+        static_baselines = static_catches(cfg, cs, [it for name, ms in selected.items() if ms for it in _static_items(name, ms[0], originals_built[name])], jobs)
         for key in static:
             statuses[key] = "compiled"  # an identical mutant that a static check flags is caught, not dropped
         timing["static"] = time.perf_counter() - t

@@ -29,27 +29,54 @@ goes through the same checks; a finding there makes the kernel's baseline fail.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
+
+from ._build import usable_cpus
 
 STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE",
                 "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING")
 
 
-def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]]) -> dict[str, list[tuple[str, str]]]:
+def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1) -> dict[str, list[tuple[str, str]]]:
     """For each ``(key, kernel, build)`` (a :class:`~audit.mutate.MutantBuild`: its source and PTX), the
     ``(rule, message)`` findings of :data:`STATIC_RULES` (those of every item with that key); keys
-    without a finding are left out."""
-    from ..cuda.static import kernel_code_findings
+    without a finding are left out. ``jobs`` > 1 checks the items in that many forked processes (the PTX
+    analyses are pure Python: a thousand mutants took minutes on one core); the result is the same."""
     from ..graph import Wiring
 
+    global _SHARED
     wiring = Wiring(cs) if items else None
     dirs = [cfg.path(d) for d in cfg.include_dirs]
+    _SHARED = (cs, wiring, dirs, list(items))
+    try:
+        workers = min(jobs or usable_cpus(), len(items))
+        if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                found = list(pool.map(_check_item, range(len(items)), chunksize=max(1, len(items) // (4 * workers))))
+        else:
+            found = [_check_item(i) for i in range(len(items))]
+    finally:
+        _SHARED = None
     out: dict[str, list[tuple[str, str]]] = {}
-    for key, kernel, build in items:
-        k = cs.kernel(kernel)
-        ptx = build.ptx.read_text(errors="replace") if build.ptx is not None and build.ptx.is_file() else None
-        hits = kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
+    for (key, _kernel, _build), hits in zip(items, found):
         if hits:  # a header mutant has one item per including kernel, all under its key
             out.setdefault(key, []).extend(hits)
     return out
+
+
+#: what the forked workers of :func:`static_catches` read (set in the parent before the fork)
+_SHARED: tuple[Any, Any, list[Any], list[tuple[str, str, Any]]] | None = None
+
+
+def _check_item(i: int) -> list[tuple[str, str]]:
+    from ..cuda.static import kernel_code_findings
+
+    assert _SHARED is not None
+    cs, wiring, dirs, items = _SHARED
+    _key, kernel, build = items[i]
+    k = cs.kernel(kernel)
+    ptx = build.ptx.read_text(errors="replace") if build.ptx is not None and build.ptx.is_file() else None
+    return kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
