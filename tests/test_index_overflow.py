@@ -300,3 +300,30 @@ def test_a_flat_index_that_wraps_before_its_division_is_found_at_the_division(tm
     wide = wide.replace("i < B * T * V", "i < (size_t)B * T * V").replace("int b =", "size_t b =").replace("int t =", "size_t t =")
     wide = wide.replace("int v =", "size_t v =").replace("y[b * T * V", "y[b * (size_t)T * V")
     assert find_index_overflows(_ptx(tmp_path, wide), "k", [_flat(64, 1024, 50304)]) == []
+
+
+@pytest.mark.nvcc
+def test_the_witness_meets_the_kernels_assumptions_below_the_largest_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``2 * N`` wraps in ``int`` at N = 2^30 + 1, the largest N the dims allow, but the kernel requires N
+    to be a multiple of 3: the host never launches it there, and at the largest such N (2^30 - 1) the
+    product fits. Without the assumption the same kernel is a finding."""
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    (root / "contracts").mkdir(parents=True)
+    (root / "wireup.toml").write_text('arch = "sm_90"\n')
+    (root / "k.cu").write_text(
+        'extern "C" __global__ void half_tail(float* y, int N) { y[2 * N - 1] = 0.f; }\n')
+    contract = (
+        "[dims]\nN = { min = 3, max = 1073741825 }\n"
+        '[[kernel]]\nname = "half_tail"\nsource = "k.cu"\nstage = "forward"\ngrid = [1, 1, 1]\nblock = [1, 1, 1]\n'
+        "{requires}"
+        'params = [\n  { name = "y", dtype = "f32", shape = ["2 * N"], role = "out" },\n'
+        '  { name = "N", kind = "scalar", dtype = "i32", value = "N" },\n]\n'
+    )
+    (root / "contracts" / "k.toml").write_text(contract.replace("{requires}", 'requires = ["N % 3 == 0"]\n'))
+    assert main(["check", "--root", str(root), "--select", "INDEX_OVERFLOW"]) == 0
+    capsys.readouterr()
+    (root / "contracts" / "k.toml").write_text(contract.replace("{requires}", ""))
+    assert main(["check", "--root", str(root), "--select", "INDEX_OVERFLOW"]) == 1
+    assert "N = 1073741825 (its largest)" in capsys.readouterr().out

@@ -249,15 +249,24 @@ def index_witnesses(cs: ContractSet, wiring: Any, k: Kernel) -> list[Witness]:
     """Where INDEX_OVERFLOW evaluates ``k``: each launch of it (the kernel alone where no schedule launches
     it) with every runtime dim at the largest value its range allows (:func:`audit.cases.largest_env`) and
     its local dims bound there; the integer scalar parameters' values, block and grid in each, distinct."""
-    from ..cases import largest_env
-    from ..model import ScalarParam
+    from ..cases import fill_derived, largest_env
+    from ..model import ScalarParam, assumed
     from ..shapes import value_at
 
     base = [largest_env(cs)]
+    runtime = cs.runtime_ranges
+    if not assumed(k.requires, set(runtime), base[0], cs.slot_indices):
+        # the largest dims break an assumption of the kernel (requires = ["N % 2 == 0"] with an odd max):
+        # the host never launches it there; the nearest sizes below that meet it
+        derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+        near = _nearest_valid(cs, k, {n: hi for n, (_, hi) in runtime.items()},
+                              lambda t: fill_derived({**cs.fixed_env, **t}, derived),
+                              lambda e: assumed(k.requires, set(runtime), e, cs.slot_indices))  # fmt: skip
+        if near is not None:
+            base = [near]
     launches = wiring.launches_by_kernel.get(k.name, ())
     envs = [env for _, launch in launches for env in launch.envs_at(cs.buffer_map, base)] or base
     slots = cs.slot_indices
-    runtime = cs.runtime_ranges
     out: list[Witness] = []
     for env in envs:
         params: dict[int, int] = {}
@@ -270,7 +279,8 @@ def index_witnesses(cs: ContractSet, wiring: Any, k: Kernel) -> list[Witness]:
                     names += [n for n in sorted(p.value.names) if n not in names]
         for e in (*k.grid, *k.block):
             names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
-        shown = ", ".join(f"{n} = {env[n]}" + (" (its largest)" if n in runtime else "") for n in names if n in env)
+        shown = ", ".join(f"{n} = {env[n]}" + ((" (its largest)" if env[n] == runtime[n][1] else " (the largest its kernel's assumptions allow)")
+                                                  if n in runtime else "") for n in names if n in env)  # fmt: skip
         w = Witness(params, tuple(value_at(e, env) for e in k.block), tuple(value_at(e, env) for e in k.grid),  # type: ignore[arg-type]
                     shown or "the contracts' dims")
         if w not in out:
