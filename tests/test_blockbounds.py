@@ -334,3 +334,17 @@ def test_message_forms_and_the_cache_round_trip(tmp_path: Path) -> None:
     cache = AnalysisCache(tmp_path)
     assert cache.results("out-of-bounds", ["ptx", "k"], OutOfBounds, lambda: [before, straddle]) == [before, straddle]
     assert AnalysisCache(tmp_path).results("out-of-bounds", ["ptx", "k"], OutOfBounds, lambda: []) == [before, straddle]
+
+
+def test_a_shared_overrun_on_a_line_shared_array_bounds_reports_is_left_to_it() -> None:
+    from audit.cuda.static import _reported_at
+
+    shared = OutOfBounds("k", 12, 1, None, "st.shared.f32 [%r3], %f1", "shared", "s", "write", 256, 4, 256, 4,
+                         (64, 0, 0, 0, 0, 0), "n = 1", "")
+    lines = {("kernels/k.cu", 12)}
+    assert _reported_at(shared, "kernels/k.cu", lines)
+    assert not _reported_at(shared, "kernels/other.cu", lines)
+    inlined = OutOfBounds(**{**shared.__dict__, "line": 30, "origin": "tile.cuh:7"})
+    assert _reported_at(inlined, "kernels/k.cu", {("kernels/tile.cuh", 7)})
+    glob = OutOfBounds(**{**shared.__dict__, "memory": "global"})
+    assert not _reported_at(glob, "kernels/k.cu", lines)  # a parameter's buffer is this rule's alone
