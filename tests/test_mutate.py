@@ -679,7 +679,8 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
     assert detail == ('kernels/aux_heads_loss_ema_kernel.cu:49: "v[u]" indexes the local array "v" of 8 elements (declared at line 45) '
                       "with u = 0 .. 8 (the loop at line 47): index 8 is out of bounds, undefined behaviour the compiler may hide.")  # fmt: skip
     assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE",
-                                             "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING"]
+                                             "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING",
+                                             "OUT_OF_BOUNDS_ACCESS"]
 
 
 @pytest.mark.nvcc
@@ -697,8 +698,11 @@ def test_local_uninit_read_catches_the_softmax_reads_past_k(tmp_path, monkeypatc
     run = run_mutation(simt_repo, ["aux_trade_outcome_forward"], operators=["guard", "ror"], config=cfg, sanitizers=(), slowdown=False, sizes=(1,))
     (fwd,) = run.kernels
     assert fwd.baseline == "pass"
-    got = {o.mutant.id for o in fwd.outcomes if o.checks == ("LOCAL_UNINIT_READ",) and o.status == "caught"}
+    got = {o.mutant.id for o in fwd.outcomes if o.checks[:1] == ("LOCAL_UNINIT_READ",) and o.status == "caught"}
     assert {"guard:48:9:0", "ror:48:15:0", "guard:55:9:0", "ror:55:15:0"} <= got
+    # line 55's mutants also store prow[K], one past the last row's K probabilities: OUT_OF_BOUNDS_ACCESS
+    both = {o.mutant.id for o in fwd.outcomes if o.checks == ("LOCAL_UNINIT_READ", "OUT_OF_BOUNDS_ACCESS")}
+    assert {"guard:55:9:0", "ror:55:15:0"} <= both
     detail = next(o.detail for o in fwd.outcomes if o.mutant.id == "ror:55:15:0")
     assert detail == ('kernels/aux_trade_outcome_forward_kernel.cu:55: "l[k]" reads the local array "l" (8 elements, declared at line 35) '
                       "where k = 0 .. 7 (the loop at line 54) under k <= K, but its elements are written only where k < K (line 48): "

@@ -27,8 +27,10 @@ and the grid's last block:
   post-dominator with every register written in between made unknown (their shared accesses there are
   not seen) -- unless that region holds a barrier, an exit or a call, or it is a loop whose predicate
   follows from a shared, volatile, generic, ordered or atomic load (a flag or lock someone spins on:
-  synchronisation that is not modelled): then the entry is **given up**. Non-optional pointer
-  parameters hold distinct non-null addresses (a ``if (ptr)`` test is known). So is an entry with ``mbarrier``, ``cp.async``
+  synchronisation that is not modelled): then the entry is **given up**. Pointer
+  parameters hold their buffers' synthetic addresses (:func:`audit.cuda.blockbounds.buffer_base`: non-null,
+  apart from each other); an optional one the launch's step binds ``NULL`` (or that no schedule launches)
+  is 0 (a ``if (ptr)`` test is known), one bound to a buffer unknown. Given up too: an entry with ``mbarrier``, ``cp.async``
   (any form), TMA/bulk copies, ``ldmatrix``/``stmatrix``, ``wgmma``, ``tcgen05``, cluster barriers or
   ``shared::cluster``, ``bar.arrive``, a barrier with a thread count other than the block's,
   ``membar.cta``/``fence...cta``, ``ld.acquire``/``st.release``/``.relaxed`` accesses, a ``call`` (but of
@@ -67,14 +69,19 @@ from .races import Dims
 @dataclass(frozen=True)
 class BlockLaunch:
     """Where an entry is run: ``params`` the integer scalar parameters' values as (position, value)
-    pairs, ``block``/``grid`` the launch extents (None: unknown), ``dynamic_shared`` the dynamic shared
-    bytes (None: unknown), ``label`` the dims in the message (``"B = 1, T = 64"``)."""
+    pairs (a pointer's: its buffer's synthetic address), ``block``/``grid`` the launch extents (None:
+    unknown), ``dynamic_shared`` the dynamic shared bytes (None: unknown), ``label`` the dims in the message
+    (``"B = 1, T = 64"``)."""
 
     params: tuple[tuple[int, int], ...]
     block: Dims
     grid: Dims
     dynamic_shared: int | None
     label: str
+    #: the pointer parameters' buffers OUT_OF_BOUNDS_ACCESS checks (:data:`audit.cuda.blockbounds.Buffer`)
+    buffers: tuple[tuple, ...] = ()
+    #: the contract's ``shared_bytes`` text, where it gives one (the dynamic shared memory is checked then)
+    shared_text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,42 @@
-"""The block simulator behind SHARED_BARRIER_MISSING (:mod:`audit.cuda.barriers` describes what it does and
-what it gives up on): every thread of one block run over an entry's PTX with concrete integers (numpy
-arrays over the block), its shared accesses recorded per barrier interval. Kept apart from the finding
-types so that a check whose analysis cache answers never imports numpy.
+"""The block simulator behind SHARED_BARRIER_MISSING and OUT_OF_BOUNDS_ACCESS (:mod:`audit.cuda.barriers`
+and :mod:`audit.cuda.blockbounds` describe what each does and gives up on): every thread of one block run
+over an entry's PTX with concrete integers (numpy arrays over the block), its shared accesses recorded
+per barrier interval and every access checked against its buffer. One run serves both: the races are
+recorded until the race analysis must give up (then it stops recording and the run goes on for the
+bounds alone). Kept apart from the finding types so that a check whose analysis cache answers never
+imports numpy.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 import numpy as np
 
 from .barriers import BarrierAnalysis, BarrierRace, BlockLaunch
+from .blockbounds import BoundsAnalysis, OutOfBounds
 from .races import _COMMENT, _FILE, _INT, _REG, Dims, _cfg, _entry_text, _Inst, _int, _ipdom, _parse_body, _region, _strip_comment, _thread_extents
 
 #: most threads a block may have; larger (or unknown) blocks are not analysed
 MAX_THREADS = 1024
 #: group-instructions one run of a block may take before it stops
 MAX_STEPS = 30_000
+#: the same for a run of the bounds alone (an entry the race analysis does not run: no shared memory, or
+#: cp.async and the like): long per-thread loops over a large dim are checked on their first passes
+MAX_BOUNDS_STEPS = 10_000
 #: dynamic shared bytes assumed where the launch does not say
 DEFAULT_DYNAMIC = 64 * 1024
-_BASE = 0x4000_0000  # synthetic address of the first shared array (a generic pointer at or past it is shared)
+_BASE = 0x4000_0000  # the synthetic shared window starts here (a generic pointer in it is shared)
+_WINDOW = 0xC000_0000  # and runs to 2^32: shared addresses stay 32-bit
 _GAP = 256
+#: the synthetic shared regions of the arrays lie 2^24 bytes apart (fewer where a module has more than
+#: 192 arrays, down to 2^18: more than any block's shared memory), the base in each one's middle
+_SHIFT, _MIN_SHIFT = 24, 18
+#: global addresses at or past this are parameters' buffers (:func:`audit.cuda.blockbounds.buffer_base`)
+_GLOBAL_FLOOR = 1 << 39
 
 _SHARED_DECL = re.compile(r"^[ \t]*((?:\.(?:visible|extern|weak|global)\s+)*)\.shared\s+(?:\.align\s+(\d+)\s+)?"
                           r"\.(\w+)\s+([A-Za-z_$][\w$]*)((?:\s*\[\s*\d*\s*\])*)", re.MULTILINE)
@@ -40,23 +54,59 @@ _MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFF_FFFF}
 def find_barrier_races(ptx: str, entry: str, launches: Sequence[BlockLaunch]) -> list[BarrierRace]:
     """The races of ``entry`` over ``launches`` (see the module docstring), the first per (line, first
     line, order), ordered by line. Raises ValueError when the module has no such entry."""
-    out: list[BarrierRace] = []
-    seen: set[tuple[int | None, int | None, str]] = set()
+    return block_findings(ptx, entry, launches, False)[0]
+
+
+def find_out_of_bounds(ptx: str, entry: str, launches: Sequence[BlockLaunch]) -> list[OutOfBounds]:
+    """The out-of-bounds accesses of ``entry`` over ``launches`` (:mod:`audit.cuda.blockbounds`), the
+    first per (line, buffer), ordered by line. Raises ValueError when the module has no such entry."""
+    return block_findings(ptx, entry, launches, True)[1] or []
+
+
+def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch],
+                   bounds: bool | None) -> tuple[list[BarrierRace], list[OutOfBounds] | None]:  # fmt: skip
+    """(races, out-of-bounds accesses) of ``entry`` over ``launches`` from one run per launch. ``bounds``
+    False: the races alone (None for the accesses); True: both; None: the accesses too only where the race
+    analysis runs the block anyway (it has shared memory and nothing it gives up on at sight), else None:
+    what a check that wants the races takes for free."""
+    races: list[BarrierRace] = []
+    accesses: list[OutOfBounds] = []
+    seen_r: set[tuple[int | None, int | None, str]] = set()
+    seen_b: set[tuple[int | None, str | None, str, str]] = set()
     module = _Module(ptx, entry)
+    check = bool(bounds) or (bounds is None and not module.race_skip)
     for launch in launches:
-        for r in module.run(launch).races:
+        got_r, got_b = module.run(launch, True, check, tied=bounds is None)
+        if bounds is None and got_r is not None and not got_r.complete:
+            check = False  # the run stopped with the races: the bounds are left to a run of their own
+        for r in got_r.races if got_r is not None else ():
             key = (r.line, r.first_line, r.order)
-            if key not in seen:
-                seen.add(key)
-                out.append(r)
-    out.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
-    return out
+            if key not in seen_r:
+                seen_r.add(key)
+                races.append(r)
+        for b in got_b.accesses if got_b is not None else ():
+            kb = (b.line, b.origin, "shared" if b.memory == "dynamic" else b.memory, b.name)
+            if kb not in seen_b:
+                seen_b.add(kb)
+                accesses.append(b)
+    races.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
+    accesses.sort(key=lambda b: (b.line is None, b.line or 0))
+    return races, (accesses if check else None)
 
 
 def analyse_block(ptx: str, entry: str, launch: BlockLaunch) -> BarrierAnalysis:
     """One launch of ``entry``: its block 0 and its grid's last block run over the PTX. Raises ValueError
     when the module has no such entry."""
-    return _Module(ptx, entry).run(launch)
+    got = _Module(ptx, entry).run(launch, True, False)[0]
+    assert got is not None
+    return got
+
+
+def analyse_bounds(ptx: str, entry: str, launch: BlockLaunch) -> BoundsAnalysis:
+    """One launch of ``entry`` for OUT_OF_BOUNDS_ACCESS alone (see :func:`analyse_block`)."""
+    got = _Module(ptx, entry).run(launch, False, True)[1]
+    assert got is not None
+    return got
 
 
 class _Module:
@@ -66,50 +116,79 @@ class _Module:
         self.text = text = _COMMENT.sub(_strip_comment, ptx)
         params, self.head, body = _entry_text(text, entry)
         self.entry = entry
-        self.skip = "" if "shared" in body else "no shared memory"
-        self.insts: list[_Inst] = []
+        self.insts, self.labels = _parse_body(body)
         self.static: _Static | None = None
-        if self.skip:
-            return
-        self.insts, labels = _parse_body(body)
-        for inst in self.insts:
-            reason = _unsupported(inst)
-            if reason:
-                self.skip = f"gave up: {reason}"
-                return
+        # why the race analysis does not run (the bounds run on regardless)
+        self.race_skip = "" if "shared" in body else "no shared memory"
+        if not self.race_skip:
+            for inst in self.insts:
+                reason = _unsupported(inst)
+                if reason:
+                    self.race_skip = f"gave up: {reason}"
+                    break
+        self.bounds_skip = next((f"gave up: an indirect branch ({i.text})" for i in self.insts if i.head == "brx"), "")
         self.files = {int(n): p for n, p in _FILE.findall(text)}
         self.order = _param_order(text, entry)
-        self.labels = labels
+        self._layouts: dict[int | None, _Layout] = {}
 
-    def run(self, launch: BlockLaunch) -> BarrierAnalysis:
-        if self.skip:
-            return BarrierAnalysis((), self.skip == "no shared memory", self.skip)
+    def run(self, launch: BlockLaunch, races: bool = True, bounds: bool = False,
+            tied: bool = False) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None]:  # fmt: skip
+        """The races (where ``races``) and the out-of-bounds accesses (where ``bounds``) of one launch;
+        ``tied``: the run stops where the race analysis gives up (the bounds then are not complete)."""
+        race_on = races and not self.race_skip
+        bounds_on = bounds and not self.bounds_skip
+        r_out = BarrierAnalysis((), self.race_skip == "no shared memory", self.race_skip) if races and not race_on else None
+        b_out = BoundsAnalysis((), False, self.bounds_skip) if bounds and not bounds_on else None
+        if not race_on and not bounds_on:
+            return r_out, b_out
         ext = _thread_extents(self.head, launch.block)
+        why = ""
         if any(n is None or n < 1 for n in ext):
-            return BarrierAnalysis((), False, "block not known")
+            why = "block not known"
+        elif ext[0] * ext[1] * ext[2] > MAX_THREADS:  # type: ignore[operator]
+            why = "block larger than 1024 threads"
+        if why:
+            return (BarrierAnalysis((), False, why) if races else None), (BoundsAnalysis((), False, why) if bounds else None)
         nx, ny, nz = (int(n) for n in ext)  # type: ignore[arg-type]
-        if nx * ny * nz > MAX_THREADS:
-            return BarrierAnalysis((), False, "block larger than 1024 threads")
         if self.static is None:
             self.static = _Static(self.insts, self.labels)
-        layout = _Layout(self.text, launch.dynamic_shared)
+        layout = self._layouts.get(launch.dynamic_shared)
+        if layout is None:
+            layout = self._layouts[launch.dynamic_shared] = _Layout(self.text, launch.dynamic_shared)
         ctas = [(0, 0, 0)]
         if all(g is not None and g >= 1 for g in launch.grid):
             last = tuple(int(g) - 1 for g in launch.grid)  # type: ignore[arg-type]
             if last != (0, 0, 0):
                 ctas.append(last)  # type: ignore[arg-type]
-        races: list[BarrierRace] = []
-        complete, reason = True, "analysed"
+        found_r: list[BarrierRace] = []
+        found_b: list[OutOfBounds] = []
+        r_done, r_reason = True, "analysed"
+        b_done, b_reason = True, "analysed"
         for cta in ctas:
-            sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout)
+            sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
+                         race_on, bounds_on, launch.buffers, tied)  # fmt: skip
             sim.run()
-            for r in sim.found(self.entry, self.files, launch.label):
-                if all((r.line, r.first_line, r.order) != (q.line, q.first_line, q.order) for q in races):
-                    races.append(r)
+            if race_on:
+                for r in sim.found(self.entry, self.files, launch.label):
+                    if all((r.line, r.first_line, r.order) != (q.line, q.first_line, q.order) for q in found_r):
+                        found_r.append(r)
+                if sim.race_stop:
+                    r_done, r_reason, race_on = False, sim.race_stop, False
+            if bounds_on:
+                for b in sim.found_bounds(self.entry, self.files, launch):
+                    if all((b.line, b.memory, b.name) != (q.line, q.memory, q.name) for q in found_b):
+                        found_b.append(b)
+                if sim.stopped:
+                    b_done, b_reason = False, sim.stopped
             if sim.stopped:
-                complete, reason = False, sim.stopped
                 break
-        return BarrierAnalysis(tuple(races), complete, reason)
+            if not race_on and not bounds_on:
+                break
+        if races and r_out is None:
+            r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason)
+        if bounds and b_out is None:
+            b_out = BoundsAnalysis(tuple(found_b), b_done, b_reason)
+        return r_out, b_out
 
 
 def _param_order(text: str, entry: str) -> dict[str, int]:
@@ -152,12 +231,15 @@ def _unsupported(inst: _Inst) -> str | None:
 
 
 class _Layout:
-    """Synthetic addresses of a module's shared arrays: name -> (base, size); every ``extern`` array
-    is the one dynamic region."""
+    """A module's shared arrays: each has a synthetic address in a region of its own of the 32-bit shared
+    window (``arrays``: name -> (address, size); every ``extern`` array is the one dynamic region), so
+    that an address names its array however far past the end it runs, and a compact offset where the
+    race records keep its bytes (``regions``: (start, end, name))."""
 
     def __init__(self, text: str, dynamic: int | None) -> None:
         self.arrays: dict[str, tuple[int, int]] = {}
         self.regions: list[tuple[int, int, str]] = []  # (start offset, end offset, name)
+        checked: list[bool] = []  # whether a region's size is known (the dynamic one: where the launch gives it)
         at = 0
         extern: list[str] = []
         for m in _SHARED_DECL.finditer(text):
@@ -172,20 +254,40 @@ class _Layout:
             size = n * max(1, _width(typ) // 8)
             a = max(int(align or 1), 16)
             at = -(-at // a) * a
-            self.arrays[name] = (_BASE + at, size)
             self.regions.append((at, at + size, name))
+            checked.append(True)
             at += size + _GAP
+        self.dynamic = -1  # the dynamic region's index
         if extern:
             at = -(-at // 1024) * 1024
-            size = dynamic if dynamic is not None and dynamic > 0 else DEFAULT_DYNAMIC
-            for name in extern:
-                self.arrays[name] = (_BASE + at, size)
+            given = dynamic is not None and dynamic > 0
+            size = dynamic if given else DEFAULT_DYNAMIC  # type: ignore[assignment]
+            self.dynamic = len(self.regions)
             self.regions.append((at, at + size, extern[0]))
+            checked.append(given)
             at += size
         self.size = at
-        self.inside = np.zeros(max(at, 1), dtype=bool)
-        for lo, hi, _ in self.regions:
-            self.inside[lo:hi] = True
+        shift = _SHIFT
+        while shift > _MIN_SHIFT and len(self.regions) << shift > _WINDOW:
+            shift -= 1
+        self.regions = self.regions[: _WINDOW >> shift]
+        self.shift, self.half = shift, 1 << (shift - 1)
+        self.n = len(self.regions)
+        for r, (lo, hi, name) in enumerate(self.regions):
+            base = _BASE + (r << shift) + self.half
+            for alias in (extern if r == self.dynamic else [name]):
+                self.arrays[alias] = (base, hi - lo)
+        self.starts = np.array([lo for lo, _, _ in self.regions] or [0], np.int64)
+        self.sizes = np.array([hi - lo for lo, hi, _ in self.regions] or [0], np.int64)
+        self.checked = np.array(checked[: self.n] or [False], bool)
+
+    def locate(self, a: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(which of ``a`` are shared addresses, their region, their byte offset from its start, negative
+        before it) of known addresses ``a``."""
+        rel = a - _BASE
+        ok = known & (rel >= 0) & (rel < (self.n << self.shift))
+        rel = np.where(ok, rel, 0)
+        return ok, rel >> self.shift, (rel & ((1 << self.shift) - 1)) - self.half
 
     def name(self, off: int) -> tuple[str, int]:
         """(array, byte offset in it) of a shared offset."""
@@ -210,6 +312,7 @@ def c_name(symbol: str) -> str:
     return symbol
 
 
+@lru_cache(maxsize=256)
 def _width(typ: str) -> int:
     if typ == "pred":
         return 1
@@ -236,7 +339,6 @@ class _Static:
     registers a synchronising load reaches, the registers written under each branch."""
 
     def __init__(self, insts: list[_Inst], labels: dict[str, int]) -> None:
-        from .sharedraces import _rmw_pairs
 
         self.insts, self.labels = insts, labels
         self.blocks, self.succ = _cfg(insts, labels)
@@ -246,22 +348,78 @@ class _Static:
                 self.block_of[i] = n
         self.block_of[len(insts)] = len(self.blocks) - 1
         self._ipdom: list[int | None] | None = None
-        self._regions: dict[int, tuple[int, frozenset[str], bool] | None] = {}
-        # read-modify-write pairs: the store and the load of the same address text before it
-        self.rmw: dict[int, set[int]] = {}
-        for s in _rmw_pairs(insts, labels):
-            lo = self.blocks[self.block_of[s]][0]
-            for j in range(s - 1, lo - 1, -1):
-                if insts[j].head == "ld" and len(insts[j].operands) > 1 and insts[j].operands[1] == insts[s].operands[0]:
-                    self.rmw.setdefault(s, set()).add(j)
-                    self.rmw.setdefault(j, set()).add(s)
-                    break
-        self.synced = self._sync_taint()
-        #: per instruction: 0 nothing to evaluate (its registers become unknown), 1 evaluate, 2 memory
+        self._regions: dict[int, tuple[int, frozenset[str], bool, frozenset[str]] | None] = {}
+        self._rmw: dict[int, set[int]] | None = None
+        self._synced: set[str] | None = None
+        #: per instruction: 0 nothing to evaluate (its registers become unknown), 1 evaluate, 2 memory, 3 memory
+        #: only a bounds run reaches, 4 nothing to do (what it writes reaches no address, guard or branch)
         self.kind = [_kind(inst) for inst in insts]
+        relevant = self._relevant()
+        for i, inst in enumerate(insts):
+            if self.kind[i] in (0, 1) and inst.head not in _STOPS and relevant.isdisjoint(inst.dests()):
+                self.kind[i] = 4
+        #: the next instruction a run stops at after each: runs of kind 4 within a basic block are jumped
+        leaders = set(labels.values())
+        self.next = list(range(1, len(insts) + 1))
+        for i in range(len(insts) - 2, -1, -1):
+            if self.kind[i + 1] == 4 and (i + 1) not in leaders:
+                self.next[i] = self.next[i + 1]
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
                              if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
+
+    @property
+    def rmw(self) -> dict[int, set[int]]:
+        """Read-modify-write pairs (what a race run needs only): the store and the load of the same address
+        text before it."""
+        if self._rmw is None:
+            from .sharedraces import _rmw_pairs
+
+            insts = self.insts
+            self._rmw = {}
+            for s in _rmw_pairs(insts, self.labels):
+                lo = self.blocks[self.block_of[s]][0]
+                for j in range(s - 1, lo - 1, -1):
+                    if insts[j].head == "ld" and len(insts[j].operands) > 1 and insts[j].operands[1] == insts[s].operands[0]:
+                        self._rmw.setdefault(s, set()).add(j)
+                        self._rmw.setdefault(j, set()).add(s)
+                        break
+        return self._rmw
+
+    @property
+    def synced(self) -> set[str]:
+        if self._synced is None:
+            self._synced = self._sync_taint()
+        return self._synced
+
+    def _relevant(self) -> set[str]:
+        """The registers whose values a run needs: those an address, a guard, a branch, a barrier or a copy
+        size reads, and (a fixed point) whatever an evaluated instruction computes them from. A value
+        stored is never needed: what memory holds is never known."""
+        seeds: list[str] = []
+        makers: dict[str, list[tuple[str, ...]]] = {}  # register -> the sources of each evaluated write of it
+        for inst, kind in zip(self.insts, self.kind):
+            head, ops = inst.head, inst.operands
+            if kind == 2:
+                addr = ops[1] if head in ("ld", "atom", "ldu") and len(ops) > 1 else ops[0] if ops else ""
+                seeds += _REG.findall(addr)
+                if inst.guard:
+                    seeds.append(inst.guard[0])
+            elif kind == 3 or head in _STOPS:
+                seeds += inst.sources()
+            elif kind == 1:
+                srcs = inst.sources()
+                for d in inst.dests():
+                    makers.setdefault(d, []).append(srcs)
+        out: set[str] = set()
+        while seeds:
+            r = seeds.pop()
+            if r in out:
+                continue
+            out.add(r)
+            for srcs in makers.get(r, ()):
+                seeds += srcs
+        return out
 
     def _sync_taint(self) -> set[str]:
         """Registers that follow from a shared, volatile, generic, ordered or atomic load: a branch on one
@@ -288,34 +446,41 @@ class _Static:
                     changed = True
         return out
 
-    def region(self, pc: int) -> tuple[int, frozenset[str], bool] | None:
+    def region(self, pc: int) -> tuple[int, frozenset[str], bool, frozenset[str]] | None:
         """(the post-dominator's first instruction, registers written on the way, whether the way
-        loops back to the branch) of the branch at ``pc``, or None where the way there holds a barrier,
-        an exit or a call, or only the exit post-dominates."""
+        loops back to the branch, what the way holds that the race analysis cannot step over: "barrier",
+        "exit", "call") of the branch at ``pc``, or None where only the exit post-dominates."""
         n = self.block_of[pc]
         if n in self._regions:
             return self._regions[n]
         if self._ipdom is None:
             self._ipdom = _ipdom(self.succ)
         stop = self._ipdom[n]
-        got: tuple[int, frozenset[str], bool] | None = None
+        got: tuple[int, frozenset[str], bool, frozenset[str]] | None = None
         if stop is not None:
             inside = _region(n, self.succ, stop)
             written: set[str] = set()
-            ok = True
+            holds: set[str] = set()
             for r in inside:
                 a, b = self.blocks[r]
                 for i in range(a, b):
                     inst = self.insts[i]
-                    if inst.head in ("bar", "barrier", "ret", "exit") or (inst.head == "call" and _callee(inst) != "__assertfail"):
-                        ok = False
+                    if inst.head in ("bar", "barrier"):
+                        holds.add("barrier")
+                    elif inst.head in ("ret", "exit"):
+                        holds.add("exit")
+                    elif inst.head == "trap":
+                        holds.add("trap")
+                    elif inst.head == "call" and _callee(inst) != "__assertfail":
+                        holds.add("call")
                     written.update(inst.dests())
-            if ok:
-                got = (self.blocks[stop][0], frozenset(written), n in inside)
+            got = (self.blocks[stop][0], frozenset(written), n in inside, frozenset(holds))
         self._regions[n] = got
         return got
 
 
+#: instructions the run itself handles (control, barriers) or that may end a thread: never jumped over
+_STOPS = {"bra", "brx", "ret", "exit", "trap", "bar", "barrier", "call"}
 _EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not",
          "neg", "abs", "min", "max", "div", "rem"}
 
@@ -327,8 +492,10 @@ _AGAINST = {_READ: (0, 1, 4, 5), _WRITE: (2, 3, 0, 1, 4, 5), _ATOMIC: (0, 1, 2, 
 
 
 def _kind(inst: _Inst) -> int:
-    if inst.head in ("ld", "st", "atom", "red"):
+    if inst.head in ("ld", "st", "atom", "red", "ldu"):
         return 2
+    if inst.head in ("ldmatrix", "stmatrix") or (inst.head == "cp" and inst.opcode.startswith("cp.async")):
+        return 3  # memory the race analysis gives up on: only a bounds run reaches it
     parts = inst.opcode.split(".")
     if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
         return 0
@@ -346,8 +513,23 @@ class _Block:
     """One block of threads run over an entry's PTX (see the module docstring)."""
 
     def __init__(self, insts: list[_Inst], static: _Static, order: dict[str, int], params: dict[int, int],
-                 ext: tuple[int, int, int], grid: Dims, cta: tuple[int, int, int], layout: _Layout) -> None:
+                 ext: tuple[int, int, int], grid: Dims, cta: tuple[int, int, int], layout: _Layout,
+                 races: bool = True, bounds: bool = False, buffers: Sequence[tuple] = (), tied: bool = False) -> None:  # fmt: skip
         self.insts, self.st, self.order, self.params, self.layout = insts, static, order, params, layout
+        self.races, self.bounds, self.tied = races, bounds, tied
+        self.limit = MAX_STEPS if races else MAX_BOUNDS_STEPS
+        self.race_stop = ""  # why the race records stopped (the run goes on for the bounds)
+        self.cta = cta
+        self.fuzzy = False  # a barrier was passed by part of the block: bar.red results are unknown
+        # the buffers: by parameter position, extent (-1: not checked) and element bytes
+        self.buffers = {int(b[0]): b for b in buffers}
+        top = max(self.buffers, default=-1) + 1
+        self.g_ext = np.full(top + 1, -1, np.int64)
+        for pos, b in self.buffers.items():
+            self.g_ext[pos] = b[2]
+        self.g_ranges = {pos: b[5] for pos, b in self.buffers.items() if b[5] is not None and b[2] >= 0}
+        #: (pc, "g" buffer / "w" write range / "s" shared region, index) -> (thread, start, width, kind, index on the axis)
+        self.oob: dict[tuple[int, str, int], tuple[int, int, int, int, int]] = {}
         nx, ny, nz = ext
         self.total = total = nx * ny * nz
         lin = np.arange(total, dtype=np.int64)
@@ -371,6 +553,7 @@ class _Block:
         self.v: dict[str, np.ndarray] = {}
         self.k: dict[str, np.ndarray] = {}
         self.alive = np.ones(total, dtype=bool)
+        self.sure = np.ones(total, dtype=bool)  # not past an exit it may have taken: its accesses are reported
         self.ws = np.zeros(total, dtype=np.int64)  # __syncwarp()s each thread has passed
         self.epoch = 0
         self.steps = 0
@@ -392,6 +575,17 @@ class _Block:
                 self._run()
         except _GiveUp as e:
             self.stopped = f"gave up: {e}"
+            if self.races and not self.race_stop:
+                self.race_stop = self.stopped
+
+    def _soft(self, reason: str) -> None:
+        """What the race analysis must give up on: the run stops, or, where it checks the bounds, goes on
+        with the race records stopped."""
+        if not self.bounds or (self.tied and self.races):
+            raise _GiveUp(reason)
+        if self.races:
+            self.races = False
+            self.race_stop = f"gave up: {reason}"
 
     def _run(self) -> None:
         n = len(self.insts)
@@ -413,8 +607,8 @@ class _Block:
                     self.alive[idx] = False
                     break
                 self.steps += 1
-                if self.steps > MAX_STEPS:
-                    raise _GiveUp(f"stopped after {MAX_STEPS} steps")
+                if self.steps > self.limit:
+                    raise _GiveUp(f"stopped after {self.limit} steps")
                 inst = self.insts[pc]
                 head = inst.head
                 if head in ("bra", "ret", "exit", "trap", "bar", "barrier"):
@@ -425,7 +619,7 @@ class _Block:
                             groups[npc] = nidx if old is None else np.union1d(old, nidx)
                     break
                 self._step(inst, pc, idx)
-                pc += 1
+                pc = self.st.next[pc]
 
     def _guard(self, inst: _Inst, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(holds, known) of the instruction's guard for the threads ``idx``."""
@@ -441,17 +635,23 @@ class _Block:
         head = inst.head
         if head in ("ret", "exit", "trap"):
             if not known.all():
-                raise _GiveUp(f"an exit under an unknown condition ({inst.text})")
+                self._soft(f"an exit under an unknown condition ({inst.text})")
+                self.sure[idx[~known]] = False  # may have left: goes on, its accesses not reported
             self.alive[idx[holds]] = False
             return [(pc + 1, idx[~holds])]
         if head in ("bar", "barrier"):
+            parts = inst.opcode.split(".")
+            if "arrive" in parts or "cluster" in parts:  # only a bounds run gets here: no wait
+                return [(pc + 1, idx)]
             if not known.all():
-                raise _GiveUp(f"a barrier under an unknown condition ({inst.text})")
+                self._soft(f"a barrier under an unknown condition ({inst.text})")
+                self.fuzzy = True  # the unknown ones go on as if they skipped it
             skip, go = idx[~holds], idx[holds]
-            if "warp" in inst.opcode.split("."):
+            if "warp" in parts:
                 self._warp_sync(inst, go)
                 return [(pc + 1, idx)]
-            self._check_count(inst, go)
+            if not self._check_count(inst, go):
+                return [(pc + 1, idx)]  # a barrier for part of the block (a bounds run): no wait
             if len(go):
                 old = waiting.get(pc)
                 waiting[pc] = go if old is None else np.union1d(old, go)
@@ -464,18 +664,26 @@ class _Block:
         unknown = idx[~known]
         if len(unknown):
             region = self.st.region(pc)
-            if region is None:
-                raise _GiveUp(f"a branch on an unknown value around a barrier or an exit ({inst.text})")
-            stop, written, loop = region
+            if region is None or region[3] & {"barrier", "exit", "call"}:
+                self._soft(f"a branch on an unknown value around a barrier or an exit ({inst.text})")
+            if region is None:  # only the exit post-dominates (a bounds run): where they go is not known
+                self.alive[unknown] = False
+                return out
+            stop, written, loop, holds_in = region
             if loop and inst.guard is not None and inst.guard[0] in self.st.synced:
                 raise _GiveUp(f"a loop on a value loaded from shared or volatile memory or an atomic ({inst.text})")
+            if holds_in & {"exit", "trap"}:
+                self.sure[unknown] = False
+            if "barrier" in holds_in:
+                self.fuzzy = True
             for r in written:
                 if r in self.k:
                     self.k[r][unknown] = False
             out.append((stop, unknown))
         return out
 
-    def _check_count(self, inst: _Inst, idx: np.ndarray) -> None:
+    def _check_count(self, inst: _Inst, idx: np.ndarray) -> bool:
+        """Whether the barrier is for the whole block (else, in a bounds run, it is passed without a wait)."""
         ops = inst.operands
         parts = inst.opcode.split(".")
         n_ops = len(ops) - (2 if "red" in parts else 0)  # bar.red: a destination and a predicate besides
@@ -483,14 +691,18 @@ class _Block:
             count_op = ops[2] if "red" in parts else ops[1]
             v, k = self._get(count_op, idx, 32)
             if not k.all() or not (v == self.total).all():
-                raise _GiveUp(f"a barrier for part of the block ({inst.text})")
+                self._soft(f"a barrier for part of the block ({inst.text})")
+                self.fuzzy = True
+                return False
+        return True
 
     def _warp_sync(self, inst: _Inst, idx: np.ndarray) -> None:
         mask = 0xFFFF_FFFF
         if inst.operands:
             v, k = self._get(inst.operands[0], idx, 32)
             if len(idx) and (not k.all() or (v != v[0]).any()):
-                raise _GiveUp(f"a __syncwarp with an unknown mask ({inst.text})")
+                self._soft(f"a __syncwarp with an unknown mask ({inst.text})")
+                return
             if len(idx):
                 mask = int(v[0]) & 0xFFFF_FFFF
         here = np.zeros(self.total, bool)
@@ -499,7 +711,8 @@ class _Block:
             lanes = np.arange(w * 32, min(w * 32 + 32, self.total))
             lanes = lanes[(mask >> (lanes % 32)) & 1 == 1]
             if (self.alive[lanes] & ~here[lanes]).any():
-                raise _GiveUp(f"a __syncwarp that the lanes of its mask reach apart ({inst.text})")
+                self._soft(f"a __syncwarp that the lanes of its mask reach apart ({inst.text})")
+                return
         self.ws[idx] += 1
 
     def _close(self, waiting: dict[int, np.ndarray]) -> None:
@@ -513,7 +726,7 @@ class _Block:
         ops = inst0.operands
         pv, pk = self._pred_operand(ops[-1], allp)
         parts = inst0.opcode.split(".")
-        known = bool(pk.all()) and all(self.insts[pc].opcode == inst0.opcode for pc, _ in reds)
+        known = bool(pk.all()) and all(self.insts[pc].opcode == inst0.opcode for pc, _ in reds) and not self.fuzzy
         if "popc" in parts:
             val = int(pv.sum())
         elif "and" in parts:
@@ -578,10 +791,18 @@ class _Block:
             if not len(idx):
                 return
         if head == "call" and _callee(inst) == "__assertfail":
-            raise _GiveUp(f"an assert fails ({inst.text})")
+            self._soft(f"an assert fails ({inst.text})")
+            self.sure[idx] = False  # the kernel traps: what they do next is not made
+            return
         kind = self.st.kind[pc]
+        if kind == 4:
+            return
         if kind == 2:
             self._memory(inst, pc, idx)
+            return
+        if kind == 3:
+            self._unknown(inst, idx)
+            self._bulk_memory(inst, pc, idx)
             return
         dests = inst.dests()
         if not dests:
@@ -767,32 +988,145 @@ class _Block:
     def _memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
         parts = inst.opcode.split(".")
         head = inst.head
-        if head in ("ld", "atom"):
+        loads = head in ("ld", "atom", "ldu")
+        if loads:
             if "param" in parts:
                 self._ld_param(inst, parts, idx)
                 return
             for d in inst.dests():
                 if d in self.k:
                     self.k[d][idx] = False
-        if any(p in _SPACES for p in parts):
+        glob = "global" in parts
+        if any(p in _SPACES for p in parts) and not (glob and self.bounds):
             return
-        # a generic address is shared when it is one of the synthetic ones
-        addr_op = inst.operands[1] if head in ("ld", "atom") else inst.operands[0]
+        # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
+        addr_op = inst.operands[1] if loads else inst.operands[0]
         a, k = self._address(addr_op, idx)
-        off = a - _BASE
-        ok = k & (off >= 0) & (off < self.layout.size)
+        mine = _WRITE if head == "st" else _READ if head in ("ld", "ldu") else _ATOMIC
+        width = _access_bytes(parts)
+        if self.bounds:
+            self._global(mine, pc, idx, a, k, width)
+        if not glob:
+            self._shared(mine, pc, idx, a, k, width)
+
+    def _shared(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
+        """Accesses of ``width`` bytes at shared addresses ``a`` (where known) by threads ``idx``: checked
+        against their array (a bounds run), recorded (a race run)."""
+        lay = self.layout
+        ok, region, off = lay.locate(a, k)
         if not ok.any():
             return
-        t, off = idx[ok], off[ok]
-        width = _access_bytes(parts)
+        t, region, off = idx[ok], region[ok], off[ok]
+        if self.bounds:
+            bad = lay.checked[region] & ((off < 0) | (off + width > lay.sizes[region])) & self.sure[t]
+            if bad.any():
+                for r in np.unique(region[bad]):
+                    key = (pc, "s", int(r))
+                    if key not in self.oob:
+                        j = int(np.flatnonzero(bad & (region == r))[0])
+                        self.oob[key] = (int(t[j]), int(off[j]), width, mine, 0)
+        if not self.races:
+            return
         step = self.unit
         if width > step:
             t = np.repeat(t, width // step)
+            region = np.repeat(region, width // step)
             off = (off[:, None] + np.arange(0, width, step)).ravel()
-        inside = self.layout.inside[off]
-        t, off = t[inside], off[inside]
+        inside = (off >= 0) & (off < lay.sizes[region])
+        t, off = t[inside], lay.starts[region[inside]] + off[inside]
         if len(t):
-            self._access(_WRITE if head == "st" else _READ if head == "ld" else _ATOMIC, pc, t, off)
+            self._access(mine, pc, t, off)
+
+    def _global(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int | np.ndarray) -> None:
+        """Accesses of ``width`` bytes at addresses ``a`` by threads ``idx``, checked against the buffer of
+        the parameter whose synthetic region each lies in (where its extent is known)."""
+        ext = self.g_ext
+        if len(ext) <= 1:
+            return
+        ok = k & (a >= _GLOBAL_FLOOR) & self.sure[idx]
+        pos = np.where(ok, a >> 41, len(ext) - 1)
+        pos = np.where(pos < len(ext), pos, len(ext) - 1)  # the last slot is never a buffer's: unchecked
+        size = ext[pos]
+        ok &= size >= 0
+        if not ok.any():
+            return
+        off = a - ((2 * pos + 1) << 40)
+        end = off + width
+        bad = ok & ((off < 0) | (end > size))
+        if bad.any():
+            for r in np.unique(pos[bad]):
+                key = (pc, "g", int(r))
+                if key not in self.oob:
+                    j = int(np.flatnonzero(bad & (pos == r))[0])
+                    w = int(width[j]) if isinstance(width, np.ndarray) else width
+                    self.oob[key] = (int(idx[j]), int(off[j]), w, mine, 0)
+        if mine == _READ or not self.g_ranges:
+            return
+        for r, (inner, length, start, stop, _) in self.g_ranges.items():
+            sel = ok & ~bad & (pos == r)
+            if not sel.any() or (pc, "w", r) in self.oob:
+                continue
+            elem = max(1, self.buffers[r][3])
+            first = (off // elem // inner) % length
+            last = ((end - 1) // elem // inner) % length
+            out = sel & ((first < start) | (first >= stop) | (last < start) | (last >= stop))
+            if out.any():
+                j = int(np.flatnonzero(out)[0])
+                w = int(width[j]) if isinstance(width, np.ndarray) else width
+                at = int(first[j]) if not start <= first[j] < stop else int(last[j])
+                self.oob[(pc, "w", r)] = (int(idx[j]), int(off[j]), w, mine, at)
+
+    def _bulk_memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
+        """A bounds run through ``cp.async`` (a global read of its ``src-size`` bytes, a shared write of
+        its ``cp-size``), ``cp.async.bulk`` (not tensor) and ``ldmatrix``/``stmatrix`` (16 bytes at each
+        row address of lanes ``0 .. 8 * num - 1``)."""
+        if not self.bounds:
+            return
+        parts = inst.opcode.split(".")
+        ops = inst.operands
+        head = inst.head
+        if head in ("ldmatrix", "stmatrix"):
+            num = next((int(p[1:]) for p in parts if p in ("x1", "x2", "x4")), 0)
+            if "m8n8" not in parts or not num or len(ops) < 2:
+                return
+            idx = idx[(idx % 32) < 8 * num]
+            a, k = self._address(ops[1] if head == "ldmatrix" else ops[0], idx)
+            self._shared(_READ if head == "ldmatrix" else _WRITE, pc, idx, a, k, 16)
+            return
+        if "bulk" in parts:
+            spaces = [p.split("::")[0] for p in parts[3:] if p.split("::")[0] in ("shared", "global")]
+            if "tensor" in parts or "prefetch" in parts or len(spaces) != 2 or len(ops) < 3:
+                return
+            n, kn = self._get(ops[2], idx, 32)
+            ok = kn & (n > 0)
+            idx, n = idx[ok], n[ok]
+            for op, space, mine in ((ops[0], spaces[0], _WRITE), (ops[1], spaces[1], _READ)):
+                a, k = self._address(op, idx)
+                if space == "global":
+                    self._global(mine, pc, idx, a, k, n)
+                elif len(idx) and (n == n[0]).all():
+                    self._shared(mine, pc, idx, a, k, int(n[0]))
+            return
+        size = _imm(ops[2]) if len(ops) >= 3 else None
+        if size is None or not ("shared" in parts[2:] or any(p.startswith("shared") for p in parts[2:])):
+            return  # commit_group, wait_group, wait_all, or a form not read here
+        rest = list(ops[3:])
+        if any("cache_hint" in p for p in parts) and rest:
+            rest = rest[:-1]  # the cache policy
+        n = np.full(len(idx), size, np.int64)
+        kn = np.ones(len(idx), bool)
+        if rest:
+            if rest[0].lstrip("!").startswith("%p"):  # ignore-src: a predicate that holds reads nothing
+                v, kn = self._pred_operand(rest[0], idx)
+                n = np.where(v, 0, size)
+            else:
+                v, kn = self._get(rest[0], idx, 32)
+                n = np.minimum(v & 0xFFFF_FFFF, size)
+        src, ks = self._address(ops[1], idx)
+        reads = kn & (n > 0)
+        self._global(_READ, pc, idx[reads], src[reads], ks[reads], n[reads])
+        dst, kd = self._address(ops[0], idx)
+        self._shared(_WRITE, pc, idx, dst, kd, size)
 
     def _ld_param(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> None:
         d = inst.dests()
@@ -862,6 +1196,9 @@ class _Block:
 
     # -- results -------------------------------------------------------------------------------------------
 
+    def found_bounds(self, entry: str, files: dict[int, str], launch: BlockLaunch) -> list[OutOfBounds]:
+        return _bounds_found(self, entry, files, launch)
+
     def found(self, entry: str, files: dict[int, str], label: str) -> list[BarrierRace]:
         out: list[BarrierRace] = []
         for (first_pc, second_pc, order), slot in sorted(self.hits.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -879,6 +1216,32 @@ class _Block:
                                    fi.loc[1] if fi.loc else None, _origin(fi, files), _origin(si, files), fi.text,
                                    si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label))
         return out
+
+
+def _bounds_found(sim: _Block, entry: str, files: dict[int, str], launch: BlockLaunch) -> list[OutOfBounds]:
+    out: list[OutOfBounds] = []
+    kinds = {_READ: "read", _WRITE: "write", _ATOMIC: "atomic"}
+    for (pc, mem, r), (t, start, width, mine, at) in sorted(sim.oob.items()):
+        inst = sim.insts[pc]
+        file_index, line = inst.loc if inst.loc else (None, None)
+        threads = (*sim.xyz[t], *sim.cta)
+        if mem in ("g", "w"):
+            buf = sim.buffers[r]
+            name, extent, element, detail = buf[1], int(buf[2]), int(buf[3]), buf[4]
+            memory = "global"
+            if mem == "w":
+                memory = "range"
+                detail = f"index {at} of {buf[5][4]}"
+        else:
+            lay = sim.layout
+            name = c_name(lay.regions[r][2])
+            extent = int(lay.sizes[r])
+            element = width if width in (1, 2, 4, 8) else 0
+            memory = "dynamic" if r == lay.dynamic else "shared"
+            detail = f'shared_bytes = "{launch.shared_text}"' if launch.shared_text else "the contract's shared_bytes"
+        out.append(OutOfBounds(entry, line, file_index, _origin(inst, files), inst.text, memory, name, kinds[mine],
+                               start, width, extent, element, tuple(int(x) for x in threads), launch.label, detail))
+    return out
 
 
 def _origin(inst: _Inst, files: dict[int, str]) -> str | None:

@@ -31,6 +31,10 @@ Bugs that no run of a kernel shows, because the compiled code hides them or no t
   a shared element that one thread writes and another reads (or overwrites) in the same barrier interval
   (a tree reduction whose loop lost its ``__syncthreads()``, a warp-synchronous reduction without
   ``__syncwarp()``): the result depends on the order warps or lanes happen to run in.
+* OUT_OF_BOUNDS_ACCESS (:mod:`audit.cuda.blockbounds`, on the PTX, the same run): a read or write outside
+  a parameter's buffer (its contract extent at the launch), a static shared array or the launch's dynamic
+  shared memory (an off-by-one ``i <= n``, a tail block reading past a row): on a GPU it lands in another
+  allocation and nothing faults.
 
 >>> hits = kernel_code_findings(cs, wiring, cs.kernel("aux_heads_loss_ema_update"), path, [], ptx)  # doctest: +SKIP
 >>> hits                                                                                           # doctest: +SKIP
@@ -45,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .barriers import BarrierRace, BlockLaunch
+from .blockbounds import OutOfBounds, buffer_base
 from .bounds import Instance, Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
@@ -405,11 +410,26 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
             env = near
         if env not in bases:
             bases.append(env)
+    # an off-by-one tail needs a size that is no multiple of the tile: where no runtime dim the kernel reads
+    # takes an odd value above 2 (ranges that end below 131 at a power of two), one more launch with the
+    # first of them at an odd one (the largest prime its range allows)
+    used = sorted(_kernel_dims(k) & set(runtime))
+    if bases and not any(b.get(n, 0) % 2 and b.get(n, 0) > 2 for b in bases for n in used):
+        for n in used:
+            lo, hi = runtime[n]
+            odd = _odd_value(lo, min(hi, BARRIER_DIM))
+            if odd is not None:
+                env = fill_derived({**bases[-1], n: odd}, derived)
+                if valid(env) and env not in bases:
+                    bases.append(env)
+                    break
     launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
-    envs = [env for _, launch in launches for env in launch.envs_at(cs.buffer_map, bases)] or bases
+    steps = [(launch.step, env) for _, launch in launches for env in launch.envs_at(cs.buffer_map, bases)]
+    envs = steps or [(None, env) for env in bases]
     out: list[BlockLaunch] = []
-    for env in envs:
+    for step, env in envs:
         params: list[tuple[int, int]] = []
+        buffers: list[tuple] = []
         names: list[str] = []
         for i, p in enumerate(k.params):
             if isinstance(p, ScalarParam) and hasattr(p.value, "evaluate") and p.dtype.startswith(("i", "u")):
@@ -418,14 +438,24 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
                     params.append((i, v))
                     names += [n for n in sorted(p.value.names) if n not in names]
             elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and not p.optional):
-                params.append((i, (i + 1) << 40))  # a buffer's address: not null, and apart from the others
+                params.append((i, buffer_base(i)))  # a buffer's address: not null, and apart from the others
+                buffers.append(_buffer(cs, p, i, env, slots))
+            elif isinstance(p, TensorParam):
+                # an optional pointer: NULL where its step binds NULL or no schedule launches the kernel (a
+                # value the contract allows: its `if (p)` tests are known); bound to a buffer, it stays
+                # unknown, so what runs under `if (p)` is stepped over (the per-sample partial loops of the
+                # shipped backward kernels would otherwise cost the runs their step budget)
+                bound = step.binding(p.name) if step is not None else None
+                if bound is None or bound.is_null:
+                    params.append((i, 0))
         for e in (*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())):
             names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
         shown = ", ".join(f"{n} = {env[n]}" for n in names if n in env)
         dynamic = value_at(k.shared_bytes, env, slots) if k.shared_bytes is not None else 0
         launch = BlockLaunch(tuple(params), tuple(value_at(e, env, slots) for e in k.block),  # type: ignore[arg-type]
                              tuple(value_at(e, env, slots) for e in k.grid), dynamic,  # type: ignore[arg-type]
-                             shown or "the contracts' dims")
+                             shown or "the contracts' dims", tuple(buffers),
+                             k.shared_bytes.text if k.shared_bytes is not None else None)
         if launch not in out:
             out.append(launch)
         if len(out) >= MAX_BARRIER_LAUNCHES:
@@ -433,21 +463,109 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
     return out
 
 
+def _kernel_dims(k: Kernel) -> set[str]:
+    """The dims ``k``'s shapes, integer scalars, grid, block and shared bytes name."""
+    from ..model import ScalarParam, TensorParam
+
+    out: set[str] = set()
+    exprs: list[Any] = [*k.grid, *k.block, k.shared_bytes]
+    for p in k.params:
+        if isinstance(p, TensorParam):
+            exprs += p.shape
+        elif isinstance(p, ScalarParam):
+            exprs.append(p.value)
+    for e in exprs:
+        out |= set(getattr(e, "names", ()))
+    return out
+
+
+def _odd_value(lo: int, hi: int) -> int | None:
+    """The largest prime in ``[lo, hi]`` (an odd number where there is none; None where neither is).
+
+    >>> _odd_value(1, 64), _odd_value(32, 32), _odd_value(64, 66)
+    (61, None, 65)
+    """
+    for v in range(hi, max(lo, 2) - 1, -1):
+        if v > 2 and all(v % d for d in range(2, int(v**0.5) + 1)):
+            return v
+    return next((v for v in range(hi, lo - 1, -1) if v % 2), None)
+
+
+def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: dict[str, int]) -> tuple:
+    """The :data:`audit.cuda.blockbounds.Buffer` of pointer parameter ``p`` at ``env``: a tensor's extent
+    is ``numel(shape) * dtype size`` (the element count a view gives it too), the ISV's its layout's
+    ``total_dim`` slots; -1 where it does not evaluate (not checked)."""
+    from ..model import DTYPES, IsvParam
+    from ..shapes import value_at
+
+    if isinstance(p, IsvParam):
+        isv = cs.isv
+        if isv is None:
+            return (position, p.name, -1, 4, "", None)
+        size = DTYPES.get(isv.dtype, (4,))[0]
+        return (position, p.name, isv.total_dim * size, size, f"the ISV layout's total_dim = {isv.total_dim}, {isv.dtype}", None)
+    size = DTYPES.get(p.dtype, (0,))[0]
+    dims = [value_at(e, env, slots) for e in p.shape]
+    shape = ", ".join(e.text for e in p.shape)
+    if not size or any(d is None or d < 0 for d in dims):
+        return (position, p.name, -1, size, f"shape [{shape}]", None)
+    numel = 1
+    for d in dims:
+        numel *= d  # type: ignore[operator]
+    values = ", ".join(str(d) for d in dims)
+    detail = f"shape [{shape}]" + (f" = [{values}]" if values != shape else "") + f", {p.dtype}"
+    wr = None
+    if p.write_range is not None and 0 <= p.write_range.axis < len(dims):
+        axis = p.write_range.axis
+        start, stop = value_at(p.write_range.start, env, slots), value_at(p.write_range.stop, env, slots)
+        inner = 1
+        for d in dims[axis + 1 :]:
+            inner *= d  # type: ignore[operator]
+        if start is not None and stop is not None and inner > 0 and dims[axis]:
+            wr = (inner, dims[axis], start, stop, f"write_range {p.write_range.text} = [{start}, {stop})")
+    return (position, p.name, numel * size, size, detail, wr)
+
+
+def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None, cache: AnalysisCache | None,
+                    bounds: bool) -> list[Any]:  # fmt: skip
+    """SHARED_BARRIER_MISSING's races (``bounds`` False) or OUT_OF_BOUNDS_ACCESS's accesses (True) of ``k``'s
+    entry at its :func:`barrier_launches`, from one run of the block for both: ``cache`` keeps each by the
+    PTX text, the entry and the launches, and a run made for one stores what it found of the other (the
+    races rule runs the bounds along where it runs the block anyway)."""
+    entry = symbol or k.symbol
+    launches = barrier_launches(cs, wiring, k)
+    got: dict[str, Any] = {}
+
+    def run(want: bool) -> dict[str, Any]:
+        if "races" not in got:
+            from .blocksim import block_findings  # numpy: only where the analysis cache does not answer
+
+            got["races"], got["bounds"] = block_findings(ptx, entry, launches, True if want else None)
+        return got
+
+    if cache is None:
+        return run(bounds)["bounds" if bounds else "races"] or []
+    parts = [ptx, entry, repr(launches)]
+    kinds = [("barrier-races", BarrierRace, "races"), ("out-of-bounds", OutOfBounds, "bounds")]
+    mine, other = kinds[::-1] if bounds else kinds
+    out = cache.results(mine[0], parts, mine[1], lambda: run(bounds)[mine[2]])
+    if got.get(other[2]) is not None:  # found alongside: kept for the other rule
+        cache.results(other[0], parts, other[1], lambda: got[other[2]])
+    return out
+
+
 def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
                         cache: AnalysisCache | None = None) -> list[BarrierRace]:  # fmt: skip
     """The SHARED_BARRIER_MISSING races of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.barriers`)
     at its :func:`barrier_launches`; ``cache`` keeps them by the PTX text, the entry and the launches."""
-    entry = symbol or k.symbol
-    launches = barrier_launches(cs, wiring, k)
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, False)
 
-    def compute() -> list[BarrierRace]:
-        from .blocksim import find_barrier_races  # numpy: only where the analysis cache does not answer
 
-        return find_barrier_races(ptx, entry, launches)
-
-    if cache is None:
-        return compute()
-    return cache.results("barrier-races", [ptx, entry, repr(launches)], BarrierRace, compute)
+def entry_out_of_bounds(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                        cache: AnalysisCache | None = None) -> list[OutOfBounds]:  # fmt: skip
+    """The OUT_OF_BOUNDS_ACCESS accesses of ``k``'s entry in the PTX module ``ptx``
+    (:mod:`audit.cuda.blockbounds`) at its :func:`barrier_launches`; cached as :func:`entry_barrier_races`."""
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, True)
 
 
 def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
@@ -493,18 +611,41 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
     files = [first, *(h for h in include_closure(source, include_dirs) if h != first)]
     instances = kernel_instances(cs, wiring, [k])
     out: list[tuple[str, str]] = []
+    shared_overruns: dict[Path, list[SharedOverrun]] = {}
+    shown_of: dict[Path, str] = {}
     for f in files:
-        shown = display if f == first else (Path(display).parent / f.name).as_posix()
+        shown = shown_of[f] = display if f == first else (Path(display).parent / f.name).as_posix()
         out += [("LOCAL_ARRAY_BOUNDS", o.message(shown)) for o in source_overruns(f, include_dirs, None, instances)]
         out += [("LOCAL_UNINIT_READ", r.message(shown)) for r in source_uninit_reads(f, include_dirs)]
-        out += [("SHARED_ARRAY_BOUNDS", o.message(shown)) for o in source_shared_overruns(f, include_dirs, None, instances)]
+        shared_overruns[f] = source_shared_overruns(f, include_dirs, None, instances)
+        out += [("SHARED_ARRAY_BOUNDS", o.message(shown)) for o in shared_overruns[f]]
     if ptx is not None:
         out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
         out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
         out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx)]
-        out += [("SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in entry_barrier_races(cs, wiring, k, ptx)]
+        from .blocksim import block_findings  # one run for both rules
+
+        races, accesses = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True)
+        out += [("SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in races]
+        # a shared overrun SHARED_ARRAY_BOUNDS reports on its line (it explains it with its loop) is left to it
+        lines = {(shown_of[f], o.line) for f, found in shared_overruns.items() for o in found}
+        out += [("OUT_OF_BOUNDS_ACCESS", o.message(k.name, display)) for o in accesses or ()
+                if not _reported_at(o, display, lines)]
     return out
+
+
+def _reported_at(o: OutOfBounds, shown: str, lines: set[tuple[str, int | None]]) -> bool:
+    """Whether the shared overrun ``o`` (of the entry whose file is shown as ``shown``) is on a line of
+    ``lines`` ((file shown, line) of SHARED_ARRAY_BOUNDS findings): its own, or the inlined helper's."""
+    if o.memory not in ("shared", "dynamic"):
+        return False
+    if (shown, o.line) in lines:
+        return True
+    if o.origin:
+        name, _, line = o.origin.rpartition(":")
+        return any(Path(f).name == name and str(n) == line for f, n in lines)
+    return False
 
 
 _EXTERN_SHARED = re.compile(r"^\s*\.extern\s+\.shared\s+(?:\.align\s+\d+\s+)?\.\w+\s+([A-Za-z_$][\w$]*)\s*\[\s*\]\s*;", re.MULTILINE)

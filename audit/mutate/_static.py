@@ -19,7 +19,10 @@ group, or an exit with copies no ``wait_group 0`` drained (a removed ``cp_async_
 offset computed in 32-bit arithmetic that wraps at the contracts' largest dims (a widening cast dropped:
 the overflow needs a batch larger than any test's), or when SHARED_BARRIER_MISSING finds a shared
 element that one thread writes and another reads or overwrites in the same barrier interval (a deleted
-``__syncthreads()`` in a reduction loop: the warps usually run in an order that hides it). The unmutated copy
+``__syncthreads()`` in a reduction loop: the warps usually run in an order that hides it), or when
+OUT_OF_BOUNDS_ACCESS finds a thread of the block, run at small valid sizes, reading or writing outside a
+parameter's buffer or a shared array (``i < n`` turned into ``i <= n``: the access lands in another
+allocation and nothing faults). The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
 
 >>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
@@ -37,7 +40,7 @@ from typing import Any
 from ._build import usable_cpus
 
 STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE",
-                "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING")
+                "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING", "OUT_OF_BOUNDS_ACCESS")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1) -> dict[str, list[tuple[str, str]]]:

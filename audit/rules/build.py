@@ -340,6 +340,36 @@ def check_barrier_races(ctx: CheckContext) -> Iterator[Hit]:
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_barrier_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
+@rule("OUT_OF_BOUNDS_ACCESS", "No thread reads or writes outside the buffer of a pointer parameter (its contract extent), a static shared array or the launch's dynamic shared memory, at small valid sizes of the contracts.", "build")
+def check_out_of_bounds(ctx: CheckContext) -> Iterator[Hit]:
+    """Runs each compiled entry's block over its PTX at small valid sizes of the contracts (the run of
+    SHARED_BARRIER_MISSING) with every pointer parameter a buffer of its contract extent: which thread
+    touches which byte of which buffer (see :mod:`audit.cuda.blockbounds`). A shared overrun on a line
+    SHARED_ARRAY_BOUNDS reports is left to it."""
+    from ..cuda.static import _reported_at, entry_out_of_bounds, kernel_instances, source_shared_overruns
+
+    cache = _analysis_cache(ctx)
+    lines: set[tuple[str, int | None]] | None = None
+
+    def shared_lines() -> set[tuple[str, int | None]]:
+        nonlocal lines
+        if lines is None:
+            lines = set()
+            for f, shown, kernels, dirs in _project_files(ctx):
+                for o in source_shared_overruns(f, dirs, cache, kernel_instances(ctx.cs, ctx.wiring, kernels)):
+                    lines.add((shown, o.line))
+        return lines
+
+    def analyse(k: Kernel, ptx: str, symbol: str, cache: Any) -> list[Any]:
+        found = entry_out_of_bounds(ctx.cs, ctx.wiring, k, ptx, symbol, cache)
+        if any(o.memory in ("shared", "dynamic") for o in found):
+            shown = _defined_in(ctx, ptx, symbol, _build(ctx).source_of(k).source)
+            found = [o for o in found if not _reported_at(o, shown, shared_lines())]
+        return found
+
+    yield from _ptx_hits(ctx, analyse)
+
+
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
 def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the copies each path has issued, committed and drained at every

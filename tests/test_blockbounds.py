@@ -1,0 +1,350 @@
+"""Out-of-bounds accesses found by running a block over PTX (audit.cuda.blockbounds, rule OUT_OF_BOUNDS_ACCESS).
+
+Small kernels compiled with the flags of the build (``-arch=sm_90 -ptx -O3 -lineinfo -std=c++17``), each
+run at a launch whose pointer parameters are buffers of a known extent: every access past a buffer, a
+static shared array or the dynamic shared memory must be found with its thread, block, element and
+extent; each correct counterpart must stay clean; what is not known (an optional pointer, an index loaded
+from memory) must not be reported.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.cuda.barriers import BlockLaunch
+from audit.cuda.blockbounds import OutOfBounds, buffer_base
+from audit.cuda.blocksim import analyse_bounds, find_out_of_bounds
+from audit.cuda.cache import AnalysisCache
+
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+
+
+def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
+    src = tmp_path / name
+    src.write_text(body)
+    out = src.with_suffix(".ptx")
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
+    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _buf(pos: int, name: str, numel: int, shape: str = "[n]", size: int = 4, wr: tuple | None = None) -> tuple:
+    return (pos, name, numel * size, size, f"shape {shape}, f32", wr)
+
+
+def _launch(n: int, block: int | tuple[int, int, int], grid: int | tuple[int, int, int], buffers: tuple,
+            dynamic: int | None = 0, shared_text: str | None = None, label: str | None = None) -> BlockLaunch:
+    b = (block, 1, 1) if isinstance(block, int) else block
+    g = (grid, 1, 1) if isinstance(grid, int) else grid
+    params = tuple(sorted({(bf[0], buffer_base(bf[0])) for bf in buffers} | {(2, n)}))
+    return BlockLaunch(params, b, g, dynamic, label or f"n = {n}", buffers, shared_text)
+
+
+def _found(ptx: str, launch: BlockLaunch) -> list[tuple]:
+    """(memory, name, access, line, threads, first element) of each finding of entry "k"."""
+    return [(o.memory, o.name, o.access, o.line, o.threads, o.start // max(o.element, 1))
+            for o in find_out_of_bounds(ptx, "k", [launch])]
+
+
+# x [n] -> y [n]; the third parameter is n
+AFFINE = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i BOUND n) y[i] = 2.0f * x[i] + 1.0f;
+}
+"""
+
+
+@NVCC
+def test_an_off_by_one_guard_writes_past_the_end_and_its_message_says_where(tmp_path: Path) -> None:
+    """candle's affine kernel, seeded: ``i <= n``. At n = 131 with blocks of 64, the last block's thread 3
+    is index 131: it reads x[131] and writes y[131]."""
+    launch = _launch(131, 64, 3, (_buf(0, "x", 131), _buf(1, "y", 131)), label="n = 131")
+    bad = _ptx(tmp_path, AFFINE.replace("BOUND", "<="), "bad.cu")
+    assert _found(bad, launch) == [("global", "x", "read", 3, (3, 0, 0, 2, 0, 0), 131),
+                                   ("global", "y", "write", 3, (3, 0, 0, 2, 0, 0), 131)]
+    write = find_out_of_bounds(bad, "k", [launch])[1]
+    assert write.message("k", "kernels/affine.cu") == (
+        'Kernel "k" writes past the end of "y" (kernels/affine.cu:3, ' + write.instruction + "): at n = 131, "
+        "threadIdx (3, 0, 0) of blockIdx (2, 0, 0) writes y[131], but \"y\" holds 131 elements (shape [n], f32), "
+        "so it corrupts another allocation, or faults; bound the index by the buffer's extent (or correct the "
+        "contract's shape).")
+    good = analyse_bounds(_ptx(tmp_path, AFFINE.replace("BOUND", "<"), "good.cu"), "k", launch)
+    assert (good.accesses, good.complete) == ((), True)
+
+
+@NVCC
+def test_a_grid_stride_loop_is_clean_and_its_off_by_one_is_found(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i BOUND n; i += blockDim.x * gridDim.x)
+        y[i] = x[i] * x[i];
+}
+"""
+    launch = _launch(1000, 128, 2, (_buf(0, "x", 1000), _buf(1, "y", 1000)))
+    good = analyse_bounds(_ptx(tmp_path, body.replace("BOUND", "<"), "good.cu"), "k", launch)
+    assert (good.accesses, good.complete) == ((), True)
+    # 1000 = 3 * 256 + 232: the last block's thread 232 - 128 = 104 reaches i = 1000 on its fourth pass
+    bad = _found(_ptx(tmp_path, body.replace("BOUND", "<="), "bad.cu"), launch)
+    assert [(f[1], f[2], f[4], f[5]) for f in bad] == [("x", "read", (104, 0, 0, 1, 0, 0), 1000),
+                                                      ("y", "write", (104, 0, 0, 1, 0, 0), 1000)]
+
+
+ROW = """extern "C" __global__ void k(const float* x, float* out, int C) {
+    // one block per row of x [B, C]; the block is wider than a row
+    int row = blockIdx.x, tid = threadIdx.x;
+    GUARD out[row * C + tid] = x[row * C + tid] * 0.5f;
+}
+"""
+
+
+@NVCC
+def test_a_tail_block_reading_past_its_row_is_found_and_the_guarded_one_is_clean(tmp_path: Path) -> None:
+    """llm.c's softmax_autoregressive_backward_kernel6 pattern: ``row * C + tid`` with tid up to blockDim.x
+    > C. Block 0 reads into row 1 (inside the buffer: not an out-of-bounds access); the last row's block
+    reads past the end of x."""
+    launch = _launch(48, 64, 3, (_buf(0, "x", 3 * 48, "[B, C]"), _buf(1, "out", 3 * 48, "[B, C]")), label="B = 3, C = 48")
+    bad = _found(_ptx(tmp_path, ROW.replace("GUARD", ""), "bad.cu"), launch)
+    assert [(f[1], f[2], f[4], f[5]) for f in bad] == [("x", "read", (48, 0, 0, 2, 0, 0), 144),
+                                                      ("out", "write", (48, 0, 0, 2, 0, 0), 144)]
+    good = analyse_bounds(_ptx(tmp_path, ROW.replace("GUARD", "if (tid < C)"), "good.cu"), "k", launch)
+    assert (good.accesses, good.complete) == ((), True)
+
+
+@NVCC
+def test_a_2d_parameter_is_one_buffer_of_its_element_count(tmp_path: Path) -> None:
+    """x [B, D] with a 2-D block: a column loop ``d <= D`` leaves each row by one, which stays inside the
+    buffer but on the last row, where it is found (flat index B * D)."""
+    body = """extern "C" __global__ void k(const float* x, float* out, int D) {
+    int b = blockIdx.y * blockDim.y + threadIdx.y;
+    float acc = 0.0f;
+    for (int d = threadIdx.x; d BOUND D; d += blockDim.x) acc += x[b * D + d];
+    out[b * blockDim.x + threadIdx.x] = acc;
+}
+"""
+    bufs = (_buf(0, "x", 4 * 40, "[B, D] = [4, 40]"), _buf(1, "out", 4 * 32, "[B, 32]"))
+    launch = _launch(40, (32, 2, 1), (1, 2, 1), bufs, label="B = 4, D = 40")
+    (found,) = find_out_of_bounds(_ptx(tmp_path, body.replace("BOUND", "<="), "bad.cu"), "k", [launch])
+    assert (found.name, found.access, found.threads, found.start // 4) == ("x", "read", (8, 1, 0, 0, 1, 0), 160)
+    assert 'but "x" holds 160 elements (shape [B, D] = [4, 40], f32)' in found.message("k", "k.cu")
+    assert _found(_ptx(tmp_path, body.replace("BOUND", "<"), "good.cu"), launch) == []
+
+
+@NVCC
+def test_an_isv_read_past_the_layout_is_found(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* isv, float* out, int slot) {
+    int t = threadIdx.x;
+    if (t < 8) out[t] = isv[slot + t];
+}
+"""
+    ptx = _ptx(tmp_path, body)
+    isv = (0, "isv", 118 * 4, 4, "the ISV layout's total_dim = 118, f32", None)
+    at = lambda slot: _launch(slot, 32, 1, (isv, _buf(1, "out", 8)), label=f"slot = {slot}")  # noqa: E731
+    assert _found(ptx, at(110)) == []  # slots 110 .. 117: the last eight
+    assert _found(ptx, at(112)) == [("global", "isv", "read", 3, (6, 0, 0, 0, 0, 0), 118)]
+
+
+EXTERN = """extern "C" __global__ void k(const float* x, float* out, int C) {
+    extern __shared__ float buf[];  // C floats (shared_bytes = "C * 4")
+    for (int i = threadIdx.x; i BOUND C; i += blockDim.x) buf[i] = i < C ? x[blockIdx.x * C + i] : 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float s = 0.0f;
+        for (int i = 0; i < C; ++i) s += buf[i];
+        out[blockIdx.x] = s;
+    }
+}
+"""
+
+
+@NVCC
+def test_dynamic_shared_memory_is_checked_against_the_contracts_shared_bytes(tmp_path: Path) -> None:
+    bufs = (_buf(0, "x", 2 * 100, "[B, C]"), _buf(1, "out", 2, "[B]"))
+    launch = _launch(100, 64, 2, bufs, dynamic=400, shared_text="C * 4", label="C = 100")
+    bad = find_out_of_bounds(_ptx(tmp_path, EXTERN.replace("BOUND", "<="), "bad.cu"), "k", [launch])
+    assert [(o.memory, o.name, o.access, o.line, o.threads[:3], o.start) for o in bad] == [
+        ("dynamic", "buf", "write", 3, (36, 0, 0), 400)]
+    assert ("writes past the end of dynamic shared memory (\"buf\")" in bad[0].message("k", "k.cu")
+            and 'but the launch gives 400 bytes of dynamic shared memory (shared_bytes = "C * 4")' in bad[0].message("k", "k.cu"))
+    good = analyse_bounds(_ptx(tmp_path, EXTERN.replace("BOUND", "<"), "good.cu"), "k", launch)
+    assert (good.accesses, good.complete) == ((), True)
+    # no shared_bytes in the contract: the dynamic region's size is not known, so it is not checked
+    unknown = _launch(100, 64, 2, bufs, dynamic=0, label="C = 100")
+    assert _found(_ptx(tmp_path, EXTERN.replace("BOUND", "<="), "bad.cu"), unknown) == []
+
+
+@NVCC
+def test_a_static_shared_array_read_at_a_computed_index_past_its_size_is_found(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[64];
+    __shared__ float t[64];
+    int tid = threadIdx.x;
+    s[tid] = x[blockIdx.x * 64 + tid];
+    t[tid] = 1.0f;
+    __syncthreads();
+    out[blockIdx.x * 64 + tid] = s[(tid * 5) % MOD] + t[tid];
+}
+"""
+    launch = _launch(128, 64, 2, (_buf(0, "x", 128), _buf(1, "out", 128)))
+    (found,) = find_out_of_bounds(_ptx(tmp_path, body.replace("MOD", "67"), "bad.cu"), "k", [launch])
+    # thread 13: 65 % 67 = 65, past s's 64 floats (into what lies between s and t, or t itself on a GPU)
+    assert (found.memory, found.name, found.access, found.line, found.threads, found.start) == (
+        "shared", "s", "read", 8, (13, 0, 0, 0, 0, 0), 260)
+    assert 'reads past the end of shared array "s"' in found.message("k", "k.cu") and 'but "s" holds 256 bytes' in found.message("k", "k.cu")
+    assert _found(_ptx(tmp_path, body.replace("MOD", "64"), "good.cu"), launch) == []
+
+
+CP_ASYNC = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    // float4 chunks of x [n] staged through shared memory with cp.async
+    __shared__ __align__(16) float s[64 * 4];
+    int tid = threadIdx.x;
+    int i = (blockIdx.x * blockDim.x + tid) * 4;
+    unsigned sa = (unsigned)__cvta_generic_to_shared(&s[tid * 4]);
+    int bytes = i < n ? 16 : 0;
+    COPY
+    asm volatile("cp.async.commit_group;\\ncp.async.wait_group 0;\\n" ::: "memory");
+    __syncthreads();
+    if (i < n) out[i] = s[tid * 4] + s[tid * 4 + 3];
+}
+"""
+ZFILL = 'asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\\n" :: "r"(sa), "l"(x + i), "r"(bytes));'
+FULL = 'asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" :: "r"(sa), "l"(x + i));'
+
+
+@NVCC
+def test_cp_async_reads_its_src_size_bytes_only(tmp_path: Path) -> None:
+    """The race analysis gives up on cp.async; the bounds go on: a lane past the end that copies 0 source
+    bytes (zero-fill) reads nothing, one that copies 16 reads past x."""
+    launch = _launch(524, 64, 3, (_buf(0, "x", 524), _buf(1, "out", 524)), label="n = 524")
+    good = analyse_bounds(_ptx(tmp_path, CP_ASYNC.replace("COPY", ZFILL), "good.cu"), "k", launch)
+    assert (good.accesses, good.complete) == ((), True)
+    (found,) = find_out_of_bounds(_ptx(tmp_path, CP_ASYNC.replace("COPY", FULL), "bad.cu"), "k", [launch])
+    # 524 floats are 131 chunks: the last block's thread 3 copies chunk 131, x[524..527]
+    assert (found.name, found.access, found.threads, found.start, found.width) == ("x", "read", (3, 0, 0, 2, 0, 0), 2096, 16)
+    assert found.element_text() == "x[524..527]" and found.instruction.startswith("cp.async.cg.shared.global")
+
+
+@NVCC
+def test_an_optional_pointer_and_a_loaded_index_are_not_checked(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const int* idx, float* y, int n, const float* bias) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = y[idx[i]];              // an index loaded from memory: not known
+        if (bias) v += bias[i + 1000];    // an optional pointer: no buffer, not checked
+        y[i] = v;
+    }
+}
+"""
+    ptx = _ptx(tmp_path, body)
+    launch = BlockLaunch(((0, buffer_base(0)), (1, buffer_base(1)), (2, 100)), (64, 1, 1), (2, 1, 1), 0, "n = 100",
+                         (_buf(0, "idx", 100), _buf(1, "y", 100)))
+    result = analyse_bounds(ptx, "k", launch)
+    assert (result.accesses, result.complete) == ((), True)
+
+
+@NVCC
+def test_a_write_outside_the_write_range_is_found(tmp_path: Path) -> None:
+    """logits [B, P] written in columns [0, V): a loop to P writes the padding someone else owns."""
+    body = """extern "C" __global__ void k(const float* x, float* logits, int V) {
+    int b = blockIdx.x;
+    for (int j = threadIdx.x; j < BOUND; j += blockDim.x) logits[b * 64 + j] = x[b * 64 + j];
+}
+"""
+    wr = (1, 64, 0, 50, "write_range axis 1 [0, V) = [0, 50)")
+    bufs = (_buf(0, "x", 2 * 64, "[B, P]"), _buf(1, "logits", 2 * 64, "[B, P]", wr=wr))
+    launch = _launch(50, 32, 2, bufs, label="V = 50")
+    (found,) = find_out_of_bounds(_ptx(tmp_path, body.replace("BOUND", "64"), "bad.cu"), "k", [launch])
+    assert (found.memory, found.name, found.threads, found.start // 4) == ("range", "logits", (18, 0, 0, 0, 0, 0), 50)
+    assert found.message("k", "k.cu").startswith('Kernel "k" writes "logits" outside its write_range (k.cu:3, ')
+    assert "(index 50 of write_range axis 1 [0, V) = [0, 50))" in found.message("k", "k.cu")
+    assert _found(_ptx(tmp_path, body.replace("BOUND", "V"), "good.cu"), launch) == []
+
+
+@NVCC
+def test_a_block_the_race_analysis_gives_up_on_is_still_checked(tmp_path: Path) -> None:
+    """A loop on loaded data around a barrier stops the race analysis; the accesses after it are still
+    checked (the loop's threads go on at its exit with what it wrote unknown)."""
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    float v = x[blockIdx.x * 256 + tid];
+    while (v > 1.0f) {
+        s[tid] = v;
+        __syncthreads();
+        v = s[(tid + 1) % 256] * 0.5f;
+        __syncthreads();
+    }
+    out[blockIdx.x * 256 + tid + 1] = v;
+}
+"""
+    from audit.cuda.blocksim import analyse_block
+
+    ptx = _ptx(tmp_path, body)
+    launch = _launch(512, 256, 2, (_buf(0, "x", 512), _buf(1, "out", 512)))
+    assert not analyse_block(ptx, "k", launch).complete
+    result = analyse_bounds(ptx, "k", launch)
+    assert result.complete and [(o.name, o.access, o.line, o.threads) for o in result.accesses] == [
+        ("out", "write", 11, (255, 0, 0, 1, 0, 0))]
+
+
+def test_launches_give_each_pointer_its_contract_extent_and_an_odd_size() -> None:
+    """The OUT_OF_BOUNDS_ACCESS fixture chain: every tensor's extent at B = 1 and B = 131, the ISV's from
+    its layout; an optional parameter is never a buffer (unknown, or NULL where so bound); a range that
+    ends at an even number gets a third launch at an odd size."""
+    from dataclasses import replace
+
+    from audit.cuda.static import barrier_launches
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    root = Path(__file__).resolve().parent / "data" / "rules" / "OUT_OF_BOUNDS_ACCESS" / "good"
+    cs = load_contracts(root / "contracts", root)
+    launches = barrier_launches(cs, Wiring(cs), cs.kernel("make_label"))
+    assert [lc.label for lc in launches] == ["B = 1", "B = 131"]
+    assert [(b[1], b[2]) for b in launches[1].buffers] == [("y", 524), ("label", 524), ("isv", cs.isv.total_dim * 4)]
+    assert dict(launches[1].params)[0] == buffer_base(0) and dict(launches[1].params)[4] == 131
+    # backward's optional dW_partial (parameter 3): unknown where its step binds a buffer, NULL where a
+    # step binds NULL or no schedule launches the kernel; never a buffer to check
+    backward = cs.kernel("backward")
+    assert [p.name for p in backward.tensors if p.optional] == ["dW_partial"]
+    got = [dict(lc.params).get(3) for lc in barrier_launches(cs, Wiring(cs), backward)]
+    assert got == [None, None, 0]  # a second schedule binds NULL
+    assert all("dW_partial" not in {b[1] for b in lc.buffers} for lc in barrier_launches(cs, Wiring(cs), backward))
+    for lc in barrier_launches(cs, None, backward):
+        assert "dW_partial" not in {b[1] for b in lc.buffers} and dict(lc.params)[3] == 0
+    # B in [1, 64]: 1 and 64, then 61 (a prime: no tile divides it)
+    dims = tuple(replace(d, max=64) if d.name == "B" else d for d in cs.dims)
+    small = replace(cs, dims=dims)
+    assert [lc.label for lc in barrier_launches(small, Wiring(small), small.kernel("make_label"))] == ["B = 1", "B = 64", "B = 61"]
+
+
+def test_message_forms_and_the_cache_round_trip(tmp_path: Path) -> None:
+    before = OutOfBounds("k", 9, 1, "helper.cuh:4", "ld.global.f32 %f1, [%rd4]", "global", "x", "read", -8, 4, 400, 4,
+                         (0, 0, 0, 0, 0, 0), "n = 100", "shape [n] = [100], f32")
+    assert before.message("k", "k.cu") == (
+        'Kernel "k" reads before the start of "x" (k.cu:9, inlined from helper.cuh:4, ld.global.f32 %f1, [%rd4]): at '
+        'n = 100, threadIdx (0, 0, 0) of blockIdx (0, 0, 0) reads x[-2], but "x" holds 100 elements (shape [n] = '
+        "[100], f32), so it reads another allocation's data, or faults; bound the index by the buffer's extent (or "
+        "correct the contract's shape).")
+    straddle = OutOfBounds("k", 9, 1, None, "st.global.v4.f32 [%rd4], {%f1, %f2, %f3, %f4}", "global", "y", "write",
+                           392, 16, 400, 4, (1, 0, 0, 3, 0, 0), "n = 100", "shape [n] = [100], f32")
+    assert "writes across the end of \"y\"" in straddle.message("k", "k.cu") and "writes y[98..101]" in straddle.message("k", "k.cu")
+    cache = AnalysisCache(tmp_path)
+    assert cache.results("out-of-bounds", ["ptx", "k"], OutOfBounds, lambda: [before, straddle]) == [before, straddle]
+    assert AnalysisCache(tmp_path).results("out-of-bounds", ["ptx", "k"], OutOfBounds, lambda: []) == [before, straddle]
+
+
+def test_a_shared_overrun_on_a_line_shared_array_bounds_reports_is_left_to_it() -> None:
+    from audit.cuda.static import _reported_at
+
+    shared = OutOfBounds("k", 12, 1, None, "st.shared.f32 [%r3], %f1", "shared", "s", "write", 256, 4, 256, 4,
+                         (64, 0, 0, 0, 0, 0), "n = 1", "")
+    lines = {("kernels/k.cu", 12)}
+    assert _reported_at(shared, "kernels/k.cu", lines)
+    assert not _reported_at(shared, "kernels/other.cu", lines)
+    inlined = OutOfBounds(**{**shared.__dict__, "line": 30, "origin": "tile.cuh:7"})
+    assert _reported_at(inlined, "kernels/k.cu", {("kernels/tile.cuh", 7)})
+    glob = OutOfBounds(**{**shared.__dict__, "memory": "global"})
+    assert not _reported_at(glob, "kernels/k.cu", lines)  # a parameter's buffer is this rule's alone
