@@ -390,7 +390,12 @@ def test_compiled_pipeline_drops_identical_mutants_before_verifying(tmp_path, mo
     (k,) = run.kernels
     identical = [o.mutant.id for o in k.outcomes if o.status == "identical"]
     assert identical == ["aor:74:35:0"]  # b + 0 -> b - 0: the compiler proves it equivalent
-    assert (k.selected, k.count("stillborn"), k.mutants, k.caught) == (24, 0, 23, 0)
+    # the emulated backend catches nothing; five mutants of the label indexing read outside "labels" at a
+    # small size, which OUT_OF_BOUNDS_ACCESS sees in their PTX (the 16-byte label loads one row off, say)
+    assert (k.selected, k.count("stillborn"), k.mutants, k.caught) == (24, 0, 23, 5)
+    assert sorted(o.mutant.id for o in k.outcomes if o.status == "caught") == [
+        "aor:62:53:0", "aor:68:34:0", "aor:69:57:0", "aor:80:31:0", "aor:80:86:0"]
+    assert all(o.checks == ("OUT_OF_BOUNDS_ACCESS",) for o in k.outcomes if o.status == "caught")
     assert run.versions["nvcc"] and run.versions["arch"] == cfg.arch
 
 

@@ -27,6 +27,8 @@ MAX_STEPS = 30_000
 #: the same for a run of the bounds alone (an entry the race analysis does not run: no shared memory, or
 #: cp.async and the like): long per-thread loops over a large dim are checked on their first passes
 MAX_BOUNDS_STEPS = 10_000
+#: the most dynamic shared bytes a launch is checked against (any GPU's shared memory is far less)
+MAX_DYNAMIC = 1 << 18
 #: dynamic shared bytes assumed where the launch does not say
 DEFAULT_DYNAMIC = 64 * 1024
 _BASE = 0x4000_0000  # the synthetic shared window starts here (a generic pointer in it is shared)
@@ -260,7 +262,8 @@ class _Layout:
         self.dynamic = -1  # the dynamic region's index
         if extern:
             at = -(-at // 1024) * 1024
-            given = dynamic is not None and dynamic > 0
+            # a size past any GPU's shared memory (LAUNCH_RESOURCES reports it) is not checked against
+            given = dynamic is not None and 0 < dynamic <= MAX_DYNAMIC
             size = dynamic if given else DEFAULT_DYNAMIC  # type: ignore[assignment]
             self.dynamic = len(self.regions)
             self.regions.append((at, at + size, extern[0]))

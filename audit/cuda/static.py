@@ -491,6 +491,11 @@ def _odd_value(lo: int, hi: int) -> int | None:
     return next((v for v in range(hi, lo - 1, -1) if v % 2), None)
 
 
+#: the largest buffer OUT_OF_BOUNDS_ACCESS checks: each pointer parameter's synthetic region is 2^40 bytes
+#: apart from the next (a contract may declare sizes up to 2^62 elements, which no simulated address holds)
+MAX_BUFFER_BYTES = 1 << 39
+
+
 def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: dict[str, int]) -> tuple:
     """The :data:`audit.cuda.blockbounds.Buffer` of pointer parameter ``p`` at ``env``: a tensor's extent
     is ``numel(shape) * dtype size`` (the element count a view gives it too), the ISV's its layout's
@@ -503,7 +508,8 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
         if isv is None:
             return (position, p.name, -1, 4, "", None)
         size = DTYPES.get(isv.dtype, (4,))[0]
-        return (position, p.name, isv.total_dim * size, size, f"the ISV layout's total_dim = {isv.total_dim}, {isv.dtype}", None)
+        extent = isv.total_dim * size
+        return (position, p.name, extent if extent < MAX_BUFFER_BYTES else -1, size, f"the ISV layout's total_dim = {isv.total_dim}, {isv.dtype}", None)
     size = DTYPES.get(p.dtype, (0,))[0]
     dims = [value_at(e, env, slots) for e in p.shape]
     shape = ", ".join(e.text for e in p.shape)
@@ -523,6 +529,8 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
             inner *= d  # type: ignore[operator]
         if start is not None and stop is not None and inner > 0 and dims[axis]:
             wr = (inner, dims[axis], start, stop, f"write_range {p.write_range.text} = [{start}, {stop})")
+    if numel * size >= MAX_BUFFER_BYTES:
+        return (position, p.name, -1, size, detail, None)  # past any synthetic region: not checked
     return (position, p.name, numel * size, size, detail, wr)
 
 
