@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from .config import Config
 from .cuda.hostlex import Literal as Literal
+from .cuda.hostlex import flag_defines, inactive_blanked
 from .cuda.hostlex import language_of as language_of
 from .cuda.hostlex import lex as lex
 from .cuda.launches import find_launches, rust_helpers
@@ -204,6 +205,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 refs.append(HostReference(ref.file, ref.line, ref.kind, ref.text, name, ref.call))
 
     headers: dict[Path, dict[str, str]] = {}  # file-scope constants per header, read once per scan
+    defines = flag_defines(cfg.nvcc_flags)
     texts: dict[str, str] = {}
     for rel in scan.files:
         try:
@@ -221,6 +223,9 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         text = texts[rel]
         if rel in own_only and not any(mark in text for mark in _HOST_MARKS):
             continue  # a kernel source with no host code in it (the usual case): nothing to lex
+        if language_of(rel) == "c":
+            # a launch in a block the build certainly compiles out (#ifndef X after #define X) launches nothing
+            text = inactive_blanked(text, defines)
         lits, code = lex(text, language_of(rel))
         launches_here = language_of(rel) == "c" and ("<<<" in code or "cuLaunchKernel" in code)
         included = included_constants(text, path, root, headers) if launches_here else None

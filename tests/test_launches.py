@@ -565,3 +565,29 @@ def test_init_takes_the_geometry_of_a_rust_launch_through_wrappers(tmp_path: Pat
     main(["init", str(root / "k.cu"), "--host", str(root / "src" / "device.rs"), "--host", str(root / "src" / "ops.rs"), "--root", str(root)])
     out = capsys.readouterr().out
     assert 'grid = ["ceil_div(numel, 1024)", 1, 1]  # from src/ops.rs:6' in out and "block = [1024, 1, 1]  # from src/ops.rs:6" in out
+
+
+def test_launches_in_blocks_the_build_compiles_out_are_not_read(tmp_path: Path, capsys) -> None:
+    """llm.c's ``#define ENABLE_BF16`` ... ``#ifndef ENABLE_BF16`` around a launch of a kernel the bf16
+    build does not have: that launch is compiled out, not unaudited. So is one under ``#if 0`` and one
+    under ``#ifndef FAST`` with ``-DFAST`` in the flags; a launch under a test the reader cannot decide
+    (``#ifdef MAYBE``) is still read."""
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * 128 + threadIdx.x] = 0.f; }\n"
+    host = (
+        '#include "k.cu"\n#define ENABLE_BF16\n'
+        "void run(float* y, int n) {\n"
+        "#ifndef ENABLE_BF16\n  old5<<<n, 128>>>(y, n);\n#else\n  fill<<<n, 128>>>(y, n);\n#endif\n"
+        "#if 0\n  dead<<<n, 128>>>(y, n);\n#endif\n"
+        "#ifndef FAST\n  slow<<<n, 128>>>(y, n);\n#endif\n"
+        "#ifdef MAYBE\n  maybe<<<n, 128>>>(y, n);\n#endif\n"
+        "}\n"
+    )
+    (tmp_path / "host.cu").write_text(host)
+    (tmp_path / "k.cu").write_text(kernel)
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text('[dims]\nn = { min = 1, max = 4096 }\n' + _DRIFT_KERNEL.format(name="fill", cpp="fill", grid='"n"', block="128"))
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\nnvcc_flags = ["-O3", "-lineinfo", "-DFAST"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "UNAUDITED_KERNEL,NO_LAUNCHER"])
+    out = capsys.readouterr().out.splitlines()[:-1]
+    assert [(line.split(":")[0:2], line.split('"')[1]) for line in out] == [(["host.cu", "16"], "maybe")]
+    assert "UNAUDITED_KERNEL" in out[0]

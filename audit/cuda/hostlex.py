@@ -144,3 +144,94 @@ def lex(text: str, language: str) -> tuple[list[Literal], str]:
             continue
         i += 1
     return lits, "".join(out)
+
+
+_DEFINED = re.compile(r"^!?\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?$")
+
+
+def inactive_blanked(text: str, defined: frozenset[str] | set[str] = frozenset()) -> str:
+    """``text`` (C/C++/CUDA) with the lines of conditional blocks that are certainly compiled out blanked
+    (newlines kept, so offsets and line numbers stay): ``#if 0``, ``#ifndef X`` / ``#if !defined(X)`` where
+    ``X`` is defined (``defined``: the ``-D`` names of the build, and the file's own ``#define``s above the
+    test, less its ``#undef``s), their ``#else`` where the test certainly holds, and so on through
+    ``#elif``. A test the reader cannot decide (``#ifdef X`` with ``X`` not known, an expression) keeps
+    both branches, as before: a launch is never dropped on a guess.
+
+    >>> inactive_blanked('#define BF16\\n#ifndef BF16\\nk<<<1, 1>>>();\\n#endif\\n')
+    '#define BF16\\n#ifndef BF16\\n\\n#endif\\n'
+    """
+    if "#" not in text:
+        return text
+    names = set(defined)
+    # frames: (this branch's state: "live" | "dead" | "unknown", some earlier branch certainly taken, any unknown)
+    stack: list[list] = []
+    out: list[str] = []
+    lines = text.split("\n")
+
+    def test(kind: str, arg: str) -> str:
+        arg = arg.split("//")[0].split("/*")[0].strip()
+        if kind == "ifdef" or kind == "ifndef":
+            name = arg.split()[0] if arg.split() else ""
+            if name in names:
+                return "live" if kind == "ifdef" else "dead"
+            return "unknown"
+        if arg in ("0", "(0)"):
+            return "dead"
+        if arg in ("1", "(1)"):
+            return "live"
+        m = _DEFINED.match(arg)
+        if m and m.group(1) in names:
+            return "dead" if arg.startswith("!") else "live"
+        return "unknown"
+
+    for line in lines:
+        m = re.match(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif|define|undef)\b(.*)$", line)
+        dead_now = any(f[0] == "dead" for f in stack)
+        if m:
+            kind, arg = m.group(1), m.group(2)
+            if kind in ("if", "ifdef", "ifndef"):
+                state = test(kind, arg)
+                stack.append([state, state == "live", state == "unknown"])
+            elif kind == "elif" and stack:
+                f = stack[-1]
+                if f[1]:
+                    f[0] = "dead"
+                else:
+                    state = test("if", arg)
+                    f[0] = "unknown" if (state == "live" and f[2]) else state
+                    f[1] = f[1] or (state == "live" and not f[2])
+                    f[2] = f[2] or state == "unknown"
+            elif kind == "else" and stack:
+                f = stack[-1]
+                f[0] = "dead" if f[1] else ("unknown" if f[2] or f[0] == "unknown" else "live")
+                f[1] = True
+            elif kind == "endif" and stack:
+                stack.pop()
+            elif kind in ("define", "undef") and not dead_now:
+                name = arg.split("(")[0].split()[0] if arg.split() else ""
+                if kind == "define":
+                    names.add(name)
+                else:
+                    names.discard(name)
+            out.append(line)
+            continue
+        out.append("" if dead_now else line)
+    return "\n".join(out)
+
+
+def flag_defines(flags: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """The names ``-D`` options of a compiler command line define (``-DENABLE_BF16``, ``-D N=4``, ``--define-macro=X``)."""
+    out: set[str] = set()
+    it = iter(flags)
+    for f in it:
+        value = None
+        if f in ("-D", "--define-macro"):
+            value = next(it, "")
+        elif f.startswith("--define-macro="):
+            value = f.split("=", 1)[1]
+        elif f.startswith("-D"):
+            value = f[2:]
+        if value:
+            out.add(value.split("=", 1)[0].strip())
+    return frozenset(out)
+
