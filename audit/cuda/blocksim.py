@@ -92,17 +92,14 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     seen_r: set[tuple[int | None, int | None, str]] = set()
     seen_b: set[tuple[int | None, str | None, str, str]] = set()
     seen_u: set[tuple[int | None, int | None, str | None, str | None]] = set()
+    found_u: list[tuple[int, Sequence[GlobalRmwRace]]] = []  # (rank, races) of each launch
     module = _Module(ptx, entry)
     check = bool(bounds) or (bounds is None and not module.race_skip)
     for launch in launches:
         got_r, got_b, got_u = module.run(launch, True, check, tied=bounds is None, rmw=check)
         if bounds is None and got_r is not None and not got_r.complete:
             check = False  # the run stopped with the races: the bounds are left to a run of their own
-        for u in got_u.races if got_u is not None else ():
-            ku = (u.line, u.other_line, u.origin, u.other_origin)
-            if ku not in seen_u:
-                seen_u.add(ku)
-                updates.append(u)
+        found_u.append((0 if not found_u else 2, got_u.races if got_u is not None else ()))
         for r in got_r.races if got_r is not None else ():
             key = (r.line, r.first_line, r.order)
             if key not in seen_r:
@@ -118,11 +115,14 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
             if launch in launches:
                 continue
             got_u = module.run(launch, False, False, rmw=True)[2]
-            for u in got_u.races if got_u is not None else ():
-                ku = (u.line, u.other_line, u.origin, u.other_origin)
-                if ku not in seen_u:
-                    seen_u.add(ku)
-                    updates.append(u)
+            found_u.append((1, got_u.races if got_u is not None else ()))
+    # the first per (line, other line) at the smallest sizes: the least launch, the one at 2, then the others
+    for _, got in sorted(found_u, key=lambda f: f[0]):
+        for u in got:
+            ku = (u.line, u.other_line, u.origin, u.other_origin)
+            if ku not in seen_u:
+                seen_u.add(ku)
+                updates.append(u)
     races.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
     accesses.sort(key=lambda b: (b.line is None, b.line or 0))
     updates.sort(key=lambda u: (u.line is None, u.line or 0, u.other_line or 0))
