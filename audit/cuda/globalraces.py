@@ -47,7 +47,7 @@ address is (parameter, byte). What it adds:
 Only *definite* races are reported: both updates made by threads whose guards are known to hold, at
 addresses known exactly (an index loaded from memory is unknown: ``dwte[inp[bt] * C + c] += ...`` is not
 seen), inside the parameter's extent (an update past it is OUT_OF_BOUNDS_ACCESS's). Reported: the first
-per (store line, other update's line), with two concrete threads and their blocks, the parameter's
+per (store line, other update's line), at the smallest launch that shows it, with two concrete threads and their blocks, the parameter's
 element, the dims, and the fix: ``atomicAdd``, one element per thread (or per block, partial sums reduced
 afterwards), or -- two different updates in one block -- a ``__syncthreads()`` between them.
 
