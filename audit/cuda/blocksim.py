@@ -1,10 +1,12 @@
-"""The block simulator behind SHARED_BARRIER_MISSING and OUT_OF_BOUNDS_ACCESS (:mod:`audit.cuda.barriers`
-and :mod:`audit.cuda.blockbounds` describe what each does and gives up on): every thread of one block run
-over an entry's PTX with concrete integers (numpy arrays over the block), its shared accesses recorded
-per barrier interval and every access checked against its buffer. One run serves both: the races are
-recorded until the race analysis must give up (then it stops recording and the run goes on for the
-bounds alone). Kept apart from the finding types so that a check whose analysis cache answers never
-imports numpy.
+"""The block simulator behind SHARED_BARRIER_MISSING, OUT_OF_BOUNDS_ACCESS and GLOBAL_RMW_RACE
+(:mod:`audit.cuda.barriers`, :mod:`audit.cuda.blockbounds` and :mod:`audit.cuda.globalraces` describe
+what each does and gives up on): every thread of one block run over an entry's PTX with concrete
+integers (numpy arrays over the block), its shared accesses recorded per barrier interval, every access
+checked against its buffer and its global read-modify-writes recorded with their block and interval.
+One run serves all three: the races are recorded until the race analysis must give up (then it stops
+recording and the run goes on for the bounds alone); the global updates ride along with the bounds (they
+need the global addresses), and a launch whose grid is small runs its other blocks for them alone. Kept
+apart from the finding types so that a check whose analysis cache answers never imports numpy.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 
 from .barriers import BarrierAnalysis, BarrierRace, BlockLaunch
 from .blockbounds import BoundsAnalysis, OutOfBounds
+from .globalraces import GlobalRmwRace, RmwAnalysis
+from .sharedraces import rmw_pairs
 from .races import _COMMENT, _FILE, _INT, _REG, Dims, _cfg, _entry_text, _Inst, _int, _ipdom, _parse_body, _region, _strip_comment, _thread_extents
 
 #: most threads a block may have; larger (or unknown) blocks are not analysed
@@ -29,6 +33,10 @@ MAX_STEPS = 30_000
 MAX_BOUNDS_STEPS = 10_000
 #: the most dynamic shared bytes a launch is checked against (any GPU's shared memory is far less)
 MAX_DYNAMIC = 1 << 18
+#: GLOBAL_RMW_RACE runs every block of a grid of at most this many blocks (block 0 and the last otherwise)
+MAX_RMW_GRID = 8
+#: the most colliding global elements one launch's updates are searched for pairs at
+MAX_RMW_ELEMENTS = 256
 #: dynamic shared bytes assumed where the launch does not say
 DEFAULT_DYNAMIC = 64 * 1024
 _BASE = 0x4000_0000  # the synthetic shared window starts here (a generic pointer in it is shared)
@@ -65,22 +73,35 @@ def find_out_of_bounds(ptx: str, entry: str, launches: Sequence[BlockLaunch]) ->
     return block_findings(ptx, entry, launches, True)[1] or []
 
 
-def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch],
-                   bounds: bool | None) -> tuple[list[BarrierRace], list[OutOfBounds] | None]:  # fmt: skip
-    """(races, out-of-bounds accesses) of ``entry`` over ``launches`` from one run per launch. ``bounds``
-    False: the races alone (None for the accesses); True: both; None: the accesses too only where the race
-    analysis runs the block anyway (it has shared memory and nothing it gives up on at sight), else None:
-    what a check that wants the races takes for free."""
+def find_global_rmw_races(ptx: str, entry: str, launches: Sequence[BlockLaunch],
+                          extra: Sequence[BlockLaunch] = ()) -> list[GlobalRmwRace]:  # fmt: skip
+    """The racing global read-modify-writes of ``entry`` over ``launches`` and ``extra`` (launches run for
+    them alone; :mod:`audit.cuda.globalraces`), the first per (line, other line), ordered by line. Raises
+    ValueError when the module has no such entry."""
+    return block_findings(ptx, entry, launches, True, extra)[2] or []
+
+
+def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds: bool | None,
+                   extra: Sequence[BlockLaunch] = ()) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None]:  # fmt: skip
+    """(races, out-of-bounds accesses, global read-modify-write races) of ``entry`` over ``launches`` from
+    one run per launch. ``bounds`` False: the races alone (None for the others); True: all three; None:
+    the accesses and updates too only where the race analysis runs the block anyway (it has shared memory
+    and nothing it gives up on at sight), else None: what a check that wants the races takes for free.
+    ``extra``: launches run for the global updates alone, wherever those are wanted."""
     races: list[BarrierRace] = []
     accesses: list[OutOfBounds] = []
+    updates: list[GlobalRmwRace] = []
     seen_r: set[tuple[int | None, int | None, str]] = set()
     seen_b: set[tuple[int | None, str | None, str, str]] = set()
+    seen_u: set[tuple[int | None, int | None, str | None, str | None]] = set()
+    found_u: list[tuple[int, Sequence[GlobalRmwRace]]] = []  # (rank, races) of each launch
     module = _Module(ptx, entry)
     check = bool(bounds) or (bounds is None and not module.race_skip)
     for launch in launches:
-        got_r, got_b = module.run(launch, True, check, tied=bounds is None)
+        got_r, got_b, got_u = module.run(launch, True, check, tied=bounds is None, rmw=check)
         if bounds is None and got_r is not None and not got_r.complete:
             check = False  # the run stopped with the races: the bounds are left to a run of their own
+        found_u.append((0 if not found_u else 2, got_u.races if got_u is not None else ()))
         for r in got_r.races if got_r is not None else ():
             key = (r.line, r.first_line, r.order)
             if key not in seen_r:
@@ -91,9 +112,23 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch],
             if kb not in seen_b:
                 seen_b.add(kb)
                 accesses.append(b)
+    if check:
+        for launch in extra:
+            if launch in launches:
+                continue
+            got_u = module.run(launch, False, False, rmw=True)[2]
+            found_u.append((1, got_u.races if got_u is not None else ()))
+    # the first per (line, other line) at the smallest sizes: the least launch, the one at 2, then the others
+    for _, got in sorted(found_u, key=lambda f: f[0]):
+        for u in got:
+            ku = (u.line, u.other_line, u.origin, u.other_origin)
+            if ku not in seen_u:
+                seen_u.add(ku)
+                updates.append(u)
     races.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
     accesses.sort(key=lambda b: (b.line is None, b.line or 0))
-    return races, (accesses if check else None)
+    updates.sort(key=lambda u: (u.line is None, u.line or 0, u.other_line or 0))
+    return races, (accesses if check else None), (updates if check else None)
 
 
 def analyse_block(ptx: str, entry: str, launch: BlockLaunch) -> BarrierAnalysis:
@@ -111,6 +146,14 @@ def analyse_bounds(ptx: str, entry: str, launch: BlockLaunch) -> BoundsAnalysis:
     return got
 
 
+def analyse_updates(ptx: str, entry: str, launch: BlockLaunch) -> RmwAnalysis:
+    """One launch of ``entry`` for GLOBAL_RMW_RACE alone: block 0, the last block, and every other block
+    of a grid of at most :data:`MAX_RMW_GRID` blocks, where the entry has a global read-modify-write."""
+    got = _Module(ptx, entry).run(launch, False, False, rmw=True)[2]
+    assert got is not None
+    return got
+
+
 class _Module:
     """One entry of a PTX module, read once for every launch."""
 
@@ -120,29 +163,36 @@ class _Module:
         self.entry = entry
         self.insts, self.labels = _parse_body(body)
         self.static: _Static | None = None
-        # why the race analysis does not run (the bounds run on regardless)
-        self.race_skip = "" if "shared" in body else "no shared memory"
-        if not self.race_skip:
+        #: the global read-modify-writes: store -> its load
+        self.grmw = {st: ld for ld, st in rmw_pairs(self.insts, self.labels, _global_access)}
+        unsupported = ""
+        if "shared" in body or self.grmw:
             for inst in self.insts:
                 reason = _unsupported(inst)
                 if reason:
-                    self.race_skip = f"gave up: {reason}"
+                    unsupported = f"gave up: {reason}"
                     break
+        # why the race analysis does not run (the bounds run on regardless), and the updates' analysis
+        self.race_skip = unsupported if "shared" in body else "no shared memory"
+        self.rmw_skip = unsupported if self.grmw else "no global read-modify-write"
         self.bounds_skip = next((f"gave up: an indirect branch ({i.text})" for i in self.insts if i.head == "brx"), "")
         self.files = {int(n): p for n, p in _FILE.findall(text)}
         self.order = _param_order(text, entry)
         self._layouts: dict[int | None, _Layout] = {}
 
-    def run(self, launch: BlockLaunch, races: bool = True, bounds: bool = False,
-            tied: bool = False) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None]:  # fmt: skip
-        """The races (where ``races``) and the out-of-bounds accesses (where ``bounds``) of one launch;
-        ``tied``: the run stops where the race analysis gives up (the bounds then are not complete)."""
+    def run(self, launch: BlockLaunch, races: bool = True, bounds: bool = False, tied: bool = False,
+            rmw: bool = False) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None, RmwAnalysis | None]:  # fmt: skip
+        """The races (where ``races``), the out-of-bounds accesses (where ``bounds``) and the racing global
+        read-modify-writes (where ``rmw``) of one launch; ``tied``: the run stops where the race analysis
+        gives up (the bounds then are not complete)."""
         race_on = races and not self.race_skip
         bounds_on = bounds and not self.bounds_skip
+        rmw_on = rmw and not self.rmw_skip
         r_out = BarrierAnalysis((), self.race_skip == "no shared memory", self.race_skip) if races and not race_on else None
         b_out = BoundsAnalysis((), False, self.bounds_skip) if bounds and not bounds_on else None
-        if not race_on and not bounds_on:
-            return r_out, b_out
+        u_out = RmwAnalysis((), self.rmw_skip == "no global read-modify-write", self.rmw_skip) if rmw and not rmw_on else None
+        if not race_on and not bounds_on and not rmw_on:
+            return r_out, b_out, u_out
         ext = _thread_extents(self.head, launch.block)
         why = ""
         if any(n is None or n < 1 for n in ext):
@@ -150,7 +200,8 @@ class _Module:
         elif ext[0] * ext[1] * ext[2] > MAX_THREADS:  # type: ignore[operator]
             why = "block larger than 1024 threads"
         if why:
-            return (BarrierAnalysis((), False, why) if races else None), (BoundsAnalysis((), False, why) if bounds else None)
+            return ((BarrierAnalysis((), False, why) if races else None), (BoundsAnalysis((), False, why) if bounds else None),
+                    (RmwAnalysis((), False, why) if rmw else None))  # fmt: skip
         nx, ny, nz = (int(n) for n in ext)  # type: ignore[arg-type]
         if self.static is None:
             self.static = _Static(self.insts, self.labels)
@@ -158,18 +209,33 @@ class _Module:
         if layout is None:
             layout = self._layouts[launch.dynamic_shared] = _Layout(self.text, launch.dynamic_shared)
         ctas = [(0, 0, 0)]
+        others: list[tuple[int, int, int]] = []  # the blocks run for the global updates alone
         if all(g is not None and g >= 1 for g in launch.grid):
-            last = tuple(int(g) - 1 for g in launch.grid)  # type: ignore[arg-type]
+            gx, gy, gz = (int(g) for g in launch.grid)  # type: ignore[arg-type]
+            last = (gx - 1, gy - 1, gz - 1)
             if last != (0, 0, 0):
-                ctas.append(last)  # type: ignore[arg-type]
+                ctas.append(last)
+            if rmw_on and gx * gy * gz <= MAX_RMW_GRID:
+                others = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx) if (x, y, z) not in ctas]
         found_r: list[BarrierRace] = []
         found_b: list[OutOfBounds] = []
         r_done, r_reason = True, "analysed"
         b_done, b_reason = True, "analysed"
-        for cta in ctas:
+        u_done, u_reason = True, "analysed"
+        log = _RmwLog() if rmw_on else None
+        for n_cta, cta in enumerate([*ctas, *others]):
+            alone = n_cta >= len(ctas)
+            if alone and not rmw_on:
+                break
             sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
-                         race_on, bounds_on, launch.buffers, tied)  # fmt: skip
+                         race_on and not alone, bounds_on and not alone, launch.buffers, tied, rmw_on, log, self.grmw)  # fmt: skip
             sim.run()
+            if rmw_on and sim.rmw_stop:
+                u_done, u_reason, rmw_on = False, sim.rmw_stop, False
+            if alone:
+                if sim.stopped:
+                    break
+                continue
             if race_on:
                 for r in sim.found(self.entry, self.files, launch.label):
                     if all((r.line, r.first_line, r.order) != (q.line, q.first_line, q.order) for q in found_r):
@@ -184,13 +250,16 @@ class _Module:
                     b_done, b_reason = False, sim.stopped
             if sim.stopped:
                 break
-            if not race_on and not bounds_on:
+            if not race_on and not bounds_on and not rmw_on:
                 break
         if races and r_out is None:
             r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason)
         if bounds and b_out is None:
             b_out = BoundsAnalysis(tuple(found_b), b_done, b_reason)
-        return r_out, b_out
+        if rmw and u_out is None:
+            found_u = log.races(self, launch, (nx, ny, nz)) if log is not None else []
+            u_out = RmwAnalysis(tuple(found_u), u_done, u_reason)
+        return r_out, b_out, u_out
 
 
 def _param_order(text: str, entry: str) -> dict[str, int]:
@@ -206,6 +275,15 @@ _HARMLESS_CALLS = ("vprintf", "__assertfail")
 
 def _callee(inst: _Inst) -> str:
     return next((o for o in inst.operands if not o.startswith("(")), "")
+
+
+def _global_access(inst: _Inst, head: str) -> bool:
+    """Whether ``inst`` is a plain (not volatile, ordered or asynchronous) ``head`` (``ld``/``st``) of
+    global memory or a generic one: the loads and stores a global read-modify-write pairs."""
+    parts = inst.opcode.split(".")
+    if parts[0] != head or any(p in ("async", "bulk", "volatile", "mmio") or p in _ORDERED for p in parts):
+        return False
+    return all(p == "global" for p in parts if p.split("::")[0] in (*_SPACES, "shared"))
 
 
 def _unsupported(inst: _Inst) -> str | None:
@@ -517,19 +595,30 @@ class _Block:
 
     def __init__(self, insts: list[_Inst], static: _Static, order: dict[str, int], params: dict[int, int],
                  ext: tuple[int, int, int], grid: Dims, cta: tuple[int, int, int], layout: _Layout,
-                 races: bool = True, bounds: bool = False, buffers: Sequence[tuple] = (), tied: bool = False) -> None:  # fmt: skip
+                 races: bool = True, bounds: bool = False, buffers: Sequence[tuple] = (), tied: bool = False,
+                 rmw: bool = False, log: _RmwLog | None = None, grmw: dict[int, int] | None = None) -> None:  # fmt: skip
         self.insts, self.st, self.order, self.params, self.layout = insts, static, order, params, layout
         self.races, self.bounds, self.tied = races, bounds, tied
         self.limit = MAX_STEPS if races else MAX_BOUNDS_STEPS
         self.race_stop = ""  # why the race records stopped (the run goes on for the bounds)
+        # the global read-modify-writes (store -> load) recorded in ``log``, until ``rmw_stop`` says why not
+        self.grmw = grmw or {}
+        self.rmw = rmw and log is not None and bool(self.grmw)
+        self.rmw_loads = {ld: st for st, ld in self.grmw.items()}
+        self.rmw_stop = ""
+        self.log = log
+        self.loaded: dict[int, np.ndarray] = {}  # a pair's load -> the address each thread loaded (-1: none)
+        self.cta_index = log.block(cta) if log is not None and self.rmw else -1
         self.cta = cta
         self.fuzzy = False  # a barrier was passed by part of the block: bar.red results are unknown
         # the buffers: by parameter position, extent (-1: not checked) and element bytes
         self.buffers = {int(b[0]): b for b in buffers}
         top = max(self.buffers, default=-1) + 1
         self.g_ext = np.full(top + 1, -1, np.int64)
+        self.g_is = np.zeros(top + 1, bool)  # which positions are buffers (the last slot never)
         for pos, b in self.buffers.items():
             self.g_ext[pos] = b[2]
+            self.g_is[pos] = True
         self.g_ranges = {pos: b[5] for pos, b in self.buffers.items() if b[5] is not None and b[2] >= 0}
         #: (pc, "g" buffer / "w" write range / "s" shared region, index) -> (thread, start, width, kind, index on the axis)
         self.oob: dict[tuple[int, str, int], tuple[int, int, int, int, int]] = {}
@@ -580,6 +669,8 @@ class _Block:
             self.stopped = f"gave up: {e}"
             if self.races and not self.race_stop:
                 self.race_stop = self.stopped
+            if self.rmw and not self.rmw_stop:
+                self.rmw_stop = self.stopped
 
     def _soft(self, reason: str) -> None:
         """What the race analysis must give up on: the run stops, or, where it checks the bounds, goes on
@@ -589,6 +680,9 @@ class _Block:
         if self.races:
             self.races = False
             self.race_stop = f"gave up: {reason}"
+        if self.rmw:  # what orders the updates from here on is not known
+            self.rmw = False
+            self.rmw_stop = f"gave up: {reason}"
 
     def _run(self) -> None:
         n = len(self.insts)
@@ -1000,7 +1094,8 @@ class _Block:
                 if d in self.k:
                     self.k[d][idx] = False
         glob = "global" in parts
-        if any(p in _SPACES for p in parts) and not (glob and self.bounds):
+        update = self.rmw and (pc in self.grmw or pc in self.rmw_loads or head in ("atom", "red"))
+        if any(p in _SPACES for p in parts) and not (glob and (self.bounds or update)):
             return
         # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
         addr_op = inst.operands[1] if loads else inst.operands[0]
@@ -1009,8 +1104,38 @@ class _Block:
         width = _access_bytes(parts)
         if self.bounds:
             self._global(mine, pc, idx, a, k, width)
-        if not glob:
+        if update:
+            self._update(pc, idx, a, k, width, head)
+        if not glob and (self.bounds or self.races):
             self._shared(mine, pc, idx, a, k, width)
+
+    def _update(self, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int, head: str) -> None:
+        """A global read-modify-write's load (the address each thread loaded kept), its store (an update
+        where the thread stores at the address it loaded) or an atomic, at addresses ``a`` of threads
+        ``idx``: recorded where known, inside a parameter's buffer, by a thread sure to make it."""
+        ext = self.g_ext
+        pos = np.where(a >= _GLOBAL_FLOOR, a >> 41, len(ext) - 1)
+        pos = np.where(pos < len(ext), pos, len(ext) - 1)
+        off = a - ((2 * pos + 1) << 40)
+        size = ext[pos]
+        ok = k & self.sure[idx] & self.g_is[pos] & (off >= 0)
+        ok &= (size < 0) | (off + width <= size)
+        if pc in self.rmw_loads:
+            got = self.loaded.get(pc)
+            if got is None:
+                got = self.loaded[pc] = np.full(self.total, -1, np.int64)
+            got[idx] = np.where(ok, a, -1)
+            return
+        atomic = head != "st"
+        if not atomic:
+            got = self.loaded.get(self.grmw[pc])
+            if got is None:
+                return
+            ok &= got[idx] == a
+            got[idx] = -1  # the next update loads again
+        if ok.any():
+            t = idx[ok]
+            self.log.add(self.cta_index, t, a[ok], width, self.epoch, self.ws[t], pc, atomic)  # type: ignore[union-attr]
 
     def _shared(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
         """Accesses of ``width`` bytes at shared addresses ``a`` (where known) by threads ``idx``: checked
@@ -1219,6 +1344,97 @@ class _Block:
                                    fi.loc[1] if fi.loc else None, _origin(fi, files), _origin(si, files), fi.text,
                                    si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label))
         return out
+
+
+class _RmwLog:
+    """The global updates of one launch's blocks: per update, its block, thread, address, bytes, barrier
+    interval, warp barriers passed, store (or atomic) and whether it is an atomic."""
+
+    def __init__(self) -> None:
+        self.ctas: list[tuple[int, int, int]] = []
+        self.parts: list[tuple] = []
+
+    def block(self, cta: tuple[int, int, int]) -> int:
+        self.ctas.append(cta)
+        return len(self.ctas) - 1
+
+    def add(self, block: int, t: np.ndarray, a: np.ndarray, width: int, epoch: int, ws: np.ndarray, pc: int, atomic: bool) -> None:
+        self.parts.append((block, t, a, width, epoch, ws, pc, atomic))
+
+    def races(self, module: _Module, launch: BlockLaunch, ext: tuple[int, int, int]) -> list[GlobalRmwRace]:
+        """The first pair per (store, other update) of unordered updates of one byte by two threads, at
+        least one of them a read-modify-write (:mod:`audit.cuda.globalraces`)."""
+        if not self.parts or all(p[7] for p in self.parts):
+            return []
+        n = [len(p[1]) for p in self.parts]
+        cat = np.concatenate
+        blk = cat([np.full(m, p[0], np.int64) for m, p in zip(n, self.parts)])
+        t = cat([p[1] for p in self.parts])
+        a = cat([p[2] for p in self.parts])
+        width = cat([np.full(m, p[3], np.int64) for m, p in zip(n, self.parts)])
+        epoch = cat([np.full(m, p[4], np.int64) for m, p in zip(n, self.parts)])
+        ws = cat([p[5] for p in self.parts])
+        pc = cat([np.full(m, p[6], np.int64) for m, p in zip(n, self.parts)])
+        atomic = cat([np.full(m, p[7], bool) for m, p in zip(n, self.parts)])
+        total = ext[0] * ext[1] * ext[2]
+        who = blk * total + t
+        unit = 4 if not ((a % 4).any() or (width % 4).any()) else 1
+        per = width // unit
+        ev = np.repeat(np.arange(len(a)), per)  # one row per unit of each update
+        key = a[ev] // unit + (np.arange(len(ev)) - np.repeat(np.cumsum(per) - per, per))
+        order = np.lexsort((ev, key))
+        key, ev = key[order], ev[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        w = who[ev]
+        mixed = np.minimum.reduceat(w, starts) != np.maximum.reduceat(w, starts)
+        plain = np.maximum.reduceat((~atomic[ev]).astype(np.int8), starts) > 0
+        ends = np.r_[starts[1:], len(ev)]
+        out: list[GlobalRmwRace] = []
+        seen: set[tuple] = set()
+        nx, ny = ext[0], ext[1]
+        for g in np.flatnonzero(mixed & plain)[:MAX_RMW_ELEMENTS]:
+            rows = np.unique(ev[starts[g]:ends[g]])  # the updates of this unit, in the order they were made
+            for i in rows[~atomic[rows]][:64]:
+                other = rows[(who[rows] != who[i]) & ((rows < i) | atomic[rows])]
+                if not len(other):
+                    continue
+                same_block = blk[other] == blk[i]
+                same_warp = same_block & (t[other] // 32 == t[i] // 32)
+                ok = ~same_block | ((epoch[other] == epoch[i]) & ~(same_warp & (ws[other] != ws[i])))
+                if not ok.any():
+                    continue
+                j = int(other[np.flatnonzero(ok)[0]])
+                si, sj = module.insts[int(pc[i])], module.insts[int(pc[j])]
+                pair = (si.loc, sj.loc)  # the first per (store line, other line)
+                if pair in seen:
+                    continue
+                seen.add(pair)
+                scope = "block" if blk[j] != blk[i] else "lane" if t[j] // 32 == t[i] // 32 else "warp"
+                out.append(self._finding(module, launch, int(key[starts[g]]) * unit, (int(i), int(j)), scope,
+                                         blk, t, pc, atomic, (nx, ny)))  # fmt: skip
+        return out
+
+    def _finding(self, module: _Module, launch: BlockLaunch, byte: int, pair: tuple[int, int], scope: str,
+                 blk: np.ndarray, t: np.ndarray, pc: np.ndarray, atomic: np.ndarray, ext: tuple[int, int]) -> GlobalRmwRace:  # fmt: skip
+        i, j = pair
+        insts, files = module.insts, module.files
+        store, other = insts[int(pc[i])], insts[int(pc[j])]
+        load = insts[module.grmw[int(pc[i])]]
+        pos = byte >> 41
+        buf = next(b for b in launch.buffers if int(b[0]) == pos)
+        off = byte - ((2 * pos + 1) << 40)
+        size = int(buf[3])
+        element = f"{buf[1]}[{off // size}]" if size else f'byte {off} of "{buf[1]}"'
+        nx, ny = ext
+
+        def who(e: int) -> tuple[int, ...]:
+            x = int(t[e])
+            return (x % nx, x // nx % ny, x // (nx * ny), *self.ctas[int(blk[e])])
+
+        file_index, line = store.loc if store.loc else (None, None)
+        return GlobalRmwRace(module.entry, line, file_index, _origin(store, files), load.text, store.text,
+                             other.loc[1] if other.loc else None, _origin(other, files), other.text, bool(atomic[j]),
+                             int(pc[i]) == int(pc[j]), scope, str(buf[1]), element, (*who(j), *who(i)), launch.label)
 
 
 def _bounds_found(sim: _Block, entry: str, files: dict[int, str], launch: BlockLaunch) -> list[OutOfBounds]:

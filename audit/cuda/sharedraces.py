@@ -39,7 +39,7 @@ The analysis of one ``.entry``, for a launch whose block extents are known (from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -184,25 +184,33 @@ def _is_shared(inst: _Inst, head: str) -> bool:
 def _rmw_pairs(insts: list[_Inst], labels: dict[str, int]) -> list[int]:
     """Indices of the ``st.shared`` that store, to the address an ``ld.shared`` of the same basic block
     read, a value computed from the loaded one."""
+    return [s for _, s in rmw_pairs(insts, labels, _is_shared)]
+
+
+def rmw_pairs(insts: list[_Inst], labels: dict[str, int], access: Callable[[_Inst, str], bool]) -> list[tuple[int, int]]:
+    """(load, store) indices of the read-modify-writes of one memory: a store (``access(inst, "st")``)
+    to the address text a load (``access(inst, "ld")``) of the same basic block read, no write to its
+    registers and no branch, barrier or call in between, storing a value computed from the loaded one
+    (SHARED_RMW_RACE's over ``.shared``, GLOBAL_RMW_RACE's over global and generic accesses)."""
     starts = set(labels.values())
-    out: list[int] = []
-    loads: dict[str, tuple[set[str], set[str]]] = {}  # address text -> (its registers, values derived)
+    out: list[tuple[int, int]] = []
+    loads: dict[str, tuple[set[str], set[str], int]] = {}  # address text -> (its registers, values derived, load)
     for i, inst in enumerate(insts):
         if i in starts:
             loads = {}
-        if _is_shared(inst, "ld") and len(inst.operands) >= 2:
+        if access(inst, "ld") and len(inst.operands) >= 2:
             addr = inst.operands[1]
-            loads[addr] = (set(_REG.findall(addr)), set(inst.dests()))
-        elif _is_shared(inst, "st") and len(inst.operands) >= 2:
+            loads[addr] = (set(_REG.findall(addr)), set(inst.dests()), i)
+        elif access(inst, "st") and len(inst.operands) >= 2:
             hit = loads.get(inst.operands[0])
             if hit is not None and hit[1].intersection(_REG.findall(" ".join(inst.operands[1:]))):
-                out.append(i)
+                out.append((hit[2], i))
         else:
             dests = set(inst.dests())
             if dests:
                 srcs = inst.sources()
                 for addr in list(loads):
-                    regs, derived = loads[addr]
+                    regs, derived, _ = loads[addr]
                     if regs & dests:
                         del loads[addr]  # the address registers changed: another address
                     elif derived.intersection(srcs):

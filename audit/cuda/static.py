@@ -35,6 +35,10 @@ Bugs that no run of a kernel shows, because the compiled code hides them or no t
   a parameter's buffer (its contract extent at the launch), a static shared array or the launch's dynamic
   shared memory (an off-by-one ``i <= n``, a tail block reading past a row): on a GPU it lands in another
   allocation and nothing faults.
+* GLOBAL_RMW_RACE (:mod:`audit.cuda.globalraces`, on the PTX, the same run, every block of a small grid):
+  a non-atomic read-modify-write of a global element that another thread updates too with nothing
+  ordering them (an ``atomicAdd`` turned into ``+=``, threads of different batch rows adding into one
+  ``dwpe[t][c]``): all but one update are lost, and the result is merely a little off.
 
 >>> hits = kernel_code_findings(cs, wiring, cs.kernel("aux_heads_loss_ema_update"), path, [], ptx)  # doctest: +SKIP
 >>> hits                                                                                           # doctest: +SKIP
@@ -53,6 +57,7 @@ from .blockbounds import OutOfBounds, buffer_base
 from .bounds import Instance, Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
+from .globalraces import GlobalRmwRace
 from .indexwidth import IndexOverflow, Witness, find_index_overflows
 from .races import StoreRace, find_store_races
 from .sharedbounds import SharedOverrun, find_shared_overruns
@@ -386,8 +391,7 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
     shared bytes of each, distinct, at most :data:`MAX_BARRIER_LAUNCHES`. Small sizes: a race needs two
     threads and one barrier interval, not a large problem, and the run's cost grows with the sizes."""
     from ..cases import fill_derived, probe_envs
-    from ..model import IsvParam, ScalarParam, TensorParam, assumed
-    from ..shapes import value_at
+    from ..model import assumed
 
     runtime = cs.runtime_ranges
     slots = cs.slot_indices
@@ -423,6 +427,42 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
                 if valid(env) and env not in bases:
                     bases.append(env)
                     break
+    return _launches_at(cs, wiring, k, bases)
+
+
+def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
+    """The launch GLOBAL_RMW_RACE runs ``k`` at besides :func:`barrier_launches`: every runtime dim at the
+    least value of at least 2 its range allows (the nearest environment that meets ``k``'s assumptions
+    where that one does not), so that two of every dim exist (two batch rows whose threads may collide on
+    one element) while the grid stays small enough to run every block
+    (:data:`audit.cuda.blocksim.MAX_RMW_GRID`). Empty where no such environment is found."""
+    from ..cases import fill_derived
+    from ..model import assumed
+
+    runtime = cs.runtime_ranges
+    slots = cs.slot_indices
+    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+
+    def valid(env: dict[str, int]) -> bool:
+        return assumed(k.requires, set(runtime), env, slots)
+
+    target = {n: min(max(2, lo), hi) for n, (lo, hi) in runtime.items()}
+    env = fill_derived({**cs.fixed_env, **target}, derived)
+    if not valid(env):
+        near = _nearest_valid(cs, k, target, lambda t: fill_derived({**cs.fixed_env, **t}, derived), valid)
+        if near is None:
+            return []
+        env = near
+    return _launches_at(cs, wiring, k, [env])[:1]
+
+
+def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, int]]) -> list[BlockLaunch]:
+    """The :class:`BlockLaunch` of ``k`` at each of ``bases`` (with each launch's local dims bound there:
+    every schedule step that launches it), distinct, at most :data:`MAX_BARRIER_LAUNCHES`."""
+    from ..model import IsvParam, ScalarParam, TensorParam
+    from ..shapes import value_at
+
+    slots = cs.slot_indices
     launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
     steps = [(launch.step, env) for _, launch in launches for env in launch.envs_at(cs.buffer_map, bases)]
     envs = steps or [(None, env) for env in bases]
@@ -535,30 +575,33 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
 
 
 def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None, cache: AnalysisCache | None,
-                    bounds: bool) -> list[Any]:  # fmt: skip
-    """SHARED_BARRIER_MISSING's races (``bounds`` False) or OUT_OF_BOUNDS_ACCESS's accesses (True) of ``k``'s
-    entry at its :func:`barrier_launches`, from one run of the block for both: ``cache`` keeps each by the
-    PTX text, the entry and the launches, and a run made for one stores what it found of the other (the
-    races rule runs the bounds along where it runs the block anyway)."""
+                    want: str) -> list[Any]:  # fmt: skip
+    """SHARED_BARRIER_MISSING's races (``want`` "races"), OUT_OF_BOUNDS_ACCESS's accesses ("bounds") or
+    GLOBAL_RMW_RACE's updates ("rmw") of ``k``'s entry at its :func:`barrier_launches` (and, for the
+    updates, its :func:`rmw_launches`), from one run of the block for all three: ``cache`` keeps each by the
+    PTX text, the entry and the launches, and a run made for one stores what it found of the others (the
+    races rule runs the bounds and updates along where it runs the block anyway)."""
     entry = symbol or k.symbol
     launches = barrier_launches(cs, wiring, k)
+    extra = rmw_launches(cs, wiring, k)
     got: dict[str, Any] = {}
 
-    def run(want: bool) -> dict[str, Any]:
+    def run(want: str) -> dict[str, Any]:
         if "races" not in got:
             from .blocksim import block_findings  # numpy: only where the analysis cache does not answer
 
-            got["races"], got["bounds"] = block_findings(ptx, entry, launches, True if want else None)
+            got["races"], got["bounds"], got["rmw"] = block_findings(ptx, entry, launches, None if want == "races" else True, extra)
         return got
 
     if cache is None:
-        return run(bounds)["bounds" if bounds else "races"] or []
-    parts = [ptx, entry, repr(launches)]
-    kinds = [("barrier-races", BarrierRace, "races"), ("out-of-bounds", OutOfBounds, "bounds")]
-    mine, other = kinds[::-1] if bounds else kinds
-    out = cache.results(mine[0], parts, mine[1], lambda: run(bounds)[mine[2]])
-    if got.get(other[2]) is not None:  # found alongside: kept for the other rule
-        cache.results(other[0], parts, other[1], lambda: got[other[2]])
+        return run(want)[want] or []
+    parts = {"races": [ptx, entry, repr(launches)], "bounds": [ptx, entry, repr(launches)],
+             "rmw": [ptx, entry, repr(launches), repr(extra)]}
+    kinds = {"races": ("barrier-races", BarrierRace), "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace)}
+    out = cache.results(kinds[want][0], parts[want], kinds[want][1], lambda: run(want)[want])
+    for other, (kind, cls) in kinds.items():
+        if other != want and got.get(other) is not None:  # found alongside: kept for the other rule
+            cache.results(kind, parts[other], cls, lambda other=other: got[other])  # type: ignore[misc]
     return out
 
 
@@ -566,14 +609,21 @@ def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbo
                         cache: AnalysisCache | None = None) -> list[BarrierRace]:  # fmt: skip
     """The SHARED_BARRIER_MISSING races of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.barriers`)
     at its :func:`barrier_launches`; ``cache`` keeps them by the PTX text, the entry and the launches."""
-    return _block_findings(cs, wiring, k, ptx, symbol, cache, False)
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, "races")
 
 
 def entry_out_of_bounds(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
                         cache: AnalysisCache | None = None) -> list[OutOfBounds]:  # fmt: skip
     """The OUT_OF_BOUNDS_ACCESS accesses of ``k``'s entry in the PTX module ``ptx``
     (:mod:`audit.cuda.blockbounds`) at its :func:`barrier_launches`; cached as :func:`entry_barrier_races`."""
-    return _block_findings(cs, wiring, k, ptx, symbol, cache, True)
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, "bounds")
+
+
+def entry_global_rmw_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                           cache: AnalysisCache | None = None) -> list[GlobalRmwRace]:  # fmt: skip
+    """The GLOBAL_RMW_RACE updates of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.globalraces`)
+    at its :func:`barrier_launches` and :func:`rmw_launches`; cached as :func:`entry_barrier_races`."""
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, "rmw")
 
 
 def entry_async_copy_hazards(k: Kernel, ptx: str, symbol: str | None = None,
@@ -632,10 +682,11 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
         out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
         out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx)]
-        from .blocksim import block_findings  # one run for both rules
+        from .blocksim import block_findings  # one run for the three rules
 
-        races, accesses = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True)
+        races, accesses, updates = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
         out += [("SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in races]
+        out += [("GLOBAL_RMW_RACE", u.message(k.name, display)) for u in updates or ()]
         # a shared overrun SHARED_ARRAY_BOUNDS reports on its line (it explains it with its loop) is left to it
         lines = {(shown_of[f], o.line) for f, found in shared_overruns.items() for o in found}
         out += [("OUT_OF_BOUNDS_ACCESS", o.message(k.name, display)) for o in accesses or ()

@@ -370,6 +370,17 @@ def check_out_of_bounds(ctx: CheckContext) -> Iterator[Hit]:
     yield from _ptx_hits(ctx, analyse)
 
 
+@rule("GLOBAL_RMW_RACE", "A non-atomic read-modify-write of a global element (y[i] += v) is made by one thread per element, or ordered by a barrier within a block; else it is an atomicAdd.", "build")
+def check_global_rmw_races(ctx: CheckContext) -> Iterator[Hit]:
+    """Runs each compiled entry's blocks over its PTX at small valid sizes of the contracts (the run of
+    SHARED_BARRIER_MISSING and OUT_OF_BOUNDS_ACCESS, every block of a small grid, one more launch with every
+    runtime dim at 2): which thread of which block loads, modifies and stores which element of which
+    buffer in which barrier interval (see :mod:`audit.cuda.globalraces`)."""
+    from ..cuda.static import entry_global_rmw_races
+
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_global_rmw_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
+
+
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
 def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the copies each path has issued, committed and drained at every
