@@ -33,7 +33,7 @@ from .cuda.hostlex import Literal as Literal
 from .cuda.hostlex import flag_defines, inactive_blanked
 from .cuda.hostlex import language_of as language_of
 from .cuda.hostlex import lex as lex
-from .cuda.launches import find_launches, rust_helpers
+from .cuda.launches import _depth_at, find_launches, rust_helpers
 from .errors import UsageError
 from .model import ContractSet
 
@@ -100,11 +100,11 @@ def getter_arguments(code: str, lits: list[Literal], getters: dict[str, str] | N
             j += 1
         inside = [lit for lit in lits if open_at < lit.start < j]
         if getters[call] == "last":
-            direct = [lit for lit in inside if _depth(code, open_at, lit.start) == 1]
+            direct = [lit for lit in inside if _depth_at(code, open_at, lit.start) == 1]
             if direct:
                 found.append((call, direct[-1]))
         else:  # "array": the names inside [...] / &[...]
-            found.extend((call, lit) for lit in inside if _depth(code, open_at, lit.start) >= 2)
+            found.extend((call, lit) for lit in inside if _depth_at(code, open_at, lit.start) >= 2)
     return found
 
 
@@ -119,14 +119,6 @@ def _getter_spans(code: str, getters: dict[str, str]) -> list[tuple[int, int]]:
     return [(m.end() - 1, _close(code, m.end() - 1)) for m in _getter_call(getters).finditer(code)]
 
 
-def _depth(code: str, start: int, pos: int) -> int:
-    depth = 0
-    for ch in code[start:pos]:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-    return depth
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -200,13 +200,19 @@ def _threads(specials: Sequence[str], w: Witness) -> list[dict[str, int]]:
     return out
 
 
-def _reaching_access(insts: list[_Inst]) -> dict[str, str]:
-    """64-bit register -> the first global/generic memory instruction whose address it reaches through
-    offset arithmetic (see the module docstring)."""
+def _users(insts: list[_Inst]) -> dict[str, list[int]]:
+    """register -> the instructions that read it, in order."""
     users: dict[str, list[int]] = {}
     for i, inst in enumerate(insts):
         for r in set(inst.sources()):
             users.setdefault(r, []).append(i)
+    return users
+
+
+def _reaching_access(insts: list[_Inst]) -> dict[str, str]:
+    """64-bit register -> the first global/generic memory instruction whose address it reaches through
+    offset arithmetic (see the module docstring)."""
+    users = _users(insts)
     memo: dict[str, str | None] = {}
 
     def walk(reg: str, stack: frozenset[str]) -> str | None:
@@ -241,10 +247,7 @@ def _reaching_access(insts: list[_Inst]) -> dict[str, str]:
 def _reaching_widening(insts: list[_Inst], reaches: Mapping[str, str]) -> dict[str, str]:
     """32-bit register -> the access (:func:`_reaching_access`) that a widening reached through 32-bit
     integer arithmetic from it feeds."""
-    users: dict[str, list[int]] = {}
-    for i, inst in enumerate(insts):
-        for r in set(inst.sources()):
-            users.setdefault(r, []).append(i)
+    users = _users(insts)
     memo: dict[str, str | None] = {}
 
     def walk(reg: str, stack: frozenset[str]) -> str | None:

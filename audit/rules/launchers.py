@@ -153,28 +153,39 @@ def _first_difference(ctx: CheckContext, k, a, b) -> tuple[dict[str, int], int, 
     return None
 
 
-@rule("GEOMETRY_DRIFT", "Host code launches each contracted kernel with the grid, block and dynamic shared memory its contract declares.", "launchers")
-def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
-    scan = ctx.fact("launchers")
-    from ..dims import parse_expr
-
+def _launched_kernels(ctx: CheckContext):
+    """site -> the contracts a launch site may run: those whose entry or C++ function it names (every one a
+    run-time name pattern matches, ``kernel_name::<T>("affine")`` -> each contracted ``affine_*``; none for
+    a name the scan could not resolve); a launch with explicit template arguments only the contract whose
+    ``cpp_name`` names that instantiation (none where none does, or an argument is not known)."""
     from ..launchers import contract_instantiation, instantiation, launch_name
 
     by_name: dict[str, list] = {}  # the names a launch site may use for a kernel, each kernel once per name
     for k in ctx.cs.kernel_map.values():
         for name in dict.fromkeys((k.symbol, launch_name(k))):
             by_name.setdefault(name, []).append(k)
-    for site in scan.launch_sites:
-        if site.name_kind == "pattern":  # kernel_name::<T>("affine"): every contracted affine_* it may run
+
+    def kernels_of(site) -> list:
+        if site.name_kind == "pattern":
             kernels = list({id(k): k for name, ks in by_name.items() if site.names_kernel(name) for k in ks}.values())
         else:
             kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
         if site.template_args is not None:
-            # gemm<128><<<...>>> runs one instantiation: only the contract whose cpp_name names it describes
-            # that launch; where none does (or an argument is not known), the launch is not compared
             want = instantiation(site.template_args)
             kernels = [k for k in kernels if contract_instantiation(k) == want]
-        for k in kernels:
+        return kernels
+
+    return kernels_of
+
+
+@rule("GEOMETRY_DRIFT", "Host code launches each contracted kernel with the grid, block and dynamic shared memory its contract declares.", "launchers")
+def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
+    scan = ctx.fact("launchers")
+    from ..dims import parse_expr
+
+    kernels_of = _launched_kernels(ctx)
+    for site in scan.launch_sites:
+        for k in kernels_of(site):
             contract = {
                 **{f"grid.{ax}": e for ax, e in zip("xyz", k.grid)},
                 **{f"block.{ax}": e for ax, e in zip("xyz", k.block)},
@@ -226,20 +237,11 @@ def _host_name(arg: str) -> str | None:
 @rule("LAUNCH_ARG_ORDER", "Host code passes each argument at its parameter's position: no launch passes a variable named after one parameter of the kernel in the place of another (swapped arguments).", "launchers")
 def check_launch_arg_order(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
-    from ..launchers import launch_name
-
-    by_name: dict[str, list] = {}
-    for k in ctx.cs.kernel_map.values():
-        for name in dict.fromkeys((k.symbol, launch_name(k))):
-            by_name.setdefault(name, []).append(k)
+    kernels_of = _launched_kernels(ctx)
     for site in scan.launch_sites:
         if not site.args:
             continue
-        if site.name_kind == "pattern":
-            kernels = list({id(k): k for name, ks in by_name.items() if site.names_kernel(name) for k in ks}.values())
-        else:
-            kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
-        for k in kernels:
+        for k in kernels_of(site):
             names = [p.name for p in k.params]
             if len(site.args) != len(names):
                 continue  # another overload or an argument the reader mis-counted: positions say nothing
