@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .races import Dims
+from .races import Dims, finding_place
 
 @dataclass(frozen=True)
 class BlockLaunch:
@@ -113,9 +113,7 @@ class BarrierRace:
         a, b = f"({t[0]}, {t[1]}, {t[2]})", f"({t[3]}, {t[4]}, {t[5]})"
         first = f"line {self.first_line}" if self.first_line is not None else "an earlier line"
         second = f"line {self.line}" if self.line is not None else "a later line"
-        where = f"{source}:{self.line}" if self.line is not None else source
-        if self.second_origin:
-            where += f", inlined from {self.second_origin}"
+        where = finding_place(source, self.line, self.second_origin)
         if self.first_origin:
             first += f" (inlined from {self.first_origin})"
         other = "a lane of the same warp" if self.scope == "lane" else "of another warp"

@@ -66,6 +66,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .races import finding_place
+
 #: a buffer of an entry's launch: (parameter position, name, extent in bytes or -1 where not known, element
 #: bytes, what the message says of its extent, write range or None); a write range is (elements after one
 #: index of its axis, the axis's length, start, stop, its text)
@@ -118,9 +120,7 @@ class OutOfBounds:
 
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
-        where = f"{source}:{self.line}" if self.line is not None else source
-        if self.origin:
-            where += f", inlined from {self.origin}"
+        where = finding_place(source, self.line, self.origin)
         t = self.threads
         who = f"threadIdx ({t[0]}, {t[1]}, {t[2]}) of blockIdx ({t[3]}, {t[4]}, {t[5]})"
         verb = {"read": "reads", "write": "writes", "atomic": "atomically updates"}[self.access]

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .races import _COMMENT, _FILE, _cfg, _entry_text, _Inst, _int, _parse_body, _strip_comment
+from .races import _COMMENT, _FILE, _cfg, _entry_text, _Inst, _int, _parse_body, _strip_comment, finding_place
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class AsyncCopyHazard:
         if self.origin:
             copy += f", inlined from {self.origin}"
         if self.kind == "uncommitted":
-            where = f"{source}:{self.line}" if self.line is not None else source
+            where = finding_place(source, self.line)
             return (f'Kernel "{kernel}" reaches "{self.instruction}" ({where}) with cp.async copies ({copy}) '
                     "issued since the last cp.async.commit_group: wait_group waits for committed groups only, "
                     "so their shared memory may be read before they land; commit them to a group "

@@ -60,6 +60,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .races import finding_place
+
 
 @dataclass(frozen=True)
 class GlobalRmwRace:
@@ -87,9 +89,7 @@ class GlobalRmwRace:
 
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
-        where = f"{source}:{self.line}" if self.line is not None else source
-        if self.origin:
-            where += f", inlined from {self.origin}"
+        where = finding_place(source, self.line, self.origin)
         t = self.threads
         a = f"threadIdx ({t[0]}, {t[1]}, {t[2]}) of blockIdx ({t[3]}, {t[4]}, {t[5]})"
         b = f"threadIdx ({t[6]}, {t[7]}, {t[8]}) of blockIdx ({t[9]}, {t[10]}, {t[11]})"

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from .races import _COMMENT, _FILE, _REG, Dims, _cfg, _entry_text, _Inst, _int, _parse_body, _strip_comment
+from .races import _COMMENT, _FILE, _REG, Dims, _cfg, _entry_text, _Inst, _int, _parse_body, _strip_comment, finding_place
 
 Interval = tuple[int | None, int | None]  # (least, largest) exact value; None: unbounded that way
 _UNKNOWN: Interval = (None, None)
@@ -100,9 +100,7 @@ class IndexOverflow:
 
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
-        where = f"{source}:{self.line}" if self.line is not None else source
-        if self.origin:
-            where += f", inlined from {self.origin}"
+        where = finding_place(source, self.line, self.origin)
         kind = "int" if self.signed else "unsigned"
         limit = "2^31 - 1" if self.signed else "2^32 - 1"
         amount = f"{self.value:,}" if self.exact else f"at least {self.value:,}"

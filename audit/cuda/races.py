@@ -88,13 +88,20 @@ class StoreRace:
 
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
-        where = f"{source}:{self.line}" if self.line is not None else source
+        where = finding_place(source, self.line)
         scope, index = ("thread", "threadIdx") if self.kind == "thread" else ("block", "blockIdx")
         same = "every thread of a block" if self.kind == "thread" else "every block of the grid"
         guard = " && ".join(f"{index}.{d} == 0" for d in self.dims)
         return (f'Kernel "{kernel}" stores to global memory at an address that is the same for {same} '
                 f"({where}, {self.instruction}) from more than one {scope}: a write race; guard it so one "
                 f"{scope} stores (if ({guard})), or use an atomic.")
+
+
+def finding_place(source: str, line: int | None, origin: str | None = None) -> str:
+    """Where a PTX finding stands, as its message says it: ``source:line`` (the source alone without a line),
+    and ``, inlined from helper.cuh:12`` where the instruction comes from another file."""
+    where = f"{source}:{line}" if line is not None else source
+    return f"{where}, inlined from {origin}" if origin else where
 
 
 class _Inst:

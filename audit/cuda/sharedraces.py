@@ -60,6 +60,7 @@ from .races import (
     _strip_comment,
     _thread_extents,
     _uniformity,
+    finding_place,
 )
 
 #: most threads a block may have; larger extents are not analysed
@@ -90,9 +91,7 @@ class SharedRace:
 
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
-        where = f"{source}:{self.line}" if self.line is not None else source
-        if self.origin:
-            where += f", inlined from {self.origin}"
+        where = finding_place(source, self.line, self.origin)
         t = self.threads
         a, b = f"({t[0]}, {t[1]}, {t[2]})", f"({t[3]}, {t[4]}, {t[5]})"
         if self.kind == "lane":
