@@ -16,8 +16,8 @@
 //
 // Launch geometry (the contracts'; not the SIMT kernels' grid = (ceil_div(B, 32), 1, 1), block = (128, 1, 1)):
 //   grid  = (ceil_div(B, TBM), 1, 1),   block = ((TBM / WM) * (TBN / WN) * 32, 1, 1)
-// With the defaults (TBM x TBN x TBK = 64 x 128 x 16, warp tile WM x WN = 64 x 32, 3 stages):
-//   grid = (ceil_div(B, 64), 1, 1), block = (128, 1, 1)   (1024 blocks at B = 65536; 4 at B = 256)
+// With the defaults (TBM x TBN x TBK = 64 x 128 x 16, warp tile WM x WN = 32 x 32, 3 stages, staged per k8):
+//   grid = (ceil_div(B, 64), 1, 1), block = (256, 1, 1)   (1024 blocks at B = 65536; 4 at B = 256)
 // The tile can be overridden at build time with -DAUX_HEAD_CUTLASS_TBM=... (TBK, WM, WN, STAGES likewise; TBN
 // is the hidden chunk and must stay 128; the benchmark's geometry must match).
 //
@@ -67,9 +67,16 @@
 //   32x128x16, warps 32x32, 4 stages (128 threads):          158 / 158 registers, 0 bytes spill, 46080 / 42496 bytes smem
 //   64x128x16, warps 32x32, 3 stages (256 threads):          216 / 228 registers, 0 bytes spill, 43008 / 39424 bytes smem
 //   (64x128x16 with warps 32x64: 255 registers and 16-24 bytes of spill stores: not offered)
+//   shipped since 5 December: 64x128x16, warps 32x32, 3 stages, staged per k8 (256 threads):
+//                                                             255 / 255 registers, 0 bytes spill, 43008 / 39424 bytes smem
 // The SIMT aux_trade_outcome_forward / aux_next_bar_forward: 95 / 107 registers, 22528 bytes smem, 128 threads.
 // On the H200 (branch ship18, 5 December 2026, docs/benchmarks.md 4i): 142 and 123 us at B = 65536 against the
 // SIMT kernels' 155 and 158, but 26.5 us at B = 256 against 20.7 for the trade-outcome head; wireup verify passed.
+// Staged per k8 step (cutlass_fast_f32_rn.cuh) with 32 x 32 warp tiles (8 warps, block = 256): shipped since the
+// H200 run of 5 December 2026 (docs/benchmarks.md 4n). With the 64 x 32 warp tiles the per-k8 fragment spills.
+#ifndef AUX_CUTLASS_STAGE_K8
+#define AUX_CUTLASS_STAGE_K8 1
+#endif
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/thread/linear_combination_generic.h"
 #include "cutlass/gemm/kernel/default_gemm.h"
@@ -90,7 +97,7 @@
 #define AUX_HEAD_CUTLASS_TBK 16
 #endif
 #ifndef AUX_HEAD_CUTLASS_WM
-#define AUX_HEAD_CUTLASS_WM 64
+#define AUX_HEAD_CUTLASS_WM 32
 #endif
 #ifndef AUX_HEAD_CUTLASS_WN
 #define AUX_HEAD_CUTLASS_WN 32

@@ -51,6 +51,13 @@
 //   stores / loads, 49152 bytes static smem (the 3-stage operand ring), 1 barrier; 11 bytes gmem (cute's
 //   empty customization-point objects, never read). One block per SM (256 x 253 registers).
 //   -DAUX_WGRAD_CUTLASS_SPLIT_RN=1 (nvcc 13.0.88, 5 December 2026): 236 registers, 0 spill, 49152 bytes static smem.
+//   shipped since 5 December (split RN, staged per k8): 241 registers, 0 spill, 49152 bytes static smem.
+// Staged per k8 step (the #define below; cutlass_fast_f32_rn.cuh): shipped since the H200 run of 5 December 2026
+// (docs/benchmarks.md 4n), which met issue 18's accuracy clause with it (nb_dW1 at B = 65536: 2.7e-7 staged per
+// 16-row iteration, 2.0e-7 per k8 step, against torch fp32's 2.6e-7).
+#ifndef AUX_CUTLASS_STAGE_K8
+#define AUX_CUTLASS_STAGE_K8 1
+#endif
 #include <cutlass/cutlass.h>
 #include <cutlass/epilogue/thread/linear_combination.h>
 #include <cutlass/gemm/gemm.h>

@@ -44,8 +44,8 @@ KERNELS = {
         "44f49d50bcb208976642115faf15339b46a8cc5ef424bbbd672235f4a1a4becf",
     ),
     "aux_next_bar_forward": (
-        "8283b6f018a4fe435a926d520bef50e4bcb4a283e6223d0c1944827cd88f530f",
-        "6a65069fb69689b5eb1abef73da0731195d9b181cf004159bcd6c904419a9ae3",
+        "4f1af4240bf9fb7a57b8b6cda8736b32fe152c23e39118c2f90dbb7d6c632cf7",
+        "eb55efeb0fa2d2f69d41942c9c83f43f03605bbf39c03bd02073aa2c11b9a626",
     ),
     "aux_next_bar_loss_reduce": (
         "1444e2d0a3e7a80bf56726d697152c12df2ca1f50820f5c983a5dfa444943f1c",
@@ -64,7 +64,7 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
-        "fa59845ae4afc7e0563491667a8bf0bb12c5e503d7fcf99b7c70cc24da302632",
+        "9c4e1082f5e29c90594fd2a14fda53207fa30c6977a5cc9a2a094ea2853a8349",
         "ec6d074be12d3ad0b9664e6cef422375ae1cbf815ff528bf38ed974955083e58",
     ),
     "aux_weight_grad_partial_skinny": (
@@ -76,8 +76,8 @@ KERNELS = {
         "08d46accc54e1f9dcc2f69b57c3ff9e1b35b7df19ebc9a70c17798140d73c944",
     ),
     "aux_trade_outcome_forward": (
-        "8283b6f018a4fe435a926d520bef50e4bcb4a283e6223d0c1944827cd88f530f",
-        "7dfceac8558adb47b99050e069186a8dc9952873da1210272fb5db9993aaa24a",
+        "4f1af4240bf9fb7a57b8b6cda8736b32fe152c23e39118c2f90dbb7d6c632cf7",
+        "e709b809d5305bb5dcb0be1b7f3b11c08ce10c703d43b075bd4cd561a86c4a8e",
     ),
     "aux_trade_outcome_loss_reduce": (
         "aaf60569e0dad613bd42b79955d9c8d28803ed4eb5a279b016d8896a3edf9443",
@@ -110,15 +110,15 @@ KERNELS = {
 }
 SCHEDULES = {
     "aux_heads_forward": (
-        "20426f08bea84f120ff5a62de6b33176cc1d1fc936087cf3242d1bd85d4d7972",
-        "4c610d99f1b1b542e806a5cfae9743949037a0afda3bdd999b7fba5190ca00a4",
+        "4165567b19d425b11c9cbd13cf0d01b44f009c096dff798216e89eb1c7d2eed6",
+        "8f35c4a38230e043a5aabe76f48d9929ba7dd80c655fadd6d219b2551b70a878",
     ),
     "aux_heads_backward": (
         "0ebd0ff378afb10c28e059d571a91b4780693af59202e670fae002fb0d4eec06",
         "1256ed16f36ed86375ee29810f10876362f7b89ba6963daa3f5f303d649dfb24",
     ),
     "aux_heads_backward_fused": (
-        "7d25356761c9575bb2293a9f66897eb3e42875f3daaefe638f2f79fbaf0b7421",
+        "004aa9d12b1a776581c3edeb40b29c63c93d11de0f848182388582121651296b",
         "378a9db3487a97ac4fecf0bf8cfe6d5aba8c80ab20cf77d6ec81831f68217045",
     ),
 }

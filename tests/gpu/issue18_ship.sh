@@ -3,6 +3,7 @@
 # trade-outcome backward, the next-bar backward's store variant) in one device call:
 #   V. wireup verify of every kernel and schedule, PyCUDA and CuPy, evidence written       cap ${CAP_V:-100} s
 #   D. gpu_chain_vs_torch.py as shipped (the issue's verdict, B = 256, 4096, 65536)         cap ${CAP_D:-90} s
+#   R. D again, 100 replays (the benchmark's default): a second run of the verdict          cap ${CAP_R:-120} s
 # Then the accuracy attribution at B = 4096 and 65536, each its own run, cap ${CAP_X:-60} s: K, and a ladder that
 # moves one group of GEMMs back to SIMT per step. On 5 Dec (the candidates' run, 4l) the error clause failed at 65536 on dW
 # outputs only (their db were as accurate as the SIMT chain's): to_dW2 2.58e-7 against torch's worst 2.56e-7 with
@@ -41,7 +42,7 @@ chain() {  # letter, cap, sizes, json name, then --candidate specs
     shift 4
     local cands=()
     for c in "$@"; do cands+=(--candidate "$c"); done
-    timeout -k 5 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --sizes "$sizes" \
+    timeout -k 5 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays "${REPLAYS:-50}" --sizes "$sizes" \
         --watchdog $(( cap - 10 )) "${cands[@]}" --json "$OUT/$name.json" >"$OUT/${letter}_chain.log" 2>&1
     note "$letter chain ($name) rc=$? at $(elapsed) s"
     grep -E "^ours_fused|^torch.compile \+|^target" "$OUT/${letter}_chain.log" >>"$SUMMARY"
@@ -54,6 +55,7 @@ step V && { tail -n 30 "$OUT/V_verify.log" >>"$SUMMARY"; tar czf "$OUT/evidence.
 
 X=${CAP_X:-60}
 step D && chain D "${CAP_D:-90}" 256,4096,65536 gpu_chain_vs_torch
+step R && REPLAYS=100 chain R "${CAP_R:-120}" 256,4096,65536 gpu_chain_vs_torch.repeat
 step K && chain K "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8 "$K8_TRUNK" "$K8_TO" "$K8_NB" "$K8_PARTIAL"
 step J && chain J "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8_to_fwd "$K8_TO"
 step O && chain O "$X" 4096,65536 gpu_chain_vs_torch.simt_to_fwd "$SIMT_TO"
