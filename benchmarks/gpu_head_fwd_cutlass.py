@@ -135,15 +135,16 @@ HEAD_BY_SHORT = {h.short: h for h in HEADS}
 @dataclasses.dataclass(frozen=True)
 class HeadTile(Tile):
     """A build of the head candidate: ``gpu_fwd_cutlass.Tile`` with this source's defaults (64 x 128 x 16,
-    warps 64 x 32, 3 stages, the round-to-nearest split: ``-DAUX_HEAD_CUTLASS_SPLIT_RN=1``,
+    warps 32 x 32 since 5 December, 3 stages, the round-to-nearest split: ``-DAUX_HEAD_CUTLASS_SPLIT_RN=1``,
     kernels/cutlass_fast_f32_rn.cuh; the ``_rz`` suffix: ``=0``, CUTLASS's truncating split) and macros
     (``-DAUX_HEAD_CUTLASS_TBM=...``). TBN is the hidden chunk the read-back spreads over a warp (one float4
-    per lane): always 128."""
+    per lane): always 128. Every build stages the accumulation per k8 step (the source's
+    ``AUX_CUTLASS_STAGE_K8`` default, 1 since 5 December): with warps of 64 x 32 that fragment spills."""
 
     tbm: int = 64
     tbn: int = 128
     tbk: int = 16
-    wm: int = 64
+    wm: int = 32
     wn: int = 32
     stages: int = 3
     split: str = "rn"
@@ -159,11 +160,10 @@ class HeadTile(Tile):
 
 
 DEFAULT_TILE = HeadTile()  # the shipped build (the source's defaults: round-to-nearest split)
-# the candidate (4 warps of 64 x 32, as the trunk candidate's stock tile) and CUTLASS's truncating split of it;
-# 32-row tiles (2x the blocks, ~160 registers: 3 blocks per SM) with 3 and 4 stages; 8 warps of 32 x 32 over
-# the default tile
+# the shipped tile (8 warps of 32 x 32) and CUTLASS's truncating split of it; 32-row tiles (2x the blocks) with
+# 3 and 4 stages; 4 warps of 64 x 32 over the same tile (the default until 5 December; it spills when staged per k8)
 DEFAULT_TILES = (DEFAULT_TILE, dataclasses.replace(DEFAULT_TILE, split="rz"), HeadTile(32, 128, 16, 32, 32, 3),
-                 HeadTile(32, 128, 16, 32, 32, 4), HeadTile(64, 128, 16, 32, 32, 3))
+                 HeadTile(32, 128, 16, 32, 32, 4), HeadTile(64, 128, 16, 64, 32, 3))
 
 
 def cutlass_geometry(B: int, tile: HeadTile = DEFAULT_TILE) -> tuple[tuple[int, int, int], tuple[int, int, int]]:

@@ -137,7 +137,7 @@ def test_the_device_script_launches_both_head_forward_candidates_at_their_geomet
     assert [c.kernel for c in cands] == ["aux_trunk_forward", "aux_weight_grad_partial", "aux_trade_outcome_forward", "aux_next_bar_forward",
                                          "aux_next_bar_backward", "aux_trade_outcome_backward"]
     assert specs[0] == TRUNK_SPEC
-    # the head specs are the benchmark's (its default tile, grid = ceil_div(B, TBM) of 128 threads)
+    # the head specs are the benchmark's (its default tile, grid = ceil_div(B, TBM) of 256 threads)
     monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     import gpu_head_fwd_cutlass as head_bench
 
@@ -150,8 +150,8 @@ def test_the_device_script_launches_both_head_forward_candidates_at_their_geomet
     csB = bench.contracts_at(swapped, 65536)
     ops = bench.build_plan(csB, bench.Wiring(csB), (bench.FORWARD, bench.FUSED), 1966)
     heads = {op.name: (op.grid, op.block, op.kernel.source) for op in ops if op.name in ("aux_trade_outcome_forward", "aux_next_bar_forward")}
-    assert heads == {"aux_trade_outcome_forward": ((1024, 1, 1), (128, 1, 1), HEAD), "aux_next_bar_forward": ((1024, 1, 1), (128, 1, 1), HEAD)}
-    assert head_bench.cutlass_geometry(65536) == ((1024, 1, 1), (128, 1, 1))  # what the kernel's header says for its defaults
+    assert heads == {"aux_trade_outcome_forward": ((1024, 1, 1), (256, 1, 1), HEAD), "aux_next_bar_forward": ((1024, 1, 1), (256, 1, 1), HEAD)}
+    assert head_bench.cutlass_geometry(65536) == ((1024, 1, 1), (256, 1, 1))  # what the kernel's header says for its defaults
     csS = bench.contracts_at(swapped, 37)
     small = [op for op in bench.build_plan(csS, bench.Wiring(csS), (bench.FORWARD,), 1) if op.kernel.source == HEAD]
     assert sorted((op.name, op.grid) for op in small) == [("aux_next_bar_forward", (1, 1, 1)), ("aux_trade_outcome_forward", (1, 1, 1))]
@@ -301,11 +301,15 @@ def test_the_ship_script_fits_the_device_limit():
     caps.update(re.findall(r'step ([A-Z]) && chain [A-Z] "\$\{CAP_[A-Z]:-(\d+)\}"', body))
     x = re.search(r"^X=\$\{CAP_X:-(\d+)\}$", body, re.M)[1]
     caps.update({letter: x for letter in steps if letter not in caps})
-    assert sorted(caps) == ["D", "H", "J", "K", "O", "P", "T", "V"]
+    assert sorted(caps) == ["D", "H", "J", "K", "O", "P", "R", "T", "V"]
     listed = dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header))
-    assert listed == {"V": caps["V"], "D": caps["D"], "X": x, "T": caps["T"]}
-    assert sum(int(v) for v in caps.values()) + 5 * len(caps) <= 580
-    assert re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1] == "VDKJOPHT"
+    assert listed == {"V": caps["V"], "D": caps["D"], "R": caps["R"], "X": x, "T": caps["T"]}
+    default = re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1]
+    assert default == "VDRT"
+    # the default run and the attribution run (STEPS=KJOPH) each end inside the device's 590 s
+    for run in (default, "KJOPH"):
+        assert sum(int(caps[c]) for c in run) + 5 * len(run) <= 580, run
+    assert re.search(r'\[ "\$letter" = R \] && replays=100', body)
     assert "python3 -m audit verify --backend pycuda --backend cupy" in body
     assert "tests/gpu/test_to_bwd_fast_gpu.py" in body
 
@@ -320,6 +324,7 @@ def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
     kernels = {letter: sorted(bench.Candidate.parse(s).kernel for s in specs) for letter, specs in steps.items()}
     assert kernels == {
         "D": [],
+        "R": [],
         "K": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
         "O": ["aux_trade_outcome_forward"],
         "P": ["aux_trade_outcome_forward", "aux_weight_grad_partial"],

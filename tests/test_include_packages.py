@@ -382,7 +382,7 @@ def test_the_shipped_chain_with_its_cutlass_kernels_passes_every_static_rule(rep
     assert geometry["aux_trunk_forward"] == ("kernels/aux_trunk_forward_cutlass.cu", "aux_trunk_forward_cutlass",
                                              ["ceil_div(B, 128) * ceil_div(SH2, 64)", "1", "1"], ["128", "1", "1"])  # fmt: skip
     for head in ("aux_trade_outcome_forward", "aux_next_bar_forward"):
-        assert geometry[head] == ("kernels/aux_head_forward_cutlass.cu", f"{head}_cutlass", ["ceil_div(B, 64)", "1", "1"], ["128", "1", "1"])
+        assert geometry[head] == ("kernels/aux_head_forward_cutlass.cu", f"{head}_cutlass", ["ceil_div(B, 64)", "1", "1"], ["256", "1", "1"])
     assert geometry["aux_weight_grad_partial"][:2] == ("kernels/aux_weight_grad_partial_cutlass.cu", "aux_weight_grad_partial_cutlass")
     assert geometry["aux_weight_grad_partial_skinny"][:2] == ("kernels/aux_weight_grad_split_kernel.cu", "aux_weight_grad_partial")
     skinny = [s.bind for sch in cs.schedules for s in sch.steps if s.launch == "aux_weight_grad_partial_skinny"]

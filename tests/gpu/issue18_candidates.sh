@@ -52,8 +52,8 @@ step() { case $STEPS in *"$1"*) return 0 ;; *) return 1 ;; esac; }
 step D && timeout -k 5 "${CAP_D:-210}" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays 50 --watchdog $(( ${CAP_D:-210} - 10 )) \
     --candidate "aux_trunk_forward=$TRUNK:aux_trunk_forward_cutlass;grid=ceil_div(B, 128) * ceil_div(SH2, 64),1,1;block=128,1,1" \
     --candidate "aux_weight_grad_partial=$CUT:aux_weight_grad_partial_cutlass" \
-    --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
-    --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=128,1,1" \
+    --candidate "aux_trade_outcome_forward=$HEAD:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=256,1,1" \
+    --candidate "aux_next_bar_forward=$HEAD:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=256,1,1" \
     --candidate "aux_next_bar_backward=$NBBWD:aux_next_bar_backward_cutlass;grid=ceil_div(B, 32),1,1;block=128,1,1" \
     --candidate "aux_trade_outcome_backward=$TOBWD:aux_trade_outcome_backward_fast;grid=ceil_div(B, 32),1,1;block=256,1,1" \
     --json "$OUT/gpu_chain_vs_torch.candidates$R.json" >"$OUT/D_chain$R.log" 2>&1

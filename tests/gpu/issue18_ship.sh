@@ -19,13 +19,14 @@
 #   H. P and the SIMT next-bar forward: both heads' forwards SIMT (the SIMT trunk forward on top, every GEMM
 #      SIMT, would cost ~+54 us more at 65536 than the ~30 us the speed clause has left: not run)
 #   T. the GPU test of the trade-outcome backward (bit-equality with the 8-row kernel)     cap ${CAP_T:-50} s
-# Caps sum to 540 s (+5 s kill grace each); verify took 36 s and a chain run 47 s (three sizes) on 5 Dec.
-# STEPS (default VDKJOPHT) picks steps. Each run's verdict line goes into summary.txt, its JSON into $OUT;
+# STEPS picks steps: default VDRT (the shipped chain: evidence, the verdict twice, the GPU test; caps 360 s + 5 s
+# kill grace each), the attribution steps KJOPH on request (STEPS=KJOPH: 300 s + 25 s). Verify took 36 s and a
+# chain run 47 s (three sizes) on 5 Dec. Each run's verdict line goes into summary.txt, its JSON into $OUT;
 # `python3 benchmarks/gpu_chain_vs_torch.py --verdict $OUT/*.json` prints them again here.
 #   run: timeout 590 bash tests/gpu/issue18_ship.sh      (carry [".whl"])
 set -u
 . "$(dirname "$0")/device_prelude.sh"
-STEPS=${STEPS:-VDKJOPHT}
+STEPS=${STEPS:-VDRT}
 step() { case $STEPS in *"$1"*) return 0 ;; *) return 1 ;; esac; }
 note "env: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader); $(nvcc --version | tail -n 1)"
 
@@ -38,11 +39,12 @@ K8_NB="aux_next_bar_forward=benchmarks/kernels_baseline/aux_head_forward_cutlass
 K8_PARTIAL="aux_weight_grad_partial=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass_k8.cu:aux_weight_grad_partial_cutlass"
 
 chain() {  # letter, cap, sizes, json name, then --candidate specs
-    local letter=$1 cap=$2 sizes=$3 name=$4
+    local letter=$1 cap=$2 sizes=$3 name=$4 replays=50
+    [ "$letter" = R ] && replays=100  # R: the verdict again at the benchmark's default replay count
     shift 4
     local cands=()
     for c in "$@"; do cands+=(--candidate "$c"); done
-    timeout -k 5 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays "${REPLAYS:-50}" --sizes "$sizes" \
+    timeout -k 5 "$cap" python3 benchmarks/gpu_chain_vs_torch.py --no-autotune --replays "$replays" --sizes "$sizes" \
         --watchdog $(( cap - 10 )) "${cands[@]}" --json "$OUT/$name.json" >"$OUT/${letter}_chain.log" 2>&1
     note "$letter chain ($name) rc=$? at $(elapsed) s"
     grep -E "^ours_fused|^torch.compile \+|^target" "$OUT/${letter}_chain.log" >>"$SUMMARY"
@@ -55,7 +57,7 @@ step V && { tail -n 30 "$OUT/V_verify.log" >>"$SUMMARY"; tar czf "$OUT/evidence.
 
 X=${CAP_X:-60}
 step D && chain D "${CAP_D:-90}" 256,4096,65536 gpu_chain_vs_torch
-step R && REPLAYS=100 chain R "${CAP_R:-120}" 256,4096,65536 gpu_chain_vs_torch.repeat
+step R && chain R "${CAP_R:-120}" 256,4096,65536 gpu_chain_vs_torch.repeat
 step K && chain K "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8 "$K8_TRUNK" "$K8_TO" "$K8_NB" "$K8_PARTIAL"
 step J && chain J "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8_to_fwd "$K8_TO"
 step O && chain O "$X" 4096,65536 gpu_chain_vs_torch.simt_to_fwd "$SIMT_TO"
