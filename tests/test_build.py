@@ -130,6 +130,19 @@ def test_cpp_name_matches_the_demangled_signature_not_the_parameter_list():
     assert match_cpp_name(entries, "ns::scale") is None  # appears only inside call()'s parameters
 
 
+def test_cpp_name_matches_a_kernel_of_an_unnamed_namespace():
+    # apex's megatron softmax kernels are templates inside `namespace { }`: their entries demangle with
+    # "(anonymous namespace)::", which the name the source uses (and the launch) does not carry
+    e1 = EntryInfo("_ZN12_GLOBAL__N_14softIfLi11EEEvPT_i", "void (anonymous namespace)::soft<float, 11>(float*, int)", [])
+    e2 = EntryInfo("_ZN12_GLOBAL__N_14softIfLi3EEEvPT_i", "void (anonymous namespace)::soft<float, 3>(float*, int)", [])
+    entries = {e.symbol: e for e in (e1, e2)}
+    assert match_cpp_name(entries, "soft<float, 11>") is e1
+    assert match_cpp_name(entries, "soft<float, 3>") is e2
+    assert match_cpp_name(entries, "(anonymous namespace)::soft<float, 3>") is e2
+    assert match_cpp_name(entries, "soft<float, 3>(float*, int)") is e2
+    assert match_cpp_name(entries, "soft<float, 4>") is None
+
+
 def test_registers_are_allocated_per_warp_in_units_of_256():
     assert registers_per_block(64, 1024) == 65536
     assert registers_per_block(65, 1024) == 73728  # 65 rounds up to 72 per thread

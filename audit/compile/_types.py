@@ -264,20 +264,30 @@ def normalize_cpp(text: str) -> str:
     return re.sub(r" ?([^\w\s]) ?", r"\1", text)
 
 
+def _unnamed(text: str) -> str:
+    """``text`` without the qualifier of an unnamed namespace: a kernel declared in ``namespace { }``
+    demangles as ``(anonymous namespace)::f<float>(...)`` and is named ``f<float>`` in C++ source."""
+    return re.sub(r"\(\s*anonymous\s+namespace\s*\)\s*::\s*", "", text)
+
+
 def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | None:
     """The entry whose demangled signature names ``cpp_name`` (first by symbol where several do).
 
     >>> e = EntryInfo("_ZN2ns5scaleIfEEvPfi", "void ns::scale<float>(float*, int)", [])
     >>> match_cpp_name({e.symbol: e}, "ns::scale<float>") is e
     True
+
+    A kernel of an unnamed namespace (``namespace { template <int N> __global__ void f(...); }``, which
+    demangles as ``(anonymous namespace)::f<...>``) is named as in the source, ``f<4>``, or with the
+    qualifier.
     """
-    want = normalize_cpp(cpp_name)
+    want = normalize_cpp(_unnamed(cpp_name))
     full = "(" in want
     for symbol in sorted(entries):
         e = entries[symbol]
         if not e.demangled:
             continue
-        have = normalize_cpp(e.demangled)
+        have = normalize_cpp(_unnamed(e.demangled))
         if full:
             # template functions demangle with their return type first: drop it before comparing
             if have == want or have.endswith(" " + want):
