@@ -455,3 +455,35 @@ ret;
     reset = ptx.replace("RESET", "setp.eq.u32 %p1, %r1, 40;\n@%p1 st.shared.u32 [flag], 0;")
     (race,) = find_barrier_races(reset, "k", [launch])
     assert (race.order, race.scope, race.threads) == ("waw", "warp", (40, 0, 0, 0, 0, 0))
+
+
+# --- the rule: an entry the run gives up on is reported as not analysed (a note), never passed in silence --
+
+
+@NVCC
+def test_an_entry_given_up_on_is_a_note_not_a_silent_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """apex's scaled_masked_softmax_warp_forward_new returns early on a float test (everything masked) and
+    zeroes shared[0] while other warps may still read it; the run gives up at that branch. Before, wireup
+    check said nothing about the kernel, the same as for a clean one; now it says it did not analyse it."""
+    from audit.cli import main
+
+    root = tmp_path / "good"
+    shutil.copytree(Path(__file__).resolve().parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "good", root)
+    chain = root / "kernels" / "chain.cu"
+    text = chain.read_text()
+    old = "    __syncthreads();\n    if (threadIdx.x == 0) {\n        float total"
+    assert text.count(old) == 1
+    chain.write_text(text.replace(old, "    if (isv[scale_slot] > 0.0f) __syncthreads();\n    if (threadIdx.x == 0) {\n        float total"))
+    rc = main(["check", "--root", str(root), "--select", "SHARED_BARRIER_MISSING"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0  # a note fails nothing
+    assert out[:-1] == [
+        'contracts/kernels.toml:38: SHARED_BARRIER_MISSING (note) Kernel "loss" was not analysed to its end for '
+        "shared-memory accesses of two threads with no barrier between them (gave up: a branch on an unknown value "
+        "around a barrier or an exit (@%p18 bra $L__BB2_25), at B = 1, H = 32): what it does past that point is not "
+        "checked, so no finding there is no proof of none."
+    ]
+    # the clean kernel, run to its end, gives no note
+    chain.write_text(text)
+    assert main(["check", "--root", str(root), "--select", "SHARED_BARRIER_MISSING"]) == 0
+    assert capsys.readouterr().out.splitlines()[:-1] == []

@@ -79,7 +79,9 @@ def test_good_fixture_is_clean(rule_id: str, capsys: pytest.CaptureFixture[str],
     # the one it pairs with
     own = (STATIC[rule_id].category,) if STATIC[rule_id].category in FACT_CATEGORIES else ()
     rc, lines = run_check(capsys, root, *CATEGORIES, *own)
-    assert (rc, lines) == (0, [])
+    # a note that another rule did not analyse a kernel to its end (the block run gives up on the cp.async
+    # of CP_ASYNC_WAIT's pair) is no finding: it says what was not checked
+    assert (rc, [line for line in lines if " (note) " not in line]) == (0, [])
 
 
 @pytest.mark.parametrize("rule_id", FIXTURES)

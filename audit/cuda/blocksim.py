@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -82,12 +83,16 @@ def find_global_rmw_races(ptx: str, entry: str, launches: Sequence[BlockLaunch],
 
 
 def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds: bool | None,
-                   extra: Sequence[BlockLaunch] = ()) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None]:  # fmt: skip
+                   extra: Sequence[BlockLaunch] = (), gaps: dict[str, str] | None = None,
+                   ) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None]:  # fmt: skip
     """(races, out-of-bounds accesses, global read-modify-write races) of ``entry`` over ``launches`` from
     one run per launch. ``bounds`` False: the races alone (None for the others); True: all three; None:
     the accesses and updates too only where the race analysis runs the block anyway (it has shared memory
     and nothing it gives up on at sight), else None: what a check that wants the races takes for free.
-    ``extra``: launches run for the global updates alone, wherever those are wanted."""
+    ``extra``: launches run for the global updates alone, wherever those are wanted. ``gaps``, where
+    given, receives for "races", "bounds" and "rmw" (each analysis this call made) why it did not reach
+    every exit of every launch (``"gave up: cp.async (at B = 1)"``), or ``""`` where it did (an entry with
+    no shared memory, or no global read-modify-write, has nothing left unexamined)."""
     races: list[BarrierRace] = []
     accesses: list[OutOfBounds] = []
     updates: list[GlobalRmwRace] = []
@@ -97,10 +102,24 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     found_u: list[tuple[int, Sequence[GlobalRmwRace]]] = []  # (rank, races) of each launch
     module = _Module(ptx, entry)
     check = bool(bounds) or (bounds is None and not module.race_skip)
+    gap: dict[str, str] = {}
+
+    def note(what: str, got: Any, label: str) -> None:
+        if got is not None:
+            gap.setdefault(what, "")
+            if not got.complete and not gap[what]:
+                gap[what] = f"{got.reason}, at {label}" if label else got.reason
+
     for launch in launches:
         got_r, got_b, got_u = module.run(launch, True, check, tied=bounds is None, rmw=check)
+        note("races", got_r, launch.label)
         if bounds is None and got_r is not None and not got_r.complete:
             check = False  # the run stopped with the races: the bounds are left to a run of their own
+            gap.pop("bounds", None)
+            gap.pop("rmw", None)
+        else:
+            note("bounds", got_b, launch.label)
+            note("rmw", got_u, launch.label)
         found_u.append((0 if not found_u else 2, got_u.races if got_u is not None else ()))
         for r in got_r.races if got_r is not None else ():
             key = (r.line, r.first_line, r.order)
@@ -117,6 +136,7 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
             if launch in launches:
                 continue
             got_u = module.run(launch, False, False, rmw=True)[2]
+            note("rmw", got_u, launch.label)
             found_u.append((1, got_u.races if got_u is not None else ()))
     # the first per (line, other line) at the smallest sizes: the least launch, the one at 2, then the others
     for _, got in sorted(found_u, key=lambda f: f[0]):
@@ -128,6 +148,8 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     races.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
     accesses.sort(key=lambda b: (b.line is None, b.line or 0))
     updates.sort(key=lambda u: (u.line is None, u.line or 0, u.other_line or 0))
+    if gaps is not None:
+        gaps.update({w: g for w, g in gap.items() if w == "races" or check})
     return races, (accesses if check else None), (updates if check else None)
 
 

@@ -575,34 +575,63 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
 
 
 def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None, cache: AnalysisCache | None,
-                    want: str) -> list[Any]:  # fmt: skip
+                    want: str, gap: bool = False) -> Any:  # fmt: skip
     """SHARED_BARRIER_MISSING's races (``want`` "races"), OUT_OF_BOUNDS_ACCESS's accesses ("bounds") or
     GLOBAL_RMW_RACE's updates ("rmw") of ``k``'s entry at its :func:`barrier_launches` (and, for the
     updates, its :func:`rmw_launches`), from one run of the block for all three: ``cache`` keeps each by the
     PTX text, the entry and the launches, and a run made for one stores what it found of the others (the
-    races rule runs the bounds and updates along where it runs the block anyway)."""
+    races rule runs the bounds and updates along where it runs the block anyway). With ``gap``: instead
+    of the findings, why that analysis did not reach every exit of every launch (``""`` where it did; see
+    :func:`audit.cuda.blocksim.block_findings`), cached beside them."""
     entry = symbol or k.symbol
     launches = barrier_launches(cs, wiring, k)
     extra = rmw_launches(cs, wiring, k)
     got: dict[str, Any] = {}
+    gaps: dict[str, str] = {}
 
     def run(want: str) -> dict[str, Any]:
-        if "races" not in got:
+        if "races" not in got or (want != "races" and got.get(want) is None):
             from .blocksim import block_findings  # numpy: only where the analysis cache does not answer
 
-            got["races"], got["bounds"], got["rmw"] = block_findings(ptx, entry, launches, None if want == "races" else True, extra)
+            gaps.clear()
+            got["races"], got["bounds"], got["rmw"] = block_findings(ptx, entry, launches, None if want == "races" else True, extra, gaps)
         return got
 
+    def gap_of(want: str) -> str:
+        run(want)
+        return gaps.get(want, "")
+
     if cache is None:
-        return run(want)[want] or []
+        return gap_of(want) if gap else (run(want)[want] or [])
     parts = {"races": [ptx, entry, repr(launches)], "bounds": [ptx, entry, repr(launches)],
              "rmw": [ptx, entry, repr(launches), repr(extra)]}
     kinds = {"races": ("barrier-races", BarrierRace), "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace)}
-    out = cache.results(kinds[want][0], parts[want], kinds[want][1], lambda: run(want)[want])
+
+    def text(stored: Any) -> str:
+        if not isinstance(stored, str):
+            raise TypeError("not a string")
+        return stored
+
+    if gap:
+        out = cache.value(kinds[want][0] + "-gap", parts[want], text, lambda: gap_of(want))
+    else:
+        out = cache.results(kinds[want][0], parts[want], kinds[want][1], lambda: run(want)[want])
     for other, (kind, cls) in kinds.items():
-        if other != want and got.get(other) is not None:  # found alongside: kept for the other rule
-            cache.results(kind, parts[other], cls, lambda other=other: got[other])  # type: ignore[misc]
+        if got.get(other) is not None:  # found alongside: kept for the other rule (and the gap rules)
+            if other != want:
+                cache.results(kind, parts[other], cls, lambda other=other: got[other])  # type: ignore[misc]
+            if other in gaps:
+                cache.value(kind + "-gap", parts[other], text, lambda other=other: gaps[other])  # type: ignore[misc]
     return out
+
+
+def entry_block_gap(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, want: str, symbol: str | None = None,
+                    cache: AnalysisCache | None = None) -> str:  # fmt: skip
+    """Why the block run of SHARED_BARRIER_MISSING (``want`` "races"), OUT_OF_BOUNDS_ACCESS ("bounds") or
+    GLOBAL_RMW_RACE ("rmw") did not reach every exit of ``k``'s entry at every launch (``"gave up: cp.async
+    (at B = 1)"``, ``"stopped after 30000 steps (at ...)"``), or ``""`` where it did: what the rule could
+    not examine, reported as not analysed rather than passed."""
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, want, gap=True)
 
 
 def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,

@@ -304,6 +304,29 @@ def _ptx_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequenc
             yield Hit(f.message(k.name, shown), loc, k.name)
 
 
+#: what each block-simulator rule looks for, as its not-analysed note names it
+_GAP_WHAT = {"races": "shared-memory accesses of two threads with no barrier between them",
+             "bounds": "accesses outside its buffers and shared memory",
+             "rmw": "non-atomic global read-modify-writes that race"}
+
+
+def _gap_hits(ctx: CheckContext, want: str) -> Iterator[Hit]:
+    """A note for each compiled entry the block run of ``want`` ("races", "bounds", "rmw") did not take to
+    every exit (it gave up, stopped or had no block): a check that was not run is reported as not run,
+    never passed in silence."""
+    from ..cuda.static import entry_block_gap
+
+    cache = _analysis_cache(ctx)
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        gap = entry_block_gap(ctx.cs, ctx.wiring, k, _ptx_text(ctx, sb.ptx), want, entry.symbol, cache)
+        if gap:
+            yield Hit(f'Kernel "{k.name}" was not analysed to its end for {_GAP_WHAT[want]} ({gap}): what it does past '
+                      "that point is not checked, so no finding there is no proof of none.", k.loc.child("source"), k.name,
+                      Severity.NOTE)  # fmt: skip
+
+
 @rule("STORE_RACE", "A non-atomic global store at an address that is the same for every thread (an ISV slot) is made by one thread of one block.", "build")
 def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the address's dependence on the thread and block index, and the
@@ -331,16 +354,17 @@ def check_shared_races(ctx: CheckContext) -> Iterator[Hit]:
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_shared_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
-@rule("SHARED_BARRIER_MISSING", "A shared-memory element one thread writes is read or overwritten by another only after a barrier (__syncthreads(), or __syncwarp() within a warp).", "build")
+@rule("SHARED_BARRIER_MISSING", "A shared-memory element one thread writes is read or overwritten by another only after a barrier (__syncthreads(), or __syncwarp() within a warp); an entry the block run cannot take to its end is a note saying so, never a silent pass.", "build")
 def check_barrier_races(ctx: CheckContext) -> Iterator[Hit]:
     """Runs each compiled entry's block over its PTX at small valid sizes of the contracts: which thread
     touches which shared byte in which barrier interval (see :mod:`audit.cuda.barriers`)."""
     from ..cuda.static import entry_barrier_races
 
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_barrier_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
+    yield from _gap_hits(ctx, "races")
 
 
-@rule("OUT_OF_BOUNDS_ACCESS", "No thread reads or writes outside the buffer of a pointer parameter (its contract extent), a static shared array or the launch's dynamic shared memory, at small valid sizes of the contracts.", "build")
+@rule("OUT_OF_BOUNDS_ACCESS", "No thread reads or writes outside the buffer of a pointer parameter (its contract extent), a static shared array or the launch's dynamic shared memory, at small valid sizes of the contracts; an entry the block run cannot take to its end is a note saying so.", "build")
 def check_out_of_bounds(ctx: CheckContext) -> Iterator[Hit]:
     """Runs each compiled entry's block over its PTX at small valid sizes of the contracts (the run of
     SHARED_BARRIER_MISSING) with every pointer parameter a buffer of its contract extent: which thread
@@ -368,9 +392,10 @@ def check_out_of_bounds(ctx: CheckContext) -> Iterator[Hit]:
         return found
 
     yield from _ptx_hits(ctx, analyse)
+    yield from _gap_hits(ctx, "bounds")
 
 
-@rule("GLOBAL_RMW_RACE", "A non-atomic read-modify-write of a global element (y[i] += v) is made by one thread per element, or ordered by a barrier within a block; else it is an atomicAdd.", "build")
+@rule("GLOBAL_RMW_RACE", "A non-atomic read-modify-write of a global element (y[i] += v) is made by one thread per element, or ordered by a barrier within a block; else it is an atomicAdd. An entry the block run cannot take to its end is a note saying so.", "build")
 def check_global_rmw_races(ctx: CheckContext) -> Iterator[Hit]:
     """Runs each compiled entry's blocks over its PTX at small valid sizes of the contracts (the run of
     SHARED_BARRIER_MISSING and OUT_OF_BOUNDS_ACCESS, every block of a small grid, one more launch with every
@@ -379,6 +404,7 @@ def check_global_rmw_races(ctx: CheckContext) -> Iterator[Hit]:
     from ..cuda.static import entry_global_rmw_races
 
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_global_rmw_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
+    yield from _gap_hits(ctx, "rmw")
 
 
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
