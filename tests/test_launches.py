@@ -350,6 +350,27 @@ def test_drift_reads_dim3_variables_initialised_with_braces_or_assignment(tmp_pa
     ]
 
 
+def test_a_counter_bumped_before_the_launch_or_reset_in_its_loop_is_no_one_value(tmp_path: Path, capsys) -> None:
+    """apex's multi_tensor_apply: ``int loc_block_info = 0;``, then per chunk ``loc_block_info++`` and,
+    once a batch is full, ``<<<loc_block_info, block_size>>>`` followed by ``loc_block_info = 0;`` in the
+    same loop. init wrote ``grid = [0, 1, 1]`` from the declaration; a name bumped (``++``, ``+=``) before
+    the launch or assigned anywhere in a loop around it has no one value there."""
+    cu = tmp_path / "k.cu"
+    cu.write_text(
+        "__global__ void k(float* y, int n) {}\n"
+        "void h(float* d, int n, int chunks) {\n  int blocks = 0;\n  int total = 8;\n  total += n;\n  int bs = 128;\n"
+        "  for (int c = 0; c < chunks; c++) {\n    blocks++;\n    if (blocks == 320 || c == chunks - 1) {\n"
+        "      k<<<blocks, bs>>>(d, n);\n      k<<<total, bs>>>(d, n);\n      blocks = 0;\n    }\n  }\n}\n"
+    )
+    (tmp_path / "wireup.toml").write_text("")
+    assert main(["init", "--root", str(tmp_path), str(cu)]) == 0
+    out = capsys.readouterr().out
+    assert 'grid = ["TODO", 1, 1]  # "blocks" at k.cu:10 uses "blocks", which no integer kernel argument or declared dim names' in out
+    assert "block = [128, 1, 1]  # from k.cu:10" in out
+    # before: grid = [0, 1, 1], and the second launch's "total" (8, then total += n) noted as grid = [8, 1, 1]
+    assert "grid = [0, 1, 1]" not in out and "grid = [8, 1, 1]" not in out
+
+
 def test_init_substitutes_a_self_referencing_assignment_once(tmp_path: Path, capsys) -> None:
     """``bs = largest_pow2(bs);`` on a parameter: the inner ``bs`` is the parameter, substituted no further
     (the note quoted largest_pow2 nested eight deep)."""

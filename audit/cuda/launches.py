@@ -187,6 +187,10 @@ def _definitions(text: str, code: str, before: int, language: str, outer: dict[s
             # `bs = f(bs);` after `int bs = 64;`: the earlier value inside the new one
             value = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", lambda _: f"({defs[name]})", value)
         defs[name] = value
+    if language == "c":
+        for name in [n for n in defs if n not in (outer or {}) or n in code[start:before]]:
+            if _varies(code, start, before, name):
+                defs.pop(name, None)
     # dim3 NAME(a, b, c) / dim3 NAME{a, b, c} / dim3 NAME = {a, b, c} / dim3 NAME = dim3(a, b, c)
     for m in _DIM3.finditer(code, start, before):
         if language == "c" and _conditional(code, m.start(), before):
@@ -194,6 +198,66 @@ def _definitions(text: str, code: str, before: int, language: str, outer: dict[s
         end = _close(code, m.end(2) - 1)
         defs[m.group(1)] = "dim3(" + " ".join(text[m.end(2) : end].split()) + ")"
     return defs
+
+
+def _opens_loop(code: str, brace: int) -> bool:
+    """Whether the ``{`` at ``brace`` opens the body of a ``for``, ``while`` or ``do``.
+
+    >>> code = "for (int i = 0; i < n; i++) { x(); } if (a) { y(); } do { z(); } while (b);"
+    >>> [_opens_loop(code, i) for i, c in enumerate(code) if c == "{"]
+    [True, False, True]
+    """
+    j = brace - 1
+    while j >= 0 and code[j].isspace():
+        j -= 1
+    if j >= 1 and code[j - 1 : j + 1] == "do" and (j < 2 or not (code[j - 2].isalnum() or code[j - 2] == "_")):
+        return True
+    if j < 0 or code[j] != ")":
+        return False
+    depth = 0
+    while j >= 0:
+        if code[j] == ")":
+            depth += 1
+        elif code[j] == "(":
+            depth -= 1
+            if depth == 0:
+                break
+        j -= 1
+    word = re.search(r"(\w+)\s*$", code[max(0, j - 64) : max(j, 0)])
+    return word is not None and word.group(1) in ("for", "while")
+
+
+def _varies(code: str, start: int, before: int, name: str) -> bool:
+    """Whether ``name`` changes on the way to the launch at ``before`` other than by a plain assignment the
+    reader follows: ``name++``, ``--name`` or ``name += v`` anywhere in the function before the launch, or
+    any assignment to it inside a loop around the launch (after the launch too: the next pass sees it).
+    apex's multi_tensor_apply counts ``loc_block_info++`` per chunk and launches ``<<<loc_block_info,
+    ...>>>`` inside the loop; its ``int loc_block_info = 0;`` was read as the grid (``grid = [0, 1, 1]``).
+
+    >>> code = "void f() { int n = 0; for (int c = 0; c < 9; c++) { n++; if (c == 8) { k<<<n, 64>>>(); n = 0; } } }"
+    >>> _varies(code, 0, code.index("k<<<"), "n"), _varies(code, 0, code.index("k<<<"), "c")
+    (True, True)
+    >>> code = "void f() { int n = 4; for (int c = 0; c < 9; c++) { m += c; k<<<n, 64>>>(); } }"
+    >>> _varies(code, 0, code.index("k<<<"), "n")
+    False
+    """
+    ident = re.escape(name)
+    bump = re.compile(rf"(?:\+\+|--)\s*{ident}(?!\w)|(?<![\w.]){ident}\s*(?:\+\+|--|(?:[-+*/%&|^]|<<|>>)=)")
+    if bump.search(code, start, before):
+        return True
+    assign = re.compile(rf"(?<![\w.>]){ident}\s*=(?!=)")
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", code[start:before]):
+        if m.group() == "{":
+            stack.append(start + m.start())
+        elif stack:
+            stack.pop()
+    for brace in stack:
+        if _opens_loop(code, brace):
+            end = _close(code, brace)
+            if bump.search(code, brace, end) or assign.search(code, brace, end):
+                return True
+    return False
 
 
 def _conditional(code: str, at: int, before: int) -> bool:
