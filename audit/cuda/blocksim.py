@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -95,7 +95,7 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     seen_b: set[tuple[int | None, str | None, str, str]] = set()
     seen_u: set[tuple[int | None, int | None, str | None, str | None]] = set()
     found_u: list[tuple[int, Sequence[GlobalRmwRace]]] = []  # (rank, races) of each launch
-    module = _Module(ptx, entry)
+    module = _module(ptx, entry)
     check = bool(bounds) or (bounds is None and not module.race_skip)
     for launch in launches:
         got_r, got_b, got_u = module.run(launch, True, check, tied=bounds is None, rmw=check)
@@ -134,14 +134,14 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
 def analyse_block(ptx: str, entry: str, launch: BlockLaunch) -> BarrierAnalysis:
     """One launch of ``entry``: its block 0 and its grid's last block run over the PTX. Raises ValueError
     when the module has no such entry."""
-    got = _Module(ptx, entry).run(launch, True, False)[0]
+    got = _module(ptx, entry).run(launch, True, False)[0]
     assert got is not None
     return got
 
 
 def analyse_bounds(ptx: str, entry: str, launch: BlockLaunch) -> BoundsAnalysis:
     """One launch of ``entry`` for OUT_OF_BOUNDS_ACCESS alone (see :func:`analyse_block`)."""
-    got = _Module(ptx, entry).run(launch, False, True)[1]
+    got = _module(ptx, entry).run(launch, False, True)[1]
     assert got is not None
     return got
 
@@ -149,8 +149,27 @@ def analyse_bounds(ptx: str, entry: str, launch: BlockLaunch) -> BoundsAnalysis:
 def analyse_updates(ptx: str, entry: str, launch: BlockLaunch) -> RmwAnalysis:
     """One launch of ``entry`` for GLOBAL_RMW_RACE alone: block 0, the last block, and every other block
     of a grid of at most :data:`MAX_RMW_GRID` blocks, where the entry has a global read-modify-write."""
-    got = _Module(ptx, entry).run(launch, False, False, rmw=True)[2]
+    got = _module(ptx, entry).run(launch, False, False, rmw=True)[2]
     assert got is not None
+    return got
+
+
+#: the modules read in this process, by (PTX text, entry): the races rule and the bounds rule run the same
+#: entry, each at the same launches
+_MODULES: dict[tuple[str, str], _Module] = {}
+_MAX_MODULES = 32
+
+
+def _module(ptx: str, entry: str) -> _Module:
+    """The :class:`_Module` of ``entry`` in ``ptx``, read once per process (what it keeps of a run, its
+    static facts and shared layouts, follows from the text alone)."""
+    key = (ptx, entry)
+    got = _MODULES.get(key)
+    if got is None:
+        got = _Module(ptx, entry)
+        if len(_MODULES) >= _MAX_MODULES:
+            _MODULES.pop(next(iter(_MODULES)))
+        _MODULES[key] = got
     return got
 
 
@@ -440,14 +459,62 @@ class _Static:
             if self.kind[i] in (0, 1) and inst.head not in _STOPS and relevant.isdisjoint(inst.dests()):
                 self.kind[i] = 4
         #: the next instruction a run stops at after each: runs of kind 4 within a basic block are jumped
-        leaders = set(labels.values())
-        self.next = list(range(1, len(insts) + 1))
-        for i in range(len(insts) - 2, -1, -1):
-            if self.kind[i + 1] == 4 and (i + 1) not in leaders:
-                self.next[i] = self.next[i + 1]
+        self.leaders = set(labels.values())
+        self.next = _jumps(self.kind, self.leaders)
+        #: (kinds, next, steps jumped) of a run for the global updates alone (:meth:`updates_only`)
+        self._updates: tuple[list[int], list[int], list[int]] | None = None
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
                              if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
+
+    def updates_only(self, grmw: dict[int, int]) -> tuple[list[int], list[int], list[int]]:
+        """(kind, next, steps) for a run that records the global updates alone (no races, no bounds): an
+        instruction is jumped (kind 4) where what it writes reaches no update's address or guard, no
+        branch, exit, barrier or call, through what the run reads of the instructions it keeps; ``steps``
+        the instructions a full run would stop at in between, counted so that the step limit falls where
+        it does in a full run. Every register such a run reads takes the values it takes in a full run:
+        each instruction of a full run that writes one is kept, with what it reads."""
+        if self._updates is not None:
+            return self._updates
+        insts, full = self.insts, self.kind
+        updates = {*grmw, *grmw.values()}
+        seeds: list[str] = []
+        makers: dict[str, list[tuple[str, ...]]] = {}  # register -> what each kept writer of it reads
+        for i, inst in enumerate(insts):
+            if full[i] == 4:
+                continue
+            head, ops = inst.head, inst.operands
+            if head in _STOPS:
+                seeds += inst.sources()
+            elif full[i] == 2 and (i in updates or head in ("atom", "red")):
+                addr = ops[1] if head in ("ld", "atom", "ldu") and len(ops) > 1 else ops[0] if ops else ""
+                seeds += _REG.findall(addr)
+                if inst.guard:
+                    seeds.append(inst.guard[0])
+            else:  # evaluated: its sources and guard; else (unknown, a load, a copy) its guard alone
+                reads = inst.sources() if full[i] == 1 else ((inst.guard[0],) if inst.guard else ())
+                for d in inst.dests():
+                    makers.setdefault(d, []).append(reads)
+        needed: set[str] = set()
+        while seeds:
+            r = seeds.pop()
+            if r not in needed:
+                needed.add(r)
+                for reads in makers.get(r, ()):
+                    seeds += reads
+        kind = list(full)
+        for i, inst in enumerate(insts):
+            if kind[i] != 4 and inst.head not in _STOPS and not (kind[i] == 2 and (i in updates or inst.head in ("atom", "red"))) \
+                    and needed.isdisjoint(inst.dests()):
+                kind[i] = 4
+        nxt = _jumps(kind, self.leaders)
+        # a full run stops at each instruction that is not of kind 4 or that starts a block
+        stops = [0] * (len(insts) + 2)
+        for i in range(len(insts)):
+            stops[i + 1] = stops[i] + (1 if full[i] != 4 or i in self.leaders else 0)
+        steps = [stops[nxt[i]] - stops[i + 1] for i in range(len(insts))]
+        self._updates = (kind, nxt, steps)
+        return self._updates
 
     @property
     def rmw(self) -> dict[int, set[int]]:
@@ -560,6 +627,15 @@ class _Static:
         return got
 
 
+def _jumps(kind: list[int], leaders: set[int]) -> list[int]:
+    """The next instruction a run stops at after each: runs of kind 4 within a basic block are jumped."""
+    nxt = list(range(1, len(kind) + 1))
+    for i in range(len(kind) - 2, -1, -1):
+        if kind[i + 1] == 4 and (i + 1) not in leaders:
+            nxt[i] = nxt[i + 1]
+    return nxt
+
+
 #: instructions the run itself handles (control, barriers) or that may end a thread: never jumped over
 _STOPS = {"bra", "brx", "ret", "exit", "trap", "bar", "barrier", "call"}
 _EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not",
@@ -570,6 +646,7 @@ _WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
 #: the records an access of each kind is checked against: a read against writes and atomics, a write against
 #: everything, an atomic against plain reads and writes (atomics never race each other)
 _AGAINST = {_READ: (0, 1, 4, 5), _WRITE: (2, 3, 0, 1, 4, 5), _ATOMIC: (0, 1, 2, 3)}
+_AGAINST_INDEX = {k: np.array(v) for k, v in _AGAINST.items()}
 
 
 def _kind(inst: _Inst) -> int:
@@ -581,6 +658,25 @@ def _kind(inst: _Inst) -> int:
     if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
         return 0
     return 1
+
+
+#: operand text -> its form (:func:`_operand`)
+_OPERANDS: dict[str, tuple] = {}
+
+
+def _operand(op: str) -> tuple:
+    """What :meth:`_Block._get` reads for an operand: (0,) a register (special or not), (1, inner) a
+    negated one, (2, value) an integer (``WARP_SZ`` too), (3,) a name (a shared array's address, or
+    unknown)."""
+    if op.startswith("%"):
+        form: tuple = (0,)
+    elif op.startswith("!"):
+        form = (1, op[1:])
+    else:
+        c = _imm(op)
+        form = (2, c) if c is not None else (2, 32) if op == "WARP_SZ" else (3,)
+    _OPERANDS[op] = form
+    return form
 
 
 def _imm(op: str) -> int | None:
@@ -610,6 +706,11 @@ class _Block:
         self.loaded: dict[int, np.ndarray] = {}  # a pair's load -> the address each thread loaded (-1: none)
         self.cta_index = log.block(cta) if log is not None and self.rmw else -1
         self.cta = cta
+        # what each instruction is to this run, where it goes next, the steps a jump counts (see _Static)
+        if not races and not bounds and self.rmw:
+            self.kinds, self.next, self.jumped = static.updates_only(self.grmw)
+        else:
+            self.kinds, self.next, self.jumped = static.kind, static.next, None
         self.fuzzy = False  # a barrier was passed by part of the block: bar.red results are unknown
         # the buffers: by parameter position, extent (-1: not checked) and element bytes
         self.buffers = {int(b[0]): b for b in buffers}
@@ -622,12 +723,14 @@ class _Block:
         self.g_ranges = {pos: b[5] for pos, b in self.buffers.items() if b[5] is not None and b[2] >= 0}
         #: (pc, "g" buffer / "w" write range / "s" shared region, index) -> (thread, start, width, kind, index on the axis)
         self.oob: dict[tuple[int, str, int], tuple[int, int, int, int, int]] = {}
-        nx, ny, nz = ext
+        nx, ny, nz = self.ext = ext
         self.total = total = nx * ny * nz
         lin = np.arange(total, dtype=np.int64)
         self.lin = lin
         self.warp = lin // 32
-        self.xyz = [(t % nx, t // nx % ny, t // (nx * ny)) for t in range(total)]
+        self.consts: dict[tuple[int, int], np.ndarray] = {}
+        self.trues: dict[int, np.ndarray] = {}
+        self.falses: dict[int, np.ndarray] = {}
         lane = lin % 32
         self.special: dict[str, tuple[np.ndarray, bool]] = {
             "%tid.x": (lin % nx, True), "%tid.y": (lin // nx % ny, True), "%tid.z": (lin // (nx * ny), True),
@@ -657,7 +760,15 @@ class _Block:
         self.unit = static.unit
         self.rec = np.full((size // self.unit + 1, 6, 4), -1, np.int32)
         self.hits: dict[tuple[int, int, str], dict[str, tuple[int, int, int, int]]] = {}
+        self.last_row: np.ndarray | None = None  # scratch of :meth:`_record_only`, per unit
+        self.rows = np.arange(0, dtype=np.int64)
         self.decoded: dict[int, tuple] = {}
+
+    @cached_property
+    def xyz(self) -> list[tuple[int, int, int]]:
+        """(x, y, z) of each linear thread index (the findings name threads by them)."""
+        nx, ny, _ = self.ext
+        return [(t % nx, t // nx % ny, t // (nx * ny)) for t in range(self.total)]
 
     # -- running ----------------------------------------------------------------------------------------
 
@@ -716,7 +827,11 @@ class _Block:
                             groups[npc] = nidx if old is None else np.union1d(old, nidx)
                     break
                 self._step(inst, pc, idx)
-                pc = self.st.next[pc]
+                if self.jumped is not None and self.jumped[pc]:
+                    self.steps += self.jumped[pc]  # what a full run steps through here (it does nothing there)
+                    if self.steps > self.limit:
+                        raise _GiveUp(f"stopped after {self.limit} steps")
+                pc = self.next[pc]
 
     def _guard(self, inst: _Inst, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(holds, known) of the instruction's guard for the threads ``idx``."""
@@ -837,27 +952,58 @@ class _Block:
     # -- registers --------------------------------------------------------------------------------------
 
     def _get(self, op: str, idx: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """(values, known) of operand ``op`` for the threads ``idx``. Where ``idx`` is the whole block the
+        register's own arrays come back (not copies), and constants are shared read-only arrays: what this
+        returns is read, never written in place."""
+        form = _OPERANDS.get(op)
+        if form is None:
+            form = _operand(op)
         n = len(idx)
-        if op.startswith("%"):
+        kind = form[0]
+        if kind == 0:  # a register, special or not
             s = self.special.get(op)
             if s is not None:
-                return s[0][idx], np.ones(n, bool)
+                return (s[0] if n == self.total else s[0][idx]), self._ones(n)
             v = self.v.get(op)
             if v is None:
-                return np.zeros(n, np.int64), np.zeros(n, bool)
+                return self._zeros(n), self._nones(n)
+            if n == self.total:
+                return v, self.k[op]
             return v[idx], self.k[op][idx]
-        if op.startswith("!"):
-            v, k = self._get(op[1:], idx, bits)
+        if kind == 1:  # !operand
+            v, k = self._get(form[1], idx, bits)
             return (v == 0).astype(np.int64), k
-        c = _imm(op)
-        if c is not None:
-            return np.full(n, c, np.int64), np.ones(n, bool)
-        if op == "WARP_SZ":
-            return np.full(n, 32, np.int64), np.ones(n, bool)
-        arr = self.layout.arrays.get(op)
+        if kind == 2:  # an integer
+            return self._const(form[1], n), self._ones(n)
+        arr = self.layout.arrays.get(op)  # a shared array's address, else unknown
         if arr is not None:
-            return np.full(n, arr[0], np.int64), np.ones(n, bool)
-        return np.zeros(n, np.int64), np.zeros(n, bool)
+            return self._const(arr[0], n), self._ones(n)
+        return self._zeros(n), self._nones(n)
+
+    def _const(self, c: int, n: int) -> np.ndarray:
+        got = self.consts.get((c, n))
+        if got is None:
+            got = self.consts[(c, n)] = np.full(n, c, np.int64)
+            got.flags.writeable = False
+        return got
+
+    def _ones(self, n: int) -> np.ndarray:
+        """All known: a shared read-only array."""
+        got = self.trues.get(n)
+        if got is None:
+            got = self.trues[n] = np.ones(n, bool)
+            got.flags.writeable = False
+        return got
+
+    def _nones(self, n: int) -> np.ndarray:
+        got = self.falses.get(n)
+        if got is None:
+            got = self.falses[n] = np.zeros(n, bool)
+            got.flags.writeable = False
+        return got
+
+    def _zeros(self, n: int) -> np.ndarray:
+        return self._const(0, n)
 
     def _pred_operand(self, op: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v, k = self._get(op, idx, 1)
@@ -868,8 +1014,12 @@ class _Block:
         if arr is None:
             arr = self.v[reg] = np.zeros(self.total, np.int64)
             self.k[reg] = np.zeros(self.total, bool)
-        arr[idx] = v
-        self.k[reg][idx] = k
+        if len(idx) == self.total:
+            arr[:] = v
+            self.k[reg][:] = k
+        else:
+            arr[idx] = v
+            self.k[reg][idx] = k
 
     def _unknown(self, inst: _Inst, idx: np.ndarray) -> None:
         for d in inst.dests():
@@ -891,7 +1041,7 @@ class _Block:
             self._soft(f"an assert fails ({inst.text})")
             self.sure[idx] = False  # the kernel traps: what they do next is not made
             return
-        kind = self.st.kind[pc]
+        kind = self.kinds[pc]
         if kind == 4:
             return
         if kind == 2:
@@ -1282,12 +1432,48 @@ class _Block:
             known &= k
         return total, known
 
+    def _record_only(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray) -> bool:
+        """:meth:`_access` where no record of this interval at the units ``unit`` can race with it (False,
+        nothing done, where one may): the records it leaves, made once per unit rather than once per row
+        (many threads read one word, as a rule). Per unit, the last row is the one kept, as assigning every
+        row in order keeps; the record it replaces moves to the second slot where a row's thread differs
+        from the one that made it."""
+        n = len(unit)
+        if self.last_row is None:
+            self.last_row = np.zeros(len(self.rec), np.int64)
+            self.rows = np.arange(max(n, 1024), dtype=np.int64)
+        if n > len(self.rows):
+            self.rows = np.arange(n, dtype=np.int64)
+        rows = self.rows[:n]
+        last = self.last_row
+        last[unit] = rows
+        keep = last[unit] == rows  # the last row of each unit
+        units = unit[keep]
+        got = self.rec[units]  # (unit, kind, field)
+        now = got[:, :, 0] == self.epoch
+        if now[:, _AGAINST_INDEX[mine]].any():
+            return False
+        if now[:, mine].any():  # the record of this kind moves where another thread made it
+            last[units] = np.arange(len(units))
+            at = last[unit]  # each row's unit among ``units``
+            differs = now[at, mine] & (got[at, mine, 1] != t)
+            moved = np.zeros(len(units), bool)
+            moved[at[differs]] = True
+            self.rec[units[moved], mine + 1] = got[moved, mine]
+        kept = t[keep]
+        new = np.empty((len(units), 4), np.int32)
+        new[:, 0], new[:, 1], new[:, 2], new[:, 3] = self.epoch, kept, pc, self.ws[kept]
+        self.rec[units, mine] = new
+        return True
+
     def _access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray) -> None:
         """Check and record accesses of kind ``mine`` (:data:`_WRITE`, :data:`_READ`, :data:`_ATOMIC`) by
         threads ``t`` at shared offsets ``off``."""
         rec = self.rec
-        ws = self.ws[t]
         unit = off // self.unit
+        if len(unit) > 32 and self._record_only(mine, pc, t, unit):
+            return
+        ws = self.ws[t]
         got = rec[unit]  # (access, kind, field)
         live = (got[:, :, 0] == self.epoch) & (got[:, :, 1] != t[:, None])
         kinds = _AGAINST[mine]
