@@ -299,8 +299,10 @@ def _callee(inst: _Inst) -> str:
 def _global_access(inst: _Inst, head: str) -> bool:
     """Whether ``inst`` is a plain (not volatile, ordered or asynchronous) ``head`` (``ld``/``st``) of
     global memory or a generic one: the loads and stores a global read-modify-write pairs."""
+    if inst.head != head:
+        return False
     parts = inst.opcode.split(".")
-    if parts[0] != head or any(p in ("async", "bulk", "volatile", "mmio") or p in _ORDERED for p in parts):
+    if any(p in ("async", "bulk", "volatile", "mmio") or p in _ORDERED for p in parts):
         return False
     return all(p == "global" for p in parts if p.split("::")[0] in (*_SPACES, "shared"))
 
@@ -373,6 +375,7 @@ class _Layout:
         self.regions = self.regions[: _WINDOW >> shift]
         self.shift, self.half = shift, 1 << (shift - 1)
         self.n = len(self.regions)
+        self.span, self.mask = self.n << shift, (1 << shift) - 1  # the window the regions take; an offset's bits
         for r, (lo, hi, name) in enumerate(self.regions):
             base = _BASE + (r << shift) + self.half
             for alias in (extern if r == self.dynamic else [name]):
@@ -380,14 +383,6 @@ class _Layout:
         self.starts = np.array([lo for lo, _, _ in self.regions] or [0], np.int64)
         self.sizes = np.array([hi - lo for lo, hi, _ in self.regions] or [0], np.int64)
         self.checked = np.array(checked[: self.n] or [False], bool)
-
-    def locate(self, a: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(which of ``a`` are shared addresses, their region, their byte offset from its start, negative
-        before it) of known addresses ``a``."""
-        rel = a - _BASE
-        ok = known & (rel >= 0) & (rel < (self.n << self.shift))
-        rel = np.where(ok, rel, 0)
-        return ok, rel >> self.shift, (rel & ((1 << self.shift) - 1)) - self.half
 
     def name(self, off: int) -> tuple[str, int]:
         """(array, byte offset in it) of a shared offset."""
@@ -463,6 +458,8 @@ class _Static:
         self.next = _jumps(self.kind, self.leaders)
         #: (kinds, next, steps jumped) of a run for the global updates alone (:meth:`updates_only`)
         self._updates: tuple[list[int], list[int], list[int]] | None = None
+        #: per instruction, its opcode read once for :meth:`_Block._eval` (:func:`_opcode`)
+        self.opcodes: list[tuple[list[str], str, bool, bool, int] | None] = [None] * len(insts)
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
                              if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
@@ -677,6 +674,29 @@ def _operand(op: str) -> tuple:
         form = (2, c) if c is not None else (2, 32) if op == "WARP_SZ" else (3,)
     _OPERANDS[op] = form
     return form
+
+
+def _opcode(inst: _Inst) -> tuple[list[str], str, bool, bool, int]:
+    """(the opcode's parts, its type, whether :meth:`_Block._eval` reads it further: not a float type
+    but for a compare, select, move or conversion, no saturation, carry or flush; whether it names a
+    state space other than shared; the bytes a load or store of it moves)."""
+    parts = inst.opcode.split(".")
+    typ = parts[-1]
+    plain = not (typ in _FLOATS and inst.head not in ("setp", "selp", "mov", "cvt")) and not (
+        any(p in ("sat", "cc", "ftz") for p in parts) or inst.head in ("addc", "subc", "madc"))
+    return parts, typ, plain, any(p in _SPACES for p in parts), _access_bytes(parts)
+
+
+@lru_cache(maxsize=4096)
+def _address_terms(op: str) -> tuple[str, ...]:
+    """The operands a memory operand adds up: ``[%rd1+-16]`` is ``("%rd1", "-16")``."""
+    out = []
+    for term in op.strip("[] ").replace(" ", "").replace("+-", "+~").split("+"):
+        neg = term.startswith("~")
+        term = term.lstrip("~")
+        if term:
+            out.append(term if not neg else f"-{term}" if _INT.fullmatch(term) else term)
+    return tuple(out)
 
 
 def _imm(op: str) -> int | None:
@@ -1060,7 +1080,7 @@ class _Block:
                     self.k[d][idx] = False
             return
         try:
-            got = self._eval(inst, idx)
+            got = self._eval(inst, idx, pc)
         except (ValueError, IndexError, KeyError, OverflowError):
             got = None
         if got is None:
@@ -1070,15 +1090,15 @@ class _Block:
         for d, (v, k) in zip(dests, got):
             self._set(d, idx, v, k)
 
-    def _eval(self, inst: _Inst, idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    def _eval(self, inst: _Inst, idx: np.ndarray, pc: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        got = self.st.opcodes[pc]
+        if got is None:
+            got = self.st.opcodes[pc] = _opcode(inst)
+        parts, typ, plain = got[:3]
+        if not plain:
+            return None
         head = inst.head
-        parts = inst.opcode.split(".")
-        typ = parts[-1]
         ops = inst.operands
-        if typ in _FLOATS and head not in ("setp", "selp", "mov", "cvt"):
-            return None
-        if any(p in ("sat", "cc", "ftz") for p in parts) or head in ("addc", "subc", "madc"):
-            return None
         if head == "mov":
             if typ in _FLOATS or "{" in ops[0] or "{" in ops[1]:
                 return None
@@ -1233,7 +1253,10 @@ class _Block:
     # -- memory -------------------------------------------------------------------------------------------
 
     def _memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
-        parts = inst.opcode.split(".")
+        got = self.st.opcodes[pc]
+        if got is None:
+            got = self.st.opcodes[pc] = _opcode(inst)
+        parts = got[0]
         head = inst.head
         loads = head in ("ld", "atom", "ldu")
         if loads:
@@ -1245,13 +1268,13 @@ class _Block:
                     self.k[d][idx] = False
         glob = "global" in parts
         update = self.rmw and (pc in self.grmw or pc in self.rmw_loads or head in ("atom", "red"))
-        if any(p in _SPACES for p in parts) and not (glob and (self.bounds or update)):
+        if got[3] and not (glob and (self.bounds or update)):
             return
         # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
         addr_op = inst.operands[1] if loads else inst.operands[0]
         a, k = self._address(addr_op, idx)
         mine = _WRITE if head == "st" else _READ if head in ("ld", "ldu") else _ATOMIC
-        width = _access_bytes(parts)
+        width = got[4]
         if self.bounds:
             self._global(mine, pc, idx, a, k, width)
         if update:
@@ -1291,10 +1314,42 @@ class _Block:
         """Accesses of ``width`` bytes at shared addresses ``a`` (where known) by threads ``idx``: checked
         against their array (a bounds run), recorded (a race run)."""
         lay = self.layout
-        ok, region, off = lay.locate(a, k)
-        if not ok.any():
+        rel = a - _BASE
+        ok = k & (rel >= 0) & (rel < lay.span)  # the known shared addresses (every one, as a rule)
+        if ok.all():
+            t = idx
+        elif ok.any():
+            t, rel = idx[ok], rel[ok]
+        else:
             return
-        t, region, off = idx[ok], region[ok], off[ok]
+        region = rel >> lay.shift
+        off = (rel & lay.mask) - lay.half
+        r = int(region[0])
+        if not (region == r).all():
+            self._shared_regions(mine, pc, t, region, off, width)
+            return
+        # one array (as a rule): its size and start are numbers
+        size = int(lay.sizes[r])
+        if self.bounds and lay.checked[r]:
+            bad = ((off < 0) | (off + width > size)) & self.sure[t]
+            if bad.any() and (pc, "s", r) not in self.oob:
+                j = int(np.flatnonzero(bad)[0])
+                self.oob[(pc, "s", r)] = (int(t[j]), int(off[j]), width, mine, 0)
+        if not self.races:
+            return
+        step = self.unit
+        if width > step:
+            t = np.repeat(t, width // step)
+            off = (off[:, None] + np.arange(0, width, step)).ravel()
+        inside = (off >= 0) & (off < size)
+        if not inside.all():
+            t, off = t[inside], off[inside]
+        if len(t):
+            self._access(mine, pc, t, off + int(lay.starts[r]))
+
+    def _shared_regions(self, mine: int, pc: int, t: np.ndarray, region: np.ndarray, off: np.ndarray, width: int) -> None:
+        """:meth:`_shared` of accesses to several arrays: ``region`` and ``off`` (from its start) of each."""
+        lay = self.layout
         if self.bounds:
             bad = lay.checked[region] & ((off < 0) | (off + width > lay.sizes[region])) & self.sure[t]
             if bad.any():
@@ -1322,6 +1377,8 @@ class _Block:
         if len(ext) <= 1:
             return
         ok = k & (a >= _GLOBAL_FLOOR) & self.sure[idx]
+        if not ok.any():  # no buffer's address (a shared access, say)
+            return
         pos = np.where(ok, a >> 41, len(ext) - 1)
         pos = np.where(pos < len(ext), pos, len(ext) - 1)  # the last slot is never a buffer's: unchecked
         size = ext[pos]
@@ -1419,17 +1476,18 @@ class _Block:
         self._set(d[0], idx, _norm(v, _width(typ)), np.ones(len(idx), bool))
 
     def _address(self, op: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        terms = op.strip("[] ").replace(" ", "").replace("+-", "+~").split("+")
-        total = np.zeros(len(idx), np.int64)
-        known = np.ones(len(idx), bool)
-        for term in terms:
-            neg = term.startswith("~")
-            term = term.lstrip("~")
-            if not term:
-                continue
-            v, k = self._get(term if not neg else f"-{term}" if _INT.fullmatch(term) else term, idx, 64)
+        """(address, known) of a memory operand ``[%rd1+16]``: the sum of its terms. May return a register's
+        own arrays (see :meth:`_get`): read, never written in place."""
+        terms = _address_terms(op)
+        if len(terms) == 1:
+            return self._get(terms[0], idx, 64)
+        if not terms:
+            return np.zeros(len(idx), np.int64), np.ones(len(idx), bool)
+        total, known = self._get(terms[0], idx, 64)
+        for term in terms[1:]:
+            v, k = self._get(term, idx, 64)
             total = total + v
-            known &= k
+            known = known & k
         return total, known
 
     def _record_only(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray) -> bool:
