@@ -1129,7 +1129,9 @@ class _Block:
         if typ == "pred":
             if head in ("and", "or", "xor", "not"):
                 vals = [self._pred_operand(o, idx) for o in ops[1:]]
-                k = np.logical_and.reduce([x[1] for x in vals])
+                k = vals[0][1]
+                for x in vals[1:]:
+                    k = k & x[1]
                 if head == "not":
                     r = ~vals[0][0]
                 else:
@@ -1142,7 +1144,9 @@ class _Block:
         bits = _width(typ)
         signed = typ[0] == "s"
         args = [self._get(o, idx, bits) for o in ops[1:]]
-        k = np.logical_and.reduce([x[1] for x in args]) if args else np.ones(len(idx), bool)
+        k = args[0][1] if args else np.ones(len(idx), bool)
+        for x in args[1:]:
+            k = k & x[1]
         a = args[0][0] if args else None
         b = args[1][0] if len(args) > 1 else None
         if head in ("add", "sub"):
@@ -1330,7 +1334,8 @@ class _Block:
             return
         # one array (as a rule): its size and start are numbers
         size = int(lay.sizes[r])
-        if self.bounds and lay.checked[r]:
+        within = off.min() >= 0 and off.max() + width <= size  # every byte of every access inside it
+        if self.bounds and lay.checked[r] and not within:
             bad = ((off < 0) | (off + width > size)) & self.sure[t]
             if bad.any() and (pc, "s", r) not in self.oob:
                 j = int(np.flatnonzero(bad)[0])
@@ -1341,8 +1346,8 @@ class _Block:
         if width > step:
             t = np.repeat(t, width // step)
             off = (off[:, None] + np.arange(0, width, step)).ravel()
-        inside = (off >= 0) & (off < size)
-        if not inside.all():
+        if not within:
+            inside = (off >= 0) & (off < size)
             t, off = t[inside], off[inside]
         if len(t):
             self._access(mine, pc, t, off + int(lay.starts[r]))
@@ -1714,8 +1719,9 @@ def _origin(inst: _Inst, files: dict[int, str]) -> str | None:
 
 
 def _norm(v: np.ndarray, bits: int) -> np.ndarray:
-    """The register's bits: the value modulo 2^bits (as a non-negative number below 64 bits)."""
-    return v & _MASK[bits] if bits < 64 else v.astype(np.int64)
+    """The register's bits: the value modulo 2^bits (as a non-negative number below 64 bits). Its
+    result is written to a register, not kept: at 64 bits an int64 array comes back itself."""
+    return v & _MASK[bits] if bits < 64 else v if v.dtype == np.int64 else v.astype(np.int64)
 
 
 def _sx(v: np.ndarray, bits: int) -> np.ndarray:
