@@ -177,7 +177,7 @@ class _Module:
     """One entry of a PTX module, read once for every launch."""
 
     def __init__(self, ptx: str, entry: str) -> None:
-        self.text = text = _COMMENT.sub(_strip_comment, ptx)
+        text = _COMMENT.sub(_strip_comment, ptx)
         params, self.head, body = _entry_text(text, entry)
         self.entry = entry
         self.insts, self.labels = _parse_body(body)
@@ -198,6 +198,8 @@ class _Module:
         self.files = {int(n): p for n, p in _FILE.findall(text)}
         self.order = _param_order(text, entry)
         self._layouts: dict[int | None, _Layout] = {}
+        #: the module's shared declarations (what a :class:`_Layout` reads; the text itself is not kept)
+        self.decls = [m.groups() for m in _SHARED_DECL.finditer(text)]
 
     def run(self, launch: BlockLaunch, races: bool = True, bounds: bool = False, tied: bool = False,
             rmw: bool = False) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None, RmwAnalysis | None]:  # fmt: skip
@@ -226,7 +228,7 @@ class _Module:
             self.static = _Static(self.insts, self.labels)
         layout = self._layouts.get(launch.dynamic_shared)
         if layout is None:
-            layout = self._layouts[launch.dynamic_shared] = _Layout(self.text, launch.dynamic_shared)
+            layout = self._layouts[launch.dynamic_shared] = _Layout(self.decls, launch.dynamic_shared)
         ctas = [(0, 0, 0)]
         others: list[tuple[int, int, int]] = []  # the blocks run for the global updates alone
         if all(g is not None and g >= 1 for g in launch.grid):
@@ -337,14 +339,13 @@ class _Layout:
     that an address names its array however far past the end it runs, and a compact offset where the
     race records keep its bytes (``regions``: (start, end, name))."""
 
-    def __init__(self, text: str, dynamic: int | None) -> None:
+    def __init__(self, decls: Sequence[tuple[str, ...]], dynamic: int | None) -> None:
         self.arrays: dict[str, tuple[int, int]] = {}
         self.regions: list[tuple[int, int, str]] = []  # (start offset, end offset, name)
         checked: list[bool] = []  # whether a region's size is known (the dynamic one: where the launch gives it)
         at = 0
         extern: list[str] = []
-        for m in _SHARED_DECL.finditer(text):
-            mods, align, typ, name, dims = m.groups()
+        for mods, align, typ, name, dims in decls:  # the groups of each _SHARED_DECL match
             sizes = re.findall(r"\[\s*(\d*)\s*\]", dims)
             if ".extern" in mods or (sizes and sizes[-1] == ""):
                 extern.append(name)
