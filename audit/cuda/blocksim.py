@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 from pathlib import PurePosixPath
 
@@ -100,7 +100,7 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     seen_b: set[tuple[int | None, str | None, str, str]] = set()
     seen_u: set[tuple[int | None, int | None, str | None, str | None]] = set()
     found_u: list[tuple[int, Sequence[GlobalRmwRace]]] = []  # (rank, races) of each launch
-    module = _Module(ptx, entry)
+    module = _module(ptx, entry)
     check = bool(bounds) or (bounds is None and not module.race_skip)
     gap: dict[str, str] = {}
 
@@ -156,14 +156,14 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
 def analyse_block(ptx: str, entry: str, launch: BlockLaunch) -> BarrierAnalysis:
     """One launch of ``entry``: its block 0 and its grid's last block run over the PTX. Raises ValueError
     when the module has no such entry."""
-    got = _Module(ptx, entry).run(launch, True, False)[0]
+    got = _module(ptx, entry).run(launch, True, False)[0]
     assert got is not None
     return got
 
 
 def analyse_bounds(ptx: str, entry: str, launch: BlockLaunch) -> BoundsAnalysis:
     """One launch of ``entry`` for OUT_OF_BOUNDS_ACCESS alone (see :func:`analyse_block`)."""
-    got = _Module(ptx, entry).run(launch, False, True)[1]
+    got = _module(ptx, entry).run(launch, False, True)[1]
     assert got is not None
     return got
 
@@ -171,8 +171,27 @@ def analyse_bounds(ptx: str, entry: str, launch: BlockLaunch) -> BoundsAnalysis:
 def analyse_updates(ptx: str, entry: str, launch: BlockLaunch) -> RmwAnalysis:
     """One launch of ``entry`` for GLOBAL_RMW_RACE alone: block 0, the last block, and every other block
     of a grid of at most :data:`MAX_RMW_GRID` blocks, where the entry has a global read-modify-write."""
-    got = _Module(ptx, entry).run(launch, False, False, rmw=True)[2]
+    got = _module(ptx, entry).run(launch, False, False, rmw=True)[2]
     assert got is not None
+    return got
+
+
+#: the modules read in this process, by (PTX text, entry): the races rule and the bounds rule run the same
+#: entry, each at the same launches
+_MODULES: dict[tuple[str, str], _Module] = {}
+_MAX_MODULES = 32
+
+
+def _module(ptx: str, entry: str) -> _Module:
+    """The :class:`_Module` of ``entry`` in ``ptx``, read once per process (what it keeps of a run, its
+    static facts and shared layouts, follows from the text alone)."""
+    key = (ptx, entry)
+    got = _MODULES.get(key)
+    if got is None:
+        got = _Module(ptx, entry)
+        if len(_MODULES) >= _MAX_MODULES:
+            _MODULES.pop(next(iter(_MODULES)))
+        _MODULES[key] = got
     return got
 
 
@@ -180,7 +199,7 @@ class _Module:
     """One entry of a PTX module, read once for every launch."""
 
     def __init__(self, ptx: str, entry: str) -> None:
-        self.text = text = _COMMENT.sub(_strip_comment, ptx)
+        text = _COMMENT.sub(_strip_comment, ptx)
         params, self.head, body = _entry_text(text, entry)
         self.entry = entry
         self.insts, self.labels = _parse_body(body)
@@ -201,6 +220,8 @@ class _Module:
         self.files = {int(n): p for n, p in _FILE.findall(text)}
         self.order = _param_order(text, entry)
         self._layouts: dict[int | None, _Layout] = {}
+        #: the module's shared declarations (what a :class:`_Layout` reads; the text itself is not kept)
+        self.decls = [m.groups() for m in _SHARED_DECL.finditer(text)]
 
     def run(self, launch: BlockLaunch, races: bool = True, bounds: bool = False, tied: bool = False,
             rmw: bool = False) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None, RmwAnalysis | None]:  # fmt: skip
@@ -229,7 +250,7 @@ class _Module:
             self.static = _Static(self.insts, self.labels)
         layout = self._layouts.get(launch.dynamic_shared)
         if layout is None:
-            layout = self._layouts[launch.dynamic_shared] = _Layout(self.text, launch.dynamic_shared)
+            layout = self._layouts[launch.dynamic_shared] = _Layout(self.decls, launch.dynamic_shared)
         ctas = [(0, 0, 0)]
         others: list[tuple[int, int, int]] = []  # the blocks run for the global updates alone
         if all(g is not None and g >= 1 for g in launch.grid):
@@ -302,8 +323,10 @@ def _callee(inst: _Inst) -> str:
 def _global_access(inst: _Inst, head: str) -> bool:
     """Whether ``inst`` is a plain (not volatile, ordered or asynchronous) ``head`` (``ld``/``st``) of
     global memory or a generic one: the loads and stores a global read-modify-write pairs."""
+    if inst.head != head:
+        return False
     parts = inst.opcode.split(".")
-    if parts[0] != head or any(p in ("async", "bulk", "volatile", "mmio") or p in _ORDERED for p in parts):
+    if any(p in ("async", "bulk", "volatile", "mmio") or p in _ORDERED for p in parts):
         return False
     return all(p == "global" for p in parts if p.split("::")[0] in (*_SPACES, "shared"))
 
@@ -338,14 +361,13 @@ class _Layout:
     that an address names its array however far past the end it runs, and a compact offset where the
     race records keep its bytes (``regions``: (start, end, name))."""
 
-    def __init__(self, text: str, dynamic: int | None) -> None:
+    def __init__(self, decls: Sequence[tuple[str, ...]], dynamic: int | None) -> None:
         self.arrays: dict[str, tuple[int, int]] = {}
         self.regions: list[tuple[int, int, str]] = []  # (start offset, end offset, name)
         checked: list[bool] = []  # whether a region's size is known (the dynamic one: where the launch gives it)
         at = 0
         extern: list[str] = []
-        for m in _SHARED_DECL.finditer(text):
-            mods, align, typ, name, dims = m.groups()
+        for mods, align, typ, name, dims in decls:  # the groups of each _SHARED_DECL match
             sizes = re.findall(r"\[\s*(\d*)\s*\]", dims)
             if ".extern" in mods or (sizes and sizes[-1] == ""):
                 extern.append(name)
@@ -376,6 +398,7 @@ class _Layout:
         self.regions = self.regions[: _WINDOW >> shift]
         self.shift, self.half = shift, 1 << (shift - 1)
         self.n = len(self.regions)
+        self.span, self.mask = self.n << shift, (1 << shift) - 1  # the window the regions take; an offset's bits
         for r, (lo, hi, name) in enumerate(self.regions):
             base = _BASE + (r << shift) + self.half
             for alias in (extern if r == self.dynamic else [name]):
@@ -383,14 +406,6 @@ class _Layout:
         self.starts = np.array([lo for lo, _, _ in self.regions] or [0], np.int64)
         self.sizes = np.array([hi - lo for lo, hi, _ in self.regions] or [0], np.int64)
         self.checked = np.array(checked[: self.n] or [False], bool)
-
-    def locate(self, a: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(which of ``a`` are shared addresses, their region, their byte offset from its start, negative
-        before it) of known addresses ``a``."""
-        rel = a - _BASE
-        ok = known & (rel >= 0) & (rel < (self.n << self.shift))
-        rel = np.where(ok, rel, 0)
-        return ok, rel >> self.shift, (rel & ((1 << self.shift) - 1)) - self.half
 
     def name(self, off: int) -> tuple[str, int]:
         """(array, byte offset in it) of a shared offset."""
@@ -462,14 +477,64 @@ class _Static:
             if self.kind[i] in (0, 1) and inst.head not in _STOPS and relevant.isdisjoint(inst.dests()):
                 self.kind[i] = 4
         #: the next instruction a run stops at after each: runs of kind 4 within a basic block are jumped
-        leaders = set(labels.values())
-        self.next = list(range(1, len(insts) + 1))
-        for i in range(len(insts) - 2, -1, -1):
-            if self.kind[i + 1] == 4 and (i + 1) not in leaders:
-                self.next[i] = self.next[i + 1]
+        self.leaders = set(labels.values())
+        self.next = _jumps(self.kind, self.leaders)
+        #: (kinds, next, steps jumped) of a run for the global updates alone (:meth:`updates_only`)
+        self._updates: tuple[list[int], list[int], list[int]] | None = None
+        #: per instruction, its opcode read once for :meth:`_Block._eval` (:func:`_opcode`)
+        self.opcodes: list[tuple[list[str], str, bool, bool, int] | None] = [None] * len(insts)
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
                              if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
+
+    def updates_only(self, grmw: dict[int, int]) -> tuple[list[int], list[int], list[int]]:
+        """(kind, next, steps) for a run that records the global updates alone (no races, no bounds): an
+        instruction is jumped (kind 4) where what it writes reaches no update's address or guard, no
+        branch, exit, barrier or call, through what the run reads of the instructions it keeps; ``steps``
+        the instructions a full run would stop at in between, counted so that the step limit falls where
+        it does in a full run. Every register such a run reads takes the values it takes in a full run:
+        each instruction of a full run that writes one is kept, with what it reads."""
+        if self._updates is not None:
+            return self._updates
+        insts, full = self.insts, self.kind
+        updates = {*grmw, *grmw.values()}
+        seeds: list[str] = []
+        makers: dict[str, list[tuple[str, ...]]] = {}  # register -> what each kept writer of it reads
+        for i, inst in enumerate(insts):
+            if full[i] == 4:
+                continue
+            head, ops = inst.head, inst.operands
+            if head in _STOPS:
+                seeds += inst.sources()
+            elif full[i] == 2 and (i in updates or head in ("atom", "red")):
+                addr = ops[1] if head in ("ld", "atom", "ldu") and len(ops) > 1 else ops[0] if ops else ""
+                seeds += _REG.findall(addr)
+                if inst.guard:
+                    seeds.append(inst.guard[0])
+            else:  # evaluated: its sources and guard; else (unknown, a load, a copy) its guard alone
+                reads = inst.sources() if full[i] == 1 else ((inst.guard[0],) if inst.guard else ())
+                for d in inst.dests():
+                    makers.setdefault(d, []).append(reads)
+        needed: set[str] = set()
+        while seeds:
+            r = seeds.pop()
+            if r not in needed:
+                needed.add(r)
+                for reads in makers.get(r, ()):
+                    seeds += reads
+        kind = list(full)
+        for i, inst in enumerate(insts):
+            if kind[i] != 4 and inst.head not in _STOPS and not (kind[i] == 2 and (i in updates or inst.head in ("atom", "red"))) \
+                    and needed.isdisjoint(inst.dests()):
+                kind[i] = 4
+        nxt = _jumps(kind, self.leaders)
+        # a full run stops at each instruction that is not of kind 4 or that starts a block
+        stops = [0] * (len(insts) + 2)
+        for i in range(len(insts)):
+            stops[i + 1] = stops[i] + (1 if full[i] != 4 or i in self.leaders else 0)
+        steps = [stops[nxt[i]] - stops[i + 1] for i in range(len(insts))]
+        self._updates = (kind, nxt, steps)
+        return self._updates
 
     @property
     def rmw(self) -> dict[int, set[int]]:
@@ -582,6 +647,15 @@ class _Static:
         return got
 
 
+def _jumps(kind: list[int], leaders: set[int]) -> list[int]:
+    """The next instruction a run stops at after each: runs of kind 4 within a basic block are jumped."""
+    nxt = list(range(1, len(kind) + 1))
+    for i in range(len(kind) - 2, -1, -1):
+        if kind[i + 1] == 4 and (i + 1) not in leaders:
+            nxt[i] = nxt[i + 1]
+    return nxt
+
+
 #: instructions the run itself handles (control, barriers) or that may end a thread: never jumped over
 _STOPS = {"bra", "brx", "ret", "exit", "trap", "bar", "barrier", "call"}
 _EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not",
@@ -592,6 +666,7 @@ _WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
 #: the records an access of each kind is checked against: a read against writes and atomics, a write against
 #: everything, an atomic against plain reads and writes (atomics never race each other)
 _AGAINST = {_READ: (0, 1, 4, 5), _WRITE: (2, 3, 0, 1, 4, 5), _ATOMIC: (0, 1, 2, 3)}
+_AGAINST_INDEX = {k: np.array(v) for k, v in _AGAINST.items()}
 
 
 def _kind(inst: _Inst) -> int:
@@ -603,6 +678,48 @@ def _kind(inst: _Inst) -> int:
     if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
         return 0
     return 1
+
+
+#: operand text -> its form (:func:`_operand`)
+_OPERANDS: dict[str, tuple] = {}
+
+
+def _operand(op: str) -> tuple:
+    """What :meth:`_Block._get` reads for an operand: (0,) a register (special or not), (1, inner) a
+    negated one, (2, value) an integer (``WARP_SZ`` too), (3,) a name (a shared array's address, or
+    unknown)."""
+    if op.startswith("%"):
+        form: tuple = (0,)
+    elif op.startswith("!"):
+        form = (1, op[1:])
+    else:
+        c = _imm(op)
+        form = (2, c) if c is not None else (2, 32) if op == "WARP_SZ" else (3,)
+    _OPERANDS[op] = form
+    return form
+
+
+def _opcode(inst: _Inst) -> tuple[list[str], str, bool, bool, int]:
+    """(the opcode's parts, its type, whether :meth:`_Block._eval` reads it further: not a float type
+    but for a compare, select, move or conversion, no saturation, carry or flush; whether it names a
+    state space other than shared; the bytes a load or store of it moves)."""
+    parts = inst.opcode.split(".")
+    typ = parts[-1]
+    plain = not (typ in _FLOATS and inst.head not in ("setp", "selp", "mov", "cvt")) and not (
+        any(p in ("sat", "cc", "ftz") for p in parts) or inst.head in ("addc", "subc", "madc"))
+    return parts, typ, plain, any(p in _SPACES for p in parts), _access_bytes(parts)
+
+
+@lru_cache(maxsize=4096)
+def _address_terms(op: str) -> tuple[str, ...]:
+    """The operands a memory operand adds up: ``[%rd1+-16]`` is ``("%rd1", "-16")``."""
+    out = []
+    for term in op.strip("[] ").replace(" ", "").replace("+-", "+~").split("+"):
+        neg = term.startswith("~")
+        term = term.lstrip("~")
+        if term:
+            out.append(term if not neg else f"-{term}" if _INT.fullmatch(term) else term)
+    return tuple(out)
 
 
 def _imm(op: str) -> int | None:
@@ -632,6 +749,11 @@ class _Block:
         self.loaded: dict[int, np.ndarray] = {}  # a pair's load -> the address each thread loaded (-1: none)
         self.cta_index = log.block(cta) if log is not None and self.rmw else -1
         self.cta = cta
+        # what each instruction is to this run, where it goes next, the steps a jump counts (see _Static)
+        if not races and not bounds and self.rmw:
+            self.kinds, self.next, self.jumped = static.updates_only(self.grmw)
+        else:
+            self.kinds, self.next, self.jumped = static.kind, static.next, None
         self.fuzzy = False  # a barrier was passed by part of the block: bar.red results are unknown
         # the buffers: by parameter position, extent (-1: not checked) and element bytes
         self.buffers = {int(b[0]): b for b in buffers}
@@ -644,12 +766,14 @@ class _Block:
         self.g_ranges = {pos: b[5] for pos, b in self.buffers.items() if b[5] is not None and b[2] >= 0}
         #: (pc, "g" buffer / "w" write range / "s" shared region, index) -> (thread, start, width, kind, index on the axis)
         self.oob: dict[tuple[int, str, int], tuple[int, int, int, int, int]] = {}
-        nx, ny, nz = ext
+        nx, ny, nz = self.ext = ext
         self.total = total = nx * ny * nz
         lin = np.arange(total, dtype=np.int64)
         self.lin = lin
         self.warp = lin // 32
-        self.xyz = [(t % nx, t // nx % ny, t // (nx * ny)) for t in range(total)]
+        self.consts: dict[tuple[int, int], np.ndarray] = {}
+        self.trues: dict[int, np.ndarray] = {}
+        self.falses: dict[int, np.ndarray] = {}
         lane = lin % 32
         self.special: dict[str, tuple[np.ndarray, bool]] = {
             "%tid.x": (lin % nx, True), "%tid.y": (lin // nx % ny, True), "%tid.z": (lin // (nx * ny), True),
@@ -679,7 +803,15 @@ class _Block:
         self.unit = static.unit
         self.rec = np.full((size // self.unit + 1, 6, 4), -1, np.int32)
         self.hits: dict[tuple[int, int, str], dict[str, tuple[int, int, int, int]]] = {}
+        self.last_row: np.ndarray | None = None  # scratch of :meth:`_record_only`, per unit
+        self.rows = np.arange(0, dtype=np.int64)
         self.decoded: dict[int, tuple] = {}
+
+    @cached_property
+    def xyz(self) -> list[tuple[int, int, int]]:
+        """(x, y, z) of each linear thread index (the findings name threads by them)."""
+        nx, ny, _ = self.ext
+        return [(t % nx, t // nx % ny, t // (nx * ny)) for t in range(self.total)]
 
     # -- running ----------------------------------------------------------------------------------------
 
@@ -738,7 +870,11 @@ class _Block:
                             groups[npc] = nidx if old is None else np.union1d(old, nidx)
                     break
                 self._step(inst, pc, idx)
-                pc = self.st.next[pc]
+                if self.jumped is not None and self.jumped[pc]:
+                    self.steps += self.jumped[pc]  # what a full run steps through here (it does nothing there)
+                    if self.steps > self.limit:
+                        raise _GiveUp(f"stopped after {self.limit} steps")
+                pc = self.next[pc]
 
     def _guard(self, inst: _Inst, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(holds, known) of the instruction's guard for the threads ``idx``."""
@@ -859,27 +995,58 @@ class _Block:
     # -- registers --------------------------------------------------------------------------------------
 
     def _get(self, op: str, idx: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """(values, known) of operand ``op`` for the threads ``idx``. Where ``idx`` is the whole block the
+        register's own arrays come back (not copies), and constants are shared read-only arrays: what this
+        returns is read, never written in place."""
+        form = _OPERANDS.get(op)
+        if form is None:
+            form = _operand(op)
         n = len(idx)
-        if op.startswith("%"):
+        kind = form[0]
+        if kind == 0:  # a register, special or not
             s = self.special.get(op)
             if s is not None:
-                return s[0][idx], np.ones(n, bool)
+                return (s[0] if n == self.total else s[0][idx]), self._ones(n)
             v = self.v.get(op)
             if v is None:
-                return np.zeros(n, np.int64), np.zeros(n, bool)
+                return self._zeros(n), self._nones(n)
+            if n == self.total:
+                return v, self.k[op]
             return v[idx], self.k[op][idx]
-        if op.startswith("!"):
-            v, k = self._get(op[1:], idx, bits)
+        if kind == 1:  # !operand
+            v, k = self._get(form[1], idx, bits)
             return (v == 0).astype(np.int64), k
-        c = _imm(op)
-        if c is not None:
-            return np.full(n, c, np.int64), np.ones(n, bool)
-        if op == "WARP_SZ":
-            return np.full(n, 32, np.int64), np.ones(n, bool)
-        arr = self.layout.arrays.get(op)
+        if kind == 2:  # an integer
+            return self._const(form[1], n), self._ones(n)
+        arr = self.layout.arrays.get(op)  # a shared array's address, else unknown
         if arr is not None:
-            return np.full(n, arr[0], np.int64), np.ones(n, bool)
-        return np.zeros(n, np.int64), np.zeros(n, bool)
+            return self._const(arr[0], n), self._ones(n)
+        return self._zeros(n), self._nones(n)
+
+    def _const(self, c: int, n: int) -> np.ndarray:
+        got = self.consts.get((c, n))
+        if got is None:
+            got = self.consts[(c, n)] = np.full(n, c, np.int64)
+            got.flags.writeable = False
+        return got
+
+    def _ones(self, n: int) -> np.ndarray:
+        """All known: a shared read-only array."""
+        got = self.trues.get(n)
+        if got is None:
+            got = self.trues[n] = np.ones(n, bool)
+            got.flags.writeable = False
+        return got
+
+    def _nones(self, n: int) -> np.ndarray:
+        got = self.falses.get(n)
+        if got is None:
+            got = self.falses[n] = np.zeros(n, bool)
+            got.flags.writeable = False
+        return got
+
+    def _zeros(self, n: int) -> np.ndarray:
+        return self._const(0, n)
 
     def _pred_operand(self, op: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v, k = self._get(op, idx, 1)
@@ -890,8 +1057,12 @@ class _Block:
         if arr is None:
             arr = self.v[reg] = np.zeros(self.total, np.int64)
             self.k[reg] = np.zeros(self.total, bool)
-        arr[idx] = v
-        self.k[reg][idx] = k
+        if len(idx) == self.total:
+            arr[:] = v
+            self.k[reg][:] = k
+        else:
+            arr[idx] = v
+            self.k[reg][idx] = k
 
     def _unknown(self, inst: _Inst, idx: np.ndarray) -> None:
         for d in inst.dests():
@@ -913,7 +1084,7 @@ class _Block:
             self._soft(f"an assert fails ({inst.text})")
             self.sure[idx] = False  # the kernel traps: what they do next is not made
             return
-        kind = self.st.kind[pc]
+        kind = self.kinds[pc]
         if kind == 4:
             return
         if kind == 2:
@@ -932,7 +1103,7 @@ class _Block:
                     self.k[d][idx] = False
             return
         try:
-            got = self._eval(inst, idx)
+            got = self._eval(inst, idx, pc)
         except (ValueError, IndexError, KeyError, OverflowError):
             got = None
         if got is None:
@@ -942,15 +1113,15 @@ class _Block:
         for d, (v, k) in zip(dests, got):
             self._set(d, idx, v, k)
 
-    def _eval(self, inst: _Inst, idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    def _eval(self, inst: _Inst, idx: np.ndarray, pc: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        got = self.st.opcodes[pc]
+        if got is None:
+            got = self.st.opcodes[pc] = _opcode(inst)
+        parts, typ, plain = got[:3]
+        if not plain:
+            return None
         head = inst.head
-        parts = inst.opcode.split(".")
-        typ = parts[-1]
         ops = inst.operands
-        if typ in _FLOATS and head not in ("setp", "selp", "mov", "cvt"):
-            return None
-        if any(p in ("sat", "cc", "ftz") for p in parts) or head in ("addc", "subc", "madc"):
-            return None
         if head == "mov":
             if typ in _FLOATS or "{" in ops[0] or "{" in ops[1]:
                 return None
@@ -981,7 +1152,9 @@ class _Block:
         if typ == "pred":
             if head in ("and", "or", "xor", "not"):
                 vals = [self._pred_operand(o, idx) for o in ops[1:]]
-                k = np.logical_and.reduce([x[1] for x in vals])
+                k = vals[0][1]
+                for x in vals[1:]:
+                    k = k & x[1]
                 if head == "not":
                     r = ~vals[0][0]
                 else:
@@ -994,7 +1167,9 @@ class _Block:
         bits = _width(typ)
         signed = typ[0] == "s"
         args = [self._get(o, idx, bits) for o in ops[1:]]
-        k = np.logical_and.reduce([x[1] for x in args]) if args else np.ones(len(idx), bool)
+        k = args[0][1] if args else np.ones(len(idx), bool)
+        for x in args[1:]:
+            k = k & x[1]
         a = args[0][0] if args else None
         b = args[1][0] if len(args) > 1 else None
         if head in ("add", "sub"):
@@ -1105,7 +1280,10 @@ class _Block:
     # -- memory -------------------------------------------------------------------------------------------
 
     def _memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
-        parts = inst.opcode.split(".")
+        got = self.st.opcodes[pc]
+        if got is None:
+            got = self.st.opcodes[pc] = _opcode(inst)
+        parts = got[0]
         head = inst.head
         loads = head in ("ld", "atom", "ldu")
         if loads:
@@ -1117,13 +1295,13 @@ class _Block:
                     self.k[d][idx] = False
         glob = "global" in parts
         update = self.rmw and (pc in self.grmw or pc in self.rmw_loads or head in ("atom", "red"))
-        if any(p in _SPACES for p in parts) and not (glob and (self.bounds or update)):
+        if got[3] and not (glob and (self.bounds or update)):
             return
         # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
         addr_op = inst.operands[1] if loads else inst.operands[0]
         a, k = self._address(addr_op, idx)
         mine = _WRITE if head == "st" else _READ if head in ("ld", "ldu") else _ATOMIC
-        width = _access_bytes(parts)
+        width = got[4]
         if self.bounds:
             self._global(mine, pc, idx, a, k, width)
         if update:
@@ -1163,10 +1341,43 @@ class _Block:
         """Accesses of ``width`` bytes at shared addresses ``a`` (where known) by threads ``idx``: checked
         against their array (a bounds run), recorded (a race run)."""
         lay = self.layout
-        ok, region, off = lay.locate(a, k)
-        if not ok.any():
+        rel = a - _BASE
+        ok = k & (rel >= 0) & (rel < lay.span)  # the known shared addresses (every one, as a rule)
+        if ok.all():
+            t = idx
+        elif ok.any():
+            t, rel = idx[ok], rel[ok]
+        else:
             return
-        t, region, off = idx[ok], region[ok], off[ok]
+        region = rel >> lay.shift
+        off = (rel & lay.mask) - lay.half
+        r = int(region[0])
+        if not (region == r).all():
+            self._shared_regions(mine, pc, t, region, off, width)
+            return
+        # one array (as a rule): its size and start are numbers
+        size = int(lay.sizes[r])
+        within = off.min() >= 0 and off.max() + width <= size  # every byte of every access inside it
+        if self.bounds and lay.checked[r] and not within:
+            bad = ((off < 0) | (off + width > size)) & self.sure[t]
+            if bad.any() and (pc, "s", r) not in self.oob:
+                j = int(np.flatnonzero(bad)[0])
+                self.oob[(pc, "s", r)] = (int(t[j]), int(off[j]), width, mine, 0)
+        if not self.races:
+            return
+        step = self.unit
+        if width > step:
+            t = np.repeat(t, width // step)
+            off = (off[:, None] + np.arange(0, width, step)).ravel()
+        if not within:
+            inside = (off >= 0) & (off < size)
+            t, off = t[inside], off[inside]
+        if len(t):
+            self._access(mine, pc, t, off + int(lay.starts[r]))
+
+    def _shared_regions(self, mine: int, pc: int, t: np.ndarray, region: np.ndarray, off: np.ndarray, width: int) -> None:
+        """:meth:`_shared` of accesses to several arrays: ``region`` and ``off`` (from its start) of each."""
+        lay = self.layout
         if self.bounds:
             bad = lay.checked[region] & ((off < 0) | (off + width > lay.sizes[region])) & self.sure[t]
             if bad.any():
@@ -1194,6 +1405,8 @@ class _Block:
         if len(ext) <= 1:
             return
         ok = k & (a >= _GLOBAL_FLOOR) & self.sure[idx]
+        if not ok.any():  # no buffer's address (a shared access, say)
+            return
         pos = np.where(ok, a >> 41, len(ext) - 1)
         pos = np.where(pos < len(ext), pos, len(ext) - 1)  # the last slot is never a buffer's: unchecked
         size = ext[pos]
@@ -1291,25 +1504,62 @@ class _Block:
         self._set(d[0], idx, _norm(v, _width(typ)), np.ones(len(idx), bool))
 
     def _address(self, op: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        terms = op.strip("[] ").replace(" ", "").replace("+-", "+~").split("+")
-        total = np.zeros(len(idx), np.int64)
-        known = np.ones(len(idx), bool)
-        for term in terms:
-            neg = term.startswith("~")
-            term = term.lstrip("~")
-            if not term:
-                continue
-            v, k = self._get(term if not neg else f"-{term}" if _INT.fullmatch(term) else term, idx, 64)
+        """(address, known) of a memory operand ``[%rd1+16]``: the sum of its terms. May return a register's
+        own arrays (see :meth:`_get`): read, never written in place."""
+        terms = _address_terms(op)
+        if len(terms) == 1:
+            return self._get(terms[0], idx, 64)
+        if not terms:
+            return np.zeros(len(idx), np.int64), np.ones(len(idx), bool)
+        total, known = self._get(terms[0], idx, 64)
+        for term in terms[1:]:
+            v, k = self._get(term, idx, 64)
             total = total + v
-            known &= k
+            known = known & k
         return total, known
+
+    def _record_only(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray) -> bool:
+        """:meth:`_access` where no record of this interval at the units ``unit`` can race with it (False,
+        nothing done, where one may): the records it leaves, made once per unit rather than once per row
+        (many threads read one word, as a rule). Per unit, the last row is the one kept, as assigning every
+        row in order keeps; the record it replaces moves to the second slot where a row's thread differs
+        from the one that made it."""
+        n = len(unit)
+        if self.last_row is None:
+            self.last_row = np.zeros(len(self.rec), np.int64)
+            self.rows = np.arange(max(n, 1024), dtype=np.int64)
+        if n > len(self.rows):
+            self.rows = np.arange(n, dtype=np.int64)
+        rows = self.rows[:n]
+        last = self.last_row
+        last[unit] = rows
+        keep = last[unit] == rows  # the last row of each unit
+        units = unit[keep]
+        got = self.rec[units]  # (unit, kind, field)
+        now = got[:, :, 0] == self.epoch
+        if now[:, _AGAINST_INDEX[mine]].any():
+            return False
+        if now[:, mine].any():  # the record of this kind moves where another thread made it
+            last[units] = np.arange(len(units))
+            at = last[unit]  # each row's unit among ``units``
+            differs = now[at, mine] & (got[at, mine, 1] != t)
+            moved = np.zeros(len(units), bool)
+            moved[at[differs]] = True
+            self.rec[units[moved], mine + 1] = got[moved, mine]
+        kept = t[keep]
+        new = np.empty((len(units), 4), np.int32)
+        new[:, 0], new[:, 1], new[:, 2], new[:, 3] = self.epoch, kept, pc, self.ws[kept]
+        self.rec[units, mine] = new
+        return True
 
     def _access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray) -> None:
         """Check and record accesses of kind ``mine`` (:data:`_WRITE`, :data:`_READ`, :data:`_ATOMIC`) by
         threads ``t`` at shared offsets ``off``."""
         rec = self.rec
-        ws = self.ws[t]
         unit = off // self.unit
+        if len(unit) > 32 and self._record_only(mine, pc, t, unit):
+            return
+        ws = self.ws[t]
         got = rec[unit]  # (access, kind, field)
         live = (got[:, :, 0] == self.epoch) & (got[:, :, 1] != t[:, None])
         kinds = _AGAINST[mine]
@@ -1492,8 +1742,9 @@ def _origin(inst: _Inst, files: dict[int, str]) -> str | None:
 
 
 def _norm(v: np.ndarray, bits: int) -> np.ndarray:
-    """The register's bits: the value modulo 2^bits (as a non-negative number below 64 bits)."""
-    return v & _MASK[bits] if bits < 64 else v.astype(np.int64)
+    """The register's bits: the value modulo 2^bits (as a non-negative number below 64 bits). Its
+    result is written to a register, not kept: at 64 bits an int64 array comes back itself."""
+    return v & _MASK[bits] if bits < 64 else v if v.dtype == np.int64 else v.astype(np.int64)
 
 
 def _sx(v: np.ndarray, bits: int) -> np.ndarray:
