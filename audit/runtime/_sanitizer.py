@@ -19,6 +19,9 @@ from pathlib import Path
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 _PREFIX = re.compile(r"^=+ ?")
 _AT = re.compile(r"\bat (?:0x[0-9a-f]+ in )?(.+?)\+0x[0-9a-f]+(?: in (\S+))?")
+# an inlined or calling frame under the "at" line: "Device Frame:void f<...>(...)+0x2a0 in file.cu:12" (also the
+# "[0x2a0]" offset form); the last one is the kernel entry whose code the faulting function was inlined into
+_FRAME = re.compile(r"^Device Frame:\s*(?:0x[0-9a-f]+ in )?(.+?)(?:\+0x[0-9a-f]+| \[0x[0-9a-f]+\])(?: in (\S+))?\s*$")
 _SKIP = ("COMPUTE-SANITIZER", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY", "Saved host backtrace", "Host Frame", "Target application returned")
 
 
@@ -28,6 +31,7 @@ class SanitizerReport:
     function: str | None  # as the tool prints it
     where: str | None  # file:line
     detail: str  # "by thread (36,0,0) in block (0,0,0)" ...
+    frames: tuple[str, ...] = ()  # the device frames under the "at" line (inlined callers, then the kernel entry)
 
 
 def _norm(s: str) -> str:
@@ -69,8 +73,14 @@ def parse_blocks(text: str) -> list[SanitizerReport]:
             if m:
                 fn, where = m.group(1).strip(), m.group(2)
                 break
-        detail = next((ln for ln in b[1:] if ln.startswith("by thread") or ln.startswith("Address")), "")
-        out.append(SanitizerReport(header, fn, where, detail))
+        thread = next((ln for ln in b[1:] if ln.startswith("by thread")), "")
+        address = next((ln for ln in b[1:] if ln.startswith("Address")), "")
+        nearest = next((ln for ln in b[1:] if ln.startswith("and is ")), "")
+        if address and nearest:  # "Address 0x.. is out of bounds", "and is 4 bytes after the nearest allocation ..."
+            address = f"{address}, {nearest[len('and '):]}"
+        detail = "; ".join(part for part in (thread, address) if part)
+        frames = tuple(m.group(1).strip() for m in (_FRAME.match(ln) for ln in b[1:]) if m)
+        out.append(SanitizerReport(header, fn, where, detail, frames))
     return out
 
 
@@ -103,6 +113,8 @@ def attribute(reports: list[SanitizerReport], kernels: dict[str, list[str]]) -> 
     """Reports per kernel; ``kernels`` maps a kernel name to the names it may appear under (symbol,
     demangled signature, C++ name). A report is matched on the full name first, then on the unqualified
     function name where exactly one kernel has it (the tool may print template arguments differently).
+    A report whose "at" function is no kernel (a device function inlined into one: a CUTLASS copy, a shared
+    helper) is matched through its device frames, innermost first, so the kernel entry it ran in owns it.
     Reports that name no known kernel go under ""."""
     out: dict[str, list[SanitizerReport]] = {}
     bases: dict[str, set[str]] = {}
@@ -112,24 +124,26 @@ def attribute(reports: list[SanitizerReport], kernels: dict[str, list[str]]) -> 
                 bases.setdefault(base_name(n), set()).add(k)
     for r in reports:
         owner = ""
-        if r.function:
-            f = _norm(r.function)
-            for k, names in kernels.items():
-                for n in names:
-                    if not n:
-                        continue
-                    nn = _norm(n)
-                    if f == nn or f.startswith(nn + "(") or (" " + nn + "(") in (" " + f) or f.endswith(" " + nn):
-                        owner = k
-                        break
-                if owner:
-                    break
-            if not owner:
-                cands = bases.get(base_name(r.function), set())
-                if len(cands) == 1:
-                    owner = next(iter(cands))
+        for function in (r.function, *r.frames):
+            owner = _owner(function, kernels, bases) if function else ""
+            if owner:
+                break
         out.setdefault(owner, []).append(r)
     return out
+
+
+def _owner(function: str, kernels: dict[str, list[str]], bases: dict[str, set[str]]) -> str:
+    """The kernel a function name printed by the tool is, or ""."""
+    f = _norm(function)
+    for k, names in kernels.items():
+        for n in names:
+            if not n:
+                continue
+            nn = _norm(n)
+            if f == nn or f.startswith(nn + "(") or (" " + nn + "(") in (" " + f) or f.endswith(" " + nn):
+                return k
+    cands = bases.get(base_name(function), set())
+    return next(iter(cands)) if len(cands) == 1 else ""
 
 
 def describe(tool: str, reps: list[SanitizerReport]) -> str:
