@@ -372,6 +372,51 @@ def test_what_the_symbolic_case_does_not_follow_is_skipped(change):
     assert find_overruns(SYMBOLIC.replace(old, new)) == []
 
 
+# A local object of an array class template is an array of its second template argument's extent: the
+# H100 mutation run of 5 December left cutlass_elu.cuh's `i < N` -> `i <= N` over `cutlass::Array<T, N> out`
+# alive (a write one past a register fragment that nvcc drops), which no check read.
+ARRAY_OBJECTS = """\
+template <typename T, int N>
+struct Elu {
+    __device__ cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& frag) const {
+        cutlass::Array<T, N> out;
+        for (int i = 0; i < N; ++i) out[i] = frag[i];
+        return out;
+    }
+};
+__global__ void k(float* o) {
+    std::array<float, 4> v;
+    for (int i = 0; i < 4; ++i) v[i] = o[i];
+    const cute::array<int, 8> w{};
+    cutlass::AlignedArray<float, 8, 16> x, y;
+    for (int i = 0; i < 8; ++i) { x[i] = w[i]; y[i] = 1; }
+}
+"""
+
+
+def test_array_class_template_objects_are_local_arrays():
+    assert find_overruns(ARRAY_OBJECTS) == []
+    bad = ARRAY_OBJECTS.replace("i < N;", "i <= N;").replace("i < 4;", "i <= 4;").replace("{ x[i] = w[i]; y[i] = 1; }", "{ y[i + 1] = w[i]; }")
+    found = [(o.line, o.array, o.size or o.extent, o.high) for o in find_overruns(bad)]
+    assert found == [(5, "out", "N", 0), (11, "v", 4, 4), (14, "y", 8, 8)]
+    assert find_overruns(bad)[0].message("cutlass_elu.cuh") == (
+        'cutlass_elu.cuh:5: "out[i]" indexes the local array "out" of N elements (declared at line 4) with i = 0 up to N '
+        "inclusive (the loop at line 5): index N is out of bounds whatever its value, undefined behaviour the "
+        "compiler may hide.")
+
+
+@pytest.mark.parametrize("decl", [
+    "std::array<float, 4>* v = nullptr;",  # a pointer to one
+    "std::array<float, 4>& v = *q;",  # a reference
+    "Foo<float, 4> v;",  # another class template
+    "std::vector<float> v;",  # no extent argument
+    "Outer<int>::array<float, 4> v;",  # a member template of a class template instance: not followed
+])
+def test_what_is_not_an_array_object(decl):
+    src = f"__global__ void k(float* o, std::array<float, 4>* q) {{\n    {decl}\n    for (int i = 0; i <= 4; ++i) v[i] = o[i];\n}}\n"
+    assert find_overruns(src) == []
+
+
 def test_the_kcontig_loader_survivor_of_sgemm_tile_is_found():
     """sgemm_tile.cuh ror:43:27:0 (H200 sample of 4 December): p <= kPer over float4 reg[kPer]."""
     header = KERNELS / "sgemm_tile.cuh"

@@ -3,7 +3,9 @@
 nvcc treats such an access as undefined behaviour: it may drop the store or read an undefined register, so no
 run-time check can see it. This check is static and source-level: every ``NAME[...]`` use of a function-local
 array of constant extents has its index evaluated over the values that the enclosing constant-bound loops give
-their variables, and each index that leaves ``[0, extent)`` is reported. Anything it cannot evaluate (a run-time
+their variables, and each index that leaves ``[0, extent)`` is reported. A local object of an array class template
+(``std::array<T, N>``, ``cutlass::Array<T, N>``, ``cutlass::AlignedArray``, ``cute::array``) is such an array of
+its second template argument's extent. Anything it cannot evaluate (a run-time
 bound, a template extent, another name in the index, a guard comparing the loop variable) is skipped.
 
 The thread index may be part of an index (``s[d * BS + threadIdx.x % BS]``, directly or through a variable
@@ -60,6 +62,10 @@ _AFTER_PARAMS = frozenset("const noexcept override final volatile mutable & &&".
 _ASSIGN = frozenset("= += -= *= /= %= <<= >>= &= |= ^= ++ --".split())
 _GUARD_BEFORE = frozenset("( && || ! ? : , = return".split())  # a comparison of a bare loop variable ...
 _GUARD_AFTER = frozenset(") && || ? : , ;".split())  # ... between these tokens is a guard
+# class templates whose object is a fixed-size array indexed with [] and whose second template argument is its
+# extent: std::array<T, N>, cuda::std::array, cutlass::Array<T, N[, RegisterSized]>, cutlass::AlignedArray<T, N, A>,
+# cute::array<T, N> (qualified or not: `using namespace cutlass;` code names them bare)
+_ARRAY_TEMPLATES = frozenset(("array", "Array", "AlignedArray"))
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+(.*?)[ \t]*$", re.M)
 _COMPARE: dict[str, Callable[[int, int], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "!=": operator.ne,
@@ -241,6 +247,13 @@ def _merge(*maps: Mapping[str, int | None]) -> dict[str, int]:
 
 class _Unknown(Exception):
     """An expression the evaluator does not handle, or an undefined operation (division by zero)."""
+
+
+def _qualified_name(words: list[str]) -> bool:
+    """Whether declaration words are one (possibly ``::``-qualified) name after storage and cv words only:
+    ``const cutlass :: Array``, not ``Foo <> :: Array`` or a pointer."""
+    rest = [w for w in words if w not in ("const", "constexpr", "static", "volatile", "register", "__shared__")]
+    return bool(rest) and all(w.isidentifier() if k % 2 == (rest[0] == "::") else w == "::" for k, w in enumerate(rest))
 
 
 def _div(a: int, b: int) -> int:
@@ -466,6 +479,20 @@ class _Analysis:
         self.decl_tokens.add(at)
         return d
 
+    def _template_arg(self, open_: int, index: int) -> tuple[int, int] | None:
+        """The token span of the ``index``-th argument (from 0) of the template argument list opening at ``open_``."""
+        close, j, start, args = self.tmpl[open_], open_ + 1, open_ + 1, []
+        while j < close:
+            if self.toks[j].text == ",":
+                args.append((start, j))
+                start = j + 1
+                j += 1
+            else:
+                j = self.tmpl[j] + 1 if j in self.tmpl else self._skip(j)
+        args.append((start, close))
+        lo, hi = args[index] if index < len(args) else (0, 0)
+        return (lo, hi) if hi > lo else None
+
     def _skip(self, j: int) -> int:
         """The index just past the bracketed group opening at ``j`` (or past ``j``)."""
         if self.toks[j].text in ("(", "[", "{") and j in self.match:
@@ -586,6 +613,7 @@ class _Analysis:
             brace = self.encl[brace]
         end, kind = (self.match.get(brace, n - 1), self.kinds.get(brace)) if brace >= 0 else (n, "namespace")
         words: list[str] = []
+        array_arg: tuple[int, int] | None = None  # the extent argument's tokens of an array class template type
         j = s
         while j < n:
             t = toks[j]
@@ -595,6 +623,8 @@ class _Analysis:
                 words.append(t.text)
                 j += 1
             elif j in self.tmpl:
+                if words and words[-1] in _ARRAY_TEMPLATES and _qualified_name(words):
+                    array_arg = self._template_arg(j, 1)
                 words.append("<>")
                 j = self.tmpl[j] + 1
             else:
@@ -611,6 +641,10 @@ class _Analysis:
                 extents.append(self._eval(j + 1, self.match[j], j))
                 texts.append(" ".join(t.text for t in toks[j + 1 : self.match[j]]))
                 j = self.match[j] + 1
+            if not extents and array_arg is not None and words[-2] == "<>" and not {"*", "&", "&&"} & set(words):
+                lo, hi = array_arg  # `cutlass::Array<T, N> out;`: out is an array of N elements
+                extents.append(self._eval(lo, hi, lo))
+                texts.append(" ".join(t.text for t in toks[lo:hi]))
             value, init = None, None
             if j < n and toks[j].text == "=":
                 k = j + 1
