@@ -82,6 +82,9 @@ class BlockLaunch:
     buffers: tuple[tuple, ...] = ()
     #: the contract's ``shared_bytes`` text, where it gives one (the dynamic shared memory is checked then)
     shared_text: str | None = None
+    #: input buffers whose contents the run knows (loads of them read these values, not unknowns): each
+    #: (parameter position, element bytes, elements per row, the rows' values in turn, what it says)
+    fills: tuple[tuple, ...] = ()
 
 
 @dataclass(frozen=True)
