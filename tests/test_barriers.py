@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.cuda.barriers import BarrierRace, BlockLaunch
+from audit.cuda.barriers import BarrierAnalysis, BarrierRace, BlockLaunch
 from audit.cuda.blocksim import analyse_block, c_name, find_barrier_races
 from audit.cuda.cache import AnalysisCache
 
@@ -633,3 +633,51 @@ def test_a_masked_label_input_is_filled_from_its_contract_and_keys_the_launch(tm
         ("B = 1 (labels = 0, -1 in turn)", ((1, 4, 1, (0, -1), "labels = 0, -1 in turn"),)),
     ]
     assert len(launches) == 6 and len({repr(lc) for lc in launches}) == 6
+
+
+def test_a_cp_async_under_an_inline_asm_scoped_predicate_is_run() -> None:
+    """CUTLASS's predicated copy, ``{ .reg .pred p; setp.ne.b32 p, %r, 0; @p cp.async ... }``: the scoped
+    ``p`` is read as a register (its guard known), so the copies it lets through are in flight and a read
+    of one by another thread after the wait, with no barrier, races; a copy the predicate turns off races
+    with nothing."""
+    ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<4>;
+.shared .align 16 .b8 s[1024];
+ld.param.u64 %rd1, [k_param_0];
+ld.param.u32 %r5, [k_param_1];
+mov.u32 %r1, %tid.x;
+shl.b32 %r2, %r1, 2;
+mov.u32 %r3, s;
+add.s32 %r4, %r3, %r2;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+setp.lt.u32 %p1, %r1, %r5;
+selp.u32 %r6, 1, 0, %p1;
+{
+  .reg .pred p;
+  setp.ne.b32 p, %r6, 0;
+  @p cp.async.ca.shared.global [%r4], [%rd3], 4;
+}
+cp.async.commit_group;
+cp.async.wait_group 0;
+add.s32 %r7, %r4, 4;
+ld.shared.u32 %r7, [%r7];
+ret;
+}
+"""
+    from audit.cuda.blockbounds import buffer_base
+
+    def run(n: int) -> BarrierAnalysis:
+        return analyse_block(ptx, "k", BlockLaunch(((0, buffer_base(0)), (1, n)), (64, 1, 1), (1, 1, 1), None, f"n = {n}"))
+
+    on = run(64)
+    assert on.complete and [(r.order, r.threads) for r in on.races] == [("raw", (32, 0, 0, 31, 0, 0))]
+    assert on.races[0].first_instruction.startswith("@%__s_p cp.async")
+    off = run(0)  # every copy turned off: nothing in flight
+    assert off.complete and off.races == ()

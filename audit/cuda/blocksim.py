@@ -201,9 +201,9 @@ class _Module:
     def __init__(self, ptx: str, entry: str) -> None:
         text = _COMMENT.sub(_strip_comment, ptx)
         params, self.head, body = _entry_text(text, entry)
-        body = _scoped_registers(body)
         self.entry = entry
         self.insts, self.labels = _parse_body(body)
+        self.insts = _scoped_registers(body, self.insts)
         self.static: _Static | None = None
         #: the global read-modify-writes: store -> its load
         self.grmw = {st: ld for ld, st in rmw_pairs(self.insts, self.labels, _global_access)}
@@ -310,43 +310,40 @@ class _Module:
 _SCOPED_REG = re.compile(r"^\s*\.reg\s+\.\w+\s+([^;<]+);", re.MULTILINE)
 
 
-def _scoped_registers(body: str) -> str:
-    """``body`` with the registers an inline-asm scope declares (``{ .reg .pred p; setp.ne.b32 p, %r1, 0;
-    @p cp.async ... }``, CUTLASS's predicated copies) renamed ``%__s<n>_p``, so that the run reads them as
-    the registers they are (a bare name is otherwise a symbol, its value unknown)."""
-    if "{" not in body or ".reg" not in body:
-        return body
-    lines = body.split("\n")
-    depth = 0
-    scopes: list[dict[str, str]] = []
-    n = 0
-    out = []
-    for line in lines:
-        s = line.strip()
-        if s == "{":
-            depth += 1
-            scopes.append({})
-            out.append(line)
+def _scoped_registers(body: str, insts: list[_Inst]) -> list[_Inst]:
+    """``insts`` with the registers an inline-asm scope of ``body`` declares (``{ .reg .pred p; setp.ne.b32
+    p, %r1, 0; @p cp.async ... }``, CUTLASS's predicated copies) renamed ``%__s_p``, so that the run reads
+    them as the registers they are (a bare name is otherwise a symbol, its value unknown). Each such scope
+    writes its registers before it reads them, so one name serves every scope. The parsed list is shared
+    with the other analyses: the renamed instructions are new ones."""
+    if ".reg" not in body or "{" not in body:
+        return insts
+    names: set[str] = set()
+    for m in _SCOPED_REG.finditer(body):
+        names.update(n.strip() for n in m.group(1).split(",") if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", n))
+    if not names:
+        return insts
+    pattern = re.compile(r"(?<![%$.\w])(" + "|".join(map(re.escape, sorted(names))) + r")\b")
+
+    def named(op: str) -> bool:
+        return op in names or ("|" in op and any(x.strip() in names for x in op.split("|"))) or any(
+            n in op for n in names) and pattern.search(op) is not None
+
+    out = list(insts)
+    for i, inst in enumerate(insts):
+        opcode, ops, guard = inst.opcode, inst.operands, inst.guard
+        if opcode.startswith("@") and opcode.lstrip("@!") in names and ops:
+            # ``@p cp.async ...``: the parser reads a guard of a %-register only, so "@p" came as the opcode
+            first = ops[0].split(None, 1)
+            guard = (opcode.lstrip("@!"), opcode.startswith("@!"))
+            opcode, ops = first[0], (*first[1:], *ops[1:])
+        elif (guard is None or guard[0] not in names) and not any(named(op) for op in ops):
             continue
-        if s == "}" and scopes:
-            scopes.pop()
-            depth -= 1
-            out.append(line)
-            continue
-        if scopes:
-            m = _SCOPED_REG.match(line)
-            if m:
-                for name in (x.strip() for x in m.group(1).split(",")):
-                    if re.fullmatch(r"[A-Za-z_]\w*", name):
-                        n += 1
-                        scopes[-1][name] = f"%__s{n}_{name}"
-                out.append(line)
-                continue
-            names = {k: v for sc in scopes for k, v in sc.items()}
-            if names:
-                line = re.sub(r"(?<![%$.\w])(" + "|".join(map(re.escape, names)) + r")\b", lambda m: names[m.group(1)], line)
-        out.append(line)
-    return "\n".join(out)
+        ops = tuple(pattern.sub(r"%__s_\1", op) for op in ops)
+        g = (f"%__s_{guard[0]}", guard[1]) if guard is not None and guard[0] in names else guard
+        text = (f"@{'!' if g[1] else ''}{g[0]} " if g else "") + f"{opcode} {', '.join(ops)}"
+        out[i] = _Inst(opcode, ops, g, inst.loc, text.strip(), inst.src)
+    return out
 
 
 def _param_order(text: str, entry: str) -> dict[str, int]:
@@ -1481,21 +1478,23 @@ class _Block:
         parts = got[0]
         head = inst.head
         loads = head in ("ld", "atom", "ldu")
-        if loads:
-            if "param" in parts:
-                self._ld_param(inst, parts, idx)
-                return
-            for d in inst.dests():
-                if d in self.k:
-                    self.k[d][idx] = False
+        if loads and "param" in parts:
+            self._ld_param(inst, parts, idx)
+            return
         glob = "global" in parts
         update = self.rmw and (pc in self.grmw or pc in self.rmw_loads or head in ("atom", "red"))
         fill = bool(self.fills) and head in ("ld", "ldu") and (glob or not got[3])
         if got[3] and not (glob and (self.bounds or update or fill)):
+            if loads:
+                self._unknown(inst, idx)
             return
         # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
         addr_op = inst.operands[1] if loads else inst.operands[0]
         a, k = self._address(addr_op, idx)
+        if loads:  # what it loads is unknown (but where a filling or shared memory's contents say), after
+            if a is self.v.get(addr_op.strip("[] ")):  # its address is read: ``ld %r7, [%r7]``
+                a, k = a.copy(), k.copy()  # (a register's own arrays, which the next line changes)
+            self._unknown(inst, idx)
         mine = _WRITE if head == "st" else _READ if head in ("ld", "ldu") else _ATOMIC
         width = got[4]
         if self.bounds:
