@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.cuda.barriers import BarrierRace, BlockLaunch
+from audit.cuda.barriers import BarrierAnalysis, BarrierRace, BlockLaunch
 from audit.cuda.blocksim import analyse_block, c_name, find_barrier_races
 from audit.cuda.cache import AnalysisCache
 
@@ -216,20 +216,137 @@ def test_dynamic_shared_memory_is_one_array_of_the_launch_size(tmp_path: Path) -
     assert _found(_ptx(tmp_path, EXTERN.replace("SYNC", "__syncthreads();"), "good.cu"), _launch(256, n=600, dynamic=2400)) == []
 
 
-@NVCC
-def test_cp_async_is_not_analysed(tmp_path: Path) -> None:
-    body = """#include <cuda_pipeline.h>
+CP_ASYNC = """#include <cuda_pipeline.h>
 extern "C" __global__ void k(const float* x, float* out, int n) {
     __shared__ float s[256];
     int tid = threadIdx.x;
     __pipeline_memcpy_async(&s[tid], &x[blockIdx.x * 256 + tid], 4);
     __pipeline_commit();
     __pipeline_wait_prior(0);
+    SYNC
     out[blockIdx.x * 256 + tid] = s[(tid + 1) % 256];
 }
 """
+
+
+@NVCC
+def test_a_read_of_another_threads_cp_async_bytes_without_a_barrier_after_the_wait_is_found(tmp_path: Path) -> None:
+    """The copy lands for its own thread at its wait; thread 31 reads what thread 32 copied with no
+    barrier after that wait: a race with the copy's line as the write. With the __syncthreads() the run
+    reaches the end, clean (cp.async was given up on before)."""
+    result = analyse_block(_ptx(tmp_path, CP_ASYNC.replace("SYNC", ""), "bad.cu"), "k", _launch(256))
+    assert result.complete
+    assert [(r.order, r.first_line, r.line, r.scope, r.threads) for r in result.races] == [("raw", 5, 9, "warp", (32, 0, 0, 31, 0, 0))]
+    assert "cp.async" in result.races[0].first_instruction
+    good = analyse_block(_ptx(tmp_path, CP_ASYNC.replace("SYNC", "__syncthreads();"), "good.cu"), "k", _launch(256))
+    assert good.complete and good.races == ()
+
+
+@NVCC
+def test_a_cp_async_in_flight_across_a_barrier_races_until_its_wait(tmp_path: Path) -> None:
+    """A barrier before the wait does not order the copy: another thread's read after the barrier but
+    before a later barrier races with it; waiting first, then the barrier, is clean."""
+    body = """#include <cuda_pipeline.h>
+extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    __pipeline_memcpy_async(&s[tid], &x[blockIdx.x * 256 + tid], 4);
+    __pipeline_commit();
+    FIRST
+    __syncthreads();
+    SECOND
+    out[blockIdx.x * 256 + tid] = s[(tid + 1) % 256];
+}
+"""
+    bad = analyse_block(_ptx(tmp_path, body.replace("FIRST", "").replace("SECOND", "__pipeline_wait_prior(0);"), "bad.cu"), "k", _launch(256))
+    assert bad.complete and [(r.order, r.first_line, r.line) for r in bad.races] == [("raw", 5, 10)]
+    good = analyse_block(_ptx(tmp_path, body.replace("FIRST", "__pipeline_wait_prior(0);").replace("SECOND", ""), "good.cu"), "k", _launch(256))
+    assert good.complete and good.races == ()
+
+
+@NVCC
+def test_overwriting_a_stage_another_thread_still_reads_is_found(tmp_path: Path) -> None:
+    """A two-stage ring without the barrier before the refill: thread 1 reads s[0] (thread 0's copy) while
+    thread 0's next copy may already be landing there (a write after read in one interval)."""
+    body = """#include <cuda_pipeline.h>
+extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    __pipeline_memcpy_async(&s[tid], &x[tid], 4);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    float v = s[(tid + 255) % 256];
+    SYNC
+    __pipeline_memcpy_async(&s[tid], &x[256 + tid], 4);
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    out[tid] = v + s[(tid + 1) % 256];
+}
+"""
+    bad = analyse_block(_ptx(tmp_path, body.replace("SYNC", ""), "bad.cu"), "k", _launch(256, grid=1))
+    assert bad.complete and [(r.order, r.first_line, r.line) for r in bad.races] == [("war", 9, 11)]
+    good = analyse_block(_ptx(tmp_path, body.replace("SYNC", "__syncthreads();"), "good.cu"), "k", _launch(256, grid=1))
+    assert good.complete and good.races == ()
+
+
+@NVCC
+def test_a_bulk_copy_is_still_not_analysed(tmp_path: Path) -> None:
+    body = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ __align__(16) float s[256];
+    __shared__ __align__(8) unsigned long long bar;
+    unsigned d = (unsigned)__cvta_generic_to_shared(s), b = (unsigned)__cvta_generic_to_shared(&bar);
+    if (threadIdx.x == 0)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 1024, [%2];" :: "r"(d), "l"(x), "r"(b) : "memory");
+    __syncthreads();
+    out[threadIdx.x] = s[threadIdx.x];
+}
+"""
     result = analyse_block(_ptx(tmp_path, body), "k", _launch(256))
-    assert result.races == () and not result.complete and result.reason.startswith("gave up: cp.async")
+    assert result.races == () and not result.complete and result.reason.startswith("gave up: cp.async.bulk")
+
+
+LABELLED = """extern "C" __global__ void k(const int* labels, float* out, int n) {
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    int row = blockIdx.x;
+    if (labels[row] == -1) return;  // a skipped row: block-uniform
+    s[tid] = tid;
+    __syncthreads();
+    float v = s[(tid + 1) % 256];
+    SYNC
+    s[tid] = 2.0f * v;
+    __syncthreads();
+    out[row * 256 + tid] = s[255 - tid];
+}
+"""
+
+
+def _labelled(fill: tuple[int, ...] | None) -> BlockLaunch:
+    from audit.cuda.blockbounds import buffer_base
+
+    fills = ((0, 4, 1, fill, "labels"),) if fill is not None else ()
+    return BlockLaunch(((0, buffer_base(0)), (1, buffer_base(1)), (2, 256)), (256, 1, 1), (2, 1, 1), None, "n = 256",
+                       ((0, "labels", 8, 4, "shape [2], i32", None), (1, "out", 2048, 4, "shape [2, 256], f32", None)), None, fills)
+
+
+@NVCC
+def test_a_race_behind_a_label_guard_is_found_with_the_labels_filled(tmp_path: Path) -> None:
+    """``if (labels[row] == -1) return;`` branches on loaded data around an exit: unknown, the run gave up
+    there; with the labels filled from their domain it takes the labelled path to its end and finds the
+    write over what another warp reads (no barrier between them), and the good twin is clean."""
+    bad = _ptx(tmp_path, LABELLED.replace("SYNC", ""), "bad.cu")
+    unknown = analyse_block(bad, "k", _labelled(None))
+    assert not unknown.complete and "unknown" in unknown.reason and unknown.races == ()
+    found = analyse_block(bad, "k", _labelled((0,)))
+    assert found.complete and [(r.order, r.first_line, r.line, r.threads) for r in found.races] == [("war", 8, 10, (255, 0, 0, 0, 0, 0))]
+    skipped = analyse_block(bad, "k", _labelled((-1,)))  # every row skipped: the path is not taken
+    assert skipped.complete and skipped.races == ()
+    good = _ptx(tmp_path, LABELLED.replace("SYNC", "__syncthreads();"), "good.cu")
+    for fill in ((0,), (-1,), (0, -1)):
+        got = analyse_block(good, "k", _labelled(fill))
+        assert got.complete and got.races == (), fill
 
 
 @NVCC
@@ -487,3 +604,80 @@ def test_an_entry_given_up_on_is_a_note_not_a_silent_pass(tmp_path: Path, capsys
     chain.write_text(text)
     assert main(["check", "--root", str(root), "--select", "SHARED_BARRIER_MISSING"]) == 0
     assert capsys.readouterr().out.splitlines()[:-1] == []
+
+
+def test_a_masked_label_input_is_filled_from_its_contract_and_keys_the_launch(tmp_path: Path) -> None:
+    """An integer input with a ``mask`` and ``values`` gets three fillings (every row valid at the domain's
+    least value, every row skipped, the two in turn), each its own launch (so the analysis cache keys on
+    them) named in its label; a float input and an integer with no stated domain stay unfilled."""
+    from audit.cuda.static import barrier_launches
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(
+        "[dims]\nB = { min = 1, max = 4096 }\nK = { value = 3 }\n"
+        '[[kernel]]\nname = "masked"\nsource = "k.cu"\nstage = "backward"\n'
+        'grid = ["B", 1, 1]\nblock = [256, 1, 1]\n'
+        'params = [\n  { name = "x", dtype = "f32", shape = ["B"], role = "in" },\n'
+        '  { name = "labels", dtype = "i32", shape = ["B"], role = "in", mask = { skip_value = -1 }, values = { min = 0, max = "K - 1" } },\n'
+        '  { name = "count", dtype = "i32", shape = [1], role = "in" },\n'
+        '  { name = "y", dtype = "f32", shape = ["B"], role = "out" },\n'
+        '  { name = "B", kind = "scalar", dtype = "i32", value = "B" },\n]\n'
+    )
+    cs = load_contracts(tmp_path / "contracts", tmp_path)
+    launches = barrier_launches(cs, Wiring(cs), cs.kernel("masked"))
+    assert [(lc.label, lc.fills) for lc in launches if "B = 1 " in lc.label] == [
+        ("B = 1 (labels = 0 in every row)", ((1, 4, 1, (0,), "labels = 0 in every row"),)),
+        ("B = 1 (labels = -1 in every row)", ((1, 4, 1, (-1,), "labels = -1 in every row"),)),
+        ("B = 1 (labels = 0, -1 in turn)", ((1, 4, 1, (0, -1), "labels = 0, -1 in turn"),)),
+    ]
+    assert len(launches) == 6 and len({repr(lc) for lc in launches}) == 6
+
+
+def test_a_cp_async_under_an_inline_asm_scoped_predicate_is_run() -> None:
+    """CUTLASS's predicated copy, ``{ .reg .pred p; setp.ne.b32 p, %r, 0; @p cp.async ... }``: the scoped
+    ``p`` is read as a register (its guard known), so the copies it lets through are in flight and a read
+    of one by another thread after the wait, with no barrier, races; a copy the predicate turns off races
+    with nothing."""
+    ptx = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .u32 k_param_1)
+{
+.reg .pred %p<2>;
+.reg .b32 %r<8>;
+.reg .b64 %rd<4>;
+.shared .align 16 .b8 s[1024];
+ld.param.u64 %rd1, [k_param_0];
+ld.param.u32 %r5, [k_param_1];
+mov.u32 %r1, %tid.x;
+shl.b32 %r2, %r1, 2;
+mov.u32 %r3, s;
+add.s32 %r4, %r3, %r2;
+mul.wide.u32 %rd2, %r1, 4;
+add.s64 %rd3, %rd1, %rd2;
+setp.lt.u32 %p1, %r1, %r5;
+selp.u32 %r6, 1, 0, %p1;
+{
+  .reg .pred p;
+  setp.ne.b32 p, %r6, 0;
+  @p cp.async.ca.shared.global [%r4], [%rd3], 4;
+}
+cp.async.commit_group;
+cp.async.wait_group 0;
+add.s32 %r7, %r4, 4;
+ld.shared.u32 %r7, [%r7];
+ret;
+}
+"""
+    from audit.cuda.blockbounds import buffer_base
+
+    def run(n: int) -> BarrierAnalysis:
+        return analyse_block(ptx, "k", BlockLaunch(((0, buffer_base(0)), (1, n)), (64, 1, 1), (1, 1, 1), None, f"n = {n}"))
+
+    on = run(64)
+    assert on.complete and [(r.order, r.threads) for r in on.races] == [("raw", (32, 0, 0, 31, 0, 0))]
+    assert on.races[0].first_instruction.startswith("@%__s_p cp.async")
+    off = run(0)  # every copy turned off: nothing in flight
+    assert off.complete and off.races == ()

@@ -30,8 +30,15 @@ and the grid's last block:
   synchronisation that is not modelled): then the entry is **given up**. Pointer
   parameters hold their buffers' synthetic addresses (:func:`audit.cuda.blockbounds.buffer_base`: non-null,
   apart from each other); an optional one the launch's step binds ``NULL`` (or that no schedule launches)
-  is 0 (a ``if (ptr)`` test is known), one bound to a buffer unknown. Given up too: an entry with ``mbarrier``, ``cp.async``
-  (any form), TMA/bulk copies, ``ldmatrix``/``stmatrix``, ``wgmma``, ``tcgen05``, cluster barriers or
+  is 0 (a ``if (ptr)`` test is known), one bound to a buffer unknown. Loaded values are unknown but where
+  the launch *fills* an integer input from its contract domain (:attr:`BlockLaunch.fills`: labels every
+  row valid, every row skipped, in turn), and where shared memory's integer words are kept (a value loaded
+  back from it reaching an address or a branch). ``cp.async`` (``.ca``/``.cg`` ``.shared.global``) is a
+  shared write in flight from its issue to the issuing thread's ``cp.async.wait_group``/``wait_all`` that
+  completes its group: another thread's access of its bytes until then (the issue's and the wait's
+  intervals included) races with it. ``ldmatrix``/``stmatrix`` are shared reads/writes of each row's 16
+  bytes by the lane that gives its address. Given up too: an entry with ``mbarrier``, bulk or reducing
+  ``cp.async`` forms, TMA copies, ``wgmma``, ``tcgen05``, cluster barriers or
   ``shared::cluster``, ``bar.arrive``, a barrier with a thread count other than the block's,
   ``membar.cta``/``fence...cta``, ``ld.acquire``/``st.release``/``.relaxed`` accesses, a ``call`` (but of
   ``vprintf``, or of ``__assertfail``, which gives up where it is made), an indirect branch, or a ``__syncwarp`` that not all live lanes of its mask reach together; and a run past
@@ -82,6 +89,9 @@ class BlockLaunch:
     buffers: tuple[tuple, ...] = ()
     #: the contract's ``shared_bytes`` text, where it gives one (the dynamic shared memory is checked then)
     shared_text: str | None = None
+    #: input buffers whose contents the run knows (loads of them read these values, not unknowns): each
+    #: (parameter position, element bytes, elements per row, the rows' values in turn, what it says)
+    fills: tuple[tuple, ...] = ()
 
 
 @dataclass(frozen=True)

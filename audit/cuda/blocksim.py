@@ -52,7 +52,7 @@ _GLOBAL_FLOOR = 1 << 39
 _SHARED_DECL = re.compile(r"^[ \t]*((?:\.(?:visible|extern|weak|global)\s+)*)\.shared\s+(?:\.align\s+(\d+)\s+)?"
                           r"\.(\w+)\s+([A-Za-z_$][\w$]*)((?:\s*\[\s*\d*\s*\])*)", re.MULTILINE)
 _MANGLED_LOCAL = re.compile(r"E(\d+)([A-Za-z_]\w*)$")
-_GIVE_UP_HEADS = {"mbarrier", "cp", "ldmatrix", "stmatrix", "wgmma", "tcgen05", "brx", "cvta.to.shared::cluster",
+_GIVE_UP_HEADS = {"mbarrier", "cp", "wgmma", "tcgen05", "brx", "cvta.to.shared::cluster",
                   "mapa", "multimem", "tensormap", "clusterlaunchcontrol", "setmaxnreg"}
 _SPACES = ("global", "local", "param", "const", "tex")
 _ORDERED = ("relaxed", "acquire", "release", "mmio")
@@ -203,6 +203,7 @@ class _Module:
         params, self.head, body = _entry_text(text, entry)
         self.entry = entry
         self.insts, self.labels = _parse_body(body)
+        self.insts = _scoped_registers(body, self.insts)
         self.static: _Static | None = None
         #: the global read-modify-writes: store -> its load
         self.grmw = {st: ld for ld, st in rmw_pairs(self.insts, self.labels, _global_access)}
@@ -271,7 +272,8 @@ class _Module:
             if alone and not rmw_on:
                 break
             sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
-                         race_on and not alone, bounds_on and not alone, launch.buffers, tied, rmw_on, log, self.grmw)  # fmt: skip
+                         race_on and not alone, bounds_on and not alone, launch.buffers, tied, rmw_on, log, self.grmw,
+                         launch.fills)  # fmt: skip
             sim.run()
             if rmw_on and sim.rmw_stop:
                 u_done, u_reason, rmw_on = False, sim.rmw_stop, False
@@ -305,6 +307,45 @@ class _Module:
         return r_out, b_out, u_out
 
 
+_SCOPED_REG = re.compile(r"^\s*\.reg\s+\.\w+\s+([^;<]+);", re.MULTILINE)
+
+
+def _scoped_registers(body: str, insts: list[_Inst]) -> list[_Inst]:
+    """``insts`` with the registers an inline-asm scope of ``body`` declares (``{ .reg .pred p; setp.ne.b32
+    p, %r1, 0; @p cp.async ... }``, CUTLASS's predicated copies) renamed ``%__s_p``, so that the run reads
+    them as the registers they are (a bare name is otherwise a symbol, its value unknown). Each such scope
+    writes its registers before it reads them, so one name serves every scope. The parsed list is shared
+    with the other analyses: the renamed instructions are new ones."""
+    if ".reg" not in body or "{" not in body:
+        return insts
+    names: set[str] = set()
+    for m in _SCOPED_REG.finditer(body):
+        names.update(n.strip() for n in m.group(1).split(",") if re.fullmatch(r"\s*[A-Za-z_]\w*\s*", n))
+    if not names:
+        return insts
+    pattern = re.compile(r"(?<![%$.\w])(" + "|".join(map(re.escape, sorted(names))) + r")\b")
+
+    def named(op: str) -> bool:
+        return op in names or ("|" in op and any(x.strip() in names for x in op.split("|"))) or any(
+            n in op for n in names) and pattern.search(op) is not None
+
+    out = list(insts)
+    for i, inst in enumerate(insts):
+        opcode, ops, guard = inst.opcode, inst.operands, inst.guard
+        if opcode.startswith("@") and opcode.lstrip("@!") in names and ops:
+            # ``@p cp.async ...``: the parser reads a guard of a %-register only, so "@p" came as the opcode
+            first = ops[0].split(None, 1)
+            guard = (opcode.lstrip("@!"), opcode.startswith("@!"))
+            opcode, ops = first[0], (*first[1:], *ops[1:])
+        elif (guard is None or guard[0] not in names) and not any(named(op) for op in ops):
+            continue
+        ops = tuple(pattern.sub(r"%__s_\1", op) for op in ops)
+        g = (f"%__s_{guard[0]}", guard[1]) if guard is not None and guard[0] in names else guard
+        text = (f"@{'!' if g[1] else ''}{g[0]} " if g else "") + f"{opcode} {', '.join(ops)}"
+        out[i] = _Inst(opcode, ops, g, inst.loc, text.strip(), inst.src)
+    return out
+
+
 def _param_order(text: str, entry: str) -> dict[str, int]:
     m = re.search(rf"\.entry\s+{re.escape(entry)}\s*\(([^)]*)\)", text)
     names = [re.sub(r"\[\d*\]", "", p).split()[-1] for p in (m.group(1).split(",") if m else []) if p.strip()]
@@ -331,10 +372,26 @@ def _global_access(inst: _Inst, head: str) -> bool:
     return all(p == "global" for p in parts if p.split("::")[0] in (*_SPACES, "shared"))
 
 
+def _async_copy(parts: list[str]) -> bool:
+    """Whether an opcode's parts are a ``cp.async`` the block run models: a non-bulk copy from global to
+    shared (``cp.async.ca/cg.shared{::cta}.global``, any cache qualifiers), ``commit_group``,
+    ``wait_group`` or ``wait_all`` (the ``bulk``, ``mbarrier`` and ``reduce`` forms are not)."""
+    if len(parts) < 3 or parts[0] != "cp" or parts[1] != "async":
+        return False
+    if parts[2] in ("commit_group", "wait_group", "wait_all"):
+        return len(parts) == 3
+    if parts[2] not in ("ca", "cg") or len(parts) < 5:
+        return False
+    return parts[3] in ("shared", "shared::cta") and parts[4] == "global" and not any(
+        p in ("bulk", "mbarrier", "reduce") or "cluster" in p for p in parts)
+
+
 def _unsupported(inst: _Inst) -> str | None:
     """Why an entry holding this instruction is not analysed (synchronisation not modelled), or None."""
     head, op = inst.head, inst.opcode
     parts = op.split(".")
+    if head == "cp" and _async_copy(parts):
+        return None
     if head in _GIVE_UP_HEADS:
         return op
     if head == "call" and _callee(inst) not in _HARMLESS_CALLS:
@@ -473,6 +530,11 @@ class _Static:
         #: only a bounds run reaches, 4 nothing to do (what it writes reaches no address, guard or branch)
         self.kind = [_kind(inst) for inst in insts]
         relevant = self._relevant()
+        #: whether a run needs what shared memory holds: a value loaded from it (or through a generic
+        #: pointer) reaches an address, a guard or a branch (then what every shared store stores is needed too)
+        self.track = any(_reads_shared(inst) and not relevant.isdisjoint(inst.dests()) for inst in insts)
+        if self.track:
+            relevant = self._relevant(stored=True)
         for i, inst in enumerate(insts):
             if self.kind[i] in (0, 1) and inst.head not in _STOPS and relevant.isdisjoint(inst.dests()):
                 self.kind[i] = 4
@@ -560,10 +622,11 @@ class _Static:
             self._synced = self._sync_taint()
         return self._synced
 
-    def _relevant(self) -> set[str]:
+    def _relevant(self, stored: bool = False) -> set[str]:
         """The registers whose values a run needs: those an address, a guard, a branch, a barrier or a copy
         size reads, and (a fixed point) whatever an evaluated instruction computes them from. A value
-        stored is never needed: what memory holds is never known."""
+        stored is needed only where ``stored`` (the run keeps what shared memory holds: a shared or generic
+        store's value)."""
         seeds: list[str] = []
         makers: dict[str, list[tuple[str, ...]]] = {}  # register -> the sources of each evaluated write of it
         for inst, kind in zip(self.insts, self.kind):
@@ -573,6 +636,8 @@ class _Static:
                 seeds += _REG.findall(addr)
                 if inst.guard:
                     seeds.append(inst.guard[0])
+                if stored and head == "st" and len(ops) > 1 and _may_be_shared(inst.opcode.split(".")):
+                    seeds += _REG.findall(ops[1])
             elif kind == 3 or head in _STOPS:
                 seeds += inst.sources()
             elif kind == 1:
@@ -641,6 +706,8 @@ class _Static:
                         holds.add("trap")
                     elif inst.head == "call" and _callee(inst) != "__assertfail":
                         holds.add("call")
+                    elif inst.head in ("st", "atom", "red", "cp", "stmatrix"):
+                        holds.add("store")
                     written.update(inst.dests())
             got = (self.blocks[stop][0], frozenset(written), n in inside, frozenset(holds))
         self._regions[n] = got
@@ -659,7 +726,7 @@ def _jumps(kind: list[int], leaders: set[int]) -> list[int]:
 #: instructions the run itself handles (control, barriers) or that may end a thread: never jumped over
 _STOPS = {"bra", "brx", "ret", "exit", "trap", "bar", "barrier", "call"}
 _EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not",
-         "neg", "abs", "min", "max", "div", "rem"}
+         "neg", "abs", "min", "max", "div", "rem", "popc", "brev", "bfind", "clz", "shfl", "vote"}
 
 
 _WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
@@ -667,6 +734,16 @@ _WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
 #: everything, an atomic against plain reads and writes (atomics never race each other)
 _AGAINST = {_READ: (0, 1, 4, 5), _WRITE: (2, 3, 0, 1, 4, 5), _ATOMIC: (0, 1, 2, 3)}
 _AGAINST_INDEX = {k: np.array(v) for k, v in _AGAINST.items()}
+
+
+def _may_be_shared(parts: list[str]) -> bool:
+    """Whether an access with these opcode parts may touch shared memory (it names shared, or no space)."""
+    return not any(p in _SPACES for p in parts)
+
+
+def _reads_shared(inst: _Inst) -> bool:
+    """A load whose value may come from shared memory (``ld.shared`` or a generic ``ld``)."""
+    return inst.head == "ld" and _may_be_shared(inst.opcode.split("."))
 
 
 def _kind(inst: _Inst) -> int:
@@ -735,7 +812,8 @@ class _Block:
     def __init__(self, insts: list[_Inst], static: _Static, order: dict[str, int], params: dict[int, int],
                  ext: tuple[int, int, int], grid: Dims, cta: tuple[int, int, int], layout: _Layout,
                  races: bool = True, bounds: bool = False, buffers: Sequence[tuple] = (), tied: bool = False,
-                 rmw: bool = False, log: _RmwLog | None = None, grmw: dict[int, int] | None = None) -> None:  # fmt: skip
+                 rmw: bool = False, log: _RmwLog | None = None, grmw: dict[int, int] | None = None,
+                 fills: Sequence[tuple] = ()) -> None:  # fmt: skip
         self.insts, self.st, self.order, self.params, self.layout = insts, static, order, params, layout
         self.races, self.bounds, self.tied = races, bounds, tied
         self.limit = MAX_STEPS if races else MAX_BOUNDS_STEPS
@@ -806,6 +884,19 @@ class _Block:
         self.last_row: np.ndarray | None = None  # scratch of :meth:`_record_only`, per unit
         self.rows = np.arange(0, dtype=np.int64)
         self.decoded: dict[int, tuple] = {}
+        # cp.async copies in flight (a race run): per unit the thread whose copy may still land there (-1:
+        # none) and that copy's instruction; per issue (threads, units, group of each, instruction); the
+        # groups each thread has committed
+        self.pend_t: np.ndarray | None = None
+        self.pend_pc: np.ndarray | None = None
+        self.copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self.commits = np.zeros(total, np.int64)
+        # what shared memory holds, per 4-byte word (where the entry reads back values a run needs)
+        self.track = static.track and self.unit == 4
+        self.sv = np.zeros(len(self.rec), np.int64) if self.track else None
+        self.sk = np.zeros(len(self.rec), bool) if self.track else None
+        # the contents of the launch's filled input buffers (:attr:`BlockLaunch.fills`), by position
+        self.fills = {int(f[0]): f for f in fills}
 
     @cached_property
     def xyz(self) -> list[tuple[int, int, int]]:
@@ -931,6 +1022,8 @@ class _Block:
                 self.sure[unknown] = False
             if "barrier" in holds_in:
                 self.fuzzy = True
+            if "store" in holds_in and self.sk is not None:
+                self.sk[:] = False  # a store stepped over: what shared memory holds is not known
             for r in written:
                 if r in self.k:
                     self.k[r][unknown] = False
@@ -1077,6 +1170,8 @@ class _Block:
             holds, known = self._guard(inst, idx)
             if not known.all():
                 self._unknown(inst, idx[~known])  # may or may not run: its results are unknown, its access unseen
+                if self.sk is not None and head in ("st", "atom", "red", "cp", "stmatrix"):
+                    self.sk[:] = False  # what it may have stored is not known
             idx = idx[holds]
             if not len(idx):
                 return
@@ -1149,6 +1244,8 @@ class _Block:
             b, kb = self._get(ops[2], idx, bits)
             c, kc = self._pred_operand(ops[3], idx)
             return [(np.where(c, a, b), kc & np.where(c, ka, kb))]
+        if head in ("shfl", "vote"):
+            return self._lanes(inst, parts, idx)
         if typ == "pred":
             if head in ("and", "or", "xor", "not"):
                 vals = [self._pred_operand(o, idx) for o in ops[1:]]
@@ -1159,13 +1256,22 @@ class _Block:
                     r = ~vals[0][0]
                 else:
                     f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[head]
-                    r = f(vals[0][0], vals[1][0])
+                    (a, ka), (b, kb) = vals[0], vals[1]
+                    r = f(a, b)
+                    if head != "xor":  # one known operand decides: false for and, true for or
+                        decides = (lambda x: ~x) if head == "and" else (lambda x: x)
+                        first, second = ka & decides(a), kb & decides(b)
+                        k = k | first | second
+                        r = np.where(first, a, np.where(second, b, r))
                 return [(r.astype(np.int64), k)]
             return None
         if typ[:1] not in "usb" or not typ[1:].isdigit():
             return None
         bits = _width(typ)
         signed = typ[0] == "s"
+        if head in ("popc", "brev", "bfind", "clz"):
+            a, k = self._get(ops[1], idx, bits)
+            return [(_bits(head, parts, _ux(a, bits) if bits < 64 else a, bits, signed), k)]
         args = [self._get(o, idx, bits) for o in ops[1:]]
         k = args[0][1] if args else np.ones(len(idx), bool)
         for x in args[1:]:
@@ -1251,6 +1357,92 @@ class _Block:
             return [(_norm(r, bits), k & ~zero)]
         return None
 
+    def _lanes(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """``shfl.sync`` (idx, up, down, bfly: the source lane's value, and whether it was in range) and
+        ``vote.sync`` (ballot, any, all, uni over the lanes of the mask): known for a thread where every
+        lane it reads is at this instruction with it (the same group) and every value it reads is known."""
+        ops = inst.operands
+        total = self.total
+        here = np.zeros(total, bool)
+        here[idx] = True
+        lane = idx % 32
+        base = idx - lane
+        if inst.head == "shfl":
+            if len(parts) < 4 or parts[1] != "sync" or parts[-1] != "b32" or len(ops) < 5:
+                return None
+            mode = parts[2]
+            b, kb = self._get(ops[2], idx, 32)
+            c, kc = self._get(ops[3], idx, 32)
+            m, km = self._get(ops[4], idx, 32)
+            seg = (c >> 8) & 0x1F
+            top = (lane & seg) | (c & 0x1F & ~seg)
+            low = lane & seg
+            if mode == "idx":
+                j = low | (b & 0x1F & ~seg)
+                ok = j <= top
+            elif mode == "up":
+                j = lane - b
+                ok = j >= top
+            elif mode == "down":
+                j = lane + b
+                ok = j <= top
+            elif mode == "bfly":
+                j = lane ^ (b & 0x1F)
+                ok = j <= top
+            else:
+                return None
+            j = np.where(ok, j, lane)
+            src = base + j
+            inside = (src >= 0) & (src < total)
+            src = np.where(inside, src, idx)
+            v = self.v.get(ops[1])
+            if v is None and self.special.get(ops[1]) is None:
+                kv = np.zeros(len(idx), bool)
+                val = np.zeros(len(idx), np.int64)
+            else:
+                full, fk = (self.special[ops[1]][0], np.ones(total, bool)) if v is None else (v, self.k[ops[1]])
+                val, kv = full[src], fk[src]
+            in_mask = ((m >> j) & 1) == 1
+            k = kb & kc & km & inside & here[src] & kv & in_mask
+            dests = [d.strip() for d in ops[0].split("|")]
+            out = [(_norm(val, 32), k), (ok.astype(np.int64), kb & kc)]
+            return out[: len(dests)]
+        # vote
+        if len(parts) < 3 or parts[1] != "sync" or len(ops) < 3:
+            return None
+        mode = parts[2]
+        p, kp = self._pred_operand(ops[1], idx)
+        m, km = self._get(ops[2], idx, 32)
+        bit = np.zeros(total, np.int64)
+        known = np.zeros(total, bool)
+        bit[idx] = p.astype(np.int64) << lane
+        known[idx] = kp
+        warps = self.warp[idx]
+        out_v = np.zeros(len(idx), np.int64)
+        out_k = np.zeros(len(idx), bool)
+        for w in np.unique(warps):
+            sel = warps == w
+            mask = int(m[sel][0]) & 0xFFFF_FFFF
+            if not km[sel].all() or (m[sel] != m[sel][0]).any():
+                continue
+            lanes = np.arange(w * 32, min(w * 32 + 32, total))
+            lanes = lanes[(mask >> (lanes % 32)) & 1 == 1]
+            if not (here[lanes] & known[lanes]).all():
+                continue
+            ballot = int(np.bitwise_or.reduce(bit[lanes])) if len(lanes) else 0
+            if mode == "ballot":
+                r = ballot
+            elif mode == "any":
+                r = int(ballot != 0)
+            elif mode == "all":
+                r = int(ballot == int(np.bitwise_or.reduce(np.left_shift(1, lanes % 32)))) if len(lanes) else 1
+            elif mode == "uni":
+                r = int(ballot == 0 or ballot == int(np.bitwise_or.reduce(np.left_shift(1, lanes % 32))))
+            else:
+                return None
+            out_v[sel], out_k[sel] = r, True
+        return [(out_v, out_k)]
+
     def _setp(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
         cmp, typ = parts[1], parts[-1]
         boolop = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
@@ -1286,20 +1478,23 @@ class _Block:
         parts = got[0]
         head = inst.head
         loads = head in ("ld", "atom", "ldu")
-        if loads:
-            if "param" in parts:
-                self._ld_param(inst, parts, idx)
-                return
-            for d in inst.dests():
-                if d in self.k:
-                    self.k[d][idx] = False
+        if loads and "param" in parts:
+            self._ld_param(inst, parts, idx)
+            return
         glob = "global" in parts
         update = self.rmw and (pc in self.grmw or pc in self.rmw_loads or head in ("atom", "red"))
-        if got[3] and not (glob and (self.bounds or update)):
+        fill = bool(self.fills) and head in ("ld", "ldu") and (glob or not got[3])
+        if got[3] and not (glob and (self.bounds or update or fill)):
+            if loads:
+                self._unknown(inst, idx)
             return
         # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
         addr_op = inst.operands[1] if loads else inst.operands[0]
         a, k = self._address(addr_op, idx)
+        if loads:  # what it loads is unknown (but where a filling or shared memory's contents say), after
+            if a is self.v.get(addr_op.strip("[] ")):  # its address is read: ``ld %r7, [%r7]``
+                a, k = a.copy(), k.copy()  # (a register's own arrays, which the next line changes)
+            self._unknown(inst, idx)
         mine = _WRITE if head == "st" else _READ if head in ("ld", "ldu") else _ATOMIC
         width = got[4]
         if self.bounds:
@@ -1308,6 +1503,115 @@ class _Block:
             self._update(pc, idx, a, k, width, head)
         if not glob and (self.bounds or self.races):
             self._shared(mine, pc, idx, a, k, width)
+        if fill:
+            self._fill_load(inst, parts, idx, a, k)
+        if self.track and not glob:
+            self._values(inst, parts, idx, a, k, width)
+
+    def _fill_load(self, inst: _Inst, parts: list[str], idx: np.ndarray, a: np.ndarray, k: np.ndarray) -> None:
+        """A load of integers from a filled input buffer (:attr:`BlockLaunch.fills`): each thread whose
+        address is known and inside it reads the filling's element there."""
+        dests = inst.dests()
+        typ = parts[-1]
+        if not dests or typ[:1] not in "usb" or not typ[1:].isdigit():
+            return
+        bits = _width(typ)
+        each = bits // 8
+        at = np.where(k & (a >= _GLOBAL_FLOOR), a >> 41, -1)
+        for position, (_, elem, inner, pattern, _text) in self.fills.items():
+            sel = at == position
+            if elem != each or not sel.any():
+                continue
+            t = idx[sel]
+            off = a[sel] - ((2 * position + 1) << 40)
+            size = int(self.g_ext[position]) if position < len(self.g_ext) else -1
+            values = np.asarray(pattern, np.int64)
+            for j, d in enumerate(dests):
+                o = off + j * each
+                ok = (o >= 0) & (o % each == 0) & ((size < 0) | (o + each <= size))
+                if ok.any():
+                    e = o[ok] // each
+                    self._set(d, t[ok], _norm(values[(e // inner) % len(values)], bits), np.ones(int(ok.sum()), bool))
+
+    def _words(self, a: np.ndarray, k: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """(word, whole) of shared accesses of ``width`` bytes at addresses ``a``: the first 4-byte word of
+        each, and whether it is known, inside its array and word-aligned."""
+        lay = self.layout
+        rel = a - _BASE
+        inside = k & (rel >= 0) & (rel < lay.span)
+        region = np.where(inside, rel >> lay.shift, 0)
+        off = (rel & lay.mask) - lay.half
+        ok = inside & (off >= 0) & (off + width <= lay.sizes[region]) & (off % 4 == 0)
+        return np.where(ok, (lay.starts[region] + off) // 4, 0), ok
+
+    def _forget(self, a: np.ndarray | None, k: np.ndarray | None, width: int) -> None:
+        """What shared memory holds at these accesses is no longer known (everywhere, where an address is
+        not known: a store there may have touched any word)."""
+        if self.sk is None:
+            return
+        if a is None or k is None:
+            self.sk[:] = False
+            return
+        word, ok = self._words(a, k, max(width, 4) if width % 4 == 0 else 4)
+        rel = a - _BASE
+        if not ok.all() and ((~k) | ((rel >= 0) & (rel < self.layout.span))).any():
+            self.sk[:] = False  # an unknown (or unaligned) shared address
+            return
+        for j in range(max(1, -(-width // 4))):
+            self.sk[word[ok] + j] = False
+
+    def _values(self, inst: _Inst, parts: list[str], idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
+        """What a shared (or generic) store leaves in shared memory and a load reads back from it, per
+        4-byte word: 32- and 64-bit integer elements; anything else makes the words it touches unknown."""
+        head = inst.head
+        sv, sk = self.sv, self.sk
+        assert sv is not None and sk is not None
+        typ = parts[-1]
+        integer = typ[:1] in "usb" and typ[1:].isdigit()
+        if head in ("ld", "ldu"):
+            dests = inst.dests()
+            if not dests or not integer:
+                return
+            each = width // len(dests)
+            if each not in (4, 8):
+                return
+            word, ok = self._words(a, k, width)
+            if not ok.any():
+                return
+            t, w = idx[ok], word[ok]
+            for j, d in enumerate(dests):
+                if each == 4:
+                    v, kv = sv[w + j], sk[w + j]
+                else:
+                    lo, hi = w + 2 * j, w + 2 * j + 1
+                    v, kv = sv[lo] | (sv[hi] << 32), sk[lo] & sk[hi]
+                self._set(d, t, _norm(v, _width(typ)) if each == 4 else v, kv)
+            return
+        if head != "st" or len(inst.operands) < 2:
+            self._forget(a, k, width)  # an atomic: its result is not computed
+            return
+        word, ok = self._words(a, k, width)
+        rel = a - _BASE
+        if not ok.all() and ((~k) | ((rel >= 0) & (rel < self.layout.span))).any():
+            sk[:] = False  # a store at an unknown (or unaligned) shared address: any word may have changed
+        if not ok.any():
+            return
+        src = inst.operands[1]
+        elems = [e.strip() for e in src.strip("{} ").split(",")] if src.startswith("{") else [src]
+        each = width // len(elems)
+        t, w = idx[ok], word[ok]
+        for j, e in enumerate(elems):
+            if not integer or each not in (4, 8):
+                for b in range(j * each // 4, max(j * each // 4 + 1, -(-(j + 1) * each // 4))):
+                    sk[w + b] = False
+                continue
+            v, kv = self._get(e, t, each * 8)
+            if each == 4:
+                sv[w + j], sk[w + j] = v & 0xFFFF_FFFF, kv
+            else:
+                lo, hi = w + 2 * j, w + 2 * j + 1
+                sv[lo], sv[hi] = v & 0xFFFF_FFFF, (v >> 32) & 0xFFFF_FFFF
+                sk[lo], sk[hi] = kv, kv
 
     def _update(self, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int, head: str) -> None:
         """A global read-modify-write's load (the address each thread loaded kept), its store (an update
@@ -1337,9 +1641,10 @@ class _Block:
             t = idx[ok]
             self.log.add(self.cta_index, t, a[ok], width, self.epoch, self.ws[t], pc, atomic)  # type: ignore[union-attr]
 
-    def _shared(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
+    def _shared(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int, copy: bool = False) -> None:
         """Accesses of ``width`` bytes at shared addresses ``a`` (where known) by threads ``idx``: checked
-        against their array (a bounds run), recorded (a race run)."""
+        against their array (a bounds run), recorded (a race run; ``copy``: the shared write of a
+        ``cp.async``, in flight until its thread's wait completes it)."""
         lay = self.layout
         rel = a - _BASE
         ok = k & (rel >= 0) & (rel < lay.span)  # the known shared addresses (every one, as a rule)
@@ -1353,7 +1658,7 @@ class _Block:
         off = (rel & lay.mask) - lay.half
         r = int(region[0])
         if not (region == r).all():
-            self._shared_regions(mine, pc, t, region, off, width)
+            self._shared_regions(mine, pc, t, region, off, width, copy)
             return
         # one array (as a rule): its size and start are numbers
         size = int(lay.sizes[r])
@@ -1373,9 +1678,13 @@ class _Block:
             inside = (off >= 0) & (off < size)
             t, off = t[inside], off[inside]
         if len(t):
-            self._access(mine, pc, t, off + int(lay.starts[r]))
+            if copy:
+                self._issue(pc, t, off + int(lay.starts[r]))
+            else:
+                self._access(mine, pc, t, off + int(lay.starts[r]))
 
-    def _shared_regions(self, mine: int, pc: int, t: np.ndarray, region: np.ndarray, off: np.ndarray, width: int) -> None:
+    def _shared_regions(self, mine: int, pc: int, t: np.ndarray, region: np.ndarray, off: np.ndarray, width: int,
+                        copy: bool = False) -> None:  # fmt: skip
         """:meth:`_shared` of accesses to several arrays: ``region`` and ``off`` (from its start) of each."""
         lay = self.layout
         if self.bounds:
@@ -1396,7 +1705,85 @@ class _Block:
         inside = (off >= 0) & (off < lay.sizes[region])
         t, off = t[inside], lay.starts[region[inside]] + off[inside]
         if len(t):
-            self._access(mine, pc, t, off)
+            if copy:
+                self._issue(pc, t, off)
+            else:
+                self._access(mine, pc, t, off)
+
+    # -- cp.async -------------------------------------------------------------------------------------------
+
+    def _issue(self, pc: int, t: np.ndarray, off: np.ndarray) -> None:
+        """The shared write of a ``cp.async`` by threads ``t`` at offsets ``off`` (one per unit): it may land
+        at once (recorded as a write in this interval) or at any time until the wait that completes its
+        group (in flight: any access of another thread to those units races with it until then)."""
+        self._access(_WRITE, pc, t, off)
+        unit = off // self.unit
+        if self.pend_t is None:
+            self.pend_t = np.full(len(self.rec), -1, np.int32)
+            self.pend_pc = np.full(len(self.rec), -1, np.int32)
+        assert self.pend_pc is not None
+        self.pend_t[unit] = t
+        self.pend_pc[unit] = pc
+        self.copies.append((t, unit, self.commits[t], pc))
+
+    def _async_group(self, what: str, ops: tuple[str, ...], idx: np.ndarray) -> None:
+        """``cp.async.commit_group`` (the threads' copies since their last commit form a group),
+        ``wait_group N`` (each thread's groups but its newest N are complete), ``wait_all`` (every copy
+        of the thread, committed or not): a complete copy's write has landed, visible to its own thread
+        (recorded as a write in this interval; other threads see it after a barrier)."""
+        if what == "commit_group":
+            self.commits[idx] += 1
+            return
+        if not self.copies:
+            return
+        if what == "wait_all":
+            keep_from = np.full(self.total, np.iinfo(np.int64).max, np.int64)
+        else:
+            c = _imm(ops[0]) if ops else None
+            if c is None:
+                return  # not an immediate: nothing completes that is known
+            keep_from = self.commits - c  # groups below this are complete
+        here = np.zeros(self.total, bool)
+        here[idx] = True
+        left: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+        assert self.pend_t is not None and self.pend_pc is not None
+        for t, unit, group, pc in self.copies:
+            done = here[t] & (group < keep_from[t])
+            if done.any():
+                dt, du = t[done], unit[done]
+                mine = self.pend_t[du] == dt
+                self.pend_t[du[mine]] = -1
+                self.pend_pc[du[mine]] = -1
+                self._access(_WRITE, pc, dt, du * self.unit)
+                if not done.all():
+                    left.append((t[~done], unit[~done], group[~done], pc))
+            else:
+                left.append((t, unit, group, pc))
+        self.copies = left
+        if not left:
+            self.pend_t[:] = -1
+            self.pend_pc[:] = -1
+
+    def _in_flight(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray, off: np.ndarray) -> None:
+        """An access of units a ``cp.async`` of another thread may still be writing: a race with the copy
+        (the issuing thread's own access before its wait is not reported here)."""
+        assert self.pend_t is not None and self.pend_pc is not None
+        owner = self.pend_t[unit]
+        hit = owner >= 0
+        if not hit.any():
+            return
+        other = hit & (owner != t)
+        if other.any():
+            cpc = self.pend_pc[unit]
+            same = (owner >> 5) == (t >> 5)
+            order = "raw" if mine == _READ else "waw"
+            for first_pc in np.unique(cpc[other]):
+                at = other & (cpc == first_pc)
+                slot = self.hits.setdefault((int(first_pc), pc, order), {})
+                for scope, which in (("lane", at & same), ("warp", at & ~same)):
+                    if scope not in slot and which.any():
+                        j = int(np.flatnonzero(which)[0])
+                        slot[scope] = (int(owner[j]), int(t[j]), int(off[j]), self.epoch)
 
     def _global(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int | np.ndarray) -> None:
         """Accesses of ``width`` bytes at addresses ``a`` by threads ``idx``, checked against the buffer of
@@ -1443,7 +1830,7 @@ class _Block:
         """A bounds run through ``cp.async`` (a global read of its ``src-size`` bytes, a shared write of
         its ``cp-size``), ``cp.async.bulk`` (not tensor) and ``ldmatrix``/``stmatrix`` (16 bytes at each
         row address of lanes ``0 .. 8 * num - 1``)."""
-        if not self.bounds:
+        if not self.bounds and not self.races and self.sk is None:
             return
         parts = inst.opcode.split(".")
         ops = inst.operands
@@ -1451,10 +1838,18 @@ class _Block:
         if head in ("ldmatrix", "stmatrix"):
             num = next((int(p[1:]) for p in parts if p in ("x1", "x2", "x4")), 0)
             if "m8n8" not in parts or not num or len(ops) < 2:
+                if head == "stmatrix":
+                    self._forget(None, None, 0)
                 return
             idx = idx[(idx % 32) < 8 * num]
             a, k = self._address(ops[1] if head == "ldmatrix" else ops[0], idx)
             self._shared(_READ if head == "ldmatrix" else _WRITE, pc, idx, a, k, 16)
+            if head == "stmatrix":
+                self._forget(a, k, 16)
+            return
+        if head == "cp" and len(parts) == 3 and parts[1] == "async":
+            if self.races:
+                self._async_group(parts[2], ops, idx)
             return
         if "bulk" in parts:
             spaces = [p.split("::")[0] for p in parts[3:] if p.split("::")[0] in ("shared", "global")]
@@ -1485,11 +1880,16 @@ class _Block:
             else:
                 v, kn = self._get(rest[0], idx, 32)
                 n = np.minimum(v & 0xFFFF_FFFF, size)
-        src, ks = self._address(ops[1], idx)
-        reads = kn & (n > 0)
-        self._global(_READ, pc, idx[reads], src[reads], ks[reads], n[reads])
         dst, kd = self._address(ops[0], idx)
-        self._shared(_WRITE, pc, idx, dst, kd, size)
+        if self.bounds:
+            src, ks = self._address(ops[1], idx)
+            reads = kn & (n > 0)
+            self._global(_READ, pc, idx[reads], src[reads], ks[reads], n[reads])
+        if "async" in parts and self.races:
+            self._shared(_WRITE, pc, idx, dst, kd, size, copy=True)
+        elif self.bounds:
+            self._shared(_WRITE, pc, idx, dst, kd, size)
+        self._forget(dst, kd, size)
 
     def _ld_param(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> None:
         d = inst.dests()
@@ -1557,6 +1957,8 @@ class _Block:
         threads ``t`` at shared offsets ``off``."""
         rec = self.rec
         unit = off // self.unit
+        if self.copies:
+            self._in_flight(mine, pc, t, unit, off)
         if len(unit) > 32 and self._record_only(mine, pc, t, unit):
             return
         ws = self.ws[t]
@@ -1739,6 +2141,32 @@ def _origin(inst: _Inst, files: dict[int, str]) -> str | None:
     if inst.src is not None and inst.loc is not None and inst.src != inst.loc and inst.src[0] in files:
         return f"{PurePosixPath(files[inst.src[0]]).name}:{inst.src[1]}"
     return None
+
+
+def _bits(head: str, parts: list[str], a: np.ndarray, bits: int, signed: bool) -> np.ndarray:
+    """``popc``, ``brev``, ``bfind`` (``.shiftamt`` too) and ``clz`` of the ``bits``-wide values ``a``
+    (non-negative below 64 bits)."""
+    shifts = np.arange(bits, dtype=np.uint64)
+    u = a.astype(np.uint64)
+    set_ = ((u[:, None] >> shifts[None, :]) & np.uint64(1)).astype(bool)  # (value, bit)
+    if head == "popc":
+        return set_.sum(axis=1).astype(np.int64)
+    if head == "brev":
+        w = np.left_shift(np.uint64(1), shifts[::-1].astype(np.uint64))
+        return (set_ * w).sum(axis=1, dtype=np.uint64).astype(np.int64)
+    if head == "clz":
+        high = np.where(set_.any(axis=1), bits - 1 - np.argmax(set_[:, ::-1], axis=1), -1)
+        return (bits - 1 - high).astype(np.int64)
+    # bfind: the highest set bit (of a negative signed value: the highest clear one), 0xFFFFFFFF where none
+    look = set_
+    if signed:
+        neg = set_[:, -1]
+        look = np.where(neg[:, None], ~set_, set_)
+    has = look.any(axis=1)
+    high = bits - 1 - np.argmax(look[:, ::-1], axis=1)
+    if "shiftamt" in parts:
+        high = bits - 1 - high
+    return np.where(has, high, 0xFFFF_FFFF).astype(np.int64)
 
 
 def _norm(v: np.ndarray, bits: int) -> np.ndarray:

@@ -492,15 +492,112 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
             names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
         shown = ", ".join(f"{n} = {env[n]}" for n in names if n in env)
         dynamic = value_at(k.shared_bytes, env, slots) if k.shared_bytes is not None else 0
-        launch = BlockLaunch(tuple(params), tuple(value_at(e, env, slots) for e in k.block),  # type: ignore[arg-type]
-                             tuple(value_at(e, env, slots) for e in k.grid), dynamic,  # type: ignore[arg-type]
-                             shown or "the contracts' dims", tuple(buffers),
-                             k.shared_bytes.text if k.shared_bytes is not None else None)
-        if launch not in out:
-            out.append(launch)
-        if len(out) >= MAX_BARRIER_LAUNCHES:
+        fillings = _fillings(cs, wiring, k, step, env, {b[0]: b for b in buffers})
+        for fills in fillings or [()]:
+            text = "; ".join(f[4] for f in fills)
+            launch = BlockLaunch(tuple(params), tuple(value_at(e, env, slots) for e in k.block),  # type: ignore[arg-type]
+                                 tuple(value_at(e, env, slots) for e in k.grid), dynamic,  # type: ignore[arg-type]
+                                 (shown or "the contracts' dims") + (f" ({text})" if text else ""), tuple(buffers),
+                                 k.shared_bytes.text if k.shared_bytes is not None else None, tuple(fills))
+            if launch not in out:
+                out.append(launch)
+        if len(out) >= MAX_BARRIER_LAUNCHES * max(1, len(fillings)):
             break
     return out
+
+
+#: the most fillings of a kernel's input buffers each launch is run with (:func:`_fillings`)
+MAX_FILLINGS = 3
+
+
+def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str, int], buffers: dict[int, tuple]) -> list[tuple]:
+    """The contents the block run gives ``k``'s integer input buffers whose values the contracts state
+    (the parameter's ``values`` or ``mask``, else its bound buffer's ``values``, else the ones the
+    buffer's writer declares on its output, as verify draws them): a few fillings, each a tuple of
+    :attr:`audit.cuda.barriers.BlockLaunch.fills` entries -- with a ``mask``, every row valid, every row
+    skipped, and the two in turn; else the domain's least value, its greatest, and the two in turn. An
+    input with no stated domain stays unknown (its loads, and what follows from them, are not computed).
+    Empty where no input has one."""
+    from ..model import DTYPES, TensorParam
+    from ..shapes import value_at
+
+    slots = cs.slot_indices
+    per: list[list[tuple]] = []  # per filled parameter: its fillings
+    for i, p in enumerate(k.params):
+        if not isinstance(p, TensorParam) or p.role != "in" or i not in buffers or buffers[i][2] < 0:
+            continue
+        size, _, _, kind = DTYPES.get(p.dtype, (0, "", "", ""))[:4]
+        if kind == "float" or not size:
+            continue
+        values = p.values
+        if values is None and step is not None:
+            bound = step.binding(p.name)
+            buf = cs.buffer_map.get(bound.buffer) if bound is not None and bound.buffer else None
+            values = buf.values if buf is not None else None
+            if values is None and bound is not None and bound.buffer:
+                values = _producer_values(wiring, bound.buffer)
+        domain = _int_domain(values, env, slots)
+        skip = p.mask.skip_value if p.mask is not None else None
+        if domain is None and skip is None:
+            continue
+        lo, hi = domain if domain is not None else (None, None)
+        dims = [value_at(e, env, slots) for e in p.shape]
+        inner = 1
+        for d in dims[1:]:
+            inner *= d if d else 1
+        name = p.name
+        if skip is not None:
+            valid = lo if lo is not None else (0 if skip != 0 else 1)
+            pats = [((valid,), f"{name} = {valid} in every row"), ((skip,), f"{name} = {skip} in every row"),
+                    ((valid, skip), f"{name} = {valid}, {skip} in turn")]
+        else:
+            pats = [((lo,), f"{name} = {lo} everywhere")]
+            if hi != lo:
+                pats += [((hi,), f"{name} = {hi} everywhere"), ((lo, hi), f"{name} = {lo}, {hi} in turn")]
+        per.append([(i, size, max(inner, 1), pat, text) for pat, text in pats])
+    if not per:
+        return []
+    n = min(MAX_FILLINGS, max(len(f) for f in per))
+    return [tuple(f[j % len(f)] for f in per) for j in range(n)]
+
+
+def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tuple[int, int] | None:
+    """(least, greatest) integer of a ``values`` domain (its choices, or min/max with the dims of ``env``),
+    None where it states neither."""
+    if values is None:
+        return None
+    if values.choices:
+        ints = [int(c) for c in values.choices if float(c) == int(c)]
+        return (min(ints), max(ints)) if ints else None
+    got = []
+    for v in (values.min, values.max):
+        if v is None:
+            got.append(None)
+        elif hasattr(v, "evaluate"):
+            from ..shapes import value_at
+
+            got.append(value_at(v, env, slots))
+        else:
+            got.append(int(v) if float(v) == int(v) else None)
+    lo, hi = got
+    if lo is None and hi is None:
+        return None
+    lo = hi if lo is None else lo
+    hi = lo if hi is None else hi
+    return (int(lo), int(hi)) if lo <= hi else None  # type: ignore[operator]
+
+
+def _producer_values(wiring: Any, buffer: str) -> Any:
+    """The ``values`` the first kernel that writes ``buffer`` declares on that output (as verify reads them:
+    :func:`audit.runtime._plan.producer_domains`, without its imports)."""
+    for launches in getattr(wiring, "launches", {}).values():
+        for launch in launches:
+            if launch.kernel is None:
+                continue
+            for p, b in launch.bound():
+                if p.role in ("out", "inout") and getattr(p, "values", None) is not None and b.buffer == buffer:
+                    return p.values
+    return None
 
 
 def _kernel_dims(k: Kernel) -> set[str]:
