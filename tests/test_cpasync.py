@@ -68,6 +68,14 @@ def test_a_lost_final_drain_is_an_undrained_exit() -> None:
     assert _kinds(_ptx(COPY, "cp.async.commit_group;", "@%p2 ret;", "cp.async.wait_group 0;")) == ["undrained"]
 
 
+def test_a_copy_predicated_by_an_inline_asm_scope_register_counts() -> None:
+    """CUTLASS's cp_async: ``{ .reg .pred p; setp.ne.b32 p, %r, 0; @p cp.async ... }``. The guard is a bare
+    name, not a %-register; until 5 December the parser took "@p" for the opcode and the copy was not seen."""
+    scoped = ["{", ".reg .pred p;", "setp.ne.b32 p, %r6, 0;", "@p cp.async.ca.shared.global [%r1], [%rd1], 4;", "}"]
+    assert _kinds(_ptx(*scoped, "cp.async.commit_group;")) == ["undrained"]
+    assert _kinds(_ptx(*scoped, "cp.async.commit_group;", "cp.async.wait_group 0;")) == []
+
+
 def test_barrier_completed_copies_and_run_time_counts_are_not_analysed() -> None:
     lines = list(LOOP)
     del lines[5]

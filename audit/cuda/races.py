@@ -62,7 +62,7 @@ _GLOBAL_VAR = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)*\.global\s[^;=]*
 _LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:[^\n]*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?[^\n]*")
 _SKIP = re.compile(r"[\s{}]+")  # whitespace and the braces of inline-asm scopes
 _LABEL = re.compile(r"([$\w.]+)\s*:(?!:)")
-_GUARD = re.compile(r"@(!?)(%[\w$]+)\s+")
+_GUARD = re.compile(r"@(!?)(%?[A-Za-z_$][\w$]*)\s+")  # also a bare name: an inline-asm scope's `.reg .pred p` (CUTLASS)
 _REG = re.compile(r"%[A-Za-z_$][\w$]*(?:\.[xyz])?")
 _INT = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)U?")
 _BRACKET = re.compile(r"[{}\[\]()]")
