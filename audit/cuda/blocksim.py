@@ -332,13 +332,8 @@ def _scoped_registers(body: str, insts: list[_Inst]) -> list[_Inst]:
     out = list(insts)
     for i, inst in enumerate(insts):
         opcode, ops, guard = inst.opcode, inst.operands, inst.guard
-        if opcode.startswith("@") and opcode.lstrip("@!") in names and ops:
-            # ``@p cp.async ...``: the parser reads a guard of a %-register only, so "@p" came as the opcode
-            first = ops[0].split(None, 1)
-            guard = (opcode.lstrip("@!"), opcode.startswith("@!"))
-            opcode, ops = first[0], (*first[1:], *ops[1:])
-        elif (guard is None or guard[0] not in names) and not any(named(op) for op in ops):
-            continue
+        if (guard is None or guard[0] not in names) and not any(named(op) for op in ops):
+            continue  # (the shared parse reads ``@p`` of a scope register as the guard it is)
         ops = tuple(pattern.sub(r"%__s_\1", op) for op in ops)
         g = (f"%__s_{guard[0]}", guard[1]) if guard is not None and guard[0] in names else guard
         text = (f"@{'!' if g[1] else ''}{g[0]} " if g else "") + f"{opcode} {', '.join(ops)}"
