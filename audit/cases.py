@@ -492,3 +492,20 @@ def local_bindings(cs: ContractSet, kernel: Kernel, env: Mapping[str, int], wiri
         note = f"{len(bindings) - MAX_LOCAL_BINDINGS} of {len(bindings)} local-dim bindings left out"
         bindings = keep[:MAX_LOCAL_BINDINGS]
     return bindings, note
+
+
+def producer_domains(cs: ContractSet, wiring: Any) -> dict[str, tuple[Any, str]]:
+    """Buffer -> (values, origin) declared by a kernel that writes it (an ``out``/``inout`` parameter with
+    ``values``), in schedule order; the first declaration wins. A buffer's own ``values`` come first and
+    are not listed here (the runtime reads them from the buffer). No numpy: the static block runs fill inputs
+    from it too (:func:`audit.cuda.static._fillings`)."""
+    out: dict[str, tuple[Any, str]] = {}
+    for launches in wiring.launches.values():
+        for launch in launches:
+            k = launch.kernel
+            if k is None:
+                continue
+            for p, b in launch.bound():
+                if p.role in ("out", "inout") and getattr(p, "values", None) is not None and b.buffer and b.buffer not in out:
+                    out[b.buffer] = (p.values, f'output "{p.name}" of kernel "{k.name}"')
+    return out

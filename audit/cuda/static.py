@@ -518,6 +518,7 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
     skipped, and the two in turn; else the domain's least value, its greatest, and the two in turn. An
     input with no stated domain stays unknown (its loads, and what follows from them, are not computed).
     Empty where no input has one."""
+    from ..cases import producer_domains
     from ..model import DTYPES, TensorParam
     from ..shapes import value_at
 
@@ -534,8 +535,8 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
             bound = step.binding(p.name)
             buf = cs.buffer_map.get(bound.buffer) if bound is not None and bound.buffer else None
             values = buf.values if buf is not None else None
-            if values is None and bound is not None and bound.buffer:
-                values = _producer_values(wiring, bound.buffer)
+            if values is None and bound is not None and bound.buffer and wiring is not None:
+                values = producer_domains(cs, wiring).get(bound.buffer, (None, ""))[0]
         domain = _int_domain(values, env, slots)
         skip = p.mask.skip_value if p.mask is not None else None
         if domain is None and skip is None:
@@ -585,19 +586,6 @@ def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tupl
     lo = hi if lo is None else lo
     hi = lo if hi is None else hi
     return (int(lo), int(hi)) if lo <= hi else None  # type: ignore[operator]
-
-
-def _producer_values(wiring: Any, buffer: str) -> Any:
-    """The ``values`` the first kernel that writes ``buffer`` declares on that output (as verify reads them:
-    :func:`audit.runtime._plan.producer_domains`, without its imports)."""
-    for launches in getattr(wiring, "launches", {}).values():
-        for launch in launches:
-            if launch.kernel is None:
-                continue
-            for p, b in launch.bound():
-                if p.role in ("out", "inout") and getattr(p, "values", None) is not None and b.buffer == buffer:
-                    return p.values
-    return None
 
 
 def _kernel_dims(k: Kernel) -> set[str]:

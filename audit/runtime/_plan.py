@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..cases import (  # noqa: F401  (re-exported: the runtime's modules import them from here)
-    MAX_LOCAL_BINDINGS, DimCase, LocalBinding, case_in_range, case_label, extra_bindings, launch_buffers, local_bindings, make_env, runtime_dims,
+    MAX_LOCAL_BINDINGS, DimCase, LocalBinding, case_in_range, case_label, extra_bindings, launch_buffers, local_bindings, make_env,
+    producer_domains, runtime_dims,
 )
 from ..dims import Expr
-from ..model import DTYPES, ContractSet, HostRead, Kernel, ScalarParam, Step, TensorParam, Values
+from ..model import DTYPES, ContractSet, HostRead, Kernel, ScalarParam, Step, TensorParam
 
 # 4103 = 4 * 1025 + 3: a row tail after the float4 quads (B % 4 != 0) above one pass of a 1024-thread
 # block, and an odd slice count on the last rank of a cluster split (mutation survivors of the first H200
@@ -105,22 +106,6 @@ def uses_runtime_dim(value: Any, cs: ContractSet) -> bool:
 def tensor_param(kernel: Kernel, name: str) -> TensorParam | None:
     p = kernel.param(name)
     return p if isinstance(p, TensorParam) else None
-
-
-def producer_domains(cs: ContractSet, wiring: Any) -> dict[str, tuple[Values, str]]:
-    """Buffer -> (values, origin) declared by a kernel that writes it (an ``out``/``inout`` parameter with
-    ``values``), in schedule order; the first declaration wins. A buffer's own ``values`` come first and
-    are not listed here (the runtime reads them from the buffer)."""
-    out: dict[str, tuple[Values, str]] = {}
-    for launches in wiring.launches.values():
-        for launch in launches:
-            k = launch.kernel
-            if k is None:
-                continue
-            for p, b in launch.bound():
-                if p.role in ("out", "inout") and getattr(p, "values", None) is not None and b.buffer and b.buffer not in out:
-                    out[b.buffer] = (p.values, f'output "{p.name}" of kernel "{k.name}"')
-    return out
 
 
 def write_index(p: TensorParam, env: Mapping[str, int], slots: Mapping[str, int] | None = None) -> tuple[slice, ...] | None:
