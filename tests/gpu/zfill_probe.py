@@ -1,0 +1,65 @@
+"""Does compute-sanitizer memcheck report a cp.async whose source size is 0 (a zero-fill that reads nothing)?
+
+CUTLASS's predicated multistage iterators issue `cp.async.ca.shared.global [s], [g], 4, src_size` for every
+element of a tile, with src_size 0 where the predicate is off and `g` computed anyway, so past a buffer's end
+at the M, N and K edges. One process per case, each under memcheck (the script runs itself):
+
+    python3 tests/gpu/zfill_probe.py              # the table: case, what memcheck said
+    python3 tests/gpu/zfill_probe.py CASE         # one case, no sanitizer (what the table runs)
+
+Cases (a 1000-float cudaMalloc allocation, no memory pool, 32 threads each copying one float at src + off + tid):
+in_bounds (off 0, 4 bytes), past_end_full (off 1000, 4 bytes: a real over-read, memcheck must report it),
+past_end_zero (off 1000, 0 bytes), far_zero (off 2^20, 0 bytes).
+"""
+import subprocess
+import sys
+
+CASES = {
+    "in_bounds": (0, 4),
+    "past_end_full": (1000, 4),
+    "past_end_zero": (1000, 0),
+    "far_zero": (1 << 20, 0),
+}
+SRC = r"""
+extern "C" __global__ void probe(const float* src, float* dst, long long off, int srcsize) {
+    __shared__ float s[32];
+    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x]);
+    const float* g = src + off + threadIdx.x;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    dst[threadIdx.x] = s[threadIdx.x];
+}
+"""
+
+
+def one(case: str) -> None:
+    import cupy as cp
+
+    cp.cuda.set_allocator(None)  # plain cudaMalloc: memcheck sees the 4000-byte allocation itself
+    off, size = CASES[case]
+    src = cp.arange(1000, dtype=cp.float32)
+    dst = cp.full(32, -1.0, dtype=cp.float32)
+    k = cp.RawModule(code=SRC, options=("-arch=sm_90",)).get_function("probe")
+    k((1,), (32,), (src, dst, cp.int64(off), cp.int32(size)))
+    cp.cuda.Device().synchronize()
+    print(case, "dst[:4] =", dst[:4].get().tolist())
+
+
+def table() -> int:
+    print("case             off      src_size  memcheck")
+    for case, (off, size) in CASES.items():
+        p = subprocess.run(["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "9", sys.executable,
+                            __file__, case], capture_output=True, text=True, timeout=120)
+        errs = [ln for ln in p.stdout.splitlines() if "Invalid" in ln or "out of bounds" in ln or "nearest" in ln]
+        summary = [ln for ln in p.stdout.splitlines() if "ERROR SUMMARY" in ln]
+        print(f"{case:16} {off:<8} {size:<9} rc={p.returncode} {summary[-1].strip() if summary else '(no summary)'}")
+        for ln in errs[:3]:
+            print("    ", ln.strip())
+        if p.returncode not in (0, 9):
+            print("    stderr:", p.stderr.strip()[-400:])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(one(sys.argv[1]) if len(sys.argv) > 1 else table())
