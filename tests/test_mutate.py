@@ -9,6 +9,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -547,6 +548,61 @@ def test_racecheck_runs_the_baseline_of_each_kernel_with_a_surviving_barrier_mut
     assert bases == {"aux_label_scale_ema_update": [("SANITIZER_RACECHECK", "a hazard")]}
 
 
+def test_sanitizer_runs_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, tmp_path):
+    """A sanitizer pass cut short (a CUTLASS kernel under racecheck takes a minute a run) keeps each conclusive
+    run in its journal: the next pass with the same builds and settings takes those and runs only the rest;
+    another build (identity) runs again, and an inconclusive run is never kept."""
+    from types import SimpleNamespace
+
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync", "guard"])[1]["aux_label_scale_ema_update"]][:3]
+    assert len(ms) == 3
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    base = "aux_label_scale_ema_update/baseline"
+    idents = {base: "b0", **{m.key: f"m{i}" for i, m in enumerate(ms)}}
+    seen: list[str] = []
+    cut = {"after": 2}
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        name = source_overrides[kernels[0]].name
+        if len(seen) == cut["after"]:
+            raise KeyboardInterrupt  # the call's limit
+        seen.append(name)
+        if name == paths[ms[2].key].name:  # the instrumented run timed out: no verdict of the tool's own
+            f = SimpleNamespace(rule="VERIFY_TIMEOUT", message="slow", severity=SimpleNamespace(value="error"))
+        else:
+            f = SimpleNamespace(rule="SANITIZER_RACECHECK", message="a hazard", severity=SimpleNamespace(value="error"))
+        hazard = name == paths[ms[0].key].name or f.rule == "VERIFY_TIMEOUT"
+        return SimpleNamespace(result=SimpleNamespace(findings=[f] if hazard else []))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    journal = tmp_path / "k.sanitizers.jsonl"
+    events: list[dict] = []
+    args = (cfg, "racecheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, events.append)
+    try:
+        _sanitize(*args, workers=1, journal=journal, identities=idents)
+    except KeyboardInterrupt:
+        pass
+    assert seen == [original.name, paths[ms[0].key].name] and len(journal.read_text().splitlines()) == 2
+    cut["after"] = 99
+    seen.clear()
+    found, bases = _sanitize(*args, workers=1, journal=journal, identities=idents)
+    assert seen == [paths[ms[1].key].name, paths[ms[2].key].name]  # the two journaled runs were not run again
+    assert found == {ms[0].key: (("SANITIZER_RACECHECK",), "a hazard")} and bases == {"aux_label_scale_ema_update": None}
+    assert [e["verdict"] for e in events if e["variant"] == ms[0].key][-1] == "caught (from the journal)"
+    assert len(journal.read_text().splitlines()) == 3  # the timed-out run is not kept
+    seen.clear()
+    _sanitize(*args, workers=1, journal=journal, identities=idents)
+    assert seen == [paths[ms[2].key].name]
+    seen.clear()
+    _sanitize(*args, workers=1, journal=journal, identities={**idents, ms[1].key: "rebuilt"})  # another build of ms[1]
+    assert seen == [paths[ms[1].key].name, paths[ms[2].key].name]
+
+
 def test_the_report_shows_an_unscored_kernel_as_not_scored(tmp_path):
     from audit.report.collect import _mutation_view
 
@@ -617,7 +673,7 @@ def test_survivors_go_through_memcheck_then_racecheck_where_shared_memory_is_use
 
     calls = []
 
-    def fake_sanitize(cfg, tool, mutants, paths, originals, backends, seed, progress, workers=4):
+    def fake_sanitize(cfg, tool, mutants, paths, originals, backends, seed, progress, workers=4, **kw):
         calls.append((tool, sorted(m.id for m in mutants)))
         ids = sorted(m.id for m in mutants)
         found = {m.key: ((f"SANITIZER_{tool.upper()}",), f"{tool} report") for m in mutants if m.id == ids[0]}
@@ -786,3 +842,25 @@ def test_concurrent_sanitizer_runs_get_log_folders_of_their_own(tmp_path):
     a, b = sanitizer_log_dir(cfg, "racecheck"), sanitizer_log_dir(cfg, "racecheck")
     assert a != b and a.is_dir() and b.is_dir() and a.parent == b.parent == tmp_path / "cache" / "runtime" / "sanitizer"
     assert a.name.startswith("racecheck-")
+
+
+def test_a_sanitizer_run_is_identified_by_its_builds_and_contracts(tmp_path):
+    """The journal identity of a sanitizer run: the build-cache keys of what it loads (source, includes,
+    flags, toolchain) and the contract hashes of the kernels it judges."""
+    import dataclasses
+
+    from audit.mutate._build import MutantBuild
+    from audit.mutate._run import BASELINE, _sanitizer_identities
+
+    cfg, cs = load_project(REPO)
+    ms = plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync", "guard"])[1]["aux_label_scale_ema_update"][:2]
+    b = {m.key: MutantBuild("compiled", tmp_path / f"{m.file_stem}.cu", ptx=tmp_path / f"key{i}" / "m.ptx") for i, m in enumerate(ms)}
+    orig = {"aux_label_scale_ema_update": MutantBuild("compiled", tmp_path / "original.cu", ptx=tmp_path / "keyO" / "original.ptx")}
+    ids = _sanitizer_identities(cs, b, orig, {"aux_label_scale_ema_update": ms})
+    assert set(ids) == {ms[0].key, ms[1].key, f"aux_label_scale_ema_update/{BASELINE}"} and len(set(ids.values())) == 3
+    assert '"key0"' in ids[ms[0].key] and '"keyO"' in ids[f"aux_label_scale_ema_update/{BASELINE}"]
+    # another contract for the kernel: other identities
+    k = cs.kernel("aux_label_scale_ema_update")
+    other = dataclasses.replace(k, doc=(k.doc or "") + " changed")
+    cs2 = SimpleNamespace(kernel=lambda name: other)
+    assert _sanitizer_identities(cs2, b, orig, {"aux_label_scale_ema_update": ms})[ms[0].key] != ids[ms[0].key]

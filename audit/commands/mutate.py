@@ -217,10 +217,16 @@ def run(args: argparse.Namespace) -> int:
     # the journal of this selection (in the build cache): a run cut short is resumed by the next one
     from ..mutate import journal_path
     from ..runtime import Journal
+    from ..runtime._journal import VerdictJournal, sanitizer_journal_path
 
     journal = journal_path(cfg, names, bool(args.all), bool(args.headers_only), operators, args.max_mutants)
-    if args.fresh:
+
+    def forget() -> None:  # the verifications' journal and the sanitizer passes' beside it
         Journal(journal).remove()
+        VerdictJournal(sanitizer_journal_path(journal)).remove()
+
+    if args.fresh:
+        forget()
     try:
         result = run_mutation(
             root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=workers, cluster=cluster,
@@ -236,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     out_dir = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
     written = [write_kernel_json(k, result, out_dir, explicit=bool(args.output_dir), root=cfg.root) for k in result.kernels]
-    Journal(journal).remove()  # recorded: the next run starts afresh
+    forget()  # recorded: the next run starts afresh
     text = render_table(result)
     t = result.timing
     text += f"wrote {len(written)} file(s) to {out_dir}; " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()) + "\n"

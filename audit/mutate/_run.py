@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -445,7 +446,11 @@ def run_mutation(
         # memory only, so it takes the survivors of kernels that use it and every lost barrier.
         todo = [m for m in survivors if m.key not in late and (tool != "racecheck" or m.operator == "sync" or any(_uses_shared(cfg, cs, k, arch) for k in m.kernels))]
         t = time.perf_counter()
-        found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers())
+        from ..runtime._journal import sanitizer_journal_path
+
+        found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers(),
+                                   journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
+                                   identities=_sanitizer_identities(cs, builds, originals_built, selected) if stand_in is None else None)
         timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
         late.update(found)
         for name, hit in checked.items():
@@ -571,27 +576,72 @@ def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
     return entry is None or entry.shared_static_bytes > 0
 
 
+def _build_keys(b: Any) -> list[str]:
+    """The build-cache keys (folder names) of a mutant's or an unmutated copy's compiled PTX: the hash of its
+    source, includes, flags and toolchain."""
+    ptxs = [b.ptx] if b.ptx is not None else []
+    ptxs += [v for _, v in sorted(b.ptxs.items())]
+    return [p.parent.name for p in ptxs]
+
+
+def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping[str, Any], selected: Mapping[str, Sequence[Mutant]]) -> dict[str, str]:
+    """Variant key -> what its sanitizer runs depend on beyond the run's settings: the build keys of what it
+    loads and the contract hashes of the kernels it judges (their bindings, shapes and tolerances)."""
+    from ..hashing import contract_hash
+
+    def contracts(kernels: Sequence[str]) -> list[str]:
+        return [contract_hash(cs.kernel(k)) for k in kernels]
+
+    out = {key: json.dumps([_build_keys(b), contracts(list(b.overrides) or [key.partition("/")[0]])]) for key, b in builds.items()}
+    for name, ms in selected.items():
+        if ms and name in originals:
+            b = originals[name]
+            out[f"{name}/{BASELINE}"] = json.dumps([_build_keys(b), contracts(list(b.overrides) or list(ms[0].kernels))])
+    return out
+
+
 def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path | Mapping[str, Path]], originals: Mapping[str, Path | Mapping[str, Path]], backends: Sequence[str],
-              seed: int, progress: Progress, workers: int = 4) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
+              seed: int, progress: Progress, workers: int = 4, journal: Path | None = None,
+              identities: Mapping[str, str] | None = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
     :data:`RACE_SIZES`): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
     and kernel -> the (rule, message) findings of its unmutated copy (None where it passes) for every
-    kernel with a mutant checked. ``workers`` sanitizer processes run at a time."""
+    kernel with a mutant checked. ``workers`` sanitizer processes run at a time. ``journal`` (a file, with
+    ``identities``: variant key -> its builds and contracts) keeps each conclusive run as it ends and takes
+    those an earlier, cut-short run of the same builds and settings had finished."""
     from concurrent.futures import ThreadPoolExecutor
 
     import itertools
     import threading
 
     from ..runtime import verify, visible_gpus
+    from ..runtime._journal import VerdictJournal
     from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
+    book = VerdictJournal(journal) if journal is not None and identities is not None else None
+    done = book.load() if book is not None else {}
+    book_lock = threading.Lock()
+
+    def identity(key: str) -> str | None:
+        if book is None or key not in identities:
+            return None
+        settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key]]
+        return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
     # on several GPUs, the sanitizer runs take them in turn (one GPU: every run shares it, unpinned)
     gpus = visible_gpus() if backends and list(backends) != ["emulated"] else []
     turn, turn_lock = itertools.count(), threading.Lock()
 
+    def verdict_of(key: str, errors: list[tuple[str, str]]) -> str:
+        return ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}") else ("caught" if errors else "survived")
+
     def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
         key, overrides = job
+        ident = identity(key)
+        if ident is not None and ident in done:
+            errors = done[ident]
+            progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict_of(key, errors) + " (from the journal)"})
+            return key, errors
         with turn_lock:
             n = next(turn)
         pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
@@ -602,9 +652,12 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
         errors = [(r, m) for r, m in found if r == SANITIZER_CHECKS[tool].rule]
-        verdict = ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}") else ("caught" if errors else "survived")
+        verdict = verdict_of(key, errors)
         if found and not errors:
             verdict += f" (inconclusive: {', '.join(dict.fromkeys(r for r, _ in found))})"
+        elif ident is not None and book is not None:
+            with book_lock:
+                book.append(ident, key, errors)
         progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict})
         return key, errors
 

@@ -14,6 +14,12 @@ trusted: the journal lives in the build cache, outside the repository, like the 
 
 >>> j = Journal(path)                                             # doctest: +SKIP
 >>> done = j.load()                                               # identity -> (UnitOutcome, environments)
+
+The compute-sanitizer passes of ``wireup mutate`` (each survivor run again under memcheck, then racecheck:
+a minute a run for a CUTLASS kernel under racecheck) keep their own journal beside it,
+:class:`VerdictJournal`: one line per finished sanitizer run, its tool's reports (the rule and message of
+each error), under an identity the caller derives from the run's builds and settings (see
+``audit.mutate._run``). Runs whose findings were not the tool's own (inconclusive) are not kept.
 """
 
 from __future__ import annotations
@@ -104,3 +110,49 @@ def _parse(raw: bytes) -> tuple[str, UnitOutcome, dict[str, EnvironmentInfo]] | 
         return d["identity"], UnitOutcome(results, float(d["seconds"]), notes), envs
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
+
+
+class VerdictJournal:
+    """The journal of finished sanitizer runs at ``path``: identity -> the (rule, message) errors of each."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, list[tuple[str, str]]]:
+        out: dict[str, list[tuple[str, str]]] = {}
+        try:
+            with open(self.path, "rb") as fh:
+                for raw in fh:
+                    if len(raw) > LINE_LIMIT:
+                        continue
+                    try:
+                        d = json.loads(raw)
+                        if not isinstance(d, dict) or d.get("format") != FORMAT or type(d.get("identity")) is not str:
+                            continue
+                        errors = [(str(r), str(m)) for r, m in d["errors"]]
+                    except (ValueError, KeyError, TypeError, RecursionError):
+                        continue
+                    out[d["identity"]] = errors
+        except OSError:
+            return {}
+        return out
+
+    def append(self, identity: str, unit_id: str, errors: list[tuple[str, str]]) -> None:
+        line = json.dumps({"format": FORMAT, "identity": identity, "unit": unit_id, "errors": [list(e) for e in errors]}, sort_keys=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def remove(self) -> None:
+        try:
+            self.path.unlink()
+        except OSError:
+            pass
+
+
+def sanitizer_journal_path(journal: Path) -> Path:
+    """The sanitizer passes' journal beside the verification journal ``journal`` (``K.jsonl`` -> ``K.sanitizers.jsonl``)."""
+    journal = Path(journal)
+    return journal.with_name(journal.stem + ".sanitizers.jsonl")

@@ -7,19 +7,29 @@ at the M, N and K edges. One process per case, each under memcheck (the script r
     python3 tests/gpu/zfill_probe.py              # the table: case, what memcheck said
     python3 tests/gpu/zfill_probe.py CASE         # one case, no sanitizer (what the table runs)
 
-Cases (a 1000-float cudaMalloc allocation, no memory pool, 32 threads each copying one float at src + off + tid):
-in_bounds (off 0, 4 bytes), past_end_full (off 1000, 4 bytes: a real over-read, memcheck must report it),
-past_end_zero (off 1000, 0 bytes), far_zero (off 2^20, 0 bytes).
+Cases (a 1000-float cudaMalloc allocation, no memory pool, 32 threads each copying one float at src + off + tid;
+the cg16 cases 4 floats at src + off + 4 tid): in_bounds (off 0, 4 bytes), past_end_full (off 1000, 4 bytes: a
+real over-read, memcheck must report it), past_end_zero (off 1000, 0 bytes), far_zero (off 2^20, 0 bytes); the
+same with CUTLASS's L2 prefetch hint (`cp.async.ca.shared.global.L2::128B`, which CUTLASS 4.2 emits on sm_75 and
+later: CUTLASS_ENABLE_L2_PREFETCH in cutlass/arch/memory.h), suffix _l2; and the 16-byte `.cg` copy with the
+hint (cutlass::arch::cp_async_zfill<16, CacheOperation::Global>), prefix cg16_.
+
+On 5 December 2026 (H100, compute-sanitizer of CUDA 13.0) the four cases without the hint: memcheck reports
+past_end_full only (28 errors), none of the zero-byte copies.
 """
 import subprocess
 import sys
 
-CASES = {
+_BASE = {
     "in_bounds": (0, 4),
     "past_end_full": (1000, 4),
     "past_end_zero": (1000, 0),
     "far_zero": (1 << 20, 0),
 }
+# case -> (kernel, offset in floats, source bytes per thread)
+CASES = {name: ("probe", off, size) for name, (off, size) in _BASE.items()}
+CASES.update({f"{name}_l2": ("probe_l2", off, size) for name, (off, size) in _BASE.items()})
+CASES.update({f"cg16_{name}": ("probe_cg16", off, 4 * size) for name, (off, size) in _BASE.items()})
 SRC = r"""
 extern "C" __global__ void probe(const float* src, float* dst, long long off, int srcsize) {
     __shared__ float s[32];
@@ -30,6 +40,24 @@ extern "C" __global__ void probe(const float* src, float* dst, long long off, in
     __syncthreads();
     dst[threadIdx.x] = s[threadIdx.x];
 }
+extern "C" __global__ void probe_l2(const float* src, float* dst, long long off, int srcsize) {
+    __shared__ float s[32];
+    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x]);
+    const float* g = src + off + threadIdx.x;
+    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    dst[threadIdx.x] = s[threadIdx.x];
+}
+extern "C" __global__ void probe_cg16(const float* src, float* dst, long long off, int srcsize) {
+    __shared__ __align__(16) float s[128];
+    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[4 * threadIdx.x]);
+    const float* g = src + off + 4 * threadIdx.x;
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    dst[threadIdx.x] = s[4 * threadIdx.x];
+}
 """
 
 
@@ -37,23 +65,23 @@ def one(case: str) -> None:
     import cupy as cp
 
     cp.cuda.set_allocator(None)  # plain cudaMalloc: memcheck sees the 4000-byte allocation itself
-    off, size = CASES[case]
+    kernel, off, size = CASES[case]
     src = cp.arange(1000, dtype=cp.float32)
     dst = cp.full(32, -1.0, dtype=cp.float32)
-    k = cp.RawModule(code=SRC, options=("-arch=sm_90",)).get_function("probe")
+    k = cp.RawModule(code=SRC, options=("-arch=sm_90",)).get_function(kernel)
     k((1,), (32,), (src, dst, cp.int64(off), cp.int32(size)))
     cp.cuda.Device().synchronize()
     print(case, "dst[:4] =", dst[:4].get().tolist())
 
 
 def table() -> int:
-    print("case             off      src_size  memcheck")
-    for case, (off, size) in CASES.items():
+    print("case                   off      src_size  memcheck")
+    for case, (_, off, size) in CASES.items():
         p = subprocess.run(["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "9", sys.executable,
-                            __file__, case], capture_output=True, text=True, timeout=120)
+                            __file__, case], capture_output=True, text=True, timeout=60)
         errs = [ln for ln in p.stdout.splitlines() if "Invalid" in ln or "out of bounds" in ln or "nearest" in ln]
         summary = [ln for ln in p.stdout.splitlines() if "ERROR SUMMARY" in ln]
-        print(f"{case:16} {off:<8} {size:<9} rc={p.returncode} {summary[-1].strip() if summary else '(no summary)'}")
+        print(f"{case:22} {off:<8} {size:<9} rc={p.returncode} {summary[-1].strip() if summary else '(no summary)'}")
         for ln in errs[:3]:
             print("    ", ln.strip())
         if p.returncode not in (0, 9):
