@@ -66,6 +66,19 @@
 
 #include "cutlass_fast_f32_rn.cuh"
 
+// Empty chunks (rows == 0: P > B / 8 at small B, e.g. the contract's bindings P = 3 at B = 1, P = 40 at B = 37)
+// do not run the GEMM: CUTLASS's multistage mainloop (4.2.0, mma_multistage.h) clears the copy masks of its
+// prologue only for the stage where gemm_k_iterations == 0; with K = 0 the count is already -1 at the second
+// stage, whose predicates (recomputed past the residue tile for the steady state, which guards only the
+// contiguous dim) let every thread copy 4 bytes from rows 16 .. 31 of the chunk: past the end of dz and x.
+// compute-sanitizer memcheck reported it on the H100 (5 December 2026: "Invalid __global__ read of size 4
+// bytes" at memory_sm80.h:171, block (0,0,0), B = 1, M = 9, N = 100, P = 3; 16-byte reads of the other
+// instantiation at B = 37, M = 4, P = 40, blocks 13 and 26, the empty ones) and not on this kernel since
+// (tests/gpu/partial_memcheck.py, H200, nine configurations); the block simulator finds it since it reads
+// CUTLASS's bfi-packed predicates (OUT_OF_BOUNDS_ACCESS). 1: the old behaviour, for that test.
+#ifndef AUX_WGRAD_CUTLASS_EMPTY_CHUNK_GEMM
+#define AUX_WGRAD_CUTLASS_EMPTY_CHUNK_GEMM 0
+#endif
 #ifndef AUX_WGRAD_CUTLASS_SPLIT_RN
 #define AUX_WGRAD_CUTLASS_SPLIT_RN 1  // the shipped split: 1 round-to-nearest (as the forwards since 5 Dec), 0 CUTLASS's truncating one
 #endif
@@ -146,7 +159,13 @@ aux_weight_grad_partial_cutlass(const float* __restrict__ dz, const float* __res
     const float* dzp = dz + (size_t)b0 * M;
     const float* xp = x + (size_t)b0 * N;
     float* out = ws + (size_t)p * M * N;
-    if (M % 4 == 0 && N % 4 == 0 && al16(dz) && al16(x) && al16(ws)) {
+    if (rows == 0 && !AUX_WGRAD_CUTLASS_EMPTY_CHUNK_GEMM) {  // an empty chunk (B < P): a zero tile, no copies
+        const int m0 = blockIdx.y * kTile, n0 = blockIdx.x * kTile;
+        for (int i = threadIdx.x; i < kTile * kTile; i += kThreads) {
+            const int m = m0 + i / kTile, n = n0 + i % kTile;
+            if (m < M && n < N) out[(size_t)m * N + n] = 0.0f;
+        }
+    } else if (M % 4 == 0 && N % 4 == 0 && al16(dz) && al16(x) && al16(ws)) {
         run_tile<GemmVec>(smem.vec, dzp, xp, out, rows, M, N);
     } else {
         run_tile<GemmScalar>(smem.scalar, dzp, xp, out, rows, M, N);

@@ -348,3 +348,142 @@ def test_a_shared_overrun_on_a_line_shared_array_bounds_reports_is_left_to_it() 
     assert _reported_at(inlined, "kernels/k.cu", {("kernels/tile.cuh", 7)})
     glob = OutOfBounds(**{**shared.__dict__, "memory": "global"})
     assert not _reported_at(glob, "kernels/k.cu", lines)  # a parameter's buffer is this rule's alone
+
+
+# -- bit-field and logic ops (bfe, bfi, lop3, prmt) ---------------------------------------------------------
+
+def _bits_ref_bfe(a: int, pos: int, length: int, bits: int, signed: bool) -> int:
+    """The PTX ISA's bfe, bit by bit."""
+    a &= (1 << bits) - 1
+    pos, length, msb = pos & 0xFF, length & 0xFF, bits - 1
+    sbit = (a >> min(pos + length - 1, msb)) & 1 if signed and length else 0
+    return sum(((a >> (pos + i)) & 1 if i < length and pos + i <= msb else sbit) << i for i in range(bits))
+
+
+def _bits_ref_bfi(a: int, b: int, pos: int, length: int, bits: int) -> int:
+    """The PTX ISA's bfi, bit by bit."""
+    f = b & ((1 << bits) - 1)
+    pos, length = pos & 0xFF, length & 0xFF
+    for i in range(length):
+        if pos + i > bits - 1:
+            break
+        f = (f & ~(1 << (pos + i))) | (((a >> i) & 1) << (pos + i))
+    return f
+
+
+def test_bfe_and_bfi_follow_the_ptx_isa_bit_by_bit() -> None:
+    import random
+
+    from audit.cuda.blocksim import _bfe, _bfi
+
+    rng = random.Random(7)
+    for bits in (32, 64):
+        for _ in range(2000):
+            a, b = rng.getrandbits(bits), rng.getrandbits(bits)
+            pos, length = rng.choice([0, 1, 3, bits - 1, bits, bits + 5, 255, 300, rng.randrange(256)]), rng.choice([0, 1, 4, bits, 200, rng.randrange(256)])
+            for signed in (False, True):
+                assert _bfe(a, pos, length, bits, signed) == _bits_ref_bfe(a, pos, length, bits, signed), (a, pos, length, bits, signed)
+            assert _bfi(a, b, pos, length, bits) == _bits_ref_bfi(a, b, pos, length, bits), (a, b, pos, length, bits)
+
+
+def test_lop3_and_prmt_follow_the_ptx_isa() -> None:
+    """lop3's look-up table over (a, b, c) bit triples and prmt's byte selection with sign replication, on
+    the run's own arrays (a fake block holding the operands)."""
+    import random
+
+    import numpy as np
+
+    from audit.cuda.blocksim import _Block
+
+    rng = random.Random(3)
+    n = 64
+    vals = {f"%r{i}": np.array([rng.getrandbits(32) for _ in range(n)], np.int64) for i in range(3)}
+
+    class Fake:
+        def _get(self, op, idx, bits):
+            if op in vals:
+                return vals[op], np.ones(n, bool)
+            return np.full(n, int(op, 0), np.int64), np.ones(n, bool)
+
+    idx = np.arange(n)
+    a, b, c = ([int(v) for v in vals[f"%r{i}"]] for i in range(3))
+    for lut in (0x00, 0xFF, 0xF0, 0xCC, 0xAA, 0x96, 0xE8, 0x80, 0x1E, 0x6A):
+        (got, known), = _Block._bitfield(Fake(), "lop3", ["lop3", "b32"], ("%d", "%r0", "%r1", "%r2", str(lut)), idx, 32, False)
+        want = [sum((((lut >> (((x >> i) & 1) << 2 | ((y >> i) & 1) << 1 | ((z >> i) & 1))) & 1) << i) for i in range(32))
+                for x, y, z in zip(a, b, c)]
+        assert got.tolist() == want and known.all(), hex(lut)
+    for sel in (0x3210, 0x7654, 0x0123, 0x4444, 0x8888, 0xF0E1, 0x5B3A):
+        (got, _), = _Block._bitfield(Fake(), "prmt", ["prmt", "b32"], ("%d", "%r0", "%r1", str(sel)), idx, 32, False)
+        want = []
+        for x, y in zip(a, b):
+            pool = [(x >> (8 * i)) & 0xFF for i in range(4)] + [(y >> (8 * i)) & 0xFF for i in range(4)]
+            r = 0
+            for i in range(4):
+                s = (sel >> (4 * i)) & 0xF
+                byte = pool[s & 7]
+                r |= ((0xFF if byte & 0x80 else 0) if s & 8 else byte) << (8 * i)
+            want.append(r)
+        assert got.tolist() == want, hex(sel)
+    # the modes and lop3's predicate form are not read: their results stay unknown
+    assert _Block._bitfield(Fake(), "prmt", ["prmt", "b32", "f4e"], ("%d", "%r0", "%r1", "%r2"), idx, 32, False) is None
+
+
+# a guard packed into a word with bfi and read back with bfe, lop3 and prmt (as CUTLASS's predicated tile
+# iterators pack theirs): the store's guard is known only where the run computes all four
+PACKED = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned packed, bit, same, picked;
+    asm volatile("bfi.b32 %0, %1, %2, 3, 1;" : "=r"(packed) : "r"((unsigned)(i BOUND n)), "r"(0x5u));
+    asm volatile("bfe.u32 %0, %1, 3, 1;" : "=r"(bit) : "r"(packed));
+    asm volatile("lop3.b32 %0, %1, %2, %3, 0xF0;" : "=r"(same) : "r"(bit), "r"(0x77u), "r"(0x99u));
+    asm volatile("prmt.b32 %0, %1, %2, 0x7650;" : "=r"(picked) : "r"(same), "r"(0u));
+    if (picked) y[i] = 2.0f * x[i];
+}
+"""
+
+
+@NVCC
+def test_a_guard_packed_with_bfi_and_read_with_bfe_lop3_prmt_is_known(tmp_path: Path) -> None:
+    bufs = (_buf(0, "x", 131), _buf(1, "y", 131))
+    bad = _ptx(tmp_path, PACKED.replace("BOUND", "<="), "bad.cu")
+    assert [(f[0], f[1], f[2], f[5]) for f in _found(bad, _launch(131, 256, 1, bufs))] == [("global", "x", "read", 131), ("global", "y", "write", 131)]
+    good = _ptx(tmp_path, PACKED.replace("BOUND", "<"), "good.cu")
+    assert _found(good, _launch(131, 256, 1, bufs)) == []
+    assert "bfi.b32" in bad and "bfe.u32" in bad and "lop3.b32" in bad and "prmt.b32" in bad
+
+
+@pytest.mark.nvcc
+@pytest.mark.cutlass
+@NVCC
+def test_the_cutlass_partial_read_past_dz_on_an_empty_chunk_is_found_and_the_shipped_one_is_clean(tmp_path: Path) -> None:
+    """kernels/aux_weight_grad_partial_cutlass.cu ran CUTLASS's multistage GEMM on empty chunks (K = 0) until
+    5 December 2026: its prologue's second stage copies rows 16 .. 31 of the chunk with the copy masks not
+    cleared (compute-sanitizer memcheck on the H100: "Invalid __global__ read of size 4 bytes" at
+    memory_sm80.h:171, block (0,0,0), at the contract's binding M = 9, N = 100, P = 3 and B = 1). The block
+    run finds it (it follows the bfi-packed predicates to each copy's src-size); the shipped kernel, which
+    writes a zero tile for an empty chunk, is clean there and where no chunk is empty."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("cutlass_library")
+    if spec is None or spec.origin is None:
+        pytest.skip("the nvidia-cutlass wheel is not installed (pip install -e \".[dev]\" installs it)")
+    inc = Path(spec.origin).parent / "source" / "include"
+    src = Path(__file__).resolve().parents[1] / "kernels" / "aux_weight_grad_partial_cutlass.cu"
+
+    def ptx(old: int) -> str:
+        out = tmp_path / f"partial{old}.ptx"
+        subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", f"-DAUX_WGRAD_CUTLASS_EMPTY_CHUNK_GEMM={old}",
+                        "-I", str(src.parent), "-isystem", str(inc), str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+        return out.read_text()
+
+    def launch(B: int, M: int, N: int, P: int) -> BlockLaunch:
+        bufs = (_buf(0, "dz", B * M, "[B, M]"), _buf(1, "x", B * N, "[B, N]"), _buf(2, "ws", P * M * N, "[P, M, N]"), _buf(3, "wsb", P * M, "[P, M]"))
+        params = tuple((i, buffer_base(i)) for i in range(4)) + ((4, B), (5, M), (6, N), (7, P))
+        return BlockLaunch(params, (256, 1, 1), ((N + 127) // 128, (M + 127) // 128, P), 0, f"B = {B}, M = {M}, N = {N}, P = {P}", bufs)
+
+    entry = "aux_weight_grad_partial_cutlass"
+    old, shipped = ptx(1), ptx(0)
+    found = find_out_of_bounds(old, entry, [launch(1, 9, 100, 3)])
+    assert [(o.name, o.access, o.start // o.element, o.extent // o.element, o.origin) for o in found] == [
+        ("dz", "read", 144, 9, "memory_sm80.h:171"), ("x", "read", 1600, 100, "memory_sm80.h:171")]
+    assert find_out_of_bounds(shipped, entry, [launch(1, 9, 100, 3), launch(3, 9, 100, 3), launch(37, 130, 129, 7)]) == []

@@ -64,7 +64,7 @@ KERNELS = {
         "0c280d2439c6fa1d4992a67163fad802ccbe0f76d58883c6ea92dd395c7d3932",
     ),
     "aux_weight_grad_partial": (
-        "9c4e1082f5e29c90594fd2a14fda53207fa30c6977a5cc9a2a094ea2853a8349",
+        "370f71f79d8ee1f903c0a03e04d080e9ea423e00e151bf0fda316e5ecca53017",
         "ec6d074be12d3ad0b9664e6cef422375ae1cbf815ff528bf38ed974955083e58",
     ),
     "aux_weight_grad_partial_skinny": (
@@ -118,7 +118,7 @@ SCHEDULES = {
         "1256ed16f36ed86375ee29810f10876362f7b89ba6963daa3f5f303d649dfb24",
     ),
     "aux_heads_backward_fused": (
-        "004aa9d12b1a776581c3edeb40b29c63c93d11de0f848182388582121651296b",
+        "a0f3d5491dc618fb33c300eb2f9ebb479b0dd499c6acc575d8bf1b03e4cc28f7",
         "378a9db3487a97ac4fecf0bf8cfe6d5aba8c80ab20cf77d6ec81831f68217045",
     ),
 }

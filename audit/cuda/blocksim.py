@@ -721,7 +721,8 @@ def _jumps(kind: list[int], leaders: set[int]) -> list[int]:
 #: instructions the run itself handles (control, barriers) or that may end a thread: never jumped over
 _STOPS = {"bra", "brx", "ret", "exit", "trap", "bar", "barrier", "call"}
 _EVAL = {"mov", "cvta", "cvt", "setp", "selp", "add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "not",
-         "neg", "abs", "min", "max", "div", "rem", "popc", "brev", "bfind", "clz", "shfl", "vote"}
+         "neg", "abs", "min", "max", "div", "rem", "popc", "brev", "bfind", "clz", "shfl", "vote",
+         "bfe", "bfi", "lop3", "prmt"}
 
 
 _WRITE, _READ, _ATOMIC = 0, 2, 4  # kinds of access, and their first record slot
@@ -1267,6 +1268,8 @@ class _Block:
         if head in ("popc", "brev", "bfind", "clz"):
             a, k = self._get(ops[1], idx, bits)
             return [(_bits(head, parts, _ux(a, bits) if bits < 64 else a, bits, signed), k)]
+        if head in ("bfe", "bfi", "lop3", "prmt"):
+            return self._bitfield(head, parts, ops, idx, bits, signed)
         args = [self._get(o, idx, bits) for o in ops[1:]]
         k = args[0][1] if args else np.ones(len(idx), bool)
         for x in args[1:]:
@@ -1351,6 +1354,49 @@ class _Block:
                     r = np.where(ia < 0, -m, m)
             return [(_norm(r, bits), k & ~zero)]
         return None
+
+    def _bitfield(self, head: str, parts: list[str], ops: tuple[str, ...], idx: np.ndarray, bits: int,
+                  signed: bool) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """``bfe``, ``bfi``, ``lop3`` and ``prmt`` (the default mode), as the PTX ISA defines them. CUTLASS's
+        predicated tile iterators pack their guard predicates into a word with ``bfi`` and test bits of it
+        (the ``src-size`` of each ``cp.async``): without these a run knew no copy size there."""
+        if "|" in ops[0] or (head == "prmt" and len(parts) > 2):
+            return None  # lop3's predicate form; prmt's f4e/b4e/rc8/ecl/ecr/rc16 modes
+        n = len(ops) - 1
+        if (head, n) not in (("bfe", 3), ("bfi", 4), ("lop3", 4), ("prmt", 3)):
+            return None
+        args = [self._get(o, idx, bits if i < (2 if head == "bfi" else 1) or head in ("lop3", "prmt") else 32)
+                for i, o in enumerate(ops[1:])]
+        k = args[0][1]
+        for x in args[1:]:
+            k = k & x[1]
+        if head in ("bfe", "bfi"):
+            cols = [[int(v) for v in x[0].tolist()] for x in args]
+            if head == "bfe":
+                out = [_bfe(a, pos, ln, bits, signed) for a, pos, ln in zip(*cols)]
+            else:
+                out = [_bfi(a, b, pos, ln, bits) for a, b, pos, ln in zip(*cols)]
+            return [(np.array([_signed(v, bits) for v in out], dtype=np.int64), k)]
+        if head == "lop3":
+            lut = args[3][0]
+            a, b, c = (_norm(x[0], bits) for x in args[:3])
+            r = np.zeros(len(idx), np.int64)
+            for sel in range(8):
+                hit = ((lut >> sel) & 1).astype(bool)
+                term = (a if sel & 4 else ~a) & (b if sel & 2 else ~b) & (c if sel & 1 else ~c)
+                r = np.where(hit, r | term, r)
+            return [(_norm(r, bits), k)]
+        # prmt.b32 d, a, b, c: the bytes of {b, a} (a the low four), picked by c's four low nibbles; a
+        # nibble's top bit replicates the picked byte's sign bit
+        a, b, c = (_ux(x[0], 32) for x in args)
+        pool = [(a >> (8 * i)) & 0xFF for i in range(4)] + [(b >> (8 * i)) & 0xFF for i in range(4)]
+        r = np.zeros(len(idx), np.int64)
+        for i in range(4):
+            sel = (c >> (4 * i)) & 0xF
+            byte = np.choose(sel & 7, pool)
+            byte = np.where(sel & 8, np.where(byte & 0x80, 0xFF, 0), byte)
+            r |= byte << (8 * i)
+        return [(_norm(r, 32), k)]
 
     def _lanes(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
         """``shfl.sync`` (idx, up, down, bfly: the source lane's value, and whether it was in range) and
@@ -2162,6 +2208,33 @@ def _bits(head: str, parts: list[str], a: np.ndarray, bits: int, signed: bool) -
     if "shiftamt" in parts:
         high = bits - 1 - high
     return np.where(has, high, 0xFFFF_FFFF).astype(np.int64)
+
+
+def _bfe(a: int, pos: int, length: int, bits: int, signed: bool) -> int:
+    """PTX ``bfe``: ``length`` bits of ``a`` from bit ``pos`` (each taken modulo 256), zero- or sign-extended
+    (the sign: the field's top bit, or ``a``'s own where the field runs past it)."""
+    a &= (1 << bits) - 1
+    pos, length = pos & 0xFF, length & 0xFF
+    w = max(0, min(length, bits - pos)) if pos < bits else 0
+    d = (a >> pos) & ((1 << w) - 1) if w else 0
+    if signed and length and (a >> min(pos + length - 1, bits - 1)) & 1:
+        d |= ((1 << bits) - 1) ^ ((1 << w) - 1)
+    return d
+
+
+def _bfi(a: int, b: int, pos: int, length: int, bits: int) -> int:
+    """PTX ``bfi``: ``b`` with ``length`` bits from bit ``pos`` replaced by ``a``'s low bits."""
+    mask = (1 << bits) - 1
+    pos, length = pos & 0xFF, length & 0xFF
+    w = max(0, min(length, bits - pos)) if pos < bits else 0
+    m = (((1 << w) - 1) << pos) & mask
+    return (b & mask & ~m) | ((a << pos) & m)
+
+
+def _signed(v: int, bits: int) -> int:
+    """The ``bits``-wide pattern ``v`` as the signed int64 the run keeps it in (64-bit values wrap)."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if bits == 64 and v >> 63 else v
 
 
 def _norm(v: np.ndarray, bits: int) -> np.ndarray:
