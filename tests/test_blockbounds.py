@@ -487,3 +487,24 @@ def test_the_cutlass_partial_read_past_dz_on_an_empty_chunk_is_found_and_the_shi
     assert [(o.name, o.access, o.start // o.element, o.extent // o.element, o.origin) for o in found] == [
         ("dz", "read", 144, 9, "memory_sm80.h:171"), ("x", "read", 1600, 100, "memory_sm80.h:171")]
     assert find_out_of_bounds(shipped, entry, [launch(1, 9, 100, 3), launch(3, 9, 100, 3), launch(37, 130, 129, 7)]) == []
+
+
+def test_block_runs_also_take_the_contracts_verify_bindings() -> None:
+    """The schedules bind the wide partial to M = 256 / 128, N = 256 and P <= B / 8 (no chunk is ever
+    empty); its contract's verify bindings name the shapes it must also handle. The block runs take those
+    too, at the least B, so an empty chunk (P > B) is run statically: where the K = 0 read was found."""
+    from audit.api import load_project
+    from audit.cuda.static import MAX_BINDING_LAUNCHES, barrier_launches, binding_launches
+    from audit.graph import Wiring
+
+    cfg, cs = load_project(Path(__file__).resolve().parents[1])
+    wiring = Wiring.of(cs)
+    k = cs.kernel("aux_weight_grad_partial")
+    labels = [launch.label for launch in barrier_launches(cs, wiring, k)]
+    assert labels[:3] == ["B = 1, M = 256, N = 256, P = 1", "B = 131, M = 256, N = 256, P = 9", "B = 1, M = 128, N = 256, P = 1"]
+    assert labels[3:] == ["B = 1, M = 8, N = 129, P = 5", "B = 1, M = 9, N = 100, P = 3", "B = 1, M = 130, N = 129, P = 7",
+                          "B = 1, M = 4, N = 100, P = 40", "B = 1, M = 132, N = 260, P = 7"]
+    assert len(k.verify.bindings) == MAX_BINDING_LAUNCHES == 5
+    # a kernel without bindings runs where it ran before
+    trunk = cs.kernel("aux_trunk_forward")
+    assert not trunk.verify.bindings and binding_launches(cs, wiring, trunk, [{"B": 1}]) == []

@@ -318,6 +318,8 @@ def entry_index_overflows(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, sym
 BARRIER_DIM = 131
 #: the most launches (distinct parameter values, block, grid) of one kernel SHARED_BARRIER_MISSING runs
 MAX_BARRIER_LAUNCHES = 3
+#: the most launches at the contract's ``[kernel.verify] bindings`` the block runs take besides those
+MAX_BINDING_LAUNCHES = 5
 
 
 #: candidates per runtime dim, and environments, :func:`_nearest_valid` tries at most
@@ -384,12 +386,13 @@ def _nearest_valid(cs: ContractSet, k: Kernel, target: dict[str, int], fill: Cal
 
 
 def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
-    """Where SHARED_BARRIER_MISSING runs ``k``'s block: every runtime dim at its least value, then at
+    """Where SHARED_BARRIER_MISSING (and OUT_OF_BOUNDS_ACCESS, GLOBAL_RMW_RACE) runs ``k``'s block: every runtime dim at its least value, then at
     :data:`BARRIER_DIM` (each clamped to its range; an environment that breaks one of ``k``'s runtime-dim
     assumptions (``requires``) is replaced by the smallest probe environment that meets them), with the
     launches' local dims bound there; the integer scalar parameters' values, block, grid and dynamic
     shared bytes of each, distinct, at most :data:`MAX_BARRIER_LAUNCHES`. Small sizes: a race needs two
-    threads and one barrier interval, not a large problem, and the run's cost grows with the sizes."""
+    threads and one barrier interval, not a large problem, and the run's cost grows with the sizes. Then
+    the launches at the contract's verify bindings (:func:`binding_launches`)."""
     from ..cases import fill_derived, probe_envs
     from ..model import assumed
 
@@ -427,7 +430,8 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
                 if valid(env) and env not in bases:
                     bases.append(env)
                     break
-    return _launches_at(cs, wiring, k, bases)
+    out = _launches_at(cs, wiring, k, bases)
+    return out + [launch for launch in binding_launches(cs, wiring, k, bases) if launch not in out]
 
 
 def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
@@ -456,16 +460,46 @@ def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     return _launches_at(cs, wiring, k, [env])[:1]
 
 
-def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, int]]) -> list[BlockLaunch]:
+def binding_launches(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, int]]) -> list[BlockLaunch]:
+    """The :class:`BlockLaunch` of ``k`` at each of its contract's ``[kernel.verify] bindings`` (values of its
+    local dims that verify runs besides the schedules' own), at the first of ``bases`` (every runtime dim at its
+    least: where a chunk, a tile or a row comes out empty), with its first launch's step (its optional
+    pointers and input domains), at most :data:`MAX_BINDING_LAUNCHES`. The schedules bind a shape-generic
+    kernel to a few shapes; the bindings are the shapes its author says it must also handle (the CUTLASS
+    partial's empty chunks, P > B, were found here: a read past dz that no schedule launch reaches)."""
+    from ..cases import fill_derived
+    from ..model import assumed
+
+    if not bases or not k.verify.bindings:
+        return []
+    runtime = cs.runtime_ranges
+    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
+    step = launches[0][1].step if launches else None
+    pairs = []
+    for b in k.verify.bindings:
+        env = fill_derived({**bases[0], **dict(b)}, derived)
+        if assumed(k.requires, set(runtime), env, cs.slot_indices):
+            pairs.append((step, env))
+    return _launches_at(cs, wiring, k, [], pairs=pairs, cap=MAX_BINDING_LAUNCHES)
+
+
+def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, int]],
+                 pairs: list[tuple[Any, dict[str, int]]] | None = None, cap: int | None = None) -> list[BlockLaunch]:
     """The :class:`BlockLaunch` of ``k`` at each of ``bases`` (with each launch's local dims bound there:
-    every schedule step that launches it), distinct, at most :data:`MAX_BARRIER_LAUNCHES`."""
+    every schedule step that launches it), or at the given (step, environment) ``pairs``, distinct, at most
+    ``cap`` (default :data:`MAX_BARRIER_LAUNCHES`) per filling."""
     from ..model import IsvParam, ScalarParam, TensorParam
     from ..shapes import value_at
 
     slots = cs.slot_indices
-    launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
-    steps = [(launch.step, env) for _, launch in launches for env in launch.envs_at(cs.buffer_map, bases)]
-    envs = steps or [(None, env) for env in bases]
+    cap = MAX_BARRIER_LAUNCHES if cap is None else cap
+    if pairs is not None:
+        envs = pairs
+    else:
+        launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
+        steps = [(launch.step, env) for _, launch in launches for env in launch.envs_at(cs.buffer_map, bases)]
+        envs = steps or [(None, env) for env in bases]
     out: list[BlockLaunch] = []
     for step, env in envs:
         params: list[tuple[int, int]] = []
@@ -501,7 +535,7 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
                                  k.shared_bytes.text if k.shared_bytes is not None else None, tuple(fills))
             if launch not in out:
                 out.append(launch)
-        if len(out) >= MAX_BARRIER_LAUNCHES * max(1, len(fillings)):
+        if len(out) >= cap * max(1, len(fillings)):
             break
     return out
 
