@@ -169,3 +169,76 @@ def test_the_mutate_static_pass_runs_it(tmp_path: Path) -> None:
     hits = kernel_code_findings(cs, wiring, k, copy, [KERNELS], _compile(tmp_path, copy.read_text(), "m.cu"))
     assert [rule for rule, _ in hits] == ["CP_ASYNC_WAIT"]
     assert hits[0][1].startswith('Kernel "aux_weight_grad_reduce" can exit (benchmarks/kernels_baseline/aux_weight_grad_reduce_cluster.cu:272)')
+
+
+# -- a thread's own copy touched before its wait (the block run of SHARED_BARRIER_MISSING, reported here) ----
+
+OWN = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[t]);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(sp), "l"(x + t) : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    BEFORE
+    float v = s[t];
+    AFTER
+    y[t] = 2.0f * v;
+}
+"""
+WAIT0 = 'asm volatile("cp.async.wait_group 0;" ::: "memory");'
+
+
+def _own_ptx(tmp_path: Path, before: str, after: str, name: str) -> str:
+    src = tmp_path / f"{name}.cu"
+    src.write_text(OWN.replace("BEFORE", before).replace("AFTER", after))
+    out = src.with_suffix(".ptx")
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", str(src), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _own_hazards(ptx: str) -> list:
+    from audit.cuda.barriers import BlockLaunch
+    from audit.cuda.blockbounds import buffer_base
+    from audit.cuda.blocksim import find_barrier_races
+
+    bufs = ((0, "x", 1024, 4, "shape [n], f32", None), (1, "y", 1024, 4, "shape [n], f32", None))
+    launch = BlockLaunch(((0, buffer_base(0)), (1, buffer_base(1)), (2, 256)), (256, 1, 1), (1, 1, 1), 0, "n = 256", bufs)
+    return find_barrier_races(ptx, "k", [launch])
+
+
+@NVCC
+def test_a_thread_reading_its_own_copy_before_the_wait_is_found(tmp_path: Path) -> None:
+    """The copy may land after the read: a __syncthreads() does not complete it, a wait_group does."""
+    bad = _own_hazards(_own_ptx(tmp_path, "", WAIT0, "before_wait"))
+    assert [(r.scope, r.order, r.threads[3:]) for r in bad] == [("self", "raw", (0, 0, 0))]
+    msg = bad[0].message("k", "kernels/k.cu")
+    assert msg.startswith('Kernel "k" reads shared memory its own cp.async may still be writing (kernels/k.cu:8, ld.shared.f32')
+    assert ("at n = 256, threadIdx (0, 0, 0) copies into s[0] (byte 0 of shared array \"s\") and reads it before a "
+            "cp.async.wait_group completes the copy's group, so the read may see the old bytes; wait for the group "
+            "(cp.async.wait_group N, cp_async_wait<N>()) between the copy at line 5 and line 8.") in msg
+    barrier_only = _own_hazards(_own_ptx(tmp_path, "__syncthreads();", WAIT0, "barrier_only"))
+    assert [(r.scope, r.order) for r in barrier_only] == [("self", "raw")]
+    assert _own_hazards(_own_ptx(tmp_path, WAIT0, "", "waited")) == []
+    # wait_all completes every copy of the thread, committed or not
+    assert _own_hazards(_own_ptx(tmp_path, 'asm volatile("cp.async.wait_all;" ::: "memory");', "", "wait_all")) == []
+
+
+@NVCC
+def test_the_rule_reports_it_under_cp_async_wait_not_shared_barrier_missing(tmp_path: Path) -> None:
+    """kernel_code_findings (the mutate static pass) and the rules split the block run's findings: a
+    thread's own copy is CP_ASYNC_WAIT's, two threads' accesses SHARED_BARRIER_MISSING's."""
+    from types import SimpleNamespace
+
+    from audit.cuda import static
+
+    ptx = _own_ptx(tmp_path, "", WAIT0, "split")
+    races = _own_hazards(ptx)
+    fake = SimpleNamespace()
+    orig = static._block_findings
+    try:
+        static._block_findings = lambda *a, **kw: races  # type: ignore[assignment]
+        assert static.entry_barrier_races(fake, None, fake, ptx) == []
+        assert static.entry_own_copy_hazards(fake, None, fake, ptx) == races
+    finally:
+        static._block_findings = orig  # type: ignore[assignment]

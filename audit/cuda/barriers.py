@@ -100,7 +100,8 @@ class BarrierRace:
     read of what another thread wrote), ``"war"`` (a write over what another thread read) or ``"waw"``
     (two writes); ``first``/``second`` are the accesses in the order the block ran them (the second is
     where the finding is shown); ``scope`` is ``"warp"`` (threads of different warps) or ``"lane"``
-    (lanes of one warp)."""
+    (lanes of one warp), or ``"self"``: one thread's access of bytes its own ``cp.async`` (the first) may still
+    be writing, before a ``cp.async.wait_group`` completed the copy's group (CP_ASYNC_WAIT reports those)."""
 
     entry: str
     line: int | None  # the second access's line in the kernel's own file (an inlined helper: where it is inlined)
@@ -126,6 +127,13 @@ class BarrierRace:
         where = finding_place(source, self.line, self.second_origin)
         if self.first_origin:
             first += f" (inlined from {self.first_origin})"
+        if self.scope == "self":
+            access = "reads" if self.order == "raw" else "writes"
+            return (f'Kernel "{kernel}" {access} shared memory its own cp.async may still be writing ({where}, '
+                    f"{self.second_instruction} after {self.first_instruction} at {first}): at {self.launch}, threadIdx {b} "
+                    f"copies into {self.element} and {access} it before a cp.async.wait_group completes the copy's group, so "
+                    f"{'the read may see the old bytes' if self.order == 'raw' else 'the copy may land after the write'}; "
+                    f"wait for the group (cp.async.wait_group N, cp_async_wait<N>()) between the copy at {first} and {second}.")
         other = "a lane of the same warp" if self.scope == "lane" else "of another warp"
         barrier = "__syncwarp()" if self.scope == "lane" else "__syncthreads()"
         if self.order == "raw":

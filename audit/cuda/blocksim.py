@@ -887,6 +887,9 @@ class _Block:
         self.pend_pc: np.ndarray | None = None
         self.copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         self.commits = np.zeros(total, np.int64)
+        # a wait_group whose count is not an immediate: what it completes is not known, so a thread's read
+        # of its own copy after it is not reported (another thread's still is: a barrier orders those)
+        self.waits_unknown = False
         # what shared memory holds, per 4-byte word (where the entry reads back values a run needs)
         self.track = static.track and self.unit == 4
         self.sv = np.zeros(len(self.rec), np.int64) if self.track else None
@@ -1782,6 +1785,7 @@ class _Block:
         else:
             c = _imm(ops[0]) if ops else None
             if c is None:
+                self.waits_unknown = True
                 return  # not an immediate: nothing completes that is known
             keep_from = self.commits - c  # groups below this are complete
         here = np.zeros(self.total, bool)
@@ -1806,13 +1810,23 @@ class _Block:
             self.pend_pc[:] = -1
 
     def _in_flight(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray, off: np.ndarray) -> None:
-        """An access of units a ``cp.async`` of another thread may still be writing: a race with the copy
-        (the issuing thread's own access before its wait is not reported here)."""
+        """An access of units a ``cp.async`` may still be writing: of another thread's copy, a race with it
+        (scope ``lane`` or ``warp``); of the accessing thread's own copy, before a ``cp.async.wait_group``
+        completed its group, a hazard of its own (scope ``self``; not where a wait's count was unknown)."""
         assert self.pend_t is not None and self.pend_pc is not None
         owner = self.pend_t[unit]
         hit = owner >= 0
         if not hit.any():
             return
+        own = hit & (owner == t)
+        if own.any() and not self.waits_unknown:
+            cpc = self.pend_pc[unit]
+            order = "raw" if mine == _READ else "waw"
+            for first_pc in np.unique(cpc[own]):
+                slot = self.hits.setdefault((int(first_pc), pc, order), {})
+                if "self" not in slot:
+                    j = int(np.flatnonzero(own & (cpc == first_pc))[0])
+                    slot["self"] = (int(owner[j]), int(t[j]), int(off[j]), self.epoch)
         other = hit & (owner != t)
         if other.any():
             cpc = self.pend_pc[unit]
@@ -2045,20 +2059,25 @@ class _Block:
     def found(self, entry: str, files: dict[int, str], label: str) -> list[BarrierRace]:
         out: list[BarrierRace] = []
         for (first_pc, second_pc, order), slot in sorted(self.hits.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-            scope = "warp" if "warp" in slot else "lane"
-            t1, t2, off, _ = slot[scope]
-            fi, si = self.insts[first_pc], self.insts[second_pc]
-            name, byte = self.layout.name(off)
-            width = _access_bytes(si.opcode.split("."))
-            start = byte - byte % width
-            shown = c_name(name)
-            element = (f"{shown}[{start // width}] (byte {byte} of shared array \"{shown}\")" if width in (1, 2, 4, 8)
-                       else f"byte {byte} of shared array \"{shown}\"")
-            file_index, line = si.loc if si.loc else (None, None)
-            out.append(BarrierRace(entry, line, file_index, files.get(file_index) if file_index is not None else None,
-                                   fi.loc[1] if fi.loc else None, _origin(fi, files), _origin(si, files), fi.text,
-                                   si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label))
+            for scope in [s for s in ("warp" if "warp" in slot else "lane", "self") if s in slot]:
+                out.append(self._race(entry, files, label, first_pc, second_pc, order, scope, slot[scope]))
         return out
+
+    def _race(self, entry: str, files: dict[int, str], label: str, first_pc: int, second_pc: int, order: str, scope: str,
+              hit: tuple[int, int, int, int]) -> BarrierRace:  # fmt: skip
+        """One finding of :meth:`found`: the access pair ``first_pc``/``second_pc`` of ``order`` in ``scope``."""
+        t1, t2, off, _ = hit
+        fi, si = self.insts[first_pc], self.insts[second_pc]
+        name, byte = self.layout.name(off)
+        width = _access_bytes(si.opcode.split("."))
+        start = byte - byte % width
+        shown = c_name(name)
+        element = (f"{shown}[{start // width}] (byte {byte} of shared array \"{shown}\")" if width in (1, 2, 4, 8)
+                   else f"byte {byte} of shared array \"{shown}\"")
+        file_index, line = si.loc if si.loc else (None, None)
+        return BarrierRace(entry, line, file_index, files.get(file_index) if file_index is not None else None,
+                           fi.loc[1] if fi.loc else None, _origin(fi, files), _origin(si, files), fi.text,
+                           si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label)
 
 
 class _RmwLog:

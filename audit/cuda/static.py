@@ -756,8 +756,16 @@ def entry_block_gap(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, want: str
 def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
                         cache: AnalysisCache | None = None) -> list[BarrierRace]:  # fmt: skip
     """The SHARED_BARRIER_MISSING races of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.barriers`)
-    at its :func:`barrier_launches`; ``cache`` keeps them by the PTX text, the entry and the launches."""
-    return _block_findings(cs, wiring, k, ptx, symbol, cache, "races")
+    at its :func:`barrier_launches`; ``cache`` keeps them by the PTX text, the entry and the launches. A
+    thread's access of its own copy in flight (scope ``self``) is CP_ASYNC_WAIT's: :func:`entry_own_copy_hazards`."""
+    return [r for r in _block_findings(cs, wiring, k, ptx, symbol, cache, "races") if r.scope != "self"]
+
+
+def entry_own_copy_hazards(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                           cache: AnalysisCache | None = None) -> list[BarrierRace]:  # fmt: skip
+    """A thread's read or write of shared bytes its own ``cp.async`` may still be writing (no
+    ``cp.async.wait_group`` completed the copy's group before), found by the run of :func:`entry_barrier_races`."""
+    return [r for r in _block_findings(cs, wiring, k, ptx, symbol, cache, "races") if r.scope == "self"]
 
 
 def entry_out_of_bounds(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
@@ -833,7 +841,7 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         from .blocksim import block_findings  # one run for the three rules
 
         races, accesses, updates = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
-        out += [("SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in races]
+        out += [("CP_ASYNC_WAIT" if r.scope == "self" else "SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in races]
         out += [("GLOBAL_RMW_RACE", u.message(k.name, display)) for u in updates or ()]
         # a shared overrun SHARED_ARRAY_BOUNDS reports on its line (it explains it with its loop) is left to it
         lines = {(shown_of[f], o.line) for f, found in shared_overruns.items() for o in found}

@@ -407,13 +407,15 @@ def check_global_rmw_races(ctx: CheckContext) -> Iterator[Hit]:
     yield from _gap_hits(ctx, "rmw")
 
 
-@rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits.", "build")
+@rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits; a thread touches the shared bytes of its own copy only after a wait_group completed the copy's group.", "build")
 def check_async_copy_waits(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX: the copies each path has issued, committed and drained at every
-    wait and exit (see :mod:`audit.cuda.cpasync`)."""
-    from ..cuda.static import entry_async_copy_hazards
+    wait and exit (see :mod:`audit.cuda.cpasync`); and, from the block run of SHARED_BARRIER_MISSING, each
+    thread's access of bytes its own copy may still be writing."""
+    from ..cuda.static import entry_async_copy_hazards, entry_own_copy_hazards
 
-    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_async_copy_hazards(k, ptx, symbol, cache))
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: [*entry_async_copy_hazards(k, ptx, symbol, cache),
+                                                             *entry_own_copy_hazards(ctx.cs, ctx.wiring, k, ptx, symbol, cache)])
 
 
 # ---------------------------------------------------------------------------------------------------------
