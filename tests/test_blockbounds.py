@@ -487,6 +487,12 @@ def test_the_cutlass_partial_read_past_dz_on_an_empty_chunk_is_found_and_the_shi
     assert [(o.name, o.access, o.start // o.element, o.extent // o.element, o.origin) for o in found] == [
         ("dz", "read", 144, 9, "memory_sm80.h:171"), ("x", "read", 1600, 100, "memory_sm80.h:171")]
     assert find_out_of_bounds(shipped, entry, [launch(1, 9, 100, 3), launch(3, 9, 100, 3), launch(37, 130, 129, 7)]) == []
+    # B = 37, P = 40: chunks 0, 13 and 26 are empty; memcheck on the H100 reported blocks 13 and 26 (block 0's
+    # reads of rows 16 .. 31 stay inside dz there); the run takes the last block of block 0's path, 26
+    mid = find_out_of_bounds(old, entry, [launch(37, 4, 100, 40)])
+    assert [(o.name, o.origin) for o in mid] == [("dz", "memory_sm80.h:378"), ("x", "memory_sm80.h:378")]
+    assert all("of blockIdx (0, 0, 26)" in o.message("aux_weight_grad_partial", "k.cu") for o in mid)
+    assert find_out_of_bounds(shipped, entry, [launch(37, 4, 100, 40)]) == []
 
 
 def test_block_runs_also_take_the_contracts_verify_bindings() -> None:
@@ -508,3 +514,56 @@ def test_block_runs_also_take_the_contracts_verify_bindings() -> None:
     # a kernel without bindings runs where it ran before
     trunk = cs.kernel("aux_trunk_forward")
     assert not trunk.verify.bindings and binding_launches(cs, wiring, trunk, [{"B": 1}]) == []
+
+
+# -- blocks other than the first and the last ----------------------------------------------------------------
+
+# a middle block takes a path of its own (BOTH: blocks 0 and the last take the guarded one)
+MIDDLE_PATH = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x * 64 + threadIdx.x;
+    if (blockIdx.x == 2) {
+        y[n + threadIdx.x] = 1.0f;
+    } else if (i < n) {
+        y[i] = x[i];
+    }
+}
+"""
+# the even blocks take one path: block 0 stays inside y, block 2 (the last even one, not the grid's last) does not
+SAME_PATH = """extern "C" __global__ void k(const float* x, float* y, int n) {
+    int i = blockIdx.x * 64 + threadIdx.x;
+    if (blockIdx.x % 2 == 0) {
+        y[i + 40] = x[threadIdx.x];
+    } else if (i < n) {
+        y[i] = x[i];
+    }
+}
+"""
+
+
+@NVCC
+def test_a_middle_block_on_a_path_of_its_own_is_run(tmp_path: Path) -> None:
+    from audit.cuda import blocksim
+
+    ptx = _ptx(tmp_path, MIDDLE_PATH)
+    launch = _launch(200, 64, 4, (_buf(0, "x", 200), _buf(1, "y", 200)))
+    found = find_out_of_bounds(ptx, "k", [launch])
+    assert [(o.name, o.access, o.start // o.element) for o in found] == [("y", "write", 200)]
+    assert "blockIdx (2, 0, 0) writes y[200]" in found[0].message("k", "kernels/k.cu")
+    # block 0 and the last alone (what the run took before) do not see it
+    grid = blocksim.MAX_SIGNATURE_GRID
+    try:
+        blocksim.MAX_SIGNATURE_GRID = 0
+        assert find_out_of_bounds(_ptx(tmp_path, MIDDLE_PATH, "k2.cu"), "k", [launch]) == []
+    finally:
+        blocksim.MAX_SIGNATURE_GRID = grid
+
+
+@NVCC
+def test_the_last_block_of_a_path_block_0_takes_is_run(tmp_path: Path) -> None:
+    ptx = _ptx(tmp_path, SAME_PATH)
+    found = find_out_of_bounds(ptx, "k", [_launch(200, 64, 4, (_buf(0, "x", 200), _buf(1, "y", 200)))])
+    assert [(o.name, o.access) for o in found] == [("y", "write")]
+    assert "blockIdx (2, 0, 0)" in found[0].message("k", "kernels/k.cu")
+    # the same with the guard on that path: clean
+    assert find_out_of_bounds(_ptx(tmp_path, SAME_PATH.replace("y[i + 40] = x[threadIdx.x];", "if (i + 40 < n) y[i + 40] = x[threadIdx.x];"), "g.cu"),
+                              "k", [_launch(200, 64, 4, (_buf(0, "x", 200), _buf(1, "y", 200)))]) == []

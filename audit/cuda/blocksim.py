@@ -36,6 +36,12 @@ MAX_BOUNDS_STEPS = 10_000
 MAX_DYNAMIC = 1 << 18
 #: GLOBAL_RMW_RACE runs every block of a grid of at most this many blocks (block 0 and the last otherwise)
 MAX_RMW_GRID = 8
+#: besides block 0 and the last, the races and bounds runs take up to this many blocks whose thread 0 takes a
+#: branch edge neither of those takes (:meth:`_Module.distinct_blocks`: an empty chunk in the middle of a
+#: grid, a tile that only some blocks skip), found by one run of thread 0 of every block of a grid of at
+#: most MAX_SIGNATURE_GRID blocks
+MAX_DISTINCT_BLOCKS = 2
+MAX_SIGNATURE_GRID = 4096
 #: the most colliding global elements one launch's updates are searched for pairs at
 MAX_RMW_ELEMENTS = 256
 #: dynamic shared bytes assumed where the launch does not say
@@ -253,12 +259,15 @@ class _Module:
         if layout is None:
             layout = self._layouts[launch.dynamic_shared] = _Layout(self.decls, launch.dynamic_shared)
         ctas = [(0, 0, 0)]
+        distinct: list[tuple[int, int, int]] = []  # more blocks, run for the bounds alone (and the updates)
         others: list[tuple[int, int, int]] = []  # the blocks run for the global updates alone
         if all(g is not None and g >= 1 for g in launch.grid):
             gx, gy, gz = (int(g) for g in launch.grid)  # type: ignore[arg-type]
             last = (gx - 1, gy - 1, gz - 1)
             if last != (0, 0, 0):
                 ctas.append(last)
+            if bounds_on and 2 < gx * gy * gz <= MAX_SIGNATURE_GRID:
+                distinct = self.distinct_blocks(launch, (nx, ny, nz), (gx, gy, gz), layout, ctas)
             if rmw_on and gx * gy * gz <= MAX_RMW_GRID:
                 others = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx) if (x, y, z) not in ctas]
         found_r: list[BarrierRace] = []
@@ -297,6 +306,15 @@ class _Module:
                 break
             if not race_on and not bounds_on and not rmw_on:
                 break
+        # the blocks of other paths (or other ends of a path), for the bounds alone: extra coverage, so a run
+        # of one that stops leaves the analysis as complete as it was
+        for cta in distinct if bounds_on and b_done else ():
+            sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
+                         False, True, launch.buffers, False, False, None, None, launch.fills)  # fmt: skip
+            sim.run()
+            for b in sim.found_bounds(self.entry, self.files, launch):
+                if all((b.line, b.memory, b.name) != (q.line, q.memory, q.name) for q in found_b):
+                    found_b.append(b)
         if races and r_out is None:
             r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason)
         if bounds and b_out is None:
@@ -305,6 +323,56 @@ class _Module:
             found_u = log.races(self, launch, (nx, ny, nz)) if log is not None else []
             u_out = RmwAnalysis(tuple(found_u), u_done, u_reason)
         return r_out, b_out, u_out
+
+
+    def distinct_blocks(self, launch: BlockLaunch, ext: tuple[int, int, int], grid: tuple[int, int, int], layout: _Layout,
+                        taken: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:  # fmt: skip
+        """Blocks of ``grid`` beyond ``taken``, at most :data:`MAX_DISTINCT_BLOCKS`: the first and the last block of
+        each path of thread 0 that no block of ``taken`` takes, then the last block of each path they take
+        (a path is the set of branch edges thread 0 of the block takes). One run: a pseudo-block whose lane i is thread 0
+        of block i (its ``%ctaid`` that block's, its ``%tid`` 0), every branch edge a lane takes set as a bit of
+        its signature (edges, not counts: a loop run more or fewer times is the same path). Where that run
+        stops (it gave up), no block is added. Shared memory is one model for all lanes there, so a branch
+        on a value loaded from it is unknown and its lanes are not told apart by it."""
+        gx, gy, gz = grid
+        n = gx * gy * gz
+        if self.static is None:
+            self.static = _Static(self.insts, self.labels)
+        sim = _Block(self.insts, self.static, self.order, dict(launch.params), (n, 1, 1), launch.grid, (0, 0, 0), layout,
+                     False, True, (), False, False, None, None, launch.fills)  # fmt: skip
+        lin = np.arange(n, dtype=np.int64)
+        cx, cy, cz = lin % gx, lin // gx % gy, lin // (gx * gy)
+        zero = np.zeros(n, np.int64)
+        for d, c in zip("xyz", (cx, cy, cz)):
+            sim.special[f"%ctaid.{d}"] = (c, True)
+        for d, size in zip("xyz", ext):
+            sim.special[f"%tid.{d}"] = (zero, True)
+            sim.special[f"%ntid.{d}"] = (np.full(n, size, np.int64), True)
+        sim.special["%laneid"] = (zero, True)
+        sim.trace = np.zeros(n, np.int64)
+        sim.run()
+        if sim.stopped:
+            return []
+        sig = sim.trace.tolist()
+        have = {(c[2] * gy + c[1]) * gx + c[0] for c in taken}
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for i, s in enumerate(sig):
+            first.setdefault(s, i)
+            last[s] = i
+        # each path's first and last block (a path's addresses grow with the block index: its last block
+        # is the one nearest the end of the buffers), new paths first
+        known = {sig[i] for i in have}
+        order = [first[s] for s in first if s not in known] + [last[s] for s in first if s not in known]
+        order += [last[s] for s in first if s in known]
+        out: list[tuple[int, int, int]] = []
+        for i in order:
+            if len(out) >= MAX_DISTINCT_BLOCKS:
+                break
+            if i not in have:
+                have.add(i)
+                out.append((int(cx[i]), int(cy[i]), int(cz[i])))
+        return out
 
 
 _SCOPED_REG = re.compile(r"^\s*\.reg\s+\.\w+\s+([^;<]+);", re.MULTILINE)
@@ -896,6 +964,8 @@ class _Block:
         self.sk = np.zeros(len(self.rec), bool) if self.track else None
         # the contents of the launch's filled input buffers (:attr:`BlockLaunch.fills`), by position
         self.fills = {int(f[0]): f for f in fills}
+        # per thread, the branch edges it took, each a bit (:meth:`_Module.distinct_blocks`); None: not kept
+        self.trace: np.ndarray | None = None
 
     @cached_property
     def xyz(self) -> list[tuple[int, int, int]]:
@@ -1006,6 +1076,10 @@ class _Block:
         if target is None:
             raise _GiveUp(f"a branch to an unknown label ({inst.text})")
         out = [(target, idx[holds & known]), (pc + 1, idx[~holds & known])]
+        if self.trace is not None:
+            for bit, (npc, nidx) in enumerate(out):
+                if len(nidx):
+                    self.trace[nidx] |= np.int64(1) << np.int64((pc * 2 + bit) % 63)
         unknown = idx[~known]
         if len(unknown):
             region = self.st.region(pc)
