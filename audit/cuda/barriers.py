@@ -10,12 +10,14 @@ in the PTX, on the CPU, before merge.
 
 The analysis of one ``.entry`` at one *launch* (:class:`BlockLaunch`: the integer scalar parameters'
 values at a small valid size, the block, the grid and the dynamic shared bytes), for block ``(0, 0, 0)``
-and the grid's last block:
+and the grid's last block (the bounds run of :mod:`audit.cuda.blockbounds` takes a few more: the ends of the
+other paths thread 0 takes across the grid, :meth:`audit.cuda.blocksim._Module.distinct_blocks`):
 
 * **Every thread of the block runs the PTX** with concrete integers: registers hold one value per thread
   and a known-mask (numpy arrays over the block), through ``mov``, ``add``, ``sub``, ``mul.lo/.hi/.wide``,
   ``mad.lo/.wide``, ``shl``, ``shr``, ``and/or/xor/not``, ``neg``, ``abs``, ``div``, ``rem``, ``min``,
-  ``max``, integer ``cvt`` (width and sign per type suffix), ``cvta``, ``setp`` (with a boolean
+  ``max``, ``bfe``, ``bfi``, ``lop3``, ``prmt`` (its default mode), ``popc``, ``brev``, ``bfind``, ``clz``,
+  integer ``cvt`` (width and sign per type suffix), ``cvta``, ``setp`` (with a boolean
   combination), ``selp`` and predicate logic; ``%tid``, ``%ntid``, ``%ctaid``, ``%nctaid``, ``%laneid``,
   ``%lanemask_*`` and ``ld.param`` of the integer scalars. Anything else (float math, loaded values,
   shuffles, votes, atomics' results, clocks) is *unknown*. Shared arrays (static ``.shared`` ones and the

@@ -36,10 +36,10 @@ MAX_BOUNDS_STEPS = 10_000
 MAX_DYNAMIC = 1 << 18
 #: GLOBAL_RMW_RACE runs every block of a grid of at most this many blocks (block 0 and the last otherwise)
 MAX_RMW_GRID = 8
-#: besides block 0 and the last, the races and bounds runs take up to this many blocks whose thread 0 takes a
-#: branch edge neither of those takes (:meth:`_Module.distinct_blocks`: an empty chunk in the middle of a
-#: grid, a tile that only some blocks skip), found by one run of thread 0 of every block of a grid of at
-#: most MAX_SIGNATURE_GRID blocks
+#: besides block 0 and the last, a bounds run takes up to this many more blocks (:meth:`_Module.distinct_blocks`):
+#: the ends of the paths thread 0 takes in the grid's blocks (an empty chunk in the middle of a grid, a tile
+#: that only some blocks skip, the last block of block 0's path), found by one run of thread 0 of every block
+#: of a grid of at most MAX_SIGNATURE_GRID blocks
 MAX_DISTINCT_BLOCKS = 2
 MAX_SIGNATURE_GRID = 4096
 #: the most colliding global elements one launch's updates are searched for pairs at
