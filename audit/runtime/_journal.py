@@ -84,17 +84,10 @@ class Journal:
             "format": FORMAT, "identity": identity, "unit": unit_id, "seconds": float(outcome.seconds), "notes": list(outcome.notes),
             "results": [r.to_dict() for r in outcome.results], "environments": {n: e.to_dict() for n, e in environments.items()},
         }, sort_keys=True)  # fmt: skip
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        _append_line(self.path, line)
 
     def remove(self) -> None:
-        try:
-            self.path.unlink()
-        except OSError:
-            pass
+        _remove(self.path)
 
 
 def _parse(raw: bytes) -> tuple[str, UnitOutcome, dict[str, EnvironmentInfo]] | None:
@@ -138,18 +131,27 @@ class VerdictJournal:
         return out
 
     def append(self, identity: str, unit_id: str, errors: list[tuple[str, str]]) -> None:
-        line = json.dumps({"format": FORMAT, "identity": identity, "unit": unit_id, "errors": [list(e) for e in errors]}, sort_keys=True)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        _append_line(self.path, json.dumps({"format": FORMAT, "identity": identity, "unit": unit_id,
+                                            "errors": [list(e) for e in errors]}, sort_keys=True))
 
     def remove(self) -> None:
-        try:
-            self.path.unlink()
-        except OSError:
-            pass
+        _remove(self.path)
+
+
+def _append_line(path: Path, line: str) -> None:
+    """Append one line to the journal at ``path`` (its folder made on the first), flushed and synced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def sanitizer_journal_path(journal: Path) -> Path:

@@ -30,35 +30,22 @@ _BASE = {
 CASES = {name: ("probe", off, size) for name, (off, size) in _BASE.items()}
 CASES.update({f"{name}_l2": ("probe_l2", off, size) for name, (off, size) in _BASE.items()})
 CASES.update({f"cg16_{name}": ("probe_cg16", off, 4 * size) for name, (off, size) in _BASE.items()})
-SRC = r"""
-extern "C" __global__ void probe(const float* src, float* dst, long long off, int srcsize) {
-    __shared__ float s[32];
-    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x]);
-    const float* g = src + off + threadIdx.x;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
+_KERNEL = r"""
+extern "C" __global__ void NAME(const float* src, float* dst, long long off, int srcsize) {
+    __shared__ __align__(16) float s[32 * WIDTH];
+    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[WIDTH * threadIdx.x]);
+    const float* g = src + off + WIDTH * threadIdx.x;
+    asm volatile("COPY [%0], [%1], BYTES, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
     asm volatile("cp.async.wait_all;\n" ::);
     __syncthreads();
-    dst[threadIdx.x] = s[threadIdx.x];
-}
-extern "C" __global__ void probe_l2(const float* src, float* dst, long long off, int srcsize) {
-    __shared__ float s[32];
-    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[threadIdx.x]);
-    const float* g = src + off + threadIdx.x;
-    asm volatile("cp.async.ca.shared.global.L2::128B [%0], [%1], 4, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
-    asm volatile("cp.async.wait_all;\n" ::);
-    __syncthreads();
-    dst[threadIdx.x] = s[threadIdx.x];
-}
-extern "C" __global__ void probe_cg16(const float* src, float* dst, long long off, int srcsize) {
-    __shared__ __align__(16) float s[128];
-    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[4 * threadIdx.x]);
-    const float* g = src + off + 4 * threadIdx.x;
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(sp), "l"(g), "r"(srcsize));
-    asm volatile("cp.async.wait_all;\n" ::);
-    __syncthreads();
-    dst[threadIdx.x] = s[4 * threadIdx.x];
+    dst[threadIdx.x] = s[WIDTH * threadIdx.x];
 }
 """
+# kernel -> (the copy, floats per thread)
+_COPIES = {"probe": ("cp.async.ca.shared.global", 1), "probe_l2": ("cp.async.ca.shared.global.L2::128B", 1),
+           "probe_cg16": ("cp.async.cg.shared.global.L2::128B", 4)}
+SRC = "".join(_KERNEL.replace("NAME", name).replace("COPY", copy).replace("WIDTH", str(width)).replace("BYTES", str(4 * width))
+              for name, (copy, width) in _COPIES.items())
 
 
 def one(case: str) -> None:
