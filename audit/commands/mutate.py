@@ -216,8 +216,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     # the journal of this selection (in the build cache): a run cut short is resumed by the next one
     from ..mutate import journal_path
-    from ..runtime import Journal
-    from ..runtime._journal import VerdictJournal, sanitizer_journal_path
+    from ..runtime import Journal, VerdictJournal, sanitizer_journal_path
 
     journal = journal_path(cfg, names, bool(args.all), bool(args.headers_only), operators, args.max_mutants)
 

@@ -446,7 +446,7 @@ def run_mutation(
         # memory only, so it takes the survivors of kernels that use it and every lost barrier.
         todo = [m for m in survivors if m.key not in late and (tool != "racecheck" or m.operator == "sync" or any(_uses_shared(cfg, cs, k, arch) for k in m.kernels))]
         t = time.perf_counter()
-        from ..runtime._journal import sanitizer_journal_path
+        from ..runtime import sanitizer_journal_path
 
         found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers(),
                                    journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
@@ -614,8 +614,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     import itertools
     import threading
 
-    from ..runtime import verify, visible_gpus
-    from ..runtime._journal import VerdictJournal
+    from ..runtime import VerdictJournal, verify, visible_gpus
     from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
