@@ -693,6 +693,19 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
     return (position, p.name, numel * size, size, detail, wr)
 
 
+def _block_launches(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[list[BlockLaunch], list[BlockLaunch]]:
+    """(:func:`barrier_launches`, :func:`rmw_launches`) of ``k``, computed once per wiring (a check asks for them
+    from seven rules and notes per kernel)."""
+    memo = getattr(wiring, "__dict__", None)
+    if memo is None:
+        return barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k)
+    store = memo.setdefault("_block_launches", {})
+    got = store.get(k.name)
+    if got is None or got[0] is not k:
+        got = store[k.name] = (k, barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k))
+    return got[1], got[2]
+
+
 def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None, cache: AnalysisCache | None,
                     want: str, gap: bool = False) -> Any:  # fmt: skip
     """SHARED_BARRIER_MISSING's races (``want`` "races"), OUT_OF_BOUNDS_ACCESS's accesses ("bounds") or
@@ -703,8 +716,7 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
     of the findings, why that analysis did not reach every exit of every launch (``""`` where it did; see
     :func:`audit.cuda.blocksim.block_findings`), cached beside them."""
     entry = symbol or k.symbol
-    launches = barrier_launches(cs, wiring, k)
-    extra = rmw_launches(cs, wiring, k)
+    launches, extra = _block_launches(cs, wiring, k)
     got: dict[str, Any] = {}
     gaps: dict[str, str] = {}
 
