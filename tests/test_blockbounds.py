@@ -567,3 +567,28 @@ def test_the_last_block_of_a_path_block_0_takes_is_run(tmp_path: Path) -> None:
     # the same with the guard on that path: clean
     assert find_out_of_bounds(_ptx(tmp_path, SAME_PATH.replace("y[i + 40] = x[threadIdx.x];", "if (i + 40 < n) y[i + 40] = x[threadIdx.x];"), "g.cu"),
                               "k", [_launch(200, 64, 4, (_buf(0, "x", 200), _buf(1, "y", 200)))]) == []
+
+
+def test_a_kernels_block_launches_are_computed_once_per_wiring(monkeypatch) -> None:
+    """Seven rules and notes ask for each kernel's launches in one check: they are computed once per wiring
+    (and again for another contract object of the same name)."""
+    import dataclasses
+
+    from audit.api import load_project
+    from audit.cuda import static
+    from audit.graph import Wiring
+
+    cfg, cs = load_project(Path(__file__).resolve().parents[1])
+    wiring = Wiring.of(cs)
+    wiring.__dict__.pop("_block_launches", None)
+    calls: list[str] = []
+    real = static.barrier_launches
+    monkeypatch.setattr(static, "barrier_launches", lambda cs, w, k: calls.append(k.name) or real(cs, w, k))
+    k = cs.kernel("aux_weight_grad_partial")
+    first = static._block_launches(cs, wiring, k)
+    assert static._block_launches(cs, wiring, k) == first and calls == ["aux_weight_grad_partial"]
+    other = dataclasses.replace(k, doc="another contract object")
+    assert static._block_launches(cs, wiring, other) == first and calls == ["aux_weight_grad_partial"] * 2
+    static._block_launches(cs, None, k)
+    static._block_launches(cs, None, k)
+    assert len(calls) == 4  # no wiring (no schedule binds the dims): nothing kept, computed each time
