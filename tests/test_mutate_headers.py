@@ -7,6 +7,7 @@ head forwards, now benchmark baselines, are the two kernels that share ``aux_hea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -246,6 +247,8 @@ def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path
         # what counts as a full score
         eq = [s for s in data["survivors"] if s.get("equivalent")]
         data.update(generated=data["selected"], survivors=eq, equivalent=len(eq), caught=data["mutants"] - len(eq), survived=0, score=1.0)
+        if isinstance(data.get("source"), str) and (root / data["source"]).is_file():  # of the current source (not stale)
+            data["source_sha256"] = hashlib.sha256((root / data["source"]).read_text(encoding="utf-8").encode()).hexdigest()
         caught_n += data["caught"]
         p.write_text(json.dumps(data))
     # kernels added to the chain since these records (main's masked partial and next-bar store entry): one

@@ -558,3 +558,37 @@ def test_the_report_lists_suppressed_findings_with_their_reasons(tmp_path: Path)
     assert "Suppressed by `[[suppress]]` entries of the contracts (reviewed, not counted):" in text
     assert "| `SLOT_GAP` | `contracts/isv.toml:5` |" in text
     assert "indices 6..7 are reserved for the next head's EMAs; checkpoints already carry them |" in text
+
+
+def test_a_mutation_record_of_an_older_source_is_shown_stale_and_never_a_full_score(tmp_path: Path, no_nvcc: None) -> None:
+    """A mutation record names the source it was made from and its sha256: once the source changes, its
+    score is of other code. The kernel's row says so, and the summary counts it as stale, not as a score."""
+    import hashlib
+
+    root = copy_project(tmp_path)
+    folder = root / "reports" / "mutation"
+    folder.mkdir(parents=True)
+    cfg, cs = load_project(root)
+    for k in cs.kernels:
+        text = (root / k.source).read_text(encoding="utf-8")
+        (folder / f"{k.name}.json").write_text(json.dumps({
+            "kernel": k.name, "source": k.source, "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "generated": 4, "selected": 4, "mutants": 4, "caught": 4, "equivalent": 0, "score": 1.0, "baseline": "pass",
+            "survivors": [], "date": "2026-12-05T17:00:00+00:00",
+        }))  # fmt: skip
+
+    def summary() -> tuple[str, str, str]:
+        cfg, cs = load_project(root)
+        rep = collect_report(run_check(cfg.root, config=cfg, contracts=cs), ReportOptions(history=False))
+        row = dict(rep.totals)["mutation score"]
+        fwd = next(kv for kv in rep.kernels if kv.name == "forward")
+        return row.state, row.text, fwd.mutation.score
+
+    state, text, fwd = summary()
+    n = len(cs.kernels)
+    assert (state, text, fwd) == ("ok", f"{4 * n} of {4 * n} mutants caught (100%) over {n} of {n} kernels", "4 of 4 caught (100%)")
+    src = root / "kernels" / "forward_kernel.cu"
+    src.write_text(src.read_text(encoding="utf-8") + "\n// changed after the mutation run\n", encoding="utf-8")
+    state, text, fwd = summary()
+    assert fwd == "4 of 4 caught (100%); stale: kernels/forward_kernel.cu changed since this run (2026-12-05)"
+    assert state == "warn" and text == f"{4 * n} of {4 * n} mutants caught (100%) over {n} of {n} kernels; 1 record of an older source (stale)"

@@ -147,7 +147,7 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         unaudited=scan.unaudited if scan is not None else [],
         history=history.available,
         inputs=_inputs(cfg),
-        header_mutations=_header_mutations(mutation_dir),
+        header_mutations=_header_mutations(mutation_dir, cfg.root),
     )
     recorded = {name for name, _ in report.header_mutations}
     report.header_mutation_missing = [h for h in _mutated_headers(cfg, cs) if h not in recorded]
@@ -267,7 +267,7 @@ def _kernel_view(cfg, cs, k: Kernel, wiring: Wiring, own_findings: list[Finding]
     build_view = _build_view(build, k)
     host = scan.references.get(k.name, []) if scan is not None else None
     host_refs = [HostRef(r.file, r.line, r.kind, r.text) for r in host] if host is not None else None
-    mutation = _mutation_view(mutation_dir / f"{k.name}.json")
+    mutation = _mutation_view(mutation_dir / f"{k.name}.json", cfg.root)
 
     return KernelView(
         name=k.name,
@@ -459,7 +459,7 @@ def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
         return []
 
 
-def _header_mutations(folder: Path) -> list[tuple[str, MutationView]]:
+def _header_mutations(folder: Path, root: Path | None = None) -> list[tuple[str, MutationView]]:
     """The header mutants' records in ``folder`` (``"header": true``), by header name, in name order."""
     out: list[tuple[str, MutationView]] = []
     try:
@@ -472,13 +472,15 @@ def _header_mutations(folder: Path) -> list[tuple[str, MutationView]]:
         except (OSError, ValueError):
             continue
         if isinstance(data, Mapping) and data.get("header") is True:
-            view = _mutation_view(path)
+            view = _mutation_view(path, root)
             if view is not None:
                 out.append((str(data.get("kernel", path.stem)), view))
     return out
 
 
-def _mutation_view(path: Path) -> MutationView | None:
+def _mutation_view(path: Path, root: Path | None = None) -> MutationView | None:
+    """The record at ``path``; with ``root``, its score is marked stale where the source it was made from (the
+    record's ``source``, under ``root``) no longer has the record's ``source_sha256``: the score is of other code."""
     if not path.is_file():
         return None
     try:
@@ -504,6 +506,9 @@ def _mutation_view(path: Path) -> MutationView | None:
         score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%{eq}{sample})"
     else:
         score = "no mutants"
+    stale = _stale_source(data, root)
+    if stale:
+        score += f"; stale: {stale}"
     by_check = sorted((str(k), v) for k, v in (data.get("by_check") or {}).items())
     survivors = [
         Survivor(str(s.get("id", "")), bool(s.get("equivalent", False)), str(s.get("reason", "")), str(s.get("diff", "")))
@@ -511,7 +516,25 @@ def _mutation_view(path: Path) -> MutationView | None:
         if isinstance(s, Mapping)
     ]
     return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")), counted,
-                        selected, generated)  # fmt: skip
+                        selected, generated, stale)  # fmt: skip
+
+
+def _stale_source(data: Mapping[str, Any], root: Path | None) -> str:
+    """Why a mutation record no longer describes its source ("" where it does, or where it cannot tell: no
+    root, or a record without ``source``/``source_sha256``)."""
+    import hashlib
+
+    source, want = data.get("source"), data.get("source_sha256")
+    if root is None or not isinstance(source, str) or not isinstance(want, str):
+        return ""
+    when = str(data.get("date", ""))[:10]
+    try:
+        text = (Path(root) / source).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return f"{source} cannot be read"
+    if hashlib.sha256(text.encode()).hexdigest() != want:
+        return f"{source} changed since this run" + (f" ({when})" if when else "")
+    return ""
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -659,7 +682,10 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
         total = sum(m.counted or 0 for m in scored)
         score = f"{caught} of {total} mutants caught" + (f" ({100.0 * caught / total:.0f}%)" if total else "")
         text = f"{score} over {len(scored)} of {n} kernels" + (f"; {unscored} not scored" if unscored else "")
-        full = caught == total and not unscored
+        stale = sum(1 for m in [kv.mutation for kv in mutated] + heads if m.stale)
+        if stale:
+            text += f"; {stale} record{'s' if stale != 1 else ''} of an older source (stale)"
+        full = caught == total and not unscored and not stale
         if heads:
             hscored = [m for m in heads if m.counted is not None]
             hcaught, htotal = sum(m.caught for m in hscored), sum(m.counted or 0 for m in hscored)

@@ -165,6 +165,7 @@ class MutationView:
     counted: int | None = None  # the score's denominator: mutants - equivalent; None when not scored
     selected: int | None = None  # mutants the run selected (--max-mutants), where the record says
     generated: int | None = None  # mutants the operators made, where the record says
+    stale: str = ""  # why the record no longer describes its source ("" where it does)
 
 
 @dataclass
