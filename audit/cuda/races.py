@@ -15,7 +15,8 @@ The analysis of one ``.entry``:
   a varying branch and read after it (a loop counted by a thread-varying bound) is varying too.
 * **Facts** (a forward must-dataflow over the CFG): ``tid.x == c``, ``ctaid.y != c``..., from branch
   (or store) predicates made by ``setp`` on a register copied once from a special register, or on an
-  ``or``/``add`` of several (which gives ``== 0`` facts only), combined by ``and/or/not.pred``.
+  ``or``/``add`` of several, or a ``mad.lo``/``mul.lo`` of thread indices by a block extent (cooperative
+  groups' ``thread_rank()``; these give ``== 0`` facts only), combined by ``and/or/not.pred``.
 * A store ``st.global*`` (a generic ``st`` only when its address comes from a kernel parameter and
   from no shared/local/stack address) whose address is not thread-varying, reached while a thread
   dimension of extent > 1 (or unknown) has no ``tid.d == c`` fact, is a *thread race*. One pinned to a
@@ -134,8 +135,8 @@ class _Inst:
 
 @dataclass(frozen=True)
 class _Form:
-    """What a register written once holds: a special register (``var``), an ``or``/``add`` of several
-    (``any``: zero exactly when each is), or an integer (``const``)."""
+    """What a register written once holds: a special register (``var``), an ``or``/``add`` of several or a
+    thread rank (``any``: zero exactly when each is), or an integer (``const``)."""
 
     kind: str
     names: frozenset[str] = frozenset()
@@ -352,6 +353,9 @@ def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
     forms: Forms = {}
     preds: Preds = {}
     once = [(inst, inst.dests()) for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
+    # registers copied once from a block extent (%ntid.x ...): never zero
+    positive = {d[0] for inst, d in once if inst.opcode.split(".")[0] == "mov" and len(inst.operands) == 2
+                and re.fullmatch(r"%ntid\.[xyz]", inst.operands[1])}
     for _ in range(3):  # definitions nearly always come first; a few passes settle the rest
         for inst, dests in once:
             parts, src, d = inst.opcode.split("."), inst.operands[1:], dests[0]
@@ -369,6 +373,16 @@ def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
                 fs = [forms.get(s) for s in src]
                 if all(f is not None and f.kind != "const" for f in fs):
                     forms[d] = _Form("any", frozenset().union(*(f.names for f in fs if f is not None)))
+            elif parts[0] in ("mad", "mul") and parts[1] == "lo" and len(src) == (3 if parts[0] == "mad" else 2):
+                # cooperative groups' thread_rank(): (tid.z * ntid.y + tid.y) * ntid.x + tid.x, zero exactly
+                # when each thread index is (a block extent is at least 1; thread indices never wrap 32 bits)
+                fs = [forms.get(s) for s in src]
+                idx = [f for f in fs[:2] if f is not None and f.kind != "const"]
+                ok = len(idx) == 1 and any(s in positive for s in src[:2]) and (len(src) == 2 or (
+                    fs[2] is not None and fs[2].kind != "const"))
+                names = frozenset().union(*(f.names for f in fs if f is not None and f.kind != "const"))
+                if ok and all(n.startswith("tid.") for n in names):
+                    forms[d] = _Form("any", names)
             elif parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src:
                 (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
                 preds[d] = {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[parts[0]]
