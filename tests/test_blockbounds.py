@@ -640,3 +640,7 @@ def test_block_runs_also_take_the_contracts_small_verify_cases(tmp_path: Path, c
     big = f'[kernel.verify]\ncases = ["hA={CASE_DIM_MAX + 4 - CASE_DIM_MAX % 4},wA=4,wB=4"]\n'
     (root / "contracts" / "k.toml").write_text(contract + big)
     assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 0
+    # a dim the kernel does not name (another kernel's) may be large: a case gives every runtime dim a value
+    other = contract.replace("[dims]\n", "[dims]\nn = { min = 1, max = 1048576 }\n")
+    (root / "contracts" / "k.toml").write_text(other + '[kernel.verify]\ncases = ["hA=8,wA=4,wB=4,n=65536"]\n')
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 1

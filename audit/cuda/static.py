@@ -441,7 +441,7 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
 
 def case_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     """The :class:`BlockLaunch` of ``k`` at each of its contract's ``[kernel.verify] cases`` (a value of every
-    runtime dim) whose values are all at most :data:`CASE_DIM_MAX` and that meet ``k``'s assumptions, at most
+    runtime dim) where every dim ``k`` names is at most :data:`CASE_DIM_MAX` and that meet ``k``'s assumptions, at most
     :data:`MAX_BINDING_LAUNCHES`. The other block runs give every runtime dim one value (its least, then
     :data:`BARRIER_DIM`), so what goes wrong only where two dims differ is never run: cuda-samples' matrix
     product that loads B's tile at A's offset reads past B only where A has more rows than B has columns."""
@@ -452,12 +452,12 @@ def case_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
         return []
     runtime = cs.runtime_ranges
     derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    used = _kernel_dims(k) - set(cs.fixed_env)  # runtime and derived dims the kernel names
     envs = []
     for case in k.verify.cases:
-        values = dict(case)
-        if any(v > CASE_DIM_MAX for v in values.values()):
+        env = fill_derived({**cs.fixed_env, **dict(case)}, derived)
+        if any(isinstance(env.get(n), int) and env[n] > CASE_DIM_MAX for n in used):
             continue
-        env = fill_derived({**cs.fixed_env, **values}, derived)
         if assumed(k.requires, set(runtime), env, cs.slot_indices) and env not in envs:
             envs.append(env)
     return _launches_at(cs, wiring, k, envs, cap=MAX_BINDING_LAUNCHES) if envs else []
