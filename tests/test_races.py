@@ -123,6 +123,23 @@ def test_cooperative_groups_thread_rank_eq_0_pins_one_thread():
     assert _races(_ptx(product + "\tsetp.ne.s32 %p1, %r7, 0;\n\t@%p1 bra $L__END;\n" + store), block) != []
 
 
+def test_a_thread_index_register_reused_later_still_guards_the_stores_before_it():
+    # cuda-samples' threadFenceReduction: `if (tid == 0) g_odata[blockIdx.x] = sdata[0];`, then the last
+    # block's loop `int i = tid; while (i < gridDim.x) i += blockSize;` -- nvcc keeps i in the register that
+    # held tid.x, so it is written twice, yet the test before the loop reads tid.x itself
+    head = "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L__A;\n\tst.global.f32 [%rd2], %f1;\n$L__A:\n"
+    loop = "$L__LOOP:\n\tadd.s32 %r1, %r1, 128;\n\tsetp.lt.u32 %p2, %r1, 1000;\n\t@%p2 bra $L__LOOP;\n"
+    store_after = "\t@%p1 bra $L__END;\n\tst.global.f32 [%rd2+4], %f1;"
+    assert _races(_ptx(head + loop + store_after)) == []
+    # a test of the register after the loop (or inside it) reads i, not tid.x: no fact
+    late = "\tsetp.ne.s32 %p3, %r1, 0;\n\t@%p3 bra $L__END;\n\tst.global.f32 [%rd2+8], %f1;"
+    assert _races(_ptx(head + loop + late)) == [("thread", ("x",))]
+    # nor where the later write can reach the test around a loop enclosing both
+    around = ("$L__TOP:\n\tsetp.ne.s32 %p3, %r1, 0;\n\t@%p3 bra $L__B;\n\tst.global.f32 [%rd2+8], %f1;\n$L__B:\n"
+              "\tadd.s32 %r1, %r1, 128;\n\tsetp.lt.u32 %p2, %r1, 1000;\n\t@%p2 bra $L__TOP;\n")
+    assert _races(_ptx("\tmov.u32 %r1, %tid.x;\n" + around)) == [("thread", ("x",))]
+
+
 def test_block_race_message_and_per_block_address():
     body = "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L__END;\n\t.loc 1 20 9\n"
     (race,) = find_store_races(_ptx(body + "\tst.global.f32 [%rd2+8], %f1;"), "k", *MANY_BLOCKS)
