@@ -592,3 +592,55 @@ def test_a_kernels_block_launches_are_computed_once_per_wiring(monkeypatch) -> N
     static._block_launches(cs, None, k)
     static._block_launches(cs, None, k)
     assert len(calls) == 4  # no wiring (no schedule binds the dims): nothing kept, computed each time
+
+
+# a matrix product whose tile of B is loaded at A's offset (cuda-samples' MatrixMulAsyncCopyLargeChunk,
+# `&B[a + wA * threadIdx.y + t4x]`): inside B only while A has no more rows than B has columns
+WRONG_B_TILE = """extern "C" __global__ void k(const float* A, const float* B, float* C, int wA, int wB) {
+    int row = blockIdx.y * 4 + threadIdx.y, col = blockIdx.x * 4 + threadIdx.x;
+    float acc = 0.0f;
+    for (int a = 0; a < wA; a += 4)
+        acc += A[row * wA + a + threadIdx.x] * B[row * wA + a + threadIdx.x];
+    C[row * wB + col] = acc;
+}
+"""
+
+
+@NVCC
+def test_block_runs_also_take_the_contracts_small_verify_cases(tmp_path: Path, capsys) -> None:
+    """The block runs give every runtime dim one value (its least, then 131): a read that leaves its buffer
+    only where two dims differ (hA > wB) is never run. A verify case names such sizes; the block runs take
+    the small ones (every value at most CASE_DIM_MAX)."""
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    (root / "contracts").mkdir(parents=True)
+    (root / "wireup.toml").write_text('arch = "sm_90"\n')
+    (root / "k.cu").write_text(WRONG_B_TILE)
+    contract = (
+        "[dims]\nhA = { min = 4, max = 4096 }\nwA = { min = 4, max = 4096 }\nwB = { min = 4, max = 4096 }\n"
+        '[[kernel]]\nname = "k"\nsource = "k.cu"\nstage = "forward"\ngrid = ["wB // 4", "hA // 4", 1]\n'
+        'block = [4, 4, 1]\nrequires = ["hA % 4 == 0", "wA % 4 == 0", "wB % 4 == 0"]\n'
+        'params = [\n  { name = "A", dtype = "f32", shape = ["hA", "wA"], role = "in" },\n'
+        '  { name = "B", dtype = "f32", shape = ["wA", "wB"], role = "in" },\n'
+        '  { name = "C", dtype = "f32", shape = ["hA", "wB"], role = "out" },\n'
+        '  { name = "wA", kind = "scalar", dtype = "i32", value = "wA" },\n'
+        '  { name = "wB", kind = "scalar", dtype = "i32", value = "wB" },\n]\n'
+    )
+    (root / "contracts" / "k.toml").write_text(contract)
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 0
+    capsys.readouterr()
+    (root / "contracts" / "k.toml").write_text(contract + '[kernel.verify]\ncases = ["hA=8,wA=4,wB=4"]\n')
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 1
+    out = capsys.readouterr().out
+    assert 'reads past the end of "B"' in out and "hA = 8" in out
+    # a case past CASE_DIM_MAX is left to verify
+    from audit.cuda.static import CASE_DIM_MAX
+
+    big = f'[kernel.verify]\ncases = ["hA={CASE_DIM_MAX + 4 - CASE_DIM_MAX % 4},wA=4,wB=4"]\n'
+    (root / "contracts" / "k.toml").write_text(contract + big)
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 0
+    # a dim the kernel does not name (another kernel's) may be large: a case gives every runtime dim a value
+    other = contract.replace("[dims]\n", "[dims]\nn = { min = 1, max = 1048576 }\n")
+    (root / "contracts" / "k.toml").write_text(other + '[kernel.verify]\ncases = ["hA=8,wA=4,wB=4,n=65536"]\n')
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 1

@@ -657,3 +657,24 @@ def test_editing_an_angle_included_project_header_rebuilds_the_kernel(tmp_path: 
     cfg, cs = load_project(tmp_path)
     sb = build_kernels(cfg, cs, jobs=1).sources["kernels/scale.cu"]
     assert sb.ok, sb.log
+
+
+def test_cpp_name_matches_an_unsigned_template_argument_written_without_its_suffix():
+    # cuda-samples' reduction: `template <class T, unsigned int blockSize, bool nIsPow2> __global__ void
+    # reduce6(...)`, launched as reduce6<T, 256, false>; the entry demangles as reduce6<float, 256u, false>
+    # (an unsigned long parameter as 128ul), and the name as the source writes it matched none
+    e1 = EntryInfo("_Z7reduce6IfLj256ELb0EEvPT_S1_j", "void reduce6<float, 256u, false>(float*, float*, unsigned int)", [])
+    e2 = EntryInfo("_Z7reduce6IfLj25ELb0EEvPT_S1_j", "void reduce6<float, 25u, false>(float*, float*, unsigned int)", [])
+    e3 = EntryInfo("_Z4multIfLm256ELm128EEvPT_S1_j", "void mult<float, 256ul, 128ul>(float*, float*, unsigned int)", [])
+    e4 = EntryInfo("_Z1gILi8EEvPf", "void g<8>(float*)", [])
+    e5 = EntryInfo("_Z1gILj8EEvPf", "void g<8u>(float*)", [])
+    entries = {e.symbol: e for e in (e1, e2, e3, e4, e5)}
+    assert match_cpp_name(entries, "reduce6<float, 256, false>") is e1
+    assert match_cpp_name(entries, "reduce6<float, 256u, false>") is e1
+    assert match_cpp_name(entries, "reduce6<float, 25, false>") is e2
+    assert match_cpp_name(entries, "reduce6<float, 256, true>") is None
+    assert match_cpp_name(entries, "mult<float, 256, 128>") is e3
+    assert match_cpp_name(entries, "mult<float, 256UL, 128>") is e3
+    # where both an int and an unsigned instantiation exist, the name as written wins
+    assert match_cpp_name(entries, "g<8>") is e4
+    assert match_cpp_name(entries, "g<8u>") is e5

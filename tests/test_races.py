@@ -106,6 +106,40 @@ def test_and_pred_or_pred_and_or_b32_guards():
                   MANY_BLOCKS) == [("thread", ("x",))]
 
 
+def test_cooperative_groups_thread_rank_eq_0_pins_one_thread():
+    # cuda-samples' reduction: `if (cta.thread_rank() == 0) g_odata[blockIdx.x] = mySum;`, where nvcc computes
+    # thread_rank() as (tid.z * ntid.y + tid.y) * ntid.x + tid.x with two mad.lo: zero only where each index is
+    rank = ("\tmov.u32 %r1, %ntid.x;\n\tmov.u32 %r2, %tid.x;\n\tmov.u32 %r3, %ntid.y;\n\tmov.u32 %r4, %tid.z;\n"
+            "\tmov.u32 %r5, %tid.y;\n\tmad.lo.s32 %r6, %r3, %r4, %r5;\n\tmad.lo.s32 %r7, %r6, %r1, %r2;\n")
+    store = "\tst.global.f32 [%rd2], %f1;"
+    block = ((16, 16, 2), (1, 1, 1))
+    assert _races(_ptx(rank + "\tsetp.ne.s32 %p1, %r7, 0;\n\t@%p1 bra $L__END;\n" + store), block) == []
+    assert _races(_ptx(rank + "\tsetp.eq.s32 %p1, %r7, 0;\n\t@%p1 bra $L__END;\n" + store), block) == [
+        ("thread", ("x", "y", "z"))]
+    # a multiplier that may be zero (a loaded value), or a product of two indices, pins nothing
+    loaded = rank.replace("mov.u32 %r3, %ntid.y", "ld.global.u32 %r3, [%rd2]")
+    assert _races(_ptx(loaded + "\tsetp.ne.s32 %p1, %r7, 0;\n\t@%p1 bra $L__END;\n" + store), block) != []
+    product = "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %tid.y;\n\tmul.lo.s32 %r7, %r1, %r2;\n"
+    assert _races(_ptx(product + "\tsetp.ne.s32 %p1, %r7, 0;\n\t@%p1 bra $L__END;\n" + store), block) != []
+
+
+def test_a_thread_index_register_reused_later_still_guards_the_stores_before_it():
+    # cuda-samples' threadFenceReduction: `if (tid == 0) g_odata[blockIdx.x] = sdata[0];`, then the last
+    # block's loop `int i = tid; while (i < gridDim.x) i += blockSize;` -- nvcc keeps i in the register that
+    # held tid.x, so it is written twice, yet the test before the loop reads tid.x itself
+    head = "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L__A;\n\tst.global.f32 [%rd2], %f1;\n$L__A:\n"
+    loop = "$L__LOOP:\n\tadd.s32 %r1, %r1, 128;\n\tsetp.lt.u32 %p2, %r1, 1000;\n\t@%p2 bra $L__LOOP;\n"
+    store_after = "\t@%p1 bra $L__END;\n\tst.global.f32 [%rd2+4], %f1;"
+    assert _races(_ptx(head + loop + store_after)) == []
+    # a test of the register after the loop (or inside it) reads i, not tid.x: no fact
+    late = "\tsetp.ne.s32 %p3, %r1, 0;\n\t@%p3 bra $L__END;\n\tst.global.f32 [%rd2+8], %f1;"
+    assert _races(_ptx(head + loop + late)) == [("thread", ("x",))]
+    # nor where the later write can reach the test around a loop enclosing both
+    around = ("$L__TOP:\n\tsetp.ne.s32 %p3, %r1, 0;\n\t@%p3 bra $L__B;\n\tst.global.f32 [%rd2+8], %f1;\n$L__B:\n"
+              "\tadd.s32 %r1, %r1, 128;\n\tsetp.lt.u32 %p2, %r1, 1000;\n\t@%p2 bra $L__TOP;\n")
+    assert _races(_ptx("\tmov.u32 %r1, %tid.x;\n" + around)) == [("thread", ("x",))]
+
+
 def test_block_race_message_and_per_block_address():
     body = "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.s32 %p1, %r1, 0;\n\t@%p1 bra $L__END;\n\t.loc 1 20 9\n"
     (race,) = find_store_races(_ptx(body + "\tst.global.f32 [%rd2+8], %f1;"), "k", *MANY_BLOCKS)

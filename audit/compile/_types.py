@@ -270,6 +270,13 @@ def _unnamed(text: str) -> str:
     return re.sub(r"\(\s*anonymous\s+namespace\s*\)\s*::\s*", "", text)
 
 
+def _unsuffixed(text: str) -> str:
+    """``text`` with the suffixes of its integer literals dropped: a template argument of an ``unsigned
+    int`` (``size_t``, ``long``) parameter demangles as ``256u`` (``256ul``, ``256l``), and the source
+    that launches the kernel writes ``f<float, 256>``."""
+    return re.sub(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?!\w)", r"\1", text)
+
+
 def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | None:
     """The entry whose demangled signature names ``cpp_name`` (first by symbol where several do).
 
@@ -279,22 +286,25 @@ def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | 
 
     A kernel of an unnamed namespace (``namespace { template <int N> __global__ void f(...); }``, which
     demangles as ``(anonymous namespace)::f<...>``) is named as in the source, ``f<4>``, or with the
-    qualifier.
+    qualifier. An integer template argument may leave out the suffix its demangling carries
+    (``reduce6<float, 256, false>`` names ``reduce6<float, 256u, false>``) where no entry matches it as
+    written.
     """
-    want = normalize_cpp(_unnamed(cpp_name))
-    full = "(" in want
-    for symbol in sorted(entries):
-        e = entries[symbol]
-        if not e.demangled:
-            continue
-        have = normalize_cpp(_unnamed(e.demangled))
-        if full:
-            # template functions demangle with their return type first: drop it before comparing
-            if have == want or have.endswith(" " + want):
+    for strip in (lambda t: t, _unsuffixed):
+        want = normalize_cpp(strip(_unnamed(cpp_name)))
+        full = "(" in want
+        for symbol in sorted(entries):
+            e = entries[symbol]
+            if not e.demangled:
+                continue
+            have = normalize_cpp(strip(_unnamed(e.demangled)))
+            if full:
+                # template functions demangle with their return type first: drop it before comparing
+                if have == want or have.endswith(" " + want):
+                    return e
+                continue
+            at = have.find(want + "(")
+            # the name must start the signature or follow the return type, never sit in the parameter list
+            if at == 0 or (at > 0 and have[at - 1] == " " and "(" not in have[:at]):
                 return e
-            continue
-        at = have.find(want + "(")
-        # the name must start the signature or follow the return type, never sit in the parameter list
-        if at == 0 or (at > 0 and have[at - 1] == " " and "(" not in have[:at]):
-            return e
     return None

@@ -13,7 +13,8 @@ It is the same run as SHARED_BARRIER_MISSING (:mod:`audit.cuda.barriers`; the en
 entry's PTX with concrete integers, at the same small valid launches (each runtime dim at its least value
 and at 131 -- a prime, so a tile of any width leaves a tail -- clamped to its range, the kernel's
 ``requires`` met; where neither value of some dim is odd, a third launch at the largest prime in its range
-up to 131; then the contract's verify bindings at the least sizes), and, for the bounds, up to two more
+up to 131; then the contract's verify bindings at the least sizes, and its verify cases of values up to
+1024), and, for the bounds, up to two more
 blocks of each launch: the first and last block of each path thread 0 takes that neither of those takes,
 then the last block of block 0's path (one run of thread 0 of every block tells the paths apart; an empty
 batch chunk in the middle of the grid is such a block). What it adds:

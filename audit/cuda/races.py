@@ -15,7 +15,10 @@ The analysis of one ``.entry``:
   a varying branch and read after it (a loop counted by a thread-varying bound) is varying too.
 * **Facts** (a forward must-dataflow over the CFG): ``tid.x == c``, ``ctaid.y != c``..., from branch
   (or store) predicates made by ``setp`` on a register copied once from a special register, or on an
-  ``or``/``add`` of several (which gives ``== 0`` facts only), combined by ``and/or/not.pred``.
+  ``or``/``add`` of several, or a ``mad.lo``/``mul.lo`` of thread indices by a block extent (cooperative
+  groups' ``thread_rank()``; these give ``== 0`` facts only), combined by ``and/or/not.pred``.
+  A register written again later (nvcc keeps a loop counter started from ``tid`` in ``tid``'s register)
+  still gives facts at the tests only its first write, the copy, reaches.
 * A store ``st.global*`` (a generic ``st`` only when its address comes from a kernel parameter and
   from no shared/local/stack address) whose address is not thread-varying, reached while a thread
   dimension of extent > 1 (or unknown) has no ``tid.d == c`` fact, is a *thread race*. One pinned to a
@@ -134,8 +137,8 @@ class _Inst:
 
 @dataclass(frozen=True)
 class _Form:
-    """What a register written once holds: a special register (``var``), an ``or``/``add`` of several
-    (``any``: zero exactly when each is), or an integer (``const``)."""
+    """What a register written once holds: a special register (``var``), an ``or``/``add`` of several or a
+    thread rank (``any``: zero exactly when each is), or an integer (``const``)."""
 
     kind: str
     names: frozenset[str] = frozenset()
@@ -186,7 +189,7 @@ def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
                          for d, n in zip(_DIMS, ext) if n == 1)
     insts, labels = _parse_body(body)
     blocks, succ = _cfg(insts, labels)
-    _, preds = _forms(insts)
+    _, preds = _forms(insts, blocks, succ)
     thread_var, block_var = _uniformity(insts, params, blocks, succ)
     facts_in = _facts(blocks, succ, insts, preds, implicit)
     origin = _address_origin(insts, params, text)
@@ -343,8 +346,57 @@ def _cfg(insts: list[_Inst], labels: dict[str, int]) -> tuple[list[tuple[int, in
 # -- forms and predicate facts ---------------------------------------------------------------------------
 
 
-def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
-    """Register forms and predicate facts, for registers written exactly once (and not under a guard)."""
+def _first_copies(insts: list[_Inst], blocks: list[tuple[int, int]], succ: list[list[int]],
+                  count: dict[str, int]) -> dict[str, tuple[str, set[int]]]:
+    """Registers written more than once whose first write (in the text) is an unguarded copy of a thread or
+    block index (``mov.u32 %r1, %tid.x``), each with the special register and the instructions where that
+    copy is the only write that may reach (a reaching-definitions pass over the CFG): nvcc reuses the
+    register of ``tid`` for a loop counter started from it, after the ``tid == 0`` tests."""
+    first: dict[str, tuple[int, str]] = {}
+    for i, inst in enumerate(insts):
+        for d in inst.dests():
+            if count.get(d, 0) > 1 and d not in first:
+                src = inst.operands[1] if len(inst.operands) == 2 else ""
+                ok = inst.guard is None and inst.opcode in ("mov.u32", "mov.b32", "mov.s32") and src[1:] in _FACT_VARS
+                first[d] = (i, src[1:] if ok else "")
+    regs = {r: (i, v) for r, (i, v) in first.items() if v}
+    if not regs:
+        return {}
+    FIRST, OTHER = 1, 2
+    out: dict[str, tuple[str, set[int]]] = {}
+    for r, (at, var) in regs.items():
+        def step(state: int, lo: int, hi: int, seen: set[int] | None = None) -> int:
+            for i in range(lo, hi):
+                if seen is not None and state == FIRST:
+                    seen.add(i)
+                if r in insts[i].dests():
+                    state = FIRST if i == at else (state | OTHER if insts[i].guard else OTHER)
+            return state
+        state_in = [0] * len(blocks)
+        work = [0]
+        done: set[int] = set()
+        while work:
+            n = work.pop()
+            done.add(n)
+            lo, hi = blocks[n]
+            got = step(state_in[n], lo, hi)
+            for m in succ[n]:
+                if (state_in[m] | got) != state_in[m] or m not in done:
+                    state_in[m] |= got
+                    work.append(m)
+        where: set[int] = set()
+        for n, (lo, hi) in enumerate(blocks):
+            if n in done:
+                step(state_in[n], lo, hi, where)
+        out[r] = (var, where)
+    return out
+
+
+def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
+           succ: list[list[int]] | None = None) -> tuple[Forms, Preds]:
+    """Register forms and predicate facts, for registers written exactly once (and not under a guard); with
+    the CFG, also a ``setp`` on a register whose only write that reaches it copies a thread or block index
+    (:func:`_first_copies`)."""
     count: dict[str, int] = {}
     for inst in insts:
         for d in inst.dests():
@@ -352,6 +404,12 @@ def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
     forms: Forms = {}
     preds: Preds = {}
     once = [(inst, inst.dests()) for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
+    copies = _first_copies(insts, blocks, succ, count) if blocks is not None and succ is not None else {}
+    if copies:
+        index = {id(inst): i for i, inst in enumerate(insts)}
+    # registers copied once from a block extent (%ntid.x ...): never zero
+    positive = {d[0] for inst, d in once if inst.opcode.split(".")[0] == "mov" and len(inst.operands) == 2
+                and re.fullmatch(r"%ntid\.[xyz]", inst.operands[1])}
     for _ in range(3):  # definitions nearly always come first; a few passes settle the rest
         for inst, dests in once:
             parts, src, d = inst.opcode.split("."), inst.operands[1:], dests[0]
@@ -369,11 +427,26 @@ def _forms(insts: list[_Inst]) -> tuple[Forms, Preds]:
                 fs = [forms.get(s) for s in src]
                 if all(f is not None and f.kind != "const" for f in fs):
                     forms[d] = _Form("any", frozenset().union(*(f.names for f in fs if f is not None)))
+            elif parts[0] in ("mad", "mul") and parts[1] == "lo" and len(src) == (3 if parts[0] == "mad" else 2):
+                # cooperative groups' thread_rank(): (tid.z * ntid.y + tid.y) * ntid.x + tid.x, zero exactly
+                # when each thread index is (a block extent is at least 1; thread indices never wrap 32 bits)
+                fs = [forms.get(s) for s in src]
+                idx = [f for f in fs[:2] if f is not None and f.kind != "const"]
+                ok = len(idx) == 1 and any(s in positive for s in src[:2]) and (len(src) == 2 or (
+                    fs[2] is not None and fs[2].kind != "const"))
+                names = frozenset().union(*(f.names for f in fs if f is not None and f.kind != "const"))
+                if ok and all(n.startswith("tid.") for n in names):
+                    forms[d] = _Form("any", names)
             elif parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src:
                 (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
                 preds[d] = {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[parts[0]]
             elif parts[0] == "setp" and len(src) >= 2:
-                _setp(inst, parts, src, forms, preds)
+                here = forms
+                if copies and any(x in copies for x in src):
+                    i = index[id(inst)]
+                    here = {**forms, **{x: _Form("var", frozenset({v})) for x, (v, where) in copies.items()
+                                        if x in src and i in where}}
+                _setp(inst, parts, src, here, preds)
     return forms, preds
 
 

@@ -320,6 +320,9 @@ BARRIER_DIM = 131
 MAX_BARRIER_LAUNCHES = 3
 #: the most launches at the contract's ``[kernel.verify] bindings`` the block runs take besides those
 MAX_BINDING_LAUNCHES = 5
+#: the largest value of a runtime dim in a ``[kernel.verify] cases`` entry the block runs take (a larger case
+#: is left to verify: the run's cost grows with the sizes)
+CASE_DIM_MAX = 1024
 
 
 #: candidates per runtime dim, and environments, :func:`_nearest_valid` tries at most
@@ -392,7 +395,8 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
     launches' local dims bound there; the integer scalar parameters' values, block, grid and dynamic
     shared bytes of each, distinct, at most :data:`MAX_BARRIER_LAUNCHES`. Small sizes: a race needs two
     threads and one barrier interval, not a large problem, and the run's cost grows with the sizes. Then
-    the launches at the contract's verify bindings (:func:`binding_launches`)."""
+    the launches at the contract's verify bindings (:func:`binding_launches`) and its small verify cases
+    (:func:`case_launches`)."""
     from ..cases import fill_derived, probe_envs
     from ..model import assumed
 
@@ -431,7 +435,32 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
                     bases.append(env)
                     break
     out = _launches_at(cs, wiring, k, bases)
-    return out + [launch for launch in binding_launches(cs, wiring, k, bases) if launch not in out]
+    out += [launch for launch in binding_launches(cs, wiring, k, bases) if launch not in out]
+    return out + [launch for launch in case_launches(cs, wiring, k) if launch not in out]
+
+
+def case_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
+    """The :class:`BlockLaunch` of ``k`` at each of its contract's ``[kernel.verify] cases`` (a value of every
+    runtime dim) where every dim ``k`` names is at most :data:`CASE_DIM_MAX` and that meet ``k``'s assumptions, at most
+    :data:`MAX_BINDING_LAUNCHES`. The other block runs give every runtime dim one value (its least, then
+    :data:`BARRIER_DIM`), so what goes wrong only where two dims differ is never run: cuda-samples' matrix
+    product that loads B's tile at A's offset reads past B only where A has more rows than B has columns."""
+    from ..cases import fill_derived
+    from ..model import assumed
+
+    if not k.verify.cases:
+        return []
+    runtime = cs.runtime_ranges
+    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    used = _kernel_dims(k) - set(cs.fixed_env)  # runtime and derived dims the kernel names
+    envs = []
+    for case in k.verify.cases:
+        env = fill_derived({**cs.fixed_env, **dict(case)}, derived)
+        if any(isinstance(env.get(n), int) and env[n] > CASE_DIM_MAX for n in used):
+            continue
+        if assumed(k.requires, set(runtime), env, cs.slot_indices) and env not in envs:
+            envs.append(env)
+    return _launches_at(cs, wiring, k, envs, cap=MAX_BINDING_LAUNCHES) if envs else []
 
 
 def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
