@@ -242,3 +242,30 @@ def test_the_rule_reports_it_under_cp_async_wait_not_shared_barrier_missing(tmp_
         assert static.entry_own_copy_hazards(fake, None, fake, ptx) == races
     finally:
         static._block_findings = orig  # type: ignore[assignment]
+
+
+@NVCC
+def test_a_newer_copy_of_the_same_bytes_stays_in_flight_when_the_older_group_completes(tmp_path: Path) -> None:
+    """Copy into s[t] (group 0), commit, copy into s[t] again (group 1: an overwrite of a pending copy),
+    commit, wait_group 1 (group 0 complete), read s[t]: the newer copy may still be landing, so the read is
+    a hazard too (found in the sixth trial: completing the older group cleared the newer copy's state)."""
+    src = tmp_path / "twice.cu"
+    src.write_text('''extern "C" __global__ void k(const float* x, float* y, int n) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    unsigned sp = (unsigned)__cvta_generic_to_shared(&s[t]);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(sp), "l"(x + t) : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" :: "r"(sp), "l"(x + 256 + t) : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    float v = s[t];
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    y[t] = 2.0f * v;
+}
+''')
+    out = src.with_suffix(".ptx")
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", str(src), "-o", str(out)],
+                   check=True, capture_output=True, text=True)
+    found = _own_hazards(out.read_text())
+    assert [(r.scope, r.order, r.line, r.first_line) for r in found] == [("self", "waw", 7, 5), ("self", "raw", 10, 7)]

@@ -953,6 +953,7 @@ class _Block:
         # groups each thread has committed
         self.pend_t: np.ndarray | None = None
         self.pend_pc: np.ndarray | None = None
+        self.pend_g: np.ndarray | None = None  # the group of that copy (its thread's commits when it was issued)
         self.copies: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         self.commits = np.zeros(total, np.int64)
         # a wait_group whose count is not an immediate: what it completes is not known, so a thread's read
@@ -1839,9 +1840,11 @@ class _Block:
         if self.pend_t is None:
             self.pend_t = np.full(len(self.rec), -1, np.int32)
             self.pend_pc = np.full(len(self.rec), -1, np.int32)
-        assert self.pend_pc is not None
+            self.pend_g = np.full(len(self.rec), -1, np.int64)
+        assert self.pend_pc is not None and self.pend_g is not None
         self.pend_t[unit] = t
         self.pend_pc[unit] = pc
+        self.pend_g[unit] = self.commits[t]
         self.copies.append((t, unit, self.commits[t], pc))
 
     def _async_group(self, what: str, ops: tuple[str, ...], idx: np.ndarray) -> None:
@@ -1870,10 +1873,12 @@ class _Block:
             done = here[t] & (group < keep_from[t])
             if done.any():
                 dt, du = t[done], unit[done]
-                mine = self.pend_t[du] == dt
+                # the unit stays pending where a newer copy of the same thread (a later group) went there since
+                assert self.pend_g is not None
+                mine = (self.pend_t[du] == dt) & (self.pend_g[du] <= group[done])
                 self.pend_t[du[mine]] = -1
                 self.pend_pc[du[mine]] = -1
-                self._access(_WRITE, pc, dt, du * self.unit)
+                self._access(_WRITE, pc, dt, du * self.unit, landing=True)
                 if not done.all():
                     left.append((t[~done], unit[~done], group[~done], pc))
             else:
@@ -1883,7 +1888,7 @@ class _Block:
             self.pend_t[:] = -1
             self.pend_pc[:] = -1
 
-    def _in_flight(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray, off: np.ndarray) -> None:
+    def _in_flight(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray, off: np.ndarray, own: bool = True) -> None:
         """An access of units a ``cp.async`` may still be writing: of another thread's copy, a race with it
         (scope ``lane`` or ``warp``); of the accessing thread's own copy, before a ``cp.async.wait_group``
         completed its group, a hazard of its own (scope ``self``; not where a wait's count was unknown)."""
@@ -1892,14 +1897,14 @@ class _Block:
         hit = owner >= 0
         if not hit.any():
             return
-        own = hit & (owner == t)
-        if own.any() and not self.waits_unknown:
+        mine_own = hit & (owner == t) if own else np.zeros(len(t), bool)
+        if mine_own.any() and not self.waits_unknown:
             cpc = self.pend_pc[unit]
             order = "raw" if mine == _READ else "waw"
-            for first_pc in np.unique(cpc[own]):
+            for first_pc in np.unique(cpc[mine_own]):
                 slot = self.hits.setdefault((int(first_pc), pc, order), {})
                 if "self" not in slot:
-                    j = int(np.flatnonzero(own & (cpc == first_pc))[0])
+                    j = int(np.flatnonzero(mine_own & (cpc == first_pc))[0])
                     slot["self"] = (int(owner[j]), int(t[j]), int(off[j]), self.epoch)
         other = hit & (owner != t)
         if other.any():
@@ -2081,13 +2086,14 @@ class _Block:
         self.rec[units, mine] = new
         return True
 
-    def _access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray) -> None:
+    def _access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray, landing: bool = False) -> None:
         """Check and record accesses of kind ``mine`` (:data:`_WRITE`, :data:`_READ`, :data:`_ATOMIC`) by
-        threads ``t`` at shared offsets ``off``."""
+        threads ``t`` at shared offsets ``off``; ``landing``: the write of a completed ``cp.async`` (the thread's
+        own newer copy of those bytes, still in flight, was judged when it was issued)."""
         rec = self.rec
         unit = off // self.unit
         if self.copies:
-            self._in_flight(mine, pc, t, unit, off)
+            self._in_flight(mine, pc, t, unit, off, own=not landing)
         if len(unit) > 32 and self._record_only(mine, pc, t, unit):
             return
         ws = self.ws[t]
