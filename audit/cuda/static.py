@@ -268,7 +268,7 @@ def index_witnesses(cs: ContractSet, wiring: Any, k: Kernel) -> list[Witness]:
     if not assumed(k.requires, set(runtime), base[0], cs.slot_indices):
         # the largest dims break an assumption of the kernel (requires = ["N % 2 == 0"] with an odd max):
         # the host never launches it there; the nearest sizes below that meet it
-        derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+        derived = _derived_dims(cs)
         near = _nearest_valid(cs, k, {n: hi for n, (_, hi) in runtime.items()},
                               lambda t: fill_derived({**cs.fixed_env, **t}, derived),
                               lambda e: assumed(k.requires, set(runtime), e, cs.slot_indices))  # fmt: skip
@@ -402,7 +402,7 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
 
     runtime = cs.runtime_ranges
     slots = cs.slot_indices
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    derived = _derived_dims(cs)
 
     def valid(env: dict[str, int]) -> bool:
         return assumed(k.requires, set(runtime), env, slots)
@@ -451,7 +451,7 @@ def case_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     if not k.verify.cases:
         return []
     runtime = cs.runtime_ranges
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    derived = _derived_dims(cs)
     used = _kernel_dims(k) - set(cs.fixed_env)  # runtime and derived dims the kernel names
     envs = []
     for case in k.verify.cases:
@@ -474,7 +474,7 @@ def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
 
     runtime = cs.runtime_ranges
     slots = cs.slot_indices
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    derived = _derived_dims(cs)
 
     def valid(env: dict[str, int]) -> bool:
         return assumed(k.requires, set(runtime), env, slots)
@@ -502,7 +502,7 @@ def binding_launches(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[s
     if not bases or not k.verify.bindings:
         return []
     runtime = cs.runtime_ranges
-    derived = [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+    derived = _derived_dims(cs)
     launches = wiring.launches_by_kernel.get(k.name, ()) if wiring is not None else ()
     step = launches[0][1].step if launches else None
     pairs = []
@@ -581,7 +581,6 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
     skipped, and the two in turn; else the domain's least value, its greatest, and the two in turn. An
     input with no stated domain stays unknown (its loads, and what follows from them, are not computed).
     Empty where no input has one."""
-    from ..cases import producer_domains
     from ..model import DTYPES, TensorParam
     from ..shapes import value_at
 
@@ -599,7 +598,7 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
             buf = cs.buffer_map.get(bound.buffer) if bound is not None and bound.buffer else None
             values = buf.values if buf is not None else None
             if values is None and bound is not None and bound.buffer and wiring is not None:
-                values = producer_domains(cs, wiring).get(bound.buffer, (None, ""))[0]
+                values = _producer_domains(cs, wiring).get(bound.buffer, (None, ""))[0]
         domain = _int_domain(values, env, slots)
         skip = p.mask.skip_value if p.mask is not None else None
         if domain is None and skip is None:
@@ -649,6 +648,24 @@ def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tupl
     lo = hi if lo is None else lo
     hi = lo if hi is None else hi
     return (int(lo), int(hi)) if lo <= hi else None  # type: ignore[operator]
+
+
+def _derived_dims(cs: ContractSet) -> list[Any]:
+    """The derived dims an environment's :func:`audit.cases.fill_derived` computes (those the contracts do not fix)."""
+    return [d for d in cs.dim_map.values() if d.kind == "derived" and d.name not in cs.fixed_env]
+
+
+def _producer_domains(cs: ContractSet, wiring: Any) -> dict[str, tuple[Any, str]]:
+    """:func:`audit.cases.producer_domains`, once per wiring (every filling of every launch asks for it)."""
+    from ..cases import producer_domains
+
+    memo = getattr(wiring, "__dict__", None)
+    if memo is None:
+        return producer_domains(cs, wiring)
+    got = memo.get("_producer_domains")
+    if got is None:
+        got = memo["_producer_domains"] = producer_domains(cs, wiring)
+    return got
 
 
 def _kernel_dims(k: Kernel) -> set[str]:
