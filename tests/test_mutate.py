@@ -745,7 +745,7 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
                       "with u = 0 .. 8 (the loop at line 47): index 8 is out of bounds, undefined behaviour the compiler may hide.")  # fmt: skip
     assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE",
                                              "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING",
-                                             "OUT_OF_BOUNDS_ACCESS", "GLOBAL_RMW_RACE"]
+                                             "OUT_OF_BOUNDS_ACCESS", "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP"]
 
 
 @pytest.mark.nvcc
@@ -765,8 +765,10 @@ def test_local_uninit_read_catches_the_softmax_reads_past_k(tmp_path, monkeypatc
     assert fwd.baseline == "pass"
     got = {o.mutant.id for o in fwd.outcomes if o.checks[:1] == ("LOCAL_UNINIT_READ",) and o.status == "caught"}
     assert {"guard:48:9:0", "ror:48:15:0", "guard:55:9:0", "ror:55:15:0"} <= got
-    # line 55's mutants also store prow[K], one past the last row's K probabilities: OUT_OF_BOUNDS_ACCESS
-    both = {o.mutant.id for o in fwd.outcomes if o.checks == ("LOCAL_UNINIT_READ", "OUT_OF_BOUNDS_ACCESS")}
+    # line 55's mutants also store prow[K], one past each row's K probabilities: the next row's first, which the
+    # next block stores too where the rows meet at a block (BLOCK_WRITE_OVERLAP), past the buffer at the last row
+    # (OUT_OF_BOUNDS_ACCESS)
+    both = {o.mutant.id for o in fwd.outcomes if o.checks == ("LOCAL_UNINIT_READ", "BLOCK_WRITE_OVERLAP", "OUT_OF_BOUNDS_ACCESS")}
     assert {"guard:55:9:0", "ror:55:15:0"} <= both
     detail = next(o.detail for o in fwd.outcomes if o.mutant.id == "ror:55:15:0")
     assert detail == ('kernels/aux_trade_outcome_forward_kernel.cu:55: "l[k]" reads the local array "l" (8 elements, declared at line 35) '

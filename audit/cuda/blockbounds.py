@@ -69,6 +69,7 @@ extent, the dims, and whether it reads or writes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .races import finding_place
 
@@ -166,3 +167,5 @@ class BoundsAnalysis:
     accesses: tuple[OutOfBounds, ...]
     complete: bool
     reason: str
+    #: the stores two of its blocks made to one global element (BLOCK_WRITE_OVERLAP, :mod:`audit.cuda.blockwrites`)
+    overlaps: tuple[Any, ...] = ()

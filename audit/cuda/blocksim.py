@@ -21,6 +21,7 @@ import numpy as np
 
 from .barriers import BarrierAnalysis, BarrierRace, BlockLaunch
 from .blockbounds import BoundsAnalysis, OutOfBounds
+from .blockwrites import BlockWriteOverlap
 from .globalraces import GlobalRmwRace, RmwAnalysis
 from .sharedraces import rmw_pairs
 from .races import _COMMENT, _FILE, _INT, _REG, Dims, _cfg, _entry_text, _Inst, _int, _ipdom, _parse_body, _region, _strip_comment, _thread_extents
@@ -90,9 +91,11 @@ def find_global_rmw_races(ptx: str, entry: str, launches: Sequence[BlockLaunch],
 
 def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds: bool | None,
                    extra: Sequence[BlockLaunch] = (), gaps: dict[str, str] | None = None,
-                   ) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None]:  # fmt: skip
-    """(races, out-of-bounds accesses, global read-modify-write races) of ``entry`` over ``launches`` from
-    one run per launch. ``bounds`` False: the races alone (None for the others); True: all three; None:
+                   ) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None,
+                              list[BlockWriteOverlap] | None]:  # fmt: skip
+    """(races, out-of-bounds accesses, global read-modify-write races, stores of one element by two blocks)
+    of ``entry`` over ``launches`` from one run per launch (the overlaps come with the accesses: the same
+    blocks, and the same gap). ``bounds`` False: the races alone (None for the others); True: all four; None:
     the accesses and updates too only where the race analysis runs the block anyway (it has shared memory
     and nothing it gives up on at sight), else None: what a check that wants the races takes for free.
     ``extra``: launches run for the global updates alone, wherever those are wanted. ``gaps``, where
@@ -102,6 +105,8 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     races: list[BarrierRace] = []
     accesses: list[OutOfBounds] = []
     updates: list[GlobalRmwRace] = []
+    overlaps: list[BlockWriteOverlap] = []
+    seen_o: set[tuple] = set()
     seen_r: set[tuple[int | None, int | None, str]] = set()
     seen_b: set[tuple[int | None, str | None, str, str]] = set()
     seen_u: set[tuple[int | None, int | None, str | None, str | None]] = set()
@@ -137,6 +142,11 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
             if kb not in seen_b:
                 seen_b.add(kb)
                 accesses.append(b)
+        for o in got_b.overlaps if got_b is not None else ():
+            ko = (o.line, o.origin, o.other_line, o.other_origin)
+            if ko not in seen_o:
+                seen_o.add(ko)
+                overlaps.append(o)
     if check:
         for launch in extra:
             if launch in launches:
@@ -154,9 +164,12 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     races.sort(key=lambda r: (r.line is None, r.line or 0, r.first_line or 0))
     accesses.sort(key=lambda b: (b.line is None, b.line or 0))
     updates.sort(key=lambda u: (u.line is None, u.line or 0, u.other_line or 0))
+    overlaps.sort(key=lambda o: (o.line is None, o.line or 0, o.other_line or 0))
     if gaps is not None:
         gaps.update({w: g for w, g in gap.items() if w == "races" or check})
-    return races, (accesses if check else None), (updates if check else None)
+        if check and "bounds" in gaps:
+            gaps["overlap"] = gaps["bounds"]
+    return races, (accesses if check else None), (updates if check else None), (overlaps if check else None)
 
 
 def analyse_block(ptx: str, entry: str, launch: BlockLaunch) -> BarrierAnalysis:
@@ -268,6 +281,9 @@ class _Module:
                 ctas.append(last)
             if bounds_on and 2 < gx * gy * gz <= MAX_SIGNATURE_GRID:
                 distinct = self.distinct_blocks(launch, (nx, ny, nz), (gx, gy, gz), layout, ctas)
+            if bounds_on:  # block 0's next block along each axis: where two blocks' parts of an output meet
+                distinct += [c for c in ((1, 0, 0), (0, 1, 0), (0, 0, 1))
+                             if c[0] < gx and c[1] < gy and c[2] < gz and c not in ctas and c not in distinct]
             if rmw_on and gx * gy * gz <= MAX_RMW_GRID:
                 others = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx) if (x, y, z) not in ctas]
         found_r: list[BarrierRace] = []
@@ -276,6 +292,7 @@ class _Module:
         b_done, b_reason = True, "analysed"
         u_done, u_reason = True, "analysed"
         log = _RmwLog() if rmw_on else None
+        wlog = _WriteLog() if bounds_on else None
         for n_cta, cta in enumerate([*ctas, *others]):
             alone = n_cta >= len(ctas)
             if alone and not rmw_on:
@@ -283,6 +300,8 @@ class _Module:
             sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
                          race_on and not alone, bounds_on and not alone, launch.buffers, tied, rmw_on, log, self.grmw,
                          launch.fills)  # fmt: skip
+            if wlog is not None and bounds_on and not alone:
+                sim.wlog, sim.wlog_block = wlog, wlog.block(cta)
             sim.run()
             if rmw_on and sim.rmw_stop:
                 u_done, u_reason, rmw_on = False, sim.rmw_stop, False
@@ -311,6 +330,8 @@ class _Module:
         for cta in distinct if bounds_on and b_done else ():
             sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
                          False, True, launch.buffers, False, False, None, None, launch.fills)  # fmt: skip
+            if wlog is not None:
+                sim.wlog, sim.wlog_block = wlog, wlog.block(cta)
             sim.run()
             for b in sim.found_bounds(self.entry, self.files, launch):
                 if all((b.line, b.memory, b.name) != (q.line, q.memory, q.name) for q in found_b):
@@ -318,7 +339,8 @@ class _Module:
         if races and r_out is None:
             r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason)
         if bounds and b_out is None:
-            b_out = BoundsAnalysis(tuple(found_b), b_done, b_reason)
+            b_out = BoundsAnalysis(tuple(found_b), b_done, b_reason,
+                                   tuple(wlog.overlaps(self, launch, (nx, ny, nz))) if wlog is not None else ())
         if rmw and u_out is None:
             found_u = log.races(self, launch, (nx, ny, nz)) if log is not None else []
             u_out = RmwAnalysis(tuple(found_u), u_done, u_reason)
@@ -888,6 +910,9 @@ class _Block:
         self.rmw_loads = {ld: st for st, ld in self.grmw.items()}
         self.rmw_stop = ""
         self.log = log
+        #: the plain global stores of a bounds run, where its launch compares blocks (BLOCK_WRITE_OVERLAP)
+        self.wlog: _WriteLog | None = None
+        self.wlog_block = -1
         self.loaded: dict[int, np.ndarray] = {}  # a pair's load -> the address each thread loaded (-1: none)
         self.cta_index = log.block(cta) if log is not None and self.rmw else -1
         self.cta = cta
@@ -1618,6 +1643,8 @@ class _Block:
         width = got[4]
         if self.bounds:
             self._global(mine, pc, idx, a, k, width)
+            if self.wlog is not None and mine == _WRITE and not any(q in parts for q in (*_ORDERED, "volatile")):
+                self._log_store(pc, idx, a, k, width)
         if update:
             self._update(pc, idx, a, k, width, head)
         if not glob and (self.bounds or self.races):
@@ -1960,6 +1987,21 @@ class _Block:
                 at = int(first[j]) if not start <= first[j] < stop else int(last[j])
                 self.oob[(pc, "w", r)] = (int(idx[j]), int(off[j]), w, mine, at)
 
+    def _log_store(self, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
+        """A plain store's bytes into :attr:`wlog`: those of threads sure to run it, at known addresses wholly
+        inside a buffer's extent (one past it is OUT_OF_BOUNDS_ACCESS's)."""
+        assert self.wlog is not None
+        ext = self.g_ext
+        ok = k & (a >= _GLOBAL_FLOOR) & self.sure[idx]
+        if not ok.any():
+            return
+        pos = np.where(ok, a >> 41, len(ext) - 1)
+        pos = np.where(pos < len(ext), pos, len(ext) - 1)
+        off = a - ((2 * pos + 1) << 40)
+        ok &= self.g_is[pos] & (ext[pos] >= 0) & (off >= 0) & (off + width <= ext[pos])
+        if ok.any():
+            self.wlog.add(self.wlog_block, idx[ok], a[ok], width, pc)
+
     def _bulk_memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
         """A bounds run through ``cp.async`` (a global read of its ``src-size`` bytes, a shared write of
         its ``cp-size``), ``cp.async.bulk`` (not tensor) and ``ldmatrix``/``stmatrix`` (16 bytes at each
@@ -2249,6 +2291,77 @@ class _RmwLog:
         return GlobalRmwRace(module.entry, line, file_index, _origin(store, files), load.text, store.text,
                              other.loc[1] if other.loc else None, _origin(other, files), other.text, bool(atomic[j]),
                              int(pc[i]) == int(pc[j]), scope, str(buf[1]), element, (*who(j), *who(i)), launch.label)
+
+
+class _WriteLog:
+    """The plain global stores of one launch's bounds blocks: per store, its block, threads, addresses,
+    bytes and instruction (BLOCK_WRITE_OVERLAP, :mod:`audit.cuda.blockwrites`)."""
+
+    def __init__(self) -> None:
+        self.ctas: list[tuple[int, int, int]] = []
+        self.parts: list[tuple[int, np.ndarray, np.ndarray, int, int]] = []
+
+    def block(self, cta: tuple[int, int, int]) -> int:
+        self.ctas.append(cta)
+        return len(self.ctas) - 1
+
+    def add(self, block: int, t: np.ndarray, a: np.ndarray, width: int, pc: int) -> None:
+        self.parts.append((block, t, a, width, pc))
+
+    def overlaps(self, module: _Module, launch: BlockLaunch, ext: tuple[int, int, int]) -> list[BlockWriteOverlap]:
+        """The first pair per (store line, other store line) of stores of one byte by two blocks. The store of
+        a global read-modify-write (``*db += v``) is left to GLOBAL_RMW_RACE."""
+        parts = [p for p in self.parts if p[4] not in module.grmw]
+        if len({p[0] for p in parts}) < 2:
+            return []
+        cat = np.concatenate
+        n = [len(p[1]) for p in parts]
+        blk = cat([np.full(m, p[0], np.int64) for m, p in zip(n, parts)])
+        t = cat([p[1] for p in parts])
+        a = cat([p[2] for p in parts])
+        width = cat([np.full(m, p[3], np.int64) for m, p in zip(n, parts)])
+        pc = cat([np.full(m, p[4], np.int64) for m, p in zip(n, parts)])
+        unit = 4 if not ((a % 4).any() or (width % 4).any()) else 1
+        per = width // unit
+        ev = np.repeat(np.arange(len(a)), per)  # one row per unit of each store
+        key = a[ev] // unit + (np.arange(len(ev)) - np.repeat(np.cumsum(per) - per, per))
+        # per unit, its stores in the order they were made; the units two blocks store
+        order = np.lexsort((ev, key))
+        key, ev = key[order], ev[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        b = blk[ev]
+        mixed = np.minimum.reduceat(b, starts) != np.maximum.reduceat(b, starts)
+        ends = np.r_[starts[1:], len(ev)]
+        out: list[BlockWriteOverlap] = []
+        seen: set[tuple] = set()
+        nx, ny = ext[0], ext[1]
+        insts, files = module.insts, module.files
+
+        def who(e: int) -> tuple[int, ...]:
+            x = int(t[e])
+            return (x % nx, x // nx % ny, x // (nx * ny), *self.ctas[int(blk[e])])
+
+        for g in np.flatnonzero(mixed)[:MAX_RMW_ELEMENTS]:
+            rows = ev[starts[g]:ends[g]]
+            first = int(rows[0])
+            later = rows[blk[rows] != blk[first]]
+            i = int(later[0])
+            si, sj = insts[int(pc[i])], insts[int(pc[first])]
+            pair = (si.loc, si.src, sj.loc, sj.src)
+            if pair in seen:
+                continue
+            seen.add(pair)
+            byte = int(key[starts[g]]) * unit
+            pos = byte >> 41
+            buf = next(x for x in launch.buffers if int(x[0]) == pos)
+            off = byte - ((2 * pos + 1) << 40)
+            size = int(buf[3])
+            element = f"{buf[1]}[{off // size}]" if size else f'byte {off} of "{buf[1]}"'
+            file_index, line = si.loc if si.loc else (None, None)
+            out.append(BlockWriteOverlap(module.entry, line, file_index, _origin(si, files), si.text,
+                                         sj.loc[1] if sj.loc else None, _origin(sj, files), sj.text, str(buf[1]), element,
+                                         (*who(first), *who(i)), launch.label))  # fmt: skip
+        return out
 
 
 def _bounds_found(sim: _Block, entry: str, files: dict[int, str], launch: BlockLaunch) -> list[OutOfBounds]:

@@ -39,6 +39,9 @@ Bugs that no run of a kernel shows, because the compiled code hides them or no t
   a non-atomic read-modify-write of a global element that another thread updates too with nothing
   ordering them (an ``atomicAdd`` turned into ``+=``, threads of different batch rows adding into one
   ``dwpe[t][c]``): all but one update are lost, and the result is merely a little off.
+* BLOCK_WRITE_OVERLAP (:mod:`audit.cuda.blockwrites`, on the PTX, the blocks of the bounds run): one global
+  element stored by two blocks with plain stores (a tile bound ``m <= M`` that reaches the next chunk's
+  row 0): which value stays depends on the order the blocks run.
 
 >>> hits = kernel_code_findings(cs, wiring, cs.kernel("aux_heads_loss_ema_update"), path, [], ptx)  # doctest: +SKIP
 >>> hits                                                                                           # doctest: +SKIP
@@ -54,6 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .barriers import BarrierRace, BlockLaunch
 from .blockbounds import OutOfBounds, buffer_base
+from .blockwrites import BlockWriteOverlap
 from .bounds import Instance, Overrun, find_overruns, included_constants
 from .cpasync import AsyncCopyHazard, find_async_copy_hazards
 from .fixedtails import FixedTail
@@ -771,7 +775,7 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
             from .blocksim import block_findings  # numpy: only where the analysis cache does not answer
 
             gaps.clear()
-            got["races"], got["bounds"], got["rmw"] = block_findings(ptx, entry, launches, None if want == "races" else True, extra, gaps)
+            got["races"], got["bounds"], got["rmw"], got["overlap"] = block_findings(ptx, entry, launches, None if want == "races" else True, extra, gaps)
         return got
 
     def gap_of(want: str) -> str:
@@ -781,8 +785,9 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
     if cache is None:
         return gap_of(want) if gap else (run(want)[want] or [])
     parts = {"races": [ptx, entry, repr(launches)], "bounds": [ptx, entry, repr(launches)],
-             "rmw": [ptx, entry, repr(launches), repr(extra)]}
-    kinds = {"races": ("barrier-races", BarrierRace), "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace)}
+             "rmw": [ptx, entry, repr(launches), repr(extra)], "overlap": [ptx, entry, repr(launches)]}
+    kinds = {"races": ("barrier-races", BarrierRace), "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace),
+             "overlap": ("block-writes", BlockWriteOverlap)}
 
     def text(stored: Any) -> str:
         if not isinstance(stored, str):
@@ -824,6 +829,14 @@ def entry_own_copy_hazards(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, sy
     """A thread's read or write of shared bytes its own ``cp.async`` may still be writing (no
     ``cp.async.wait_group`` completed the copy's group before), found by the run of :func:`entry_barrier_races`."""
     return [r for r in _block_findings(cs, wiring, k, ptx, symbol, cache, "races") if r.scope == "self"]
+
+
+def entry_block_writes(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                       cache: AnalysisCache | None = None) -> list[BlockWriteOverlap]:  # fmt: skip
+    """The BLOCK_WRITE_OVERLAP stores of ``k``'s entry in the PTX module ``ptx`` (:mod:`audit.cuda.blockwrites`):
+    one global element stored by two blocks, from the blocks of OUT_OF_BOUNDS_ACCESS's run, at its launches;
+    cached as :func:`entry_barrier_races`."""
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, "overlap")
 
 
 def entry_out_of_bounds(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
@@ -898,9 +911,10 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx)]
         from .blocksim import block_findings  # one run for the three rules
 
-        races, accesses, updates = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
+        races, accesses, updates, overlaps = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
         out += [("CP_ASYNC_WAIT" if r.scope == "self" else "SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in races]
         out += [("GLOBAL_RMW_RACE", u.message(k.name, display)) for u in updates or ()]
+        out += [("BLOCK_WRITE_OVERLAP", o.message(k.name, display)) for o in overlaps or ()]
         # a shared overrun SHARED_ARRAY_BOUNDS reports on its line (it explains it with its loop) is left to it
         lines = {(shown_of[f], o.line) for f, found in shared_overruns.items() for o in found}
         out += [("OUT_OF_BOUNDS_ACCESS", o.message(k.name, display)) for o in accesses or ()

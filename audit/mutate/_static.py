@@ -24,7 +24,9 @@ OUT_OF_BOUNDS_ACCESS finds a thread of the block, run at small valid sizes, read
 parameter's buffer or a shared array (``i < n`` turned into ``i <= n``: the access lands in another
 allocation and nothing faults), or when GLOBAL_RMW_RACE finds two threads loading, modifying and
 storing one global element with nothing ordering them (an ``atomicAdd`` turned into ``+=``: the lost
-updates leave the result a little off, inside a loose tolerance). The unmutated copy
+updates leave the result a little off, inside a loose tolerance), or when BLOCK_WRITE_OVERLAP finds one
+global element stored by two blocks (``m < M`` turned into ``m <= M`` in a tile loop: the store lands in
+the next chunk's first row, which its own block fills too, usually later). The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
 
 >>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
@@ -43,7 +45,7 @@ from ._build import usable_cpus
 
 STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE",
                 "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING", "OUT_OF_BOUNDS_ACCESS",
-                "GLOBAL_RMW_RACE")
+                "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1) -> dict[str, list[tuple[str, str]]]:

@@ -307,7 +307,8 @@ def _ptx_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequenc
 #: what each block-simulator rule looks for, as its not-analysed note names it
 _GAP_WHAT = {"races": "shared-memory accesses of two threads with no barrier between them",
              "bounds": "accesses outside its buffers and shared memory",
-             "rmw": "non-atomic global read-modify-writes that race"}
+             "rmw": "non-atomic global read-modify-writes that race",
+             "overlap": "global elements that two blocks store"}
 
 
 def _gap_hits(ctx: CheckContext, want: str) -> Iterator[Hit]:
@@ -405,6 +406,16 @@ def check_global_rmw_races(ctx: CheckContext) -> Iterator[Hit]:
 
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_global_rmw_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
     yield from _gap_hits(ctx, "rmw")
+
+
+@rule("BLOCK_WRITE_OVERLAP", "No global element is stored by two blocks of one launch with plain stores (their parts of an output overlap, and which value stays depends on the order the blocks run), at small valid sizes of the contracts; an entry the block run cannot take to its end is a note saying so.", "build")
+def check_block_write_overlap(ctx: CheckContext) -> Iterator[Hit]:
+    """Runs the blocks of OUT_OF_BOUNDS_ACCESS's run (block 0, the grid's last block, blocks of other paths)
+    at the same launches: which block stores which byte of which buffer (see :mod:`audit.cuda.blockwrites`)."""
+    from ..cuda.static import entry_block_writes
+
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_block_writes(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
+    yield from _gap_hits(ctx, "overlap")
 
 
 @rule("CP_ASYNC_WAIT", "Every cp.async copy is committed to a group before a cp.async.wait_group, and drained by a wait_group 0 (or wait_all) before the kernel exits; a thread touches the shared bytes of its own copy only after a wait_group completed the copy's group.", "build")
