@@ -334,3 +334,79 @@ def test_synthetic_lines(synthetic):
     assert (race.line, race.file_index, race.threads) == (3, 1, "every thread of the block")
     assert entries(synthetic) == ["guarded", "unguarded", "per_block", "per_thread", "per_warp", "atomic",
                                   "first_warp", "corner", "counted"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the "last block" ticket (threadFenceReduction's idiom): one block, or one thread, of the grid stores
+
+TICKET = """__device__ unsigned int retirementCount = 0;
+extern "C" __global__ void shared_flag(const float* x, float* partial, float* out, int n) {
+    __shared__ bool amLast;
+    __shared__ float s[256];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * blockDim.x + tid;
+    s[tid] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    for (int o = 128; o > 0; o >>= 1) { if (tid < o) s[tid] += s[tid + o]; __syncthreads(); }
+    if (tid == 0) partial[blockIdx.x] = s[0];
+    if (tid == 0) {
+        __threadfence();
+        unsigned int ticket = atomicInc(&retirementCount, gridDim.x);
+        amLast = (ticket == gridDim.x - 1);
+    }
+    __syncthreads();
+    if (amLast) {
+        if (tid == 0) {
+            float t = 0.0f;
+            for (int b = 0; b < gridDim.x; ++b) t += partial[b];
+            out[0] = t;
+            retirementCount = 0;
+        }
+    }
+}
+extern "C" __global__ void direct(const float* x, float* partial, unsigned* count, float* out) {
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = x[blockIdx.x];
+        __threadfence();
+        if (atomicAdd(count, 1) == gridDim.x - 1) out[0] = 1.0f;
+    }
+}
+extern "C" __global__ void data_flag(const float* x, float* out) {
+    __shared__ bool pick;
+    if (threadIdx.x == 0) pick = x[blockIdx.x] > 0.0f;
+    __syncthreads();
+    if (pick && threadIdx.x == 0) out[0] = 1.0f;
+}
+extern "C" __global__ void varying_target(unsigned* count, float* out) {
+    if (threadIdx.x == 0 && atomicAdd(count, 1) == blockIdx.x) out[0] = 1.0f;
+}
+extern "C" __global__ void exchanged(unsigned* count, float* out) {
+    if (threadIdx.x == 0 && atomicExch(count, 1u) == 0u) out[0] = 1.0f;
+}
+extern "C" __global__ void every_thread_of_the_last_block(const float* x, unsigned* count, float* out) {
+    __shared__ bool amLast;
+    if (threadIdx.x == 0) amLast = atomicInc(count, gridDim.x) == gridDim.x - 1;
+    __syncthreads();
+    if (amLast) out[0] = x[0];
+}
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("entry", "expected"), [
+    ("shared_flag", []),  # amLast: only the block that drew the last ticket; tid == 0 in it
+    ("direct", []),  # atomicAdd(count, 1) == gridDim.x - 1 in the one thread that drew it
+    ("data_flag", [("block", ("x",))]),  # a flag from data: every block may hold it
+    ("varying_target", [("block", ("x",))]),  # each block compares with its own index: several may win
+    ("exchanged", [("block", ("x",))]),  # atomicExch hands no thread its own value
+    ("every_thread_of_the_last_block", [("thread", ("x",))]),  # one block, but all of its threads
+])
+def test_the_last_block_ticket_pins_one_block(tmp_path, entry, expected):
+    """A value an atomicAdd / atomicInc returns is each caller's own, so comparing it for equality with a
+    uniform value holds in one thread of the grid at most, and a shared flag set only from that test holds
+    in one block; its stores are no block race. A flag from data, a thread-varying target or an exchange
+    pins nothing."""
+    src = tmp_path / "ticket.cu"
+    src.write_text(TICKET)
+    ptx = _nvcc(src)
+    assert _races(ptx, ((256, 1, 1), (4, 1, 1)), entry) == expected

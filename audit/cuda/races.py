@@ -19,6 +19,11 @@ The analysis of one ``.entry``:
   groups' ``thread_rank()``; these give ``== 0`` facts only), combined by ``and/or/not.pred``.
   A register written again later (nvcc keeps a loop counter started from ``tid`` in ``tid``'s register)
   still gives facts at the tests only its first write, the copy, reaches.
+* **The "last block" ticket** (threadFenceReduction's idiom, :func:`_ticket_preds`): the value an
+  ``atomicAdd``/``atomicInc`` returns is each caller's own, so ``ticket == X`` (``X`` uniform) holds in one
+  thread of the grid at most; a ``__shared__`` flag set only from such a test (``amLast = ticket ==
+  gridDim.x - 1``, or 0) and read back holds in one block at most. The first pins thread and block, the
+  second the block: the winner's ``if (amLast && tid == 0) out[0] = total`` is no race.
 * A store ``st.global*`` (a generic ``st`` only when its address comes from a kernel parameter and
   from no shared/local/stack address) whose address is not thread-varying, reached while a thread
   dimension of extent > 1 (or unknown) has no ``tid.d == c`` fact, is a *thread race*. One pinned to a
@@ -62,6 +67,7 @@ _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.MULTILINE)
 _GLOBAL_VAR = re.compile(r"^\s*(?:\.(?:visible|extern|weak)\s+)*\.global\s[^;=]*?([\w$]+)\s*(?:\[\d*\])?\s*[;=]",
                          re.MULTILINE)
+_SHARED_VAR = re.compile(r"\.shared\s[^;=]*?([\w$]+)\s*(?:\[\d*\])?\s*;")
 _LOC = re.compile(r"\.loc\s+(\d+)\s+(\d+)\s+(\d+)(?:[^\n]*?inlined_at\s+(\d+)\s+(\d+)\s+(\d+))?[^\n]*")
 _SKIP = re.compile(r"[\s{}]+")  # whitespace and the braces of inline-asm scopes
 _LABEL = re.compile(r"([$\w.]+)\s*:(?!:)")
@@ -191,6 +197,7 @@ def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
     blocks, succ = _cfg(insts, labels)
     _, preds = _forms(insts, blocks, succ)
     thread_var, block_var = _uniformity(insts, params, blocks, succ)
+    _ticket_preds(insts, preds, thread_var | block_var, set(_SHARED_VAR.findall(text)))
     facts_in = _facts(blocks, succ, insts, preds, implicit)
     origin = _address_origin(insts, params, text)
     out: list[StoreRace] = []
@@ -651,6 +658,109 @@ def _feasible(facts: Facts) -> bool:
     return not any(op == "!=" and eq.get(v) == c for v, op, c in facts)
 
 
+#: the facts of a ticket test (:func:`_ticket_preds`): one thread of the grid holds it, or the threads of one block
+_ONE_THREAD: Fact = ("ticket", "==", 1)
+_ONE_BLOCK: Fact = ("ticket_block", "==", 1)
+_TICKET_ATOMS = ("add", "inc", "dec", "sub")
+
+
+def _ticket_preds(insts: list[_Inst], preds: Preds, varying: set[str], shared: set[str]) -> None:
+    """Facts of the "last block" ticket (threadFenceReduction's idiom): ``t = atomicInc(&count, n)`` (or
+    ``atomicAdd(&count, 1)``) returns each caller its own value, so ``t == X`` for a uniform ``X`` holds in at
+    most one thread of the grid (fact ``ticket == 1``); that thread's ``amLast = (t == X)`` stored to a
+    ``__shared__`` flag (and nothing but such tests, or 0, ever stored there) and read back after a barrier
+    is non-zero in the threads of one block at most (``ticket_block == 1``). Registers written once only;
+    ``shared`` names the module's ``.shared`` variables (a store at a computed address into another array
+    cannot reach the flag; one whose array is not known voids it)."""
+    count: dict[str, int] = {}
+    for inst in insts:
+        for d in inst.dests():
+            count[d] = count.get(d, 0) + (2 if inst.guard else 1)
+    once = [inst for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
+    tickets = {inst.dests()[0] for inst in once if inst.head == "atom" and len(inst.dests()) == 1
+               and any(op in inst.opcode.split(".") for op in _TICKET_ATOMS)}  # fmt: skip
+    if not tickets:
+        return
+    wins: set[str] = set()  # predicates true in the one thread that drew the ticket
+    for inst in once:
+        parts, src = inst.opcode.split("."), inst.operands[1:]
+        if inst.head != "setp" or len(src) != 2 or parts[1] not in ("eq", "ne") or "|" in inst.operands[0]:
+            continue
+        a, b = src
+        other = b if a in tickets else a if b in tickets else None
+        if other is None or other in tickets or other in varying:
+            continue
+        d = inst.dests()[0]
+        t, f = preds.get(d, (_NO, _NO))
+        if parts[1] == "eq":
+            preds[d] = (t | {_ONE_THREAD}, f)
+            wins.add(d)
+        else:
+            preds[d] = (t, f | {_ONE_THREAD})
+    # the flag: selp 1, 0 on a winning predicate (the bool amLast), stored to a shared symbol
+    flags = {inst.dests()[0] for inst in once if inst.head == "selp" and len(inst.operands) == 4
+             and inst.operands[3] in wins and _int_or_none(inst.operands[1]) not in (None, 0)
+             and _int_or_none(inst.operands[2]) == 0}  # fmt: skip
+    if not flags:
+        return
+    # which shared symbols each register's address derives from (mov of a symbol, add, mad, cvta, ...)
+    base: dict[str, frozenset[str]] = {}
+    for _ in range(2):
+        for inst in insts:
+            dests = inst.dests()
+            if not dests or inst.head in ("ld", "atom", "ldu"):
+                continue
+            names = {w for op in inst.operands[1:] for w in _WORD.findall(op) if w in shared}
+            for r in inst.sources():
+                names |= base.get(r, frozenset())
+            if names:
+                for d in dests:
+                    base[d] = base.get(d, frozenset()) | names
+    stored: dict[str, bool] = {}  # shared symbol -> every store to it is a flag (or 0)
+    for inst in insts:
+        parts = inst.opcode.split(".")
+        if inst.head not in ("st", "atom", "red", "cp", "stmatrix") or not inst.operands:
+            continue
+        if "global" in parts or "local" in parts or "param" in parts:
+            continue
+        addr = inst.operands[0].strip("[] ")
+        targets = {addr} if addr in shared else set().union(*(base.get(r, frozenset()) for r in _REG.findall(addr)))
+        if not targets:
+            if any(x.startswith("shared") for x in parts):
+                return  # a shared store whose array is not known may land on the flag: no flag is sure
+            continue  # a generic store of no shared symbol's address
+        ok = inst.head == "st" and addr in shared and len(inst.operands) == 2 and (
+            inst.operands[1] in flags or _int_or_none(inst.operands[1]) == 0)
+        for sym in targets:
+            stored[sym] = stored.get(sym, True) and ok
+    symbols = {sym for sym, ok in stored.items() if ok}
+    if not symbols:
+        return
+    loaded = {inst.dests()[0] for inst in once if inst.head == "ld" and any(x.startswith("shared") for x in inst.opcode.split("."))
+              and inst.operands[1].strip("[] ") in symbols}  # fmt: skip
+    for inst in once:
+        parts, src = inst.opcode.split("."), inst.operands[1:]
+        if inst.head != "setp" or len(src) != 2 or parts[1] not in ("eq", "ne") or "|" in inst.operands[0]:
+            continue
+        a, b = src
+        flag, zero = (a, b) if a in loaded else (b, a) if b in loaded else (None, None)
+        if flag is None or _int_or_none(zero) != 0:
+            continue
+        d = inst.dests()[0]
+        t, f = preds.get(d, (_NO, _NO))
+        preds[d] = (t, f | {_ONE_BLOCK}) if parts[1] == "eq" else (t | {_ONE_BLOCK}, f)
+    # and, or, not of those predicates: _forms combined them before these facts existed
+    for inst in insts:
+        parts, src = inst.opcode.split("."), inst.operands[1:]
+        if parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src and len(inst.dests()) == 1 and count[inst.dests()[0]] == 1:
+            (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
+            preds[inst.dests()[0]] = {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[parts[0]]
+
+
+def _int_or_none(op: str) -> int | None:
+    return _int(op) if _INT.fullmatch(op) else None
+
+
 def _address_origin(insts: list[_Inst], params: set[str], text: str) -> tuple[set[str], set[str]]:
     """(registers derived from a kernel parameter or a ``.global`` variable, registers derived from a
     shared/local/const/param-space or stack address): what a generic ``st`` may be writing."""
@@ -701,7 +811,9 @@ def _classify(facts: Facts, implicit: Facts, addr: list[str], thread_var: set[st
     """(kind, unpinned dimensions, which threads) of a racy store, or None."""
     if any(a in thread_var for a in addr):
         return None
-    shown = sorted(facts - implicit)
+    if _ONE_THREAD in facts:  # the one thread of the grid that drew the ticket
+        return None
+    shown = sorted(f for f in facts - implicit if f not in (_ONE_THREAD, _ONE_BLOCK))
     tids = " and ".join(f"{v} {op} {c}" for v, op, c in shown if v.startswith("tid"))
     ctas = " and ".join(f"{v} {op} {c}" for v, op, c in shown if not v.startswith("tid"))
     pinned = {v for v, op, _ in facts if op == "=="}
@@ -711,7 +823,7 @@ def _classify(facts: Facts, implicit: Facts, addr: list[str], thread_var: set[st
         return "thread", free, who + (f", in blocks with {ctas}" if ctas else "")
     if any(a in block_var for a in addr):
         return None
-    free = tuple(d for d, n in zip(_DIMS, grid) if n != 1 and f"ctaid.{d}" not in pinned)
+    free = tuple(d for d, n in zip(_DIMS, grid) if n != 1 and f"ctaid.{d}" not in pinned and _ONE_BLOCK not in facts)
     if free:
         who = f"threads with {tids}" if tids else "the only thread"
         return "block", free, who + (f" of blocks with {ctas}" if ctas else " of every block")
