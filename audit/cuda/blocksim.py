@@ -2202,6 +2202,29 @@ class _Block:
                            si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label)
 
 
+def _units(a: np.ndarray, width: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The accesses of ``width`` bytes at ``a`` as units (4-byte words where every access is whole words, else
+    bytes): (unit, each row's unit key, each row's access, where each unit's rows start and end), rows sorted
+    by unit, and within a unit in the order the accesses were made."""
+    unit = 4 if not ((a % 4).any() or (width % 4).any()) else 1
+    per = width // unit
+    ev = np.repeat(np.arange(len(a)), per)  # one row per unit of each access
+    key = a[ev] // unit + (np.arange(len(ev)) - np.repeat(np.cumsum(per) - per, per))
+    order = np.lexsort((ev, key))
+    key, ev = key[order], ev[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return unit, key, ev, starts, np.r_[starts[1:], len(ev)]
+
+
+def _element(launch: BlockLaunch, byte: int) -> tuple[tuple, str]:
+    """The buffer a synthetic global address lies in, and the element it names (``"dbias[3]"``)."""
+    pos = byte >> 41
+    buf = next(b for b in launch.buffers if int(b[0]) == pos)
+    off = byte - ((2 * pos + 1) << 40)
+    size = int(buf[3])
+    return buf, (f"{buf[1]}[{off // size}]" if size else f'byte {off} of "{buf[1]}"')
+
+
 class _RmwLog:
     """The global updates of one launch's blocks: per update, its block, thread, address, bytes, barrier
     interval, warp barriers passed, store (or atomic) and whether it is an atomic."""
@@ -2234,17 +2257,10 @@ class _RmwLog:
         atomic = cat([np.full(m, p[7], bool) for m, p in zip(n, self.parts)])
         total = ext[0] * ext[1] * ext[2]
         who = blk * total + t
-        unit = 4 if not ((a % 4).any() or (width % 4).any()) else 1
-        per = width // unit
-        ev = np.repeat(np.arange(len(a)), per)  # one row per unit of each update
-        key = a[ev] // unit + (np.arange(len(ev)) - np.repeat(np.cumsum(per) - per, per))
-        order = np.lexsort((ev, key))
-        key, ev = key[order], ev[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        unit, key, ev, starts, ends = _units(a, width)
         w = who[ev]
         mixed = np.minimum.reduceat(w, starts) != np.maximum.reduceat(w, starts)
         plain = np.maximum.reduceat((~atomic[ev]).astype(np.int8), starts) > 0
-        ends = np.r_[starts[1:], len(ev)]
         out: list[GlobalRmwRace] = []
         seen: set[tuple] = set()
         nx, ny = ext[0], ext[1]
@@ -2276,11 +2292,7 @@ class _RmwLog:
         insts, files = module.insts, module.files
         store, other = insts[int(pc[i])], insts[int(pc[j])]
         load = insts[module.grmw[int(pc[i])]]
-        pos = byte >> 41
-        buf = next(b for b in launch.buffers if int(b[0]) == pos)
-        off = byte - ((2 * pos + 1) << 40)
-        size = int(buf[3])
-        element = f"{buf[1]}[{off // size}]" if size else f'byte {off} of "{buf[1]}"'
+        buf, element = _element(launch, byte)
         nx, ny = ext
 
         def who(e: int) -> tuple[int, ...]:
@@ -2321,17 +2333,9 @@ class _WriteLog:
         a = cat([p[2] for p in parts])
         width = cat([np.full(m, p[3], np.int64) for m, p in zip(n, parts)])
         pc = cat([np.full(m, p[4], np.int64) for m, p in zip(n, parts)])
-        unit = 4 if not ((a % 4).any() or (width % 4).any()) else 1
-        per = width // unit
-        ev = np.repeat(np.arange(len(a)), per)  # one row per unit of each store
-        key = a[ev] // unit + (np.arange(len(ev)) - np.repeat(np.cumsum(per) - per, per))
-        # per unit, its stores in the order they were made; the units two blocks store
-        order = np.lexsort((ev, key))
-        key, ev = key[order], ev[order]
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        unit, key, ev, starts, ends = _units(a, width)
         b = blk[ev]
-        mixed = np.minimum.reduceat(b, starts) != np.maximum.reduceat(b, starts)
-        ends = np.r_[starts[1:], len(ev)]
+        mixed = np.minimum.reduceat(b, starts) != np.maximum.reduceat(b, starts)  # the units two blocks store
         out: list[BlockWriteOverlap] = []
         seen: set[tuple] = set()
         nx, ny = ext[0], ext[1]
@@ -2351,12 +2355,7 @@ class _WriteLog:
             if pair in seen:
                 continue
             seen.add(pair)
-            byte = int(key[starts[g]]) * unit
-            pos = byte >> 41
-            buf = next(x for x in launch.buffers if int(x[0]) == pos)
-            off = byte - ((2 * pos + 1) << 40)
-            size = int(buf[3])
-            element = f"{buf[1]}[{off // size}]" if size else f'byte {off} of "{buf[1]}"'
+            buf, element = _element(launch, int(key[starts[g]]) * unit)
             file_index, line = si.loc if si.loc else (None, None)
             out.append(BlockWriteOverlap(module.entry, line, file_index, _origin(si, files), si.text,
                                          sj.loc[1] if sj.loc else None, _origin(sj, files), sj.text, str(buf[1]), element,
