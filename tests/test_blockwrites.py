@@ -197,3 +197,25 @@ def test_a_tiled_transpose_is_clean_and_a_tile_one_row_short_is_found(tmp_path: 
         assert found == []
     else:
         assert found == [("out[2170]", (0, 0, 0), (1, 0, 0))], found
+
+
+WRAP = """extern "C" __global__ void k(const float* a, float* c, int M, int N) {
+    const int row = blockIdx.x * 32 + threadIdx.x / 32, col = blockIdx.y * 32 + threadIdx.x % 32;
+    if (row < M && col BOUND N) c[row * N + col] = 2.0f * a[row * N + col];
+}
+"""
+
+
+@NVCC
+@pytest.mark.parametrize("bound", ["<", "<="])
+def test_a_column_bound_one_past_the_row_is_found_at_the_last_block_of_the_axis(tmp_path: Path, bound: str) -> None:
+    """``col <= N``: the last column block's extra column N of row r is element (r + 1, 0), which block
+    (0, 0) stores. Neither block 0's next blocks nor the grid's last block meet there; the last block along
+    y from block 0, (0, 4, 0), does (SGEMM_CUDA's kernel 2 with this bound, at M = N = 130)."""
+    ptx = _ptx(tmp_path, WRAP.replace("BOUND", bound))
+    launch = _launch((5, 5, 1), 1024, {0: ("a", 130 * 130 + 1), 1: ("c", 130 * 130 + 1)}, ((2, 130), (3, 130)),
+                     "M = 130, N = 130")
+    got = analyse_bounds(ptx, "k", launch)
+    assert got.complete, got.reason
+    found = [(o.element, o.threads[3:6], o.threads[9:12]) for o in got.overlaps]
+    assert found == ([] if bound == "<" else [("c[130]", (0, 0, 0), (0, 4, 0))])

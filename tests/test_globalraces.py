@@ -107,15 +107,17 @@ REDUCE = """extern "C" __global__ void k(const float* x, float* out, int n) {
 @NVCC
 def test_a_block_reduction_adding_its_sum_from_thread_0_is_clean_unless_two_blocks_share_a_slot(tmp_path: Path) -> None:
     """One update per block into ``out[blockIdx.x]`` is clean; ``out[blockIdx.x / 2]`` makes blocks 0 and
-    1 add into out[0], found where the grid is small enough to run every block."""
+    1 add into out[0], found where the grid is small enough to run every block, and in a larger grid at
+    block 0's next block."""
     launch = _launch(256, 64, 4, {0: ("x", 256), 1: ("out", 4)})
     assert _found(_ptx(tmp_path, REDUCE.replace("SLOT", "blockIdx.x"), "good.cu"), launch) == []
     bad = _ptx(tmp_path, REDUCE.replace("SLOT", "blockIdx.x / 2"), "bad.cu")
     assert _found(bad, launch) == [(10, 10, "block", "out[0]", (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0), True)]
     assert "(different blocks, which nothing orders)" in find_global_rmw_races(bad, "k", [launch])[0].message("k", "k.cu")
-    # a grid larger than MAX_RMW_GRID runs block 0 and the last only: blocks 0 and 15 share no slot
+    # a grid larger than MAX_RMW_GRID runs block 0, the last and the blocks where two parts meet: block 1 too
     big = _launch(1024, 64, 16, {0: ("x", 1024), 1: ("out", 16)})
-    assert _found(bad, big) == []
+    assert _found(bad, big) == [(10, 10, "block", "out[0]", (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0), True)]
+    assert _found(_ptx(tmp_path, REDUCE.replace("SLOT", "blockIdx.x"), "good.cu"), big) == []
 
 
 ENCODER = """extern "C" __global__ void k(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
@@ -226,3 +228,22 @@ def test_message_forms_and_the_cache_round_trip(tmp_path: Path) -> None:
     cache = AnalysisCache(tmp_path)
     assert cache.results("global-rmw", ["ptx", "k"], GlobalRmwRace, lambda: [u]) == [u]
     assert AnalysisCache(tmp_path).results("global-rmw", ["ptx", "k"], GlobalRmwRace, lambda: []) == [u]
+
+
+TILE_RMW = """extern "C" __global__ void k(const float* a, float* c, int n, float beta) {
+    const int i = blockIdx.x * STRIDE + threadIdx.x;
+    if (i < n) c[i] = 2.0f * a[i] + beta * c[i];
+}
+"""
+
+
+@NVCC
+@pytest.mark.parametrize("stride", ["32", "31"])
+def test_a_tile_offset_one_short_in_a_grid_of_many_blocks_is_found_at_block_0s_next_block(tmp_path: Path, stride: str) -> None:
+    """``C = acc + beta * C`` (SGEMM's epilogue) reads each element before it stores it: a read-modify-write.
+    With the block offset one short, thread 31 of block 0 and thread 0 of block 1 both update c[31]. The grid
+    has 16 blocks, more than GLOBAL_RMW_RACE runs all of: block 0's next block is run for the updates too."""
+    ptx = _ptx(tmp_path, TILE_RMW.replace("STRIDE", stride))
+    launch = _launch(512, 32, 16, {0: ("a", 512), 1: ("c", 512)}, ((2, 512), (3, 0)))
+    found = [(u.element, u.threads[3:6], u.threads[9:12], u.scope) for u in analyse_updates(ptx, "k", launch).races]
+    assert found == ([] if stride == "32" else [("c[31]", (0, 0, 0), (1, 0, 0), "block")])

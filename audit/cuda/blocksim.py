@@ -281,11 +281,13 @@ class _Module:
                 ctas.append(last)
             if bounds_on and 2 < gx * gy * gz <= MAX_SIGNATURE_GRID:
                 distinct = self.distinct_blocks(launch, (nx, ny, nz), (gx, gy, gz), layout, ctas)
-            if bounds_on:  # block 0's next block along each axis: where two blocks' parts of an output meet
-                distinct += [c for c in ((1, 0, 0), (0, 1, 0), (0, 0, 1))
-                             if c[0] < gx and c[1] < gy and c[2] < gz and c not in ctas and c not in distinct]
+            meet = [c for c in _meeting_blocks((gx, gy, gz)) if c not in ctas]
+            if bounds_on:  # where two blocks' parts of an output meet (BLOCK_WRITE_OVERLAP; the bounds too)
+                distinct += [c for c in meet if c not in distinct]
             if rmw_on and gx * gy * gz <= MAX_RMW_GRID:
                 others = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx) if (x, y, z) not in ctas]
+            elif rmw_on:  # a larger grid: the same meeting blocks, for the updates (a tile's C = acc + beta * C)
+                others = meet
         found_r: list[BarrierRace] = []
         found_b: list[OutOfBounds] = []
         r_done, r_reason = True, "analysed"
@@ -2200,6 +2202,18 @@ class _Block:
         return BarrierRace(entry, line, file_index, files.get(file_index) if file_index is not None else None,
                            fi.loc[1] if fi.loc else None, _origin(fi, files), _origin(si, files), fi.text,
                            si.text, order, scope, (*self.xyz[t1], *self.xyz[t2]), element, label)
+
+
+def _meeting_blocks(grid: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """Blocks where two blocks' parts of an output meet, beside block 0 and the grid's last: block 0's next
+    block along each axis (a row or tile offset one short), and the last block along each axis from block 0
+    (a bound one past the buffer's row wraps into the next row's first elements, which another block owns)."""
+    gx, gy, gz = grid
+    out: list[tuple[int, int, int]] = []
+    for c in ((1, 0, 0), (0, 1, 0), (0, 0, 1), (gx - 1, 0, 0), (0, gy - 1, 0), (0, 0, gz - 1)):
+        if 0 < sum(c) and c[0] < gx and c[1] < gy and c[2] < gz and c not in out:
+            out.append(c)
+    return out
 
 
 def _units(a: np.ndarray, width: np.ndarray) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -11,8 +11,10 @@ before merge. Found by the mutation run of the CUTLASS weight-gradient partial (
 5 Dec 2026 were such overlaps).
 
 It is the run of OUT_OF_BOUNDS_ACCESS (:mod:`audit.cuda.blockbounds`, engine :mod:`audit.cuda.blocksim`):
-the same launches and the same blocks -- block ``(0, 0, 0)``, the grid's last block and up to two blocks
-of other paths -- with pointer parameters as disjoint synthetic regions, so a store's address is
+the same launches and the same blocks -- block ``(0, 0, 0)``, the grid's last block, up to two blocks of
+other paths, and where two blocks' parts meet: block 0's next block along each axis (a row or tile offset
+one short) and the last block along each axis from block 0 (a column bound one past the row wraps into the
+next row, which block 0 owns) -- with pointer parameters as disjoint synthetic regions, so a store's address is
 (parameter, byte). What it adds:
 
 * **Each plain global store** (``st.global``, a generic ``st`` at a global address, and the vector forms)
@@ -21,7 +23,8 @@ of other paths -- with pointer parameters as disjoint synthetic regions, so a st
 * **Two blocks overlap** where one byte is stored by threads of two different blocks of one launch.
   Reported: the first pair per (store line, other store line), with both threads and blocks, the element
   and the dims of the launch.
-* **Not reported**: atomics (``atom``/``red``: GLOBAL_RMW_RACE's when mixed with plain updates), ordered
+* **Not reported**: the store of a read-modify-write (``c[i] = acc + beta * c[i]``: GLOBAL_RMW_RACE runs
+  the same meeting blocks for those), atomics (``atom``/``red``: GLOBAL_RMW_RACE's when mixed with plain updates), ordered
   or volatile stores (``st.relaxed``, ``st.release``, ``st.volatile``: a kernel's own flags and tickets),
   stores of two threads of *one* block (STORE_RACE's and SHARED_BARRIER_MISSING's concerns), and every
   store of a thread that may have left the kernel earlier (an exit under an unknown condition: the "last

@@ -32,7 +32,10 @@ address is (parameter, byte). What it adds:
   read a slot that one thread of the grid updates (a step counter, an EMA beside its readers), so
   reporting them would be noise in this rule's name. A lost update needs two updates.
 * **Blocks**: block ``(0, 0, 0)`` and the grid's last block at each launch of the two other rules; every
-  block where the grid has at most :data:`audit.cuda.blocksim.MAX_RMW_GRID` blocks; and one more launch
+  block where the grid has at most :data:`audit.cuda.blocksim.MAX_RMW_GRID` blocks, else the blocks where
+  two blocks' parts meet (block 0's next block and the last block from block 0 along each axis: a tile
+  offset one short in SGEMM's ``C = acc + beta * C``, a read-modify-write, lies between blocks 0 and 1);
+  and one more launch
   for this rule alone, every runtime dim at the least value of at least 2 its range allows (the
   kernel's ``requires`` met): at the least sizes a collision often cannot happen (``B = 1``: one
   batch row), and at 131 the colliding threads are thousands of blocks apart, while at ``B = 2, T = 2``
