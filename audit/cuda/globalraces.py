@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .races import finding_place
+from .races import finding_place, thread_pair
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,7 @@ class GlobalRmwRace:
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
         where = finding_place(source, self.line, self.origin)
-        t = self.threads
-        a = f"threadIdx ({t[0]}, {t[1]}, {t[2]}) of blockIdx ({t[3]}, {t[4]}, {t[5]})"
-        b = f"threadIdx ({t[6]}, {t[7]}, {t[8]}) of blockIdx ({t[9]}, {t[10]}, {t[11]})"
+        a, b = thread_pair(self.threads)
         if self.same_instruction:
             how = f"{a} and {b} both load, modify and store {self.element}"
         else:

@@ -113,6 +113,13 @@ def finding_place(source: str, line: int | None, origin: str | None = None) -> s
     return f"{where}, inlined from {origin}" if origin else where
 
 
+def thread_pair(t: tuple[int, ...]) -> tuple[str, str]:
+    """Two threads as the block-run findings name them: ``t`` is threadIdx (x, y, z) and blockIdx (x, y, z) of
+    the first, then of the second ("threadIdx (0, 0, 0) of blockIdx (1, 0, 0)")."""
+    return (f"threadIdx ({t[0]}, {t[1]}, {t[2]}) of blockIdx ({t[3]}, {t[4]}, {t[5]})",
+            f"threadIdx ({t[6]}, {t[7]}, {t[8]}) of blockIdx ({t[9]}, {t[10]}, {t[11]})")
+
+
 class _Inst:
     """One PTX instruction. Its head, written and read registers are computed once, when it is parsed:
     the analyses below ask for them hundreds of thousands of times (a fixed point over every
