@@ -102,7 +102,10 @@ run_group() {  # index, group, cap
 
 # the journals as they grow, into $OUT every 30 s: a call stopped by the device's own limit (not this script's
 # budget) still returns what its groups had finished (on 5 Dec a call ended at 391 s with nothing back)
+# (5 Dec evening: a call ended by its outer timeout came back with the journals but no log, so why its two
+# groups had verified nothing in ~470 s was never known: the logs go along now)
 snapshot() {
+    tar czf "$OUT/logs.tgz.part" -C "$LOGS" . 2>/dev/null && mv -f "$OUT/logs.tgz.part" "$OUT/logs.tgz"
     [ -d .wireup-cache/mutate-journal ] || return 0
     tar czf "$OUT/journal.tgz.part" .wireup-cache/mutate-journal 2>/dev/null && mv -f "$OUT/journal.tgz.part" "$OUT/journal.tgz"
 }
