@@ -7,7 +7,7 @@ makes thread 128 of tile ``y`` compute and store the first element of tile ``y +
 blocks of a grid, so which value stays depends on the order they run: in every test the neighbour block
 usually runs later (or stores the same value) and the result is right, so ``wireup verify`` passes, and
 compute-sanitizer's racecheck does not look at global memory at all. This finds it in the PTX, on the CPU,
-before merge. Found by the mutation run of the CUTLASS weight-gradient partial (4 of its 7 survivors on
+before merge. Found by the mutation run of the CUTLASS weight-gradient partial (4 of its 8 survivors on
 5 Dec 2026 were such overlaps).
 
 It is the run of OUT_OF_BOUNDS_ACCESS (:mod:`audit.cuda.blockbounds`, engine :mod:`audit.cuda.blocksim`):
