@@ -411,10 +411,7 @@ def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
     """Register forms and predicate facts, for registers written exactly once (and not under a guard); with
     the CFG, also a ``setp`` on a register whose only write that reaches it copies a thread or block index
     (:func:`_first_copies`)."""
-    count: dict[str, int] = {}
-    for inst in insts:
-        for d in inst.dests():
-            count[d] = count.get(d, 0) + (2 if inst.guard else 1)
+    count = _write_counts(insts)
     forms: Forms = {}
     preds: Preds = {}
     once = [(inst, inst.dests()) for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
@@ -452,8 +449,7 @@ def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
                 if ok and all(n.startswith("tid.") for n in names):
                     forms[d] = _Form("any", names)
             elif parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src:
-                (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
-                preds[d] = {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[parts[0]]
+                preds[d] = _combined(parts[0], src, preds)
             elif parts[0] == "setp" and len(src) >= 2:
                 here = forms
                 if copies and any(x in copies for x in src):
@@ -462,6 +458,21 @@ def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
                                         if x in src and i in where}}
                 _setp(inst, parts, src, here, preds)
     return forms, preds
+
+
+def _write_counts(insts: list[_Inst]) -> dict[str, int]:
+    """How often each register is written (a guarded write counts twice: it may or may not happen)."""
+    count: dict[str, int] = {}
+    for inst in insts:
+        for d in inst.dests():
+            count[d] = count.get(d, 0) + (2 if inst.guard else 1)
+    return count
+
+
+def _combined(op: str, src: tuple[str, ...], preds: Preds) -> tuple[Facts, Facts]:
+    """The facts of ``and``/``or``/``not.pred`` over ``src`` (when it holds, when it fails)."""
+    (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
+    return {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[op]
 
 
 def _keeps_value(to: str, names: frozenset[str] | set[str]) -> bool:
@@ -679,10 +690,7 @@ def _ticket_preds(insts: list[_Inst], preds: Preds, varying: set[str], shared: s
     is non-zero in the threads of one block at most (``ticket_block == 1``). Registers written once only;
     ``shared`` names the module's ``.shared`` variables (a store at a computed address into another array
     cannot reach the flag; one whose array is not known voids it)."""
-    count: dict[str, int] = {}
-    for inst in insts:
-        for d in inst.dests():
-            count[d] = count.get(d, 0) + (2 if inst.guard else 1)
+    count = _write_counts(insts)
     once = [inst for inst in insts if inst.dests() and all(count[d] == 1 for d in inst.dests())]
     tickets = {inst.dests()[0] for inst in once if inst.head == "atom" and len(inst.dests()) == 1
                and any(op in inst.opcode.split(".") for op in _TICKET_ATOMS)}  # fmt: skip
@@ -760,8 +768,7 @@ def _ticket_preds(insts: list[_Inst], preds: Preds, varying: set[str], shared: s
     for inst in insts:
         parts, src = inst.opcode.split("."), inst.operands[1:]
         if parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src and len(inst.dests()) == 1 and count[inst.dests()[0]] == 1:
-            (at, af), (bt, bf) = _pred_pair(preds, src[0]), _pred_pair(preds, src[-1])
-            preds[inst.dests()[0]] = {"not": (af, at), "and": (at | bt, af & bf), "or": (at & bt, af | bf)}[parts[0]]
+            preds[inst.dests()[0]] = _combined(parts[0], src, preds)
 
 
 def _int_or_none(op: str) -> int | None:
