@@ -1644,9 +1644,8 @@ class _Block:
         mine = _WRITE if head == "st" else _READ if head in ("ld", "ldu") else _ATOMIC
         width = got[4]
         if self.bounds:
-            self._global(mine, pc, idx, a, k, width)
-            if self.wlog is not None and mine == _WRITE and not any(q in parts for q in (*_ORDERED, "volatile")):
-                self._log_store(pc, idx, a, k, width)
+            plain = self.wlog is not None and mine == _WRITE and not any(q in parts for q in (*_ORDERED, "volatile"))
+            self._global(mine, pc, idx, a, k, width, plain)
         if update:
             self._update(pc, idx, a, k, width, head)
         if not glob and (self.bounds or self.races):
@@ -1948,9 +1947,11 @@ class _Block:
                         j = int(np.flatnonzero(which)[0])
                         slot[scope] = (int(owner[j]), int(t[j]), int(off[j]), self.epoch)
 
-    def _global(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int | np.ndarray) -> None:
+    def _global(self, mine: int, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int | np.ndarray,
+                log: bool = False) -> None:
         """Accesses of ``width`` bytes at addresses ``a`` by threads ``idx``, checked against the buffer of
-        the parameter whose synthetic region each lies in (where its extent is known)."""
+        the parameter whose synthetic region each lies in (where its extent is known). ``log``: a plain store,
+        whose bytes inside their buffer go into :attr:`wlog` (BLOCK_WRITE_OVERLAP; one past it is this check's)."""
         ext = self.g_ext
         if len(ext) <= 1:
             return
@@ -1973,6 +1974,8 @@ class _Block:
                     j = int(np.flatnonzero(bad & (pos == r))[0])
                     w = int(width[j]) if isinstance(width, np.ndarray) else width
                     self.oob[key] = (int(idx[j]), int(off[j]), w, mine, 0)
+        if log and self.wlog is not None and (inside := ok & ~bad).any():
+            self.wlog.add(self.wlog_block, idx[inside], a[inside], int(width), pc)
         if mine == _READ or not self.g_ranges:
             return
         for r, (inner, length, start, stop, _) in self.g_ranges.items():
@@ -1988,21 +1991,6 @@ class _Block:
                 w = int(width[j]) if isinstance(width, np.ndarray) else width
                 at = int(first[j]) if not start <= first[j] < stop else int(last[j])
                 self.oob[(pc, "w", r)] = (int(idx[j]), int(off[j]), w, mine, at)
-
-    def _log_store(self, pc: int, idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
-        """A plain store's bytes into :attr:`wlog`: those of threads sure to run it, at known addresses wholly
-        inside a buffer's extent (one past it is OUT_OF_BOUNDS_ACCESS's)."""
-        assert self.wlog is not None
-        ext = self.g_ext
-        ok = k & (a >= _GLOBAL_FLOOR) & self.sure[idx]
-        if not ok.any():
-            return
-        pos = np.where(ok, a >> 41, len(ext) - 1)
-        pos = np.where(pos < len(ext), pos, len(ext) - 1)
-        off = a - ((2 * pos + 1) << 40)
-        ok &= self.g_is[pos] & (ext[pos] >= 0) & (off >= 0) & (off + width <= ext[pos])
-        if ok.any():
-            self.wlog.add(self.wlog_block, idx[ok], a[ok], width, pc)
 
     def _bulk_memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
         """A bounds run through ``cp.async`` (a global read of its ``src-size`` bytes, a shared write of
