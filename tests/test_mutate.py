@@ -866,3 +866,61 @@ def test_a_sanitizer_run_is_identified_by_its_builds_and_contracts(tmp_path):
     other = dataclasses.replace(k, doc=(k.doc or "") + " changed")
     cs2 = SimpleNamespace(kernel=lambda name: other)
     assert _sanitizer_identities(cs2, b, orig, {"aux_label_scale_ema_update": ms})[ms[0].key] != ids[ms[0].key]
+
+
+def test_sibling_kernels_of_one_source_judge_the_lines_their_entries_reach():
+    from audit.api import load_project
+    from audit.mutate._run import sibling_kernels
+
+    cfg, cs = load_project(REPO)
+    _, sel = plan_mutants(cs, cfg, ["aux_heads_loss_ema_update", "aux_next_bar_forward", "aux_weight_grad_finish"])
+    ema = sibling_kernels(cfg, cs, sel["aux_heads_loss_ema_update"])
+    # the two EMA entries share their device helpers, not their bodies: 7 of the 17 mutants are in shared code
+    assert len(ema) == 7 and set(ema.values()) == {("aux_label_scale_ema_update",)}
+    lines = {m.line for m in sel["aux_heads_loss_ema_update"] if m.key in ema}
+    own = {m.line for m in sel["aux_heads_loss_ema_update"] if m.key not in ema}
+    assert lines and own and not lines & own
+    # the two CUTLASS head entries are one template: most mutants are in code both run
+    heads = sibling_kernels(cfg, cs, sel["aux_next_bar_forward"])
+    assert len(heads) == 77 and set(heads.values()) == {("aux_trade_outcome_forward",)}
+    # the finish kernel's file also holds the skinny partial's entry, but neither reaches the other's code
+    assert sibling_kernels(cfg, cs, sel["aux_weight_grad_finish"]) == {}
+
+
+def test_a_survivor_in_shared_code_is_caught_by_a_sibling_of_its_source():
+    from audit.api import load_project
+    from audit.mutate._run import sibling_kernels
+
+    cfg, cs = load_project(REPO)
+    _, sel = plan_mutants(cs, cfg, ["aux_heads_loss_ema_update"])
+    shared = sorted(sibling_kernels(cfg, cs, sel["aux_heads_loss_ema_update"]))
+    events = []
+    # every mutant passes its own kernel; the sibling's emulation is wrong for the first shared-code mutant only
+    run = run_mutation(REPO, ["aux_heads_loss_ema_update"], sizes=(1, 37),
+                       stand_in=lambda m: {"aux_label_scale_ema_update": _wrong} if m.key == shared[0] else {},
+                       progress=events.append)  # fmt: skip
+    (k,) = run.kernels
+    caught = [o for o in k.outcomes if o.status == "caught"]
+    assert [o.mutant.key for o in caught] == [shared[0]]
+    assert caught[0].checks == ("VERIFY_REFERENCE",)
+    assert caught[0].detail.startswith("as aux_label_scale_ema_update (same source): ")
+    assert k.caught == 1 and len(k.unclassified) + k.equivalent == len(sel["aux_heads_loss_ema_update"]) - 1
+    ids = [ev["variant"] for ev in events if ev.get("event") == "variant_done" and str(ev["variant"]).endswith("/siblings")]
+    # the siblings' unmutated copy, then only the survivors in shared code (the others have no sibling to ask)
+    assert sorted(ids) == sorted(["aux_heads_loss_ema_update/baseline/siblings"] + [f"{key}/siblings" for key in shared])
+    assert "siblings" in run.timing
+
+
+def test_a_sibling_whose_unmutated_copy_fails_judges_nothing_with_that_check():
+    from audit.api import load_project
+    from audit.mutate._run import sibling_kernels
+
+    cfg, cs = load_project(REPO)
+    _, sel = plan_mutants(cs, cfg, ["aux_heads_loss_ema_update"])
+    shared = sorted(sibling_kernels(cfg, cs, sel["aux_heads_loss_ema_update"]))
+    run = run_mutation(REPO, ["aux_heads_loss_ema_update"], sizes=(1,),
+                       stand_in=lambda m: {"aux_label_scale_ema_update": _wrong} if m.key == shared[0] else {},
+                       baseline_stand_in=lambda name: {"aux_label_scale_ema_update": _wrong} if name == "aux_label_scale_ema_update" else {})  # fmt: skip
+    (k,) = run.kernels
+    assert k.baseline == "pass"  # its own unmutated copy passes: scored, and the sibling judged nothing
+    assert k.caught == 0 and len(k.unclassified) + k.equivalent == len(sel["aux_heads_loss_ema_update"])

@@ -134,6 +134,10 @@ class MutateProgress:
                 self.write(f"compile  {n}/{self.total}  " + ", ".join(f"{k} {v}" for k, v in sorted(self.built.items())))
         elif kind == "variant_done":
             failed = ev.get("failed")
+            if str(ev["variant"]).endswith("/siblings"):  # a survivor (or a baseline) judged by the other kernels of its source
+                verdict = "ERROR" if failed is None else ("fails " + ", ".join(failed) if failed else "passes")
+                self.write(f"siblings {str(ev['variant'])[: -len('/siblings')]}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
+                return
             if str(ev["variant"]).endswith("/baseline"):
                 verdict = "ERROR" if failed is None else ("FAILS " + ", ".join(failed) + ": not scored" if failed else "passes")
                 self.write(f"baseline {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
@@ -146,6 +150,8 @@ class MutateProgress:
             self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}")
         elif kind == "note":
             self.write(f"note     {ev['text']}")
+        elif kind == "sibling":
+            self.write(f"sibling  {ev['variant']}  caught {ev['message']}")
         elif kind == "slowdown":
             caught = not ev["message"].startswith("not slower")
             self.write(f"slowdown {ev['variant']}  " + (f"caught by MUTATE_SLOWDOWN: {ev['message']}" if caught else ev["message"]))

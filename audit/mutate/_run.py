@@ -24,11 +24,18 @@
    after it, :data:`SLOWDOWN_PASSES` times; if every pass agrees it is caught by MUTATE_SLOWDOWN (the
    same numbers for far more work). Another process sharing the GPU can hold it for milliseconds, which
    is why one pass is not enough.
-6. Every other survivor runs again under compute-sanitizer memcheck (:data:`MEMCHECK_SIZES`), and those
+6. A survivor in code that other kernels of the contracts run too (their entries are defined in the same
+   source and reach the mutated line: two entries instantiating one template, or sharing a device
+   function) is judged by those *siblings* as well, as a header's mutant is by every including kernel:
+   the static checks on each sibling's entry in the mutant's PTX, then verification of the siblings built
+   from the mutated source, after their unmutated copy from the same folder (:func:`sibling_kernels`).
+   A line one entry runs only with values another entry gives it (the trade-outcome head's K = 3 path in
+   a template the next-bar head instantiates with K = 1) is tested by that other entry.
+7. Every other survivor runs again under compute-sanitizer memcheck (:data:`MEMCHECK_SIZES`), and those
    of kernels that use shared memory (or that lost a barrier) under racecheck (:data:`RACE_SIZES`); the
    baseline of each kernel involved runs under the same tool (a report it has itself would "catch"
    every such survivor, so it makes the baseline fail).
-7. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
+8. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
    Classify the other kernels' survivors with the equivalence records, and count.
 
 ``stand_in`` replaces steps 2-4's code with emulated Python kernels, one mapping per mutant, for CPU
@@ -439,6 +446,23 @@ def run_mutation(
             late[m.key] = (("MUTATE_SLOWDOWN",), hits[m.key])
         if hits:  # a first suspect was timed alone at least once
             timing["slowdown"] = time.perf_counter() - t
+    # a survivor of a source that other kernels of the contracts are built from too, in code their entries
+    # reach, is judged by those siblings as well (step 6); the sanitizers then take what is left
+    if stand_in is None:
+        sib_static = {n: originals_built[n] for n, ms in selected.items() if ms and not ms[0].is_header}
+    else:
+        sib_static = {}
+    t = time.perf_counter()
+    found = _sibling_pass(cfg, cs, [m for m in survivors if m.key not in late], paths, originals, sib_static,
+                          {key: builds[key] for key in paths} if stand_in is None else {},
+                          stand_in, baseline_stand_in, progress,
+                          lambda vs: verify_many(cfg.root, vs, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
+                                                 launch_timeout=launch_timeout, workers=workers or ("auto" if cluster else default_workers()),
+                                                 first_failure=True, jobs=jobs, progress=progress, config=cfg, cluster=cluster,
+                                                 python_paths=python_paths, journal=journal), jobs)  # fmt: skip
+    if found is not None:
+        timing["siblings"] = time.perf_counter() - t
+        late.update(found)
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
@@ -514,6 +538,109 @@ def run_mutation(
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
     return run
+
+
+def sibling_kernels(cfg: Any, cs: Any, mutants: Sequence[Mutant]) -> dict[str, tuple[str, ...]]:
+    """Per mutant key (a kernel's own mutants; a header's are judged by every including kernel already):
+    the *other* kernels of the contracts whose source is the mutated file, whose entry is defined in it,
+    and whose entry reaches the mutated line. Such a line is code those kernels run too (two entries of one
+    file sharing a template or a device function), so a mutant there is caught when any of them catches
+    it, as a header's mutant is; kernels without a sibling are left out."""
+    from ..cuda.headers import entry_file, reached_lines
+    from ..untrusted import resolve
+
+    by_file: dict[Any, list[str]] = {}
+    for k in cs.kernels:
+        path = resolve(cfg.path(k.source))
+        if entry_file(cfg, cs, k.name) == path:
+            by_file.setdefault(path, []).append(k.name)
+    lines: dict[str, list[tuple[int, int]]] = {}
+    out: dict[str, tuple[str, ...]] = {}
+    for m in mutants:
+        if m.is_header:
+            continue
+        path = resolve(cfg.path(m.source))
+        judges = []
+        for other in by_file.get(path, []):
+            if other == m.kernel:
+                continue
+            if other not in lines:
+                lines[other] = reached_lines(cfg, cs, other).get(path, [])
+            if any(a <= m.line <= b for a, b in lines[other]):
+                judges.append(other)
+        if judges:
+            out[m.key] = tuple(judges)
+    return out
+
+
+def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], paths: Mapping[str, Mapping[str, Path]],
+                  originals: Mapping[str, Mapping[str, Path]], originals_built: Mapping[str, MutantBuild],
+                  builds: Mapping[str, MutantBuild], stand_in: Any, baseline_stand_in: Any, progress: Progress,
+                  verify: Callable[[list[Any]], list[Any]], jobs: int | None) -> dict[str, tuple[tuple[str, ...], str]] | None:  # fmt: skip
+    """Step 6 of the module docstring: the survivors of a source other kernels are built from too, judged
+    by those siblings (:func:`sibling_kernels`): the static checks on each sibling's entry in the mutant's
+    PTX, then verification of the siblings built from the mutated source, after their unmutated copy
+    (built from the same copy of the source) in the same call. A sibling whose unmutated copy fails a check
+    judges nothing with that check (it would "catch" every mutant). Returns mutant key -> (failed rule IDs,
+    first message, naming the sibling) for those caught, or None when no survivor has a sibling."""
+    sibs = sibling_kernels(cfg, cs, [m for m in survivors if m.key in paths or stand_in is not None])
+    if not sibs:
+        return None
+    todo = [m for m in survivors if m.key in sibs]
+    progress({"event": "note", "text": f"{len(todo)} survivor(s) in code other kernels of the same source run: judged by those kernels too"})
+    found: dict[str, tuple[tuple[str, ...], str]] = {}
+    # the static checks, on each sibling's entry in the mutant's PTX (where its unmutated copy passes them)
+    if builds:
+        bases = static_catches(cfg, cs, [(f"{m.kernel}/{s}", s, originals_built[m.kernel]) for m in todo for s in sibs[m.key] if m.kernel in originals_built], jobs)
+        items = [(f"{m.key}\t{s}", s, builds[m.key]) for m in todo for s in sibs[m.key] if f"{m.kernel}/{s}" not in bases]
+        for item, hits in static_catches(cfg, cs, items, jobs).items():
+            key, s = item.split("\t")
+            if key not in found:
+                found[key] = (tuple(dict.fromkeys(r for r, _ in hits)), f"as {s} (same source): {hits[0][1]}")
+                progress({"event": "sibling", "variant": key, "message": found[key][1]})
+    todo = [m for m in todo if m.key not in found]
+    # verification: each kernel's siblings from its unmutated copy first, then each mutant
+    judged: dict[str, list[str]] = {}
+    for m in todo:
+        judged.setdefault(m.kernel, [])
+        judged[m.kernel] += [s for s in sibs[m.key] if s not in judged[m.kernel]]
+    variants = []
+    for name, kernels in judged.items():
+        copy = originals.get(name, {}).get(name)
+        emulated: dict[str, Any] = {}
+        if stand_in is not None and baseline_stand_in is not None:
+            for s in kernels:
+                got = baseline_stand_in(s)
+                emulated.update(got if isinstance(got, Mapping) else {})
+        variants.append(_stand_in_variant(f"{name}/{BASELINE}/siblings", tuple(kernels), {s: copy for s in kernels} if copy else {},
+                                          emulated if stand_in is not None else None))  # fmt: skip
+    for m in todo:
+        own = paths.get(m.key, {}).get(m.kernel)
+        variants.append(_stand_in_variant(f"{m.key}/siblings", sibs[m.key], {s: own for s in sibs[m.key]} if own else {},
+                                          stand_in(m) if stand_in is not None else None))  # fmt: skip
+    if not todo:
+        return found
+    outs = {o.id: o for o in verify(variants)}
+    failing: dict[str, set[str]] = {}
+    for name in judged:
+        o = outs[f"{name}/{BASELINE}/siblings"]
+        if o.error:
+            progress({"event": "note", "text": f"{name}: the unmutated copy of its siblings could not be verified ({o.error}); they judge none of its survivors"})
+            failing[name] = {"*"}
+        elif o.failed_rules:
+            failing[name] = set(o.failed_rules)
+            progress({"event": "note", "text": f"{name}: its siblings' unmutated copy fails {', '.join(o.failed_rules)}; those checks judge none of its survivors"})
+    for m in todo:
+        o = outs[f"{m.key}/siblings"]
+        bad = failing.get(m.kernel, set())
+        if o.error or "*" in bad:
+            continue
+        rules = [r for r in o.failed_rules if r not in bad]
+        if rules:
+            first = next((f.message for f in o.outcome.result.findings if f.severity.value == "error" and f.rule == rules[0]), "")
+            found[m.key] = (tuple(rules), f"as {', '.join(sibs[m.key])} (same source): {first}")
+            progress({"event": "sibling", "variant": m.key, "message": found[m.key][1]})
+    return found
 
 
 def _stand_in_variant(id: str, kernels: tuple[str, ...], overrides: Mapping[str, Path], stand_in: Mapping[str, Any] | str | None) -> Any:
