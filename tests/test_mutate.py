@@ -924,3 +924,10 @@ def test_a_sibling_whose_unmutated_copy_fails_judges_nothing_with_that_check():
     (k,) = run.kernels
     assert k.baseline == "pass"  # its own unmutated copy passes: scored, and the sibling judged nothing
     assert k.caught == 0 and len(k.unclassified) + k.equivalent == len(sel["aux_heads_loss_ema_update"])
+
+
+def test_the_listing_marks_the_mutants_siblings_judge_too(capsys):
+    assert main(["mutate", "--root", str(REPO), "aux_heads_loss_ema_update", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "; 7 in code aux_label_scale_ema_update run(s) too, judged by them where the kernel's own checks pass" in out.splitlines()[0]
+    assert out.count("  [also aux_label_scale_ema_update]") == 7

@@ -25,9 +25,10 @@ UNCLASSIFIED = "missing check (or unproven equivalent)"
 
 
 def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = None, diffs: bool = False,
-                empty: dict[str, str] | None = None) -> str:  # fmt: skip
+                empty: dict[str, str] | None = None, siblings: dict[str, tuple[str, ...]] | None = None) -> str:  # fmt: skip
     """One line per mutant (kernel, id, file:line, before -> after), a count per kernel, and with
-    ``diffs`` each mutant's unified diff; ``empty`` says why a kernel or header has none (one line each).
+    ``diffs`` each mutant's unified diff; ``empty`` says why a kernel or header has none (one line each);
+    ``siblings`` (mutant key -> the other kernels of its source that run its line) marks those mutants.
 
     >>> render_list([], {"act.cuh": 0}, empty={"act.cuh": "none of its including kernels (act) reaches a function of it."})
     'act.cuh: 0 mutants: none of its including kernels (act) reaches a function of it.\\n0 mutants.\\n'
@@ -42,9 +43,14 @@ def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = No
         total = (generated or {}).get(k, len(mine))
         of = f" of {total}" if total != len(mine) else ""
         judged = f", each judged against {len(mine[0].judged_by)} including kernel(s): {', '.join(mine[0].judged_by)}" if mine[0].is_header else ""
+        shared = [m for m in mine if m.key in (siblings or {})]
+        if shared:
+            them = ", ".join(dict.fromkeys(s for m in shared for s in siblings[m.key]))  # type: ignore[index]
+            judged += f"; {len(shared)} in code {them} run(s) too, judged by them where the kernel's own checks pass"
         lines.append(f"{k}: {len(mine)}{of} mutant(s) in {mine[0].source} (" + ", ".join(f"{o} {n}" for o, n in ops.items()) + f"){judged}")
         for m in mine:
-            lines.append(f"  {m.id.ljust(width)}  {m.source}:{m.line}  {m.summary}")
+            also = f"  [also {', '.join(siblings[m.key])}]" if siblings and m.key in siblings else ""
+            lines.append(f"  {m.id.ljust(width)}  {m.source}:{m.line}  {m.summary}{also}")
             if diffs:
                 lines.extend("    " + x for x in m.diff.rstrip("\n").splitlines())
     lines.append(f"{len(mutants)} mutant{'s' if len(mutants) != 1 else ''}.")
