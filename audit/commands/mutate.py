@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         generated, selected = plan_mutants(cs, cfg, names, operators, args.max_mutants)
         flat = [m for ms in selected.values() for m in ms]
-        from ..mutate._run import sibling_kernels
+        from ..mutate import sibling_kernels
 
         sys.stdout.write(render_list(flat, {k: len(v) for k, v in generated.items()}, diffs=args.diff,
                                      empty=empty_reasons(cfg, cs, generated, operators), siblings=sibling_kernels(cfg, cs, flat)))  # fmt: skip
