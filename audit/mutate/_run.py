@@ -633,6 +633,8 @@ def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], paths: Mapping
     for m in todo:
         o = outs[f"{m.key}/siblings"]
         bad = failing.get(m.kernel, set())
+        if o.error:
+            progress({"event": "note", "text": f"{m.key}: not judged by {', '.join(sibs[m.key])} (its verification ended in an internal error: {o.error})"})
         if o.error or "*" in bad:
             continue
         rules = [r for r in o.failed_rules if r not in bad]
