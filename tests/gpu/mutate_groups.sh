@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Mutation groups one after another on the device machine, each resumed from the journals of earlier calls, in one
+# call (the form the issue-18 sets of 5 December ran in; tests/gpu/run_mutate.sh is the older, fuller driver).
+#
+#   MGROUPS="k1;k2 k3" END=545 timeout 590 bash tests/gpu/mutate_groups.sh        (carry [".whl", ".carry"])
+#
+# MGROUPS : groups separated by ";", each one `wireup mutate` invocation of its kernel names (one journal per group)
+# END     : the second (from the start) by which the last group must stop; keep it 30 s or more under the
+#           outer `timeout`, so the journals are packed before the call ends
+# MARGS   : the options of every group (default --jobs 8 --workers 4 --timeout 5)
+# SHIP=1  : on an H200 only, first `STEPS=DR tests/gpu/issue18_ship.sh` (issue 18's timing), into $OUT/ship.tgz
+# Carried: .whl/ (the PyCUDA wheels of ../shared/device), .carry/cache*.txz (build-cache folders of mutant cubins
+# made with `wireup mutate --build-only`), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz).
+# Into $OUT: env.txt (device, versions, each group's exit code), mutN.log, journal.tgz (the journals, the
+# records in reports/mutation and the logs, also every 20 s while the groups run).
+set -u
+O=${OUT:-$PWD/device-out}
+mkdir -p "$O"
+SECONDS=0
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
+echo "gpu: $GPU" >"$O/env.txt"
+if echo "$GPU" | grep -q H200 && [ -n "${SHIP:-}" ]; then
+    OUT=$O/ship STEPS=DR timeout 240 bash tests/gpu/issue18_ship.sh >"$O/ship.log" 2>&1
+    echo "ship rc=$? at $SECONDS s" >>"$O/env.txt"
+    tar czf "$O/ship.tgz" -C "$O" ship && rm -rf "$O/ship"
+fi
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
+export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
+for c in .carry/cache*.txz; do [ -f "$c" ] && tar -xJf "$c"; done
+for j in .carry/j_*.tgz; do [ -f "$j" ] && tar xzf "$j"; done
+{
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    python3 -c 'import cupy, pycuda; print("cupy", cupy.__version__, "pycuda", pycuda.VERSION_TEXT)'
+    echo "setup $SECONDS s"
+    wc -l .wireup-cache/mutate-journal/* 2>/dev/null
+} >>"$O/env.txt" 2>&1
+pack() {
+    tar czf "$O/j.part" .wireup-cache/mutate-journal reports/mutation -C "$O" $(cd "$O" && ls mut*.log 2>/dev/null) 2>/dev/null
+    mv -f "$O/j.part" "$O/journal.tgz"
+}
+# the snapshot loop ends with its sleep (a sleep left behind would hold the call's output open for 20 s)
+( trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do sleep 20 & wait $!; pack; done ) &
+SNAP=$!
+i=0
+IFS=';' read -r -a GS <<<"${MGROUPS:?MGROUPS names the groups}"
+for g in "${GS[@]}"; do
+    i=$((i + 1))
+    left=$((${END:-545} - SECONDS))
+    [ "$left" -lt 20 ] && break
+    # shellcheck disable=SC2086  # a group and MARGS are lists of words
+    timeout "$left" python3 -m audit mutate $g ${MARGS:---jobs 8 --workers 4 --timeout 5} >"$O/mut$i.log" 2>&1
+    echo "group $i ($g): mutate rc=$? at $SECONDS s" >>"$O/env.txt"
+done
+kill "$SNAP" 2>/dev/null
+pack
