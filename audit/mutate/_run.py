@@ -639,8 +639,9 @@ def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], paths: Mapping
             continue
         rules = [r for r in o.failed_rules if r not in bad]
         if rules:
-            first = next((f.message for f in o.outcome.result.findings if f.severity.value == "error" and f.rule == rules[0]), "")
-            found[m.key] = (tuple(rules), f"as {', '.join(sibs[m.key])} (same source): {first}")
+            hit = next((f for f in o.outcome.result.findings if f.severity.value == "error" and f.rule == rules[0]), None)
+            who = hit.subject if hit is not None and hit.subject in sibs[m.key] else ", ".join(sibs[m.key])
+            found[m.key] = (tuple(rules), f"as {who} (same source): {hit.message if hit is not None else ''}")
             progress({"event": "sibling", "variant": m.key, "message": found[m.key][1]})
     return found
 
