@@ -931,3 +931,20 @@ def test_the_listing_marks_the_mutants_siblings_judge_too(capsys):
     out = capsys.readouterr().out
     assert "; 7 in code aux_label_scale_ema_update run(s) too, judged by them where the kernel's own checks pass" in out.splitlines()[0]
     assert out.count("  [also aux_label_scale_ema_update]") == 7
+
+
+@pytest.mark.nvcc
+def test_a_mutant_identical_for_its_kernel_but_not_for_a_sibling_is_compiled(tmp_path):
+    """The next-bar backward's store variant and its accumulating twin are one template body: two mutants of
+    the store variant compile to its unmutated PTX but change the twin's, which judges them (siblings)."""
+    from audit.config import with_overrides
+    from audit.mutate import build_mutants
+
+    cfg, cs = load_project(REPO)
+    cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
+    _, selected = plan_mutants(cs, cfg, ["aux_next_bar_backward_store"])
+    ms = [m for m in selected["aux_next_bar_backward_store"] if m.id in ("aor:183:120:0", "aor:194:109:0", "ror:82:35:0")]
+    assert len(ms) == 3
+    builds = build_mutants(cfg, cs, ms, cfg.arch, jobs=2)
+    # ror:82:35:0 leaves both entries' PTX as it was: identical still
+    assert {m.id: builds[m.key].status for m in ms} == {"aor:183:120:0": "compiled", "aor:194:109:0": "compiled", "ror:82:35:0": "identical"}

@@ -5,7 +5,8 @@ stable path, so a rerun finds every unchanged mutant in the build cache) next to
 unmutated copy compiled the same way. A mutant that does not compile is *stillborn*. One whose PTX
 equals the copy's (after line information, comments and debug sections are dropped, and the other
 kernels of the file left out) is *identical*: the compiler proved it equivalent, so it is neither run
-nor counted (trivial compiler equivalence; ``b + 0`` -> ``b - 0`` is one).
+nor counted (trivial compiler equivalence; ``b + 0`` -> ``b - 0`` is one). A mutant in code other kernels
+of the same source run too is identical only where their entries' PTX is unchanged as well.
 
 >>> builds = build_mutants(cfg, cs, mutants, arch="sm_90", jobs=16)      # doctest: +SKIP
 >>> builds[mutants[0].key].status                                       # doctest: +SKIP
@@ -128,11 +129,25 @@ def build_mutants(
     headers = [m for m in mutants if m.is_header]
     mutants = [m for m in mutants if not m.is_header]
     originals = {m.kernel: m.original for m in mutants}
+    # a mutant in code other kernels of its source run too is identical only where every one of their
+    # entries compiles to the unmutated PTX (dead code in one instantiation of a template, say, is live in
+    # another's, and the other kernel judges the mutant: see audit.mutate._run.sibling_kernels)
+    from ._run import sibling_kernels
 
-    def baseline(name: str) -> tuple[str, str]:
+    siblings = sibling_kernels(cfg, cs, mutants)
+    judges: dict[str, list[str]] = {name: [name] for name in originals}
+    for m in mutants:
+        judges[m.kernel] += [k for k in siblings.get(m.key, ()) if k not in judges[m.kernel]]
+
+    def baseline(name: str) -> tuple[str, dict[str, str]]:
         b = build_original(cfg, cs, name, originals[name], arch)
         assert b.ptx is not None
-        return name, normalized_ptx(b.ptx.read_text(), cs.kernel(name).symbol)
+        text = b.ptx.read_text()
+        return name, {k: normalized_ptx(text, cs.kernel(k).symbol) for k in judges[name]}
+
+    def unchanged(m: Mutant, ptx: str, symbol: str) -> bool:
+        return normalized_ptx(ptx, symbol) == baselines[m.kernel][m.kernel] and all(
+            normalized_ptx(ptx, cs.kernel(k).symbol) == baselines[m.kernel][k] for k in siblings.get(m.key, ()))
 
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mutant-build") as pool:
         baselines = dict(pool.map(baseline, originals))
@@ -147,7 +162,7 @@ def build_mutants(
             out = MutantBuild("stillborn", path, first.render() if first else "the compiler failed", result.nvcc_version)
         elif entry is None:
             out = MutantBuild("stillborn", path, f'its cubin has no entry point "{k.symbol}"', result.nvcc_version)
-        elif sb.ptx is not None and normalized_ptx(sb.ptx.read_text(), entry.symbol) == baselines[m.kernel]:
+        elif sb.ptx is not None and unchanged(m, sb.ptx.read_text(), entry.symbol):
             out = MutantBuild("identical", path, nvcc=result.nvcc_version, ptx=sb.ptx)
         else:
             out = MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
