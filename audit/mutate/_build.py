@@ -116,8 +116,10 @@ def build_mutants(
     arch: str,
     jobs: int | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    siblings: dict[str, tuple[str, ...]] | None = None,
 ) -> dict[str, MutantBuild]:
-    """Compile every mutant (``jobs`` at a time); one :class:`MutantBuild` per mutant key.
+    """Compile every mutant (``jobs`` at a time); one :class:`MutantBuild` per mutant key. ``siblings``
+    (mutant key -> the other kernels of its source that run its line) where the caller has them already.
 
     Raises :class:`UsageError` when a kernel's unmutated copy does not compile from the mutant folder
     (a header found only relative to the kernel's own folder, say), since then no mutant could."""
@@ -132,9 +134,10 @@ def build_mutants(
     # a mutant in code other kernels of its source run too is identical only where every one of their
     # entries compiles to the unmutated PTX (dead code in one instantiation of a template, say, is live in
     # another's, and the other kernel judges the mutant: see audit.mutate._run.sibling_kernels)
-    from ._run import sibling_kernels
+    if siblings is None:
+        from ._run import sibling_kernels
 
-    siblings = sibling_kernels(cfg, cs, mutants)
+        siblings = sibling_kernels(cfg, cs, mutants)
     judges: dict[str, list[str]] = {name: [name] for name in originals}
     for m in mutants:
         judges[m.kernel] += [k for k in siblings.get(m.key, ()) if k not in judges[m.kernel]]

@@ -335,6 +335,8 @@ def run_mutation(
     slowdown = stand_in is None if slowdown is None else slowdown
     kernels, _ = resolve_names(cfg, cs, kernels)
     generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
+    # the other kernels of the same source that run each mutant's line (for identical builds and step 6)
+    siblings = sibling_kernels(cfg, cs, [m for ms in selected.values() for m in ms])
     units = _units_named(cs, cfg, kernels)
     eq_path = equivalent_file or DEFAULT_FILE
     records = load_records(eq_path, _display(eq_path, cfg.root))
@@ -347,7 +349,7 @@ def run_mutation(
     if stand_in is None:
         names, arch = gpu_target(backends, cfg, cluster)
         t = time.perf_counter()
-        builds = build_mutants(cfg, cs, all_selected, arch, jobs, progress)
+        builds = build_mutants(cfg, cs, all_selected, arch, jobs, progress, siblings)
         timing["compile"] = time.perf_counter() - t
         statuses = {key: b.status for key, b in builds.items()}
         details = {key: b.detail for key, b in builds.items()}
@@ -453,7 +455,7 @@ def run_mutation(
     else:
         sib_static = {}
     t = time.perf_counter()
-    found = _sibling_pass(cfg, cs, [m for m in survivors if m.key not in late], paths, originals, sib_static,
+    found = _sibling_pass(cfg, cs, [m for m in survivors if m.key not in late], siblings, paths, originals, sib_static,
                           {key: builds[key] for key in paths} if stand_in is None else {},
                           stand_in, baseline_stand_in, progress,
                           lambda vs: verify_many(cfg.root, vs, backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout),
@@ -573,17 +575,17 @@ def sibling_kernels(cfg: Any, cs: Any, mutants: Sequence[Mutant]) -> dict[str, t
     return out
 
 
-def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], paths: Mapping[str, Mapping[str, Path]],
+def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], siblings: Mapping[str, tuple[str, ...]], paths: Mapping[str, Mapping[str, Path]],
                   originals: Mapping[str, Mapping[str, Path]], originals_built: Mapping[str, MutantBuild],
                   builds: Mapping[str, MutantBuild], stand_in: Any, baseline_stand_in: Any, progress: Progress,
                   verify: Callable[[list[Any]], list[Any]], jobs: int | None) -> dict[str, tuple[tuple[str, ...], str]] | None:  # fmt: skip
     """Step 6 of the module docstring: the survivors of a source other kernels are built from too, judged
-    by those siblings (:func:`sibling_kernels`): the static checks on each sibling's entry in the mutant's
+    by those ``siblings`` (:func:`sibling_kernels`, mutant key -> kernels): the static checks on each sibling's entry in the mutant's
     PTX, then verification of the siblings built from the mutated source, after their unmutated copy
     (built from the same copy of the source) in the same call. A sibling whose unmutated copy fails a check
     judges nothing with that check (it would "catch" every mutant). Returns mutant key -> (failed rule IDs,
     first message, naming the sibling) for those caught, or None when no survivor has a sibling."""
-    sibs = sibling_kernels(cfg, cs, [m for m in survivors if m.key in paths or stand_in is not None])
+    sibs = {m.key: siblings[m.key] for m in survivors if m.key in siblings and (m.key in paths or stand_in is not None)}
     if not sibs:
         return None
     todo = [m for m in survivors if m.key in sibs]
