@@ -870,7 +870,7 @@ def test_a_sanitizer_run_is_identified_by_its_builds_and_contracts(tmp_path):
 
 def test_sibling_kernels_of_one_source_judge_the_lines_their_entries_reach():
     from audit.api import load_project
-    from audit.mutate._run import sibling_kernels
+    from audit.mutate import sibling_kernels
 
     cfg, cs = load_project(REPO)
     _, sel = plan_mutants(cs, cfg, ["aux_heads_loss_ema_update", "aux_next_bar_forward", "aux_weight_grad_finish"])
@@ -889,7 +889,7 @@ def test_sibling_kernels_of_one_source_judge_the_lines_their_entries_reach():
 
 def test_a_survivor_in_shared_code_is_caught_by_a_sibling_of_its_source():
     from audit.api import load_project
-    from audit.mutate._run import sibling_kernels
+    from audit.mutate import sibling_kernels
 
     cfg, cs = load_project(REPO)
     _, sel = plan_mutants(cs, cfg, ["aux_heads_loss_ema_update"])
@@ -913,7 +913,7 @@ def test_a_survivor_in_shared_code_is_caught_by_a_sibling_of_its_source():
 
 def test_a_sibling_whose_unmutated_copy_fails_judges_nothing_with_that_check():
     from audit.api import load_project
-    from audit.mutate._run import sibling_kernels
+    from audit.mutate import sibling_kernels
 
     cfg, cs = load_project(REPO)
     _, sel = plan_mutants(cs, cfg, ["aux_heads_loss_ema_update"])

@@ -27,4 +27,5 @@ from ._render import kernel_json as kernel_json, render_list as render_list, ren
 from ._results import KernelMutation as KernelMutation, MutantOutcome as MutantOutcome, MutationRun as MutationRun
 from ._reclassify import reclassify as reclassify, reclassify_exit_code as reclassify_exit_code, render_reclassified as render_reclassified
 from ._headers import HeaderUnit as HeaderUnit, header_mutants as header_mutants, header_units as header_units, unit_named as unit_named
-from ._run import MUTATE_SIZES as MUTATE_SIZES, build_only as build_only, empty_reasons as empty_reasons, resolve_names as resolve_names, journal_path as journal_path, mutated_headers as mutated_headers, plan_mutants as plan_mutants, run_mutation as run_mutation, sibling_kernels as sibling_kernels
+from ._run import MUTATE_SIZES as MUTATE_SIZES, build_only as build_only, empty_reasons as empty_reasons, resolve_names as resolve_names, journal_path as journal_path, mutated_headers as mutated_headers, plan_mutants as plan_mutants, run_mutation as run_mutation
+from ._siblings import sibling_kernels as sibling_kernels

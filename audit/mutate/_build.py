@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ._mutants import Mutant
+from ._siblings import sibling_kernels
 
 _INTERNAL = re.compile(r"\d+_INTERNAL_[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]+")
 _ENTRY = re.compile(r"^(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$]+)")
@@ -133,10 +134,8 @@ def build_mutants(
     originals = {m.kernel: m.original for m in mutants}
     # a mutant in code other kernels of its source run too is identical only where every one of their
     # entries compiles to the unmutated PTX (dead code in one instantiation of a template, say, is live in
-    # another's, and the other kernel judges the mutant: see audit.mutate._run.sibling_kernels)
+    # another's, and the other kernel judges the mutant: see audit.mutate._siblings)
     if siblings is None:
-        from ._run import sibling_kernels
-
         siblings = sibling_kernels(cfg, cs, mutants)
     judges: dict[str, list[str]] = {name: [name] for name in originals}
     for m in mutants:

@@ -68,6 +68,7 @@ from ._equivalent import DEFAULT_FILE, load_records, match_records, refuted_reco
 from ._headers import header_mutants, header_units
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
+from ._siblings import sibling_kernels
 from ._static import STATIC_RULES, static_catches
 
 BASELINE = "baseline"  # the variant id of a kernel's unmutated copy: "<kernel>/baseline" (a mutant id has colons)
@@ -540,39 +541,6 @@ def run_mutation(
     timing["wall"] = time.perf_counter() - t_start
     run.timing = timing
     return run
-
-
-def sibling_kernels(cfg: Any, cs: Any, mutants: Sequence[Mutant]) -> dict[str, tuple[str, ...]]:
-    """Per mutant key (a kernel's own mutants; a header's are judged by every including kernel already):
-    the *other* kernels of the contracts whose source is the mutated file, whose entry is defined in it,
-    and whose entry reaches the mutated line. Such a line is code those kernels run too (two entries of one
-    file sharing a template or a device function), so a mutant there is caught when any of them catches
-    it, as a header's mutant is; kernels without a sibling are left out."""
-    from ..cuda.headers import entry_file, reached_lines
-    from ..untrusted import resolve
-
-    by_file: dict[Any, list[str]] = {}
-    for k in cs.kernels:
-        path = resolve(cfg.path(k.source))
-        if entry_file(cfg, cs, k.name) == path:
-            by_file.setdefault(path, []).append(k.name)
-    lines: dict[str, list[tuple[int, int]]] = {}
-    out: dict[str, tuple[str, ...]] = {}
-    for m in mutants:
-        if m.is_header:
-            continue
-        path = resolve(cfg.path(m.source))
-        judges = []
-        for other in by_file.get(path, []):
-            if other == m.kernel:
-                continue
-            if other not in lines:
-                lines[other] = reached_lines(cfg, cs, other).get(path, [])
-            if any(a <= m.line <= b for a, b in lines[other]):
-                judges.append(other)
-        if judges:
-            out[m.key] = tuple(judges)
-    return out
 
 
 def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], siblings: Mapping[str, tuple[str, ...]], paths: Mapping[str, Mapping[str, Path]],
