@@ -561,7 +561,8 @@ def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], siblings: Mapp
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     # the static checks, on each sibling's entry in the mutant's PTX (where its unmutated copy passes them)
     if builds:
-        bases = static_catches(cfg, cs, [(f"{m.kernel}/{s}", s, originals_built[m.kernel]) for m in todo for s in sibs[m.key] if m.kernel in originals_built], jobs)
+        pairs = dict.fromkeys((m.kernel, s) for m in todo for s in sibs[m.key] if m.kernel in originals_built)  # each once
+        bases = static_catches(cfg, cs, [(f"{k}/{s}", s, originals_built[k]) for k, s in pairs], jobs)
         items = [(f"{m.key}\t{s}", s, builds[m.key]) for m in todo for s in sibs[m.key] if f"{m.kernel}/{s}" not in bases]
         for item, hits in static_catches(cfg, cs, items, jobs).items():
             key, s = item.split("\t")
