@@ -8,7 +8,8 @@
 # END     : the second (from the start) by which the last group must stop; keep it 30 s or more under the
 #           outer `timeout`, so the journals are packed before the call ends
 # MARGS   : the options of every group (default --jobs 8 --workers 4 --timeout 5)
-# SHIP=1  : on an H200 only, first `STEPS=DR tests/gpu/issue18_ship.sh` (issue 18's timing), into $OUT/ship.tgz
+# SHIP=1  : on an H200 only, first `STEPS=$SHIPSTEPS tests/gpu/issue18_ship.sh` (issue 18's timing; SHIPSTEPS
+#           default DR, capped at SHIPCAP seconds, default 240), into $OUT/ship.tgz
 # Carried: .whl/ (the PyCUDA wheels of ../shared/device), .carry/cache*.txz (build-cache folders of mutant cubins
 # made with `wireup mutate --build-only`), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz).
 # Into $OUT: env.txt (device, versions, each group's exit code), mutN.log, journal.tgz (the journals, the
@@ -20,7 +21,7 @@ SECONDS=0
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 echo "gpu: $GPU" >"$O/env.txt"
 if echo "$GPU" | grep -q H200 && [ -n "${SHIP:-}" ]; then
-    OUT=$O/ship STEPS=DR timeout 240 bash tests/gpu/issue18_ship.sh >"$O/ship.log" 2>&1
+    OUT=$O/ship STEPS=${SHIPSTEPS:-DR} timeout "${SHIPCAP:-240}" bash tests/gpu/issue18_ship.sh >"$O/ship.log" 2>&1
     echo "ship rc=$? at $SECONDS s" >>"$O/env.txt"
     tar czf "$O/ship.tgz" -C "$O" ship && rm -rf "$O/ship"
 fi
