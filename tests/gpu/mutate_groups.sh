@@ -20,6 +20,8 @@ mkdir -p "$O"
 SECONDS=0
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 echo "gpu: $GPU" >"$O/env.txt"
+# the carried builds first: the shipped chain's verification (SHIP) takes its cubins from them too
+for c in .carry/cache*.txz; do [ -f "$c" ] && tar -xJf "$c"; done
 if echo "$GPU" | grep -q H200 && [ -n "${SHIP:-}" ]; then
     OUT=$O/ship STEPS=${SHIPSTEPS:-DR} timeout "${SHIPCAP:-240}" bash tests/gpu/issue18_ship.sh >"$O/ship.log" 2>&1
     echo "ship rc=$? at $SECONDS s" >>"$O/env.txt"
@@ -27,7 +29,6 @@ if echo "$GPU" | grep -q H200 && [ -n "${SHIP:-}" ]; then
 fi
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-for c in .carry/cache*.txz; do [ -f "$c" ] && tar -xJf "$c"; done
 for j in .carry/j_*.tgz; do [ -f "$j" ] && tar xzf "$j"; done
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
