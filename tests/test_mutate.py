@@ -926,6 +926,172 @@ def test_a_sibling_whose_unmutated_copy_fails_judges_nothing_with_that_check():
     assert k.caught == 0 and len(k.unclassified) + k.equivalent == len(sel["aux_heads_loss_ema_update"])
 
 
+# the compute-sanitizer passes judge a survivor in shared code as its siblings too (the EMA pair: the
+# heads-loss update shares ema_blend with the label-scale update, which uses shared memory; it does not)
+EMA, EMA_SIB = "aux_heads_loss_ema_update", "aux_label_scale_ema_update"
+
+
+def _sanitizer_fake(seen, report, cut=None):
+    """A stand-in for ``audit.runtime.verify`` under compute-sanitizer: records (kernel, source copy's name)
+    per kernel run; ``report(kernel, name)`` is the message the tool reports there, or None. With ``cut``
+    ({"after": n}), the call after the n-th run is interrupted, as a call's limit cuts a pass short."""
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        if cut is not None and len(seen) >= cut["after"]:
+            raise KeyboardInterrupt
+        findings = []
+        for k in kernels:
+            name = source_overrides[k].name
+            seen.append((k, name))
+            if (message := report(k, name)) is not None:
+                findings.append(SimpleNamespace(rule=f"SANITIZER_{sanitizer.upper()}", message=message, subject=k,
+                                                severity=SimpleNamespace(value="error")))  # fmt: skip
+        return SimpleNamespace(result=SimpleNamespace(findings=findings))
+
+    return fake_verify
+
+
+def _ema_shared(tmp_path, n):
+    """The first ``n`` mutants of the heads-loss EMA update in code its sibling runs, their source copies,
+    the kernel's unmutated copy, and their siblings."""
+    from audit.mutate import sibling_kernels
+
+    cfg, cs = load_project(REPO)
+    ms = plan_mutants(cs, cfg, [EMA])[1][EMA]
+    sibs = sibling_kernels(cfg, cs, ms)
+    shared = [m for m in ms if m.key in sibs][:n]
+    assert len(shared) == n and all(sibs[m.key] == (EMA_SIB,) for m in shared)
+    return cfg, cs, shared, {m.key: tmp_path / f"{m.file_stem}.cu" for m in shared}, tmp_path / "original.cu", {m.key: sibs[m.key] for m in shared}
+
+
+def test_a_survivor_is_caught_by_its_siblings_sanitizer_run_after_their_clean_unmutated_copy(monkeypatch, tmp_path):
+    """memcheck runs a survivor in shared code for its own kernel and then as its siblings, built from the
+    mutated source, after their unmutated copy (the kernel's own copy: one source file). Caught only there,
+    the message names the sibling; a survivor its own run catches is not run as them."""
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, _, shared, files, original, sibs = _ema_shared(tmp_path, 3)
+    paths = {key: {EMA: p} for key, p in files.items()}  # as run_mutation hands them: kernel -> copy
+    p0, p1, p2 = (files[m.key].name for m in shared)
+    reports = {(EMA_SIB, p0): "Invalid __global__ read of size 4 bytes", (EMA, p1): "Invalid __global__ write of size 4 bytes"}
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(runtime, "verify", _sanitizer_fake(seen, lambda k, name: reports.get((k, name))))
+    events: list[dict] = []
+    found, bases = _sanitize(cfg, "memcheck", shared, paths, {EMA: {EMA: original}}, ["pycuda"], 0, events.append, workers=1, siblings=sibs)
+    assert found == {
+        shared[0].key: (("SANITIZER_MEMCHECK",), f"as {EMA_SIB} (same source): Invalid __global__ read of size 4 bytes"),
+        shared[1].key: (("SANITIZER_MEMCHECK",), "Invalid __global__ write of size 4 bytes"),
+    }
+    assert bases == {EMA: None}  # the own baseline only
+    # the unmutated copy for the kernel and as its sibling, each survivor for its kernel, then as the
+    # sibling the two its own run left
+    assert seen == [(EMA, original.name), (EMA_SIB, original.name), (EMA, p0), (EMA, p1), (EMA, p2), (EMA_SIB, p0), (EMA_SIB, p2)]
+    assert [(e["variant"], e["message"]) for e in events if e["event"] == "sibling"] == [(shared[0].key, found[shared[0].key][1])]
+    verdicts = {e["variant"]: e["verdict"] for e in events if e["event"] == "sanitizer"}
+    assert verdicts[f"{EMA}/baseline/siblings"] == "pass" and verdicts[f"{shared[0].key}/siblings"] == "caught"
+
+
+def test_a_sibling_whose_unmutated_copy_the_sanitizer_reports_judges_nothing(monkeypatch, tmp_path):
+    """A racecheck report on the siblings' unmutated copy would 'catch' every survivor run as them: they
+    judge none of the kernel's survivors under that tool, and the kernel's own baseline stays clean."""
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, _, shared, paths, original, sibs = _ema_shared(tmp_path, 2)
+    p0, p1 = (paths[m.key].name for m in shared)
+    reports = {(EMA_SIB, original.name): "a hazard in shared memory", (EMA_SIB, p0): "a hazard in shared memory"}
+    seen: list[tuple[str, str]] = []
+    monkeypatch.setattr(runtime, "verify", _sanitizer_fake(seen, lambda k, name: reports.get((k, name))))
+    events: list[dict] = []
+    found, bases = _sanitize(cfg, "racecheck", shared, paths, {EMA: original}, ["pycuda"], 0, events.append, workers=1, siblings=sibs)
+    assert found == {} and bases == {EMA: None}
+    assert seen == [(EMA, original.name), (EMA_SIB, original.name), (EMA, p0), (EMA, p1)]  # no survivor ran as the sibling
+    assert {"event": "note", "text": f"{EMA}: its siblings' unmutated copy fails SANITIZER_RACECHECK under compute-sanitizer racecheck "
+                                     f"(as {EMA_SIB} (same source): a hazard in shared memory); they judge none of its survivors under racecheck"} in events  # fmt: skip
+
+
+def test_sanitizer_runs_as_siblings_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, tmp_path):
+    """The siblings' unmutated copy and each survivor's run as its siblings are journaled like the others:
+    a pass cut short takes them and runs only the rest; a run without an identity is run, never kept."""
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, _, shared, paths, original, sibs = _ema_shared(tmp_path, 2)
+    p0, p1 = (paths[m.key].name for m in shared)
+    base = f"{EMA}/baseline"
+    idents = {base: "b0", f"{base}/siblings": "b0s", **{m.key: f"m{i}" for i, m in enumerate(shared)},
+              **{f"{m.key}/siblings": f"m{i}s" for i, m in enumerate(shared)}}  # fmt: skip
+    seen: list[tuple[str, str]] = []
+    cut = {"after": 5}
+    monkeypatch.setattr(runtime, "verify", _sanitizer_fake(seen, lambda k, name: "a hazard" if (k, name) == (EMA_SIB, p0) else None, cut))
+    journal = tmp_path / "k.sanitizers.jsonl"
+    events: list[dict] = []
+    args = (cfg, "racecheck", shared, paths, {EMA: original}, ["pycuda"], 0, events.append)
+    with pytest.raises(KeyboardInterrupt):
+        _sanitize(*args, workers=1, journal=journal, identities=idents, siblings=sibs)
+    # both baselines, both survivors for their kernel, the first as its sibling; then the call's limit
+    assert seen == [(EMA, original.name), (EMA_SIB, original.name), (EMA, p0), (EMA, p1), (EMA_SIB, p0)]
+    assert len(journal.read_text().splitlines()) == 5
+    cut["after"] = 99
+    seen.clear()
+    found, bases = _sanitize(*args, workers=1, journal=journal, identities=idents, siblings=sibs)
+    assert seen == [(EMA_SIB, p1)]  # the five journaled runs were not run again
+    assert found == {shared[0].key: (("SANITIZER_RACECHECK",), f"as {EMA_SIB} (same source): a hazard")} and bases == {EMA: None}
+    assert [e["verdict"] for e in events if e.get("variant") == f"{shared[0].key}/siblings"][-1] == "caught (from the journal)"
+    assert [e["verdict"] for e in events if e.get("variant") == f"{base}/siblings"][-1] == "pass (from the journal)"
+    assert len(journal.read_text().splitlines()) == 6
+    seen.clear()
+    _sanitize(*args, workers=1, journal=journal, identities=idents, siblings=sibs)
+    assert seen == []
+    # a key without an identity runs and is not kept
+    _sanitize(*args, workers=1, journal=journal, identities={k: v for k, v in idents.items() if k != f"{shared[1].key}/siblings"}, siblings=sibs)
+    assert seen == [(EMA_SIB, p1)] and len(journal.read_text().splitlines()) == 6
+
+
+def test_a_sanitizer_run_as_siblings_is_identified_by_its_build_and_the_siblings_contracts(tmp_path):
+    from audit.hashing import contract_hash
+    from audit.mutate._build import MutantBuild
+    from audit.mutate._run import BASELINE, _sanitizer_identities
+
+    cfg, cs, shared, paths, original, sibs = _ema_shared(tmp_path, 2)
+    b = {m.key: MutantBuild("compiled", paths[m.key], ptx=tmp_path / f"key{i}" / "m.ptx") for i, m in enumerate(shared)}
+    orig = {EMA: MutantBuild("compiled", original, ptx=tmp_path / "keyO" / "original.ptx")}
+    plain = _sanitizer_identities(cs, b, orig, {EMA: shared})
+    ids = _sanitizer_identities(cs, b, orig, {EMA: shared}, sibs)
+    assert set(ids) - set(plain) == {f"{EMA}/{BASELINE}/siblings", *(f"{m.key}/siblings" for m in shared)}
+    assert all(ids[k] == v for k, v in plain.items())  # the own runs keep their identities
+    sib = contract_hash(cs.kernel(EMA_SIB))
+    assert json.loads(ids[f"{shared[0].key}/siblings"]) == [["key0"], [sib]]
+    assert json.loads(ids[f"{EMA}/{BASELINE}/siblings"]) == [["keyO"], [sib]]
+
+
+def test_racecheck_runs_a_survivor_as_a_sibling_that_uses_shared_memory_even_where_its_kernel_does_not(monkeypatch, tmp_path):
+    """The heads-loss EMA update uses no shared memory and has no barrier: racecheck takes none of its
+    survivors for their own kernel, but runs those in code the label-scale update runs as that kernel."""
+    from audit.mutate import _run
+
+    shared = _ema_shared(tmp_path, 7)[2]  # every mutant of the kernel in code its sibling runs
+    calls = []
+
+    def fake_sanitize(cfg, tool, mutants, paths, originals, backends, seed, progress, workers=4, siblings=None, **kw):
+        calls.append((tool, sorted(m.id for m in mutants), dict(siblings or {})))
+        hit = {shared[0].key: (("SANITIZER_RACECHECK",), f"as {EMA_SIB} (same source): a hazard")} if tool == "racecheck" else {}
+        return hit, {EMA: None} if mutants else {}
+
+    monkeypatch.setattr(_run, "_sanitize", fake_sanitize)
+    monkeypatch.setattr(_run, "_uses_shared", lambda cfg, cs, kernel, arch: kernel == EMA_SIB)
+    run = run_mutation(REPO, [EMA], stand_in=lambda m: {}, equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("memcheck", "racecheck"))
+    (k,) = run.kernels
+    everyone = sorted(o.mutant.id for o in k.outcomes)
+    expected = {m.key: (EMA_SIB,) for m in shared}
+    assert calls == [("memcheck", everyone, expected), ("racecheck", [], expected)]
+    by_key = {o.mutant.key: o for o in k.outcomes}
+    assert (by_key[shared[0].key].status, by_key[shared[0].key].checks) == ("caught", ("SANITIZER_RACECHECK",))
+    assert by_key[shared[0].key].detail == f"as {EMA_SIB} (same source): a hazard"
+    assert k.baseline == "pass" and k.caught == 1
+
+
 def test_the_listing_marks_the_mutants_siblings_judge_too(capsys):
     assert main(["mutate", "--root", str(REPO), "aux_heads_loss_ema_update", "--list"]) == 0
     out = capsys.readouterr().out

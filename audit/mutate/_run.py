@@ -34,7 +34,10 @@
 7. Every other survivor runs again under compute-sanitizer memcheck (:data:`MEMCHECK_SIZES`), and those
    of kernels that use shared memory (or that lost a barrier) under racecheck (:data:`RACE_SIZES`); the
    baseline of each kernel involved runs under the same tool (a report it has itself would "catch"
-   every such survivor, so it makes the baseline fail).
+   every such survivor, so it makes the baseline fail). A survivor with siblings (step 6) that its own
+   run leaves is run as them too, built from the mutated source, under racecheck as those siblings that
+   use shared memory (every sibling for a lost barrier), after their unmutated copy from the same folder;
+   a report on that copy only keeps them from judging the kernel's survivors under that tool.
 8. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
    Classify the other kernels' survivors with the equivalence records, and count.
 
@@ -311,7 +314,8 @@ def run_mutation(
     (``"ray"``, ``"ray://HOST:PORT"``) verifies the mutants on a Ray cluster's GPUs; the results are the
     same whatever ran where. ``journal`` (a file) keeps each finished verification of the mutants and
     baselines as it ends, and takes those a cut-short run had finished (see
-    :mod:`audit.runtime._journal`)."""
+    :mod:`audit.runtime._journal`); the sanitizer passes keep theirs beside it, the survivors' runs as
+    their siblings included."""
     from ..api import load_project
     from ..runtime import Variant, gpu_target, parse_cluster, parse_workers, require_ray, verify_many
 
@@ -450,7 +454,8 @@ def run_mutation(
         if hits:  # a first suspect was timed alone at least once
             timing["slowdown"] = time.perf_counter() - t
     # a survivor of a source that other kernels of the contracts are built from too, in code their entries
-    # reach, is judged by those siblings as well (step 6); the sanitizers then take what is left
+    # reach, is judged by those siblings as well (step 6); the sanitizers then take what is left, for its
+    # own kernel and as those siblings
     if stand_in is None:
         sib_static = {n: originals_built[n] for n, ms in selected.items() if ms and not ms[0].is_header}
     else:
@@ -466,18 +471,31 @@ def run_mutation(
     if found is not None:
         timing["siblings"] = time.perf_counter() - t
         late.update(found)
+    shared: dict[str, bool] = {}
+
+    def uses_shared(kernel: str) -> bool:
+        if kernel not in shared:
+            shared[kernel] = _uses_shared(cfg, cs, kernel, arch)
+        return shared[kernel]
+
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
         # their kernel (a report it has itself would "catch" every such survivor). racecheck sees shared
-        # memory only, so it takes the survivors of kernels that use it and every lost barrier.
-        todo = [m for m in survivors if m.key not in late and (tool != "racecheck" or m.operator == "sync" or any(_uses_shared(cfg, cs, k, arch) for k in m.kernels))]
+        # memory only, so it takes the survivors of kernels that use it and every lost barrier. A survivor
+        # with siblings (step 6) runs as them too, after their unmutated copy; racecheck takes the siblings
+        # that use shared memory (all of them for a lost barrier).
+        left = [m for m in survivors if m.key not in late]
+        todo = [m for m in left if tool != "racecheck" or m.operator == "sync" or any(uses_shared(k) for k in m.kernels)]
+        sibs = {m.key: tuple(s for s in siblings[m.key] if tool != "racecheck" or m.operator == "sync" or uses_shared(s)) for m in left if m.key in siblings}
+        sibs = {key: ks for key, ks in sibs.items() if ks}
         t = time.perf_counter()
         from ..runtime import sanitizer_journal_path
 
         found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers(),
                                    journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
-                                   identities=_sanitizer_identities(cs, builds, originals_built, selected) if stand_in is None else None)
+                                   identities=_sanitizer_identities(cs, builds, originals_built, selected, siblings) if stand_in is None else None,
+                                   siblings=sibs)  # fmt: skip
         timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
         late.update(found)
         for name, hit in checked.items():
@@ -685,9 +703,13 @@ def _build_keys(b: Any) -> list[str]:
     return [p.parent.name for p in ptxs]
 
 
-def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping[str, Any], selected: Mapping[str, Sequence[Mutant]]) -> dict[str, str]:
+def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping[str, Any], selected: Mapping[str, Sequence[Mutant]],
+                          siblings: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:  # fmt: skip
     """Variant key -> what its sanitizer runs depend on beyond the run's settings: the build keys of what it
-    loads and the contract hashes of the kernels it judges (their bindings, shapes and tolerances)."""
+    loads and the contract hashes of the kernels it judges (their bindings, shapes and tolerances). With
+    ``siblings`` (mutant key -> the other kernels of its source that run its line), also each such mutant's
+    run as its siblings (``<key>/siblings``, the mutant's build) and each kernel's siblings' unmutated copy
+    (``<kernel>/baseline/siblings``, the kernel's unmutated build, judged by every sibling of its mutants)."""
     from ..hashing import contract_hash
 
     def contracts(kernels: Sequence[str]) -> list[str]:
@@ -698,18 +720,35 @@ def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping
         if ms and name in originals:
             b = originals[name]
             out[f"{name}/{BASELINE}"] = json.dumps([_build_keys(b), contracts(list(b.overrides) or list(ms[0].kernels))])
+    for key, sibs in (siblings or {}).items():
+        if sibs and key in builds:
+            out[f"{key}/siblings"] = json.dumps([_build_keys(builds[key]), contracts(list(sibs))])
+    for name, ms in selected.items():
+        sibs = list(dict.fromkeys(s for m in ms for s in (siblings or {}).get(m.key, ())))
+        if sibs and name in originals:
+            out[f"{name}/{BASELINE}/siblings"] = json.dumps([_build_keys(originals[name]), contracts(sibs)])
     return out
 
 
 def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path | Mapping[str, Path]], originals: Mapping[str, Path | Mapping[str, Path]], backends: Sequence[str],
               seed: int, progress: Progress, workers: int = 4, journal: Path | None = None,
-              identities: Mapping[str, str] | None = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
+              identities: Mapping[str, str] | None = None,
+              siblings: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
     :data:`RACE_SIZES`): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
     and kernel -> the (rule, message) findings of its unmutated copy (None where it passes) for every
     kernel with a mutant checked. ``workers`` sanitizer processes run at a time. ``journal`` (a file, with
     ``identities``: variant key -> its builds and contracts) keeps each conclusive run as it ends and takes
-    those an earlier, cut-short run of the same builds and settings had finished."""
+    those an earlier, cut-short run of the same builds and settings had finished (a key without an
+    identity is run and not kept).
+
+    ``siblings`` (mutant key -> kernels) runs those mutants as the other kernels of their source too, built
+    from the mutated source (``<key>/siblings``), as step 6 verifies them: each kernel's siblings run first
+    from its unmutated copy (``<kernel>/baseline/siblings``), and a survivor of that kernel is run as them
+    only where its own run (if any: a key of ``siblings`` need not be one of ``mutants``) reports nothing
+    and their unmutated copy reported nothing either. Such a report judges none of that kernel's survivors
+    under ``tool``; it is no finding of the kernel's own baseline. A survivor its siblings' run catches
+    has a message naming the sibling ("as <sibling> (same source): ...")."""
     from concurrent.futures import ThreadPoolExecutor
 
     import itertools
@@ -723,21 +762,28 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     done = book.load() if book is not None else {}
     book_lock = threading.Lock()
 
-    def identity(key: str) -> str | None:
+    def identity(key: str, kernels: Sequence[str]) -> str | None:
         if book is None or key not in identities:
             return None
         settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key]]
+        if key.endswith("/siblings"):  # the siblings run in this pass (racecheck takes those with shared memory)
+            settings.append(sorted(kernels))
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
     # on several GPUs, the sanitizer runs take them in turn (one GPU: every run shares it, unpinned)
     gpus = visible_gpus() if backends and list(backends) != ["emulated"] else []
     turn, turn_lock = itertools.count(), threading.Lock()
 
     def verdict_of(key: str, errors: list[tuple[str, str]]) -> str:
-        return ("fail" if errors else "pass") if key.endswith(f"/{BASELINE}") else ("caught" if errors else "survived")
+        base = key.endswith((f"/{BASELINE}", f"/{BASELINE}/siblings"))
+        return ("fail" if errors else "pass") if base else ("caught" if errors else "survived")
+
+    def named(f: Any, kernels: Mapping[str, Path]) -> str:  # a siblings' run: the sibling that reported, as step 6 names it
+        who = getattr(f, "subject", None)
+        return f"as {who if who in kernels else ', '.join(kernels)} (same source): {f.message}"
 
     def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
         key, overrides = job
-        ident = identity(key)
+        ident = identity(key, list(overrides))
         if ident is not None and ident in done:
             errors = done[ident]
             progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict_of(key, errors) + " (from the journal)"})
@@ -750,11 +796,12 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
                      devices=pin)  # fmt: skip
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
-        found = [(f.rule, f.message) for f in out.result.findings if f.severity.value == "error"]
-        errors = [(r, m) for r, m in found if r == SANITIZER_CHECKS[tool].rule]
+        found = [f for f in out.result.findings if f.severity.value == "error"]
+        hits = [f for f in found if f.rule == SANITIZER_CHECKS[tool].rule]
+        errors = [(f.rule, named(f, overrides) if key.endswith("/siblings") else f.message) for f in hits]
         verdict = verdict_of(key, errors)
         if found and not errors:
-            verdict += f" (inconclusive: {', '.join(dict.fromkeys(r for r, _ in found))})"
+            verdict += f" (inconclusive: {', '.join(dict.fromkeys(f.rule for f in found))})"
         elif ident is not None and book is not None:
             with book_lock:
                 book.append(ident, key, errors)
@@ -765,17 +812,50 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     def overrides(kernel: str, v: Path | Mapping[str, Path]) -> Mapping[str, Path]:  # one kernel's copy, or a header's copies
         return {kernel: v} if isinstance(v, Path) else v
 
+    def copy(kernel: str, v: Path | Mapping[str, Path] | None) -> Path | None:  # a kernel's copy of its own source
+        return v if isinstance(v, Path) or v is None else v.get(kernel)
+
+    # the survivors' siblings: per kernel, every sibling of its survivors, run from the kernel's unmutated copy
+    # (a sibling shares the source file, so that copy is the sibling's too)
+    sibs = {key: tuple(ks) for key, ks in (siblings or {}).items() if ks and copy(key.partition("/")[0], paths.get(key)) is not None}
+    judged: dict[str, list[str]] = {}
+    for key, ks in sibs.items():
+        kernel = key.partition("/")[0]
+        if copy(kernel, originals.get(kernel)) is not None:
+            judged.setdefault(kernel, [])
+            judged[kernel] += [s for s in ks if s not in judged[kernel]]
+    sibs = {key: ks for key, ks in sibs.items() if key.partition("/")[0] in judged}
+    if sibs:
+        progress({"event": "note", "text": f"{len(sibs)} survivor(s) in code other kernels of the same source run: run under {tool} as those kernels too"})
+
     jobs = [(f"{k}/{BASELINE}", overrides(k, originals[k])) for k in dict.fromkeys(m.kernel for m in todo) if k in originals]
+    jobs += [(f"{k}/{BASELINE}/siblings", dict.fromkeys(ks, copy(k, originals[k]))) for k, ks in judged.items()]
     jobs += [(m.key, overrides(m.kernel, paths[m.key])) for m in todo]
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     bases: dict[str, list[tuple[str, str]] | None] = {}
+    quiet: set[str] = set()  # the kernels whose siblings' unmutated copy the tool reports nothing in
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for key, errors in pool.map(one, jobs):
             kernel, _, rest = key.partition("/")
             if rest == BASELINE:
                 bases[kernel] = errors or None
+            elif rest == f"{BASELINE}/siblings":
+                if errors:  # not the kernel's own report: it only leaves its survivors to their own runs
+                    rule, message = errors[0]
+                    progress({"event": "note", "text": f"{kernel}: its siblings' unmutated copy fails {rule} under compute-sanitizer {tool} "
+                                                       f"({message}); they judge none of its survivors under {tool}"})  # fmt: skip
+                else:
+                    quiet.add(kernel)
             elif errors:
                 found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
+        # then each survivor its own run left, as its siblings built from the mutated source
+        later = [(f"{key}/siblings", dict.fromkeys(ks, copy(key.partition("/")[0], paths[key])))
+                 for key, ks in sibs.items() if key not in found and key.partition("/")[0] in quiet]  # fmt: skip
+        for key, errors in pool.map(one, later):
+            if errors:
+                key = key[: -len("/siblings")]
+                found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
+                progress({"event": "sibling", "variant": key, "message": found[key][1]})
     return found, bases
 
 
