@@ -573,11 +573,15 @@ def scaffold_sources(units: Iterable[tuple[Iterable[CKernel], str, Iterable[Laun
         launches = list(launches)
         for site in launches:
             by_kernel.setdefault(site.kernel, []).append(site)
-        patterns = [s for s in launches if s.name_kind == "pattern"]  # a name built at run time: affine_*
+        patterns = [s for s in launches if s.name_kind == "pattern" and not s.pasted]  # a name built at run time: affine_*
+        pasted = [s for s in launches if s.pasted]  # a macro's launch, add_##t##_kernel<<<...>>>: for several kernels
         for k in kernels:
             sites = by_kernel.get(k.name) or by_kernel.get(k.name.split("::")[-1]) or [s for s in patterns if s.names_kernel(k.name)]
             geo = launch_geometry(k, sites[0], dims) if sites else None
             others: list[str] = []
+            if not sites:
+                others += [f'TODO: {s.file or "the host"}:{s.line} launches "{s.kernel}" in a macro that pastes the name together, '
+                           f"which may be this kernel; the macro's arguments decide the geometry, which is not read from there." for s in pasted[:1] if s.names_kernel(k.name)]  # fmt: skip
             if geo is not None:
                 where = f"{geo.site.file or 'the launch'}:{geo.site.line}"
                 for d in sorted(geo.dims - set(dims)):

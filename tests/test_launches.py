@@ -612,3 +612,104 @@ def test_launches_in_blocks_the_build_compiles_out_are_not_read(tmp_path: Path, 
     out = capsys.readouterr().out.splitlines()[:-1]
     assert [(line.split(":")[0:2], line.split('"')[1]) for line in out] == [(["host.cu", "16"], "maybe")]
     assert "UNAUDITED_KERNEL" in out[0]
+
+
+# LeetCUDA (xlite-dev/LeetCUDA, the eighth trial in docs/adopting.md) launches its kernels from PyTorch
+# bindings that macros generate: `add_##t##_kernel<<<grid, block>>>(...)` in a #define, with template
+# arguments in parentheses (`red_##t##_kernel<(NT)>`) and continued lines between the name and `<<<`.
+_MACRO_KERNELS = (
+    "__global__ void add_f32_kernel(float* y, int n) { if (blockIdx.x * 256 + threadIdx.x < n) y[blockIdx.x * 256 + threadIdx.x] = 0.f; }\n"
+    "__global__ void add_f16_kernel(float* y, int n) { if (blockIdx.x * 256 + threadIdx.x < n) y[blockIdx.x * 256 + threadIdx.x] = 0.f; }\n"
+    "__global__ void scale_f32_kernel(float* y, int n) { if (blockIdx.x * 256 + threadIdx.x < n) y[blockIdx.x * 256 + threadIdx.x] = 1.f; }\n"
+    "template <int NT>\n__global__ void red_f32_kernel(float* y, int n) { if (blockIdx.x * NT + threadIdx.x < n) y[blockIdx.x * NT + threadIdx.x] = 2.f; }\n"
+)
+_MACRO_HOST = (
+    '#include "k.cu"\n'
+    "#define BIND_ADD(t, n_pack)                                        \\\n"
+    "  void add_##t(float* y, int n) {                                  \\\n"
+    "    dim3 block(256 / (n_pack));                                    \\\n"
+    "    add_##t##_kernel<<<(n + 255) / 256, block>>>(                  \\\n"
+    "        y, n);                                                     \\\n"
+    "  }\n"
+    "#define LAUNCH_RED(NT, t)                                          \\\n"
+    "  red_##t##_kernel<(NT)>                                           \\\n"
+    "      <<<(n + NT - 1) / NT, NT>>>(y, n);\n"
+    "#define BIND_SCALE(t) void scale_##t(float* y, int n) { scale_##t##_kernel<<<(n + 255) / 256, 256>>>(y, n); }\n"
+    "BIND_ADD(f32, 1)\n"
+    "BIND_ADD(f16, 2)\n"
+    "void red(float* y, int n) { LAUNCH_RED(256, f32) }\n"
+    "BIND_SCALE(f32)\n"
+)
+
+
+def test_a_launch_in_a_macro_reads_the_name_it_pastes_as_a_pattern() -> None:
+    """Before: the pasted launches were kernel "_kernel" (the piece after the last ##), the arguments kept the
+    line continuation ("\\ y"), and red_##t##_kernel<(NT)> was no launch at all (parentheses in template
+    arguments, a continued line before <<<)."""
+    sites = find_launches(_MACRO_HOST, "c", "host.cu")
+    assert [(s.line, s.kernel, s.name_kind, s.pasted, s.template_args, s.args) for s in sites] == [
+        (5, "add_*_kernel", "pattern", True, None, ("y", "n")),
+        (9, "red_*_kernel", "pattern", True, ("(NT)",), ("y", "n")),
+        (11, "scale_*_kernel", "pattern", True, None, ("y", "n")),
+    ]
+    add = sites[0]
+    assert add.names_kernel("add_f32_kernel") and add.names_kernel("add_f16_kernel") and not add.names_kernel("scale_f32_kernel")
+    assert sites[1].names_kernel("red_f32_kernel<256>")  # some instantiation of each kernel the pattern matches
+    # outside a macro, ## is no paste and a name stays exact
+    (plain,) = find_launches("void f(float* y, int n) { add_f32_kernel<<<1, 256>>>(y, n); }\n", "c", "host.cu")
+    assert (plain.kernel, plain.name_kind, plain.pasted) == ("add_f32_kernel", "exact", False)
+
+
+def test_macro_launches_wire_the_kernels_they_paste_and_are_compared_with_no_geometry(tmp_path: Path, capsys) -> None:
+    """add_##t##_kernel launches add_f32_kernel (contracted, with block 64: the macro's block depends on its
+    argument, so no GEOMETRY_DRIFT); red_##t##_kernel<(NT)> launches red_f32_kernel<256> (no NO_LAUNCHER);
+    scale_##t##_kernel matches no contract and is unaudited, named as the pattern. Before: "_kernel" three
+    times unaudited, red_f32_kernel dead code."""
+    for name, text in {"host.cu": _MACRO_HOST, "k.cu": _MACRO_KERNELS}.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "contracts").mkdir()
+    tables = "".join(
+        _DRIFT_KERNEL.format(**k)
+        for k in ({"name": "add_f32_kernel", "cpp": "add_f32_kernel", "grid": '"ceil_div(n, 256)"', "block": "64"},
+                  {"name": "red_f32", "cpp": "red_f32_kernel<256>", "grid": '"ceil_div(n, 256)"', "block": "256"})
+    )  # fmt: skip
+    (tmp_path / "contracts" / "k.toml").write_text("[dims]\nn = { min = 1, max = 4096 }\n" + tables)
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL,GEOMETRY_DRIFT"])
+    assert capsys.readouterr().out.splitlines()[:-1] == [
+        'host.cu:11: UNAUDITED_KERNEL Host code launches, in a macro, the kernels whose names it pastes together, '
+        '"scale_*_kernel" ("*" for the macro\'s parameters), but no contract declares a kernel whose entry matches it; '
+        "add a [[kernel]] contract for the instantiations its uses run (wireup init scaffolds them) or remove the launch."
+    ]
+
+
+def test_init_names_a_macro_launch_and_takes_no_geometry_from_it(tmp_path: Path, capsys) -> None:
+    """The macro's block is 256 / (n_pack): which kernel gets which block, its uses decide; init says where
+    the launch is instead of leaving the geometry TODO unexplained."""
+    (tmp_path / "k.cu").write_text(_MACRO_KERNELS + _MACRO_HOST.replace('#include "k.cu"\n', ""))
+    text = _init(tmp_path, capsys, str(tmp_path / "k.cu"), "-o", str(tmp_path / "scaffold.toml"))
+    table = (tmp_path / "scaffold.toml").read_text().split('\nname = "add_f16_kernel"')[1].split("params = [")[0]
+    assert (
+        '# TODO: k.cu:9 launches "add_*_kernel" in a macro that pastes the name together, which may be this kernel; '
+        "the macro's arguments decide the geometry, which is not read from there.\n"
+        'grid = ["TODO", 1, 1]\nblock = ["TODO", 1, 1]\n'
+    ) in table, text
+
+
+def test_no_launcher_says_which_sources_it_read_when_no_globs_are_set(tmp_path: Path, capsys) -> None:
+    """Without launcher globs the scan reads the kernels' own files; the message said "no host source ()"
+    (seen on LeetCUDA, whose kernels' files hold their launches)."""
+    (tmp_path / "k.cu").write_text(
+        "__global__ void fill(float* y, int n) { y[threadIdx.x] = 0.f; }\n"
+        "__global__ void other(float* y, int n) { y[threadIdx.x] = 1.f; }\n"
+        "void run(float* y) { other<<<1, 32>>>(y, 32); }\n"
+    )  # the kernels' file launches one of them, so the scan runs over it
+    (tmp_path / "contracts").mkdir()
+    kernel = _DRIFT_KERNEL.format(name="fill", cpp="fill", grid="1", block="32")
+    (tmp_path / "contracts" / "k.toml").write_text("[dims]\nn = { min = 1, max = 32 }\n" + kernel)
+    (tmp_path / "wireup.toml").write_text("")
+    main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER"])
+    assert capsys.readouterr().out.splitlines()[:-1] == [
+        'contracts/k.toml:3: NO_LAUNCHER (warning) Kernel "fill" is dead code — no launcher: no host source (the kernels\' '
+        'own sources: no launcher globs are set) names its entry "fill".'
+    ]

@@ -42,7 +42,10 @@ from .hostlex import Literal, language_of, lex
 __all__ = ["LaunchSite", "RustHelpers", "file_constants", "find_launches", "language_of", "rust_helpers", "template_arguments", "to_dim_expr"]
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_CHEVRON = re.compile(rf"\b({_IDENT}(?:\s*::\s*{_IDENT})*)\s*(<[^<>;{{}}()]*(?:<[^<>;{{}}()]*>[^<>;{{}}()]*)*>)?\s*<<<")
+# template arguments may hold one level of parentheses (``k<(NT)>``, ``k<1024 / (n)>``, as macros write them)
+_TARG = r"(?:[^<>;{}()]|\([^;{}()]*\))"
+_GAP = r"(?:\s|\\\n)*"  # white space, and a macro body's continued lines
+_CHEVRON = re.compile(rf"\b({_IDENT}(?:\s*::\s*{_IDENT})*){_GAP}(<{_TARG}*(?:<{_TARG}*>{_TARG}*)*>)?{_GAP}<<<")
 _DEFINE = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+({_IDENT})[ \t]+([^\n]+?)[ \t]*$", re.MULTILINE)
 _MAX_SUBSTITUTIONS = 8  # nested local constants followed at most this deep
 _MAX_TEXT = 4_000_000  # characters of one host file read for launches
@@ -78,10 +81,16 @@ class LaunchSite:
     #: parts: ``kernel_name::<T>("affine")`` -> ``affine_*``); "unresolved" (``kernel`` is the host
     #: expression the reader could not turn into a name, ``kernel_name::<T>(U::KERNEL)``)
     name_kind: str = "exact"
+    #: the launch is in a ``#define`` and pastes its kernel's name from the macro's parameters
+    #: (``add_##t##_kernel<<<...>>>``): one site for several kernels, whose geometry the macro's arguments
+    #: decide, so it is compared with no contract's
+    pasted: bool = False
 
     def names_kernel(self, symbol: str) -> bool:
         """Whether this launch may run the kernel whose entry (or C++ function) is ``symbol``."""
         if self.name_kind == "pattern":
+            if self.template_args is not None and "<" not in self.kernel:
+                symbol = symbol.split("<", 1)[0]  # add_*_kernel<(NT)> runs some instantiation of each match
             return re.fullmatch(".*".join(re.escape(p) for p in self.kernel.split("*")), symbol) is not None
         return self.name_kind == "exact" and self.kernel == symbol
 
@@ -451,11 +460,45 @@ def _three(expr: str, defs: dict[str, str], keep: set[str]) -> tuple[str, str, s
 # the four launch styles
 
 
+_PASTED = re.compile(rf"((?:{_IDENT}\s*##\s*)+)$")
+_MACRO_HEAD = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+{_IDENT}\(([^)]*)\)", re.MULTILINE)
+
+
+@lru_cache(maxsize=8)
+def _macro_heads(text: str) -> list[tuple[int, frozenset[str]]]:
+    """(start, parameters) of each function-like ``#define NAME(a, b)`` of ``text``, in order."""
+    return [(m.start(), frozenset(p.strip() for p in m.group(1).split(","))) for m in _MACRO_HEAD.finditer(text)]
+
+
+def _pasted_name(text: str, code: str, name: str, at: int) -> str | None:
+    r"""The kernel name a launch inside a ``#define`` builds by token pasting, as a pattern (``*`` for each
+    macro parameter pasted in): ``elementwise_add_##packed_type##_kernel<<<...>>>`` in ``#define
+    BIND(packed_type, ...)`` is ``elementwise_add_*_kernel``; None where ``name`` (at ``at``) is not the
+    end of a pasted name. A piece that is no parameter of the macro around it stays as written.
+
+    >>> src = "#define B(t, n) \\\n  void f_##t(float* x) { add_##t##_kernel<<<1, 256 / n>>>(x); }\nB(f32, 1)\n"
+    >>> _pasted_name(src, src, "_kernel", src.index("_kernel<<<"))
+    'add_*_kernel'
+    """
+    m = _PASTED.search(code, max(0, at - 400), at)
+    if m is None:
+        return None
+    pieces = [p.strip() for p in m.group(1).split("##") if p.strip()] + [name]
+    heads = _macro_heads(text)
+    i = bisect.bisect_left(heads, (at,)) - 1
+    params: frozenset[str] = frozenset()
+    if i >= 0 and all(line.rstrip().endswith("\\") for line in text[heads[i][0] : at].split("\n")[:-1]):
+        params = heads[i][1]  # the launch is in that macro's body (every line before it continued)
+    pattern = "".join("*" if p in params else p for p in pieces)
+    return re.sub(r"\*+", "*", pattern)
+
+
 def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
     sites = []
     assignments = _Assignments(text, code)
     for m in _CHEVRON.finditer(code):
         name = re.sub(r"\s+", "", m.group(1)).split("::")[-1]
+        pasted = _pasted_name(text, code, name, m.start(1)) if "##" in code else None
         start = m.end()
         end = code.find(">>>", start)
         if end < 0:
@@ -467,7 +510,8 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
         if paren >= len(code) or code[paren] != "(":
             continue
         close = _close(code, paren)
-        args = tuple(a for a in (" ".join(x.split()) for x in _split_top(text[paren + 1 : close])) if a)
+        # inside a #define, a continued line ends in "\\", which is no part of an argument
+        args = tuple(a for a in (" ".join(x.replace("\\\n", " ").split()) for x in _split_top(text[paren + 1 : close])) if a)
         defs = _definitions(text, code, m.start(), "c", outer)
         keep = set(args)
         grid = _three(config[0], defs, keep) if config else None
@@ -475,10 +519,10 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
         shared = _substitute(config[2], defs, keep) if len(config) > 2 and config[2] else "0"
         targs = None
         if m.group(2):
-            targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(text[m.start(2) : m.end(2)]))
+            targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(text[m.start(2) : m.end(2)].replace("\\\n", " ")))
         values = tuple(" ".join(_substitute(a, _constants(m.start(), args, defs, assignments), set()).split()) for a in args)
-        sites.append(LaunchSite(name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
-                                template_args=targs, arg_values=values))  # fmt: skip
+        sites.append(LaunchSite(pasted or name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
+                                template_args=targs, arg_values=values, name_kind="pattern" if pasted else "exact", pasted=bool(pasted)))  # fmt: skip
     return sites
 
 

@@ -38,7 +38,11 @@ class HostLine(SourceFile):
 
 
 def _globs(ctx: CheckContext) -> str:
-    return ", ".join(ctx.config.launchers) if ctx.config else ""
+    """The host sources the scan read, as NO_LAUNCHER names them: the launcher globs, or (none set) the
+    kernels' own files, which it then reads instead."""
+    if ctx.config and ctx.config.launchers:
+        return ", ".join(ctx.config.launchers)
+    return "the kernels' own sources: no launcher globs are set"
 
 
 @rule("NO_LAUNCHER", "Every contracted kernel is launched by host code: its entry symbol appears in a host source the launcher globs name.", "launchers", Severity.WARNING)
@@ -68,7 +72,14 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
     scan = ctx.fact("launchers")
     for r in scan.unaudited:
         where = Loc(HostLine(r.file, r.line))
-        if r.kind == "launch" and r.call == "<<<>>>" and "<" in r.text:
+        if r.kind == "launch" and r.call == "<<<>>>" and r.name_kind == "pattern":
+            yield Hit(
+                f'Host code launches, in a macro, the kernels whose names it pastes together, "{r.text}" ("*" for '
+                f"the macro's parameters), but no contract declares a kernel whose entry matches it; add a [[kernel]] "
+                f"contract for the instantiations its uses run (wireup init scaffolds them) or remove the launch.",
+                where, r.text,
+            )  # fmt: skip
+        elif r.kind == "launch" and r.call == "<<<>>>" and "<" in r.text:
             yield Hit(
                 f'Host code launches kernel "{r.text}" with <<<...>>>, but no contract\'s cpp_name names that '
                 f'instantiation; add a [[kernel]] contract with cpp_name = "{r.text}" or remove the launch.',
@@ -185,6 +196,8 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
 
     kernels_of = _launched_kernels(ctx)
     for site in scan.launch_sites:
+        if site.pasted:
+            continue  # a macro's launch of the kernels it pastes the names of: its arguments decide the geometry
         for k in kernels_of(site):
             contract = {
                 **{f"grid.{ax}": e for ax, e in zip("xyz", k.grid)},
