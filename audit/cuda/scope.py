@@ -215,8 +215,11 @@ class Source:
 
     # -- reachability ---------------------------------------------------------------------------------
     def entry(self, symbol: str) -> Function | None:
-        """The ``__global__`` function named ``symbol`` (else any function of that name)."""
-        named = [f for f in self.functions if f.name == symbol and f.close > f.open]
+        """The ``__global__`` function named ``symbol`` (else any function of that name). A C++ name is
+        looked up as the function it names (:func:`function_name`): ``ns::tile<32>`` is the definition of
+        the template ``tile``, which every instantiation of it shares."""
+        name = function_name(symbol)
+        named = [f for f in self.functions if f.name == name and f.close > f.open]
         return next((f for f in named if f.is_global), named[0] if named else None)
 
     def reachable_bodies(self, symbol: str) -> list[Function]:
@@ -234,6 +237,39 @@ class Source:
         for f in self.reachable_bodies(symbol):
             out.extend(range(f.open + 1, f.close))
         return sorted(set(out))
+
+
+def function_name(symbol: str) -> str:
+    """The name a function definition of the C++ name ``symbol`` (a contract's ``cpp_name``, or an entry)
+    carries: without its template argument list (nested ``<...>`` and parenthesized ``(N > 2)`` within it
+    included) and without its namespaces. ``symbol`` unchanged where it closes no balanced argument list
+    (``operator->``), as an ``extern "C"`` entry is.
+
+    >>> function_name("ns::tile<Pair<int, 2>, (N > 2)>"), function_name("k<256>"), function_name("k")
+    ('tile', 'k', 'k')
+    >>> function_name("operator<<int>"), function_name("operator->")
+    ('operator<', 'operator->')
+    """
+    name = symbol.strip()
+    if name.endswith(">"):
+        depth, parens = 0, 0
+        for i in range(len(name) - 1, -1, -1):
+            ch = name[i]
+            parens += (ch in ")]") - (ch in "([")
+            if parens:
+                continue
+            depth += (ch == ">") - (ch == "<")
+            if depth == 0:
+                head = name[:i].rstrip()
+                if head and not head.endswith("operator"):  # "operator<>" is no template argument list
+                    name = head
+                break
+    depth, start = 0, 0
+    for i, ch in enumerate(name):  # the last "::" outside any argument list (``Outer<a::b>::k``)
+        depth += (ch in "<([") - (ch in ">)]")
+        if depth == 0 and name.startswith("::", i) and not name[:i].rstrip().endswith("operator"):
+            start = i + 2
+    return name[start:].strip() or symbol.strip()
 
 
 def reach(files: dict[K, Source], own: K, entry: Function) -> dict[K, list[Function]]:
