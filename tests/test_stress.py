@@ -208,3 +208,57 @@ def test_the_opt_out_survives_a_dump_and_reload(softmax: Path) -> None:
     assert cs.kernel("stress_softmax").param("logits").values.stress_reason == "bounded upstream"
     texts = {f"contracts/{name}": text for name, text in dump_contracts(cs).items()}
     assert load_contracts(softmax / "contracts", cs.root, texts=texts) == cs
+
+
+# -- a templated entry (cpp_name) --------------------------------------------------------------------------
+
+_TEMPLATED = """\
+namespace ns {
+template <int NT>
+__global__ void k(const float* __restrict__ logits, float* __restrict__ probs, int n) {
+    int i = blockIdx.x * NT + threadIdx.x;
+    if (i < n) probs[i] = expf(logits[i]);
+}
+}  // namespace ns
+"""
+
+_TEMPLATED_TOML = """\
+[dims]
+n = { min = 1, max = 4096 }
+
+[[kernel]]
+name = "k256"
+source = "k.cu"
+cpp_name = "ns::k<256>"
+stage = "forward"
+reference = "x:y"
+dims = ["n"]
+grid = ["ceil_div(n, 256)", 1, 1]
+block = [256, 1, 1]
+params = [
+  { name = "logits", dtype = "f32", shape = ["n"], role = "in" },
+  { name = "probs", dtype = "f32", shape = ["n"], role = "out" },
+  { name = "n", kind = "scalar", dtype = "i32", value = "n" },
+]
+"""
+
+
+def test_a_templated_entry_named_by_cpp_name_is_stressed(tmp_path: Path) -> None:
+    """A contract naming its entry by cpp_name (``entry`` is None then) is planned from the template's
+    definition: before, the plan looked up the entry None, found nothing and stressed nothing, silently."""
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(_TEMPLATED_TOML)
+    k = load_contracts(tmp_path / "contracts").kernel("k256")
+    assert k.entry is None and k.cpp_name == "ns::k<256>"
+    plan = stress_plan(k, _TEMPLATED, {"logits": ("scale", None, None, True)}, {})
+    assert [c.kind for c in plan.cases] == ["exp+100", "exp-100", "exp±100", "zeros"]
+    assert plan.lines("k256") == ['stress cases of "k256": input "logits": exp+100, exp-100, exp±100, zeros (exp at line 5)']
+
+
+def test_an_entry_its_source_does_not_define_is_said_not_stressed() -> None:
+    """A source without the entry's definition (a kernel defined in a header the .cu includes) is no
+    kernel without math: the plan says nothing was stressed, and why."""
+    k = load_contracts(FIXTURE / "contracts").kernel("stress_softmax")
+    plan = stress_plan(k, "__global__ void other(float* x) { x[0] = expf(x[0]); }\n", {"logits": ("scale", None, None, True)}, {})
+    assert plan.cases == ()
+    assert plan.skipped == ('the source defines no function "stress_softmax" (the entry); nothing stressed',)

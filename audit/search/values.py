@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..cuda.scope import Source
+from ..cuda.scope import Source, function_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,11 +113,14 @@ class StressPlan:
 
 # -- the flow analysis -----------------------------------------------------------------------------------
 def _entry(src: Source, entry: str):
+    """The definition of ``entry`` (an extern "C" name, or a contract's ``cpp_name``: ``ns::k<256>`` is the
+    template ``k``'s definition), a ``__global__`` one first."""
+    name = function_name(entry)
     for f in src.functions:
-        if f.name == entry and f.is_global and f.close > f.open:
+        if f.name == name and f.is_global and f.close > f.open:
             return f
     for f in src.functions:
-        if f.name == entry and f.close > f.open:
+        if f.name == name and f.close > f.open:
             return f
     return None
 
@@ -415,7 +418,10 @@ def stress_plan(kernel: Kernel, text: str | None, domains: Mapping[str, tuple[st
     """
     if text is None:
         return StressPlan((), ("the kernel source cannot be read; nothing stressed",))
-    uses = math_uses(text, kernel.entry)
+    # the contract's name of the entry: its extern "C" symbol, or its cpp_name (``entry`` is None then)
+    if _entry(Source.parse(text), kernel.symbol) is None:
+        return StressPlan((), (f'the source defines no function "{kernel.symbol}" (the entry); nothing stressed',))
+    uses = math_uses(text, kernel.symbol)
     inputs = {p.name: p for p in kernel.tensors if p.role != "out"}
     by_param: dict[str, list[MathUse]] = {}
     for u in uses:
