@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..cuda.scope import Source, function_name
+from ..cuda.scope import Source
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,19 +112,6 @@ class StressPlan:
 
 
 # -- the flow analysis -----------------------------------------------------------------------------------
-def _entry(src: Source, entry: str):
-    """The definition of ``entry`` (an extern "C" name, or a contract's ``cpp_name``: ``ns::k<256>`` is the
-    template ``k``'s definition), a ``__global__`` one first."""
-    name = function_name(entry)
-    for f in src.functions:
-        if f.name == name and f.is_global and f.close > f.open:
-            return f
-    for f in src.functions:
-        if f.name == name and f.close > f.open:
-            return f
-    return None
-
-
 def _param_names(src: Source, open_brace: int) -> list[str]:
     toks = src.tokens
     j = open_brace - 1
@@ -286,7 +273,7 @@ def _lhs_name(src: Source, a: int, op: int) -> str | None:
 def math_uses(text: str, entry: str) -> list[MathUse]:
     """The uses of the entry function's parameters in math functions and divisors (see the module docstring)."""
     src = Source.parse(text)
-    fn = _entry(src, entry)
+    fn = src.entry(entry)  # a cpp_name (ns::k<256>) is the template's definition
     if fn is None:
         return []
     return [MathUse(p, op, line, d) for (p, op, line), d in _function_uses(src, fn, {}, 0).items()]
@@ -419,7 +406,7 @@ def stress_plan(kernel: Kernel, text: str | None, domains: Mapping[str, tuple[st
     if text is None:
         return StressPlan((), ("the kernel source cannot be read; nothing stressed",))
     # the contract's name of the entry: its extern "C" symbol, or its cpp_name (``entry`` is None then)
-    if _entry(Source.parse(text), kernel.symbol) is None:
+    if Source.parse(text).entry(kernel.symbol) is None:
         return StressPlan((), (f'the source defines no function "{kernel.symbol}" (the entry); nothing stressed',))
     uses = math_uses(text, kernel.symbol)
     inputs = {p.name: p for p in kernel.tensors if p.role != "out"}
