@@ -478,6 +478,8 @@ def run_mutation(
             shared[kernel] = _uses_shared(cfg, cs, kernel, arch)
         return shared[kernel]
 
+    # what each sanitizer run depends on (its journal key): the same builds and contracts for every tool
+    identities = _sanitizer_identities(cs, builds, originals_built, selected, siblings) if stand_in is None and tools else None
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
@@ -494,7 +496,7 @@ def run_mutation(
 
         found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers(),
                                    journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
-                                   identities=_sanitizer_identities(cs, builds, originals_built, selected, siblings) if stand_in is None else None,
+                                   identities=identities,
                                    siblings=sibs)  # fmt: skip
         timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
         late.update(found)
