@@ -196,6 +196,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             if not any(r.file == ref.file and r.line == ref.line and r.kind == ref.kind for r in refs):
                 refs.append(HostReference(ref.file, ref.line, ref.kind, ref.text, name, ref.call))
 
+    heads = TemplateHeads(root)  # template heads of the contracted kernels, for launches with template arguments
     headers: dict[Path, dict[str, str]] = {}  # file-scope constants per header, read once per scan
     defines = flag_defines(cfg.nvcc_flags)
     texts: dict[str, str] = {}
@@ -238,9 +239,12 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 # an instantiation nobody contracted
                 want = instantiation(site.template_args)
                 if all(_known_argument(a) for a in want):
-                    kernels = [n for n in kernels if contract_instantiation(cs.kernel_map[n]) in (want, None)]
+                    candidates = kernels
+                    kernels = [n for n in kernels if _runs(cs.kernel_map[n], site.template_args, heads)]
                     if not kernels:
-                        shown = f"{site.kernel}<{', '.join(site.template_args)}>"
+                        # the instantiation as its compiled entry names it (the template's defaults written out)
+                        args = heads.complete(cs.kernel_map[candidates[0]], site.template_args)
+                        shown = f"{site.kernel}<{', '.join(args)}>"
                         scan.unaudited.append(HostReference(rel, site.line, "launch", shown, None, call))
                         continue
             if kernels:
@@ -361,21 +365,74 @@ def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def contract_instantiation(k) -> tuple[str, ...] | None:
+def contract_instantiation(k, heads: TemplateHeads | None = None) -> tuple[str, ...] | None:
     """The template arguments of the instantiation a contract's ``cpp_name`` names (``gemm<128, 8>`` ->
-    ``("128", "8")``), None where it names none."""
+    ``("128", "8")``), None where it names none; with ``heads``, those it leaves out are the template's
+    defaults."""
     from .cuda.launches import template_arguments
 
     name = (k.cpp_name or "").strip()
     if "<" not in name or not name.endswith(">"):
         return None
-    return instantiation(template_arguments(name[name.index("<") :]))
+    args = template_arguments(name[name.index("<") :])
+    return instantiation(heads.complete(k, args) if heads is not None else args)
+
+
+def _runs(k, args: tuple[str, ...], heads: TemplateHeads) -> bool:
+    """Whether a launch of ``k``'s function with explicit template arguments ``args`` runs the instantiation
+    ``k``'s ``cpp_name`` names (every launch of the function does where it names none)."""
+    have = contract_instantiation(k, heads)
+    return have is None or have == heads.launches(k, args)
+
+
+class TemplateHeads:
+    """The ``template <...>`` heads of contracted kernels' functions, each source read once, so that a
+    launch's explicit template arguments and a contract's ``cpp_name`` compare with the defaults they leave
+    out filled in (``g<128><<<...>>>`` and ``cpp_name = "g<128, 0>"`` name one instantiation of
+    ``template <int BM, int OFFSET = 0>``; the compiled entry spells every argument)."""
+
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self._heads: dict[tuple[str, str], str | None] = {}
+
+    def head(self, k) -> str | None:
+        key = (k.source, k.symbol)
+        if key not in self._heads:
+            self._heads[key] = self._read(k)
+        return self._heads[key]
+
+    def _read(self, k) -> str | None:
+        from .cuda.scope import Source
+        from .untrusted import read_regular, resolve
+
+        real = resolve(self.root / k.source)
+        if real is None or not _own_source_is_readable(self.root, k.source):
+            return None
+        try:
+            text = read_regular(real, MAX_FILE_BYTES).decode("utf-8", errors="replace")
+        except (OSError, ValueError):
+            return None
+        fn = Source.parse(text).entry(k.symbol)
+        return fn.template if fn is not None else None
+
+    def complete(self, k, args: tuple[str, ...]) -> tuple[str, ...]:
+        """``args`` with the defaults of ``k``'s template appended where they leave parameters out (unchanged
+        where the head is not known or a parameter left out has no default)."""
+        from .cuda.scope import with_defaults
+
+        return with_defaults(self.head(k), args) or args
+
+    def launches(self, k, args: tuple[str, ...]) -> tuple[str, ...]:
+        """The instantiation a launch with explicit template arguments ``args`` runs, if it runs ``k``'s function."""
+        return instantiation(self.complete(k, args))
 
 
 def launch_name(k) -> str:
     """The name a ``<<<...>>>`` launch of ``k`` uses: its C++ function without namespace or template
     arguments (``ns::scale<float>`` -> ``scale``)."""
-    return (k.cpp_name or k.entry or k.name).split("<")[0].split("::")[-1].strip()
+    from .cuda.scope import function_name
+
+    return function_name(k.cpp_name or k.entry or k.name)
 
 
 #: what host code in a kernel's own source shows (a launch, a module loaded or a kernel fetched by name)

@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cuda.hostlex import lex
+from .cuda.scope import template_params, with_defaults
 
 if TYPE_CHECKING:
     from .cuda.launches import LaunchSite
@@ -379,6 +380,71 @@ def _component(part: str | None) -> str:
     return part if part.lstrip("-").isdigit() else _toml_str(part)
 
 
+@dataclass(frozen=True)
+class Instance:
+    """A template instantiation that host code launches with explicit arguments (``k<256, float><<<...>>>``):
+    the arguments as the contract's ``cpp_name`` spells them (an integer expression by its value), the
+    contract's name and the launch that shows it."""
+
+    args: tuple[str, ...]
+    name: str
+    where: str
+
+    def cpp_name(self, k: CKernel) -> str:
+        ns = "::".join(n for n in k.namespace if n)
+        return (f"{ns}::{k.name}" if ns else k.name) + "<" + ", ".join(self.args) + ">"
+
+    def bind(self, k: CKernel) -> CKernel:
+        """``k`` with the parameters of a template type this instantiation binds to a built-in type typed
+        (``const T* x`` with ``T = float``: dtype f32); one bound to a type with no contract dtype keeps its TODO."""
+        bound = {}
+        for param, arg in zip(template_params(k.template), self.args):
+            dtype = _C_DTYPES.get(" ".join(sorted(arg.split()))) or _C_DTYPES.get(arg)
+            if param.is_type and dtype:
+                bound[param.name] = dtype
+        params = [replace(p, dtype=bound[p.ctype], template_type=False) if p.template_type and p.ctype in bound else p for p in k.params]
+        return replace(k, params=params)
+
+
+def _with_defaults(k: CKernel, args: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``args`` completed with the defaults of ``k``'s template (:func:`audit.cuda.scope.with_defaults`)."""
+    return with_defaults(k.template, args)
+
+
+def _instances(k: CKernel, sites: list[LaunchSite]) -> tuple[list[tuple[Instance, list[LaunchSite]]], list[LaunchSite]]:
+    """The instantiations of the template kernel ``k`` that ``sites`` launch with template arguments that
+    are all values (integers, built-in types; explicit, or the template's defaults for those left out),
+    each with its launches in order; and the launches whose instantiation is not known (an argument the
+    compiler deduces from the call, or a name such as ``T`` left over)."""
+    from .launchers import _known_argument, instantiation
+
+    groups: dict[tuple[str, ...], list[LaunchSite]] = {}
+    spelled: dict[tuple[str, ...], tuple[str, ...]] = {}
+    unknown: list[LaunchSite] = []
+    for site in sites:
+        # the compiled entry names every argument: those a launch leaves out are the template's defaults
+        args = _with_defaults(k, site.template_args or ())
+        key = instantiation(args) if args else ()
+        if not key or not all(_known_argument(a) for a in key):
+            unknown.append(site)
+            continue
+        groups.setdefault(key, []).append(site)
+        spelled.setdefault(key, tuple(a if re.fullmatch(r"-?\d+", a) else " ".join(raw.split()) for a, raw in zip(key, args)))
+
+    def slug(arg: str) -> str:
+        dtype = _C_DTYPES.get(" ".join(sorted(arg.split()))) or _C_DTYPES.get(arg)
+        return dtype or re.sub(r"\W+", "", arg.replace("-", "m"))
+
+    out, names = [], set()
+    for key, group in groups.items():
+        name = k.name if len(groups) == 1 else f"{k.name}_" + "_".join(slug(a) for a in spelled[key])
+        while name in names:
+            name += "_"
+        names.add(name)
+        out.append((Instance(spelled[key], name, f"{group[0].file or 'the launch'}:{group[0].line}"), group))
+    return out, unknown
+
+
 def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()) -> LaunchGeometry:
     """Translate ``site`` (a launch of ``k``) into the contract's geometry, in ``k``'s parameter names.
 
@@ -480,17 +546,25 @@ def _geometry_line(key: str, parts: list[str | None], geo: LaunchGeometry | None
 
 
 def scaffold_contract(
-    k: CKernel, source: str, known_dims: Iterable[str] = (), geometry: LaunchGeometry | None = None, others: Iterable[str] = ()
+    k: CKernel,
+    source: str,
+    known_dims: Iterable[str] = (),
+    geometry: LaunchGeometry | None = None,
+    others: Iterable[str] = (),
+    instance: Instance | None = None,
 ) -> str:
     """The ``[[kernel]]`` table for ``k`` (``source`` as the contract should name it), with the grid,
     block, shared memory and scalar values of ``geometry`` (a launch site of ``k``) where one is given;
-    ``others`` are comment lines about other launches of ``k``."""
+    ``others`` are comment lines about other launches of ``k``; ``instance`` the template instantiation
+    the table is for (its ``cpp_name`` and the dtypes of the template type parameters it binds)."""
     dims = set(known_dims) | (geometry.dims if geometry else set())
     lines = [f"# Scaffolded by `wireup init` from {source}:{k.line}. Replace every \"TODO\"; `wireup check` fails until they are gone."]
     lines.append("[[kernel]]")
-    lines.append(f"name = {_toml_str(k.name)}")
+    lines.append(f"name = {_toml_str(instance.name if instance else k.name)}")
     lines.append(f"source = {_toml_str(source)}")
-    if k.extern_c and not k.template:
+    if instance is not None:
+        lines.append(f"cpp_name = {_toml_str(instance.cpp_name(k))}  # the instantiation launched at {instance.where}")
+    elif k.extern_c and not k.template:
         lines.append(f"entry = {_toml_str(k.name)}")
     else:
         lines.append(f"cpp_name = {_toml_str(k.cpp_name)}  # TODO: the instantiation the host launches" if k.template else f"cpp_name = {_toml_str(k.cpp_name)}")
@@ -567,6 +641,28 @@ def scaffold_sources(units: Iterable[tuple[Iterable[CKernel], str, Iterable[Laun
     tables: list[str] = []
     new_dims: dict[str, _NewDim] = {}
     sources = []
+
+    def table(k: CKernel, source: str, sites: list[LaunchSite], pasted: list[LaunchSite], inst: Instance | None = None, others: list[str] | None = None) -> str:
+        """One ``[[kernel]]`` table: the first of ``sites`` gives the geometry, the others that differ are named."""
+        others = list(others or ())
+        k = inst.bind(k) if inst else k
+        geo = launch_geometry(k, sites[0], dims) if sites else None
+        if not sites:
+            others += [f'TODO: {s.file or "the host"}:{s.line} launches "{s.kernel}" in a macro that pastes the name together, '
+                       f"which may be this kernel; the macro's arguments decide the geometry, which is not read from there." for s in pasted[:1] if s.names_kernel(k.name)]  # fmt: skip
+        if geo is not None:
+            where = f"{geo.site.file or 'the launch'}:{geo.site.line}"
+            for d in sorted(geo.dims - set(dims)):
+                new_dims.setdefault(d, _NewDim(d)).add(geo.fixed.get(d), where, geo.passed.get(d, d))
+            seen: set[tuple[str, ...]] = set()
+            for site in sites[1:]:
+                diff = tuple(geo.differences(launch_geometry(k, site, dims)))
+                if diff and diff not in seen:
+                    seen.add(diff)
+                    others.append(f'TODO: {site.file or "the host"}:{site.line} launches "{k.name}" too, with other geometry or arguments '
+                                  f"({'; '.join(diff)}); this contract describes the launch at {where}.")  # fmt: skip
+        return scaffold_contract(k, source, dims, geo, others, inst)
+
     for kernels, source, launches in units:
         sources.append(source)
         by_kernel: dict[str, list[LaunchSite]] = {}
@@ -577,23 +673,22 @@ def scaffold_sources(units: Iterable[tuple[Iterable[CKernel], str, Iterable[Laun
         pasted = [s for s in launches if s.pasted]  # a macro's launch, add_##t##_kernel<<<...>>>: for several kernels
         for k in kernels:
             sites = by_kernel.get(k.name) or by_kernel.get(k.name.split("::")[-1]) or [s for s in patterns if s.names_kernel(k.name)]
-            geo = launch_geometry(k, sites[0], dims) if sites else None
-            others: list[str] = []
-            if not sites:
-                others += [f'TODO: {s.file or "the host"}:{s.line} launches "{s.kernel}" in a macro that pastes the name together, '
-                           f"which may be this kernel; the macro's arguments decide the geometry, which is not read from there." for s in pasted[:1] if s.names_kernel(k.name)]  # fmt: skip
-            if geo is not None:
-                where = f"{geo.site.file or 'the launch'}:{geo.site.line}"
-                for d in sorted(geo.dims - set(dims)):
-                    new_dims.setdefault(d, _NewDim(d)).add(geo.fixed.get(d), where, geo.passed.get(d, d))
-                seen: set[tuple[str, ...]] = set()
-                for site in sites[1:]:
-                    diff = tuple(geo.differences(launch_geometry(k, site, dims)))
-                    if diff and diff not in seen:
-                        seen.add(diff)
-                        others.append(f'TODO: {site.file or "the host"}:{site.line} launches "{k.name}" too, with other geometry or arguments '
-                                      f"({'; '.join(diff)}); this contract describes the launch at {where}.")  # fmt: skip
-            tables.append(scaffold_contract(k, source, dims, geo, others))
+            instances, unresolved = _instances(k, sites) if k.template else ([], sites)
+            if not instances:
+                tables.append(table(k, source, sites, pasted))
+                continue
+            # a template launched with known arguments: one contract per instantiation (each its own cpp_name,
+            # geometry and dtypes); launches whose instantiation is not known are named in the first one
+            unknown = [f'TODO: {s.file or "the host"}:{s.line} launches "{k.name}" with template arguments '
+                       + (f'<{", ".join(s.template_args)}> that are not values here' if s.template_args else "the compiler deduces from the call")
+                       + "; add a contract for each instantiation it runs." for s in unresolved]  # fmt: skip
+            for n, (inst, inst_sites) in enumerate(instances):
+                notes = unknown if n == 0 else []
+                tables.append(table(k, source, inst_sites, pasted, inst, notes))
+    header = f"# Contracts scaffolded by `wireup init` from {', '.join(dict.fromkeys(sources))}.\n"
+    if new_dims:
+        header += "\n" + "\n".join(["[dims]", *(d.line() for d in new_dims.values())]) + "\n"
+    return header + "\n" + "\n".join(tables)
     header = f"# Contracts scaffolded by `wireup init` from {', '.join(dict.fromkeys(sources))}.\n"
     if new_dims:
         header += "\n" + "\n".join(["[dims]", *(d.line() for d in new_dims.values())]) + "\n"

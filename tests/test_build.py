@@ -678,3 +678,23 @@ def test_cpp_name_matches_an_unsigned_template_argument_written_without_its_suff
     # where both an int and an unsigned instantiation exist, the name as written wins
     assert match_cpp_name(entries, "g<8>") is e4
     assert match_cpp_name(entries, "g<8u>") is e5
+
+
+def test_entry_missing_names_the_instantiation_with_the_defaults_written_out():
+    """``cpp_name = "tile<128>"`` of ``template <int T, int OFFSET = 0>``: the module has ``tile<128, 0>``
+    (a compiled instantiation spells its defaults), which ENTRY_MISSING's hint names; ``tile<12>`` is no
+    prefix of it, and a cpp_name without template arguments gets no such hint."""
+    from types import SimpleNamespace
+
+    from audit.compile import EntryInfo
+    from audit.rules.build import _with_more_arguments
+
+    entries = {
+        "_Z4tileILi128ELi0EEvPfi": EntryInfo("_Z4tileILi128ELi0EEvPfi", "void tile<128, 0>(float*, int)", []),
+        "_Z4tileILi64ELi4EEvPfi": EntryInfo("_Z4tileILi64ELi4EEvPfi", "void ns::tile<64, 4>(float*, int)", []),
+    }
+    sb = SimpleNamespace(entries=entries)
+    assert _with_more_arguments(sb, "tile<128>") == "tile<128, 0>"
+    assert _with_more_arguments(sb, "ns::tile< 64 >") == "ns::tile<64, 4>"
+    assert _with_more_arguments(sb, "tile<12>") is None
+    assert _with_more_arguments(sb, "tile") is None

@@ -299,3 +299,93 @@ def test_init_says_when_macro_kernels_need_nvcc(tmp_path: Path, capsys: pytest.C
     assert 'name = "plain"' in text and "affine_f32" not in text
     assert f'"{tmp_path / "k.cu"}" declares kernels through a macro; nvcc (not found) expands them, so they are not scaffolded.' in capsys.readouterr().err
 
+
+
+TEMPLATE_SOURCE = """\
+#define NT 128
+template <typename T, int BLOCK = 256>
+__global__ void scale(const T* __restrict__ x, T* y, int n, T alpha) {}
+template <int BLOCK>
+__global__ void once(float* y, int n) {}
+void host(float* x, float* y, double* xd, double* yd, int n) {
+  scale<float, 256><<<(n + 255) / 256, 256>>>(x, y, n, 2.0f);
+  scale<double, NT><<<(n + NT - 1) / NT, NT>>>(xd, yd, n, 2.0);
+  scale<float, 2 * NT><<<(n + 255) / 256, 256>>>(x, y, n, 2.0f);
+  once<64><<<n / 64, 64>>>(y, n);
+}
+template <typename T> void generic(T* x, T* y, int n) { scale<T, 256><<<n / 256, 256>>>(x, y, n, T(1)); }
+"""
+
+
+def test_template_launches_scaffold_one_contract_per_instantiation() -> None:
+    from audit.cuda.launches import find_launches
+
+    text = scaffold_contracts(parse_kernels(TEMPLATE_SOURCE), "kernels/t.cu", (), find_launches(TEMPLATE_SOURCE, "c", "kernels/t.cu"))
+    # scale<float, 256> and scale<float, 2 * NT> are one instantiation; scale<double, NT> another; scale<T, 256> none known
+    assert text.count("[[kernel]]") == 3
+    assert 'name = "scale_f32_256"\nsource = "kernels/t.cu"\ncpp_name = "scale<float, 256>"  # the instantiation launched at kernels/t.cu:7' in text
+    assert 'name = "scale_f64_128"\nsource = "kernels/t.cu"\ncpp_name = "scale<double, 128>"  # the instantiation launched at kernels/t.cu:8' in text
+    assert 'name = "once"\nsource = "kernels/t.cu"\ncpp_name = "once<64>"  # the instantiation launched at kernels/t.cu:10' in text  # one instantiation: its own name
+    assert text.count('TODO: kernels/t.cu:12 launches "scale" with template arguments <T, 256> that are not values here; '
+                      "add a contract for each instantiation it runs.") == 1  # fmt: skip
+    f64 = text[text.index('name = "scale_f64_128"') :]
+    # the template type bound to double types its parameters, and the float literal passed becomes the scalar's value
+    assert '  { name = "x", dtype = "f64", shape = ["TODO"], role = "in" },\n' in f64
+    assert '  { name = "alpha", kind = "scalar", dtype = "f64", value = 2.0 },' in f64
+    assert 'grid = ["ceil_div(n, 128)", 1, 1]  # from kernels/t.cu:8' in f64 and "block = [128, 1, 1]  # from kernels/t.cu:8" in f64
+    assert "TODO: dtype of template parameter" not in text and "<TODO>" not in text
+
+
+def test_template_without_known_instantiation_keeps_its_todo() -> None:
+    from audit.cuda.launches import find_launches
+
+    src = "template <typename T> __global__ void k(T* y, int n) {}\ntemplate <typename T> void h(T* y, int n) { k<T><<<1, 32>>>(y, n); }\n"
+    text = scaffold_contracts(parse_kernels(src), "k.cu", (), find_launches(src, "c", "k.cu"))
+    assert text.count("[[kernel]]") == 1
+    assert 'cpp_name = "k<TODO>"  # TODO: the instantiation the host launches' in text
+    assert '  { name = "y", dtype = "f32", shape = ["TODO"], role = "out" },  # TODO: dtype of template parameter T' in text
+
+
+def test_scaffolded_instantiations_are_told_apart_by_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each scaffolded instantiation is matched with its own launches: a block changed in one contract is drift
+    at that instantiation's launch only."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "kernels" / "t.cu").write_text(TEMPLATE_SOURCE)
+    assert main(["init", "--root", str(tmp_path), str(tmp_path / "kernels" / "t.cu"), "-o", str(tmp_path / "scaffold.toml")]) == 0
+    text = (tmp_path / "scaffold.toml").read_text()
+    text = text.replace('shape = ["TODO"]', 'shape = ["n"]').replace("# TODO", "#").replace('"TODO"', '"n"')
+    text = text.replace('block = [128, 1, 1]  # from kernels/t.cu:8', "block = [256, 1, 1]")
+    (tmp_path / "contracts" / "t.toml").write_text(text)
+    capsys.readouterr()
+    main(["check", "--root", str(tmp_path), "--select", "GEOMETRY_DRIFT"])
+    out = capsys.readouterr().out
+    assert 'kernels/t.cu:8: GEOMETRY_DRIFT Kernel "scale_f64_128" is launched here with block.x = "128" but its contract declares "256"' in out
+    assert out.count("GEOMETRY_DRIFT") == 1, out
+
+
+def test_template_defaults_complete_the_instantiation() -> None:
+    """The compiled entry names every template argument: those a launch leaves out are the template's defaults
+    (an earlier parameter's name in a default is its argument); a launch with none is the all-defaults one."""
+    from audit.cuda.launches import find_launches
+
+    src = """\
+template <int BM = 128, int BN = BM / 2, int OFFSET = 0>
+__global__ void g(float* c, int n) {}
+template <typename T, int NT = 64>
+__global__ void d(T* y, int n) {}
+void h(float* c, int n) {
+  g<128, 64><<<n / 128, 128>>>(c, n);
+  g<256><<<n / 256, 256>>>(c, n);
+  g<<<n / 128, 128>>>(c, n);
+  d<float><<<1, 64>>>(c, n);
+  d<<<1, 64>>>(c, n);
+}
+"""
+    text = scaffold_contracts(parse_kernels(src), "g.cu", (), find_launches(src, "c", "g.cu"))
+    assert text.count("[[kernel]]") == 3, text  # g<128, 64, 0> (lines 6 and 8), g<256, 128, 0>, d<float, 64>
+    assert 'name = "g_128_64_0"\nsource = "g.cu"\ncpp_name = "g<128, 64, 0>"  # the instantiation launched at g.cu:6' in text
+    assert 'name = "g_256_128_0"\nsource = "g.cu"\ncpp_name = "g<256, 128, 0>"  # the instantiation launched at g.cu:7' in text
+    assert 'name = "d"\nsource = "g.cu"\ncpp_name = "d<float, 64>"  # the instantiation launched at g.cu:9' in text
+    assert ('# TODO: g.cu:10 launches "d" with template arguments the compiler deduces from the call; '
+            "add a contract for each instantiation it runs.") in text  # fmt: skip

@@ -309,6 +309,40 @@ def test_a_template_launch_with_an_unknown_argument_may_run_any_instantiation(tm
     assert _wiring(tmp_path, capsys, host) == []
 
 
+def test_a_template_s_defaults_complete_launches_and_cpp_names(tmp_path: Path, capsys) -> None:
+    """``template <int TILE, int OFFSET = 0>``: the compiled entry is ``tile<128, 0>``, so a contract spells the
+    default, and the host's ``tile<128>`` runs it (it was UNAUDITED_KERNEL, and the contract NO_LAUNCHER);
+    ``tile<64, 4>`` is another instantiation, and ``tile<64>`` (= ``tile<64, 0>``, the name the message gives) one
+    no contract names."""
+    kernel = "template <int TILE, int OFFSET = 0>\n__global__ void tile(float* y, int n) { y[blockIdx.x * TILE + threadIdx.x + OFFSET] = 0.f; }\n"
+    host = (
+        '#include "k.cu"\n'
+        "void run(float* y, int n) {\n"
+        "  tile<128><<<(n + 127) / 128, 64>>>(y, n);\n"
+        "  tile<64, 4><<<(n + 63) / 64, 64>>>(y, n);\n"
+        "  tile<64><<<(n + 63) / 64, 64>>>(y, n);\n"
+        "}\n"
+    )
+    for name, text in {"host.cu": host, "k.cu": kernel}.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "contracts").mkdir()
+    tables = "".join(
+        _DRIFT_KERNEL.format(**k)
+        for k in ({"name": "tile_128", "cpp": "tile<128, 0>", "grid": '"ceil_div(n, 128)"', "block": "128"},
+                  {"name": "tile_64_4", "cpp": "tile<64, 4>", "grid": '"ceil_div(n, 64)"', "block": "64"})
+    )  # fmt: skip
+    (tmp_path / "contracts" / "k.toml").write_text("[dims]\nn = { min = 1, max = 4096 }\n" + tables)
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL,GEOMETRY_DRIFT"])
+    found = [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()[:-1]]
+    assert found == [
+        'GEOMETRY_DRIFT Kernel "tile_128" is launched here with block.x = "64" but its contract declares "128": '
+        "the launch gives 64 and the contract 128; update the contract or the launch.",
+        'UNAUDITED_KERNEL Host code launches kernel "tile<64, 0>" with <<<...>>>, but no contract\'s cpp_name names that '
+        'instantiation; add a [[kernel]] contract with cpp_name = "tile<64, 0>" or remove the launch.',
+    ]
+
+
 def test_drift_leaves_a_conditionally_reassigned_host_value_uncompared(tmp_path: Path, capsys) -> None:
     """``if (bs <= 64) bs = 128;`` (llm.c's global_norm4, layernorm_backward10): at the launch ``bs`` is 128
     only when it was at most 64, so the block is not one value the reader can compare (it reported "the

@@ -22,4 +22,5 @@ from ._types import (
     EntryInfo as EntryInfo,
     PtxParam as PtxParam,
     SourceBuild as SourceBuild,
+    normalize_cpp as normalize_cpp,
 )

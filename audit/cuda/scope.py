@@ -20,9 +20,10 @@ so ``reinterpret_cast<float4*>`` is never read as two comparisons.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Hashable, TypeVar
+from typing import Hashable, NamedTuple, TypeVar
 
 from .tokens import Token, tokenize
 
@@ -47,6 +48,7 @@ class Function:
     open: int
     close: int = -1
     line: int = 0
+    template: str | None = None  # its ``template <...>`` head as written, tokens joined by spaces ("< int N = 4 >")
 
 
 @dataclass
@@ -148,7 +150,7 @@ class Source:
                     name, k = "operator" + "".join(t.text for t in toks[m + 1 : k + 1]), m
             if name is not None:
                 owner = next((n for kind, n, _ in reversed(scopes) if kind == "class"), None)
-                return "function", None, Function(name, owner, "__global__" in words, i, line=toks[k].line)
+                return "function", None, Function(name, owner, "__global__" in words, i, line=toks[k].line, template=_template_head(words))
         for kw in ("struct", "class", "union"):
             if kw in words and "=" not in words[: words.index(kw)]:
                 after = words[words.index(kw) + 1 :]
@@ -237,6 +239,97 @@ class Source:
         for f in self.reachable_bodies(symbol):
             out.extend(range(f.open + 1, f.close))
         return sorted(set(out))
+
+
+def _template_head(words: list[str]) -> str | None:
+    """The ``< ... >`` after the first ``template`` of a declaration's tokens, joined by spaces; None where
+    there is none (an angle bracket inside parentheses, ``(4 > 2)``, closes nothing)."""
+    if "template" not in words:
+        return None
+    p = words.index("template")
+    angles = parens = 0
+    for q in range(p + 1, len(words)):
+        w = words[q]
+        parens += (w in ("(", "[")) - (w in (")", "]"))
+        if not parens:
+            angles += w.count("<") * (w in ("<", "<<")) - w.count(">") * (w in (">", ">>"))
+        if q > p + 1 and angles <= 0 and not parens:
+            return " ".join(words[p + 1 : q + 1])
+        if q == p + 1 and w != "<":
+            return None
+    return None
+
+
+class TemplateParam(NamedTuple):
+    """One parameter of a ``template <...>`` head: its name, whether it is a type, its default as written."""
+
+    name: str
+    is_type: bool
+    default: str | None = None
+
+
+def template_params(template: str | None) -> list[TemplateParam]:
+    """The parameters of a ``template <...>`` head as :class:`CKernel` keeps it (``...`` dropped).
+
+    >>> [tuple(p) for p in template_params("< typename T , int NT = ( 4 > 2 ) , class Acc = float >")]
+    [('T', True, None), ('NT', False, '( 4 > 2 )'), ('Acc', True, 'float')]
+    >>> template_params(None)
+    []
+    """
+    text = (template or "").strip()
+    if not (text.startswith("<") and text.endswith(">")):
+        return []
+
+    def top_level(part: str):
+        """(character, whether it is outside every bracket) of ``part``; an angle bracket counts only outside
+        parentheses (``(4 > 2)`` closes nothing)."""
+        parens = angles = 0
+        for ch in part:
+            parens += (ch in "([") - (ch in ")]")
+            if not parens:
+                angles += (ch == "<") - (ch == ">")
+            yield ch, not parens and not angles and ch not in ")]>"
+
+    parts: list[str] = [""]
+    for ch, top in top_level(text[1:-1]):
+        if ch == "," and top:
+            parts.append("")
+        else:
+            parts[-1] += ch
+    out = []
+    for part in parts:
+        head, default = part, None
+        for n, (ch, top) in enumerate(top_level(part)):  # a top-level "=" starts the default
+            if ch == "=" and top:
+                head, default = part[:n], part[n + 1 :].strip()
+                break
+        words = re.findall(r"[A-Za-z_]\w*", head)
+        if words:
+            out.append(TemplateParam(words[-1], words[0] in ("typename", "class"), default))
+    return out
+
+
+def with_defaults(template: str | None, args: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``args`` (explicit template arguments, possibly none, of a function whose ``template <...>`` head is
+    ``template``) with the defaults of the parameters they leave out appended, an earlier parameter's name
+    in a default replaced by its argument; None where a parameter left out has no default (the compiler
+    deduces it from the call). A compiled entry's name carries every argument, defaults included.
+
+    >>> with_defaults("< int BM = 128 , int BN = BM / 2 , int OFFSET = 0 >", ("256",))
+    ('256', '(256) / 2', '0')
+    >>> with_defaults("< typename T , int N = 4 >", ()) is None
+    True
+    """
+    params = template_params(template)
+    out = list(args)
+    for param in params[len(args) :]:
+        if param.default is None:
+            return None
+        default = param.default
+        for earlier, arg in zip(params, out):
+            default = re.sub(rf"\b{re.escape(earlier.name)}\b", f"({arg})" if not earlier.is_type else arg, default)
+        out.append(default)
+    return tuple(out)
 
 
 def function_name(symbol: str) -> str:

@@ -73,6 +73,22 @@ def check_compiles(ctx: CheckContext) -> Iterator[Hit]:
         yield Hit(f'Kernel "{k.name}" does not compile: {text}.', loc, k.name)
 
 
+def _with_more_arguments(sb, cpp_name: str) -> str | None:
+    """The name of a compiled instantiation whose template arguments begin with all of ``cpp_name``'s and go
+    on (``g<128>`` -> ``g<128, 0>``: a default left out), the first by symbol; None where none does."""
+    from ..compile import normalize_cpp
+
+    want = normalize_cpp(cpp_name)
+    if not want.endswith(">"):
+        return None
+    for symbol in sorted(sb.entries):
+        demangled = sb.entries[symbol].demangled
+        name = _function_of(demangled) if demangled else ""
+        if normalize_cpp(name).startswith(want[:-1] + ","):
+            return name
+    return None
+
+
 @rule("ENTRY_MISSING", "The entry (extern \"C\" symbol) or cpp_name each kernel contract names is in its compiled module.", "build")
 def check_entries(ctx: CheckContext) -> Iterator[Hit]:
     for k, sb, entry in _compiled(ctx):
@@ -83,6 +99,9 @@ def check_entries(ctx: CheckContext) -> Iterator[Hit]:
             hint = ""
             if any(s.startswith("_Z") and e.demangled is None for s, e in sb.entries.items()):
                 hint = "; c++filt was not found, so mangled names could not be read"
+            elif _with_more_arguments(sb, k.cpp_name):
+                longer = _with_more_arguments(sb, k.cpp_name)
+                hint = f'; "{longer}" is there: a compiled instantiation spells every template argument, the defaults too, so write cpp_name = "{longer}"'
             elif "<" in k.cpp_name:
                 hint = "; a template kernel is compiled only for its explicit instantiations (template __global__ void f<T>(...);)"
             yield Hit(
