@@ -747,3 +747,58 @@ def test_no_launcher_says_which_sources_it_read_when_no_globs_are_set(tmp_path: 
         'contracts/k.toml:3: NO_LAUNCHER (warning) Kernel "fill" is dead code — no launcher: no host source (the kernels\' '
         'own sources: no launcher globs are set) names its entry "fill".'
     ]
+
+
+_POINTER_HOST = """\
+template <typename Ktraits> void run_traits(Params& params, cudaStream_t stream) {
+  auto kernel = &scan_fwd<Ktraits>;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 4096);
+  kernel<<<params.batch, Ktraits::kNThreads, 4096, stream>>>(params);
+}
+void run_even(float* y, int n, bool even) {
+  auto kernel = even ? &tile<64, true> : &tile<64, false>;
+  kernel<<<n / 64, 64>>>(y, n);
+}
+void run_either(float* y, int n, bool fast) {
+  void (*kern)(float*, int) = plain;
+  if (fast) {
+    kern = other;
+  }
+  kern<<<n, 32>>>(y, n);
+}
+void run_plain(float* y, int n) {
+  void (*kern)(float*, int) = &plain;
+  kern<<<n, 32>>>(y, n);
+}
+void run_call(float* y, int n) {
+  auto kernel = pick_kernel(n);
+  kernel<<<n, 32>>>(y, n);
+}
+void run_named(float* y, int n) { kernel<<<n, 32>>>(y, n); }
+"""
+
+
+def test_a_launch_through_a_variable_holding_the_kernel_runs_the_function_it_holds() -> None:
+    """mamba's and flash-attention's ``auto kernel = &k<Ktraits>; kernel<<<...>>>(params)`` launched a kernel
+    "kernel" (a false UNAUDITED_KERNEL, and the kernel itself NO_LAUNCHER): the variable's assignments in the
+    enclosing function say what it runs. Several instantiations of one function: no one known instantiation;
+    several functions, or a call's result: unresolved, with why."""
+    sites = find_launches(_POINTER_HOST, "c", "host.cu")
+    got = [(s.line, s.kernel, s.template_args, s.name_kind, s.notes) for s in sites]
+    assert got == [
+        (4, "scan_fwd", ("Ktraits",), "exact", ('launched through "kernel", which holds scan_fwd<Ktraits>',)),
+        (8, "tile", ("?",), "exact", ('launched through "kernel", which holds tile<...>',)),
+        (15, "kern", None, "unresolved", ('"kern" holds plain, other: which kernel runs is chosen at run time',)),
+        (19, "plain", None, "exact", ('launched through "kern", which holds plain',)),
+        (23, "kernel", None, "unresolved", ('"kernel" holds a function pointer the reader cannot follow: which kernel runs is chosen at run time',)),
+        (25, "kernel", None, "exact", ()),  # a kernel named "kernel": nothing assigns it
+    ]
+
+
+def test_a_kernel_launched_through_a_pointer_is_launched_and_nothing_unaudited(tmp_path: Path, capsys) -> None:
+    kernel = "template <int TILE>\n__global__ void tile(float* y, int n) { y[blockIdx.x * TILE + threadIdx.x] = 0.f; }\n"
+    host = '#include "k.cu"\nvoid run(float* y, int n) {\n  auto kernel = &tile<128>;\n  kernel<<<(n + 127) / 128, 128>>>(y, n);\n}\n'
+    found = _wiring(tmp_path, capsys, host)
+    assert found == [
+        'NO_LAUNCHER (warning) Kernel "tile_64" is dead code — no launcher: no host source (host.cu) names its entry "tile< 64 >"; its source is only compiled (host.cu:1).'
+    ]

@@ -493,6 +493,71 @@ def _pasted_name(text: str, code: str, name: str, at: int) -> str | None:
     return re.sub(r"\*+", "*", pattern)
 
 
+_NOT_KERNELS = frozenset({"reinterpret_cast", "static_cast", "const_cast", "void", "auto", "decltype", "nullptr", "NULL", "true", "false"})
+_FUNCTION_REF = re.compile(rf"(&\s*)?({_IDENT}(?:\s*::\s*{_IDENT})*)(\s*<)?")
+
+
+def _function_refs(value: str) -> list[tuple[str, str | None]] | None:
+    """The functions an expression assigned to a function pointer names, each as (name without scope,
+    template argument list as written or None): ``&k<Ktraits>`` -> ``[("k", "<Ktraits>")]``, ``c ? &a : &b``
+    -> both, ``(void*)k`` -> ``[("k", None)]``; None where it names none (a call, a number, ``nullptr``).
+
+    >>> _function_refs("&selective_scan_fwd_kernel<Ktraits>"), _function_refs("is_even ? &ns::a<64, true> : &ns::a<64, false>")
+    ([('selective_scan_fwd_kernel', '<Ktraits>')], [('a', '<64, true>'), ('a', '<64, false>')])
+    >>> _function_refs("get_kernel(n)"), _function_refs("(void*)plain"), _function_refs("nullptr")
+    (None, [('plain', None)], None)
+    """
+    refs: list[tuple[str, str | None]] = []
+    bare: list[str] = []
+    for m in _FUNCTION_REF.finditer(value):
+        if m.start() and (value[m.start() - 1].isalnum() or value[m.start() - 1] == "_"):
+            continue
+        name = re.sub(r"\s+", "", m.group(2)).split("::")[-1]
+        if name in _NOT_KERNELS or name.isdigit():
+            continue
+        after = value[m.end() :].lstrip()
+        if m.group(3):  # a template argument list: up to its balanced ">"
+            lt = m.end() - 1
+            depth, j = 0, lt
+            while j < len(value):
+                depth += (value[j] == "<") - (value[j] == ">")
+                if depth == 0:
+                    break
+                j += 1
+            if j >= len(value) or value[j + 1 :].lstrip().startswith("("):
+                return None  # a call of a template function: what it returns is not known
+            refs.append((name, " ".join(value[lt : j + 1].split())))
+        elif after.startswith("("):
+            return None  # a call: the pointer it returns is not known
+        elif m.group(1):
+            refs.append((name, None))
+        else:
+            bare.append(name)
+    if not refs and len(bare) == 1 and re.fullmatch(rf"\s*(?:\(\s*void\s*\*\s*\)\s*)?{_IDENT}(?:\s*::\s*{_IDENT})*\s*", value):
+        refs.append((bare[0], None))  # ``auto kernel = my_kernel;``, ``(void*)my_kernel``
+    return refs or None
+
+
+def _pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple[str, str | None]] | None:
+    """What a launch ``name<<<...>>>`` runs where ``name`` is a variable holding a kernel (``auto kernel =
+    &k<Ktraits>;``, flash-attention's and mamba's way of choosing an instantiation before setting its shared
+    memory and launching it): the functions its assignments in the enclosing function name, in order (one
+    entry per assignment and branch); None where the function assigns ``name`` nothing (it is the kernel's
+    own name), and ``[]`` where an assignment names no function the reader can see (a call's result)."""
+    start = _scope_start(code, before, "c")
+    found: list[tuple[str, str | None]] = []
+    assigned = False
+    # ``name = ...;``, and the declarator of a pointer to a function, ``void (*name)(float*, int) = ...;``
+    pattern = re.compile(rf"(?<![\w.>]){re.escape(name)}\s*(?:\)\s*\([^;()]*\)\s*)?=\s*([^;=][^;]*);")
+    for m in pattern.finditer(code, start, before):
+        assigned = True
+        refs = _function_refs(" ".join(text[m.start(1) : m.end(1)].split()))
+        if refs is None:
+            return []
+        found.extend(refs)
+    return found if assigned else None
+
+
 def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
     sites = []
     assignments = _Assignments(text, code)
@@ -521,8 +586,24 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
         if m.group(2):
             targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(text[m.start(2) : m.end(2)].replace("\\\n", " ")))
         values = tuple(" ".join(_substitute(a, _constants(m.start(), args, defs, assignments), set()).split()) for a in args)
+        kind, notes = "pattern" if pasted else "exact", ()
+        targets = _pointer_targets(name, text, code, m.start()) if not pasted and not m.group(2) and "::" not in m.group(1) else None
+        if targets is not None:
+            # a variable holding the kernel: the launch runs the function its assignments name
+            functions = list(dict.fromkeys(f for f, _ in targets))
+            lists = list(dict.fromkeys(t for _, t in targets))
+            if len(functions) == 1:
+                notes = (f'launched through "{name}", which holds {functions[0]}{(lists[0] or "") if len(lists) == 1 else "<...>"}',)
+                name = functions[0]
+                if len(lists) > 1:
+                    targs = ("?",)  # one of several instantiations, chosen at run time: no one known instantiation
+                elif lists[0] is not None:
+                    targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(lists[0]))
+            else:
+                held = ", ".join(functions) if functions else "a function pointer the reader cannot follow"
+                notes, kind = (f'"{name}" holds {held}: which kernel runs is chosen at run time',), "unresolved"
         sites.append(LaunchSite(pasted or name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
-                                template_args=targs, arg_values=values, name_kind="pattern" if pasted else "exact", pasted=bool(pasted)))  # fmt: skip
+                                notes=notes, template_args=targs, arg_values=values, name_kind=kind, pasted=bool(pasted)))  # fmt: skip
     return sites
 
 
