@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", metavar="auto|N", help="verify in N worker processes, spread over the GPUs of this machine (N on one GPU share it; auto: one per GPU; default: one per 4 cores, at most 4)")
     p.add_argument("--cluster", metavar="ray[://HOST:PORT]", help="verify the mutants on the GPUs of a Ray cluster: ray (a local Ray, or RAY_ADDRESS) or ray://HOST:PORT (needs: pip install 'wireup-audit[cluster]')")
     p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
-    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification (default: those of wireup verify, 1,37,300,4096,4103,65536; the kernel's gradient check runs as well)")
+    p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification, each setting every runtime dim, every dims variant at each (default: the cases wireup verify plans for the kernel, its sweep; the kernel's gradient check runs as well)")
     p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="compute-sanitizer passes of the survivors: memcheck (at 1,37,300,4096), racecheck (at 37,300; kernels using shared memory and lost barriers), or none (default: memcheck,racecheck)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
@@ -161,7 +161,6 @@ def run(args: argparse.Namespace) -> int:
     from ..api import load_project
     from ..errors import EnvironmentProblem, UsageError
     from ..mutate import (
-        MUTATE_SIZES,
         empty_reasons,
         plan_mutants,
         render_list,
@@ -237,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = run_mutation(
             root, names, operators=operators, max_mutants=args.max_mutants, jobs=args.jobs, workers=workers, cluster=cluster,
-            backends=[args.backend], sizes=sizes or MUTATE_SIZES, seed=args.seed, launch_timeout=args.timeout, sanitizers=sanitizers,
+            backends=[args.backend], sizes=sizes or None, seed=args.seed, launch_timeout=args.timeout, sanitizers=sanitizers,
             equivalent_file=Path(args.equivalent) if args.equivalent else None, stand_in=stand_in,
             progress=MutateProgress(sys.stderr), config=cfg, baseline_stand_in=baseline_stand_in,
             python_paths=_import_root(args.stand_in) if args.stand_in else (), journal=journal,

@@ -75,10 +75,11 @@ from ._siblings import sibling_kernels
 from ._static import STATIC_RULES, static_catches
 
 BASELINE = "baseline"  # the variant id of a kernel's unmutated copy: "<kernel>/baseline" (a mutant id has colons)
-# the sizes of `wireup verify` itself: a mutant is judged by the verification a kernel gets (the first H200
-# run used 1, 37, 300, 4096 to save time, and 15 survivors needed 4103 or 65536)
-# (audit.runtime._plan.DEFAULT_SIZES; spelled out so that importing audit.mutate, as the static checks'
-# use of its tokenizer does, imports no runtime module; a test keeps the two equal)
+# a mutant is judged by the verification its kernel gets: the cases `wireup verify` plans for the kernel
+# (audit.runtime._many.verify_many with sizes=None: the kernel's sweep). Until 6 December 2026 mutants ran
+# these scalar sizes instead (audit.runtime._plan.DEFAULT_SIZES, every dims variant at each, full references
+# where the budget allowed): the trade-outcome backward's baseline took 146 s there against 4.4 s in `wireup
+# verify`, and the sweep's tail sizes (4, 5, 32, 33, 256, 257) were not run. Kept for the records made so.
 MUTATE_SIZES = (1, 37, 300, 4096, 4103, 65536)
 MEMCHECK_SIZES = (1, 37, 300, 4096)  # those of `wireup verify --sanitizer` (audit.runtime._verify.SANITIZER_SIZES)
 RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racecheck at these sizes
@@ -292,7 +293,7 @@ def run_mutation(
     jobs: int | None = None,
     workers: int | str | None = None,
     backends: Sequence[str] = ("auto",),
-    sizes: Sequence[int] = MUTATE_SIZES,
+    sizes: Sequence[int] | None = None,
     seed: int = 0,
     launch_timeout: float = DEFAULT_LAUNCH_TIMEOUT,
     timeout: float | None = None,
@@ -328,7 +329,7 @@ def run_mutation(
     timing: dict[str, float] = {}
     date = datetime.now(UTC).isoformat(timespec="seconds")
     cfg, cs = load_project(root, config)
-    for s in sizes:
+    for s in sizes or ():
         if int(s) < 1:
             raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
     if max_mutants is not None and max_mutants < 1:
@@ -551,7 +552,8 @@ def run_mutation(
                                       baseline=baseline, baseline_findings=baseline_findings, judged_by=list(unit.kernels) if unit else []))  # fmt: skip
 
     run = MutationRun(results, settings={
-        "sizes": [int(s) for s in sizes], "seed": int(seed), "operators": sorted(check_operators(operators)),
+        # None: each kernel's cases as `wireup verify` plans them (its sweep); a list: the --sizes given
+        "sizes": [int(s) for s in sizes] if sizes is not None else None, "seed": int(seed), "operators": sorted(check_operators(operators)),
         "max_mutants": max_mutants, "launch_timeout_s": launch_timeout, "first_failure": True,
         "equivalent_file": _display(eq_path, cfg.root), "static_checks": [] if stand_in else list(STATIC_RULES),
         "sanitizers": {t: list(MEMCHECK_SIZES if t == "memcheck" else RACE_SIZES) for t in tools},

@@ -15,6 +15,11 @@ that wrote past its buffers (VERIFY_OUT_OF_BOUNDS) retires its worker; a sticky 
 variant's launches runs it again on a fresh worker. An internal error of wireup (a Python exception in
 the worker) is no verdict on the variant: its outcome carries the ``error``.
 
+``sizes`` left out (None), each kernel runs the cases ``wireup verify`` plans for it (its sweep of sizes,
+dims variants past the first capped by ``variant_cases``, sampled float64 references at large sizes), so a
+mutant is judged by the verification its kernel gets; given scalars (``--sizes 1,37,300``) run every dims
+variant at each of them instead, each setting every runtime dim.
+
 With ``first_failure=True`` a kernel's verification stops after the first case in which a check failed:
 enough to know a mutant is caught (the checks that failed are recorded), and much cheaper than every
 check at every size. A variant that passes runs every check either way.
@@ -124,6 +129,15 @@ def verify_many(
         raise ValueError("variant ids must be unique")
     emulated = "emulated" in backends
     names, arch = (["emulated"], None) if emulated else gpu_target(backends, cfg, cluster)
+    planned: dict[str, list[dict[str, int]]] = {}
+    if sizes is None:
+        # the cases `wireup verify` runs: each kernel's own sweep (sizes, dims variants capped by variant_cases,
+        # sampled references at large sizes), planned once per kernel from its contract, so that a variant (a
+        # mutant) is judged by exactly the verification its kernel gets
+        from ._verify import plan_cases
+
+        kernels = sorted({k for v in variants for k in v.kernels})
+        planned, _plans = plan_cases(cfg, cs, [["kernel", k] for k in kernels], seed, list(DEFAULT_SIZES), [], True, False, None)
     sizes = [int(s) for s in (sizes if sizes is not None else DEFAULT_SIZES)]
     outs = {v.id: VariantOutcome(v.id) for v in variants}
     modules: dict[str, dict[str, dict[str, Any]]] = {}
@@ -153,7 +167,7 @@ def verify_many(
 
     base = JobSpec(
         root=str(cfg.root), backends=names, subjects=[], seed=int(seed), sizes=sizes, chain_sizes=[], modules={}, helper_cubin=helper,
-        python_paths=[str(cfg.path(p)) for p in cfg.reference_paths] + [str(p) for p in python_paths],
+        python_paths=[str(cfg.path(p)) for p in cfg.reference_paths] + [str(p) for p in python_paths], cases=planned,
     )  # fmt: skip
     units = [{"id": v.id, "subjects": [["kernel", k] for k in v.kernels], "modules": modules[v.id], "plugins": list(v.plugins)} for v in variants]
     job = {"base": base.to_dict(), "units": units, "first_failure": bool(first_failure)}
