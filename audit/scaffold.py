@@ -192,16 +192,26 @@ def macro_kernels(path: Path, include_dirs: Iterable[Path], nvcc: Path, timeout:
     """The kernels ``path`` declares through macros (candle's ``AFFINE_OP(float, affine_f32)``): the file run
     through nvcc's preprocessor (``-E``), its own lines kept where the expansion puts them (a kernel's line
     is the line of the macro call) and read like a source. ([], why) where the preprocessor fails."""
+    text, why = preprocessed(path, include_dirs, nvcc, timeout)
+    if text is None:
+        return [], why
+    return parse_kernels(text.replace("__attribute__((global))", "__global__")), None
+
+
+def preprocessed(path: Path, include_dirs: Iterable[Path], nvcc: Path, timeout: float = 60.0) -> tuple[str | None, str | None]:
+    """``path`` run through nvcc's preprocessor (``-E``), only its own lines kept, each where the expansion
+    puts it: a macro call's expansion on the line of the call, so that what is read from it (a kernel a
+    macro declares, a launch a macro makes) keeps that line. (None, why) where the preprocessor fails."""
     import subprocess
 
     cmd = [str(nvcc), "-E", "-x", "cu", *[f"-I{d}" for d in include_dirs], path.name]
     try:
         run = subprocess.run(cmd, cwd=path.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return [], f"nvcc -E did not run ({exc})"
+        return None, f"nvcc -E did not run ({exc})"
     if run.returncode != 0:
         first = next((ln for ln in run.stderr.splitlines() if ln.strip()), "")
-        return [], f"nvcc -E failed: {first}"
+        return None, f"nvcc -E failed: {first}"
     own: dict[int, list[str]] = {}
     here, line = False, 0
     for raw in run.stdout.split("\n"):
@@ -213,8 +223,7 @@ def macro_kernels(path: Path, include_dirs: Iterable[Path], nvcc: Path, timeout:
             own.setdefault(line, []).append(raw)
         line += 1
     last = max(own, default=0)
-    text = "\n".join(" ".join(own.get(n, ())) for n in range(1, last + 1))
-    return parse_kernels(text.replace("__attribute__((global))", "__global__")), None
+    return "\n".join(" ".join(own.get(n, ())) for n in range(1, last + 1)), None
 
 
 def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, int]:

@@ -717,9 +717,13 @@ def test_macro_launches_wire_the_kernels_they_paste_and_are_compared_with_no_geo
     ]
 
 
-def test_init_names_a_macro_launch_and_takes_no_geometry_from_it(tmp_path: Path, capsys) -> None:
-    """The macro's block is 256 / (n_pack): which kernel gets which block, its uses decide; init says where
-    the launch is instead of leaving the geometry TODO unexplained."""
+def test_init_names_a_macro_launch_and_takes_no_geometry_from_it_without_nvcc(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The macro's block is 256 / (n_pack): which kernel gets which block, its uses decide, and without nvcc's
+    preprocessor init cannot expand them; it says where the launch is instead of leaving the geometry TODO
+    unexplained."""
+    import audit.compile
+
+    monkeypatch.setattr(audit.compile, "find_nvcc", lambda: None)
     (tmp_path / "k.cu").write_text(_MACRO_KERNELS + _MACRO_HOST.replace('#include "k.cu"\n', ""))
     text = _init(tmp_path, capsys, str(tmp_path / "k.cu"), "-o", str(tmp_path / "scaffold.toml"))
     table = (tmp_path / "scaffold.toml").read_text().split('\nname = "add_f16_kernel"')[1].split("params = [")[0]
@@ -728,6 +732,26 @@ def test_init_names_a_macro_launch_and_takes_no_geometry_from_it(tmp_path: Path,
         "the macro's arguments decide the geometry, which is not read from there.\n"
         'grid = ["TODO", 1, 1]\nblock = ["TODO", 1, 1]\n'
     ) in table, text
+
+
+@pytest.mark.nvcc
+def test_init_reads_the_geometry_of_macro_launches_from_the_preprocessor(tmp_path: Path, capsys) -> None:
+    """Each use of the macro expands to its own launch, read from nvcc -E at the line of the macro call:
+    BIND_ADD(f32, 1) launches add_f32_kernel with block 256, BIND_ADD(f16, 2) add_f16_kernel with block 128,
+    LAUNCH_RED(256, f32) red_f32_kernel<256> (its contract's cpp_name filled in)."""
+    (tmp_path / "k.cu").write_text(_MACRO_KERNELS + _MACRO_HOST.replace('#include "k.cu"\n', ""))
+    for f in DATA.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "wireup.toml").write_text("")
+    assert main(["init", "--root", str(tmp_path), str(tmp_path / "k.cu"), "-o", str(tmp_path / "scaffold.toml")]) == 0
+    assert "k.cu: 4 launch(es) made by macros, read from nvcc -E (each at the line of its macro call)." in capsys.readouterr().err
+    text = (tmp_path / "scaffold.toml").read_text()
+    tables = {t.split('"', 1)[0]: t for t in text.split('\nname = "')[1:]}
+    assert 'grid = ["ceil_div(n, 256)", 1, 1]  # from k.cu:16\nblock = [256, 1, 1]  # from k.cu:16\n' in tables["add_f32_kernel"]
+    assert 'grid = ["ceil_div(n, 256)", 1, 1]  # from k.cu:17\nblock = [128, 1, 1]  # from k.cu:17\n' in tables["add_f16_kernel"]
+    assert 'cpp_name = "red_f32_kernel<256>"  # the instantiation launched at k.cu:18' in tables["red_f32_kernel"]
+    assert 'block = [256, 1, 1]  # from k.cu:19' in tables["scale_f32_kernel"]
+    assert "in a macro that pastes the name together" not in text
 
 
 def test_no_launcher_says_which_sources_it_read_when_no_globs_are_set(tmp_path: Path, capsys) -> None:

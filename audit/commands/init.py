@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
             if k.name in existing:
                 print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
         if kernels:
-            units.append((kernels, rel, find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root)) + launches))
+            own = find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root))
+            units.append((kernels, rel, own + _macro_launches(Path(src_of[rel]), own, cfg, rel) + launches))
             print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
         print(f'wireup init: "{src}" declares no __global__ function.', file=sys.stderr)
@@ -167,6 +168,31 @@ def _through_macros(path, text: str, found, cfg, src: str) -> list:
     if new:
         print(f'wireup init: {src}: {len(new)} kernel(s) declared through macros, read from nvcc -E (each at the line of its macro call).', file=sys.stderr)
     return new
+
+
+def _macro_launches(path, sites: list, cfg, rel: str) -> list:
+    """The launches ``path``'s macros make where ``sites`` has one whose kernel name a macro pastes together
+    (LeetCUDA's ``elementwise_add_##packed_type##_kernel<<<grid, block>>>`` in ``#define TORCH_BINDING_...``):
+    read from nvcc's preprocessor output, each with its own kernel name and geometry, at the line of the macro
+    call that expands to it. None where no launch is pasted; a line says why where nvcc is missing or fails."""
+    from ..compile import find_nvcc
+    from ..cuda.launches import find_launches
+    from ..scaffold import preprocessed
+
+    if not any(s.pasted for s in sites):
+        return []
+    nvcc = find_nvcc()
+    if nvcc is None:
+        print(f'wireup init: "{rel}" launches kernels from macros; nvcc (not found) expands them, so their geometry is not read.', file=sys.stderr)
+        return []
+    text, why = preprocessed(path, [cfg.path(d) for d in cfg.include_dirs], nvcc)
+    if text is None:
+        print(f'wireup init: "{rel}" launches kernels from macros, but {why}; their geometry is not read.', file=sys.stderr)
+        return []
+    expanded = [s for s in find_launches(text, "c", rel) if not s.pasted and s.name_kind == "exact"]
+    if expanded:
+        print(f"wireup init: {rel}: {len(expanded)} launch(es) made by macros, read from nvcc -E (each at the line of its macro call).", file=sys.stderr)
+    return expanded
 
 
 def _inside(path, folder, root) -> bool:
