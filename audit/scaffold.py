@@ -444,8 +444,14 @@ def _instances(k: CKernel, sites: list[LaunchSite]) -> tuple[list[tuple[Instance
         dtype = _C_DTYPES.get(" ".join(sorted(arg.split()))) or _C_DTYPES.get(arg)
         return dtype or re.sub(r"\W+", "", arg.replace("-", "m"))
 
+    def order(key: tuple[str, ...]) -> tuple:
+        """By the first launch's line, then by the arguments, integers by value (a macro call's expansion puts
+        the launches of a ``switch`` over instantiations on one line)."""
+        return (groups[key][0].line, [(0, int(a), "") if re.fullmatch(r"-?\d+", a) else (1, 0, a) for a in key])
+
     out, names = [], set()
-    for key, group in groups.items():
+    for key in sorted(groups, key=order):
+        group = groups[key]
         name = k.name if len(groups) == 1 else f"{k.name}_" + "_".join(slug(a) for a in spelled[key])
         while name in names:
             name += "_"
