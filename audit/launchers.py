@@ -24,6 +24,7 @@ calls that fetch a kernel from a module (``get_function``, ``get_func``, ``load_
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -223,6 +224,12 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         launches_here = language_of(rel) == "c" and ("<<<" in code or "cuLaunchKernel" in code)
         included = included_constants(text, path, root, headers) if launches_here else None
         sites = find_launches(text, language_of(rel), rel, included, rust)
+        if launches_here and any(s.pasted for s in sites):
+            # a macro's launch pastes its kernel's name: what each use of the macro launches, with its geometry,
+            # read from nvcc -E; without nvcc the pasted launch stays a pattern that no geometry is compared with
+            expanded, _why = macro_launches(cfg, path, rel, sites)
+            if expanded:
+                sites = [s for s in sites if not s.pasted] + expanded
         scan.launch_sites.extend(sites)
         for site in sites:
             call = {"cuda": "<<<>>>", "driver": "cuLaunchKernel"}.get(site.style, "launch")
@@ -363,6 +370,53 @@ def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
                 value = None
         out.append(str(value) if value is not None else "".join(arg.split()))
     return tuple(out)
+
+
+def macro_launches(cfg: Config, path: Path, rel: str, sites: list) -> tuple[list, str | None]:
+    """The launches the macro calls of ``path`` expand to, where ``sites`` (its launches as written) has one
+    whose kernel name a macro pastes together (``add_##t##_kernel<<<...>>>``): read from nvcc's preprocessor
+    output (:func:`audit.cuda.preprocess.preprocessed`, with the configured include folders and ``-D``/``-U``
+    flags), each with its own kernel name, template arguments and geometry at the line of the macro call;
+    launches that ``sites`` already has at that line are left out. The preprocessed text is kept in the cache
+    folder under the digest of everything nvcc reads (the file, the local headers it includes, the flags,
+    nvcc's path), so a check runs nvcc -E once per change. ([], why) where nvcc is missing or fails."""
+    import hashlib
+
+    from .compile import find_nvcc
+    from .cuda.preprocess import preprocessed
+    from .hashing import include_closure
+
+    if not any(s.pasted for s in sites):
+        return [], None
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return [], "nvcc was not found"
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    flags = [f for f in cfg.nvcc_flags if f.startswith(("-D", "-U"))]
+    digest = hashlib.sha256(repr((str(nvcc), [str(d) for d in dirs], flags)).encode())
+    for p in include_closure(path, dirs):
+        try:
+            digest.update(p.as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+        except OSError:
+            digest.update(p.as_posix().encode() + b"\0missing\0")
+    folder = cfg.path(cfg.cache) / "macro-launches"
+    entry = folder / f"{digest.hexdigest()[:32]}.cu"
+    try:
+        text: str | None = entry.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text, why = preprocessed(path, dirs, nvcc, flags=flags)
+        if text is None:
+            return [], why
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, entry)
+        except OSError:
+            pass  # a read-only cache folder: nvcc -E runs again next time
+    have = {(s.line, s.kernel) for s in sites if not s.pasted}
+    expanded = [s for s in find_launches(text, "c", rel) if not s.pasted and s.name_kind != "pattern" and (s.line, s.kernel) not in have]
+    return expanded, None
 
 
 def contract_instantiation(k, heads: TemplateHeads | None = None) -> tuple[str, ...] | None:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cuda.hostlex import lex
+from .cuda.preprocess import preprocessed
 from .cuda.scope import template_params, with_defaults
 
 if TYPE_CHECKING:
@@ -180,7 +181,6 @@ def parse_kernels(text: str) -> list[CKernel]:
 
 #: a function-like macro whose body declares a kernel (``#define AFFINE_OP(T, NAME) extern "C" __global__ ...``)
 _MACRO_KERNEL = re.compile(r"^[ \t]*#[ \t]*define[ \t]+\w+\((?:[^\n]*\\\n)*[^\n]*\b__global__\b", re.MULTILINE)
-_LINE_MARKER = re.compile(r'^#(?:line)?\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
 
 
 def declares_macro_kernels(texts: Iterable[str]) -> bool:
@@ -196,34 +196,6 @@ def macro_kernels(path: Path, include_dirs: Iterable[Path], nvcc: Path, timeout:
     if text is None:
         return [], why
     return parse_kernels(text.replace("__attribute__((global))", "__global__")), None
-
-
-def preprocessed(path: Path, include_dirs: Iterable[Path], nvcc: Path, timeout: float = 60.0) -> tuple[str | None, str | None]:
-    """``path`` run through nvcc's preprocessor (``-E``), only its own lines kept, each where the expansion
-    puts it: a macro call's expansion on the line of the call, so that what is read from it (a kernel a
-    macro declares, a launch a macro makes) keeps that line. (None, why) where the preprocessor fails."""
-    import subprocess
-
-    cmd = [str(nvcc), "-E", "-x", "cu", *[f"-I{d}" for d in include_dirs], path.name]
-    try:
-        run = subprocess.run(cmd, cwd=path.parent, capture_output=True, text=True, errors="replace", timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"nvcc -E did not run ({exc})"
-    if run.returncode != 0:
-        first = next((ln for ln in run.stderr.splitlines() if ln.strip()), "")
-        return None, f"nvcc -E failed: {first}"
-    own: dict[int, list[str]] = {}
-    here, line = False, 0
-    for raw in run.stdout.split("\n"):
-        m = _LINE_MARKER.match(raw)
-        if m:
-            here, line = m.group(2) == path.name, int(m.group(1))
-            continue
-        if here:
-            own.setdefault(line, []).append(raw)
-        line += 1
-    last = max(own, default=0)
-    return "\n".join(" ".join(own.get(n, ())) for n in range(1, last + 1)), None
 
 
 def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, int]:

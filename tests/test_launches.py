@@ -694,11 +694,8 @@ def test_a_launch_in_a_macro_reads_the_name_it_pastes_as_a_pattern() -> None:
     assert (plain.kernel, plain.name_kind, plain.pasted) == ("add_f32_kernel", "exact", False)
 
 
-def test_macro_launches_wire_the_kernels_they_paste_and_are_compared_with_no_geometry(tmp_path: Path, capsys) -> None:
-    """add_##t##_kernel launches add_f32_kernel (contracted, with block 64: the macro's block depends on its
-    argument, so no GEOMETRY_DRIFT); red_##t##_kernel<(NT)> launches red_f32_kernel<256> (no NO_LAUNCHER);
-    scale_##t##_kernel matches no contract and is unaudited, named as the pattern. Before: "_kernel" three
-    times unaudited, red_f32_kernel dead code."""
+def _macro_project(tmp_path: Path) -> None:
+    """host.cu and k.cu of the macro launches, contracts for add_f32_kernel (block 64) and red_f32_kernel<256>."""
     for name, text in {"host.cu": _MACRO_HOST, "k.cu": _MACRO_KERNELS}.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "contracts").mkdir()
@@ -709,12 +706,44 @@ def test_macro_launches_wire_the_kernels_they_paste_and_are_compared_with_no_geo
     )  # fmt: skip
     (tmp_path / "contracts" / "k.toml").write_text("[dims]\nn = { min = 1, max = 4096 }\n" + tables)
     (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+
+
+def test_macro_launches_without_nvcc_wire_the_kernels_they_paste_and_are_compared_with_no_geometry(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Without nvcc's preprocessor: add_##t##_kernel launches add_f32_kernel (contracted, with block 64: the
+    macro's block depends on its argument, so no GEOMETRY_DRIFT); red_##t##_kernel<(NT)> launches
+    red_f32_kernel<256> (no NO_LAUNCHER); scale_##t##_kernel matches no contract and is unaudited, named as the
+    pattern. Before: "_kernel" three times unaudited, red_f32_kernel dead code."""
+    import audit.compile
+
+    monkeypatch.setattr(audit.compile, "find_nvcc", lambda: None)
+    _macro_project(tmp_path)
     main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL,GEOMETRY_DRIFT"])
     assert capsys.readouterr().out.splitlines()[:-1] == [
         'host.cu:11: UNAUDITED_KERNEL Host code launches, in a macro, the kernels whose names it pastes together, '
         '"scale_*_kernel" ("*" for the macro\'s parameters), but no contract declares a kernel whose entry matches it; '
         "add a [[kernel]] contract for the instantiations its uses run (wireup init scaffolds them) or remove the launch."
     ]
+
+
+@pytest.mark.nvcc
+def test_macro_launches_are_expanded_per_use_and_compared_with_their_contracts(tmp_path: Path, capsys) -> None:
+    """With nvcc, each use of a macro is its own launch at the line of the call (nvcc -E): BIND_ADD(f32, 1)
+    launches add_f32_kernel with block 256 / (1), which drifts from its contract's 64; BIND_ADD(f16, 2) and
+    BIND_SCALE(f32) launch kernels no contract declares, now named; LAUNCH_RED(256, f32) runs
+    red_f32_kernel<256> as contracted. The second check reads the preprocessed text from the cache."""
+    _macro_project(tmp_path)
+    expected = [
+        'host.cu:12: GEOMETRY_DRIFT Kernel "add_f32_kernel" is launched here with block.x = "256 / (1)" but its contract declares "64": '
+        "the launch gives 256 and the contract 64; update the contract or the launch.",
+        'host.cu:13: UNAUDITED_KERNEL Host code launches kernel "add_f16_kernel" with <<<...>>>, but no contract declares a kernel with '
+        "that name; add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
+        'host.cu:15: UNAUDITED_KERNEL Host code launches kernel "scale_f32_kernel" with <<<...>>>, but no contract declares a kernel with '
+        "that name; add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
+    ]  # fmt: skip
+    for _ in range(2):
+        main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL,GEOMETRY_DRIFT"])
+        assert capsys.readouterr().out.splitlines()[:-1] == expected
+    assert len(list((tmp_path / ".wireup-cache" / "macro-launches").glob("*.cu"))) == 1
 
 
 def test_init_names_a_macro_launch_and_takes_no_geometry_from_it_without_nvcc(tmp_path: Path, capsys, monkeypatch) -> None:

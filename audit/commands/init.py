@@ -176,20 +176,17 @@ def _macro_launches(path, sites: list, cfg, rel: str) -> list:
     read from nvcc's preprocessor output, each with its own kernel name and geometry, at the line of the macro
     call that expands to it. None where no launch is pasted; a line says why where nvcc is missing or fails."""
     from ..compile import find_nvcc
-    from ..cuda.launches import find_launches
-    from ..scaffold import preprocessed
+    from ..launchers import macro_launches
 
     if not any(s.pasted for s in sites):
         return []
-    nvcc = find_nvcc()
-    if nvcc is None:
+    if find_nvcc() is None:
         print(f'wireup init: "{rel}" launches kernels from macros; nvcc (not found) expands them, so their geometry is not read.', file=sys.stderr)
         return []
-    text, why = preprocessed(path, [cfg.path(d) for d in cfg.include_dirs], nvcc)
-    if text is None:
+    expanded, why = macro_launches(cfg, path, rel, sites)
+    if why:
         print(f'wireup init: "{rel}" launches kernels from macros, but {why}; their geometry is not read.', file=sys.stderr)
         return []
-    expanded = [s for s in find_launches(text, "c", rel) if not s.pasted and s.name_kind == "exact"]
     if expanded:
         print(f"wireup init: {rel}: {len(expanded)} launch(es) made by macros, read from nvcc -E (each at the line of its macro call).", file=sys.stderr)
     return expanded
