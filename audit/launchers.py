@@ -251,7 +251,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                     if not kernels:
                         # the instantiation as its compiled entry names it (the template's defaults written out)
                         args = heads.complete(cs.kernel_map[candidates[0]], site.template_args)
-                        shown = f"{site.kernel}<{', '.join(args)}>"
+                        shown = f"{site.kernel}<{', '.join(spelled(args))}>"
                         scan.unaudited.append(HostReference(rel, site.line, "launch", shown, None, call))
                         continue
             if kernels:
@@ -417,6 +417,17 @@ def macro_launches(cfg: Config, path: Path, rel: str, sites: list) -> tuple[list
     have = {(s.line, s.kernel) for s in sites if not s.pasted}
     expanded = [s for s in find_launches(text, "c", rel) if not s.pasted and s.name_kind != "pattern" and (s.line, s.kernel) not in have]
     return expanded, None
+
+
+def spelled(args: tuple[str, ...]) -> tuple[str, ...]:
+    """Template arguments as a ``cpp_name`` writes them: an integer expression by its value, anything else
+    as written with its spaces normalised (``((1024))``, ``2 * NT`` with NT = 64 -> ``1024``, ``128``;
+    ``unsigned  int`` -> ``unsigned int``).
+
+    >>> spelled(("((1024))", "2 * 64", "unsigned  int", "T"))
+    ('1024', '128', 'unsigned int', 'T')
+    """
+    return tuple(v if re.fullmatch(r"-?\d+", v) else " ".join(raw.split()) for v, raw in zip(instantiation(args), args))
 
 
 def contract_instantiation(k, heads: TemplateHeads | None = None) -> tuple[str, ...] | None:

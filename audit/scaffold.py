@@ -398,6 +398,7 @@ def _instances(k: CKernel, sites: list[LaunchSite]) -> tuple[list[tuple[Instance
     each with its launches in order; and the launches whose instantiation is not known (an argument the
     compiler deduces from the call, or a name such as ``T`` left over)."""
     from .launchers import _known_argument, instantiation
+    from .launchers import spelled as spelled_args
 
     groups: dict[tuple[str, ...], list[LaunchSite]] = {}
     spelled: dict[tuple[str, ...], tuple[str, ...]] = {}
@@ -410,7 +411,7 @@ def _instances(k: CKernel, sites: list[LaunchSite]) -> tuple[list[tuple[Instance
             unknown.append(site)
             continue
         groups.setdefault(key, []).append(site)
-        spelled.setdefault(key, tuple(a if re.fullmatch(r"-?\d+", a) else " ".join(raw.split()) for a, raw in zip(key, args)))
+        spelled.setdefault(key, spelled_args(args))
 
     def slug(arg: str) -> str:
         dtype = _C_DTYPES.get(" ".join(sorted(arg.split()))) or _C_DTYPES.get(arg)
