@@ -746,6 +746,32 @@ def test_macro_launches_are_expanded_per_use_and_compared_with_their_contracts(t
     assert len(list((tmp_path / ".wireup-cache" / "macro-launches").glob("*.cu"))) == 1
 
 
+@pytest.mark.nvcc
+def test_a_macro_call_s_identical_launches_drift_once(tmp_path: Path, capsys) -> None:
+    """LeetCUDA's bindings launch the same kernel with the same geometry in two branches of one macro: both
+    expand onto the line of the macro call, and the drift is said once there."""
+    host = (
+        '#include "k.cu"\n'
+        "#define BIND_ADD(t, n_pack)                                        \\\n"
+        "  void add_##t(float* y, int n, bool wide) {                       \\\n"
+        "    if (wide) { add_##t##_kernel<<<(n + 255) / 256, 256 / (n_pack)>>>(y, n); } \\\n"
+        "    else { add_##t##_kernel<<<(n + 255) / 256, 256 / (n_pack)>>>(y, n); } \\\n"
+        "  }\n"
+        "BIND_ADD(f32, 2)\n"
+    )
+    for name, text in {"host.cu": host, "k.cu": _MACRO_KERNELS}.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "contracts").mkdir()
+    table = _DRIFT_KERNEL.format(name="add_f32_kernel", cpp="add_f32_kernel", grid='"ceil_div(n, 256)"', block="64")
+    (tmp_path / "contracts" / "k.toml").write_text("[dims]\nn = { min = 1, max = 4096 }\n" + table)
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "GEOMETRY_DRIFT"])
+    assert capsys.readouterr().out.splitlines()[:-1] == [
+        'host.cu:7: GEOMETRY_DRIFT Kernel "add_f32_kernel" is launched here with block.x = "256 / (2)" but its contract declares "64": '
+        "the launch gives 128 and the contract 64; update the contract or the launch."
+    ]
+
+
 def test_init_names_a_macro_launch_and_takes_no_geometry_from_it_without_nvcc(tmp_path: Path, capsys, monkeypatch) -> None:
     """The macro's block is 256 / (n_pack): which kernel gets which block, its uses decide, and without nvcc's
     preprocessor init cannot expand them; it says where the launch is instead of leaving the geometry TODO

@@ -195,6 +195,7 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
     from ..dims import parse_expr
 
     kernels_of = _launched_kernels(ctx)
+    said: set[tuple[str, int, str]] = set()  # a macro call's launches share its line: one message for identical ones
     for site in scan.launch_sites:
         if site.pasted:
             continue  # a macro's launch of the kernels it pastes the names of: its arguments decide the geometry
@@ -226,12 +227,13 @@ def check_geometry_drift(ctx: CheckContext) -> Iterator[Hit]:
                 env, contract_value, host_value = diff
                 at = ", ".join(f"{n} = {v}" for n, v in env.items())
                 at = f" at {at}" if at else ""
-                yield Hit(
-                    f'Kernel "{k.name}" is launched here with {key} = "{text}" but its contract declares '
-                    f'"{contract[key]}"{at}: the launch gives {host_value} and the contract {contract_value}; '
-                    f"update the contract or the launch.",
-                    Loc(HostLine(site.file, site.line)), k.name,
-                )  # fmt: skip
+                message = (f'Kernel "{k.name}" is launched here with {key} = "{text}" but its contract declares '
+                           f'"{contract[key]}"{at}: the launch gives {host_value} and the contract {contract_value}; '
+                           f"update the contract or the launch.")  # fmt: skip
+                if (site.file, site.line, message) in said:
+                    continue
+                said.add((site.file, site.line, message))
+                yield Hit(message, Loc(HostLine(site.file, site.line)), k.name)
 
 
 def _host_name(arg: str) -> str | None:
