@@ -198,6 +198,38 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 refs.append(HostReference(ref.file, ref.line, ref.kind, ref.text, name, ref.call))
 
     heads = TemplateHeads(root)  # template heads of the contracted kernels, for launches with template arguments
+
+    def judge(site, rel: str) -> None:
+        """The contracts one launch site runs, as references; what it runs that no contract covers, unaudited."""
+        call = site.via or {"cuda": "<<<>>>", "driver": "cuLaunchKernel"}.get(site.style, "launch")
+        if site.name_kind == "unresolved":
+            scan.unresolved.append(site)
+            return
+        if site.name_kind == "pattern":
+            kernels = [name for symbol, names in by_symbol.items() if site.names_kernel(symbol) for name in names]
+        else:
+            kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
+        if kernels and site.template_args is not None and site.kernel not in by_symbol:
+            # tile<64><<<...>>> launches one instantiation: it wires only the contract whose cpp_name
+            # names it (or names none); with every argument known and no such contract, the launch runs
+            # an instantiation nobody contracted
+            want = instantiation(site.template_args)
+            if all(_known_argument(a) for a in want):
+                candidates = kernels
+                kernels = [n for n in kernels if _runs(cs.kernel_map[n], site.template_args, heads)]
+                if not kernels:
+                    # the instantiation as its compiled entry names it (the template's defaults written out)
+                    args = heads.complete(cs.kernel_map[candidates[0]], site.template_args)
+                    shown = f"{site.kernel}<{', '.join(spelled(args))}>"
+                    scan.unaudited.append(HostReference(rel, site.line, "launch", shown, None, call))
+                    return
+        if kernels:
+            add(HostReference(rel, site.line, "launch", site.kernel, None, call), kernels)
+        elif site.style in ("cuda", "cudarc", "runtime"):  # the other styles name the kernel in a literal, judged below
+            scan.unaudited.append(HostReference(rel, site.line, "launch", site.kernel, None, call if site.style != "cudarc" else "", site.name_kind))
+
+    forwarders: list = []  # launches of a function's parameter (ggml_cuda_kernel_launch): judged at the calls
+    codes: dict[str, tuple[str, str]] = {}  # C and CUDA files' text and code (comments and strings blanked), for those calls
     headers: dict[Path, dict[str, str]] = {}  # file-scope constants per header, read once per scan
     defines = flag_defines(cfg.nvcc_flags)
     texts: dict[str, str] = {}
@@ -230,34 +262,13 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             expanded, _why = macro_launches(cfg, path, rel, sites)
             if expanded:
                 sites = [s for s in sites if not s.pasted] + expanded
+        forwarders += [s for s in sites if s.name_kind == "forwarded"]
+        if language_of(rel) == "c":
+            codes[rel] = (text, code)  # the text as lexed: blanking inactive blocks moves offsets
+        sites = [s for s in sites if s.name_kind != "forwarded"]  # judged at their callers, below
         scan.launch_sites.extend(sites)
         for site in sites:
-            call = {"cuda": "<<<>>>", "driver": "cuLaunchKernel"}.get(site.style, "launch")
-            if site.name_kind == "unresolved":
-                scan.unresolved.append(site)
-                continue
-            if site.name_kind == "pattern":
-                kernels = [name for symbol, names in by_symbol.items() if site.names_kernel(symbol) for name in names]
-            else:
-                kernels = by_symbol.get(site.kernel) or by_function.get(site.kernel)
-            if kernels and site.template_args is not None and site.kernel not in by_symbol:
-                # tile<64><<<...>>> launches one instantiation: it wires only the contract whose cpp_name
-                # names it (or names none); with every argument known and no such contract, the launch runs
-                # an instantiation nobody contracted
-                want = instantiation(site.template_args)
-                if all(_known_argument(a) for a in want):
-                    candidates = kernels
-                    kernels = [n for n in kernels if _runs(cs.kernel_map[n], site.template_args, heads)]
-                    if not kernels:
-                        # the instantiation as its compiled entry names it (the template's defaults written out)
-                        args = heads.complete(cs.kernel_map[candidates[0]], site.template_args)
-                        shown = f"{site.kernel}<{', '.join(spelled(args))}>"
-                        scan.unaudited.append(HostReference(rel, site.line, "launch", shown, None, call))
-                        continue
-            if kernels:
-                add(HostReference(rel, site.line, "launch", site.kernel, None, call), kernels)
-            elif site.style in ("cuda", "cudarc"):  # the other styles name the kernel in a literal, judged below
-                scan.unaudited.append(HostReference(rel, site.line, "launch", site.kernel, None, call if site.style == "cuda" else "", site.name_kind))
+            judge(site, rel)
         getters = {id(lit): call for call, lit in getter_arguments(code, lits, getter_calls)}
         inside_getters = _getter_spans(code, getter_calls)
         for lit in lits:
@@ -278,6 +289,10 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 add(HostReference(rel, lit.line, "build", value), by_stem[value])
             elif call and _IDENT.fullmatch(value) and not value.startswith("_Z"):
                 scan.unaudited.append(HostReference(rel, lit.line, "launch", value, None, call))
+    for site in {s.forwarded: s for s in forwarders}.values():  # one launcher may launch its parameter twice (PDL or not)
+        for ref_site in _calls_of_forwarder(site, codes):
+            scan.launch_sites.append(ref_site)
+            judge(ref_site, ref_site.file)
     # one finding per fetch: a Rust launch through a getter is seen as a launch site (at the builder) and as
     # the literal the getter is passed (a few lines above it); the literal's line is kept
     fetches = [r for r in scan.unaudited if r.call]
@@ -288,6 +303,64 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         unique.setdefault((ref.file, ref.line, ref.text), ref)
     scan.unaudited = list(unique.values())
     return scan
+
+
+def _calls_of_forwarder(site, codes: dict[str, tuple[str, str]]) -> list:
+    """The launches a forwarding launcher makes (``site`` launches its function's parameter: ggml's
+    ``ggml_cuda_kernel_launch(Kernel kernel, params, args...) { kernel<<<...>>>(args...); }``): one site per
+    call of that function in the scanned files, at the call, running the function the call passes
+    (``ggml_cuda_kernel_launch(k_bin_bcast<op, T>, ...)``: ``k_bin_bcast`` with those template arguments; a
+    variable holding one, as a launch of the variable reads it). Its geometry is in the launcher's parameters,
+    so none is compared. A call passing what the reader cannot name (a call's result), and a launcher with no
+    call in the scanned files, are unresolved launches."""
+    from .cuda.launches import LaunchSite, enclosing_function, forwarded_calls, function_refs, pointer_targets, template_arguments
+
+    function, index = site.forwarded
+    via = f"{function}() ({site.file}:{site.line})"
+    out = []
+    seen = {(function, index)}
+    todo = [(function, index, 0)]
+    while todo:  # a launcher's caller may pass on its own parameter (launch_fattn(..., fattn_kernel) calls it with that)
+        fn, ix, depth = todo.pop(0)
+        out += _forwarder_call_sites(fn, ix, via, codes, depth, seen, todo)
+    if not out:
+        out.append(LaunchSite(site.kernel, site.file, site.line, "cuda", None, None, None, None,
+                              notes=(f"{function}() launches its parameter {site.kernel!r}, and no call of it was found in the scanned files",), name_kind="unresolved"))  # fmt: skip
+    return out
+
+
+#: how many launcher functions deep a kernel passed on from parameter to parameter is followed
+MAX_FORWARDING = 4
+
+
+def _forwarder_call_sites(function: str, index: int, via: str, codes: dict[str, tuple[str, str]], depth: int,
+                          seen: set[tuple[str, int]], todo: list) -> list:  # fmt: skip
+    """The launch sites of the calls of one launcher function (:func:`_calls_of_forwarder`); a call passing its
+    own function's parameter queues that function's calls instead."""
+    from .cuda.launches import LaunchSite, enclosing_function, forwarded_calls, function_refs, pointer_targets, template_arguments
+
+    out = []
+    for rel, (text, code) in codes.items():
+        for line, arg, at in forwarded_calls(function, index, text, code):
+            refs = function_refs(arg)
+            if refs is not None and len(refs) == 1 and refs[0][1] is None and re.fullmatch(r"[A-Za-z_]\w*", arg):
+                held = pointer_targets(arg, text, code, at)  # a variable holding the kernel, assigned before the call
+                if held is None:
+                    around = enclosing_function(code, at)
+                    if around is not None and arg in around[1]:
+                        key = (around[0], around[1].index(arg))
+                        if key not in seen and depth + 1 < MAX_FORWARDING:
+                            seen.add(key)
+                            todo.append((*key, depth + 1))
+                        continue
+                refs = held if held is not None else refs
+            if not refs:
+                out.append(LaunchSite(arg, rel, line, "cuda", None, None, None, None, notes=(f"passed to {via}, which launches it; the reader cannot tell which kernel it is",), name_kind="unresolved"))
+                continue
+            for name, targs in dict.fromkeys(refs):
+                out.append(LaunchSite(name, rel, line, "cuda", None, None, None, None, notes=(f"launched through {via}",),
+                                      template_args=template_arguments(targs) if targs else None, via=f"{function}()"))  # fmt: skip
+    return out
 
 
 #: lines between a getter fetching a kernel by a literal name and the launch of what it fetched, at most

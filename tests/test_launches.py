@@ -881,3 +881,99 @@ def test_a_kernel_launched_through_a_pointer_is_launched_and_nothing_unaudited(t
     assert found == [
         'NO_LAUNCHER (warning) Kernel "tile_64" is dead code — no launcher: no host source (host.cu) names its entry "tile< 64 >"; its source is only compiled (host.cu:1).'
     ]
+
+
+_FORWARDER_HEADER = """\
+#pragma once
+struct launch_params { dim3 grid; dim3 block; size_t smem; cudaStream_t stream; };
+template <typename Kernel, typename... Args>
+static void launch(Kernel kernel, const launch_params & p, Args&&... args) {
+#if defined(USE_PDL)
+    cudaLaunchKernelEx(&p.cfg, kernel, args...);
+    return;
+#endif
+    kernel<<<p.grid, p.block, p.smem, p.stream>>>(args...);
+}
+"""
+_FORWARDER_KERNELS = """\
+#include "launch.cuh"
+__global__ void fill(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 0.f; }
+template <typename T> __global__ void scale(T* y, int n) { if (threadIdx.x < n) y[threadIdx.x] *= 2; }
+__global__ void other(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1.f; }
+__global__ void dead(float* y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 3.f; }
+template <typename K> void run_with(K kern, float* y, int n) { launch(kern, launch_params{}, y, n); }
+void run(float* y, int n, cudaStream_t s) {
+    const launch_params p = {dim3(1), dim3(32), 0, s};
+    launch(fill, p, y, n);
+    launch(scale<float>, p, y, n);
+    run_with(other, y, n);
+    void* a[] = {&y, &n};
+    cudaLaunchCooperativeKernel((void*)fill, dim3(1), dim3(64), a, 0, s);
+}
+"""
+
+
+def test_a_launcher_function_s_parameter_is_launched_where_its_callers_pass_a_kernel() -> None:
+    """ggml's ggml_cuda_kernel_launch(Kernel kernel, params, args...) launches its parameter; the reader marks
+    such a launch forwarded (the function and the parameter's index) instead of launching a kernel "kernel"."""
+    sites = find_launches(_FORWARDER_HEADER, "c", "launch.cuh")
+    assert [(s.line, s.kernel, s.name_kind, s.forwarded, s.style) for s in sites] == [
+        (6, "kernel", "forwarded", ("launch", 0), "runtime"),
+        (9, "kernel", "forwarded", ("launch", 0), "cuda"),
+    ]
+    assert sites[1].notes == ('"kernel" is parameter 1 of launch(): what runs is the kernel its callers pass',)
+    (coop,) = [s for s in find_launches(_FORWARDER_KERNELS, "c", "k.cu") if s.style == "runtime"]
+    assert (coop.line, coop.kernel, coop.via, coop.grid, coop.block, coop.shared) == (13, "fill", "cudaLaunchCooperativeKernel", ("1", "1", "1"), ("64", "1", "1"), "0")
+
+
+def test_kernels_passed_to_a_launcher_function_are_launched_at_the_calls(tmp_path: Path, capsys) -> None:
+    """Before: UNAUDITED_KERNEL for a kernel "kernel" at the launcher's <<<...>>>, and NO_LAUNCHER for every kernel
+    launched through it (ggml: 34 of its kernels). Now each call of the launcher launches what it passes:
+    fill and scale<float> directly, other through run_with(), which passes its own parameter on; dead is
+    launched by no one, and other has no contract."""
+    (tmp_path / "launch.cuh").write_text(_FORWARDER_HEADER)
+    (tmp_path / "k.cu").write_text(_FORWARDER_KERNELS)
+    (tmp_path / "contracts").mkdir()
+    tables = "".join(
+        _DRIFT_KERNEL.format(**k)
+        for k in ({"name": "fill", "cpp": "fill", "grid": "1", "block": "64"},
+                  {"name": "scale_f32", "cpp": "scale<float>", "grid": "1", "block": "32"},
+                  {"name": "dead", "cpp": "dead", "grid": "1", "block": "32"})
+    )  # fmt: skip
+    (tmp_path / "contracts" / "k.toml").write_text("[dims]\nn = { min = 1, max = 32 }\n" + tables)
+    (tmp_path / "wireup.toml").write_text('launchers = ["*.cu", "*.cuh"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL,GEOMETRY_DRIFT"])
+    assert [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()[:-1]] == [
+        'NO_LAUNCHER (warning) Kernel "dead" is dead code — no launcher: no host source (*.cu, *.cuh) names its entry "dead".',
+        'UNAUDITED_KERNEL Host code launches kernel "other" through run_with(), but no contract declares a kernel with that name; '
+        "add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
+    ]
+
+
+def test_a_launch_naming_a_macro_parameter_is_unresolved_without_the_preprocessor(tmp_path: Path, capsys, monkeypatch) -> None:
+    """ggml's #define LIGHTNING_INDEXER_CASE(lightning_indexer_kernel, ...) lightning_indexer_kernel<...><<<...>>>:
+    the launched name is the macro's parameter. Before: UNAUDITED_KERNEL "lightning_indexer_kernel" and NO_LAUNCHER
+    for the kernels its uses pass. Without nvcc -E (or where it fails: ggml's headers need cuBLAS) the launch is
+    one the scan cannot name, which NO_LAUNCHER then names; with it, each use is read (tests above)."""
+    import audit.compile
+
+    monkeypatch.setattr(audit.compile, "find_nvcc", lambda: None)
+    host = (
+        "#define CASE(kern, nt) case nt: kern<nt><<<n / nt, nt>>>(y, n); break;\n"
+        "void run(float* y, int n, int nt) { switch (nt) { CASE(tile, 64) } }\n"
+    )
+    (site,) = find_launches(host, "c", "host.cu")
+    assert (site.kernel, site.name_kind, site.pasted) == ("kern", "unresolved", True)
+    assert site.notes == ('"kern" is a parameter of the macro around the launch: each use of the macro names the kernel',)
+    (tmp_path / "host.cu").write_text(host)
+    (tmp_path / "k.cu").write_text("template <int NT> __global__ void tile(float* y, int n) { y[threadIdx.x] = 0.f; }\n")
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(
+        "[dims]\nn = { min = 1, max = 4096 }\n" + _DRIFT_KERNEL.format(name="tile_64", cpp="tile<64>", grid='"ceil_div(n, 64)"', block="64")
+    )
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "NO_LAUNCHER,UNAUDITED_KERNEL"])
+    assert [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()[:-1]] == [
+        'NO_LAUNCHER (warning) Kernel "tile_64" is dead code — no launcher: no host source (host.cu) names its entry "tile<64>"; '
+        "unless one of the launches whose kernel name the scan cannot resolve runs it: host.cu:1 (kern)."
+    ]

@@ -39,7 +39,7 @@ from functools import lru_cache
 
 from .hostlex import Literal, language_of, lex
 
-__all__ = ["LaunchSite", "RustHelpers", "file_constants", "find_launches", "language_of", "rust_helpers", "template_arguments", "to_dim_expr"]
+__all__ = ["LaunchSite", "RustHelpers", "file_constants", "find_launches", "forwarded_calls", "language_of", "rust_helpers", "template_arguments", "to_dim_expr"]
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # template arguments may hold one level of parentheses (``k<(NT)>``, ``k<1024 / (n)>``, as macros write them)
@@ -85,6 +85,14 @@ class LaunchSite:
     #: (``add_##t##_kernel<<<...>>>``): one site for several kernels, whose geometry the macro's arguments
     #: decide, so it is compared with no contract's
     pasted: bool = False
+    #: the launched name is a parameter of the function around the launch (ggml's
+    #: ``ggml_cuda_kernel_launch(Kernel kernel, ...) { kernel<<<...>>>(...); }``): (that function, the
+    #: parameter's index); name_kind is "forwarded", and what runs is what its callers pass
+    #: (:func:`forwarded_calls`)
+    forwarded: tuple[str, int] | None = None
+    #: what the launch goes through where it is no ``<<<...>>>`` of its own: the runtime API
+    #: (``cudaLaunchCooperativeKernel``) or a launcher function (``ggml_cuda_kernel_launch()``)
+    via: str = ""
 
     def names_kernel(self, symbol: str) -> bool:
         """Whether this launch may run the kernel whose entry (or C++ function) is ``symbol``."""
@@ -482,18 +490,26 @@ def _pasted_name(text: str, code: str, name: str, at: int) -> str | None:
     """
     m = _PASTED.search(code, max(0, at - 400), at)
     if m is None:
-        return None
+        # a macro's parameter that is the whole name (#define CASE(kernel, n) kernel<n><<<...>>>(...)): any kernel
+        return "*" if name in _macro_params_at(text, at) else None
     pieces = [p.strip() for p in m.group(1).split("##") if p.strip()] + [name]
-    heads = _macro_heads(text)
-    i = bisect.bisect_left(heads, (at,)) - 1
-    params: frozenset[str] = frozenset()
-    if i >= 0 and all(line.rstrip().endswith("\\") for line in text[heads[i][0] : at].split("\n")[:-1]):
-        params = heads[i][1]  # the launch is in that macro's body (every line before it continued)
+    params = _macro_params_at(text, at)
     pattern = "".join("*" if p in params else p for p in pieces)
     return re.sub(r"\*+", "*", pattern)
 
 
-_NOT_KERNELS = frozenset({"reinterpret_cast", "static_cast", "const_cast", "void", "auto", "decltype", "nullptr", "NULL", "true", "false"})
+def _macro_params_at(text: str, at: int) -> frozenset[str]:
+    """The parameters of the function-like ``#define`` whose body holds position ``at`` (every line from the
+    ``#define`` to it continued with a backslash); empty outside one."""
+    heads = _macro_heads(text)
+    i = bisect.bisect_left(heads, (at,)) - 1
+    if i >= 0 and all(line.rstrip().endswith("\\") for line in text[heads[i][0] : at].split("\n")[:-1]):
+        return heads[i][1]
+    return frozenset()
+
+
+_CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
+_NOT_KERNELS = frozenset({*_CASTS, "void", "const", "auto", "decltype", "nullptr", "NULL", "true", "false"})
 _FUNCTION_REF = re.compile(rf"(&\s*)?({_IDENT}(?:\s*::\s*{_IDENT})*)(\s*<)?")
 
 
@@ -506,13 +522,29 @@ def _function_refs(value: str) -> list[tuple[str, str | None]] | None:
     ([('selective_scan_fwd_kernel', '<Ktraits>')], [('a', '<64, true>'), ('a', '<64, false>')])
     >>> _function_refs("get_kernel(n)"), _function_refs("(void*)plain"), _function_refs("nullptr")
     (None, [('plain', None)], None)
+    >>> _function_refs("reinterpret_cast<const void *>(k<64>)"), _function_refs("reinterpret_cast<const void*>(plain)")
+    ([('k', '<64>')], [('plain', None)])
+    >>> _function_refs("k_bin_bcast<op, T, type_for_index<const T *, I>...>")
+    [('k_bin_bcast', '<op, T, type_for_index<const T *, I>...>')]
     """
     refs: list[tuple[str, str | None]] = []
     bare: list[str] = []
+    skip_to = 0  # past the template argument list of the last name: the types in it are no kernels
     for m in _FUNCTION_REF.finditer(value):
+        if m.start() < skip_to:
+            continue
         if m.start() and (value[m.start() - 1].isalnum() or value[m.start() - 1] == "_"):
             continue
         name = re.sub(r"\s+", "", m.group(2)).split("::")[-1]
+        if name in _CASTS and m.group(3):  # reinterpret_cast<const void*>(k): the cast's type is no kernel
+            depth, j = 0, m.end() - 1
+            while j < len(value):
+                depth += (value[j] == "<") - (value[j] == ">")
+                if depth == 0:
+                    break
+                j += 1
+            skip_to = j + 1
+            continue
         if name in _NOT_KERNELS or name.isdigit():
             continue
         after = value[m.end() :].lstrip()
@@ -527,14 +559,15 @@ def _function_refs(value: str) -> list[tuple[str, str | None]] | None:
             if j >= len(value) or value[j + 1 :].lstrip().startswith("("):
                 return None  # a call of a template function: what it returns is not known
             refs.append((name, " ".join(value[lt : j + 1].split())))
+            skip_to = j + 1
         elif after.startswith("("):
             return None  # a call: the pointer it returns is not known
         elif m.group(1):
             refs.append((name, None))
         else:
             bare.append(name)
-    if not refs and len(bare) == 1 and re.fullmatch(rf"\s*(?:\(\s*void\s*\*\s*\)\s*)?{_IDENT}(?:\s*::\s*{_IDENT})*\s*", value):
-        refs.append((bare[0], None))  # ``auto kernel = my_kernel;``, ``(void*)my_kernel``
+    if not refs and len(bare) == 1 and re.fullmatch(rf"\s*(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*|(?:{'|'.join(sorted(_CASTS))})\s*<[^<>]*>\s*\()?\s*{_IDENT}(?:\s*::\s*{_IDENT})*\s*\)?\s*", value):
+        refs.append((bare[0], None))  # ``auto kernel = my_kernel;``, ``(void*)my_kernel``, ``reinterpret_cast<void*>(k)``
     return refs or None
 
 
@@ -558,12 +591,106 @@ def _pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple
     return found if assigned else None
 
 
+def _enclosing_function(code: str, before: int) -> tuple[str, list[str]] | None:
+    """(name, parameter names) of the top-level function whose body holds position ``before``; None outside
+    one (or where its head is not ``name(...)`` / ``name<...>(...)`` before the body's brace).
+
+    >>> src = "template <typename K, typename... A> void launch(K kernel, const P& p, A&&... args) {\\n kernel<<<1, 1>>>(args...); }"
+    >>> _enclosing_function(src, src.index("kernel<<<"))
+    ('launch', ['kernel', 'p', 'args'])
+    """
+    opens, closes, starts = _top_level_blocks(code, "c")
+    n = bisect.bisect_left(opens, before) - 1
+    if n < 0 or closes[n] < before:
+        return None
+    head = code[starts[n] : opens[n]].rstrip()
+    while True:  # qualifiers after the parameter list
+        m = re.search(r"(?:\bconst|\bnoexcept|\boverride|\bfinal|->\s*[\w:<>]+)\s*$", head)
+        if m is None:
+            break
+        head = head[: m.start()].rstrip()
+    if not head.endswith(")"):
+        return None
+    depth, i = 0, len(head) - 1
+    while i >= 0:
+        depth += (head[i] == ")") - (head[i] == "(")
+        if depth == 0:
+            break
+        i -= 1
+    if i <= 0:
+        return None
+    m = re.search(rf"({_IDENT})\s*$", head[:i])
+    if m is None or m.group(1) in ("if", "for", "while", "switch", "return"):
+        return None
+    params = []
+    for part in _split_top(head[i + 1 : -1], angles=True):
+        decl = _split_top(part, "=")[0] if "=" in part else part
+        words = re.findall(_IDENT, decl)
+        if words:
+            params.append(words[-1])
+    return m.group(1), params
+
+
+def forwarded_calls(function: str, index: int, text: str, code: str) -> list[tuple[int, str, int]]:
+    """(line, argument as written, position) of each call of ``function`` in one file whose argument at
+    ``index`` is the kernel a forwarding launcher launches (``ggml_cuda_kernel_launch(scale_f32,
+    launch_params, x, dst, ...)``); the function's definitions and declarations are no calls.
+
+    >>> src = "void f(K kernel, int n) { kernel<<<1, n>>>(); }\\nvoid g() { f(scale_f32, 4); ns::f(k<float>, 2); }\\n"
+    >>> [(line, arg) for line, arg, _ in forwarded_calls("f", 0, src, src)]
+    [(2, 'scale_f32'), (2, 'k<float>')]
+    """
+    out = []
+    for m in re.finditer(rf"(?<![\w.>]){re.escape(function)}\s*(?=[<(])", code):
+        at = m.end()
+        if code[at] == "<":  # explicit template arguments of the call
+            depth = 0
+            while at < len(code):
+                depth += (code[at] == "<") - (code[at] == ">")
+                at += 1
+                if depth == 0:
+                    break
+            while at < len(code) and code[at].isspace():
+                at += 1
+            if at >= len(code) or code[at] != "(":
+                continue
+        close = _close(code, at)
+        if close >= len(code):
+            continue
+        rest = code[close + 1 : close + 200].lstrip()
+        if rest.startswith("{") or re.match(r"(?:const|noexcept|override)\b", rest):
+            continue  # a definition
+        args = _split_top(text[at + 1 : close], angles=True)  # a kernel passed with its template arguments, k<64, 128>
+        if index >= len(args):
+            continue
+        arg = " ".join(args[index].split())
+        if re.fullmatch(rf"(?:const\s+)?{_IDENT}(?:\s*::\s*{_IDENT})*(?:\s*<.*>)?(?:\s+|\s*[&*]+\s*){_IDENT}", arg):
+            continue  # a declaration's parameter (``Kernel kernel``)
+        out.append((_line_at(text, m.start()), arg, m.start()))
+    return out
+
+
+def enclosing_function(code: str, before: int) -> tuple[str, list[str]] | None:
+    """(name, parameter names) of the top-level function around ``before`` (:func:`_enclosing_function`)."""
+    return _enclosing_function(code, before)
+
+
+def function_refs(value: str) -> list[tuple[str, str | None]] | None:
+    """The functions an expression names as a kernel (:func:`_function_refs`)."""
+    return _function_refs(value)
+
+
+def pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple[str, str | None]] | None:
+    """What a variable ``name`` holds at ``before`` (:func:`_pointer_targets`)."""
+    return _pointer_targets(name, text, code, before)
+
+
 def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
     sites = []
     assignments = _Assignments(text, code)
     for m in _CHEVRON.finditer(code):
         name = re.sub(r"\s+", "", m.group(1)).split("::")[-1]
-        pasted = _pasted_name(text, code, name, m.start(1)) if "##" in code else None
+        pasted = _pasted_name(text, code, name, m.start(1)) if "#" in text else None
         start = m.end()
         end = code.find(">>>", start)
         if end < 0:
@@ -587,6 +714,10 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
             targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(text[m.start(2) : m.end(2)].replace("\\\n", " ")))
         values = tuple(" ".join(_substitute(a, _constants(m.start(), args, defs, assignments), set()).split()) for a in args)
         kind, notes = "pattern" if pasted else "exact", ()
+        if pasted == "*":
+            # the whole name is a parameter of the macro: which kernel runs, each use of the macro decides (read
+            # per use through nvcc -E where the scan can; otherwise a launch of a kernel it cannot name)
+            kind, notes = "unresolved", (f'"{name}" is a parameter of the macro around the launch: each use of the macro names the kernel',)
         targets = _pointer_targets(name, text, code, m.start()) if not pasted and not m.group(2) and "::" not in m.group(1) else None
         if targets is not None:
             # a variable holding the kernel: the launch runs the function its assignments name
@@ -602,8 +733,16 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
             else:
                 held = ", ".join(functions) if functions else "a function pointer the reader cannot follow"
                 notes, kind = (f'"{name}" holds {held}: which kernel runs is chosen at run time',), "unresolved"
-        sites.append(LaunchSite(pasted or name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
-                                notes=notes, template_args=targs, arg_values=values, name_kind=kind, pasted=bool(pasted)))  # fmt: skip
+        forwarded = None
+        if targets is None and not pasted and not m.group(2) and "::" not in m.group(1):
+            around = _enclosing_function(code, m.start())
+            if around is not None and name in around[1]:
+                forwarded = (around[0], around[1].index(name))
+                kind = "forwarded"
+                notes = (f'"{name}" is parameter {forwarded[1] + 1} of {around[0]}(): what runs is the kernel its callers pass',)
+        sites.append(LaunchSite(name if pasted == "*" else pasted or name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
+                                notes=notes, template_args=targs, arg_values=values, name_kind=kind, pasted=bool(pasted),
+                                forwarded=forwarded))  # fmt: skip
     return sites
 
 
@@ -1114,6 +1253,61 @@ def _driver_launches(text: str, code: str, lits: list[Literal], file: str, outer
     return sites
 
 
+_RUNTIME_LAUNCH = re.compile(r"\b(cudaLaunchKernel|cudaLaunchCooperativeKernel|cudaLaunchKernelEx)\s*(?:<[^<>;()]*>\s*)?\(")
+
+
+def _runtime_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
+    """The runtime API's launches: ``cudaLaunchKernel(func, grid, block, args, shared, stream)`` and
+    ``cudaLaunchCooperativeKernel`` (the same arguments), whose geometry is read as a ``<<<...>>>``'s; and
+    ``cudaLaunchKernelEx(&config, func, args...)``, whose geometry is in the config (not read). ``func`` is
+    read as an assignment to a function pointer is (``(void*)k``, ``reinterpret_cast<const void*>(k<64>)``,
+    a variable holding the kernel, a parameter of the function around the launch: forwarded).
+
+    >>> src = "void h(float* y, int n) { void* a[] = {&y, &n}; cudaLaunchCooperativeKernel((void*)fill<64>, dim3(n / 64), 64, a, 0, 0); }"
+    >>> [(s.kernel, s.template_args, s.grid, s.block, s.shared) for s in _runtime_launches(src, src, "h.cu", {})]
+    [('fill', ('64',), ('n / 64', '1', '1'), ('64', '1', '1'), '0')]
+    """
+    sites = []
+    for m in _RUNTIME_LAUNCH.finditer(code):
+        close = _close(code, m.end() - 1)
+        if close >= len(code):
+            continue
+        parts = _split_top(text[m.end() : close], angles=True)
+        ex = m.group(1) == "cudaLaunchKernelEx"
+        if len(parts) < (2 if ex else 3):
+            continue
+        func = " ".join(parts[1 if ex else 0].split())
+        line = _line_at(text, m.start())
+        defs = _definitions(text, code, m.start(), "c", outer)
+        grid = block = None
+        shared: str | None = None
+        if not ex:
+            grid, block = _three(parts[1], defs, set()), _three(parts[2], defs, set())
+            shared = " ".join(_substitute(parts[4], defs, set()).split()) if len(parts) > 4 else "0"
+        notes = (f"{m.group(1)} passes the kernel's arguments through a pointer array or a parameter pack, which the reader does not follow",)
+        refs = _function_refs(func)
+        bare = re.fullmatch(rf"(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?({_IDENT})", func)
+        if bare is not None:
+            name = bare.group(1)
+            targets = _pointer_targets(name, text, code, m.start())
+            if targets is not None:
+                refs = targets or None
+            else:
+                around = _enclosing_function(code, m.start())
+                if around is not None and name in around[1]:
+                    index = around[1].index(name)
+                    sites.append(LaunchSite(name, file, line, "runtime", grid, block, shared, None, (f'"{name}" is parameter {index + 1} of {around[0]}(): what runs is the kernel its callers pass',),
+                                            name_kind="forwarded", forwarded=(around[0], index)))  # fmt: skip
+                    continue
+        if not refs or len({f for f, _ in refs}) > 1:
+            sites.append(LaunchSite(func, file, line, "runtime", grid, block, shared, None, (f'{m.group(1)} launches "{func}", which the reader cannot name',), name_kind="unresolved"))
+            continue
+        lists = list(dict.fromkeys(t for _, t in refs))
+        targs = ("?",) if len(lists) > 1 else tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(lists[0])) if lists[0] else None
+        sites.append(LaunchSite(refs[0][0], file, line, "runtime", grid, block, shared, None, notes, template_args=targs, via=m.group(1)))
+    return sites
+
+
 def find_launches(text: str, language: str, file: str = "", included: dict[str, str] | None = None,
                   rust: RustHelpers | None = None) -> list[LaunchSite]:
     """Every launch site of ``text`` (a host source in ``language``: "c", "rust", "python"), in order.
@@ -1131,6 +1325,8 @@ def find_launches(text: str, language: str, file: str = "", included: dict[str, 
             sites += _cuda_launches(text, code, file, outer)
         if "cuLaunchKernel" in code:
             sites += _driver_launches(text, code, lits, file, outer)
+        if "cudaLaunch" in code:
+            sites += _runtime_launches(text, code, file, {**(included or {}), **file_constants(text)})
     elif language == "rust":
         sites += _cudarc_launches(text, code, lits, file, rust)
     elif language == "python":

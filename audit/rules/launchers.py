@@ -79,14 +79,15 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
                 f"contract for the instantiations its uses run (wireup init scaffolds them) or remove the launch.",
                 where, r.text,
             )  # fmt: skip
-        elif r.kind == "launch" and r.call == "<<<>>>" and "<" in r.text:
+        elif r.kind == "launch" and _launch_call(r.call) and "<" in r.text:
+            how = "with <<<...>>>" if r.call == "<<<>>>" else f"through {r.call}"
             yield Hit(
-                f'Host code launches kernel "{r.text}" with <<<...>>>, but no contract\'s cpp_name names that '
+                f'Host code launches kernel "{r.text}" {how}, but no contract\'s cpp_name names that '
                 f'instantiation; add a [[kernel]] contract with cpp_name = "{r.text}" or remove the launch.',
                 where, r.text,
             )  # fmt: skip
-        elif r.kind == "launch" and r.call in ("<<<>>>", "cuLaunchKernel"):
-            how = "with <<<...>>>" if r.call == "<<<>>>" else "through cuLaunchKernel"
+        elif r.kind == "launch" and _launch_call(r.call):
+            how = "with <<<...>>>" if r.call == "<<<>>>" else f"through {r.call}"
             yield Hit(
                 f'Host code launches kernel "{r.text}" {how}, but no contract declares a kernel with that name; '
                 f"add a [[kernel]] contract for it (wireup init scaffolds one) or remove the launch.",
@@ -113,6 +114,12 @@ def check_unaudited(ctx: CheckContext) -> Iterator[Hit]:
                 f"kernels (wireup init scaffolds them) or remove it from the build.",
                 where, r.text,
             )  # fmt: skip
+
+
+def _launch_call(call: str) -> bool:
+    """Whether a reference's call launches (``<<<>>>``, ``cuLaunchKernel``, the runtime's ``cudaLaunch*``, a
+    launcher function ``f()`` that launches what it is passed) rather than fetches a kernel by name."""
+    return call in ("<<<>>>", "cuLaunchKernel") or call.startswith("cudaLaunch") or call.endswith("()")
 
 
 #: values given to names a comparison has no probe value for (kernel-local dims bound per launch)
