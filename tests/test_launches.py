@@ -928,7 +928,7 @@ def test_a_launcher_function_s_parameter_is_launched_where_its_callers_pass_a_ke
 
 def test_kernels_passed_to_a_launcher_function_are_launched_at_the_calls(tmp_path: Path, capsys) -> None:
     """Before: UNAUDITED_KERNEL for a kernel "kernel" at the launcher's <<<...>>>, and NO_LAUNCHER for every kernel
-    launched through it (ggml: 29 of its kernels). Now each call of the launcher launches what it passes:
+    launched through it (ggml: 28 of its kernels). Now each call of the launcher launches what it passes:
     fill and scale<float> directly, other through run_with(), which passes its own parameter on; dead is
     launched by no one, and other has no contract."""
     (tmp_path / "launch.cuh").write_text(_FORWARDER_HEADER)
