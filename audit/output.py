@@ -13,7 +13,8 @@
 * a folder, a block device, a socket, a path through a missing folder, or a path the process may not
   write: a :class:`~audit.errors.OutputError` (a usage error) of one sentence naming the path (exit 2);
 * outside the project root: only when the user named the path on the command line (``explicit``);
-  a path from the configuration or the contracts must stay inside the root.
+  a path from the configuration or the contracts must stay inside the root;
+* ``-`` named on the command line: standard output (the usual convention; a file named ``-`` is ``./-``).
 
 >>> write_output("report.sarif", text, explicit=True, root=cfg.root)     # doctest: +SKIP
 """
@@ -65,6 +66,16 @@ def write_output(
     "report"'``). ``make_parents``: create missing folders on the way (default: only for paths that
     are not explicit, which the project's own layout names, like ``reports/evidence/``).
     """
+    if explicit and os.fspath(path) == "-":  # --output -: standard output
+        import sys
+
+        if isinstance(data, str):
+            sys.stdout.write(data)
+        else:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(bytes(data))
+        sys.stdout.flush()
+        return Path("-")
     raw = Path(path)
     blob = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if make_parents is None:

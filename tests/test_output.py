@@ -294,3 +294,21 @@ def test_init_writes_through_a_fifo_without_force(tmp_path: Path, capsys) -> Non
     t.join(timeout=30)
     assert rc == 0, err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and b"[[kernel]]" in got[0]
+
+
+@pytest.mark.parametrize("argv,start", COMMANDS, ids=[c[0][0] + ("-" + c[0][1] if c[0][0] == "layout" else "") for c in COMMANDS])
+def test_output_dash_is_standard_output(argv, start, tmp_path: Path, capsys, monkeypatch) -> None:
+    """``-o -`` writes to standard output, as the convention goes; it wrote a file named "-" in the
+    current folder (seen with ``wireup init -o -``)."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, _err = run(capsys, *argv, "-o", "-")
+    assert rc in (0, 1) and out.startswith(start)
+    assert not (tmp_path / "-").exists()
+
+
+def test_init_output_dash_prints_the_contracts(tmp_path: Path, capsys, monkeypatch) -> None:
+    (tmp_path / "k.cu").write_text('extern "C" __global__ void f(float* y, int n) { y[0] = n; }\n')
+    (tmp_path / "wireup.toml").write_text("")
+    monkeypatch.chdir(tmp_path)
+    rc, out, _err = run(capsys, "init", "--root", str(tmp_path), str(tmp_path / "k.cu"), "-o", "-")
+    assert rc == 0 and '[[kernel]]\nname = "f"' in out and not (tmp_path / "-").exists()

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if not units:
         return ExitCode.FINDINGS
     text = scaffold_sources(units, known_dims)  # one file, one [dims] table for every source
-    if args.output:
+    if args.output and args.output != "-":  # "-": standard output, as without --output
         out = Path(args.output)
         if out.is_file() and not args.force:  # a device or FIFO (-o /dev/stdout) is written through
             raise UsageError(f'"{args.output}" exists; pass --force to overwrite it or choose another --output.')
