@@ -96,6 +96,9 @@ class CKernel:
     launch_bounds: str | None = None
     params: list[CParam] = field(default_factory=list)
     defined: bool = True  # False for a declaration only (``__global__ void k(float* y);``, a header's prototype)
+    #: explicit instantiations the file declares (``template __global__ void k<half, 1024>(...);``), each as
+    #: (its template arguments as written, its line)
+    instantiations: list[tuple[tuple[str, ...], int]] = field(default_factory=list)
 
     @property
     def cpp_name(self) -> str:
@@ -170,8 +173,12 @@ def parse_kernels(text: str) -> list[CKernel]:
             continue
         if tok == "__global__":
             k, end = _declaration(tokens, decl_start, i, scopes)
+            if k is not None and k.name in out:
+                k.instantiations = out[k.name].instantiations + k.instantiations
             if k is not None and (k.name not in out or (k.defined and not out[k.name].defined)):
                 out[k.name] = k  # the definition, where a prototype came first
+            elif k is not None:
+                out[k.name].instantiations = k.instantiations  # an explicit instantiation of a kernel defined above
             i = max(end, i + 1)
             decl_start = i
             continue
@@ -208,6 +215,7 @@ def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, i
     j = at + 1
     launch_bounds = None
     name = None
+    explicit_args: tuple[str, ...] | None = None
     qualifier: list[str] = []  # "ns::" parts of an out-of-namespace definition
     while j < len(tokens):
         tok = tokens[j][0]
@@ -227,6 +235,19 @@ def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, i
                 j += 1
             j += 2
             continue
+        if tok == "<" and name is not None:
+            # the template argument list of an explicit instantiation (template __global__ void k<half, 4>(...)):
+            # its names are no function name
+            depth, close_at = 0, j
+            while close_at < len(tokens):
+                t = tokens[close_at][0]
+                depth += t.count("<") * (t in ("<", "<<")) - t.count(">") * (t in (">", ">>"))
+                if depth <= 0:
+                    break
+                close_at += 1
+            explicit_args = template_arguments_of(" ".join(t for t, _ in tokens[j : close_at + 1]))
+            j = close_at + 1
+            continue
         if tok == "(":
             break
         if re.match(r"[A-Za-z_]", tok) and tok not in _ATTRIBUTES:
@@ -242,7 +263,25 @@ def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, i
     params = _params(tokens[j + 1 : close], template)
     namespace = tuple(n for kind, n in scopes if kind == "namespace") + tuple(qualifier)
     after = next((t for t, _ in tokens[close + 1 :] if t in ("{", ";")), ";")
+    if explicit_args is not None and not template and "template" in before:
+        # ``template __global__ void k<half, 4>(...);``: an instantiation of the template k, declared; the
+        # parameter types are the instantiation's, so the kernel's own come from its definition
+        k = CKernel(name, tokens[at][1], extern_c, namespace, "< >", launch_bounds, params, False)
+        k.instantiations = [(explicit_args, tokens[at][1])]
+        return k, close + 1
     return CKernel(name, tokens[at][1], extern_c, namespace, template, launch_bounds, params, after == "{"), close + 1
+
+
+def template_arguments_of(text: str) -> tuple[str, ...]:
+    """The arguments of a template argument list ``< ... >`` as written (tokens joined by spaces, the spaces of
+    ``unsigned char`` kept, around punctuation dropped).
+
+    >>> template_arguments_of("< half , 1024 , 0 >"), template_arguments_of("< unsigned char , FILL >")
+    (('half', '1024', '0'), ('unsigned char', 'FILL'))
+    """
+    from .cuda.launches import template_arguments
+
+    return tuple(re.sub(r"\s*([^\w\s])\s*", r"\1", a).strip() for a in template_arguments(text))
 
 
 def _match(tokens, open_at: int) -> int:
@@ -370,6 +409,7 @@ class Instance:
     args: tuple[str, ...]
     name: str
     where: str
+    how: str = "the instantiation launched at"  # or "the explicit instantiation at" (template __global__ void k<half, 4>(...);)
 
     def cpp_name(self, k: CKernel) -> str:
         ns = "::".join(n for n in k.namespace if n)
@@ -392,11 +432,13 @@ def _with_defaults(k: CKernel, args: tuple[str, ...]) -> tuple[str, ...] | None:
     return with_defaults(k.template, args)
 
 
-def _instances(k: CKernel, sites: list[LaunchSite]) -> tuple[list[tuple[Instance, list[LaunchSite]]], list[LaunchSite]]:
+def _instances(k: CKernel, sites: list[LaunchSite], source: str = "") -> tuple[list[tuple[Instance, list[LaunchSite]]], list[LaunchSite], list[str]]:
     """The instantiations of the template kernel ``k`` that ``sites`` launch with template arguments that
     are all values (integers, built-in types; explicit, or the template's defaults for those left out),
     each with its launches in order; and the launches whose instantiation is not known (an argument the
-    compiler deduces from the call, or a name such as ``T`` left over)."""
+    compiler deduces from the call, or a name such as ``T`` left over). Where no launch names one, the
+    instantiations ``source`` declares explicitly (``template __global__ void k<half, 1024>(...);``, as
+    bitsandbytes lists them) whose arguments are values; the third list names those that are not."""
     from .launchers import _known_argument, instantiation
     from .launchers import spelled as spelled_args
 
@@ -422,15 +464,30 @@ def _instances(k: CKernel, sites: list[LaunchSite]) -> tuple[list[tuple[Instance
         the launches of a ``switch`` over instantiations on one line)."""
         return (groups[key][0].line, [(0, int(a), "") if re.fullmatch(r"-?\d+", a) else (1, 0, a) for a in key])
 
+    explicit: dict[tuple[str, ...], int] = {}  # explicit instantiations -> line, used where no launch names one
+    not_values: list[str] = []
+    if not groups:
+        for args, line in k.instantiations:
+            full = _with_defaults(k, args)
+            key = instantiation(full) if full else ()
+            if key and all(_known_argument(a) for a in key):
+                explicit.setdefault(key, line)
+                spelled.setdefault(key, spelled_args(full))
+            else:
+                not_values.append(f"{source}:{line} explicitly instantiates {k.name}<{', '.join(args)}>, whose arguments are not values here")
+    keys = sorted(groups, key=order) if groups else sorted(explicit, key=lambda key: (explicit[key], key))
     out, names = [], set()
-    for key in sorted(groups, key=order):
-        group = groups[key]
-        name = k.name if len(groups) == 1 else f"{k.name}_" + "_".join(slug(a) for a in spelled[key])
+    for key in keys:
+        name = k.name if len(keys) == 1 else f"{k.name}_" + "_".join(slug(a) for a in spelled[key])
         while name in names:
             name += "_"
         names.add(name)
-        out.append((Instance(spelled[key], name, f"{group[0].file or 'the launch'}:{group[0].line}"), group))
-    return out, unknown
+        if groups:
+            group = groups[key]
+            out.append((Instance(spelled[key], name, f"{group[0].file or 'the launch'}:{group[0].line}"), group))
+        else:
+            out.append((Instance(spelled[key], name, f"{source}:{explicit[key]}", "the explicit instantiation at"), []))
+    return out, unknown, not_values
 
 
 def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()) -> LaunchGeometry:
@@ -551,7 +608,7 @@ def scaffold_contract(
     lines.append(f"name = {_toml_str(instance.name if instance else k.name)}")
     lines.append(f"source = {_toml_str(source)}")
     if instance is not None:
-        lines.append(f"cpp_name = {_toml_str(instance.cpp_name(k))}  # the instantiation launched at {instance.where}")
+        lines.append(f"cpp_name = {_toml_str(instance.cpp_name(k))}  # {instance.how} {instance.where}")
     elif k.extern_c and not k.template:
         lines.append(f"entry = {_toml_str(k.name)}")
     else:
@@ -661,15 +718,16 @@ def scaffold_sources(units: Iterable[tuple[Iterable[CKernel], str, Iterable[Laun
         pasted = [s for s in launches if s.pasted]  # a macro's launch, add_##t##_kernel<<<...>>>: for several kernels
         for k in kernels:
             sites = by_kernel.get(k.name) or by_kernel.get(k.name.split("::")[-1]) or [s for s in patterns if s.names_kernel(k.name)]
-            instances, unresolved = _instances(k, sites) if k.template else ([], sites)
+            instances, unresolved, not_values = _instances(k, sites, source) if k.template else ([], sites, [])
             if not instances:
-                tables.append(table(k, source, sites, pasted))
+                tables.append(table(k, source, sites, pasted, others=[f"TODO: {n}; add a contract for each instantiation." for n in not_values[:8]]))
                 continue
             # a template launched with known arguments: one contract per instantiation (each its own cpp_name,
             # geometry and dtypes); launches whose instantiation is not known are named in the first one
             unknown = [f'TODO: {s.file or "the host"}:{s.line} launches "{k.name}" with template arguments '
                        + (f'<{", ".join(s.template_args)}> that are not values here' if s.template_args else "the compiler deduces from the call")
                        + "; add a contract for each instantiation it runs." for s in unresolved]  # fmt: skip
+            unknown += [f"TODO: {n}; add a contract for each instantiation." for n in not_values[:8]]
             for n, (inst, inst_sites) in enumerate(instances):
                 notes = unknown if n == 0 else []
                 tables.append(table(k, source, inst_sites, pasted, inst, notes))

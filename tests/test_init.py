@@ -389,3 +389,30 @@ void h(float* c, int n) {
     assert 'name = "d"\nsource = "g.cu"\ncpp_name = "d<float, 64>"  # the instantiation launched at g.cu:9' in text
     assert ('# TODO: g.cu:10 launches "d" with template arguments the compiler deduces from the call; '
             "add a contract for each instantiation it runs.") in text  # fmt: skip
+
+
+def test_explicit_instantiations_are_no_kernels_and_name_the_instantiations() -> None:
+    """bitsandbytes lists its kernels' instantiations: ``template __global__ void kfunc<float, FILL>(...);``. The
+    parser took the last name before the parameter list, a template argument, as the kernel (kernels "float",
+    "FILL", "half", ...: 10 false contracts in bitsandbytes' kernels.cu). Now such a declaration is an
+    instantiation of the template it names: one contract each where no launch names one and its arguments
+    are values, a note for those that are not (an enumerator)."""
+    src = (
+        "template <typename T, int OP> __global__ void kfunc(T* a, int n) {}\n"
+        "template __global__ void kfunc<float, FILL>(float* a, int n);\n"
+        "template <typename T, int B, int S = 0> __global__ void q(T* a, int n) {}\n"
+        "template __global__ void q<half, 1024>(half* a, int n);\n"
+        "template __global__ void q<float, 512, 1>(float* a, int n);\n"
+    )
+    ks = parse_kernels(src)
+    assert [(k.name, k.defined, k.instantiations) for k in ks] == [
+        ("kfunc", True, [(("float", "FILL"), 2)]),
+        ("q", True, [(("half", "1024"), 4), (("float", "512", "1"), 5)]),
+    ]
+    text = scaffold_contracts(ks, "k.cu")
+    assert text.count("[[kernel]]") == 3
+    assert 'name = "q_f16_1024_0"\nsource = "k.cu"\ncpp_name = "q<half, 1024, 0>"  # the explicit instantiation at k.cu:4' in text
+    assert 'name = "q_f32_512_1"\nsource = "k.cu"\ncpp_name = "q<float, 512, 1>"  # the explicit instantiation at k.cu:5' in text
+    assert '  { name = "a", dtype = "f16", shape = ["TODO"], role = "out" },' in text
+    assert ('# TODO: k.cu:2 explicitly instantiates kfunc<float, FILL>, whose arguments are not values here; '
+            "add a contract for each instantiation.") in text  # fmt: skip
