@@ -394,7 +394,7 @@ void h(float* c, int n) {
 def test_explicit_instantiations_are_no_kernels_and_name_the_instantiations() -> None:
     """bitsandbytes lists its kernels' instantiations: ``template __global__ void kfunc<float, FILL>(...);``. The
     parser took the last name before the parameter list, a template argument, as the kernel (kernels "float",
-    "FILL", "half", ...: 10 false contracts in bitsandbytes' kernels.cu). Now such a declaration is an
+    "FILL", "half", ...: 11 false contracts in bitsandbytes' kernels.cu). Now such a declaration is an
     instantiation of the template it names: one contract each where no launch names one and its arguments
     are values, a note for those that are not (an enumerator)."""
     src = (
