@@ -313,7 +313,7 @@ def _calls_of_forwarder(site, codes: dict[str, tuple[str, str]]) -> list:
     variable holding one, as a launch of the variable reads it). Its geometry is in the launcher's parameters,
     so none is compared. A call passing what the reader cannot name (a call's result), and a launcher with no
     call in the scanned files, are unresolved launches."""
-    from .cuda.launches import LaunchSite, enclosing_function, forwarded_calls, function_refs, pointer_targets, template_arguments
+    from .cuda.launches import LaunchSite
 
     function, index = site.forwarded
     via = f"{function}() ({site.file}:{site.line})"
