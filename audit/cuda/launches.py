@@ -508,23 +508,37 @@ def _macro_params_at(text: str, at: int) -> frozenset[str]:
     return frozenset()
 
 
+def _angle_close(text: str, lt: int) -> int:
+    """The index of the ``>`` closing the ``<`` at ``lt`` (nested lists counted), ``len(text)`` where none does.
+
+    >>> _angle_close("k<a<b>, c>(x)", 1)
+    9
+    """
+    depth = 0
+    for j in range(lt, len(text)):
+        depth += (text[j] == "<") - (text[j] == ">")
+        if depth == 0:
+            return j
+    return len(text)
+
+
 _CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
 _NOT_KERNELS = frozenset({*_CASTS, "void", "const", "auto", "decltype", "nullptr", "NULL", "true", "false"})
 _FUNCTION_REF = re.compile(rf"(&\s*)?({_IDENT}(?:\s*::\s*{_IDENT})*)(\s*<)?")
 
 
-def _function_refs(value: str) -> list[tuple[str, str | None]] | None:
+def function_refs(value: str) -> list[tuple[str, str | None]] | None:
     """The functions an expression assigned to a function pointer names, each as (name without scope,
     template argument list as written or None): ``&k<Ktraits>`` -> ``[("k", "<Ktraits>")]``, ``c ? &a : &b``
     -> both, ``(void*)k`` -> ``[("k", None)]``; None where it names none (a call, a number, ``nullptr``).
 
-    >>> _function_refs("&selective_scan_fwd_kernel<Ktraits>"), _function_refs("is_even ? &ns::a<64, true> : &ns::a<64, false>")
+    >>> function_refs("&selective_scan_fwd_kernel<Ktraits>"), function_refs("is_even ? &ns::a<64, true> : &ns::a<64, false>")
     ([('selective_scan_fwd_kernel', '<Ktraits>')], [('a', '<64, true>'), ('a', '<64, false>')])
-    >>> _function_refs("get_kernel(n)"), _function_refs("(void*)plain"), _function_refs("nullptr")
+    >>> function_refs("get_kernel(n)"), function_refs("(void*)plain"), function_refs("nullptr")
     (None, [('plain', None)], None)
-    >>> _function_refs("reinterpret_cast<const void *>(k<64>)"), _function_refs("reinterpret_cast<const void*>(plain)")
+    >>> function_refs("reinterpret_cast<const void *>(k<64>)"), function_refs("reinterpret_cast<const void*>(plain)")
     ([('k', '<64>')], [('plain', None)])
-    >>> _function_refs("k_bin_bcast<op, T, type_for_index<const T *, I>...>")
+    >>> function_refs("k_bin_bcast<op, T, type_for_index<const T *, I>...>")
     [('k_bin_bcast', '<op, T, type_for_index<const T *, I>...>')]
     """
     refs: list[tuple[str, str | None]] = []
@@ -537,25 +551,14 @@ def _function_refs(value: str) -> list[tuple[str, str | None]] | None:
             continue
         name = re.sub(r"\s+", "", m.group(2)).split("::")[-1]
         if name in _CASTS and m.group(3):  # reinterpret_cast<const void*>(k): the cast's type is no kernel
-            depth, j = 0, m.end() - 1
-            while j < len(value):
-                depth += (value[j] == "<") - (value[j] == ">")
-                if depth == 0:
-                    break
-                j += 1
-            skip_to = j + 1
+            skip_to = _angle_close(value, m.end() - 1) + 1
             continue
         if name in _NOT_KERNELS or name.isdigit():
             continue
         after = value[m.end() :].lstrip()
         if m.group(3):  # a template argument list: up to its balanced ">"
             lt = m.end() - 1
-            depth, j = 0, lt
-            while j < len(value):
-                depth += (value[j] == "<") - (value[j] == ">")
-                if depth == 0:
-                    break
-                j += 1
+            j = _angle_close(value, lt)
             if j >= len(value) or value[j + 1 :].lstrip().startswith("("):
                 return None  # a call of a template function: what it returns is not known
             refs.append((name, " ".join(value[lt : j + 1].split())))
@@ -571,7 +574,7 @@ def _function_refs(value: str) -> list[tuple[str, str | None]] | None:
     return refs or None
 
 
-def _pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple[str, str | None]] | None:
+def pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple[str, str | None]] | None:
     """What a launch ``name<<<...>>>`` runs where ``name`` is a variable holding a kernel (``auto kernel =
     &k<Ktraits>;``, flash-attention's and mamba's way of choosing an instantiation before setting its shared
     memory and launching it): the functions its assignments in the enclosing function name, in order (one
@@ -584,19 +587,19 @@ def _pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple
     pattern = re.compile(rf"(?<![\w.>]){re.escape(name)}\s*(?:\)\s*\([^;()]*\)\s*)?=\s*([^;=][^;]*);")
     for m in pattern.finditer(code, start, before):
         assigned = True
-        refs = _function_refs(" ".join(text[m.start(1) : m.end(1)].split()))
+        refs = function_refs(" ".join(text[m.start(1) : m.end(1)].split()))
         if refs is None:
             return []
         found.extend(refs)
     return found if assigned else None
 
 
-def _enclosing_function(code: str, before: int) -> tuple[str, list[str]] | None:
+def enclosing_function(code: str, before: int) -> tuple[str, list[str]] | None:
     """(name, parameter names) of the top-level function whose body holds position ``before``; None outside
     one (or where its head is not ``name(...)`` / ``name<...>(...)`` before the body's brace).
 
     >>> src = "template <typename K, typename... A> void launch(K kernel, const P& p, A&&... args) {\\n kernel<<<1, 1>>>(args...); }"
-    >>> _enclosing_function(src, src.index("kernel<<<"))
+    >>> enclosing_function(src, src.index("kernel<<<"))
     ('launch', ['kernel', 'p', 'args'])
     """
     opens, closes, starts = _top_level_blocks(code, "c")
@@ -644,12 +647,7 @@ def forwarded_calls(function: str, index: int, text: str, code: str) -> list[tup
     for m in re.finditer(rf"(?<![\w.>]){re.escape(function)}\s*(?=[<(])", code):
         at = m.end()
         if code[at] == "<":  # explicit template arguments of the call
-            depth = 0
-            while at < len(code):
-                depth += (code[at] == "<") - (code[at] == ">")
-                at += 1
-                if depth == 0:
-                    break
+            at = _angle_close(code, at) + 1
             while at < len(code) and code[at].isspace():
                 at += 1
             if at >= len(code) or code[at] != "(":
@@ -670,19 +668,45 @@ def forwarded_calls(function: str, index: int, text: str, code: str) -> list[tup
     return out
 
 
-def enclosing_function(code: str, before: int) -> tuple[str, list[str]] | None:
-    """(name, parameter names) of the top-level function around ``before`` (:func:`_enclosing_function`)."""
-    return _enclosing_function(code, before)
+@dataclass(frozen=True)
+class _Held:
+    """What a launch's name stands for where it is no kernel of its own: ``kind`` "exact" (``kernel``, with
+    ``template_args``), "unresolved" (several functions, or one the reader cannot see) or "forwarded" (a
+    parameter of the function around the launch: ``forwarded`` is that function and the parameter's index)."""
+
+    kind: str
+    kernel: str
+    note: str
+    template_args: tuple[str, ...] | None = None
+    forwarded: tuple[str, int] | None = None
 
 
-def function_refs(value: str) -> list[tuple[str, str | None]] | None:
-    """The functions an expression names as a kernel (:func:`_function_refs`)."""
-    return _function_refs(value)
+def _kernel_of(refs: list[tuple[str, str | None]] | None, defs: dict[str, str], name: str, note: str) -> _Held:
+    """The kernel that the functions ``refs`` (:func:`function_refs`) name: one function, with its template
+    arguments (constants substituted; ``("?",)`` for several instantiations chosen at run time: no one known
+    instantiation); unresolved where they name none or several."""
+    functions = list(dict.fromkeys(f for f, _ in refs or ()))
+    if len(functions) != 1:
+        held = ", ".join(functions) if functions else "a function pointer the reader cannot follow"
+        return _Held("unresolved", name, f'"{name}" holds {held}: which kernel runs is chosen at run time')
+    lists = list(dict.fromkeys(t for _, t in refs or ()))
+    targs = ("?",) if len(lists) > 1 else tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(lists[0])) if lists[0] else None
+    return _Held("exact", functions[0], note.format(held=functions[0] + ((lists[0] or "") if len(lists) == 1 else "<...>")), targs)
 
 
-def pointer_targets(name: str, text: str, code: str, before: int) -> list[tuple[str, str | None]] | None:
-    """What a variable ``name`` holds at ``before`` (:func:`_pointer_targets`)."""
-    return _pointer_targets(name, text, code, before)
+def _held_by(name: str, text: str, code: str, at: int, defs: dict[str, str]) -> _Held | None:
+    """What the launch of ``name`` at ``at`` runs where ``name`` is a variable holding a kernel (its assignments
+    in the function around it: :func:`pointer_targets`) or a parameter of that function (forwarded: what
+    runs is what its callers pass); None where it is neither (the kernel's own name)."""
+    targets = pointer_targets(name, text, code, at)
+    if targets is not None:
+        return _kernel_of(targets, defs, name, f'launched through "{name}", which holds {{held}}')
+    around = enclosing_function(code, at)
+    if around is not None and name in around[1]:
+        index = around[1].index(name)
+        return _Held("forwarded", name, f'"{name}" is parameter {index + 1} of {around[0]}(): what runs is the kernel its callers pass',
+                     forwarded=(around[0], index))  # fmt: skip
+    return None
 
 
 def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> list[LaunchSite]:
@@ -718,28 +742,11 @@ def _cuda_launches(text: str, code: str, file: str, outer: dict[str, str]) -> li
             # the whole name is a parameter of the macro: which kernel runs, each use of the macro decides (read
             # per use through nvcc -E where the scan can; otherwise a launch of a kernel it cannot name)
             kind, notes = "unresolved", (f'"{name}" is a parameter of the macro around the launch: each use of the macro names the kernel',)
-        targets = _pointer_targets(name, text, code, m.start()) if not pasted and not m.group(2) and "::" not in m.group(1) else None
-        if targets is not None:
-            # a variable holding the kernel: the launch runs the function its assignments name
-            functions = list(dict.fromkeys(f for f, _ in targets))
-            lists = list(dict.fromkeys(t for _, t in targets))
-            if len(functions) == 1:
-                notes = (f'launched through "{name}", which holds {functions[0]}{(lists[0] or "") if len(lists) == 1 else "<...>"}',)
-                name = functions[0]
-                if len(lists) > 1:
-                    targs = ("?",)  # one of several instantiations, chosen at run time: no one known instantiation
-                elif lists[0] is not None:
-                    targs = tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(lists[0]))
-            else:
-                held = ", ".join(functions) if functions else "a function pointer the reader cannot follow"
-                notes, kind = (f'"{name}" holds {held}: which kernel runs is chosen at run time',), "unresolved"
         forwarded = None
-        if targets is None and not pasted and not m.group(2) and "::" not in m.group(1):
-            around = _enclosing_function(code, m.start())
-            if around is not None and name in around[1]:
-                forwarded = (around[0], around[1].index(name))
-                kind = "forwarded"
-                notes = (f'"{name}" is parameter {forwarded[1] + 1} of {around[0]}(): what runs is the kernel its callers pass',)
+        held = _held_by(name, text, code, m.start(), defs) if not pasted and not m.group(2) and "::" not in m.group(1) else None
+        if held is not None:  # a variable holding the kernel, or the parameter of a launcher function
+            name, kind, notes, forwarded = held.kernel, held.kind, (held.note,), held.forwarded
+            targs = held.template_args if held.kind == "exact" else targs
         sites.append(LaunchSite(name if pasted == "*" else pasted or name, file, _line_at(text, m.start()), "cuda", grid, block, " ".join(shared.split()), args,
                                 notes=notes, template_args=targs, arg_values=values, name_kind=kind, pasted=bool(pasted),
                                 forwarded=forwarded))  # fmt: skip
@@ -1285,26 +1292,16 @@ def _runtime_launches(text: str, code: str, file: str, outer: dict[str, str]) ->
             grid, block = _three(parts[1], defs, set()), _three(parts[2], defs, set())
             shared = " ".join(_substitute(parts[4], defs, set()).split()) if len(parts) > 4 else "0"
         notes = (f"{m.group(1)} passes the kernel's arguments through a pointer array or a parameter pack, which the reader does not follow",)
-        refs = _function_refs(func)
         bare = re.fullmatch(rf"(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?({_IDENT})", func)
-        if bare is not None:
-            name = bare.group(1)
-            targets = _pointer_targets(name, text, code, m.start())
-            if targets is not None:
-                refs = targets or None
-            else:
-                around = _enclosing_function(code, m.start())
-                if around is not None and name in around[1]:
-                    index = around[1].index(name)
-                    sites.append(LaunchSite(name, file, line, "runtime", grid, block, shared, None, (f'"{name}" is parameter {index + 1} of {around[0]}(): what runs is the kernel its callers pass',),
-                                            name_kind="forwarded", forwarded=(around[0], index)))  # fmt: skip
-                    continue
-        if not refs or len({f for f, _ in refs}) > 1:
+        held = _held_by(bare.group(1), text, code, m.start(), defs) if bare is not None else None
+        if held is None:  # the kernel named in place: (void*)k, reinterpret_cast<const void*>(k<64>)
+            held = _kernel_of(function_refs(func), defs, func, "")
+        if held.kind == "forwarded":
+            sites.append(LaunchSite(held.kernel, file, line, "runtime", grid, block, shared, None, (held.note,), name_kind="forwarded", forwarded=held.forwarded))
+        elif held.kind == "unresolved":
             sites.append(LaunchSite(func, file, line, "runtime", grid, block, shared, None, (f'{m.group(1)} launches "{func}", which the reader cannot name',), name_kind="unresolved"))
-            continue
-        lists = list(dict.fromkeys(t for _, t in refs))
-        targs = ("?",) if len(lists) > 1 else tuple(" ".join(_substitute(a, defs, set()).split()) for a in template_arguments(lists[0])) if lists[0] else None
-        sites.append(LaunchSite(refs[0][0], file, line, "runtime", grid, block, shared, None, notes, template_args=targs, via=m.group(1)))
+        else:
+            sites.append(LaunchSite(held.kernel, file, line, "runtime", grid, block, shared, None, notes, template_args=held.template_args, via=m.group(1)))
     return sites
 
 
