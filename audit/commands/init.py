@@ -175,15 +175,9 @@ def _macro_launches(path, sites: list, cfg, rel: str) -> list:
     (LeetCUDA's ``elementwise_add_##packed_type##_kernel<<<grid, block>>>`` in ``#define TORCH_BINDING_...``):
     read from nvcc's preprocessor output, each with its own kernel name and geometry, at the line of the macro
     call that expands to it. None where no launch is pasted; a line says why where nvcc is missing or fails."""
-    from ..compile import find_nvcc
     from ..launchers import macro_launches
 
-    if not any(s.pasted for s in sites):
-        return []
-    if find_nvcc() is None:
-        print(f'wireup init: "{rel}" launches kernels from macros; nvcc (not found) expands them, so their geometry is not read.', file=sys.stderr)
-        return []
-    expanded, why = macro_launches(cfg, path, rel, sites)
+    expanded, why = macro_launches(cfg, path, rel, sites)  # nothing where no launch is pasted
     if why:
         print(f'wireup init: "{rel}" launches kernels from macros, but {why}; their geometry is not read.', file=sys.stderr)
         return []

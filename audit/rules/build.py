@@ -99,8 +99,7 @@ def check_entries(ctx: CheckContext) -> Iterator[Hit]:
             hint = ""
             if any(s.startswith("_Z") and e.demangled is None for s, e in sb.entries.items()):
                 hint = "; c++filt was not found, so mangled names could not be read"
-            elif _with_more_arguments(sb, k.cpp_name):
-                longer = _with_more_arguments(sb, k.cpp_name)
+            elif longer := _with_more_arguments(sb, k.cpp_name):
                 hint = f'; "{longer}" is there: a compiled instantiation spells every template argument, the defaults too, so write cpp_name = "{longer}"'
             elif "<" in k.cpp_name:
                 hint = "; a template kernel is compiled only for its explicit instantiations (template __global__ void f<T>(...);)"
