@@ -17,11 +17,14 @@
 // No mask: every row has a label. An ISV slot index outside [0, ISV_TOTAL_DIM) makes s = NaN, which
 // poisons every output (and the accumulator) visibly instead of reading out of bounds.
 //
-// Launch: grid = (ceil_div(SH2, 64), ceil_div(B, 128), 1), block = (256, 1, 1).
-// Block (bx, by) computes dh for rows by*128 .. +127 and trunk units bx*64 .. +63 as an SGEMM over
+// Launch: grid = (ceil_div(SH2, 128), ceil_div(B, 128), 1), block = (256, 1, 1).
+// Block (bx, by) computes dh for rows by*128 .. +127 and trunk units bx*128 .. +127 as an SGEMM over
 // k = j in slices of 16; dz1 is formed on the fly while loading each slice (no [B, H] scratch), and the
 // blocks with bx == 0 also write the row-wide outputs db1/dW2/db2 of their rows. Each thread owns an
-// 8 x 4 register tile. dW1_partial, when requested, is written by each block for its rows and units.
+// 8 x 8 register tile: 8 consecutive rows, and units tx*4 .. +3 and 64 + tx*4 .. +3 of the block's 128 (two
+// float4 halves 64 apart, so the 16 threads of a row read 256 contiguous bytes of the W1 slice per half, with
+// no shared-memory bank conflict, and store 256 contiguous bytes of dh per half). dW1_partial, when requested,
+// is written by each block for its rows and units.
 #include "aux_common.cuh"
 #include "sgemm_tile.cuh"
 
@@ -29,10 +32,11 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kBM = 128;  // batch rows per block
-constexpr int kBN = 64;   // trunk units i per block
-constexpr int kBK = 16;   // hidden units j per slice
-constexpr int kTM = 8;
-constexpr int kTN = 4;
+constexpr int kBN = 128;  // trunk units i per block
+constexpr int kBK = 8;    // hidden units j per slice
+constexpr int kTM = 8;    // rows per thread
+constexpr int kTN = 8;    // units per thread: two float4 halves kBN / 2 apart
+constexpr int kHalf = kBN / 2;
 static_assert((kBM / kTM) * (kBN / kTN) == kThreads, "one register tile per thread");
 
 // Loads one slice of dz1 = d_pred * W2[0, :] * ELU'(h1) for the block's rows, transposed into s[j][row].
@@ -121,6 +125,56 @@ struct Dz1Loader {
     }
 };
 
+// acc[r][c] += sum_k As[k][tm0 + r] * Bs[k][tn0 + (c / 4) * kHalf + c % 4] over one slice.
+template <int LDA, int LDB>
+__device__ __forceinline__ void fma_slice(float (&acc)[kTM][kTN], const float (*As)[LDA], const float (*Bs)[LDB],
+                                          int tm0, int tn0) {
+#pragma unroll
+    for (int k = 0; k < kBK; ++k) {
+        const float4 a0 = *reinterpret_cast<const float4*>(&As[k][tm0]);
+        const float4 a1 = *reinterpret_cast<const float4*>(&As[k][tm0 + 4]);
+        const float4 b0 = *reinterpret_cast<const float4*>(&Bs[k][tn0]);
+        const float4 b1 = *reinterpret_cast<const float4*>(&Bs[k][tn0 + kHalf]);
+        const float a[kTM] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+        const float b[kTN] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+        for (int r = 0; r < kTM; ++r) {
+#pragma unroll
+            for (int c = 0; c < kTN; ++c) acc[r][c] = fmaf(a[r], b[c], acc[r][c]);
+        }
+    }
+}
+
+// sgemm::mainloop's double buffering (one barrier per slice) with the split register tile.
+template <int LDA, int LDB, class LoaderA, class LoaderB>
+__device__ __forceinline__ void mainloop(float (&acc)[kTM][kTN], LoaderA& la, LoaderB& lb, int num_kt,
+                                         float (*As)[kBK][LDA], float (*Bs)[kBK][LDB], int tm0, int tn0) {
+#pragma unroll
+    for (int r = 0; r < kTM; ++r) {
+#pragma unroll
+        for (int c = 0; c < kTN; ++c) acc[r][c] = 0.0f;
+    }
+    la.load(0);
+    lb.load(0);
+    la.store(As[0]);
+    lb.store(Bs[0]);
+    __syncthreads();
+    for (int kt = 0; kt < num_kt; ++kt) {
+        const int cur = kt & 1;
+        const bool has_next = kt + 1 < num_kt;
+        if (has_next) {
+            la.load((kt + 1) * kBK);
+            lb.load((kt + 1) * kBK);
+        }
+        fma_slice(acc, As[cur], Bs[cur], tm0, tn0);
+        if (has_next) {
+            la.store(As[cur ^ 1]);
+            lb.store(Bs[cur ^ 1]);
+        }
+        __syncthreads();
+    }
+}
+
 }  // namespace
 
 // kStore: the accumulator's first writer (dh_s2_aux_accum = saxpy_alpha * dh, never read), so the fused path
@@ -156,8 +210,8 @@ __device__ __forceinline__ void next_bar_backward(const float* __restrict__ h_s2
     }
     __syncthreads();
 
-    const int tx = tid % (kBN / kTN);
-    const int ty = tid / (kBN / kTN);
+    const int tx = tid % (kHalf / 4);
+    const int ty = tid / (kHalf / 4);
     const bool vec_h = (H % 4 == 0) && aligned16(h1) && aligned16(W2) && aligned16(db1_partial) &&
                        (dW2_partial == nullptr || aligned16(dW2_partial));
     const bool vec_w1 = (SH2 % 4 == 0) && aligned16(W1);
@@ -165,33 +219,36 @@ __device__ __forceinline__ void next_bar_backward(const float* __restrict__ h_s2
     sgemm::NContigLoader<kBN, kBK, kThreads> lb{W1, SH2, SH2, H, col0, vec_w1};
 
     float acc[kTM][kTN];
-    const int num_kt = (H + kBK - 1) / kBK;
-    sgemm::mainloop<kBK>(acc, la, lb, 0, num_kt, As, Bs, ty * kTM, tx * kTN);
+    mainloop(acc, la, lb, (H + kBK - 1) / kBK, As, Bs, ty * kTM, tx * 4);
 
     // Epilogue: dh_s2_aux_out = dh (unless NULL); dh_s2_aux_accum += saxpy_alpha * dh (kStore: 0 + saxpy_alpha * dh,
     // the same fmaf with a zero addend, so the bits equal those of a memset accumulator's first update).
-    const int i0 = col0 + tx * kTN;
     const bool vec_out = (SH2 % 4 == 0) && aligned16(dh_s2_aux_out) && aligned16(dh_s2_aux_accum);
 #pragma unroll
     for (int r = 0; r < kTM; ++r) {
         const int row = row0 + ty * kTM + r;
         if (row >= B) break;
-        const size_t o = (size_t)row * SH2 + i0;
-        if (vec_out && i0 < SH2) {
-            if (dh_s2_aux_out != nullptr)
-                *reinterpret_cast<float4*>(dh_s2_aux_out + o) = make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
-            float4 a = kStore ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
-            a.x = fmaf(saxpy_alpha, acc[r][0], a.x);
-            a.y = fmaf(saxpy_alpha, acc[r][1], a.y);
-            a.z = fmaf(saxpy_alpha, acc[r][2], a.z);
-            a.w = fmaf(saxpy_alpha, acc[r][3], a.w);
-            *reinterpret_cast<float4*>(dh_s2_aux_accum + o) = a;
-        } else {
 #pragma unroll
-            for (int c = 0; c < kTN; ++c) {
-                if (i0 + c < SH2) {
-                    if (dh_s2_aux_out != nullptr) dh_s2_aux_out[o + c] = acc[r][c];
-                    dh_s2_aux_accum[o + c] = fmaf(saxpy_alpha, acc[r][c], kStore ? 0.0f : dh_s2_aux_accum[o + c]);
+        for (int half = 0; half < 2; ++half) {
+            const int i0 = col0 + half * kHalf + tx * 4;
+            const float* v = &acc[r][half * 4];
+            const size_t o = (size_t)row * SH2 + i0;
+            if (vec_out && i0 < SH2) {
+                if (dh_s2_aux_out != nullptr)
+                    *reinterpret_cast<float4*>(dh_s2_aux_out + o) = make_float4(v[0], v[1], v[2], v[3]);
+                float4 a = kStore ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : *reinterpret_cast<const float4*>(dh_s2_aux_accum + o);
+                a.x = fmaf(saxpy_alpha, v[0], a.x);
+                a.y = fmaf(saxpy_alpha, v[1], a.y);
+                a.z = fmaf(saxpy_alpha, v[2], a.z);
+                a.w = fmaf(saxpy_alpha, v[3], a.w);
+                *reinterpret_cast<float4*>(dh_s2_aux_accum + o) = a;
+            } else {
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    if (i0 + c < SH2) {
+                        if (dh_s2_aux_out != nullptr) dh_s2_aux_out[o + c] = v[c];
+                        dh_s2_aux_accum[o + c] = fmaf(saxpy_alpha, v[c], kStore ? 0.0f : dh_s2_aux_accum[o + c]);
+                    }
                 }
             }
         }
@@ -231,7 +288,7 @@ __device__ __forceinline__ void next_bar_backward(const float* __restrict__ h_s2
     }
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, 2)
 aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ h1, const float* __restrict__ pred,
                       const float* __restrict__ label, const float* __restrict__ isv, int label_scale_slot,
                       const float* __restrict__ W1, const float* __restrict__ W2, float* __restrict__ dW1_partial,
@@ -242,7 +299,7 @@ aux_next_bar_backward(const float* __restrict__ h_s2, const float* __restrict__ 
                              db2_partial, dh_s2_aux_out, dh_s2_aux_accum, saxpy_alpha, B, SH2, H);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads)
+extern "C" __global__ void __launch_bounds__(kThreads, 2)
 aux_next_bar_backward_store(const float* __restrict__ h_s2, const float* __restrict__ h1, const float* __restrict__ pred,
                             const float* __restrict__ label, const float* __restrict__ isv, int label_scale_slot,
                             const float* __restrict__ W1, const float* __restrict__ W2, float* __restrict__ dW1_partial,

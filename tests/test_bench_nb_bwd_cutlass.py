@@ -107,7 +107,7 @@ def test_cases_calls_shapes_and_arguments_come_from_the_contract(bench, cs):
     assert bench.selected(cs, bench.parse_args([])) == shapes
     assert np.isnan(bench.poison_of(shapes[0])) and np.isfinite(bench.poison_of(shapes[-1]))
     assert bench.calls_at(256, 256) == ("fused", "per-sample") and bench.calls_at(257, 256) == ("fused",)
-    assert bench.shipped_geometry(cs, shapes[0], 65536) == ((4, 512, 1), (256, 1, 1))
+    assert bench.shipped_geometry(cs, shapes[0], 65536) == ((2, 512, 1), (256, 1, 1))
     # buffer shapes (outputs and the accumulator with guard rows; the partials only in the per-sample call)
     fused = bench.buffer_shapes(cs, shapes[0], 37, "fused")
     assert fused == {"h_s2": (37, 256), "h1": (37, 128), "pred": (37,), "label": (37,), "isv": (118,), "W1": (128, 256), "W2": (1, 128),

@@ -301,9 +301,10 @@ def test_the_ship_script_fits_the_device_limit():
     caps.update(re.findall(r'step ([A-Z]) && chain [A-Z] "\$\{CAP_[A-Z]:-(\d+)\}"', body))
     x = re.search(r"^X=\$\{CAP_X:-(\d+)\}$", body, re.M)[1]
     caps.update({letter: x for letter in steps if letter not in caps})
-    assert sorted(caps) == ["D", "H", "J", "K", "O", "P", "R", "T", "V"]
+    assert sorted(caps) == ["B", "D", "H", "J", "K", "O", "P", "R", "T", "V"]
     listed = dict(re.findall(r"cap \$\{CAP_([A-Z]):-(\d+)\} s", header))
     assert listed == {"V": caps["V"], "D": caps["D"], "R": caps["R"], "X": x, "T": caps["T"]}
+    assert caps["B"] == caps["D"]  # B is D with one candidate: D's cap
     default = re.search(r"STEPS=\$\{STEPS:-([A-Z]+)\}", body)[1]
     assert default == "VDRT"
     # the default run and the attribution run (STEPS=KJOPH) each end inside the device's 590 s
@@ -325,6 +326,7 @@ def test_the_ship_script_swaps_in_the_simt_gemms_it_names(bench):
     assert kernels == {
         "D": [],
         "R": [],
+        "B": ["aux_next_bar_backward_store"],
         "K": ["aux_next_bar_forward", "aux_trade_outcome_forward", "aux_trunk_forward", "aux_weight_grad_partial"],
         "O": ["aux_trade_outcome_forward"],
         "P": ["aux_trade_outcome_forward", "aux_weight_grad_partial"],

@@ -437,11 +437,11 @@ def test_the_shipped_chain_with_the_next_bar_backward_candidate_passes_every_sta
     old = ('source = "kernels/aux_next_bar_backward_kernel.cu"\nentry = "aux_next_bar_backward"\nstage = "backward"\n'
            'phase = "B"\nreference = "audit.references.dqn_aux:aux_next_bar_backward"\n'
            'gradcheck = "audit.references.dqn_aux:aux_next_bar_backward_gradcheck"\n'
-           'grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]\n')
+           'grid = ["ceil_div(SH2, 128)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]\n')
     assert t.count(old) == 1
     new = old.replace("kernels/aux_next_bar_backward_kernel.cu", "kernels/aux_next_bar_backward_cutlass.cu")
     new = new.replace('entry = "aux_next_bar_backward"', 'entry = "aux_next_bar_backward_cutlass"')
-    new = new.replace('grid = ["ceil_div(SH2, 64)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [128, 1, 1]')
+    new = new.replace('grid = ["ceil_div(SH2, 128)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [128, 1, 1]')
     path.write_text(t.replace(old, new))
     result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
     # the candidate branches on a value the block run does not know before a barrier (@%p99 at B = 1): not analysed

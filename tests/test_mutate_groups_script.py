@@ -25,7 +25,7 @@ exit 0
 """
 
 
-def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM3", ship: bool = False) -> tuple[subprocess.CompletedProcess, Path, list[str]]:
+def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM3", ship: bool = False, shipon: str | None = None) -> tuple[subprocess.CompletedProcess, Path, list[str]]:
     tmp_path.mkdir(exist_ok=True)
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -50,6 +50,9 @@ def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM
     env.pop("SHIP", None)
     if ship:
         env["SHIP"] = "1"
+    env.pop("SHIPON", None)
+    if shipon is not None:
+        env["SHIPON"] = shipon
     proc = subprocess.run(["bash", str(SCRIPT)], cwd=work, env=env, capture_output=True, text=True, timeout=120)
     return proc, out, calls.read_text().splitlines() if calls.exists() else []
 
@@ -89,3 +92,11 @@ def test_the_timing_runs_first_on_an_h200_with_ship_and_nowhere_else(tmp_path):
                 assert t.extractfile("ship/summary.txt").read().decode() == "steps DR\n"
         else:
             assert "ship" not in env and not (out / "ship.tgz").exists()
+
+
+def test_shipon_widens_the_timing_to_the_gpus_it_names(tmp_path):
+    for n, (gpu, shipon, runs) in enumerate([("NVIDIA H100 80GB HBM3", "H100|H200", True), ("NVIDIA H200", "H100|H200", True),
+                                             ("NVIDIA H100 80GB HBM3", "H200", False)]):  # fmt: skip
+        proc, out, _ = _run(tmp_path / str(n), "a", 545, gpu=gpu, ship=True, shipon=shipon)
+        assert proc.returncode == 0, proc.stderr
+        assert ("ship rc=0" in (out / "env.txt").read_text()) is runs, (gpu, shipon)

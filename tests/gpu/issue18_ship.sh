@@ -4,6 +4,8 @@
 #   V. wireup verify of every kernel and schedule, PyCUDA and CuPy, evidence written       cap ${CAP_V:-100} s
 #   D. gpu_chain_vs_torch.py as shipped (the issue's verdict, B = 256, 4096, 65536)         cap ${CAP_D:-90} s
 #   R. D again, 100 replays (the benchmark's default): a second run of the verdict          cap ${CAP_R:-120} s
+#   B. D with the next-bar backward shipped until 6 December (8 x 4 register tiles) as a candidate: the
+#      8 x 8 kernel's baseline in the same call                                            cap ${CAP_D:-90} s
 # Then the accuracy attribution at B = 4096 and 65536, each its own run, cap ${CAP_X:-60} s: K, and a ladder that
 # moves one group of GEMMs back to SIMT per step. On 5 Dec (the candidates' run, 4l) the error clause failed at 65536 on dW
 # outputs only (their db were as accurate as the SIMT chain's): to_dW2 2.58e-7 against torch's worst 2.56e-7 with
@@ -36,6 +38,7 @@ SIMT_TO="aux_trade_outcome_forward=benchmarks/kernels_baseline/aux_trade_outcome
 K8_TRUNK="aux_trunk_forward=benchmarks/kernels_baseline/aux_trunk_forward_cutlass_k8.cu:aux_trunk_forward_cutlass"
 K8_TO="aux_trade_outcome_forward=benchmarks/kernels_baseline/aux_head_forward_cutlass_k8.cu:aux_trade_outcome_forward_cutlass;grid=ceil_div(B, 64),1,1;block=256,1,1"
 K8_NB="aux_next_bar_forward=benchmarks/kernels_baseline/aux_head_forward_cutlass_k8.cu:aux_next_bar_forward_cutlass;grid=ceil_div(B, 64),1,1;block=256,1,1"
+OLD_NB_BWD="aux_next_bar_backward_store=benchmarks/kernels_baseline/aux_next_bar_backward_8x4.cu:aux_next_bar_backward_store;grid=ceil_div(SH2, 64),ceil_div(B, 128),1;block=256,1,1"
 K8_PARTIAL="aux_weight_grad_partial=benchmarks/kernels_baseline/aux_weight_grad_partial_cutlass_k8.cu:aux_weight_grad_partial_cutlass"
 
 chain() {  # letter, cap, sizes, json name, then --candidate specs
@@ -58,6 +61,7 @@ step V && { tail -n 30 "$OUT/V_verify.log" >>"$SUMMARY"; tar czf "$OUT/evidence.
 X=${CAP_X:-60}
 step D && chain D "${CAP_D:-90}" 256,4096,65536 gpu_chain_vs_torch
 step R && chain R "${CAP_R:-120}" 256,4096,65536 gpu_chain_vs_torch.repeat
+step B && chain B "${CAP_D:-90}" 256,4096,65536 gpu_chain_vs_torch.nb_bwd_8x4 "$OLD_NB_BWD"
 step K && chain K "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8 "$K8_TRUNK" "$K8_TO" "$K8_NB" "$K8_PARTIAL"
 step J && chain J "$X" 4096,65536 gpu_chain_vs_torch.cutlass_k8_to_fwd "$K8_TO"
 step O && chain O "$X" 4096,65536 gpu_chain_vs_torch.simt_to_fwd "$SIMT_TO"

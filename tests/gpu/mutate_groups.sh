@@ -8,7 +8,7 @@
 # END     : the second (from the start) by which the last group must stop; keep it 30 s or more under the
 #           outer `timeout`, so the journals are packed before the call ends
 # MARGS   : the options of every group (default --jobs 8 --workers 4 --timeout 5)
-# SHIP=1  : on an H200 only, first `STEPS=$SHIPSTEPS tests/gpu/issue18_ship.sh` (issue 18's timing; SHIPSTEPS
+# SHIP=1  : on an H200 only (SHIPON, an extended regular expression of GPU names, widens it), first `STEPS=$SHIPSTEPS tests/gpu/issue18_ship.sh` (issue 18's timing; SHIPSTEPS
 #           default DR, capped at SHIPCAP seconds, default 240), into $OUT/ship.tgz
 # Carried: .whl/ (the PyCUDA wheels of ../shared/device), .carry/cache*.txz (build-cache folders of mutant cubins
 # made with `wireup mutate --build-only`), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz).
@@ -22,7 +22,7 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 echo "gpu: $GPU" >"$O/env.txt"
 # the carried builds first: the shipped chain's verification (SHIP) takes its cubins from them too
 for c in .carry/cache*.txz; do [ -f "$c" ] && tar -xJf "$c"; done
-if echo "$GPU" | grep -q H200 && [ -n "${SHIP:-}" ]; then
+if echo "$GPU" | grep -Eq "${SHIPON:-H200}" && [ -n "${SHIP:-}" ]; then
     OUT=$O/ship STEPS=${SHIPSTEPS:-DR} timeout "${SHIPCAP:-240}" bash tests/gpu/issue18_ship.sh >"$O/ship.log" 2>&1
     echo "ship rc=$? at $SECONDS s" >>"$O/env.txt"
     tar czf "$O/ship.tgz" -C "$O" ship && rm -rf "$O/ship"
