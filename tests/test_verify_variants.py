@@ -11,6 +11,7 @@ import pytest
 
 from audit.load import load_contracts
 from audit.runtime import verify
+from audit.runtime._backend import DeviceError
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def test_a_bug_only_a_fixed_dim_tail_reaches_is_caught_by_the_variant(repo_root)
     assert out.result.exit_code == 1
 
 
-def test_later_variants_run_only_the_smallest_cases(repo_root):
+def test_later_variants_run_only_three_cases(repo_root):
     out = verify(repo_root, kernels=["aux_next_bar_forward"], emulated={}, evidence=False)
     r = out.run.results[0]
     assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
@@ -63,6 +64,96 @@ def test_capped_variants_skip_the_numeric_stress_cases(repo_root):
     assert all("(K=3, H=128, SH2=256, stress" in lab for lab in stress), sorted(stress)
     assert {c.case for c in r.checks if "K=8" in c.case}, "the later variants still run"
     assert any("numeric stress cases ran at the first dims variant only" in n for n in r.notes)
+
+
+def _labels(launch) -> np.ndarray:
+    return np.asarray(launch.tensor("labels")).reshape(-1)
+
+
+def _crowded_blocks(launch) -> list[int]:
+    """The 32-row blocks of the launch with at least 4 valid rows and a skipped one."""
+    lab = _labels(launch)
+    k = launch.scalar("K")
+    valid = (lab >= 0) & (lab < k)
+    out = []
+    for b0 in range(0, lab.size, 32):
+        v = valid[b0 : b0 + 32]
+        if v.sum() >= 4 and not v.all():
+            out.append(b0)
+    return out
+
+
+def fill_slips_at_k8_in_crowded_blocks(launch):
+    """A trade-outcome backward whose skipped-row fill slips (leaves a skipped row's db2_partial unwritten)
+    in a block with four or more valid rows, only at K = 8: the class of the survivors aor:77:30:0 and
+    aor:78:31:0 of 6 December (a block's row bits mis-computed), which only the K = 8 variant at a crowded
+    block showed, and only by chance at B = 65536."""
+    res = launch.run_reference()
+    launch.write_outputs(res)
+    if launch.scalar("K") != 8:
+        return
+    lab = _labels(launch)
+    db2 = launch.tensor("db2_partial")
+    for b0 in _crowded_blocks(launch):
+        r = b0 + int(np.flatnonzero(~((lab[b0 : b0 + 32] >= 0) & (lab[b0 : b0 + 32] < 8)))[0])
+        db2[r, :] = np.float32("nan")
+
+
+def faults_misaligned_in_crowded_blocks(launch):
+    """A float4 fill of the skipped rows with no alignment check, reached only in blocks with valid and
+    skipped rows (the survivor guard:72:5:0): misaligned pointers fault there."""
+    ptr = int(launch.args[launch._param_index("db1_partial")].value)
+    if ptr % 16 and _crowded_blocks(launch):
+        raise DeviceError("misaligned address", sticky=True, code="CUDA_ERROR_MISALIGNED_ADDRESS")
+    launch.default()
+
+
+@pytest.fixture(scope="module")
+def small_batch_root(repo_root, tmp_path_factory):
+    """The repository with B up to 300: the trade-outcome backward's planned sweep (1, 4, 5, 32, 33, 37, 256,
+    257, 300) without the large sizes an emulated run cannot afford here, its dims variants capped as shipped."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("b300") / "repo"
+    skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
+    shutil.copytree(repo_root, root, ignore=skip)
+    dims = root / "contracts" / "dims.toml"
+    text = dims.read_text()
+    assert text.count("B   = { min = 1, max = 65536,") == 1
+    dims.write_text(text.replace("B   = { min = 1, max = 65536,", "B   = { min = 1, max = 300,"))
+    return root
+
+
+def test_capped_variants_run_the_smallest_case_and_the_smallest_of_a_block(small_batch_root):
+    out = verify(small_batch_root, kernels=["aux_trade_outcome_backward"], emulated={}, evidence=False)
+    r = out.run.results[0]
+    assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
+    at_k8 = {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and "(K=8, H=257, SH2=261" in c.case}
+    assert at_k8 == {"B=1", "B=32", "B=33"}, sorted(at_k8)
+    assert any("dims variants after the first ran at 3 case(s) of the sweep's 12: its smallest and its smallest of at least 16 rows" in n
+               for n in r.notes), r.notes  # fmt: skip
+    # the mask and alignment stress at every variant, the numeric stress at the first only
+    stress = {c.case for c in r.checks if "(K=8, H=257, SH2=261" in c.case and "stress" in c.case}
+    assert stress == {"B=32 (K=8, H=257, SH2=261, stress labels one-valid)", "B=32 (K=8, H=257, SH2=261, stress labels half-valid)",
+                      "B=32 (K=8, H=257, SH2=261, stress labels half-valid), pointers misaligned"}, sorted(stress)  # fmt: skip
+    assert {c.case for c in r.checks if c.case == "B=32 (K=8, H=257, SH2=261), pointers misaligned"}
+
+
+def test_a_fill_slip_only_a_crowded_block_at_a_variant_shows_is_caught_by_the_half_valid_case(small_batch_root):
+    out = verify(small_batch_root, kernels=["aux_trade_outcome_backward"], emulated={"aux_trade_outcome_backward": fill_slips_at_k8_in_crowded_blocks},
+                 evidence=False)  # fmt: skip
+    r = out.run.results[0]
+    failed = {c.case for c in r.checks if c.verdict == "fail"}
+    assert failed and all("K=8" in case for case in failed), sorted(failed)
+    assert any("half-valid" in case for case in failed), sorted(failed)
+    assert out.result.exit_code == 1
+
+
+def test_an_unchecked_vector_fill_faults_at_the_half_valid_misaligned_run(small_batch_root):
+    out = verify(small_batch_root, kernels=["aux_trade_outcome_backward"], emulated={"aux_trade_outcome_backward": faults_misaligned_in_crowded_blocks},
+                 evidence=False)  # fmt: skip
+    f = next(f for f in out.result.findings if f.rule == "VERIFY_LAUNCH_ERROR")
+    assert "stress labels half-valid) (run E, pointers misaligned)" in f.message and "CUDA_ERROR_MISALIGNED_ADDRESS" in f.message, f.message
 
 
 _KERNEL = """[dims]
@@ -156,13 +247,13 @@ def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
     assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
     at_binding = {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and "N=129" in c.case}
     assert 1 <= len(at_binding) <= 3, sorted(at_binding)
-    assert any("extra bindings ran at the sweep's 3 smallest" in n for n in r.notes)
+    assert any("extra bindings ran at 3 case(s) of the sweep's" in n for n in r.notes)
     # the skinny partial's launches all bind N = 128 and M < 128: no grid division varies, so it has no tail site
     assert r.tails == []
     # the CUTLASS partial's launches bind M = 256 and 128 (full row tiles only): the bindings' M = 130 and 132
     # run the partial last one
     r = verify(repo_root, kernels=["aux_weight_grad_partial"], emulated={}, evidence=False).run.results[0]
-    assert r.verdict == "pass" and any("extra bindings ran at the sweep's 3 smallest" in n for n in r.notes)
+    assert r.verdict == "pass" and any("extra bindings ran at 3 case(s) of the sweep's" in n for n in r.notes)
     (tile,) = [t for t in r.tails if t["expr"] == "ceil_div(M, 128)"]
     assert tile["covered"] and tile["exact"] and tile["tail"]
 

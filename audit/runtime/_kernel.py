@@ -63,6 +63,7 @@ SAMPLE_TILES = (32, 64, 128, 256, 512, 1024)  # the first index of each last par
 TILE_EDGES = (31, 32, 63, 64, 127, 128, 255, 256)
 PROBE_SIZE = 37
 STRESS_ROWS = 16  # the stress cases run at the first size with at least this many rows
+HALF_VALID = 0.5  # the half-valid stress case: the share of valid rows (the realistic rate is 1-5%)
 
 
 #: the suffix of the case label of run E (every pointer off a 16-byte boundary; see ``run_misaligned``)
@@ -182,14 +183,17 @@ class KernelVerifier:
             for i, variant in enumerate(dims_variants(self.k, self.cs)):
                 todo = sizes
                 if i and cap is not None and planned and len(sizes) > cap:
-                    todo = sizes[:cap]  # the sweep runs smallest first
-                    self.note(f"dims variants after the first ran at the sweep's {cap} smallest case(s) of {len(sizes)} (variant_cases = {cap})")
+                    todo = self.capped(sizes, cap)
+                    self.note(f"dims variants after the first ran at {cap} case(s) of the sweep's {len(sizes)}: its smallest and its smallest "
+                              f"of at least {STRESS_ROWS} rows (variant_cases = {cap})")  # fmt: skip
                 for size in todo:
                     self.verify_size(size, variant)
-                if todo is sizes:
-                    self.run_stress(variant)
-                else:  # a capped variant opens code paths; the numeric stress of the inputs ran at the first
-                    self.note("the numeric stress cases ran at the first dims variant only (variant_cases caps the others)")
+                # a capped variant opens code paths (other row lengths, other alignments of the rows): the mask
+                # and alignment stress runs at every variant, the numeric stress of the inputs at the first
+                self.run_stress(variant, numeric=todo is sizes)
+                if todo is not sizes:
+                    self.note("the numeric stress cases ran at the first dims variant only (variant_cases caps the others); "
+                              "the mask and misaligned-pointer cases at every variant")  # fmt: skip
                 if self.grad is not None:
                     self.gradcheck(variant)
                 elif self.grad_why:
@@ -198,8 +202,9 @@ class KernelVerifier:
             for lb in extra_bindings(self.cs, self.k, self.s.wiring):
                 todo = sizes
                 if cap is not None and planned and len(sizes) > cap:
-                    todo = sizes[:cap]
-                    self.note(f"the extra bindings ran at the sweep's {cap} smallest case(s) of {len(sizes)} (variant_cases = {cap})")
+                    todo = self.capped(sizes, cap)
+                    self.note(f"the extra bindings ran at {cap} case(s) of the sweep's {len(sizes)}: its smallest and its smallest "
+                              f"of at least {STRESS_ROWS} rows (variant_cases = {cap})")  # fmt: skip
                 for size in todo:
                     self.verify_size(size, {}, only=lb)
             self.unit_scale()
@@ -219,6 +224,17 @@ class KernelVerifier:
         finally:
             self.record_coverage()
         return list(self.results.values())
+
+    def capped(self, sizes: list, cap: int) -> list:
+        """The ``cap`` cases of a capped dims variant: the sweep's smallest, then its smallest of at least
+        STRESS_ROWS rows (where several rows share a block and the stress cases run), then the next smallest;
+        in the sweep's order. The ``cap`` smallest alone (1, 4, 5 rows) left a variant no block with valid
+        and skipped rows side by side, and its stress cases at 5 rows."""
+        rows = [as_case(self.cs, s).size for s in sizes]
+        picked = {0}
+        picked.update([i for i in range(1, len(sizes)) if rows[i] >= STRESS_ROWS][: cap - 1])
+        picked.update([i for i in range(1, len(sizes)) if i not in picked][: max(0, cap - len(picked))])
+        return [sizes[i] for i in sorted(picked)]
 
     def record_coverage(self) -> None:
         """The sizes and dim assignments that ran, and the tail coverage of the kernel's launch geometry."""
@@ -322,6 +338,8 @@ class KernelVerifier:
                     elif mask_variant == "one_valid":  # a stress case: one valid row among many skipped
                         valid[:] = False
                         valid[rows // 2] = True
+                    elif mask_variant == "half_valid":  # a stress case: each row valid with probability 1/2
+                        valid = f.rng("mask-half", self.k.name, p.name, key, tuple(sorted(variant.items()))).random(rows) < HALF_VALID
                     data = apply_mask(data.reshape(rows, -1) if shape else data.reshape(1, -1), valid, p.mask.skip_value).reshape(shape)
                     if p is self.mask_param:
                         case.valid = valid
@@ -392,8 +410,11 @@ class KernelVerifier:
                 opt_out[p.name] = vals.stress_reason
         return stress_plan(self.k, text, domains, opt_out)
 
-    def run_stress(self, variant: dict[str, int]) -> None:
-        """Each stress case (and for a masked kernel, one valid row among many skipped) once per binding."""
+    def run_stress(self, variant: dict[str, int], numeric: bool = True) -> None:
+        """Each stress case once per binding: the numeric stress of the inputs (``numeric``), and for a masked
+        kernel one valid row among many skipped and about half the rows valid (valid and skipped rows side by
+        side in every block, where an index slip between the two shows); then the case, and for a masked
+        kernel its half-valid case, once with the pointers misaligned."""
         from ..search.values import apply_stress
 
         vkey = tuple(sorted(variant.items()))
@@ -404,28 +425,35 @@ class KernelVerifier:
             base = self.base_case(size, var, lb)
             if isinstance(base, str):
                 continue
-            plan = self.stress_plan(base)
-            for line in plan.lines(self.k.name):
-                self.note(line)
             todo: list[Case] = []
-            for sc in plan.cases:
-                c = self.base_case(size, var, lb, "mixed", extra=sc.label)
-                if isinstance(c, str):
-                    continue
-                c.inputs[sc.param] = apply_stress(sc, c.inputs[sc.param], self.s.factory.rng(self.k.name, "stress", c.label))
-                todo.append(c)
-            if self.mask_param is not None and base.size > 1:
-                c = self.base_case(size, var, lb, "one_valid", extra=f"stress {self.mask_param.name} one-valid")
-                if not isinstance(c, str):
+            if numeric:
+                plan = self.stress_plan(base)
+                for line in plan.lines(self.k.name):
+                    self.note(line)
+                for sc in plan.cases:
+                    c = self.base_case(size, var, lb, "mixed", extra=sc.label)
+                    if isinstance(c, str):
+                        continue
+                    c.inputs[sc.param] = apply_stress(sc, c.inputs[sc.param], self.s.factory.rng(self.k.name, "stress", c.label))
                     todo.append(c)
+            half = None
+            if self.mask_param is not None and base.size > 1:
+                for mv in ("one_valid", "half_valid"):
+                    c = self.base_case(size, var, lb, mv, extra=f"stress {self.mask_param.name} {mv.replace('_', '-')}")
+                    if not isinstance(c, str):
+                        todo.append(c)
+                        half = c if mv == "half_valid" else half
             for c in todo:
                 c.ref_mode, c.ref_reason = "full", ""
                 for be in self.s.backends.values():
                     self.run_case(be, c, full=False)
             # and the case once with its pointers misaligned (same inputs, same reference)
             base.ref_mode, base.ref_reason = "full", ""
-            for be in self.s.backends.values():
-                self.run_misaligned(be, base)
+            for c in (base, half):
+                if c is None:
+                    continue
+                for be in self.s.backends.values():
+                    self.run_misaligned(be, c)
 
     def decide_reference(self, case: Case) -> None:
         """Full reference, sampled rows (rowwise kernels), sampled elements (``sample_axes``), or not run
