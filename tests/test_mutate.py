@@ -648,6 +648,42 @@ def test_a_survivor_far_slower_than_its_baseline_is_caught_by_mutate_slowdown(tm
     assert {o.mutant.id: o.status for o in run.kernels[0].outcomes}[slow] == "survived" and run.settings["slowdown"] is None
 
 
+def test_the_slowdown_passes_keep_each_suspects_outcome_and_a_resumed_run_takes_it(tmp_path, monkeypatch):
+    """A resumed run does not time its suspects alone again (on the H100, 6 December: ~140 s a resume for 49
+    suspects): each one's outcome is journaled under a key of its build and the run's settings."""
+    from audit.mutate import _run
+    from audit.runtime import VerdictJournal
+
+    slow, same = "loop:11:59:0", "accum:11:66:0"
+    calls = {"n": 0}
+
+    def slow_launch(launch):
+        calls["n"] += 1
+        _slow(launch)
+
+    stand_in = {slow: {"strided_gather": slow_launch}, same: {}}
+    book = VerdictJournal(tmp_path / "k.sanitizers.jsonl")
+    monkeypatch.setattr(_run, "_slowdown_journal", lambda *a, **kw: (book, {f"strided_gather/{slow}": "key-of-slow"}))
+
+    def run():
+        return run_mutation(REPO, ["strided_gather"], stand_in=lambda m: stand_in.get(m.id, {m.kernel: _wrong}),
+                            equivalent_file=tmp_path / "none.toml", sizes=(1, 37), slowdown=True)  # fmt: skip
+
+    first = {o.mutant.id: o for o in run().kernels[0].outcomes}
+    assert first[slow].status == "caught" and first[slow].checks == ("MUTATE_SLOWDOWN",)
+    (kept,) = book.load().items()
+    assert kept == ("key-of-slow", [("MUTATE_SLOWDOWN", first[slow].detail)])
+    launches = calls["n"]
+    again = {o.mutant.id: o for o in run().kernels[0].outcomes}
+    assert (again[slow].status, again[slow].checks, again[slow].detail) == ("caught", ("MUTATE_SLOWDOWN",), first[slow].detail)
+    # the second run verified the mutant once (its numbers) and timed it alone in no pass
+    assert calls["n"] - launches < launches / 2, (launches, calls["n"])
+    # a suspect dropped in a pass is kept as not slower, and stays dropped
+    book.remove()
+    book.append("key-of-slow", f"strided_gather/{slow}", [])
+    assert {o.mutant.id: o.status for o in run().kernels[0].outcomes}[slow] == "survived"
+
+
 def test_slower_needs_both_the_ratio_and_the_absolute_time():
     from types import SimpleNamespace
 

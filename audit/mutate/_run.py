@@ -54,12 +54,14 @@ the kernels in a worker process: such runs use ``workers`` and ``cluster`` like 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
-import os
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -378,6 +380,7 @@ def run_mutation(
         timing["static"] = time.perf_counter() - t
     else:
         names, arch = ["emulated"], None
+        builds, originals_built = {}, {}
         statuses = {m.key: "compiled" for m in all_selected}
         details, paths, nvcc = {}, {}, ""
         static, static_baselines = {}, {}
@@ -423,6 +426,21 @@ def run_mutation(
         # `wireup mutate`, a sanitizer run) can still hold it for milliseconds, so a suspect must be slower
         # in each of SLOWDOWN_PASSES passes; one that is not, in some pass, is dropped there.
         suspects = [m for m in survivors if slower(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
+        # each suspect's outcome is kept beside the sanitizer passes' (a resumed run took ~140 s on the H100
+        # to time 49 suspects alone again, for the same verdicts)
+        book, idents = _slowdown_journal(cs, journal, stand_in, builds, originals_built, selected, siblings, seed, sizes, names)
+        done = book.load() if book is not None else {}
+        for m in [m for m in suspects if idents.get(m.key) in done]:
+            errors = done[idents[m.key]]
+            suspects.remove(m)
+            if errors:
+                late[m.key] = (("MUTATE_SLOWDOWN",), errors[0][1])
+            progress({"event": "slowdown", "variant": m.key, "message": (errors[0][1] if errors else "not slower when timed alone") + " (from the journal)"})
+
+        def keep(m: Mutant, message: str) -> None:
+            if book is not None and m.key in idents:
+                book.append(idents[m.key], m.key, [("MUTATE_SLOWDOWN", message)] if message else [])
+
         t = time.perf_counter()
         by_id = {v.id: v for v in variants}
         hits: dict[str, str] = {}
@@ -447,9 +465,11 @@ def run_mutation(
                 if hit and slower(alone[m.key], alone[f"{b}/again"]):
                     kept.append(m)
                 else:
+                    keep(m, "")
                     progress({"event": "slowdown", "variant": m.key, "message": f"not slower when timed alone (pass {n + 1} of {SLOWDOWN_PASSES})"})
             suspects = kept
         for m in suspects:  # slower in every pass: the first pass's message
+            keep(m, hits[m.key])
             progress({"event": "slowdown", "variant": m.key, "message": hits[m.key]})
             late[m.key] = (("MUTATE_SLOWDOWN",), hits[m.key])
         if hits:  # a first suspect was timed alone at least once
@@ -699,6 +719,26 @@ def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
     return entry is None or entry.shared_static_bytes > 0
 
 
+def _slowdown_journal(cs: Any, journal: Path | None, stand_in: Any, builds: Mapping[str, Any], originals: Mapping[str, Any],
+                      selected: Mapping[str, Sequence[Mutant]], siblings: Mapping[str, Sequence[str]], seed: int, sizes: Any,
+                      backends: Sequence[str]) -> tuple[Any, dict[str, str]]:  # fmt: skip
+    """The journal of the MUTATE_SLOWDOWN passes (the sanitizer passes' file: keys of their own) and each
+    variant's key there: the run's settings and what the variant and its kernel's unmutated copy load and
+    judge (:func:`_sanitizer_identities`). (None, {}) without a journal or with a stand-in."""
+    if journal is None or stand_in is not None:
+        return None, {}
+    from ..runtime import VerdictJournal, sanitizer_journal_path
+
+    ids = _sanitizer_identities(cs, builds, originals, selected, siblings)
+    settings = [__version__, "slowdown", SLOWDOWN_RATIO, SLOWDOWN_SECONDS, SLOWDOWN_PASSES, seed, sizes, list(backends)]
+    out = {}
+    for key, ident in ids.items():
+        base = ids.get(f"{key.partition('/')[0]}/{BASELINE}")
+        if "/siblings" not in key and base is not None:
+            out[key] = hashlib.sha256(json.dumps([*settings, key, ident, base], sort_keys=True, default=str).encode()).hexdigest()
+    return VerdictJournal(sanitizer_journal_path(journal)), out
+
+
 def _build_keys(b: Any) -> list[str]:
     """The build-cache keys (folder names) of a mutant's or an unmutated copy's compiled PTX: the hash of its
     source, includes, flags and toolchain."""
@@ -753,15 +793,13 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     and their unmutated copy reported nothing either. Such a report judges none of that kernel's survivors
     under ``tool``; it is no finding of the kernel's own baseline. A survivor its siblings' run catches
     has a message naming the sibling ("as <sibling> (same source): ...")."""
-    from concurrent.futures import ThreadPoolExecutor
-
     import itertools
-    import threading
 
     from ..runtime import VerdictJournal, verify, visible_gpus
     from ..verify_checks import SANITIZER_CHECKS
 
     sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
+    stop = threading.Event()  # set when the pass is interrupted (Ctrl-C, or SIGTERM, which `wireup mutate` turns into it)
     book = VerdictJournal(journal) if journal is not None and identities is not None else None
     done = book.load() if book is not None else {}
     book_lock = threading.Lock()
@@ -787,6 +825,8 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
 
     def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
         key, overrides = job
+        if stop.is_set():  # the pass was interrupted: nothing more starts
+            return key, []
         ident = identity(key, list(overrides))
         if ident is not None and ident in done:
             errors = done[ident]
@@ -798,6 +838,8 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
                      sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
                      devices=pin)  # fmt: skip
+        if stop.is_set():  # its workers were killed by the interruption: the run proves nothing and is not kept
+            return key, []
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
         # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
         found = [f for f in out.result.findings if f.severity.value == "error"]
@@ -838,7 +880,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     bases: dict[str, list[tuple[str, str]] | None] = {}
     quiet: set[str] = set()  # the kernels whose siblings' unmutated copy the tool reports nothing in
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with _interruptible_pool(workers, stop) as pool:
         for key, errors in pool.map(one, jobs):
             kernel, _, rest = key.partition("/")
             if rest == BASELINE:
@@ -861,6 +903,27 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
                 found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
                 progress({"event": "sibling", "variant": key, "message": found[key][1]})
     return found, bases
+
+
+@contextlib.contextmanager
+def _interruptible_pool(workers: int, stop: threading.Event) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool of ``verify`` calls that an interruption ends within seconds: the queued calls are
+    dropped, ``stop`` is set (a call that ends now keeps nothing), the workers of the running calls are
+    killed and no supervisor starts another while their threads end. A plain ``with ThreadPoolExecutor``
+    waited for every queued call: on 6 December a ``timeout`` sent SIGTERM during the memcheck pass and the
+    run went on for the ~100 s of each survivor's memcheck run until the outer timeout killed it, its last
+    journal snapshot then 50 s old."""
+    from ..runtime._worker_lifetime import all_workers_stopped
+
+    pool = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        yield pool
+    except BaseException:
+        stop.set()
+        with all_workers_stopped():
+            pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _static_items(key: str, m: Mutant, build: MutantBuild) -> list[tuple[str, str, Any]]:

@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import EnvironmentProblem
 from ..verify_checks import LAUNCH, TIMEOUT, VerifyCheck
 from ._results import EnvironmentInfo, SubjectResult
-from ._worker_lifetime import supervised_env, track, workers_die_with_supervisor
+from ._worker_lifetime import closing, supervised_env, track, workers_die_with_supervisor
 
 STDERR_TAIL = 1500
 # a worker ended by one of these signals was killed from outside (not by its kernel): its unit runs again
@@ -297,7 +297,7 @@ class _Supervision:
         """A new worker for ``slot``; None once the supervision is closing (a unit re-queued after its
         worker was killed by the supervisor's own signal handler must not start another)."""
         with self.lock:
-            if self.stopping:
+            if self.stopping or closing():
                 return None
             self.spawned += 1
             n = self.spawned
@@ -309,7 +309,7 @@ class _Supervision:
         dev = self.device(slot)
         pin = {"CUDA_VISIBLE_DEVICES": dev} if dev is not None else None
         with self.lock:
-            if self.stopping:
+            if self.stopping or closing():
                 return None
             worker = _Worker(spawn_worker(self.job_file, err, self.job["base"]["root"], prefix, pin), err)
             self.live.add(worker)

@@ -38,6 +38,7 @@ SUPERVISOR_PID = "WIREUP_SUPERVISOR_PID"  # set in a worker's environment: the p
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 _live: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+_closing = threading.Event()  # set while supervisors running in other threads are being stopped (stop_all_workers)
 _depth = 0  # nesting of workers_die_with_supervisor in the main thread
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,6 +71,24 @@ def kill_workers() -> int:
         except (ProcessLookupError, PermissionError):
             pass  # already gone, or no longer ours
     return n
+
+
+def closing() -> bool:
+    """Whether every supervisor of this process is being stopped: none may start a worker now."""
+    return _closing.is_set()
+
+
+@contextmanager
+def all_workers_stopped() -> Iterator[int]:
+    """Stop the supervisors that run in other threads (a pool of ``verify`` calls, each its own supervisor,
+    none of them the main thread's, so no signal handler of theirs runs): while inside, no supervisor starts
+    a worker, and every live one was killed on entry (how many: the value). Wait for those threads inside;
+    their supervisors see their workers die and start no others, so they end within seconds."""
+    _closing.set()
+    try:
+        yield kill_workers()
+    finally:
+        _closing.clear()
 
 
 def _on_signal(signum: int, previous: Any) -> Callable[[int, Any], None]:
