@@ -146,7 +146,7 @@ def test_guard_on_another_expression_does_not_hide_the_overrun():
 def test_comma_separated_declarators():
     found = overruns("aux_next_bar_backward_kernel.cu", "c < 4; ++c) {\n                    dz[c]")
     assert {(o.array, o.decl_line, o.size) for o in found} == {
-        ("dw2", 68, 4), ("h", 68, 4), ("w", 68, 4), ("dz", 64, 4),
+        ("dw2", 72, 4), ("h", 72, 4), ("w", 72, 4), ("dz", 68, 4),
     }
 
 
