@@ -913,7 +913,7 @@ def _interruptible_pool(workers: int, stop: threading.Event) -> Iterator[ThreadP
     waited for every queued call: on 6 December a ``timeout`` sent SIGTERM during the memcheck pass and the
     run went on for the ~100 s of each survivor's memcheck run until the outer timeout killed it, its last
     journal snapshot then 50 s old."""
-    from ..runtime._worker_lifetime import all_workers_stopped
+    from ..runtime import all_workers_stopped
 
     pool = ThreadPoolExecutor(max_workers=max(1, workers))
     try:

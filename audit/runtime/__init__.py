@@ -19,6 +19,7 @@ few long-lived workers of the same supervisor; both spread their workers over th
 from ._cluster import parse_cluster as parse_cluster, require_ray as require_ray
 from ._many import Variant as Variant, VariantOutcome as VariantOutcome, gpu_target as gpu_target, verify_many as verify_many
 from ._journal import Journal as Journal, VerdictJournal as VerdictJournal, sanitizer_journal_path as sanitizer_journal_path
+from ._worker_lifetime import all_workers_stopped as all_workers_stopped
 from ._placement import parse_workers as parse_workers, plan_workers as plan_workers, visible_gpus as visible_gpus
 from ._results import CheckRecord as CheckRecord, SubjectResult as SubjectResult, VerifyRun as VerifyRun
 from ._verify import VerifyOutcome as VerifyOutcome, verify as verify
