@@ -380,7 +380,6 @@ def run_mutation(
         timing["static"] = time.perf_counter() - t
     else:
         names, arch = ["emulated"], None
-        builds, originals_built = {}, {}
         statuses = {m.key: "compiled" for m in all_selected}
         details, paths, nvcc = {}, {}, ""
         static, static_baselines = {}, {}
@@ -419,6 +418,8 @@ def run_mutation(
     # later passes, each over the survivors of the one before: mutant key -> (rule IDs, first message)
     late: dict[str, tuple[tuple[str, ...], str]] = dict(static)
     survivors = [m for m in to_run if by_key[m.key].error is None and not by_key[m.key].failed_rules]
+    # what each journaled slowdown or sanitizer run depends on (its journal key): the same builds and contracts
+    identities = _sanitizer_identities(cs, builds, originals_built, selected, siblings) if stand_in is None and (tools or slowdown) else None
     if slowdown:
         # workers share the GPU, and an event pair around one launch also times the kernels other processes
         # run in between: a survivor that looks far slower is timed again alone (one worker), between two
@@ -428,7 +429,7 @@ def run_mutation(
         suspects = [m for m in survivors if slower(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
         # each suspect's outcome is kept beside the sanitizer passes' (a resumed run took ~140 s on the H100
         # to time 49 suspects alone again, for the same verdicts)
-        book, idents = _slowdown_journal(cs, journal, stand_in, builds, originals_built, selected, siblings, seed, sizes, names)
+        book, idents = _slowdown_journal(journal, identities, seed, sizes, names)
         done = book.load() if book is not None else {}
         for m in [m for m in suspects if idents.get(m.key) in done]:
             errors = done[idents[m.key]]
@@ -499,8 +500,6 @@ def run_mutation(
             shared[kernel] = _uses_shared(cfg, cs, kernel, arch)
         return shared[kernel]
 
-    # what each sanitizer run depends on (its journal key): the same builds and contracts for every tool
-    identities = _sanitizer_identities(cs, builds, originals_built, selected, siblings) if stand_in is None and tools else None
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
@@ -719,21 +718,19 @@ def _uses_shared(cfg: Any, cs: Any, kernel: str, arch: str | None) -> bool:
     return entry is None or entry.shared_static_bytes > 0
 
 
-def _slowdown_journal(cs: Any, journal: Path | None, stand_in: Any, builds: Mapping[str, Any], originals: Mapping[str, Any],
-                      selected: Mapping[str, Sequence[Mutant]], siblings: Mapping[str, Sequence[str]], seed: int, sizes: Any,
+def _slowdown_journal(journal: Path | None, identities: Mapping[str, str] | None, seed: int, sizes: Any,
                       backends: Sequence[str]) -> tuple[Any, dict[str, str]]:  # fmt: skip
     """The journal of the MUTATE_SLOWDOWN passes (the sanitizer passes' file: keys of their own) and each
     variant's key there: the run's settings and what the variant and its kernel's unmutated copy load and
-    judge (:func:`_sanitizer_identities`). (None, {}) without a journal or with a stand-in."""
-    if journal is None or stand_in is not None:
+    judge (``identities``, :func:`_sanitizer_identities`). (None, {}) without a journal or identities (a stand-in)."""
+    if journal is None or identities is None:
         return None, {}
     from ..runtime import VerdictJournal, sanitizer_journal_path
 
-    ids = _sanitizer_identities(cs, builds, originals, selected, siblings)
     settings = [__version__, "slowdown", SLOWDOWN_RATIO, SLOWDOWN_SECONDS, SLOWDOWN_PASSES, seed, sizes, list(backends)]
     out = {}
-    for key, ident in ids.items():
-        base = ids.get(f"{key.partition('/')[0]}/{BASELINE}")
+    for key, ident in identities.items():
+        base = identities.get(f"{key.partition('/')[0]}/{BASELINE}")
         if "/siblings" not in key and base is not None:
             out[key] = hashlib.sha256(json.dumps([*settings, key, ident, base], sort_keys=True, default=str).encode()).hexdigest()
     return VerdictJournal(sanitizer_journal_path(journal)), out
