@@ -310,7 +310,7 @@ class _Loader:
         v = self.table(t["verify"], vl, "a [kernel.verify] table")
         if v is None:
             return VerifySpec()
-        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "bindings", "sample_axes"), f'[kernel.verify] of "{kernel}"')
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "bindings", "sample_axes", "neighbours"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
             if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) and abs(x) <= MAX_INT for x in vals):
@@ -326,6 +326,7 @@ class _Loader:
             loc=vl,
             cases=self.cases(v, vl, "cases"),
             variant_cases=self.variant_cases(v, vl),
+            neighbours=self.get(v, vl, "neighbours", bool, True),
             bindings=self.bindings(v, vl, t.get("dims")),
             sample_axes=self.sample_axes(v, vl, kernel, params),
         )

@@ -19,7 +19,7 @@
 //
 // Launch: grid = (ceil_div(SH2, 128), ceil_div(B, 128), 1), block = (256, 1, 1).
 // Block (bx, by) computes dh for rows by*128 .. +127 and trunk units bx*128 .. +127 as an SGEMM over
-// k = j in slices of 16; dz1 is formed on the fly while loading each slice (no [B, H] scratch), and the
+// k = j in slices of 8; dz1 is formed on the fly while loading each slice (no [B, H] scratch), and the
 // blocks with bx == 0 also write the row-wide outputs db1/dW2/db2 of their rows. Each thread owns an
 // 8 x 8 register tile: 8 consecutive rows, and units tx*4 .. +3 and 64 + tx*4 .. +3 of the block's 128 (two
 // float4 halves 64 apart, so the 16 threads of a row read 256 contiguous bytes of the W1 slice per half, with

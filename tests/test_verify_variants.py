@@ -66,6 +66,64 @@ def test_capped_variants_skip_the_numeric_stress_cases(repo_root):
     assert any("numeric stress cases ran at the first dims variant only" in n for n in r.notes)
 
 
+def wrong_when_the_scalar_rest_runs_twice(launch):
+    """A head forward whose scalar rest after the 4-wide steps (H % 4 of 2 or 3: the rest loop runs more
+    than once) drops its last unit: the class of aor:264:88:0 of 6 December, an index slip in a tail loop
+    that only ever ran at jj = 0 because the listed H values (128, 257) leave a rest of 0 or 1."""
+    res = launch.run_reference()
+    if launch.scalar("H") % 4 >= 2:
+        res["h1_out"] = np.array(res["h1_out"], copy=True)
+        res["h1_out"][:, -1] = 0.0
+    launch.write_outputs(res)
+
+
+def test_the_search_adds_the_unlisted_neighbours_of_the_listed_values(repo_root):
+    from audit.runtime._plan import dims_neighbours, dims_variants
+
+    cs = load_contracts(repo_root / "contracts", repo_root)
+    k = cs.kernel_map["aux_trade_outcome_backward"]
+    assert dims_neighbours(k) == [("K", 2), ("K", 4), ("K", 5), ("K", 6), ("K", 7), ("H", 129), ("H", 130), ("H", 131), ("H", 256),
+                                  ("SH2", 257), ("SH2", 258), ("SH2", 259)]  # fmt: skip
+    variants = dims_variants(k, cs)
+    assert len(variants) == 3 * 2 * 3 + 12
+    # one dim at a time, the others at their first listed (production) value
+    assert variants[18:20] == [{"K": 2, "H": 128, "SH2": 256}, {"K": 4, "H": 128, "SH2": 256}]
+    assert {"K": 3, "H": 130, "SH2": 256} in variants
+    # a dim with one listed value has no range to search
+    assert dims_neighbours(cs.kernel_map["aux_trunk_backward"]) == [("E", 254), ("E", 255)]
+
+
+def test_a_bug_only_an_unlisted_residue_reaches_is_caught_by_a_neighbour(repo_root):
+    out = verify(repo_root, kernels=["aux_next_bar_forward"], emulated={"aux_next_bar_forward": wrong_when_the_scalar_rest_runs_twice},
+                 evidence=False)  # fmt: skip
+    bad = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
+    assert bad, [f.message for f in out.result.findings]
+    # H = [128, 129, 100] lists no value with a rest of 2 or 3: only the neighbours 102 and 103 show it
+    assert {("H=102" in f.message) or ("H=103" in f.message) for f in bad} == {True}, [f.message for f in bad]
+    r = out.run.results[0]
+    assert "the search added dims variants at the neighbours of the listed values inside their range (v - 1, v + 1, v + 2, v + 3; " \
+           "one dim at a time): H = 101, 102, 103, 127; SH2 = 254, 255" in r.notes, r.notes  # fmt: skip
+
+
+def test_neighbours_false_keeps_to_the_listed_values_and_stays_out_of_the_hash():
+    from audit.errors import ContractError
+    from audit.hashing import contract_hash
+    from audit.runtime._plan import dims_neighbours, dims_variants
+
+    base = _KERNEL + "dims = { H = [4, 8] }\n"
+    a = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": base})
+    b = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": base + "neighbours = false\n"})
+    assert dims_neighbours(a.kernel_map["k"]) == [("H", 5), ("H", 6), ("H", 7)]
+    assert dims_neighbours(b.kernel_map["k"]) == []
+    assert dims_variants(b.kernel_map["k"], b) == [{"H": 4}, {"H": 8}]
+    assert contract_hash(a.kernel_map["k"]) == contract_hash(b.kernel_map["k"])
+    with pytest.raises(ContractError) as info:
+        load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": base + 'neighbours = "no"\n'})
+    (problem,) = info.value.problems
+    assert (problem.path, problem.line, problem.key) == ("contracts/k.toml", 15, "kernel[0].verify.neighbours")
+    assert "boolean" in problem.message and '"no"' in problem.message, problem.message
+
+
 def _labels(launch) -> np.ndarray:
     return np.asarray(launch.tensor("labels")).reshape(-1)
 

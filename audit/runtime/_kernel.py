@@ -35,7 +35,7 @@ from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare,
 from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer, poison_word
 from ._plan import (
-    GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_variants, extra_bindings, local_bindings, make_env,
+    GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_neighbours, dims_variants, extra_bindings, local_bindings, make_env,
     np_dtype, numel, outside_mask, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim, write_index,
     written_part,
 )  # fmt: skip
@@ -180,6 +180,13 @@ class KernelVerifier:
             sizes = self.s.cases_for("kernel", self.k.name)
             cap = self.k.verify.variant_cases
             planned = self.s.job.cases.get(f"kernel:{self.k.name}") is not None
+            near = dims_neighbours(self.k)
+            if near:
+                by_dim: dict[str, list[str]] = {}
+                for name, x in near:
+                    by_dim.setdefault(name, []).append(str(x))
+                self.note("the search added dims variants at the neighbours of the listed values inside their range (v - 1, v + 1, v + 2, "
+                          "v + 3; one dim at a time): " + "; ".join(f"{n} = {', '.join(v)}" for n, v in by_dim.items()))  # fmt: skip
             for i, variant in enumerate(dims_variants(self.k, self.cs)):
                 todo = sizes
                 if i and cap is not None and planned and len(sizes) > cap:
