@@ -601,6 +601,12 @@ def test_sanitizer_runs_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, 
     seen.clear()
     _sanitize(*args, workers=1, journal=journal, identities={**idents, ms[1].key: "rebuilt"})  # another build of ms[1]
     assert seen == [paths[ms[1].key].name, paths[ms[2].key].name]
+    seen.clear()
+    import audit.mutate._run as mrun
+
+    monkeypatch.setattr(mrun, "SANITIZER_PLAN", mrun.SANITIZER_PLAN + 1)  # what a run covers changed: nothing resumes
+    _sanitize(*args, workers=1, journal=journal, identities=idents)
+    assert seen == [original.name, *(paths[m.key].name for m in ms)]
 
 
 def test_the_report_shows_an_unscored_kernel_as_not_scored(tmp_path):

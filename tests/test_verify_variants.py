@@ -124,6 +124,19 @@ def test_neighbours_false_keeps_to_the_listed_values_and_stays_out_of_the_hash()
     assert "boolean" in problem.message and '"no"' in problem.message, problem.message
 
 
+def test_a_sanitizer_run_caps_the_later_variants_of_its_given_sizes(repo_root):
+    """Under a sanitizer the sizes are given (1, 37, 300, 4096), not planned; the dims variants after the first
+    still run only variant_cases of them (an instrumented launch costs 10-100 plain ones)."""
+    out = verify(repo_root, kernels=["aux_next_bar_forward"], emulated={}, evidence=False, sanitizer="memcheck")
+    r = out.run.results[0]
+    assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
+    sizes = lambda tag: {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and tag in c.case}  # noqa: E731
+    assert sizes("(H=128, SH2=256)") == {"B=1", "B=37", "B=300", "B=4096"}
+    assert sizes("(H=129, SH2=256)") == sizes("(H=102, SH2=256)") == {"B=1", "B=37", "B=300"}
+    assert "dims variants after the first ran at 3 case(s) of the 4 sizes of the memcheck run: its smallest and its smallest of at least " \
+           "16 rows (variant_cases = 3)" in r.notes, r.notes  # fmt: skip
+
+
 def _labels(launch) -> np.ndarray:
     return np.asarray(launch.tensor("labels")).reshape(-1)
 

@@ -86,6 +86,10 @@ MUTATE_SIZES = (1, 37, 300, 4096, 4103, 65536)
 MEMCHECK_SIZES = (1, 37, 300, 4096)  # those of `wireup verify --sanitizer` (audit.runtime._verify.SANITIZER_SIZES)
 RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racecheck at these sizes
 SANITIZERS = ("memcheck", "racecheck")  # the passes survivors go through, in this order
+# what a sanitizer run of a survivor covers, in its journal identity: 2 (6 December 2026) caps the dims
+# variants after the first at their kernel's variant_cases of the sizes above, as `wireup verify --sanitizer`
+# does; 1 ran every variant at every size (the trade-outcome backward's memcheck run took ~100 s a survivor)
+SANITIZER_PLAN = 2
 # seconds without progress before a sanitizer run is stopped (times verify's factor of 20 for an
 # instrumented run: 2 minutes); a run without a report by then is inconclusive, not caught (on the H200 a
 # removed cp.async barrier kept racecheck reporting for minutes)
@@ -804,7 +808,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     def identity(key: str, kernels: Sequence[str]) -> str | None:
         if book is None or key not in identities:
             return None
-        settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key]]
+        settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key], SANITIZER_PLAN]
         if key.endswith("/siblings"):  # the siblings run in this pass (racecheck takes those with shared memory)
             settings.append(sorted(kernels))
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()

@@ -180,6 +180,10 @@ class KernelVerifier:
             sizes = self.s.cases_for("kernel", self.k.name)
             cap = self.k.verify.variant_cases
             planned = self.s.job.cases.get(f"kernel:{self.k.name}") is not None
+            # under a sanitizer the given sizes are capped too: an instrumented launch costs 10-100 times a
+            # plain one, and a later variant's own paths (other row lengths, alignments) show at small sizes
+            of = f"of the sweep's {len(sizes)}" if planned else f"of the {len(sizes)} sizes of the {self.s.job.sanitizer} run"
+            capping = planned or self.s.job.sanitizer is not None
             near = dims_neighbours(self.k)
             if near:
                 by_dim: dict[str, list[str]] = {}
@@ -189,9 +193,9 @@ class KernelVerifier:
                           "v + 3; one dim at a time): " + "; ".join(f"{n} = {', '.join(v)}" for n, v in by_dim.items()))  # fmt: skip
             for i, variant in enumerate(dims_variants(self.k, self.cs)):
                 todo = sizes
-                if i and cap is not None and planned and len(sizes) > cap:
+                if i and cap is not None and capping and len(sizes) > cap:
                     todo = self.capped(sizes, cap)
-                    self.note(f"dims variants after the first ran at {cap} case(s) of the sweep's {len(sizes)}: its smallest and its smallest "
+                    self.note(f"dims variants after the first ran at {cap} case(s) {of}: its smallest and its smallest "
                               f"of at least {STRESS_ROWS} rows (variant_cases = {cap})")  # fmt: skip
                 for size in todo:
                     self.verify_size(size, variant)
@@ -208,9 +212,9 @@ class KernelVerifier:
             # [kernel.verify] bindings: local-dim values no launch binds (a shape-generic kernel's other shapes)
             for lb in extra_bindings(self.cs, self.k, self.s.wiring):
                 todo = sizes
-                if cap is not None and planned and len(sizes) > cap:
+                if cap is not None and capping and len(sizes) > cap:
                     todo = self.capped(sizes, cap)
-                    self.note(f"the extra bindings ran at {cap} case(s) of the sweep's {len(sizes)}: its smallest and its smallest "
+                    self.note(f"the extra bindings ran at {cap} case(s) {of}: its smallest and its smallest "
                               f"of at least {STRESS_ROWS} rows (variant_cases = {cap})")  # fmt: skip
                 for size in todo:
                     self.verify_size(size, {}, only=lb)
