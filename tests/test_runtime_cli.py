@@ -69,8 +69,11 @@ def test_text_output_has_progress_findings_summary_and_table(request, capsys):
     out, err = capsys.readouterr()
     assert code == 0
     assert "verify   kernel   strided_gather [emulated] ok:" in err
-    # 256 is a multiple of every divisor of their geometry, 1 and 37 of none: every tail side ran
-    assert out.startswith("wireup verify: 0 error(s), 0 warning(s); 25 rule(s) ran.\n")
+    # 256 is a multiple of every divisor of their geometry, 1 and 37 of none: every tail side ran; the one
+    # warning is the shipped strided_gather's row stride, verified at S = 32 only (docs/verification.md)
+    first, summary = out.splitlines()[:2]
+    assert first.startswith('contracts/kernels/label_producers.toml:21: VERIFY_FIXED_DIM_ONE_VALUE (warning) Kernel "strided_gather" takes')
+    assert summary == "wireup verify: 0 error(s), 1 warning(s); 26 rule(s) ran."
     header = next(line for line in out.splitlines() if line.startswith("subject"))
     assert header.split() == ["subject", "backend", "passed", "failed", "not", "run", "max", "rel", "err", "time"]
     assert any(line.startswith("schedule:aux_heads_forward") for line in out.splitlines())

@@ -137,6 +137,48 @@ def test_a_sanitizer_run_caps_the_later_variants_of_its_given_sizes(repo_root):
            "16 rows (variant_cases = 3)" in r.notes, r.notes  # fmt: skip
 
 
+def hard_codes_the_production_stride(launch):
+    """A gather that ignores its row_stride argument and uses the production S = 32: every check at S = 32
+    passes; only another value of S shows it."""
+    src = np.asarray(launch.tensor("src")).reshape(-1)
+    b = launch.scalar("B")
+    launch.tensor("dst")[:b] = src[np.arange(b) * 32 + launch.scalar("col")][:b]
+
+
+FIXED_ONE_VALUE = ('Kernel "strided_gather" takes the fixed dim S as its argument "row_stride" and ran at S = 32 only: its code for other values '
+                   "of S never ran, and a kernel that ignores the argument (using 32 where it should read row_stride) passes; list a second value "
+                   "it takes in [kernel.verify] dims = { S = [32, 33] }, and the search adds the values around them.")  # fmt: skip
+
+
+def test_a_fixed_dim_argument_verified_at_one_value_is_reported(repo_root):
+    out = verify(repo_root, kernels=["strided_gather"], emulated={"strided_gather": hard_codes_the_production_stride}, evidence=False, sizes=[37])
+    one = [f for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"]
+    assert [(f.message, f.severity.value, f.location) for f in one] == [(FIXED_ONE_VALUE, "warning", "contracts/kernels/label_producers.toml:21")]
+    assert out.result.exit_code == 0  # the hard-coded stride passes at S = 32: the warning is all there is
+    assert not [f for f in out.result.findings if f.severity.value == "error"]
+    strict = verify(repo_root, kernels=["strided_gather"], emulated={}, evidence=False, sizes=[37], strict=True)
+    assert [f.severity.value for f in strict.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"] == ["error"]
+    assert strict.result.exit_code == 1
+
+
+def test_a_second_value_of_the_fixed_dim_catches_the_hard_coded_one(repo_root, tmp_path):
+    import shutil
+
+    root = tmp_path / "repo"
+    skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
+    shutil.copytree(repo_root, root, ignore=skip)
+    toml = root / "contracts" / "kernels" / "label_producers.toml"
+    text = toml.read_text()
+    first = "[kernel.verify]\nrowwise = true\n"  # strided_gather's, the first kernel of the file
+    toml.write_text(text.replace(first, first + "dims = { S = [32, 64, 7] }\n", 1))
+    out = verify(root, kernels=["strided_gather"], emulated={"strided_gather": hard_codes_the_production_stride}, evidence=False, sizes=[37])
+    assert not [f for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"]
+    # S = 64 reads the wrong elements (VERIFY_REFERENCE); S = 7 and the neighbours below 32 read past src
+    bad = {f.rule for f in out.result.findings if f.severity.value == "error"}
+    assert bad and out.result.exit_code == 1, bad
+    assert any(f.rule == "VERIFY_REFERENCE" and "S=64" in f.message for f in out.result.findings), [f.message for f in out.result.findings]
+
+
 def _labels(launch) -> np.ndarray:
     return np.asarray(launch.tensor("labels")).reshape(-1)
 

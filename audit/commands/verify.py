@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", action="append", default=[], metavar="CASES", help="cases of the kernel checks: batch sizes that set every runtime dim (37,4096) or dim assignments (B=4,T=17;B=1,T=1); default: each kernel's tail-hunting sweep")
     p.add_argument("--chain-sizes", action="append", default=[], metavar="CASES", help="cases of the schedule runs, in the same forms (default: each schedule's sweep)")
     p.add_argument("--max-cases", type=int, default=None, metavar="N", help="cases per kernel (and dims variant) of the default sweep (default 12; schedules 6)")
-    p.add_argument("--strict", action="store_true", default=None, help="uncovered tails (VERIFY_TAIL_UNCOVERED) and subjects never compared with their reference (VERIFY_NOT_VERIFIED) are errors (also: verify_strict = true in [tool.wireup])")
+    p.add_argument("--strict", action="store_true", default=None, help="uncovered tails (VERIFY_TAIL_UNCOVERED), fixed dim arguments verified at one value (VERIFY_FIXED_DIM_ONE_VALUE) and subjects never compared with their reference (VERIFY_NOT_VERIFIED) are errors (also: verify_strict = true in [tool.wireup])")
     p.add_argument("--sanitizer", choices=("memcheck", "racecheck", "initcheck", "synccheck"), help="run the verification under compute-sanitizer with this tool")
     add_output_arguments(p)
     p.add_argument("--no-evidence", action="store_true", help="write no evidence records (broken fixtures, mutants)")

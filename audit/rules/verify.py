@@ -55,7 +55,7 @@ for _check in CHECKS:  # one rule per check of the catalogue (audit.verify_check
 
 
 # read from the run's coverage facts rather than from failed checks: warnings, errors under --strict
-_COVERAGE_RULES = ("VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED")
+_COVERAGE_RULES = ("VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED", "VERIFY_FIXED_DIM_ONE_VALUE")
 
 
 def _subject_loc(ctx: CheckContext, kind: str, subject: str):
@@ -96,6 +96,47 @@ if "VERIFY_TAIL_UNCOVERED" not in REGISTRY:
             noun = "Kernel" if r.kind == "kernel" else "Schedule"
             yield Hit(f'{noun} "{r.subject}" is not verified: no case compared it with {what}' + (f" ({why.rstrip('.')})." if why else "."),
                       _subject_loc(ctx, r.kind, r.subject), r.subject)  # fmt: skip
+
+
+if "VERIFY_FIXED_DIM_ONE_VALUE" not in REGISTRY:
+
+    @rule("VERIFY_FIXED_DIM_ONE_VALUE", "Every fixed dim a verified kernel takes as a scalar argument ran at two or more values ([kernel.verify] dims), so code for its other values runs and a kernel that ignores the argument is caught.", "verify", Severity.WARNING)
+    def check_verify_fixed_dim_one_value(ctx: CheckContext) -> Iterator[Hit]:
+        """A fixed dim is one value in production, but the kernel that takes it as an argument has code for
+        others (and a kernel that hard-codes the production value where it should read the argument passes
+        every check at that value). Judged per verified kernel from its contract: the values its
+        ``[kernel.verify] dims`` lists are the values the run gave the dim."""
+        from ..model import ScalarParam
+
+        run = ctx.fact("verify")
+        fixed = {d.name: d.value for d in ctx.cs.dim_map.values() if d.kind == "fixed"}
+        seen: set[str] = set()
+        for r in run.results:
+            k = ctx.cs.kernel_map.get(r.subject) if r.kind == "kernel" else None
+            if k is None or r.subject in seen or r.verdict == "not_run":
+                continue
+            seen.add(r.subject)
+            listed = {name: set(values) for name, values in k.verify.dims}
+            told: set[str] = set()
+            for p in k.params:
+                names = getattr(p.value, "names", None) if isinstance(p, ScalarParam) else None
+                for d in sorted(set(names or ()) & set(fixed)):
+                    if d in told or len(listed.get(d, ())) >= 2:
+                        continue
+                    told.add(d)
+                    v = next(iter(listed[d])) if d in listed else fixed[d]
+                    arg = f'its argument "{p.name}"' + (f' (= {p.value.text})' if p.value.text != d else "")
+                    yield Hit(f'Kernel "{k.name}" takes the fixed dim {d} as {arg} and ran at {d} = {v} only: its code for other values of {d} '
+                              f"never ran, and a kernel that ignores the argument (using {v} where it should read {p.name}) passes; list a second "
+                              f"value it takes in [kernel.verify] dims = {{ {d} = [{v}, {v + 1}] }}, and the search adds the values around them.",
+                              _verify_loc(k), k.name)  # fmt: skip
+
+
+def _verify_loc(k):  # type: ignore[no-untyped-def]
+    """The kernel's ``[kernel.verify] dims`` key, else its verify table, else the kernel."""
+    if k.verify.loc.source is None:
+        return k.loc
+    return k.verify.loc.child("dims") if k.verify.dims else k.verify.loc
 
 
 def rules() -> list[Rule]:

@@ -372,13 +372,13 @@ def _check_case_budget(cs: Any, kernel: Any, case: DimCase, wiring: Any, flag: s
 def judge(run: VerifyRun, cs: Any, cfg: Any, strict: bool = False) -> CheckResult:
     """Findings from the verify rules over the run's facts, plus not-run notes and subjects per rule.
 
-    Under ``strict`` an uncovered tail is an error and a subject whose reference was never compared
-    fails (VERIFY_NOT_VERIFIED)."""
+    Under ``strict`` an uncovered tail is an error, a subject whose reference was never compared fails
+    (VERIFY_NOT_VERIFIED), and so does a fixed dim argument verified at one value (VERIFY_FIXED_DIM_ONE_VALUE)."""
     from ..rules import CheckContext, run_rules
     from ..rules import verify as verify_rules
 
     rules = verify_rules.rules()
-    escalate = frozenset({"VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED"}) if strict else frozenset()
+    escalate = frozenset({"VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED", "VERIFY_FIXED_DIM_ONE_VALUE"}) if strict else frozenset()
     ctx = CheckContext(cs, cfg, facts={"verify": run}, escalate=escalate)
     result = run_rules(ctx, rules)
     subjects = run.subjects()
