@@ -52,11 +52,11 @@ KERNELS = {
         "62c19dff23dbf80e5bef1418e82aeff09997b84f10b3cf89c8a228580b5d5c17",
     ),
     "aux_next_bar_backward": (
-        "02ea14f30fe5d9b83dc46ec73e53d24550a682b7afacaa632429df653178cf27",
+        "1133bf896bd47d19c66e18296df208e0c34810a82494777b2a29985a08329424",
         "e9d30282b9d6b06c5774710f6c4eb574878fff939ef55c140258d153b1e58229",
     ),
     "aux_next_bar_backward_store": (
-        "02ea14f30fe5d9b83dc46ec73e53d24550a682b7afacaa632429df653178cf27",
+        "1133bf896bd47d19c66e18296df208e0c34810a82494777b2a29985a08329424",
         "c80b4baa8ce613308785c07d283434737236a8dc621a28aa8dd58ae79218369d",
     ),
     "aux_param_grad_reduce": (
@@ -114,11 +114,11 @@ SCHEDULES = {
         "8f35c4a38230e043a5aabe76f48d9929ba7dd80c655fadd6d219b2551b70a878",
     ),
     "aux_heads_backward": (
-        "f3fd843d14ae0ab2c57a66d35381f8f9476fefdb77df85e6cdf9ae8f1cd8d06a",
+        "f1950b4b9d8898c1c462bd72c417b2269d6d6662c697d20d2877a7c86226353e",
         "4603408c945af015fc3749a1919038ab4554de49eaee85385b7f8128a8e1d7f6",
     ),
     "aux_heads_backward_fused": (
-        "7a65c99ffc04dcd186a0573e070cf24cb4563747954a24839713c0ca31f361ae",
+        "4ff61453c4e4f363908cba592706e35242dec988264ada8e4f8cf1f12bc7a5ba",
         "21ff4ec16d15eb3ba15a0e9774c46009026fb6aa2b9c93fb35555835de13706f",
     ),
 }

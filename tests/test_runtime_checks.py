@@ -32,8 +32,11 @@ def rules(outcome) -> set[str]:
 
 def test_shipped_chain_passes_on_the_emulated_backend(repo_root):
     out = run(repo_root, kernels=["strided_gather", "aux_trade_outcome_loss_reduce", "aux_next_bar_loss_reduce"], schedules=["aux_heads_forward"])
-    # the small sizes are multiples of no block size: only the tail sides ran (VERIFY_TAIL_UNCOVERED warnings)
-    assert [f.message for f in out.result.findings if f.rule != "VERIFY_TAIL_UNCOVERED"] == []
+    # the small sizes are multiples of no block size: only the tail sides ran (VERIFY_TAIL_UNCOVERED warnings);
+    # strided_gather's row stride is verified at S = 32 only (VERIFY_FIXED_DIM_ONE_VALUE, a warning until its
+    # contract lists a second S with its next GPU run: docs/verification.md)
+    assert [f.subject for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"] == ["strided_gather"]
+    assert [f.message for f in out.result.findings if f.rule not in ("VERIFY_TAIL_UNCOVERED", "VERIFY_FIXED_DIM_ONE_VALUE")] == []
     assert out.result.exit_code == 0
     assert all(r.verdict == "pass" for r in out.run.results)
     checks = {c.check for r in out.run.results for c in r.checks if c.verdict == "pass"}
@@ -247,7 +250,7 @@ def test_reference_message_names_kernel_check_size_output_and_numbers(repo_root)
     assert re.fullmatch(
         r'Kernel "aux_trunk_forward" fails VERIFY_REFERENCE at B=37 \(E=256, SH2=256\): output "h_out" has relative error 1\.0e\+00 '
         r"\(max abs \d\.\de[+-]\d\d, \d+ of 9472 element\(s\) outside the tolerance, worst at \[\d+, \d+\]: \S+ against \S+\) "
-        r"against the float64 reference \(and 17 more case\(s\): B=37 \(E=256, SH2=256\), pointers misaligned; B=37 \(E=256, SH2=253\); "
+        r"against the float64 reference \(and 37 more case\(s\): B=37 \(E=256, SH2=256\), pointers misaligned; B=37 \(E=256, SH2=253\); "
         r"B=37 \(E=256, SH2=253\), pointers misaligned; B=37 \(E=256, SH2=260\); \.\.\.\)\.",
         f.message,
     ), f.message
@@ -268,8 +271,9 @@ def test_not_run_is_reported_never_passed(repo_root):
     assert reasons and "reference too large" in reasons[0] and "the kernel is not rowwise" in reasons[0]
     r = out.run.results[0]
     assert r.not_run and r.verdict == "pass"  # B=1 was compared; B=37 is listed as not run, not as passed
-    # (at K = 1 the reference of B=37 has 37 elements, inside the budget of 100: compared)
-    assert {c.case for c in r.checks if c.check == "reference" and c.verdict == "not_run"} == {f"B=37 (K={k}{m})" for k in (2, 3, 8) for m in ("", ", all-skip", ", all-valid")}
+    # (at K = 1 the reference of B=37 has 37 elements, inside the budget of 100: compared; 4-7 are the search's
+    # neighbours of the listed 1, 2, 3, 8)
+    assert {c.case for c in r.checks if c.check == "reference" and c.verdict == "not_run"} == {f"B=37 (K={k}{m})" for k in (2, 3, 4, 5, 6, 7, 8) for m in ("", ", all-skip", ", all-valid")}
 
 
 def test_out_of_bounds_message_names_buffer_side_and_offset(repo_root):

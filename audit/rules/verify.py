@@ -110,6 +110,7 @@ if "VERIFY_FIXED_DIM_ONE_VALUE" not in REGISTRY:
 
         run = ctx.fact("verify")
         fixed = {d.name: d.value for d in ctx.cs.dim_map.values() if d.kind == "fixed"}
+        others = {d.name for d in ctx.cs.dim_map.values() if d.kind != "fixed"}
         seen: set[str] = set()
         for r in run.results:
             k = ctx.cs.kernel_map.get(r.subject) if r.kind == "kernel" else None
@@ -119,8 +120,10 @@ if "VERIFY_FIXED_DIM_ONE_VALUE" not in REGISTRY:
             listed = {name: set(values) for name, values in k.verify.dims}
             told: set[str] = set()
             for p in k.params:
-                names = getattr(p.value, "names", None) if isinstance(p, ScalarParam) else None
-                for d in sorted(set(names or ()) & set(fixed)):
+                names = set(getattr(p.value, "names", None) or ()) if isinstance(p, ScalarParam) else set()
+                if names & others or names & set(k.dims):  # it moves with a runtime or local dim: no one value to hard-code
+                    continue
+                for d in sorted(names & set(fixed)):
                     if d in told or len(listed.get(d, ())) >= 2:
                         continue
                     told.add(d)
