@@ -509,3 +509,32 @@ def producer_domains(cs: ContractSet, wiring: Any) -> dict[str, tuple[Any, str]]
                 if p.role in ("out", "inout") and getattr(p, "values", None) is not None and b.buffer and b.buffer not in out:
                     out[b.buffer] = (p.values, f'output "{p.name}" of kernel "{k.name}"')
     return out
+
+
+# the neighbours of a listed value v: v - 1 is the largest tail of every power-of-two width dividing v, v + 1
+# the smallest, v + 2 and v + 3 tails that make a tail loop run more than once (at v + 1 the scalar rest of
+# a 4-wide loop runs once: its index arithmetic is never exercised, and mutants of it survived)
+NEIGHBOUR_STEPS = (-1, 1, 2, 3)
+
+
+def dims_neighbours(kernel: Any) -> list[tuple[str, int]]:
+    """The values the verify search adds to each dim ``[kernel.verify] dims`` lists at least two values of:
+    every listed value's neighbours (NEIGHBOUR_STEPS) inside the listed range, not listed themselves, in
+    ascending order (none where ``neighbours = false``). A listed range is the author's statement of what the
+    kernel takes; the values inside it that are not listed are the residues nobody picked.
+
+    >>> from types import SimpleNamespace
+    >>> from audit.model import VerifySpec
+    >>> dims_neighbours(SimpleNamespace(verify=VerifySpec(dims=(("H", (128, 257)), ("K", (3,))))))
+    [('H', 129), ('H', 130), ('H', 131), ('H', 256)]
+    """
+    if not kernel.verify.neighbours:
+        return []
+    out: list[tuple[str, int]] = []
+    for name, values in kernel.verify.dims:
+        lo, hi = min(values), max(values)
+        if lo == hi:
+            continue
+        near = {v + d for v in values for d in NEIGHBOUR_STEPS if lo <= v + d <= hi} - set(values)
+        out += [(name, int(x)) for x in sorted(near)]
+    return out

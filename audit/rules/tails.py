@@ -199,6 +199,7 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
     from pathlib import Path
 
     from ..cuda.static import launch_extents, source_fixed_tails
+    from ..cases import dims_neighbours
     from ..hashing import include_closure
     from ..model import ScalarParam
     from .build import _analysis_cache
@@ -225,6 +226,9 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
         for name, values in k.verify.dims:
             if name in verified:
                 verified[name] |= set(values)
+        for name, value in dims_neighbours(k):  # the values verify's search adds: they run too
+            if name in verified:
+                verified[name].add(value)
         for binding in k.verify.bindings:
             for name, value in binding:
                 if name in verified:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..cases import (  # noqa: F401  (re-exported: the runtime's modules import them from here)
-    MAX_LOCAL_BINDINGS, DimCase, LocalBinding, case_in_range, case_label, extra_bindings, launch_buffers, local_bindings, make_env,
-    producer_domains, runtime_dims,
+    MAX_LOCAL_BINDINGS, NEIGHBOUR_STEPS, DimCase, LocalBinding, case_in_range, case_label, dims_neighbours, extra_bindings, launch_buffers,
+    local_bindings, make_env, producer_domains, runtime_dims,
 )
 from ..dims import Expr
 from ..model import DTYPES, ContractSet, HostRead, Kernel, ScalarParam, Step, TensorParam
@@ -51,35 +51,6 @@ def numel(shape: Sequence[int]) -> int:
 def size_in_range(cs: ContractSet, case: DimCase | int) -> str | None:
     """None when every runtime dim admits its value in ``case`` (a scalar: every dim at it), else why not."""
     return case_in_range(cs, case)
-
-
-# the neighbours of a listed value v: v - 1 is the largest tail of every power-of-two width dividing v, v + 1
-# the smallest, v + 2 and v + 3 tails that make a tail loop run more than once (at v + 1 the scalar rest of
-# a 4-wide loop runs once: its index arithmetic is never exercised, and mutants of it survived)
-NEIGHBOUR_STEPS = (-1, 1, 2, 3)
-
-
-def dims_neighbours(kernel: Kernel) -> list[tuple[str, int]]:
-    """The values the verify search adds to each dim ``[kernel.verify] dims`` lists at least two values of:
-    every listed value's neighbours (NEIGHBOUR_STEPS) inside the listed range, not listed themselves, in
-    ascending order (none where ``neighbours = false``). A listed range is the author's statement of what the
-    kernel takes; the values inside it that are not listed are the residues nobody picked.
-
-    >>> from types import SimpleNamespace
-    >>> from audit.model import VerifySpec
-    >>> dims_neighbours(SimpleNamespace(verify=VerifySpec(dims=(("H", (128, 257)), ("K", (3,))))))
-    [('H', 129), ('H', 130), ('H', 131), ('H', 256)]
-    """
-    if not kernel.verify.neighbours:
-        return []
-    out: list[tuple[str, int]] = []
-    for name, values in kernel.verify.dims:
-        lo, hi = min(values), max(values)
-        if lo == hi:
-            continue
-        near = {v + d for v in values for d in NEIGHBOUR_STEPS if lo <= v + d <= hi} - set(values)
-        out += [(name, int(x)) for x in sorted(near)]
-    return out
 
 
 def dims_variants(kernel: Kernel, cs: ContractSet) -> list[dict[str, int]]:
