@@ -22,7 +22,7 @@ def test_every_verify_rule_is_one_check_of_the_catalogue_with_its_purpose():
     from audit.rules import verify as verify_rules
 
     # the coverage rules (tail coverage, never compared) judge the run's coverage facts, not a check of a case
-    checks = [r for r in verify_rules.rules() if r.id not in verify_rules._COVERAGE_RULES]
+    checks = [r for r in verify_rules.rules() if r.id not in verify_rules.COVERAGE_RULES]
     assert [(r.id, r.purpose, r.category) for r in checks] == [(c.rule, c.purpose, "verify") for c in CHECKS]
     assert len({c.name for c in CHECKS}) == len({c.rule for c in CHECKS}) == len(CHECKS) == 23
     assert all(check_named(c.name) is c and check_for_rule(c.rule) is c for c in CHECKS)

@@ -54,8 +54,9 @@ for _check in CHECKS:  # one rule per check of the catalogue (audit.verify_check
         rule(_check.rule, _check.purpose, "verify")(_checker(_check.rule))
 
 
-# read from the run's coverage facts rather than from failed checks: warnings, errors under --strict
-_COVERAGE_RULES = ("VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED", "VERIFY_FIXED_DIM_ONE_VALUE")
+# read from the run's coverage facts rather than from failed checks: warnings, errors under --strict (the
+# set audit.runtime._verify.judge escalates)
+COVERAGE_RULES = ("VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED", "VERIFY_FIXED_DIM_ONE_VALUE")
 
 
 def _subject_loc(ctx: CheckContext, kind: str, subject: str):
@@ -144,4 +145,4 @@ def _verify_loc(k):  # type: ignore[no-untyped-def]
 
 def rules() -> list[Rule]:
     """The verify rules in a stable order (the catalogue's, then the coverage rules)."""
-    return [REGISTRY[c.rule] for c in CHECKS] + [REGISTRY[i] for i in _COVERAGE_RULES]
+    return [REGISTRY[c.rule] for c in CHECKS] + [REGISTRY[i] for i in COVERAGE_RULES]

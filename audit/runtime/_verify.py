@@ -378,7 +378,7 @@ def judge(run: VerifyRun, cs: Any, cfg: Any, strict: bool = False) -> CheckResul
     from ..rules import verify as verify_rules
 
     rules = verify_rules.rules()
-    escalate = frozenset({"VERIFY_TAIL_UNCOVERED", "VERIFY_NOT_VERIFIED", "VERIFY_FIXED_DIM_ONE_VALUE"}) if strict else frozenset()
+    escalate = frozenset(verify_rules.COVERAGE_RULES) if strict else frozenset()
     ctx = CheckContext(cs, cfg, facts={"verify": run}, escalate=escalate)
     result = run_rules(ctx, rules)
     subjects = run.subjects()
