@@ -310,7 +310,7 @@ class _Loader:
         v = self.table(t["verify"], vl, "a [kernel.verify] table")
         if v is None:
             return VerifySpec()
-        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "bindings", "sample_axes", "neighbours"), f'[kernel.verify] of "{kernel}"')
+        self.keys(v, vl, ("rowwise", "dims", "rtol", "atol", "max_batch", "cases", "variant_cases", "binding_cases", "bindings", "sample_axes", "neighbours"), f'[kernel.verify] of "{kernel}"')
         dims: list[tuple[str, tuple[int, ...]]] = []
         for name, vals in (self.table(v.get("dims", {}), vl.child("dims"), "dim values (name = [values])") or {}).items():
             if not isinstance(vals, list) or not vals or not all(isinstance(x, int) and not isinstance(x, bool) and abs(x) <= MAX_INT for x in vals):
@@ -326,6 +326,7 @@ class _Loader:
             loc=vl,
             cases=self.cases(v, vl, "cases"),
             variant_cases=self.variant_cases(v, vl),
+            binding_cases=self.binding_cases(v, vl),
             neighbours=self.get(v, vl, "neighbours", bool, True),
             bindings=self.bindings(v, vl, t.get("dims")),
             sample_axes=self.sample_axes(v, vl, kernel, params),
@@ -400,6 +401,16 @@ class _Loader:
             return None
         if n is not None and not v.get("dims") and not v.get("bindings"):
             self.problem(vl.child("variant_cases"), 'expected "variant_cases" only next to "dims" or "bindings" (it caps the cases of the dims variants after the first and of the extra bindings), found neither.')
+            return None
+        return n
+
+    def binding_cases(self, v: dict, vl: Loc) -> int | None:
+        n = self.get(v, vl, "binding_cases", int, None)
+        if n is not None and n < 1:
+            self.problem(vl.child("binding_cases"), f"expected a positive number of cases, found {n}.")
+            return None
+        if n is not None and not v.get("bindings"):
+            self.problem(vl.child("binding_cases"), 'expected "binding_cases" only next to "bindings" (it caps the cases of the extra bindings), found none.')
             return None
         return n
 

@@ -244,6 +244,9 @@ class VerifySpec:
     # dims variants after the first run at the sweep's N smallest cases (None: every case), so values of
     # a fixed dim that only open a code path (H = 129: the scalar tail of a float4 loop) stay cheap
     variant_cases: int | None = field(default=None, compare=False)
+    # the extra bindings below run at the sweep's N cases (None: as variant_cases caps them), so a kernel can
+    # cap its dims variants and still run its bindings at sizes the cap would leave out
+    binding_cases: int | None = field(default=None, compare=False)
     # the verify search adds each listed value's neighbours inside the listed range (audit/cases.py
     # dims_neighbours); ``neighbours = false`` keeps to the listed values; outside the hash like the cases
     neighbours: bool = field(default=True, compare=False)

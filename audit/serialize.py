@@ -155,7 +155,7 @@ def _kernel(k: Kernel) -> str:
         t["isv_writes"] = k.isv_writes
     if k.nondeterministic is not None:
         t["nondeterministic"] = _tolerance(k.nondeterministic)
-    if k.verify != VerifySpec() or k.verify.cases or k.verify.variant_cases is not None or k.verify.bindings or not k.verify.neighbours:  # outside equality (and the hash)
+    if k.verify != VerifySpec() or k.verify.cases or k.verify.variant_cases is not None or k.verify.binding_cases is not None or k.verify.bindings or not k.verify.neighbours:  # outside equality (and the hash)
         t["verify"] = _verify(k.verify)
     if k.requires:
         t["requires"] = [r.text for r in k.requires]
@@ -196,6 +196,8 @@ def _verify(v: VerifySpec) -> dict[str, Any]:
         out["cases"] = [_case_text(c) for c in v.cases]
     if v.variant_cases is not None:
         out["variant_cases"] = v.variant_cases
+    if v.binding_cases is not None:
+        out["binding_cases"] = v.binding_cases
     if v.bindings:
         out["bindings"] = [dict(b) for b in v.bindings]
     if not v.neighbours:

@@ -97,11 +97,11 @@ KERNELS = {
     ),
     "aux_weight_grad_partial_masked": (
         "385b259786e04a4cec28894c238bb40ca1a443dcdd9e98aafe905c9f3b364ec5",
-        "ab212344d528f5326ddc28e574cae31b9987394e82d90fadc6976ed7409e1f62",
+        "c006353c8705fde0fe634d166d1c1cb20875893c12e3a7c6d03349fde72efeb7",
     ),
     "strided_gather": (
         "982e4a47ac4a9d85957c0df9f3f28faa0c0b5d88755be54c634539fa5971d3e1",
-        "ec19ed4610b1701ca8843e12cd26f664bfdcc52b2552e8b750d9bd1447d5ba2c",
+        "0ca59dea759514d48645dcce1a015b441ab1085fd79368bf5147ed2e82d18131",
     ),
     "trade_outcome_label": (
         "a6a78063f298d7390b60d10bf10fa8d2b14b278f1bbe01582e1becf9c46a9350",
@@ -111,7 +111,7 @@ KERNELS = {
 SCHEDULES = {
     "aux_heads_forward": (
         "4165567b19d425b11c9cbd13cf0d01b44f009c096dff798216e89eb1c7d2eed6",
-        "8f35c4a38230e043a5aabe76f48d9929ba7dd80c655fadd6d219b2551b70a878",
+        "c144b65b0cf4c678198b2bb6d912fc56d95beca994dff00602b4336515ccfdee",
     ),
     "aux_heads_backward": (
         "f1950b4b9d8898c1c462bd72c417b2269d6d6662c697d20d2877a7c86226353e",
@@ -119,7 +119,7 @@ SCHEDULES = {
     ),
     "aux_heads_backward_fused": (
         "4ff61453c4e4f363908cba592706e35242dec988264ada8e4f8cf1f12bc7a5ba",
-        "21ff4ec16d15eb3ba15a0e9774c46009026fb6aa2b9c93fb35555835de13706f",
+        "0a354d77c09aaea592cc9d01706adad554436bda128680786a40602479f25928",
     ),
 }
 ISV = "2cb6cb0cb6fab631bd5b128c2179d0a08f2d7d9322eaca760ea525ba3e85acd4"

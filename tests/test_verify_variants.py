@@ -150,33 +150,41 @@ FIXED_ONE_VALUE = ('Kernel "strided_gather" takes the fixed dim S as its argumen
                    "it takes in [kernel.verify] dims = { S = [32, 33] }, and the search adds the values around them.")  # fmt: skip
 
 
-def test_a_fixed_dim_argument_verified_at_one_value_is_reported(repo_root):
-    out = verify(repo_root, kernels=["strided_gather"], emulated={"strided_gather": hard_codes_the_production_stride}, evidence=False, sizes=[37])
-    one = [f for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"]
-    assert [(f.message, f.severity.value, f.location) for f in one] == [(FIXED_ONE_VALUE, "warning", "contracts/kernels/label_producers.toml:21")]
-    assert out.result.exit_code == 0  # the hard-coded stride passes at S = 32: the warning is all there is
-    assert not [f for f in out.result.findings if f.severity.value == "error"]
-    strict = verify(repo_root, kernels=["strided_gather"], emulated={}, evidence=False, sizes=[37], strict=True)
-    assert [f.severity.value for f in strict.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"] == ["error"]
-    assert strict.result.exit_code == 1
-
-
-def test_a_second_value_of_the_fixed_dim_catches_the_hard_coded_one(repo_root, tmp_path):
+def _gather_root(repo_root, tmp_path, edit):
+    """A copy of the shipped contracts and kernels with label_producers.toml edited."""
     import shutil
 
     root = tmp_path / "repo"
     skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
     shutil.copytree(repo_root, root, ignore=skip)
     toml = root / "contracts" / "kernels" / "label_producers.toml"
-    text = toml.read_text()
-    first = "[kernel.verify]\nrowwise = true\n"  # strided_gather's, the first kernel of the file
-    toml.write_text(text.replace(first, first + "dims = { S = [32, 64, 7] }\n", 1))
+    toml.write_text(edit(toml.read_text()))
+    return root
+
+
+SHIPPED_S = "dims = { S = [32, 1, 7, 64] }\nvariant_cases = 3\n"  # strided_gather's, the first kernel of the file
+
+
+def test_a_fixed_dim_argument_verified_at_one_value_is_reported(repo_root, tmp_path):
+    # the shipped strided_gather without its S values: row_stride is verified at S = 32 only
+    assert SHIPPED_S in (repo_root / "contracts" / "kernels" / "label_producers.toml").read_text()
+    root = _gather_root(repo_root, tmp_path, lambda text: text.replace(SHIPPED_S, "", 1))
     out = verify(root, kernels=["strided_gather"], emulated={"strided_gather": hard_codes_the_production_stride}, evidence=False, sizes=[37])
+    one = [f for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"]
+    assert [(f.message, f.severity.value, f.location) for f in one] == [(FIXED_ONE_VALUE, "warning", "contracts/kernels/label_producers.toml:21")]
+    assert out.result.exit_code == 0  # the hard-coded stride passes at S = 32: the warning is all there is
+    assert not [f for f in out.result.findings if f.severity.value == "error"]
+    strict = verify(root, kernels=["strided_gather"], emulated={}, evidence=False, sizes=[37], strict=True)
+    assert [f.severity.value for f in strict.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"] == ["error"]
+    assert strict.result.exit_code == 1
+
+
+def test_the_shipped_values_of_the_fixed_dim_catch_the_hard_coded_one(repo_root):
+    out = verify(repo_root, kernels=["strided_gather"], emulated={"strided_gather": hard_codes_the_production_stride}, evidence=False, sizes=[37])
     assert not [f for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"]
-    # S = 64 reads the wrong elements (VERIFY_REFERENCE); S = 7 and the neighbours below 32 read past src
-    bad = {f.rule for f in out.result.findings if f.severity.value == "error"}
-    assert bad and out.result.exit_code == 1, bad
-    assert any(f.rule == "VERIFY_REFERENCE" and "S=64" in f.message for f in out.result.findings), [f.message for f in out.result.findings]
+    # S = 1, the second listed value, reads past src at its first size: the emulated launch fails there
+    bad = [f.message for f in out.result.findings if f.severity.value == "error"]
+    assert out.result.exit_code == 1 and any("VERIFY_LAUNCH_ERROR: launch strided_gather B=37 (S=1)" in m for m in bad), bad
 
 
 def _labels(launch) -> np.ndarray:
@@ -371,6 +379,30 @@ def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
     assert tile["covered"] and tile["exact"] and tile["tail"]
 
 
+def test_binding_cases_caps_the_bindings_on_their_own(repo_root, tmp_path):
+    """variant_cases caps the skinny partial's bindings at 3 cases; binding_cases = 4 beside it takes that over."""
+    import shutil
+
+    root = tmp_path / "repo"
+    skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
+    shutil.copytree(repo_root, root, ignore=skip)
+    toml = root / "contracts" / "kernels" / "aux_param_grad_reduce.toml"
+    text = toml.read_text()
+    skinny = text.index('name = "aux_weight_grad_partial_skinny"')
+    toml.write_text(text[:skinny] + text[skinny:].replace("variant_cases = 3\n", "variant_cases = 3\nbinding_cases = 4\n", 1))
+    assert load_contracts(root / "contracts", root).kernel_map["aux_weight_grad_partial_skinny"].verify.binding_cases == 4
+    r = verify(root, kernels=["aux_weight_grad_partial_skinny"], emulated={}, evidence=False).run.results[0]
+    assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]
+    at_binding = {c.case.split(" ")[0] for c in r.checks if c.check == "reference" and "N=129" in c.case}
+    assert len(at_binding) == 4, sorted(at_binding)
+    assert "the extra bindings ran at 4 case(s) of the sweep's 12: its smallest and its smallest of at least 16 rows (binding_cases = 4)" in r.notes, r.notes
+
+
+def test_the_shipped_masked_partial_caps_its_k_variants_and_not_its_bindings(repo_root):
+    spec = load_contracts(repo_root / "contracts", repo_root).kernel_map["aux_weight_grad_partial_masked"].verify
+    assert (spec.variant_cases, spec.binding_cases, dict(spec.dims)) == (3, 12, {"K": (3, 8, 1)})
+
+
 _LOCAL = """[dims]
 B = { min = 1, max = 8 }
 
@@ -395,6 +427,8 @@ params = [{ name = "x", dtype = "f32", shape = ["M", "N"], role = "in" }]
         ('bindings = ["M=8"]\n', "kernel[0].verify.bindings[0]", 'binding "M=8" does not bind "N"; a binding gives every local dim one value.'),
         ("bindings = [{ M = 0, N = 3 }]\n", "kernel[0].verify.bindings[0]", 'binding "M=0,N=3": M = 0 is not a positive size.'),
         ('bindings = ["M=x"]\n', "kernel[0].verify.bindings[0]", 'case "M=x": "M=x" is not an assignment NAME=VALUE with an integer value.'),
+        ("binding_cases = 2\n", "kernel[0].verify.binding_cases", 'expected "binding_cases" only next to "bindings" (it caps the cases of the extra bindings), found none.'),
+        ("binding_cases = 0\nbindings = [{ M = 8, N = 3 }]\n", "kernel[0].verify.binding_cases", "expected a positive number of cases, found 0."),
     ],
 )
 def test_bad_bindings_name_file_key_and_line(verify, key, message):
@@ -419,6 +453,9 @@ def test_bindings_need_local_dims_and_stay_out_of_the_hash():
     b = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _LOCAL + "bindings = [{ M = 8, N = 3 }]\n"})
     assert b.kernel_map["k"].verify.bindings == ((("M", 8), ("N", 3)),)
     assert contract_hash(a.kernel_map["k"]) == contract_hash(b.kernel_map["k"])
+    c = load_contracts(Path("contracts"), Path("."), texts={"contracts/k.toml": _LOCAL + "bindings = [{ M = 8, N = 3 }]\nbinding_cases = 2\n"})
+    assert c.kernel_map["k"].verify.binding_cases == 2
+    assert contract_hash(a.kernel_map["k"]) == contract_hash(c.kernel_map["k"])
 
 
 def test_fixed_dim_tail_judges_local_dims_by_the_launches_and_the_bindings(repo_root):

@@ -210,12 +210,13 @@ class KernelVerifier:
                 elif self.grad_why:
                     self.add(None, GRADCHECK, "fail", case_label(None, variant, {}, cs=self.cs), self.fail_msg(GRADCHECK, "its gradient check", self.grad_why))
             # [kernel.verify] bindings: local-dim values no launch binds (a shape-generic kernel's other shapes)
+            bcap, key = (self.k.verify.binding_cases, "binding_cases") if self.k.verify.binding_cases is not None else (cap, "variant_cases")
             for lb in extra_bindings(self.cs, self.k, self.s.wiring):
                 todo = sizes
-                if cap is not None and capping and len(sizes) > cap:
-                    todo = self.capped(sizes, cap)
-                    self.note(f"the extra bindings ran at {cap} case(s) {of}: its smallest and its smallest "
-                              f"of at least {STRESS_ROWS} rows (variant_cases = {cap})")  # fmt: skip
+                if bcap is not None and capping and len(sizes) > bcap:
+                    todo = self.capped(sizes, bcap)
+                    self.note(f"the extra bindings ran at {bcap} case(s) {of}: its smallest and its smallest "
+                              f"of at least {STRESS_ROWS} rows ({key} = {bcap})")  # fmt: skip
                 for size in todo:
                     self.verify_size(size, {}, only=lb)
             self.unit_scale()
