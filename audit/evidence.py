@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,17 @@ class EvidenceRecord:
     def failed_checks(self) -> list[CheckOutcome]:
         return [c for c in self.checks if c.verdict == "fail"]
 
+    def __getattr__(self, name: str) -> Any:
+        # reached only where the attribute is not set: the checks of a record read from the summary cache
+        # (:func:`load_records`), parsed from the record's bytes when first asked for
+        if name == "checks":
+            pending = self.__dict__.pop("_pending_checks", None)
+            if pending is not None:
+                raw = json.loads(pending).get("checks", [])
+                self.checks = [CheckOutcome(**_typed(c, _CHECK_TYPES)) for c in raw]
+                return self.checks
+        raise AttributeError(name)
+
 
 _TEXT = (str,)
 _NUMBER = (int, float, type(None))
@@ -151,20 +162,109 @@ def write_record(folder: Path, record: EvidenceRecord) -> Path:
     return path
 
 
-def load_records(folder: Path) -> list[EvidenceRecord]:
-    """Every readable record under ``folder`` (unreadable files are skipped, not fatal)."""
-    out = []
+#: Format of the record summaries kept in the build cache (bump when a summary's layout changes).
+SUMMARY_FORMAT = b"wireup-evidence-summary-1"
+
+
+def load_records(folder: Path, cache: Path | None = None) -> list[EvidenceRecord]:
+    """Every readable record under ``folder`` (unreadable files are skipped, not fatal).
+
+    With ``cache`` (a folder of the build cache), a record whose bytes were read and found valid before
+    is built from its summary there, every field but its checks, which are parsed from the bytes when
+    first asked for: the freshness of a record needs its hashes, flags and date, and reading and typing
+    the ~20,000 check outcomes of the shipped records was most of the ~90 ms the evidence rules took in
+    ``wireup check`` (docs/benchmarks.md section 1). The summaries are kept by the sha256 of the record's
+    bytes, so an edited record is parsed and validated in full again; the file holds exactly the summaries
+    of the last load (:func:`_summaries`)."""
+    out: list[EvidenceRecord] = []
     if not folder.is_dir():
         return out
     from .untrusted import RECORD_LIMIT, read_bytes
 
-    root = folder.resolve() if folder.is_dir() else folder
+    store = _Summaries(cache, folder) if cache is not None else None
+    root = folder.resolve()
     for path in sorted(folder.glob("*/*.json")):
         try:  # regular, bounded, inside the evidence folder; a record that is not valid is skipped
-            out.append(EvidenceRecord.from_dict(json.loads(read_bytes(path, root, RECORD_LIMIT))))
+            data = read_bytes(path, root, RECORD_LIMIT)
+            rec = store.record(data) if store is not None else None
+            if rec is None:
+                rec = EvidenceRecord.from_dict(json.loads(data))
+                if store is not None:
+                    store.keep(data, rec)
+            out.append(rec)
         except (OSError, ValueError, TypeError, RecursionError):
             continue
+    if store is not None:
+        store.save()
     return out
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` holds only what :func:`json.loads` returns (a summary read back from marshal)."""
+    t = type(value)
+    if t in _JSON_SCALARS:
+        return True
+    if depth > 32:
+        return False
+    if t is list:
+        return all(_plain_json(x, depth + 1) for x in value)
+    return t is dict and all(type(k) is str and _plain_json(x, depth + 1) for k, x in value.items())
+
+
+class _Summaries:
+    """The record summaries of one evidence folder, in ``<cache>/evidence/<sha256 of its path>.bin``
+    (:mod:`audit.toml_cache`'s file layout: a format line, the sha256 of the payload, a marshal table).
+    An entry is used only when it is a table of JSON values whose fields type-check as a record's."""
+
+    def __init__(self, cache: Path, folder: Path) -> None:
+        from .toml_cache import _read
+
+        name = hashlib.sha256(SUMMARY_FORMAT + b"\0" + str(folder.resolve()).encode("utf-8", "surrogatepass")).hexdigest()
+        self.path = cache / "evidence" / f"{name}.bin"
+        self.stored = _read(self.path, SUMMARY_FORMAT)
+        self.used: dict[str, dict[str, Any]] = {}
+        self.changed = False
+
+    @staticmethod
+    def key(data: bytes) -> str:
+        return hashlib.sha256(SUMMARY_FORMAT + b"\0" + data).hexdigest()
+
+    def record(self, data: bytes) -> EvidenceRecord | None:
+        key = self.key(data)
+        summary = self.stored.get(key)
+        if type(summary) is not dict or "checks" in summary or not _plain_json(summary):
+            return None
+        try:
+            rec = EvidenceRecord.from_dict(summary)
+        except (TypeError, ValueError):
+            return None
+        del rec.checks
+        rec._pending_checks = data  # type: ignore[attr-defined]
+        self.used[key] = summary
+        return rec
+
+    def keep(self, data: bytes, rec: EvidenceRecord) -> None:
+        # the fields as parsed (JSON values already), not asdict's deep copy of every check
+        summary = {f.name: getattr(rec, f.name) for f in fields(rec) if f.name != "checks"}
+        self.used[self.key(data)] = summary
+        self.changed = True
+
+    def save(self) -> None:
+        """Write the summaries of this load where the file holds others (best effort)."""
+        if not self.changed and len(self.used) == len(self.stored):
+            return
+        import marshal
+
+        from .toml_cache import _write
+
+        try:
+            payload = marshal.dumps(self.used)
+        except (ValueError, RecursionError):
+            return
+        _write(self.path, payload, SUMMARY_FORMAT)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -369,7 +469,10 @@ def freshness(cs, cfg, records: Iterable[EvidenceRecord], build=None, not_built:
 
 def project_freshness(cfg, cs, build=None, not_built: str = "") -> dict[str, Freshness]:
     """:func:`freshness` of the records in the project's evidence folder."""
-    return freshness(cs, cfg, load_records(cfg.path(cfg.evidence)), build, not_built)
+    from .check_cache import cache_folder
+
+    cache = cache_folder(cfg)
+    return freshness(cs, cfg, load_records(cfg.path(cfg.evidence), cache), build, not_built)
 
 
 @dataclass(frozen=True)

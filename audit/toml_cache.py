@@ -171,8 +171,9 @@ _DIGITS = "0123456789abcdef"
 SHARDS = len(_DIGITS)
 
 
-def _read(path: Path) -> dict[str, Any]:
-    """The table of the file at ``path``; empty where it is missing, damaged or of another shape."""
+def _read(path: Path, fmt: bytes = PARSED_FORMAT) -> dict[str, Any]:
+    """The table of the file at ``path`` written as ``fmt``; empty where it is missing, damaged or of
+    another shape (audit.evidence keeps its record summaries in files of its own format)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError:
@@ -187,8 +188,8 @@ def _read(path: Path) -> dict[str, Any]:
         return {}
     finally:
         os.close(fd)
-    head = len(PARSED_FORMAT) + 1
-    if len(data) < head + 32 or data[:head] != PARSED_FORMAT + b"\n":
+    head = len(fmt) + 1
+    if len(data) < head + 32 or data[:head] != fmt + b"\n":
         return {}
     payload = memoryview(data)[head + 32 :]
     if hashlib.sha256(payload).digest() != data[head : head + 32]:
@@ -202,13 +203,13 @@ def _read(path: Path) -> dict[str, Any]:
     return table
 
 
-def _write(path: Path, payload: bytes) -> None:
+def _write(path: Path, payload: bytes, fmt: bytes = PARSED_FORMAT) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:12]}-", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as fh:
-                fh.write(PARSED_FORMAT + b"\n" + hashlib.sha256(payload).digest())
+                fh.write(fmt + b"\n" + hashlib.sha256(payload).digest())
                 fh.write(payload)
             os.replace(tmp, path)
         except BaseException:
