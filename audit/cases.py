@@ -538,3 +538,41 @@ def dims_neighbours(kernel: Any) -> list[tuple[str, int]]:
         near = {v + d for v in values for d in NEIGHBOUR_STEPS if lo <= v + d <= hi} - set(values)
         out += [(name, int(x)) for x in sorted(near)]
     return out
+
+
+def binding_neighbours(kernel: Any) -> list[dict[str, int]]:
+    """The bindings the verify search adds to a kernel's ``[kernel.verify] bindings``: for each local dim the
+    bindings give at least two values of, every listed value's neighbours (NEIGHBOUR_STEPS) inside the listed
+    range, not listed themselves, one dim at a time, each as a copy of the first binding that listed the value
+    it neighbours (its other dims keep that binding's values, so the copy stays on the binding's code path);
+    in ascending order per dim, the dims in the kernel's order (none where ``neighbours = false``). A
+    shape-generic kernel's bindings are guesses at the residues that matter, as listed dims values are.
+
+    >>> from types import SimpleNamespace
+    >>> from audit.model import VerifySpec
+    >>> k = SimpleNamespace(dims=("M", "N"), verify=VerifySpec(bindings=((("M", 8), ("N", 129)), (("M", 9), ("N", 100)))))
+    >>> binding_neighbours(k)
+    [{'M': 9, 'N': 101}, {'M': 9, 'N': 102}, {'M': 9, 'N': 103}, {'M': 8, 'N': 128}]
+    """
+    if not kernel.verify.neighbours or len(kernel.verify.bindings) < 1:
+        return []
+    bindings = [dict(b) for b in kernel.verify.bindings]
+    seen = {tuple(sorted(b.items())) for b in bindings}
+    out: list[dict[str, int]] = []
+    for name in kernel.dims:
+        values = [b[name] for b in bindings if name in b]
+        if len(set(values)) < 2:
+            continue
+        lo, hi = min(values), max(values)
+        near: dict[int, dict[str, int]] = {}
+        for b in bindings:
+            for d in NEIGHBOUR_STEPS:
+                x = b[name] + d
+                if lo <= x <= hi and x not in values and x not in near:
+                    near[x] = {**b, name: x}
+        for x in sorted(near):
+            key = tuple(sorted(near[x].items()))
+            if key not in seen:
+                seen.add(key)
+                out.append(near[x])
+    return out

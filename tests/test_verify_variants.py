@@ -362,6 +362,49 @@ def test_a_bug_only_an_extra_binding_reaches_is_caught_there(repo_root):
     assert at_launches and not [c.case for c in at_launches if c.verdict == "fail"]
 
 
+def wrong_when_n_leaves_a_rest_of_2_or_3(launch):
+    """A shape-generic reduction whose scalar rest after 4-wide column steps drops its last column only when
+    it runs more than once (N % 4 of 2 or 3): the skinny partial's launches (N = 128) and listed bindings
+    (N = 129, 100) never reach it; the search's neighbours N = 102 and 103 do."""
+    res = launch.run_reference()
+    if launch.scalar("N") % 4 >= 2:
+        res["ws"] = np.array(res["ws"], copy=True)
+        res["ws"][:, :, -1] = 0.0
+    launch.write_outputs(res)
+
+
+def test_the_search_adds_bindings_at_the_neighbours_of_the_listed_ones(repo_root, tmp_path):
+    from audit.cases import binding_neighbours
+
+    k = load_contracts(repo_root / "contracts", repo_root).kernel_map["aux_weight_grad_partial_skinny"]
+    near = binding_neighbours(k)
+    assert [b for b in near if b["N"] not in (129, 100)] == [{"M": 9, "N": 101, "P": 3}, {"M": 9, "N": 102, "P": 3}, {"M": 9, "N": 103, "P": 3},
+                                                            {"M": 8, "N": 128, "P": 5}]  # fmt: skip
+    assert len(near) == 17 and all(b not in [dict(x) for x in k.verify.bindings] for b in near)
+    out = verify(repo_root, kernels=["aux_weight_grad_partial_skinny"], emulated={"aux_weight_grad_partial_skinny": wrong_when_n_leaves_a_rest_of_2_or_3},
+                 evidence=False)  # fmt: skip
+    (bad,) = [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
+    assert "N=102" in bad.message and "N=103" in bad.message, bad.message
+    r = out.run.results[0]
+    failed = {c.case.split(" (")[1] for c in r.checks if c.check == "reference" and c.verdict == "fail"}
+    assert failed == {"M=9, N=102, P=3)", "M=9, N=103, P=3)"}, failed
+    assert any(n.startswith("the search added 17 bindings at the neighbours of the listed bindings' values") for n in r.notes), r.notes
+    # without the search (neighbours = false) the same kernel passes every check
+    import shutil
+
+    root = tmp_path / "repo"
+    skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
+    shutil.copytree(repo_root, root, ignore=skip)
+    toml = root / "contracts" / "kernels" / "aux_param_grad_reduce.toml"
+    text = toml.read_text()
+    skinny = text.index('name = "aux_weight_grad_partial_skinny"')
+    toml.write_text(text[:skinny] + text[skinny:].replace("variant_cases = 3\n", "variant_cases = 3\nneighbours = false\n", 1))
+    assert binding_neighbours(load_contracts(root / "contracts", root).kernel_map["aux_weight_grad_partial_skinny"]) == []
+    out = verify(root, kernels=["aux_weight_grad_partial_skinny"], emulated={"aux_weight_grad_partial_skinny": wrong_when_n_leaves_a_rest_of_2_or_3},
+                 evidence=False)  # fmt: skip
+    assert out.result.exit_code == 0 and not [f for f in out.result.findings if f.rule == "VERIFY_REFERENCE"]
+
+
 def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
     out = verify(repo_root, kernels=["aux_weight_grad_partial_skinny"], emulated={}, evidence=False)
     r = out.run.results[0]

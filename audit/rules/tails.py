@@ -199,7 +199,7 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
     from pathlib import Path
 
     from ..cuda.static import launch_extents, source_fixed_tails
-    from ..cases import dims_neighbours
+    from ..cases import binding_neighbours, dims_neighbours
     from ..hashing import include_closure
     from ..model import ScalarParam
     from .build import _analysis_cache
@@ -229,8 +229,8 @@ def _find_fixed_sites(ctx: CheckContext) -> Iterator[_Site]:
         for name, value in dims_neighbours(k):  # the values verify's search adds: they run too
             if name in verified:
                 verified[name].add(value)
-        for binding in k.verify.bindings:
-            for name, value in binding:
+        for binding in [*map(dict, k.verify.bindings), *binding_neighbours(k)]:  # the search's bindings run too
+            for name, value in binding.items():
                 if name in verified:
                     verified[name].add(value)
         files = closures.get(k.source)

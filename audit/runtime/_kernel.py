@@ -35,7 +35,7 @@ from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare,
 from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer, poison_word
 from ._plan import (
-    GRADCHECK_SIZES, LocalBinding, batch_leading, case_label, dims_neighbours, dims_variants, extra_bindings, local_bindings, make_env,
+    GRADCHECK_SIZES, LocalBinding, batch_leading, binding_neighbours, case_label, dims_neighbours, dims_variants, extra_bindings, local_bindings, make_env,
     np_dtype, numel, outside_mask, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim, write_index,
     written_part,
 )  # fmt: skip
@@ -219,6 +219,31 @@ class KernelVerifier:
                               f"of at least {STRESS_ROWS} rows ({key} = {bcap})")  # fmt: skip
                 for size in todo:
                     self.verify_size(size, {}, only=lb)
+            # the search's bindings at the neighbours of the listed ones (binding_neighbours), capped as the
+            # dims variants are (variant_cases, else binding_cases)
+            near_b = binding_neighbours(self.k)
+            if near_b:
+                ncap = cap if cap is not None else bcap
+                key = "variant_cases" if cap is not None else "binding_cases"
+                by_dim: dict[str, list[str]] = {}
+                listed = [dict(b) for b in self.k.verify.bindings]
+                for b in near_b:
+                    for name, x in b.items():
+                        if not any(lb.get(name) == x for lb in listed):
+                            by_dim.setdefault(name, []).append(str(x))
+                shown = "; ".join(f"{n} = {', '.join(dict.fromkeys(v))}" for n, v in by_dim.items())
+                self.note(f"the search added {len(near_b)} bindings at the neighbours of the listed bindings' values inside their range "
+                          f"(v - 1, v + 1, v + 2, v + 3; one dim at a time, the binding's other dims kept): {shown}")  # fmt: skip
+                first = extra_bindings(self.cs, self.k, self.s.wiring)[0]
+                todo = sizes
+                if ncap is not None and capping and len(sizes) > ncap:
+                    todo = self.capped(sizes, ncap)
+                    self.note(f"the search's bindings ran at {ncap} case(s) {of}: its smallest and its smallest "
+                              f"of at least {STRESS_ROWS} rows ({key} = {ncap})")  # fmt: skip
+                for values in near_b:
+                    lb = LocalBinding(dict(values), first.schedule, first.step, first.buffers)
+                    for size in todo:
+                        self.verify_size(size, {}, only=lb)
             self.unit_scale()
             self.divisor_zero()
         except LaunchFailure as exc:
