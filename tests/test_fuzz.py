@@ -307,7 +307,7 @@ MODEL_FIELDS = {
     "IsvLayout": "buffer dtype total_dim reset_events slots fingerprint acknowledgements",
     "Mask": "skip_value zeroes",
     "Values": "choices weights min max scale include stress stress_reason",
-    "VerifySpec": "rowwise dims rtol atol max_batch cases variant_cases bindings sample_axes neighbours",
+    "VerifySpec": "rowwise dims rtol atol max_batch cases variant_cases binding_cases bindings sample_axes neighbours",
     "TensorParam": "name dtype shape role mask saved partial_of optional values doc write_range align",
     "WriteRange": "axis start stop",
     "Alias": "first second",

@@ -643,7 +643,7 @@ def test_a_survivor_far_slower_than_its_baseline_is_caught_by_mutate_slowdown(tm
     (k,) = run.kernels
     by_id = {o.mutant.id: o for o in k.outcomes}
     assert by_id[slow].status == "caught" and by_id[slow].checks == ("MUTATE_SLOWDOWN",)
-    assert re.fullmatch(r"its launch at B=(1|37)\S* on emulated takes \d+(\.\d+)? ms, \d+ times the unmutated kernel's [\d.]+ (ms|us): "
+    assert re.fullmatch(r"its launch at B=(1|37)( \(S=\d+\))? on emulated takes \d+(\.\d+)? ms, \d+ times the unmutated kernel's [\d.]+ (ms|us): "
                         r"the same results for far more work", by_id[slow].detail), by_id[slow].detail  # fmt: skip
     assert by_id[same].status == "survived"  # the same cost: no slowdown
     assert k.by_check == {"MUTATE_SLOWDOWN": 1, "VERIFY_REFERENCE": 7}
@@ -863,7 +863,8 @@ def test_a_survivor_slow_in_one_pass_alone_only_is_not_caught(tmp_path):
     runs = {"n": 0}
 
     def slow_twice(launch):
-        runs["n"] += launch.meta.label.endswith("(run A)")  # each verification at B=1 starts with run A
+        # each verification at B=1 starts with run A of its first S variant (the contract's S = 32)
+        runs["n"] += launch.meta.label in ("B=1 (run A)", "B=1 (S=32) (run A)")
         if runs["n"] <= 2:  # its first two verifications: the shared one and the first pass alone
             import time as _time
 

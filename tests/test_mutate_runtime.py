@@ -55,10 +55,10 @@ def test_workers_survive_hangs_crashes_and_lost_contexts():
     ]  # fmt: skip
     assert all(o.error is None for o in outs)
     hang = outs[2].outcome.result.errors[0].message
-    assert hang.startswith('Kernel "strided_gather" fails VERIFY_TIMEOUT: no progress for 1.5 s during strided_gather B=1 (run A) grid=(1, 1, 1)')
+    assert hang.startswith('Kernel "strided_gather" fails VERIFY_TIMEOUT: no progress for 1.5 s during strided_gather B=1 (S=32) (run A) grid=(1, 1, 1)')
     assert hang.endswith("; the worker was killed and restarted.")
     died = outs[6].outcome.result.errors[0].message
-    assert died.startswith('Kernel "strided_gather" fails VERIFY_LAUNCH_ERROR: the worker died (signal 11) during strided_gather B=1 (run A)')
+    assert died.startswith('Kernel "strided_gather" fails VERIFY_LAUNCH_ERROR: the worker died (signal 11) during strided_gather B=1 (S=32) (run A)')
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in outs[4].outcome.result.errors[0].message
     assert sorted(e["variant"] for e in events if e["event"] == "variant_done") == sorted(v.id for v in variants)
 

@@ -47,7 +47,7 @@ def test_a_hanging_kernel_times_out_and_the_rest_is_verified(request):
     assert verdicts == {"strided_gather": "fail", "trade_outcome_label": "pass"}
     (f,) = [f for f in out.result.findings if f.subject == "strided_gather" and f.severity.value == "error"]
     assert f.rule == "VERIFY_TIMEOUT"
-    assert f.message.startswith('Kernel "strided_gather" fails VERIFY_TIMEOUT: no progress for 4 s during strided_gather B=1 (run A) grid=(1, 1, 1) block=(256, 1, 1)')
+    assert f.message.startswith('Kernel "strided_gather" fails VERIFY_TIMEOUT: no progress for 4 s during strided_gather B=1 (S=32) (run A) grid=(1, 1, 1) block=(256, 1, 1)')
 
 
 def test_a_crashing_worker_is_a_launch_error_and_is_replaced(request):
@@ -56,7 +56,7 @@ def test_a_crashing_worker_is_a_launch_error_and_is_replaced(request):
     assert verdicts == {"strided_gather": "fail", "trade_outcome_label": "pass"}
     (f,) = [f for f in out.result.findings if f.subject == "strided_gather" and f.severity.value == "error"]
     assert f.rule == "VERIFY_LAUNCH_ERROR"
-    assert "the worker died (signal 11) during strided_gather B=1 (run A)" in f.message
+    assert "the worker died (signal 11) during strided_gather B=1 (S=32) (run A)" in f.message
 
 
 def test_the_worker_reports_environment_and_timing(request):

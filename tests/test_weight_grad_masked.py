@@ -47,7 +47,8 @@ def test_the_contract_declares_the_mask_the_domain_and_the_bindings(cs):
     bindings = [dict(b) for b in k.verify.bindings]
     assert {"M": 128, "N": 256, "P": 1} in bindings and {"M": 130, "N": 129, "P": 7} in bindings
     assert any(b["M"] <= 8 and b["N"] % 4 for b in bindings) and any(b["M"] > 8 and b["M"] % 4 for b in bindings)
-    assert k.verify.variant_cases is None  # the bindings run the whole sweep: chunks above 256 rows need B > 256
+    # the bindings run the whole sweep (chunks above 256 rows need B > 256); the K variants 3 cases of it
+    assert (k.verify.binding_cases, k.verify.variant_cases, dict(k.verify.dims)) == (12, 3, {"K": (3, 8, 1)})
     assert k.reference == "audit.references.dqn_aux:aux_weight_grad_partial_masked"
     # the entry takes the contract's parameters in order
     m = re.search(rf"{NAME}\(([^)]*)\)", SOURCE.read_text())
@@ -190,7 +191,9 @@ def test_verify_passes_the_reference_and_fails_a_kernel_that_reads_skipped_rows(
     ok = verify(REPO, kernels=[NAME], emulated={}, sizes=(37, 300), evidence=False)
     assert ok.run.results[0].verdict == "pass", [c for c in ok.run.results[0].checks if c.verdict == "fail"]
     all_skip = [c.case for c in ok.run.results[0].checks if c.check == "all_skip" and c.verdict == "pass"]
-    assert "B=37 (M=128, N=256, P=3, all-skip)" in all_skip and "B=37 (M=3, N=128, P=3, all-skip)" in all_skip
+    assert "B=37 (K=3, M=128, N=256, P=3, all-skip)" in all_skip and "B=37 (K=3, M=3, N=128, P=3, all-skip)" in all_skip
+    # K = 8: the second launch binds M = K
+    assert "B=37 (K=8, M=8, N=128, P=3, all-skip)" in all_skip
     bad = verify(REPO, kernels=[NAME], emulated={NAME: _reads_the_skipped_rows}, sizes=(37, 300), evidence=False)
     found = [f for f in bad.result.findings if f.rule == "VERIFY_REFERENCE"]
     assert found and all(f.subject == NAME for f in found), [f.message for f in bad.result.findings]
