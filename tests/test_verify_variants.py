@@ -150,16 +150,26 @@ FIXED_ONE_VALUE = ('Kernel "strided_gather" takes the fixed dim S as its argumen
                    "it takes in [kernel.verify] dims = { S = [32, 33] }, and the search adds the values around them.")  # fmt: skip
 
 
-def _gather_root(repo_root, tmp_path, edit):
-    """A copy of the shipped contracts and kernels with label_producers.toml edited."""
+def _edited_root(repo_root, tmp_path, contract, edit):
+    """A copy of the shipped contracts and kernels with contracts/kernels/<contract> edited."""
     import shutil
 
     root = tmp_path / "repo"
     skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
     shutil.copytree(repo_root, root, ignore=skip)
-    toml = root / "contracts" / "kernels" / "label_producers.toml"
+    toml = root / "contracts" / "kernels" / contract
     toml.write_text(edit(toml.read_text()))
     return root
+
+
+def _skinny_with(line):
+    """An edit of aux_param_grad_reduce.toml adding ``line`` to the skinny partial's [kernel.verify]."""
+
+    def edit(text):
+        skinny = text.index('name = "aux_weight_grad_partial_skinny"')
+        return text[:skinny] + text[skinny:].replace("variant_cases = 3\n", f"variant_cases = 3\n{line}\n", 1)
+
+    return edit
 
 
 SHIPPED_S = "dims = { S = [32, 1, 7, 64] }\nvariant_cases = 3\n"  # strided_gather's, the first kernel of the file
@@ -168,7 +178,7 @@ SHIPPED_S = "dims = { S = [32, 1, 7, 64] }\nvariant_cases = 3\n"  # strided_gath
 def test_a_fixed_dim_argument_verified_at_one_value_is_reported(repo_root, tmp_path):
     # the shipped strided_gather without its S values: row_stride is verified at S = 32 only
     assert SHIPPED_S in (repo_root / "contracts" / "kernels" / "label_producers.toml").read_text()
-    root = _gather_root(repo_root, tmp_path, lambda text: text.replace(SHIPPED_S, "", 1))
+    root = _edited_root(repo_root, tmp_path, "label_producers.toml", lambda text: text.replace(SHIPPED_S, "", 1))
     out = verify(root, kernels=["strided_gather"], emulated={"strided_gather": hard_codes_the_production_stride}, evidence=False, sizes=[37])
     one = [f for f in out.result.findings if f.rule == "VERIFY_FIXED_DIM_ONE_VALUE"]
     assert [(f.message, f.severity.value, f.location) for f in one] == [(FIXED_ONE_VALUE, "warning", "contracts/kernels/label_producers.toml:21")]
@@ -390,15 +400,7 @@ def test_the_search_adds_bindings_at_the_neighbours_of_the_listed_ones(repo_root
     assert failed == {"M=9, N=102, P=3)", "M=9, N=103, P=3)"}, failed
     assert any(n.startswith("the search added 17 bindings at the neighbours of the listed bindings' values") for n in r.notes), r.notes
     # without the search (neighbours = false) the same kernel passes every check
-    import shutil
-
-    root = tmp_path / "repo"
-    skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
-    shutil.copytree(repo_root, root, ignore=skip)
-    toml = root / "contracts" / "kernels" / "aux_param_grad_reduce.toml"
-    text = toml.read_text()
-    skinny = text.index('name = "aux_weight_grad_partial_skinny"')
-    toml.write_text(text[:skinny] + text[skinny:].replace("variant_cases = 3\n", "variant_cases = 3\nneighbours = false\n", 1))
+    root = _edited_root(repo_root, tmp_path, "aux_param_grad_reduce.toml", _skinny_with("neighbours = false"))
     assert binding_neighbours(load_contracts(root / "contracts", root).kernel_map["aux_weight_grad_partial_skinny"]) == []
     out = verify(root, kernels=["aux_weight_grad_partial_skinny"], emulated={"aux_weight_grad_partial_skinny": wrong_when_n_leaves_a_rest_of_2_or_3},
                  evidence=False)  # fmt: skip
@@ -424,15 +426,7 @@ def test_extra_bindings_run_only_the_smallest_cases_and_say_so(repo_root):
 
 def test_binding_cases_caps_the_bindings_on_their_own(repo_root, tmp_path):
     """variant_cases caps the skinny partial's bindings at 3 cases; binding_cases = 4 beside it takes that over."""
-    import shutil
-
-    root = tmp_path / "repo"
-    skip = shutil.ignore_patterns(".git", ".venv", ".wireup-cache", ".carry", ".whl", "reports", "benchmarks", "docs", "tests", "*.egg-info")
-    shutil.copytree(repo_root, root, ignore=skip)
-    toml = root / "contracts" / "kernels" / "aux_param_grad_reduce.toml"
-    text = toml.read_text()
-    skinny = text.index('name = "aux_weight_grad_partial_skinny"')
-    toml.write_text(text[:skinny] + text[skinny:].replace("variant_cases = 3\n", "variant_cases = 3\nbinding_cases = 4\n", 1))
+    root = _edited_root(repo_root, tmp_path, "aux_param_grad_reduce.toml", _skinny_with("binding_cases = 4"))
     assert load_contracts(root / "contracts", root).kernel_map["aux_weight_grad_partial_skinny"].verify.binding_cases == 4
     r = verify(root, kernels=["aux_weight_grad_partial_skinny"], emulated={}, evidence=False).run.results[0]
     assert r.verdict == "pass", [c for c in r.checks if c.verdict == "fail"]

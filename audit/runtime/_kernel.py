@@ -210,40 +210,25 @@ class KernelVerifier:
                 elif self.grad_why:
                     self.add(None, GRADCHECK, "fail", case_label(None, variant, {}, cs=self.cs), self.fail_msg(GRADCHECK, "its gradient check", self.grad_why))
             # [kernel.verify] bindings: local-dim values no launch binds (a shape-generic kernel's other shapes)
-            bcap, key = (self.k.verify.binding_cases, "binding_cases") if self.k.verify.binding_cases is not None else (cap, "variant_cases")
-            for lb in extra_bindings(self.cs, self.k, self.s.wiring):
-                todo = sizes
-                if bcap is not None and capping and len(sizes) > bcap:
-                    todo = self.capped(sizes, bcap)
-                    self.note(f"the extra bindings ran at {bcap} case(s) {of}: its smallest and its smallest "
-                              f"of at least {STRESS_ROWS} rows ({key} = {bcap})")  # fmt: skip
-                for size in todo:
-                    self.verify_size(size, {}, only=lb)
+            listed = extra_bindings(self.cs, self.k, self.s.wiring)
+            bcap, bkey = (self.k.verify.binding_cases, "binding_cases") if self.k.verify.binding_cases is not None else (cap, "variant_cases")
+            self.run_bindings(listed, sizes, bcap, bkey, "the extra bindings", capping, of)
             # the search's bindings at the neighbours of the listed ones (binding_neighbours), capped as the
             # dims variants are (variant_cases, else binding_cases)
             near_b = binding_neighbours(self.k)
             if near_b:
-                ncap = cap if cap is not None else bcap
-                key = "variant_cases" if cap is not None else "binding_cases"
                 by_dim: dict[str, list[str]] = {}
-                listed = [dict(b) for b in self.k.verify.bindings]
                 for b in near_b:
                     for name, x in b.items():
-                        if not any(lb.get(name) == x for lb in listed):
+                        if not any(lb.values.get(name) == x for lb in listed):
                             by_dim.setdefault(name, []).append(str(x))
                 shown = "; ".join(f"{n} = {', '.join(dict.fromkeys(v))}" for n, v in by_dim.items())
                 self.note(f"the search added {len(near_b)} bindings at the neighbours of the listed bindings' values inside their range "
                           f"(v - 1, v + 1, v + 2, v + 3; one dim at a time, the binding's other dims kept): {shown}")  # fmt: skip
-                first = extra_bindings(self.cs, self.k, self.s.wiring)[0]
-                todo = sizes
-                if ncap is not None and capping and len(sizes) > ncap:
-                    todo = self.capped(sizes, ncap)
-                    self.note(f"the search's bindings ran at {ncap} case(s) {of}: its smallest and its smallest "
-                              f"of at least {STRESS_ROWS} rows ({key} = {ncap})")  # fmt: skip
-                for values in near_b:
-                    lb = LocalBinding(dict(values), first.schedule, first.step, first.buffers)
-                    for size in todo:
-                        self.verify_size(size, {}, only=lb)
+                first = listed[0]
+                near = [LocalBinding(dict(values), first.schedule, first.step, first.buffers) for values in near_b]
+                ncap, nkey = (cap, "variant_cases") if cap is not None else (bcap, bkey)
+                self.run_bindings(near, sizes, ncap, nkey, "the search's bindings", capping, of)
             self.unit_scale()
             self.divisor_zero()
         except LaunchFailure as exc:
@@ -261,6 +246,18 @@ class KernelVerifier:
         finally:
             self.record_coverage()
         return list(self.results.values())
+
+    def run_bindings(self, bindings: list[LocalBinding], sizes: list, cap: int | None, key: str, what: str, capping: bool, of: str) -> None:
+        """Verify each of ``bindings`` at ``sizes``, or at ``cap`` of them where capping applies (and say so)."""
+        if not bindings:
+            return
+        todo = sizes
+        if cap is not None and capping and len(sizes) > cap:
+            todo = self.capped(sizes, cap)
+            self.note(f"{what} ran at {cap} case(s) {of}: its smallest and its smallest of at least {STRESS_ROWS} rows ({key} = {cap})")
+        for lb in bindings:
+            for size in todo:
+                self.verify_size(size, {}, only=lb)
 
     def capped(self, sizes: list, cap: int) -> list:
         """The ``cap`` cases of a capped dims variant: the sweep's smallest, then its smallest of at least
