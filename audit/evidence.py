@@ -172,10 +172,10 @@ def load_records(folder: Path, cache: Path | None = None) -> list[EvidenceRecord
     With ``cache`` (a folder of the build cache), a record whose bytes were read and found valid before
     is built from its summary there, every field but its checks, which are parsed from the bytes when
     first asked for: the freshness of a record needs its hashes, flags and date, and reading and typing
-    the ~20,000 check outcomes of the shipped records was most of the ~90 ms the evidence rules took in
+    the ~22,700 check outcomes of the shipped records was most of the ~67 ms the evidence rules took in
     ``wireup check`` (docs/benchmarks.md section 1). The summaries are kept by the sha256 of the record's
     bytes, so an edited record is parsed and validated in full again; the file holds exactly the summaries
-    of the last load (:func:`_summaries`)."""
+    of the last load (:class:`_Summaries`)."""
     out: list[EvidenceRecord] = []
     if not folder.is_dir():
         return out
