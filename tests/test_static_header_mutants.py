@@ -66,6 +66,52 @@ def test_static_catches_in_forked_workers_give_what_one_process_gives(tmp_path):
         sb, entry = built.kernel(k)
         if entry is not None:
             items.append((f"{k.name}/m", k.name, MutantBuild("compiled", root / k.source, ptx=sb.ptx)))
-    one = static_catches(cfg, cs, items, jobs=1)
+    one = static_catches(cfg, cs, items, jobs=1, cache=False)
     assert [r for r, _ in one["loss/m"]] == ["SHARED_BARRIER_MISSING"]
-    assert static_catches(cfg, cs, items, jobs=2) == one
+    assert static_catches(cfg, cs, items, jobs=2, cache=False) == one
+
+
+@pytest.mark.nvcc
+def test_static_findings_are_kept_by_what_they_depend_on_and_reused(tmp_path, monkeypatch):
+    """A resumed mutation run does not analyse its mutants again: the findings of each item are kept in
+    <cache>/mutate-journal/static.jsonl under the sha256 of wireup's code, the contracts, the kernel, its source
+    closure and its PTX, and read back equal; an edited PTX or contract is analysed afresh."""
+    from audit.compile import build_kernels
+    from audit.mutate import _static
+    from audit.mutate._build import MutantBuild
+    from audit.mutate._static import static_catches
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "bad", root)
+    cfg, cs = load_project(root)
+    built = build_kernels(cfg, cs, jobs=2)
+    items = []
+    for k in cs.kernels:
+        sb, entry = built.kernel(k)
+        if entry is not None:
+            items.append((f"{k.name}/m", k.name, MutantBuild("compiled", root / k.source, ptx=sb.ptx)))
+    fresh = static_catches(cfg, cs, items, jobs=1, cache=False)
+    assert [r for r, _ in fresh["loss/m"]] == ["SHARED_BARRIER_MISSING"]
+    analysed = []
+    real = _static._check_item
+    monkeypatch.setattr(_static, "_check_item", lambda i: analysed.append(i) or real(i))
+    assert static_catches(cfg, cs, items, jobs=1) == fresh and len(analysed) == len(items)
+    store = root / ".wireup-cache" / "mutate-journal" / "static.jsonl"
+    assert len(store.read_text().splitlines()) == len(items)
+    analysed.clear()
+    assert static_catches(cfg, cs, items, jobs=1) == fresh and analysed == []  # every item from the file
+    # an edited PTX (another build of the same kernel) is a new key: only that item is analysed again
+    loss = next(i for i, it in enumerate(items) if it[0] == "loss/m")
+    ptx = tmp_path / "loss.ptx"
+    ptx.write_text(items[loss][2].ptx.read_text() + "\n// edited\n")
+    edited = [*items[:loss], ("loss/m", "loss", MutantBuild("compiled", root / cs.kernel("loss").source, ptx=ptx)), *items[loss + 1:]]
+    assert static_catches(cfg, cs, edited, jobs=1) == fresh and analysed == [loss]
+    # a contract edit changes every key
+    analysed.clear()
+    contract = sorted((root / "contracts").rglob("*.toml"))[0]
+    contract.write_text(contract.read_text() + "\n# edited\n")
+    assert static_catches(cfg, cs, items, jobs=1) == fresh and len(analysed) == len(items)
+    # lines that do not parse, or hold anything but [rule, message] pairs, are ignored
+    store.write_text('{"key": "x", "hits": [[1, 2]]}\nnot json\n')
+    analysed.clear()
+    assert static_catches(cfg, cs, items, jobs=1) == fresh and len(analysed) == len(items)

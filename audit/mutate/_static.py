@@ -48,26 +48,40 @@ STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS"
                 "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP")
 
 
-def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1) -> dict[str, list[tuple[str, str]]]:
+def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1, cache: bool = True) -> dict[str, list[tuple[str, str]]]:
     """For each ``(key, kernel, build)`` (a :class:`~audit.mutate.MutantBuild`: its source and PTX), the
     ``(rule, message)`` findings of :data:`STATIC_RULES` (those of every item with that key); keys
     without a finding are left out. ``jobs`` > 1 checks the items in that many forked processes (the PTX
-    analyses are pure Python: a thousand mutants took minutes on one core); the result is the same."""
+    analyses are pure Python: a thousand mutants took minutes on one core); the result is the same.
+
+    With ``cache``, each item's findings are kept in ``<cache>/mutate-journal/static.jsonl`` under the
+    sha256 of everything they are a function of (:func:`_item_key`: wireup's code, the contract files, the
+    include folders, the kernel, its source closure and its PTX), so a resumed run (each device call of a
+    long mutation run starts over from its journal) does not analyse its mutants again: the static phase of
+    the next-bar pair's 476 mutants took ~37 s of every call on the H100's 16 cores. The file lies beside the
+    journals and travels with them; it is not used where git tracks files in the cache folder."""
     from ..graph import Wiring
 
     global _SHARED
     wiring = Wiring(cs) if items else None
     dirs = [cfg.path(d) for d in cfg.include_dirs]
+    store = _StaticStore.open(cfg, dirs) if cache and items else None
+    keys = [store.item_key(kernel, build) for _key, kernel, build in items] if store is not None else []
+    todo = [i for i in range(len(items)) if store is None or keys[i] not in store.known]
     _SHARED = (cs, wiring, dirs, list(items))
     try:
-        workers = min(jobs or usable_cpus(), len(items))
+        workers = min(jobs or usable_cpus(), len(todo))
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                found = list(pool.map(_check_item, range(len(items)), chunksize=max(1, len(items) // (4 * workers))))
+                computed = list(pool.map(_check_item, todo, chunksize=max(1, len(todo) // (4 * workers))))
         else:
-            found = [_check_item(i) for i in range(len(items))]
+            computed = [_check_item(i) for i in todo]
     finally:
         _SHARED = None
+    by_index = dict(zip(todo, computed))
+    if store is not None:
+        store.add({keys[i]: hits for i, hits in by_index.items()})
+    found = [by_index[i] if i in by_index else store.known[keys[i]] for i in range(len(items))]  # type: ignore[union-attr]
     out: dict[str, list[tuple[str, str]]] = {}
     for (key, _kernel, _build), hits in zip(items, found):
         if hits:  # a header mutant has one item per including kernel, all under its key
@@ -88,3 +102,100 @@ def _check_item(i: int) -> list[tuple[str, str]]:
     k = cs.kernel(kernel)
     ptx = build.ptx.read_text(errors="replace") if build.ptx is not None and build.ptx.is_file() else None
     return kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
+
+
+#: Bump when the layout of a static.jsonl line or what its key covers changes.
+STATIC_FORMAT = "wireup-mutate-static-1"
+
+
+class _StaticStore:
+    """The static findings of earlier runs, by :meth:`item_key` (``<cache>/mutate-journal/static.jsonl``,
+    one ``{"key": ..., "hits": [[rule, message], ...]}`` per line; a line that does not parse or holds
+    anything else is ignored)."""
+
+    def __init__(self, path: Any, base: str, dirs: Sequence[Any]) -> None:
+        self.path = path
+        self.base = base
+        self.dirs = list(dirs)
+        self.known: dict[str, list[tuple[str, str]]] = {}
+        self._files: dict[Any, bytes] = {}
+
+    @classmethod
+    def open(cls, cfg: Any, dirs: Sequence[Any]) -> _StaticStore | None:
+        import hashlib
+        import json
+
+        from ..check_cache import cache_folder, code_version
+
+        folder = cache_folder(cfg)
+        code = code_version()
+        if folder is None or not code:
+            return None
+        h = hashlib.sha256(f"{STATIC_FORMAT}\0{code}\0".encode())
+        contracts = cfg.path(cfg.contracts)
+        for path in sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]:
+            try:
+                h.update(path.relative_to(cfg.root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            except (OSError, ValueError):
+                return None
+        for d in dirs:
+            h.update(str(d).encode("utf-8", "surrogatepass") + b"\0")
+        store = cls(folder / "mutate-journal" / "static.jsonl", h.hexdigest(), dirs)
+        try:
+            lines = store.path.read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+                key, hits = entry["key"], entry["hits"]
+            except (ValueError, TypeError, KeyError):
+                continue
+            if type(key) is str and type(hits) is list and all(type(x) is list and len(x) == 2 and all(type(y) is str for y in x) for x in hits):
+                store.known[key] = [(r, m) for r, m in hits]
+        return store
+
+    def item_key(self, kernel: str, build: Any) -> str:
+        """sha256 of the store's base (code, contracts, include folders), the kernel, and the bytes of the
+        build's source closure and PTX."""
+        import hashlib
+
+        from ..hashing import include_closure
+
+        h = hashlib.sha256(f"{self.base}\0{kernel}\0".encode())
+        paths = [build.path] if build.path is not None else []
+        if build.path is not None:
+            try:
+                paths = [build.path, *(p for p in include_closure(build.path, self.dirs) if p != build.path)]
+            except OSError:
+                pass
+        for p in [*paths, build.ptx]:
+            h.update(b"\0" + self._bytes(p))
+        return h.hexdigest()
+
+    def _bytes(self, path: Any) -> bytes:
+        if path is None:
+            return b"(none)"
+        data = self._files.get(path)
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b"(unreadable)"
+            self._files[path] = data
+        return data
+
+    def add(self, found: dict[str, list[tuple[str, str]]]) -> None:
+        """Append the findings of ``found`` to the file (best effort) and to :attr:`known`."""
+        import json
+
+        new = {k: v for k, v in found.items() if k not in self.known}
+        self.known.update(found)
+        if not new:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write("".join(json.dumps({"key": k, "hits": [list(x) for x in v]}) + "\n" for k, v in new.items()))
+        except OSError:
+            pass
