@@ -48,14 +48,11 @@ def test_the_unmutated_copy_is_clean(project, tmp_path):
     assert kernel_code_findings(cs, wiring, k, _copy(root, tmp_path, False), [root / "kernels"], None) == []
 
 
-@pytest.mark.nvcc
-def test_static_catches_in_forked_workers_give_what_one_process_gives(tmp_path):
-    """The static checks of many mutants run in ``jobs`` forked processes (the PTX analyses are pure
-    Python); the findings, per key and in order, are those of one process: here the barrier fixture's
-    racy ``loss`` kernel among its clean ones."""
+def _barrier_items(tmp_path):
+    """A copy of the barrier fixture (its racy ``loss`` kernel among clean ones), built, and one static-check
+    item per kernel: its source and PTX as a mutant's."""
     from audit.compile import build_kernels
     from audit.mutate._build import MutantBuild
-    from audit.mutate._static import static_catches
 
     root = tmp_path / "p"
     shutil.copytree(Path(__file__).parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "bad", root)
@@ -66,6 +63,17 @@ def test_static_catches_in_forked_workers_give_what_one_process_gives(tmp_path):
         sb, entry = built.kernel(k)
         if entry is not None:
             items.append((f"{k.name}/m", k.name, MutantBuild("compiled", root / k.source, ptx=sb.ptx)))
+    return root, cfg, cs, items
+
+
+@pytest.mark.nvcc
+def test_static_catches_in_forked_workers_give_what_one_process_gives(tmp_path):
+    """The static checks of many mutants run in ``jobs`` forked processes (the PTX analyses are pure
+    Python); the findings, per key and in order, are those of one process: here the barrier fixture's
+    racy ``loss`` kernel among its clean ones."""
+    from audit.mutate._static import static_catches
+
+    root, cfg, cs, items = _barrier_items(tmp_path)
     one = static_catches(cfg, cs, items, jobs=1, cache=False)
     assert [r for r, _ in one["loss/m"]] == ["SHARED_BARRIER_MISSING"]
     assert static_catches(cfg, cs, items, jobs=2, cache=False) == one
@@ -76,20 +84,11 @@ def test_static_findings_are_kept_by_what_they_depend_on_and_reused(tmp_path, mo
     """A resumed mutation run does not analyse its mutants again: the findings of each item are kept in
     <cache>/mutate-journal/static.jsonl under the sha256 of wireup's code, the contracts, the kernel, its source
     closure and its PTX, and read back equal; an edited PTX or contract is analysed afresh."""
-    from audit.compile import build_kernels
     from audit.mutate import _static
     from audit.mutate._build import MutantBuild
     from audit.mutate._static import static_catches
 
-    root = tmp_path / "p"
-    shutil.copytree(Path(__file__).parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "bad", root)
-    cfg, cs = load_project(root)
-    built = build_kernels(cfg, cs, jobs=2)
-    items = []
-    for k in cs.kernels:
-        sb, entry = built.kernel(k)
-        if entry is not None:
-            items.append((f"{k.name}/m", k.name, MutantBuild("compiled", root / k.source, ptx=sb.ptx)))
+    root, cfg, cs, items = _barrier_items(tmp_path)
     fresh = static_catches(cfg, cs, items, jobs=1, cache=False)
     assert [r for r, _ in fresh["loss/m"]] == ["SHARED_BARRIER_MISSING"]
     analysed = []
