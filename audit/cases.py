@@ -530,14 +530,19 @@ def dims_neighbours(kernel: Any) -> list[tuple[str, int]]:
     """
     if not kernel.verify.neighbours:
         return []
-    out: list[tuple[str, int]] = []
-    for name, values in kernel.verify.dims:
-        lo, hi = min(values), max(values)
-        if lo == hi:
-            continue
-        near = {v + d for v in values for d in NEIGHBOUR_STEPS if lo <= v + d <= hi} - set(values)
-        out += [(name, int(x)) for x in sorted(near)]
-    return out
+    return [(name, int(x)) for name, values in kernel.verify.dims for x in _neighbours(values)]
+
+
+def _neighbours(values: Sequence[int]) -> dict[int, int]:
+    """The values NEIGHBOUR_STEPS away from one of ``values``, inside their range and not among them, in
+    ascending order, each mapped to the first of ``values`` (in their order) it neighbours."""
+    lo, hi = min(values), max(values)
+    near: dict[int, int] = {}
+    for v in values:
+        for d in NEIGHBOUR_STEPS:
+            if lo <= v + d <= hi and v + d not in values and v + d not in near:
+                near[v + d] = v
+    return dict(sorted(near.items()))
 
 
 def binding_neighbours(kernel: Any) -> list[dict[str, int]]:
@@ -561,18 +566,10 @@ def binding_neighbours(kernel: Any) -> list[dict[str, int]]:
     out: list[dict[str, int]] = []
     for name in kernel.dims:
         values = [b[name] for b in bindings if name in b]
-        if len(set(values)) < 2:
-            continue
-        lo, hi = min(values), max(values)
-        near: dict[int, dict[str, int]] = {}
-        for b in bindings:
-            for d in NEIGHBOUR_STEPS:
-                x = b[name] + d
-                if lo <= x <= hi and x not in values and x not in near:
-                    near[x] = {**b, name: x}
-        for x in sorted(near):
-            key = tuple(sorted(near[x].items()))
+        for x, v in (_neighbours(values) if values else {}).items():
+            copy = {**next(b for b in bindings if b.get(name) == v), name: x}
+            key = tuple(sorted(copy.items()))
             if key not in seen:
                 seen.add(key)
-                out.append(near[x])
+                out.append(copy)
     return out

@@ -163,12 +163,12 @@ class _StaticStore:
         from ..hashing import include_closure
 
         h = hashlib.sha256(f"{self.base}\0{kernel}\0".encode())
-        paths = [build.path] if build.path is not None else []
+        paths = []
         if build.path is not None:
             try:
                 paths = [build.path, *(p for p in include_closure(build.path, self.dirs) if p != build.path)]
             except OSError:
-                pass
+                paths = [build.path]
         for p in [*paths, build.ptx]:
             h.update(b"\0" + self._bytes(p))
         return h.hexdigest()
