@@ -609,6 +609,56 @@ def test_sanitizer_runs_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, 
     assert seen == [original.name, *(paths[m.key].name for m in ms)]
 
 
+def test_a_sanitizer_verdict_journaled_under_a_fuller_plan_stands(monkeypatch, tmp_path):
+    """Plan 3 launches each case's inputs once (verify's repeats=False); plan 2 ran those launches and runs B
+    and C besides. A plan-2 verdict in the journal is taken under plan 3 and says so; what no journal holds
+    runs under plan 3, with repeats=False, and is kept under plan 3; without the fuller plan nothing resumes."""
+    from audit import runtime
+    import audit.mutate._run as mrun
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync", "guard"])[1]["aux_label_scale_ema_update"]][:3]
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    idents = {"aux_label_scale_ema_update/baseline": "b0", **{m.key: f"m{i}" for i, m in enumerate(ms)}}
+    calls: list[tuple[str, object]] = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        name = source_overrides[kernels[0]].name
+        calls.append((name, kw.get("repeats")))
+        f = SimpleNamespace(rule="SANITIZER_RACECHECK", message="a hazard", severity=SimpleNamespace(value="error"))
+        return SimpleNamespace(result=SimpleNamespace(findings=[f] if name == paths[ms[0].key].name else []))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    journal, events = tmp_path / "k.sanitizers.jsonl", []
+    run = lambda mutants: _sanitize(cfg, "racecheck", mutants, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0,  # noqa: E731
+                                    events.append, workers=1, journal=journal, identities=idents)  # fmt: skip
+    monkeypatch.setattr(mrun, "SANITIZER_PLAN", 2)
+    monkeypatch.setattr(mrun, "FULLER_PLANS", {})
+    run(ms[:2])  # the baseline and two mutants, journaled under plan 2
+    assert len(journal.read_text().splitlines()) == 3
+    monkeypatch.setattr(mrun, "SANITIZER_PLAN", 3)
+    monkeypatch.setattr(mrun, "FULLER_PLANS", {3: (2,)})
+    calls.clear()
+    found, bases = run(ms)
+    assert calls == [(paths[ms[2].key].name, False)]  # only the unjournaled mutant ran, each case's inputs once
+    assert found == {ms[0].key: (("SANITIZER_RACECHECK",), "a hazard")} and bases == {"aux_label_scale_ema_update": None}
+    verdict = {e["variant"]: e["verdict"] for e in events if e.get("event") == "sanitizer"}
+    assert verdict[ms[0].key] == "caught (from the journal, a run of the fuller plan 2)"
+    assert verdict[ms[1].key] == "survived (from the journal, a run of the fuller plan 2)"
+    assert verdict[ms[2].key] == "survived"
+    assert len(journal.read_text().splitlines()) == 4
+    calls.clear()
+    events.clear()
+    run(ms)
+    assert calls == [] and {e["variant"]: e["verdict"] for e in events if e.get("event") == "sanitizer"}[ms[2].key] == "survived (from the journal)"
+    monkeypatch.setattr(mrun, "FULLER_PLANS", {})
+    calls.clear()
+    run(ms)
+    assert sorted(calls) == sorted([(p.name, False) for p in [original, paths[ms[0].key], paths[ms[1].key]]])
+
+
 def test_the_report_shows_an_unscored_kernel_as_not_scored(tmp_path):
     from audit.report.collect import _mutation_view
 

@@ -88,8 +88,13 @@ RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racec
 SANITIZERS = ("memcheck", "racecheck")  # the passes survivors go through, in this order
 # what a sanitizer run of a survivor covers, in its journal identity: 2 (6 December 2026) caps the dims
 # variants after the first at their kernel's variant_cases of the sizes above, as `wireup verify --sanitizer`
-# does; 1 ran every variant at every size (the trade-outcome backward's memcheck run took ~100 s a survivor)
-SANITIZER_PLAN = 2
+# does; 1 ran every variant at every size (the trade-outcome backward's memcheck run took ~100 s a survivor);
+# 3 (6 December, later) is 2 with each case's inputs launched once (verify's repeats=False: runs B and C, the
+# same inputs and pointers again, left out; 134 -> 86 launches of the next-bar backward under racecheck)
+SANITIZER_PLAN = 3
+# plan -> the earlier plans whose runs cover all of its launches: a verdict journaled under one of them stands
+# (a run that reported nothing over more launches reports nothing over fewer; a report is a report)
+FULLER_PLANS: dict[int, tuple[int, ...]] = {3: (2,)}
 # seconds without progress before a sanitizer run is stopped (times verify's factor of 20 for an
 # instrumented run: 2 minutes); a run without a report by then is inconclusive, not caught (on the H200 a
 # removed cp.async barrier kept racecheck reporting for minutes)
@@ -805,13 +810,21 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     done = book.load() if book is not None else {}
     book_lock = threading.Lock()
 
-    def identity(key: str, kernels: Sequence[str]) -> str | None:
+    def identity(key: str, kernels: Sequence[str], plan: int = SANITIZER_PLAN) -> str | None:
         if book is None or key not in identities:
             return None
-        settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key], SANITIZER_PLAN]
+        settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key], plan]
         if key.endswith("/siblings"):  # the siblings run in this pass (racecheck takes those with shared memory)
             settings.append(sorted(kernels))
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
+
+    def journaled(key: str, kernels: Sequence[str]) -> tuple[list[tuple[str, str]], int] | None:
+        """The journal's verdict of this run under the current plan, else under a fuller one (and which)."""
+        for plan in (SANITIZER_PLAN, *FULLER_PLANS.get(SANITIZER_PLAN, ())):
+            ident = identity(key, kernels, plan)
+            if ident is not None and ident in done:
+                return done[ident], plan
+        return None
     # on several GPUs, the sanitizer runs take them in turn (one GPU: every run shares it, unpinned)
     gpus = visible_gpus() if backends and list(backends) != ["emulated"] else []
     turn, turn_lock = itertools.count(), threading.Lock()
@@ -829,16 +842,18 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         if stop.is_set():  # the pass was interrupted: nothing more starts
             return key, []
         ident = identity(key, list(overrides))
-        if ident is not None and ident in done:
-            errors = done[ident]
-            progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict_of(key, errors) + " (from the journal)"})
+        held = journaled(key, list(overrides))
+        if held is not None:
+            errors, plan = held
+            fuller = "" if plan == SANITIZER_PLAN else f", a run of the fuller plan {plan}"
+            progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict_of(key, errors) + f" (from the journal{fuller})"})
             return key, errors
         with turn_lock:
             n = next(turn)
         pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
         out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
                      sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
-                     devices=pin)  # fmt: skip
+                     devices=pin, repeats=False)  # fmt: skip
         if stop.is_set():  # its workers were killed by the interruption: the run proves nothing and is not kept
             return key, []
         # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation

@@ -54,6 +54,9 @@ class JobSpec:
     # "kernel:NAME" / "schedule:NAME" -> the subject's cases (dim assignments); a subject not listed runs
     # at ``sizes`` / ``chain_sizes``, each scalar setting every runtime dim
     cases: dict[str, list[dict[str, int]]] = field(default_factory=dict)
+    # False (a sanitizer run judged by its tool's reports only): each case's inputs launch once, runs B and C
+    # (the same inputs and pointers again, other initial output contents) left out
+    repeats: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -123,6 +123,7 @@ def verify(
     workers: int | str | None = None,
     cluster: str | None = None,
     devices: Sequence[str | None] | None = None,
+    repeats: bool = True,
 ) -> VerifyOutcome:
     """Verify kernels and schedules on the GPU (or the emulated backend); see docs/verification.md.
 
@@ -140,6 +141,11 @@ def verify(
     one per GPU (:mod:`audit.runtime._placement`; ``devices`` pins one worker to each GPU given), or
     ``cluster`` (``"ray"``, ``"ray://HOST:PORT"``) on the GPUs of a Ray cluster
     (:mod:`audit.runtime._cluster`); the outcome is the same whatever ran where.
+
+    ``repeats=False`` (with ``sanitizer`` only: a run whose judge is the tool's reports, as ``wireup
+    mutate``'s survivor passes) launches each case's inputs once: runs B and C, the same inputs and pointers
+    again with other initial contents of the outputs, are left out (D, NULL optional outputs, and the
+    misaligned run E take other paths and stay).
     """
     from ..api import load_project
 
@@ -149,6 +155,8 @@ def verify(
     subjects = select_subjects(cs, kernels, schedules)
     timing: dict[str, float] = {}
     use_emulated = emulated is not None or "emulated" in backends
+    if not repeats and sanitizer is None:
+        raise ValueError("repeats=False leaves out the determinism, unwritten-output and accumulate checks: only a sanitizer run, judged by its tool's reports, may drop them")
     if sanitizer is not None and sanitizer not in SANITIZER_CHECKS:
         raise UsageError(f'--sanitizer "{sanitizer}" is not a compute-sanitizer tool; the tools are "memcheck", "racecheck", "initcheck" and "synccheck".')
     from ._cluster import parse_cluster, require_ray
@@ -213,7 +221,7 @@ def verify(
         root=str(cfg.root), backends=names, subjects=subjects, seed=int(seed), sizes=[int(s) for s in sizes if not isinstance(s, DimCase)],
         chain_sizes=[int(s) for s in chain_sizes if not isinstance(s, DimCase)], modules=modules, helper_cubin=helper,
         guard_bytes=0 if sanitizer == "memcheck" else 4096, python_paths=[str(cfg.path(p)) for p in cfg.reference_paths] + [str(p) for p in python_paths],
-        plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}), cases=planned,
+        plugins=list(plugins), sanitizer=sanitizer, budgets=dict(budgets or {}), cases=planned, repeats=bool(repeats),
     )  # fmt: skip
     if in_process is None:
         in_process = use_emulated and not plugins and not parallel

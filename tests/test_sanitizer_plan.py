@@ -1,0 +1,51 @@
+"""A sanitizer run judged only by its tool's reports launches each case's inputs once (verify's
+``repeats=False``, what ``wireup mutate``'s survivor passes run): runs B and C, the same inputs and pointers
+again with other initial contents of the outputs, are left out; the NULL-optional run D and the misaligned run
+E take other paths and stay."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from audit.runtime import _kernel, verify
+
+KERNEL = "aux_next_bar_backward"  # an accumulate output (run C) and optional outputs (run D)
+NOTE = ("each case's inputs launched once under racecheck: runs B and C (the same inputs and pointers again, other initial contents "
+        "of the outputs) were left out, so determinism, unwritten outputs and accumulation were not judged in this run")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repo_root(request):
+    return request.config.rootpath
+
+
+def _runs(monkeypatch, repo_root, **kw):
+    runs: list[str] = []
+    launch = _kernel.KernelVerifier.launch
+
+    def spy(self, backend, case, ptrs, run):
+        runs.append(run.split(",")[0])
+        return launch(self, backend, case, ptrs, run)
+
+    monkeypatch.setattr(_kernel.KernelVerifier, "launch", spy)
+    out = verify(repo_root, kernels=[KERNEL], emulated={}, evidence=False, sanitizer="racecheck", sizes=(37,), **kw)
+    return Counter(runs), out.run.results[0]
+
+
+def test_repeats_false_leaves_out_runs_b_and_c_and_keeps_every_other_launch(monkeypatch, repo_root):
+    full, r_full = _runs(monkeypatch, repo_root)
+    once, r_once = _runs(monkeypatch, repo_root, repeats=False)
+    assert {"A", "B", "C", "D", "E", "gradcheck"} <= set(full), full
+    assert once == Counter({k: v for k, v in full.items() if k not in ("B", "C")}), (full, once)
+    assert r_full.verdict == r_once.verdict == "pass"
+    checks = lambda r: {c.check for c in r.checks}  # noqa: E731
+    assert {"determinism", "written", "accumulate"} <= checks(r_full)
+    assert not {"determinism", "written", "accumulate"} & checks(r_once)
+    assert NOTE in r_once.notes and NOTE not in r_full.notes, r_once.notes
+
+
+def test_repeats_false_is_for_sanitizer_runs_only(repo_root):
+    with pytest.raises(ValueError, match="only a sanitizer run"):
+        verify(repo_root, kernels=[KERNEL], emulated={}, evidence=False, sizes=(37,), repeats=False)
