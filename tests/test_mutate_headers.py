@@ -147,6 +147,43 @@ def test_header_records_are_written_reclassified_and_counted_by_the_report(tmp_p
     assert name == HEAD and view.selected == 2 and view.generated == data["generated"]
 
 
+def test_a_header_record_is_stale_once_other_kernels_include_it_or_theirs_change(tmp_path, capsys):
+    """A header's mutants are judged by the kernels including it: the record keeps their names and their
+    sources' hashes (without the header), and the report calls it stale when the including kernels are no
+    longer those, or one of their sources changed since (the shipped sgemm_tile.cuh record was judged
+    against five kernels that no longer include it, and not against three that do)."""
+    from audit.report.collect import _header_judges, _header_mutations
+
+    sys.path.insert(0, str(TESTS / "data" / "mutate"))
+    try:
+        main(["mutate", "--root", str(REPO), HEAD, "--max-mutants", "1", "--sizes", "1", "--stand-in", "stand_in:by_operator",
+              "--output-dir", str(tmp_path)])  # fmt: skip
+    finally:
+        sys.path.remove(str(TESTS / "data" / "mutate"))
+    capsys.readouterr()
+    cfg, cs = load_project(REPO)
+    judges = _header_judges(cfg, cs)
+    path = tmp_path / f"{HEAD}.json"
+    data = json.loads(path.read_text())
+    assert sorted(data["judged_sources"]) == sorted(FORWARDS) and data["judged_sources"] == judges[HEAD][1]
+    ((_, view),) = _header_mutations(tmp_path, REPO, judges)
+    assert view.stale == "" and view.judged_by == list(FORWARDS)
+    day = data["date"][:10]
+
+    def stale_with(**edit) -> str:
+        path.write_text(json.dumps({**data, **edit}))
+        ((_, v),) = _header_mutations(tmp_path, REPO, judges)
+        return v.stale
+
+    assert stale_with(judged_by=[FORWARDS[0], "aux_gone"]) == (
+        f"its mutants were judged against aux_gone, which no longer includes it, and not against {FORWARDS[1]}, which includes it now ({day})")
+    assert stale_with(judged_by=list(FORWARDS), judged_sources={**data["judged_sources"], FORWARDS[1]: "0" * 64}) == (
+        f"the sources of {FORWARDS[1]}, which judged its mutants, changed since this run ({day})")
+    # an older record without the hashes: only the kernels' names judge
+    assert stale_with(judged_sources=None) == ""
+    assert "no longer include it" in stale_with(judged_by=[*FORWARDS, "a", "b"])
+
+
 @pytest.mark.nvcc
 def test_build_only_compiles_a_header_mutant_into_both_including_kernels(tmp_path, project):
     from audit.config import with_overrides
@@ -265,9 +302,10 @@ def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path
     caught_n += len(missing)
     run_n += len(missing)
     n = len(cs.kernels)
+    units = header_units(*load_project(root))  # a record judged by other kernels than those including the header now is stale
     for name, caught in (("aux_common.cuh", 5), ("aux_head_forward.cuh", 4), ("sgemm_tile.cuh", 3)):
         (folder / f"{name}.json").write_text(json.dumps({
-            "header": True, "judged_by": ["x"], "kernel": name, "generated": caught, "selected": caught, "mutants": caught,
+            "header": True, "judged_by": list(units[name].kernels), "kernel": name, "generated": caught, "selected": caught, "mutants": caught,
             "caught": caught, "equivalent": 0, "score": 1.0, "baseline": "pass", "survivors": [],
         }))  # fmt: skip
     state, text = row()

@@ -591,4 +591,4 @@ def test_a_mutation_record_of_an_older_source_is_shown_stale_and_never_a_full_sc
     src.write_text(src.read_text(encoding="utf-8") + "\n// changed after the mutation run\n", encoding="utf-8")
     state, text, fwd = summary()
     assert fwd == "4 of 4 caught (100%); stale: kernels/forward_kernel.cu changed since this run (2026-12-05)"
-    assert state == "warn" and text == f"{4 * n} of {4 * n} mutants caught (100%) over {n} of {n} kernels; 1 record of an older source (stale)"
+    assert state == "warn" and text == f"{4 * n} of {4 * n} mutants caught (100%) over {n} of {n} kernels; 1 stale record (of an older source, or of a header judged by other kernels than now)"

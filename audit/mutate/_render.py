@@ -121,7 +121,8 @@ def kernel_json(k: KernelMutation, run: MutationRun) -> dict:
         if o.status in ("stillborn", "error", "not_scored") and o.detail:
             row["detail"] = o.detail.splitlines()[0][:300]
         results.append(row)
-    header = {"header": True, "judged_by": list(k.judged_by)} if k.is_header else {}  # a header's record (its "kernel" is the header)
+    # a header's record (its "kernel" is the header): the kernels that judged its mutants, and their sources then
+    header = {"header": True, "judged_by": list(k.judged_by), "judged_sources": dict(sorted(k.judged_sources.items()))} if k.is_header else {}
     return header | {
         "format": FORMAT,
         "kernel": k.kernel,

@@ -70,7 +70,7 @@ from .. import __version__
 from ..errors import UsageError
 from ._build import MutantBuild, build_header_original, build_mutants, build_original, mutant_dir, usable_cpus
 from ._equivalent import DEFAULT_FILE, load_records, match_records, refuted_records
-from ._headers import header_mutants, header_units
+from ._headers import header_mutants, header_units, judge_hashes
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
 from ._siblings import sibling_kernels
@@ -577,7 +577,8 @@ def run_mutation(
         for m in generated[name]:
             per_op[m.operator] = per_op.get(m.operator, 0) + 1
         results.append(KernelMutation(name, source, hashlib.sha256(text.encode()).hexdigest(), len(generated[name]), per_op, outcomes, stale,
-                                      baseline=baseline, baseline_findings=baseline_findings, judged_by=list(unit.kernels) if unit else []))  # fmt: skip
+                                      baseline=baseline, baseline_findings=baseline_findings, judged_by=list(unit.kernels) if unit else [],
+                                      judged_sources=judge_hashes(cfg, cs, unit) if unit else {}))  # fmt: skip
 
     run = MutationRun(results, settings={
         # None: each kernel's cases as `wireup verify` plans them (its sweep); a list: the --sizes given

@@ -147,7 +147,7 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         unaudited=scan.unaudited if scan is not None else [],
         history=history.available,
         inputs=_inputs(cfg),
-        header_mutations=_header_mutations(mutation_dir, cfg.root),
+        header_mutations=_header_mutations(mutation_dir, cfg.root, _header_judges(cfg, cs)),
     )
     recorded = {name for name, _ in report.header_mutations}
     report.header_mutation_missing = [h for h in _mutated_headers(cfg, cs) if h not in recorded]
@@ -459,8 +459,22 @@ def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
         return []
 
 
-def _header_mutations(folder: Path, root: Path | None = None) -> list[tuple[str, MutationView]]:
-    """The header mutants' records in ``folder`` (``"header": true``), by header name, in name order."""
+def _header_judges(cfg: Config, cs: Any) -> dict[str, tuple[list[str], dict[str, str]]] | None:
+    """Each included header: the kernels including it now and their sources' hashes without it
+    (:func:`audit.mutate._headers.judge_hashes`); None where the includes cannot be read."""
+    from ..mutate._headers import header_units, judge_hashes
+
+    try:
+        return {name: (list(u.kernels), judge_hashes(cfg, cs, u)) for name, u in header_units(cfg, cs).items()}
+    except (UserError, OSError, ValueError):
+        return None
+
+
+def _header_mutations(folder: Path, root: Path | None = None,
+                      judges: Mapping[str, tuple[list[str], dict[str, str]]] | None = None) -> list[tuple[str, MutationView]]:  # fmt: skip
+    """The header mutants' records in ``folder`` (``"header": true``), by header name, in name order. With
+    ``judges`` (:func:`_header_judges`) a record is stale too where the kernels that judged its mutants are
+    not those that include the header now, or their sources changed since the run."""
     out: list[tuple[str, MutationView]] = []
     try:
         paths = sorted(p for p in folder.glob("*.json") if p.is_file())
@@ -472,13 +486,14 @@ def _header_mutations(folder: Path, root: Path | None = None) -> list[tuple[str,
         except (OSError, ValueError):
             continue
         if isinstance(data, Mapping) and data.get("header") is True:
-            view = _mutation_view(path, root)
+            name = str(data.get("kernel", path.stem))
+            view = _mutation_view(path, root, None if judges is None else judges.get(name, ([], {})))
             if view is not None:
-                out.append((str(data.get("kernel", path.stem)), view))
+                out.append((name, view))
     return out
 
 
-def _mutation_view(path: Path, root: Path | None = None) -> MutationView | None:
+def _mutation_view(path: Path, root: Path | None = None, judges: tuple[list[str], dict[str, str]] | None = None) -> MutationView | None:
     """The record at ``path``; with ``root``, its score is marked stale where the source it was made from (the
     record's ``source``, under ``root``) no longer has the record's ``source_sha256``: the score is of other code."""
     if not path.is_file():
@@ -506,7 +521,7 @@ def _mutation_view(path: Path, root: Path | None = None) -> MutationView | None:
         score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%{eq}{sample})"
     else:
         score = "no mutants"
-    stale = _stale_source(data, root)
+    stale = _stale_source(data, root) or (_stale_judges(data, *judges) if judges is not None else "")
     if stale:
         score += f"; stale: {stale}"
     by_check = sorted((str(k), v) for k, v in (data.get("by_check") or {}).items())
@@ -515,8 +530,9 @@ def _mutation_view(path: Path, root: Path | None = None) -> MutationView | None:
         for s in data.get("survivors") or []
         if isinstance(s, Mapping)
     ]
+    judged = [str(k) for k in data.get("judged_by") or []] if isinstance(data.get("judged_by"), list) else []
     return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")), counted,
-                        selected, generated, stale)  # fmt: skip
+                        selected, generated, stale, judged)  # fmt: skip
 
 
 def _stale_source(data: Mapping[str, Any], root: Path | None) -> str:
@@ -534,6 +550,30 @@ def _stale_source(data: Mapping[str, Any], root: Path | None) -> str:
         return f"{source} cannot be read"
     if hashlib.sha256(text.encode()).hexdigest() != want:
         return f"{source} changed since this run" + (f" ({when})" if when else "")
+    return ""
+
+
+def _stale_judges(data: Mapping[str, Any], now: Sequence[str], hashes: Mapping[str, str]) -> str:
+    """Why a header record no longer describes the kernels that judge its mutants ("" where it does): the
+    kernels including the header now are not those the run judged against (``judged_by``), or a record
+    that kept their sources' hashes (``judged_sources``) names one that changed since."""
+    was = [str(k) for k in data.get("judged_by") or []]
+    when = str(data.get("date", ""))[:10]
+    at = f" ({when})" if when else ""
+    gone = [k for k in was if k not in now]
+    new = [k for k in now if k not in was]
+    parts = []
+    if gone:
+        parts.append(f"judged against {', '.join(gone)}, which no longer include{'s' if len(gone) == 1 else ''} it")
+    if new:
+        parts.append(f"not against {', '.join(new)}, which include{'s' if len(new) == 1 else ''} it now")
+    if parts:
+        return "its mutants were " + ", and ".join(parts) + at
+    kept = data.get("judged_sources")
+    if isinstance(kept, Mapping):
+        changed = [k for k in now if k in kept and kept[k] != hashes.get(k)]
+        if changed:
+            return f"the sources of {', '.join(changed)}, which judged its mutants, changed since this run{at}"
     return ""
 
 
@@ -684,7 +724,7 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
         text = f"{score} over {len(scored)} of {n} kernels" + (f"; {unscored} not scored" if unscored else "")
         stale = sum(1 for m in [kv.mutation for kv in mutated] + heads if m.stale)
         if stale:
-            text += f"; {stale} record{'s' if stale != 1 else ''} of an older source (stale)"
+            text += f"; {stale} stale record{'s' if stale != 1 else ''} (of an older source, or of a header judged by other kernels than now)"
         full = caught == total and not unscored and not stale
         if heads:
             hscored = [m for m in heads if m.counted is not None]

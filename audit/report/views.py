@@ -166,6 +166,7 @@ class MutationView:
     selected: int | None = None  # mutants the run selected (--max-mutants), where the record says
     generated: int | None = None  # mutants the operators made, where the record says
     stale: str = ""  # why the record no longer describes its source ("" where it does)
+    judged_by: list[str] = field(default_factory=list)  # a header's record: the kernels that judged its mutants
 
 
 @dataclass
