@@ -147,6 +147,29 @@ def test_header_records_are_written_reclassified_and_counted_by_the_report(tmp_p
     assert name == HEAD and view.selected == 2 and view.generated == data["generated"]
 
 
+def test_a_header_mutant_is_verified_by_its_cheapest_including_kernel_first(monkeypatch):
+    """first_failure ends a header mutant's verification at the first including kernel that fails, so the
+    kernels go in the order of their recorded verification time, least first (unrecorded ones last)."""
+    import audit.mutate._run as mrun
+    from audit import runtime
+
+    seen: list[tuple[str, tuple[str, ...]]] = []
+    real = runtime.verify_many
+
+    def spy(root, variants, *args, **kwargs):
+        seen.extend((v.id, tuple(v.kernels)) for v in variants)
+        return real(root, variants, *args, **kwargs)
+
+    monkeypatch.setattr(runtime, "verify_many", spy)
+    monkeypatch.setattr(mrun, "_verify_costs", lambda cfg: {FORWARDS[1]: 0.2, FORWARDS[0]: 3.0})
+    run_mutation(REPO, [HEAD], max_mutants=2, sizes=(1,), stand_in=lambda m: {k: _wrong for k in m.kernels})
+    mutants = [kernels for id_, kernels in seen if "/" in id_ and not id_.endswith("/baseline")]
+    assert mutants and set(mutants) == {(FORWARDS[1], FORWARDS[0])}, seen
+    monkeypatch.setattr(mrun, "_verify_costs", lambda cfg: {FORWARDS[1]: 0.2})
+    assert mrun._cheapest_first(FORWARDS, mrun._verify_costs(None)) == (FORWARDS[1], FORWARDS[0])
+    assert mrun._cheapest_first(FORWARDS, {}) == FORWARDS
+
+
 def test_a_header_record_is_stale_once_other_kernels_include_it_or_theirs_change(tmp_path, capsys):
     """A header's mutants are judged by the kernels including it: the record keeps their names and their
     sources' hashes (without the header), and the report calls it stale when the including kernels are no

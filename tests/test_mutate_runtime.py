@@ -44,6 +44,20 @@ def test_first_failure_stops_after_the_first_failing_case():
     assert len(checks) < len(every.outcome.run.results[0].checks) / 4
 
 
+def test_first_failure_ends_a_variant_of_several_kernels_at_the_first_kernel_that_fails():
+    """A header mutant is caught when any kernel including the header catches it: under first_failure the
+    kernels after the first that fails are not verified (they could only repeat the verdict); without it,
+    and for a variant whose first kernel passes, every kernel runs."""
+    caught = Variant("caught", ("strided_gather", "trade_outcome_label"), emulated={"strided_gather": _wrong})
+    later = Variant("later", ("strided_gather", "trade_outcome_label"), emulated={"trade_outcome_label": _wrong})
+    first = verify_many(REPO, [caught, later], backends=["emulated"], sizes=[1, 37], first_failure=True)
+    every = verify_many(REPO, [caught], backends=["emulated"], sizes=[1, 37], first_failure=False)[0]
+    subjects = lambda o: sorted({r.subject for r in o.outcome.run.results})  # noqa: E731
+    assert subjects(first[0]) == ["strided_gather"] and first[0].failed_rules == ["VERIFY_REFERENCE"]
+    assert subjects(every) == ["strided_gather", "trade_outcome_label"]
+    assert subjects(first[1]) == ["strided_gather", "trade_outcome_label"] and first[1].failed_rules == ["VERIFY_REFERENCE"]
+
+
 def test_workers_survive_hangs_crashes_and_lost_contexts():
     names = ["wrong", "equivalent", "hang", "equivalent", "illegal_address", "equivalent", "segfault", "wrong"]
     variants = [Variant(f"{n}-{i}", ("strided_gather",), plugins=(f"plugins:{n}",)) for i, n in enumerate(names)]

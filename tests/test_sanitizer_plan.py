@@ -49,3 +49,18 @@ def test_repeats_false_leaves_out_runs_b_and_c_and_keeps_every_other_launch(monk
 def test_repeats_false_is_for_sanitizer_runs_only(repo_root):
     with pytest.raises(ValueError, match="only a sanitizer run"):
         verify(repo_root, kernels=[KERNEL], emulated={}, evidence=False, sizes=(37,), repeats=False)
+
+
+def test_the_default_leaves_a_jobs_dict_and_so_its_journal_identity_as_before():
+    """A job's dict is part of the verification journal's unit identity: the key added for sanitizer runs
+    must not move the identity of every job that ran before it (the next-bar pair's 402 journaled
+    verifications would run again)."""
+    from audit.runtime._journal import unit_identity
+    from audit.runtime._session import JobSpec
+
+    job = JobSpec(root="/r", backends=["pycuda"], subjects=[["kernel", "k"]])
+    assert "repeats" not in job.to_dict() and JobSpec.from_dict(job.to_dict()).repeats is True
+    once = JobSpec(root="/r", backends=["pycuda"], subjects=[["kernel", "k"]], repeats=False)
+    assert once.to_dict()["repeats"] is False and JobSpec.from_dict(once.to_dict()).repeats is False
+    unit = {"id": "u", "subjects": [["kernel", "k"]]}
+    assert unit_identity(once.to_dict(), unit, {}) != unit_identity(job.to_dict(), unit, {})

@@ -396,7 +396,11 @@ def run_mutation(
     # interleave the kernels so the heavy ones do not all queue at the end
     order = [m for group in _round_robin(list(selected.values())) for m in group]
     to_run = [m for m in order if statuses[m.key] == "compiled" and m.key not in static]
-    variants = [_stand_in_variant(m.key, m.kernels, paths.get(m.key, {}), stand_in(m) if stand_in else None) for m in to_run]
+    # a header mutant is caught when any including kernel catches it, and first_failure ends its unit at the
+    # first kernel that fails: the kernels whose verification costs least (by their evidence) go first
+    cost = _verify_costs(cfg) if any(m.is_header for m in to_run) else {}
+    variants = [_stand_in_variant(m.key, _cheapest_first(m.kernels, cost) if m.is_header else m.kernels, paths.get(m.key, {}),
+                                  stand_in(m) if stand_in else None) for m in to_run]  # fmt: skip
     # the unmutated copy of every kernel, verified in the same call with the same settings (a check that
     # fails without any mutation would "catch" every mutant), and first, on workers no mutant has used
     originals: dict[str, dict[str, Path]] = {}
@@ -666,6 +670,34 @@ def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], siblings: Mapp
             found[m.key] = (tuple(rules), f"as {who} (same source): {hit.message if hit is not None else ''}")
             progress({"event": "sibling", "variant": m.key, "message": found[m.key][1]})
     return found
+
+
+def _verify_costs(cfg: Any) -> dict[str, float]:
+    """Kernel -> the seconds its last recorded verification took (the least over its backends' evidence
+    records); empty where no record can be read."""
+    from ..check_cache import cache_folder
+    from ..evidence import load_records
+
+    out: dict[str, float] = {}
+    try:
+        records = load_records(cfg.path(cfg.evidence), cache_folder(cfg))
+    except (OSError, ValueError):
+        return out
+    for r in records:
+        if r.kind == "kernel" and isinstance(r.duration_s, (int, float)):
+            out[r.subject] = min(out.get(r.subject, float("inf")), float(r.duration_s))
+    return out
+
+
+def _cheapest_first(kernels: Sequence[str], cost: Mapping[str, float]) -> tuple[str, ...]:
+    """``kernels`` by their recorded verification time, least first; those without a record last, each
+    group in its given order.
+
+    >>> _cheapest_first(("a", "b", "c"), {"b": 0.5, "a": 2.0})
+    ('b', 'a', 'c')
+    """
+    order = {k: i for i, k in enumerate(kernels)}
+    return tuple(sorted(kernels, key=lambda k: (k not in cost, cost.get(k, 0.0), order[k])))
 
 
 def _stand_in_variant(id: str, kernels: tuple[str, ...], overrides: Mapping[str, Path], stand_in: Mapping[str, Any] | str | None) -> Any:

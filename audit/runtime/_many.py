@@ -22,7 +22,8 @@ variant at each of them instead, each setting every runtime dim.
 
 With ``first_failure=True`` a kernel's verification stops after the first case in which a check failed:
 enough to know a mutant is caught (the checks that failed are recorded), and much cheaper than every
-check at every size. A variant that passes runs every check either way.
+check at every size. A variant of several kernels (a header mutant, judged by every kernel including the
+header) stops at the first kernel that fails: it is caught. A variant that passes runs every check either way.
 
 >>> outs = verify_many(Path("."), [Variant("m1", ("strided_gather",), {"strided_gather": Path("m1.cu")})],
 ...                    sizes=[1, 37, 300], first_failure=True)                     # doctest: +SKIP

@@ -238,6 +238,10 @@ class UnitRunner:
             results.extend(res)
             if lost:
                 break
+            if self.first_failure and any(r.failed for r in res):
+                # the variant is caught (a header mutant is caught when any kernel including the header
+                # catches it): the unit's other subjects could only repeat the verdict, so none starts
+                break
         if not lost and any(c.check == GUARDS.name for r in results for c in r.failed):
             lost = True  # its writes past the guard bands may have reached memory the next unit uses
         for k, v in session.timing.items():
