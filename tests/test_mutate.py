@@ -648,6 +648,9 @@ def test_a_sanitizer_verdict_journaled_under_a_fuller_plan_stands(monkeypatch, t
     assert verdict[ms[0].key] == "caught (from the journal, a run of the fuller plan 2)"
     assert verdict[ms[1].key] == "survived (from the journal, a run of the fuller plan 2)"
     assert verdict[ms[2].key] == "survived"
+    # each run's wall seconds ride on its event (what a plan costs is measured from them); a journaled one has none
+    secs = {e["variant"]: e.get("seconds") for e in events if e.get("event") == "sanitizer"}
+    assert isinstance(secs[ms[2].key], float) and secs[ms[2].key] >= 0 and secs[ms[0].key] is None
     assert len(journal.read_text().splitlines()) == 4
     calls.clear()
     events.clear()

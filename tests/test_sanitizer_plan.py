@@ -64,3 +64,17 @@ def test_the_default_leaves_a_jobs_dict_and_so_its_journal_identity_as_before():
     assert once.to_dict()["repeats"] is False and JobSpec.from_dict(once.to_dict()).repeats is False
     unit = {"id": "u", "subjects": [["kernel", "k"]]}
     assert unit_identity(once.to_dict(), unit, {}) != unit_identity(job.to_dict(), unit, {})
+
+
+def test_mutates_progress_line_gives_a_sanitizer_runs_seconds():
+    import io
+
+    from audit.commands.mutate import MutateProgress
+
+    out = io.StringIO()
+    p = MutateProgress(out)
+    p({"event": "sanitizer", "tool": "racecheck", "variant": "k/aor:1:2:0", "verdict": "survived", "seconds": 187.4})
+    p({"event": "sanitizer", "tool": "racecheck", "variant": "k/aor:1:3:0", "verdict": "survived (from the journal)"})
+    first, second = out.getvalue().splitlines()
+    assert first.endswith("racecheck k/aor:1:2:0  survived under compute-sanitizer racecheck (187 s)"), first
+    assert second.endswith("racecheck k/aor:1:3:0  survived (from the journal) under compute-sanitizer racecheck"), second

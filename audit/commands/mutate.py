@@ -147,7 +147,8 @@ class MutateProgress:
             of = f"/{self.total}" if self.total else ""
             self.write(f"verify   [{self.done}{of}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
         elif kind == "sanitizer":
-            self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}")
+            took = f" ({ev['seconds']:.0f} s)" if isinstance(ev.get("seconds"), (int, float)) else ""
+            self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}{took}")
         elif kind == "note":
             self.write(f"note     {ev['text']}")
         elif kind == "sibling":

@@ -884,6 +884,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         with turn_lock:
             n = next(turn)
         pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
+        started = time.perf_counter()
         out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
                      sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
                      devices=pin, repeats=False)  # fmt: skip
@@ -900,7 +901,8 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         elif ident is not None and book is not None:
             with book_lock:
                 book.append(ident, key, errors)
-        progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict})
+        # the run's wall seconds: what a sanitizer plan costs (SANITIZER_PLAN) is measured from these
+        progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict, "seconds": round(time.perf_counter() - started, 1)})
         return key, errors
 
     todo = [m for m in mutants if m.key in paths]
