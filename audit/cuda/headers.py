@@ -98,6 +98,22 @@ def reached_functions(cfg: Any, cs: Any, kernel: str) -> dict[Path, tuple[list[t
     return {p: ([(f.open, f.close) for f in fs], parsed[p]) for p, fs in reach(parsed, where, entry).items()}
 
 
+def judge_hashes(cfg: Any, cs: Any, unit: HeaderUnit) -> dict[str, str]:
+    """Each kernel including ``unit``: the sha256 of its source closure without the header itself (its own
+    source and every other local header it includes), what a header record keeps as ``judged_sources`` so
+    the report can tell when the kernels that judged the header's mutants have changed since."""
+    from ..hashing import files_hash
+
+    out: dict[str, str] = {}
+    for kernel in unit.kernels:
+        try:
+            paths = [p for p in source_closure(cfg, cs.kernel(kernel).source) if p != unit.path]
+            out[kernel] = files_hash(paths, cfg.root)
+        except (OSError, KeyError, ValueError):
+            continue
+    return out
+
+
 def entry_file(cfg: Any, cs: Any, kernel: str) -> Path | None:
     """The file of ``kernel``'s source closure that defines its entry (resolved): its own source when that
     defines it, else the first file of the closure, in path order, defining a ``__global__`` function of

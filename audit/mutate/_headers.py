@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cuda.headers import HeaderUnit, entry_file, source_closure, include_dirs, header_units, reached_bodies
+from ..cuda.headers import HeaderUnit, entry_file, source_closure, include_dirs, header_units, judge_hashes, reached_bodies
 from ..errors import UsageError
 
 __all__ = ["HeaderUnit", "header_mutants", "header_units", "judge_hashes", "reached_bodies", "unit_named", "write_header_tree"]
@@ -41,22 +41,6 @@ def unit_named(cfg: Any, units: dict[str, HeaderUnit], name: str) -> HeaderUnit 
         return units[name]
     path = resolve(cfg.path(name))
     return next((u for u in units.values() if u.path == path), None) if path is not None else None
-
-
-def judge_hashes(cfg: Any, cs: Any, unit: HeaderUnit) -> dict[str, str]:
-    """Each kernel including ``unit``: the sha256 of its source closure without the header itself (its own
-    source and every other local header it includes), what a header record keeps as ``judged_sources`` so
-    the report can tell when the kernels that judged the header's mutants have changed since."""
-    from ..hashing import files_hash
-
-    out: dict[str, str] = {}
-    for kernel in unit.kernels:
-        try:
-            paths = [p for p in source_closure(cfg, cs.kernel(kernel).source) if p != unit.path]
-            out[kernel] = files_hash(paths, cfg.root)
-        except (OSError, KeyError, ValueError):
-            continue
-    return out
 
 
 def header_mutants(cfg: Any, cs: Any, unit: HeaderUnit, operators: Sequence[str] | None = None) -> list[Any]:

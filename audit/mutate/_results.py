@@ -78,7 +78,7 @@ class KernelMutation:
     baseline: str = "pass"  # one of BASELINES: the unmutated kernel's verdict at the run's settings
     baseline_findings: list[str] = field(default_factory=list)  # "RULE: message" per failed check of the baseline
     judged_by: list[str] = field(default_factory=list)  # a header: every kernel including it (its mutants are judged against all)
-    # a header: each including kernel's source closure without the header, hashed (audit.mutate._headers.judge_hashes)
+    # a header: each including kernel's source closure without the header, hashed (audit.cuda.headers.judge_hashes)
     judged_sources: dict[str, str] = field(default_factory=dict)
 
     @property

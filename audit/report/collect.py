@@ -461,8 +461,8 @@ def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
 
 def _header_judges(cfg: Config, cs: Any) -> dict[str, tuple[list[str], dict[str, str]]] | None:
     """Each included header: the kernels including it now and their sources' hashes without it
-    (:func:`audit.mutate._headers.judge_hashes`); None where the includes cannot be read."""
-    from ..mutate._headers import header_units, judge_hashes
+    (:func:`audit.cuda.headers.judge_hashes`); None where the includes cannot be read."""
+    from ..cuda.headers import header_units, judge_hashes
 
     try:
         return {name: (list(u.kernels), judge_hashes(cfg, cs, u)) for name, u in header_units(cfg, cs).items()}
