@@ -160,7 +160,8 @@ def _entry(cfg: Any, cs: Any, kernel: str) -> tuple[dict[Path, Any], Path, Any] 
     return None
 
 
-def reached_headers(cfg: Any, cs: Any) -> list[str]:
+def reached_headers(cfg: Any, cs: Any, units: dict[str, HeaderUnit] | None = None) -> list[str]:
     """The header units some including kernel reaches a function of, in path order: the headers
-    ``wireup mutate --all`` mutates."""
-    return [name for name, unit in header_units(cfg, cs).items() if any(reached_bodies(cfg, cs, k, unit.path) for k in unit.kernels)]
+    ``wireup mutate --all`` mutates. ``units``: :func:`header_units` where the caller has them."""
+    units = header_units(cfg, cs) if units is None else units
+    return [name for name, unit in units.items() if any(reached_bodies(cfg, cs, k, unit.path) for k in unit.kernels)]

@@ -851,10 +851,11 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
             settings.append(sorted(kernels))
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
 
-    def journaled(key: str, kernels: Sequence[str]) -> tuple[list[tuple[str, str]], int] | None:
-        """The journal's verdict of this run under the current plan, else under a fuller one (and which)."""
+    def journaled(key: str, kernels: Sequence[str], current: str | None) -> tuple[list[tuple[str, str]], int] | None:
+        """The journal's verdict of this run under the current plan (identity ``current``), else under a
+        fuller one (and which)."""
         for plan in (SANITIZER_PLAN, *FULLER_PLANS.get(SANITIZER_PLAN, ())):
-            ident = identity(key, kernels, plan)
+            ident = current if plan == SANITIZER_PLAN else identity(key, kernels, plan)
             if ident is not None and ident in done:
                 return done[ident], plan
         return None
@@ -875,7 +876,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         if stop.is_set():  # the pass was interrupted: nothing more starts
             return key, []
         ident = identity(key, list(overrides))
-        held = journaled(key, list(overrides))
+        held = journaled(key, list(overrides), ident)
         if held is not None:
             errors, plan = held
             fuller = "" if plan == SANITIZER_PLAN else f", a run of the fuller plan {plan}"

@@ -124,6 +124,7 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         for _, f in sorted(fresh.items(), key=lambda kv: (kv[1].kind != "kernel", kv[1].subject))
         if f.status != "verified"
     ]
+    units = _header_units(cfg, cs)  # read once: the header records' judges and the headers without a record
     report = Report(
         title="Wire-up audit",
         verdict=Verdict("", "", []),
@@ -147,10 +148,10 @@ def _collect_report(run: CheckRun, options: ReportOptions) -> Report:
         unaudited=scan.unaudited if scan is not None else [],
         history=history.available,
         inputs=_inputs(cfg),
-        header_mutations=_header_mutations(mutation_dir, cfg.root, _header_judges(cfg, cs)),
+        header_mutations=_header_mutations(mutation_dir, cfg.root, _header_judges(cfg, cs, units)),
     )
     recorded = {name for name, _ in report.header_mutations}
-    report.header_mutation_missing = [h for h in _mutated_headers(cfg, cs) if h not in recorded]
+    report.header_mutation_missing = [h for h in _mutated_headers(cfg, cs, units) if h not in recorded]
     report.totals = _totals(report)
     report.verdict = _verdict(report, fresh)
     return report
@@ -449,23 +450,37 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     return view
 
 
-def _mutated_headers(cfg: Config, cs: Any) -> list[str]:
+def _header_units(cfg: Config, cs: Any) -> dict[str, Any] | None:
+    """The included headers and the kernels including each (:func:`audit.cuda.headers.header_units`), read
+    once for the report; None where the includes cannot be read."""
+    from ..cuda.headers import header_units
+
+    try:
+        return header_units(cfg, cs)
+    except (UserError, OSError, ValueError):
+        return None
+
+
+def _mutated_headers(cfg: Config, cs: Any, units: dict[str, Any] | None = None) -> list[str]:
     """The included headers ``wireup mutate --all`` mutates (none where they cannot be read)."""
     from ..cuda.headers import reached_headers
 
     try:
-        return reached_headers(cfg, cs)
+        return reached_headers(cfg, cs, units)
     except (UserError, OSError, ValueError):
         return []
 
 
-def _header_judges(cfg: Config, cs: Any) -> dict[str, tuple[list[str], dict[str, str]]] | None:
+def _header_judges(cfg: Config, cs: Any, units: dict[str, Any] | None = None) -> dict[str, tuple[list[str], dict[str, str]]] | None:
     """Each included header: the kernels including it now and their sources' hashes without it
     (:func:`audit.cuda.headers.judge_hashes`); None where the includes cannot be read."""
-    from ..cuda.headers import header_units, judge_hashes
+    from ..cuda.headers import judge_hashes
 
+    units = _header_units(cfg, cs) if units is None else units
+    if units is None:
+        return None
     try:
-        return {name: (list(u.kernels), judge_hashes(cfg, cs, u)) for name, u in header_units(cfg, cs).items()}
+        return {name: (list(u.kernels), judge_hashes(cfg, cs, u)) for name, u in units.items()}
     except (UserError, OSError, ValueError):
         return None
 

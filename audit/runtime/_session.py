@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -56,14 +56,16 @@ class JobSpec:
     cases: dict[str, list[dict[str, int]]] = field(default_factory=dict)
     # False (a sanitizer run judged by its tool's reports only): each case's inputs launch once, runs B and C
     # (the same inputs and pointers again, other initial output contents) left out
-    repeats: bool = True
+    repeats: bool = field(default=True, metadata={"omit_default": True})
 
     def to_dict(self) -> dict[str, Any]:
+        # a key added later (``omit_default``) is left out at its default: a job's dict is part of the
+        # verification journal's unit identity (audit.runtime._journal.unit_identity), which must not change
+        # for the jobs that ran before the key, as ``hash_omit_default`` keeps contract hashes
         d = asdict(self)
-        if d["repeats"]:
-            # the default, left out: a job's dict is part of the verification journal's unit identity
-            # (audit.runtime._journal.unit_identity), which must not change for the jobs that ran before the key
-            del d["repeats"]
+        for f in fields(self):
+            if f.metadata.get("omit_default") and d[f.name] == f.default:
+                del d[f.name]
         return d
 
     @classmethod
