@@ -114,3 +114,22 @@ def test_static_findings_are_kept_by_what_they_depend_on_and_reused(tmp_path, mo
     store.write_text('{"key": "x", "hits": [[1, 2]]}\nnot json\n')
     analysed.clear()
     assert static_catches(cfg, cs, items, jobs=1) == fresh and len(analysed) == len(items)
+
+
+@pytest.mark.nvcc
+def test_static_analysis_reads_each_ptx_once(tmp_path, monkeypatch):
+    """The store reads each item's PTX to key it; the analysis then takes those bytes, not the file again,
+    and finds what an analysis reading the files finds."""
+    import pathlib
+
+    from audit.mutate._static import static_catches
+
+    root, cfg, cs, items = _barrier_items(tmp_path)
+    fresh = static_catches(cfg, cs, items, jobs=1, cache=False)
+    reads = []
+    real_text, real_bytes = pathlib.Path.read_text, pathlib.Path.read_bytes
+    monkeypatch.setattr(pathlib.Path, "read_text", lambda self, *a, **k: (self.suffix == ".ptx" and reads.append(self)) or real_text(self, *a, **k))
+    monkeypatch.setattr(pathlib.Path, "read_bytes", lambda self: (self.suffix == ".ptx" and reads.append(self)) or real_bytes(self))
+    assert static_catches(cfg, cs, items, jobs=1) == fresh
+    ptxs = {it[2].ptx for it in items if it[2].ptx is not None}
+    assert ptxs and sorted(map(str, reads)) == sorted(map(str, ptxs))

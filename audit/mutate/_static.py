@@ -68,7 +68,8 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
     store = _StaticStore.open(cfg, dirs) if cache and items else None
     keys = [store.item_key(kernel, build) for _key, kernel, build in items] if store is not None else []
     todo = [i for i in range(len(items)) if store is None or keys[i] not in store.known]
-    _SHARED = (cs, wiring, dirs, list(items))
+    # the store read each PTX to key its item: a worker decodes those bytes instead of reading the file again
+    _SHARED = (cs, wiring, dirs, list(items), dict(store._files) if store is not None else {})
     try:
         workers = min(jobs or usable_cpus(), len(todo))
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
@@ -90,17 +91,23 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
 
 
 #: what the forked workers of :func:`static_catches` read (set in the parent before the fork)
-_SHARED: tuple[Any, Any, list[Any], list[tuple[str, str, Any]]] | None = None
+_SHARED: tuple[Any, Any, list[Any], list[tuple[str, str, Any]], dict[Any, bytes]] | None = None
 
 
 def _check_item(i: int) -> list[tuple[str, str]]:
     from ..cuda.static import kernel_code_findings
 
     assert _SHARED is not None
-    cs, wiring, dirs, items = _SHARED
+    cs, wiring, dirs, items, read = _SHARED
     _key, kernel, build = items[i]
     k = cs.kernel(kernel)
-    ptx = build.ptx.read_text(errors="replace") if build.ptx is not None and build.ptx.is_file() else None
+    ptx = None
+    if build.ptx is not None:
+        data = read.get(build.ptx)
+        if data is not None and data != b"(unreadable)":
+            ptx = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
+        elif build.ptx.is_file():
+            ptx = build.ptx.read_text(errors="replace")
     return kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
 
 
