@@ -559,11 +559,23 @@ def binding_neighbours(kernel: Any) -> list[dict[str, int]]:
     >>> binding_neighbours(k)
     [{'M': 9, 'N': 101}, {'M': 9, 'N': 102}, {'M': 9, 'N': 103}, {'M': 8, 'N': 128}]
     """
+    return [b for _dim, b in binding_neighbours_by_dim(kernel)]
+
+
+def binding_neighbours_by_dim(kernel: Any) -> list[tuple[str, dict[str, int]]]:
+    """:func:`binding_neighbours`, each with the dim whose value it moved.
+
+    >>> from types import SimpleNamespace
+    >>> from audit.model import VerifySpec
+    >>> k = SimpleNamespace(dims=("M", "N"), verify=VerifySpec(bindings=((("M", 8), ("N", 129)), (("M", 9), ("N", 100)))))
+    >>> [d for d, _ in binding_neighbours_by_dim(k)]
+    ['N', 'N', 'N', 'N']
+    """
     if not kernel.verify.neighbours or len(kernel.verify.bindings) < 1:
         return []
     bindings = [dict(b) for b in kernel.verify.bindings]
     seen = {tuple(sorted(b.items())) for b in bindings}
-    out: list[dict[str, int]] = []
+    out: list[tuple[str, dict[str, int]]] = []
     for name in kernel.dims:
         values = [b[name] for b in bindings if name in b]
         for x, v in (_neighbours(values) if values else {}).items():
@@ -571,5 +583,5 @@ def binding_neighbours(kernel: Any) -> list[dict[str, int]]:
             key = tuple(sorted(copy.items()))
             if key not in seen:
                 seen.add(key)
-                out.append(copy)
+                out.append((name, copy))
     return out

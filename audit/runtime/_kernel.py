@@ -35,7 +35,7 @@ from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare,
 from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer, poison_word
 from ._plan import (
-    GRADCHECK_SIZES, LocalBinding, batch_leading, binding_neighbours, case_label, dims_neighbours, dims_variants, extra_bindings, local_bindings, make_env,
+    GRADCHECK_SIZES, LocalBinding, batch_leading, binding_neighbours_by_dim, case_label, dims_neighbours, dims_variants, extra_bindings, local_bindings, make_env,
     np_dtype, numel, outside_mask, runtime_dims, scalar_value, shape_of, size_in_range, uses_runtime_dim, write_index,
     written_part,
 )  # fmt: skip
@@ -216,13 +216,12 @@ class KernelVerifier:
             self.run_bindings(listed, sizes, bcap, bkey, "the extra bindings", capping, of)
             # the search's bindings at the neighbours of the listed ones (binding_neighbours), capped as the
             # dims variants are (variant_cases, else binding_cases)
-            near_b = binding_neighbours(self.k)
+            near_by = binding_neighbours_by_dim(self.k)
+            near_b = [b for _dim, b in near_by]
             if near_b:
                 by_dim: dict[str, list[str]] = {}
-                for b in near_b:
-                    for name, x in b.items():
-                        if not any(lb.values.get(name) == x for lb in listed):
-                            by_dim.setdefault(name, []).append(str(x))
+                for name, b in near_by:
+                    by_dim.setdefault(name, []).append(str(b[name]))
                 shown = "; ".join(f"{n} = {', '.join(dict.fromkeys(v))}" for n, v in by_dim.items())
                 self.note(f"the search added {len(near_b)} bindings at the neighbours of the listed bindings' values inside their range "
                           f"(v - 1, v + 1, v + 2, v + 3; one dim at a time, the binding's other dims kept): {shown}")  # fmt: skip

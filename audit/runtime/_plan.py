@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..cases import (  # noqa: F401  (re-exported: the runtime's modules import them from here)
-    MAX_LOCAL_BINDINGS, NEIGHBOUR_STEPS, DimCase, LocalBinding, binding_neighbours, case_in_range, case_label, dims_neighbours, extra_bindings,
+    MAX_LOCAL_BINDINGS, NEIGHBOUR_STEPS, DimCase, LocalBinding, binding_neighbours, binding_neighbours_by_dim, case_in_range, case_label, dims_neighbours, extra_bindings,
     launch_buffers, local_bindings, make_env, producer_domains, runtime_dims,
 )
 from ..dims import Expr
