@@ -421,6 +421,47 @@ def test_build_only_fills_the_cache_a_gpu_run_then_finds(tmp_path):
 
 
 @pytest.mark.nvcc
+def test_build_only_archive_holds_exactly_the_entries_a_run_of_the_selection_finds(tmp_path):
+    """``--build-only --archive FILE`` packs the cache entries of the selection's mutants and unmutated copy,
+    named relative to the cache folder, and nothing else the cache holds; unpacked into an empty cache on
+    another machine, the same selection's builds all come from it."""
+    import tarfile
+
+    from audit.compile import build_kernels
+    from audit.config import with_overrides
+    from audit.mutate import build_mutants, build_only
+    from audit.mutate._build import build_original
+
+    cfg, cs = load_project(REPO)
+    first = with_overrides(cfg, cache=str(tmp_path / "here"))
+    assert build_only(REPO, ["trade_outcome_label"], max_mutants=1, jobs=2, config=first) == {"compiled": 1}  # another entry
+    archive = tmp_path / "out" / "builds.tgz"
+    assert build_only(REPO, ["strided_gather"], max_mutants=3, jobs=2, config=first, archive=archive) == {"compiled": 3}
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "there", filter="data")
+    entries = {n.split("/")[2] for n in names}
+    assert all(n.startswith("build/" + cfg.arch + "/") for n in names) and len(entries) == 4  # 3 mutants + the unmutated copy
+    assert names == sorted(names) and len(list((tmp_path / "here" / "build" / cfg.arch).iterdir())) == 6
+    there = with_overrides(cfg, cache=str(tmp_path / "there"))
+    _, selected = plan_mutants(cs, there, ["strided_gather"], None, 3)
+    events = []
+    builds = build_mutants(there, cs, selected["strided_gather"], there.arch, jobs=2, progress=events.append)
+    assert [e["cached"] for e in events if e["event"] == "mutant_built"] == [True] * 3
+    assert {k for b in builds.values() for k in b.keys} < entries
+    original = build_original(there, cs, "strided_gather", selected["strided_gather"][0].original, there.arch)
+    result = build_kernels(there, cs, arch=there.arch, jobs=1, sources=["strided_gather"], source_overrides={"strided_gather": original.path})
+    assert result.kernel(cs.kernel("strided_gather"))[0].cached and set(original.keys) < entries
+
+
+def test_archive_needs_build_only_and_a_tar_name(capsys):
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--archive", "b.txz"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--archive writes the builds of --build-only; give both, or neither.")
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--build-only", "--archive", "b.zip"]) == 2
+    assert capsys.readouterr().err.strip().endswith('--archive takes a file ending in .tar, .tar.gz, .tgz, .tar.xz or .txz, found "b.zip".')
+
+
+@pytest.mark.nvcc
 def test_build_only_cli_prints_what_it_built(capsys):
     assert main(["mutate", "--root", str(REPO), "strided_gather", "--max-mutants", "2", "--build-only", "--jobs", "2"]) == 0
     assert capsys.readouterr().out == "built 2 mutant(s) for sm_90 into the build cache: 2 compiled\n"

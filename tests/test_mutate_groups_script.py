@@ -25,7 +25,8 @@ exit 0
 """
 
 
-def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM3", ship: bool = False, shipon: str | None = None) -> tuple[subprocess.CompletedProcess, Path, list[str]]:
+def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM3", ship: bool = False, shipon: str | None = None,
+         builds: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, Path, list[str]]:  # fmt: skip
     tmp_path.mkdir(exist_ok=True)
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -44,6 +45,12 @@ def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM
     (work / ".wireup-cache" / "mutate-journal" / "old.jsonl").write_text('{"unit": "old"}\n')
     subprocess.run(["tar", "czf", ".carry/j_old.tgz", ".wireup-cache/mutate-journal"], cwd=work, check=True)
     subprocess.run(["rm", "-rf", ".wireup-cache"], cwd=work, check=True)
+    if builds:  # an archive of `wireup mutate --build-only --archive`: names relative to the cache folder
+        src = tmp_path / "cache-src"
+        for name, text in builds.items():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            (src / name).write_text(text)
+        subprocess.run(["tar", "cJf", str(work / ".carry" / "builds.txz"), *builds], cwd=src, check=True)
     out = tmp_path / "out"
     calls = tmp_path / "calls.txt"
     env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}", OUT=str(out), MGROUPS=groups, END=str(end), CALLS=str(calls))
@@ -100,3 +107,11 @@ def test_shipon_widens_the_timing_to_the_gpus_it_names(tmp_path):
         proc, out, _ = _run(tmp_path / str(n), "a", 545, gpu=gpu, ship=True, shipon=shipon)
         assert proc.returncode == 0, proc.stderr
         assert ("ship rc=0" in (out / "env.txt").read_text()) is runs, (gpu, shipon)
+
+
+def test_a_builds_archive_is_unpacked_into_the_build_cache(tmp_path):
+    proc, _out, calls = _run(tmp_path, "a", 545, builds={"build/sm_90/k1/m.cubin": "cubin", "build/sm_90/k1/build.json": "{}"})
+    assert proc.returncode == 0, proc.stderr
+    cache = tmp_path / "work" / ".wireup-cache" / "build" / "sm_90" / "k1"
+    assert (cache / "m.cubin").read_text() == "cubin" and (cache / "build.json").read_text() == "{}"
+    assert [c for c in calls if c.startswith("-m audit mutate")] == ["-m audit mutate a --jobs 8 --workers 4 --timeout 5"]

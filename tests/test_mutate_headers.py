@@ -214,7 +214,12 @@ def test_build_only_compiles_a_header_mutant_into_both_including_kernels(tmp_pat
 
     cfg, cs = project
     cfg = with_overrides(cfg, cache=str(tmp_path / "cache"))
-    assert build_only(REPO, [HEAD], max_mutants=2, jobs=2, config=cfg) == {"compiled": 2}
+    archive = tmp_path / "builds.tar"
+    assert build_only(REPO, [HEAD], max_mutants=2, jobs=2, config=cfg, archive=archive) == {"compiled": 2}
+    import tarfile
+
+    with tarfile.open(archive) as tar:  # one entry per including kernel, for each mutant and the unmutated tree
+        assert len({n.split("/")[2] for n in tar.getnames()}) == 3 * len(FORWARDS)
     _, selected = plan_mutants(cs, cfg, [HEAD], None, 2)
     events = []
     builds = build_mutants(cfg, cs, selected[HEAD], cfg.arch, jobs=2, progress=events.append)

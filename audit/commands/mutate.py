@@ -41,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-mutants", type=int, metavar="N", help="at most N mutants per kernel, chosen deterministically with every operator represented (default: all)")
     p.add_argument("--list", action="store_true", help="print the mutants and exit (no compiler, no GPU)")
     p.add_argument("--build-only", action="store_true", help="compile the selected mutants into the build cache for the configured arch and exit (no GPU): carry the cache to a GPU machine, which then only verifies")
+    p.add_argument("--archive", metavar="FILE", help="with --build-only: also write FILE (.tar, .tar.gz/.tgz, .tar.xz/.txz) holding the build cache entries of exactly this selection, named relative to the cache folder: unpack it on the GPU machine with tar xf FILE -C <cache> (e.g. .wireup-cache)")
     p.add_argument("--diff", action="store_true", help="with --list: print each mutant's diff")
     p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
     p.add_argument("--workers", metavar="auto|N", help="verify in N worker processes, spread over the GPUs of this machine (N on one GPU share it; auto: one per GPU; default: one per 4 cores, at most 4)")
@@ -206,11 +207,18 @@ def run(args: argparse.Namespace) -> int:
     workers, cluster = parse_workers(args.workers), parse_cluster(args.cluster)
     if cluster is not None and not args.build_only:
         require_ray()
+    if args.archive is not None and not args.build_only:
+        raise UsageError("--archive writes the builds of --build-only; give both, or neither.")
     if args.build_only:
         from ..mutate import build_only
 
-        counts = build_only(root, names, operators, args.max_mutants, args.jobs, MutateProgress(sys.stderr), cfg)
+        archive = Path(args.archive) if args.archive is not None else None
+        counts = build_only(root, names, operators, args.max_mutants, args.jobs, MutateProgress(sys.stderr), cfg, archive)
         sys.stdout.write(f"built {sum(counts.values())} mutant(s) for {cfg.arch} into the build cache: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + "\n")
+        if archive is not None:
+            folder = cfg.path(cfg.cache)
+            cache = folder.relative_to(cfg.root).as_posix() if folder.is_relative_to(cfg.root) else str(folder)
+            sys.stdout.write(f'wrote their build cache entries to {archive} ({archive.stat().st_size / 1e6:.1f} MB): on the GPU machine, tar xf {archive} -C {cache}\n')
         return ExitCode.CLEAN
     if args.timeout <= 0:
         raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")

@@ -45,6 +45,9 @@ class MutantBuild:
     # a header mutant: per including kernel, the copy of its source compiled with the mutated header and its PTX
     overrides: dict[str, Path] = field(default_factory=dict)
     ptxs: dict[str, Path] = field(default_factory=dict)
+    # the build cache entries it took (``<cache>/build/<arch>/<key>/``): its own source's, or one per kernel
+    # including a header; what ``wireup mutate --build-only --archive`` packs
+    keys: tuple[str, ...] = ()
 
 
 from ._paths import _write_if_changed, mutant_dir  # noqa: E402  (shared with the header mutants)
@@ -107,7 +110,7 @@ def build_original(cfg: Any, cs: Any, name: str, text: str, arch: str) -> Mutant
             f'The unmutated copy of "{k.source}" at "{path}" does not compile ({first}); mutants are compiled from '
             f'that folder, so every header a kernel includes must be found next to its source or through the include folders ("include" in wireup.toml).'
         )
-    return MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
+    return MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx, keys=(sb.key,))
 
 
 def build_mutants(
@@ -161,13 +164,13 @@ def build_mutants(
         sb, entry = result.kernel(k)
         if not sb.ok or sb.cubin is None:
             first = sb.first_error
-            out = MutantBuild("stillborn", path, first.render() if first else "the compiler failed", result.nvcc_version)
+            out = MutantBuild("stillborn", path, first.render() if first else "the compiler failed", result.nvcc_version, keys=(sb.key,))
         elif entry is None:
-            out = MutantBuild("stillborn", path, f'its cubin has no entry point "{k.symbol}"', result.nvcc_version)
+            out = MutantBuild("stillborn", path, f'its cubin has no entry point "{k.symbol}"', result.nvcc_version, keys=(sb.key,))
         elif sb.ptx is not None and unchanged(m, sb.ptx.read_text(), entry.symbol):
-            out = MutantBuild("identical", path, nvcc=result.nvcc_version, ptx=sb.ptx)
+            out = MutantBuild("identical", path, nvcc=result.nvcc_version, ptx=sb.ptx, keys=(sb.key,))
         else:
-            out = MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx)
+            out = MutantBuild("compiled", path, nvcc=result.nvcc_version, ptx=sb.ptx, keys=(sb.key,))
         with lock:
             progress({"event": "mutant_built", "mutant": m.key, "status": out.status, "cached": sb.cached})
         return m.key, out
@@ -216,7 +219,8 @@ def build_header_original(cfg: Any, cs: Any, m: Mutant, arch: str) -> MutantBuil
             )
         ptxs[kernel] = sb.ptx
     first_kernel = m.kernels[0]
-    return MutantBuild("compiled", unit.path, nvcc=nvcc, ptx=ptxs[first_kernel], overrides=overrides, ptxs=ptxs)
+    return MutantBuild("compiled", unit.path, nvcc=nvcc, ptx=ptxs[first_kernel], overrides=overrides, ptxs=ptxs,
+                       keys=tuple(sb.key for sb, _entry in built.values()))
 
 
 def build_header_mutants(cfg: Any, cs: Any, mutants: Sequence[Mutant], arch: str, workers: int,
@@ -242,16 +246,17 @@ def build_header_mutants(cfg: Any, cs: Any, mutants: Sequence[Mutant], arch: str
         overrides = write_header_tree(cfg, cs, unit, m.file_stem, m.mutated)
         header = overrides and next(iter(overrides.values())).parent / unit.path.name
         built, nvcc, cached = _build_tree(cfg, cs, overrides, arch)
+        keys = tuple(sb.key for sb, _entry in built.values())
         ptxs: dict[str, Path] = {}
         out: MutantBuild | None = None
         same = True
         for kernel, (sb, entry) in built.items():
             if not sb.ok or sb.cubin is None:
                 first = sb.first_error
-                out = MutantBuild("stillborn", header or unit.path, f'in kernel "{kernel}": ' + (first.render() if first else "the compiler failed"), nvcc)
+                out = MutantBuild("stillborn", header or unit.path, f'in kernel "{kernel}": ' + (first.render() if first else "the compiler failed"), nvcc, keys=keys)
                 break
             if entry is None:
-                out = MutantBuild("stillborn", header or unit.path, f'in kernel "{kernel}": its cubin has no entry point "{cs.kernel(kernel).symbol}"', nvcc)
+                out = MutantBuild("stillborn", header or unit.path, f'in kernel "{kernel}": its cubin has no entry point "{cs.kernel(kernel).symbol}"', nvcc, keys=keys)
                 break
             if sb.ptx is not None:
                 ptxs[kernel] = sb.ptx
@@ -259,7 +264,7 @@ def build_header_mutants(cfg: Any, cs: Any, mutants: Sequence[Mutant], arch: str
                 same = False
         if out is None:
             status = "identical" if same else "compiled"
-            out = MutantBuild(status, header or unit.path, nvcc=nvcc, ptx=ptxs.get(m.kernels[0]), overrides=overrides, ptxs=ptxs)
+            out = MutantBuild(status, header or unit.path, nvcc=nvcc, ptx=ptxs.get(m.kernels[0]), overrides=overrides, ptxs=ptxs, keys=keys)
         with lock:
             progress({"event": "mutant_built", "mutant": m.key, "status": out.status, "cached": cached})
         return m.key, out

@@ -270,12 +270,18 @@ def journal_path(cfg: Any, names: Sequence[str], all_: bool = False, headers_onl
 
 
 def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[str] | None = None, max_mutants: int | None = None,
-               jobs: int | None = None, progress: Progress | None = None, config: Any = None) -> dict[str, int]:
+               jobs: int | None = None, progress: Progress | None = None, config: Any = None, archive: Path | None = None) -> dict[str, int]:
     """Compile the mutants a run with the same kernels, operators and ``max_mutants`` selects, and each
     kernel's unmutated copy, into the build cache for the configured architecture (no GPU): a GPU machine
-    given that cache then only verifies. Returns the number of mutants per build status."""
+    given that cache then only verifies. Returns the number of mutants per build status.
+
+    ``archive`` (a ``.tar``, ``.tar.gz``/``.tgz`` or ``.tar.xz``/``.txz`` file) is then written with the
+    build cache entries of exactly this selection (its mutants and unmutated copies), named relative to
+    the build cache folder: ``tar xf FILE -C <cache>`` on the GPU machine gives it what a run of the same
+    selection looks up, and none of the other entries a long-lived cache holds."""
     from ..api import load_project
 
+    mode = archive_mode(archive) if archive is not None else ""
     cfg, cs = load_project(root, config)
     if max_mutants is not None and max_mutants < 1:
         raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
@@ -286,7 +292,48 @@ def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[st
     counts: dict[str, int] = {}
     for b in builds.values():
         counts[b.status] = counts.get(b.status, 0) + 1
+    if archive is not None:
+        originals = [build_header_original(cfg, cs, ms[0], cfg.arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, cfg.arch)
+                     for name, ms in selected.items() if ms]  # fmt: skip (cached: built above)
+        keys = sorted({k for b in [*originals, *builds.values()] for k in b.keys})
+        write_build_archive(cfg.path(cfg.cache), cfg.arch, keys, archive, mode)
     return counts
+
+
+def archive_mode(path: Path) -> str:
+    """The ``tarfile`` write mode of an archive named ``path`` (by its suffix), or :class:`UsageError`."""
+    name = Path(path).name.lower()
+    for suffixes, mode in (((".tar.xz", ".txz"), "w:xz"), ((".tar.gz", ".tgz"), "w:gz"), ((".tar",), "w")):
+        if name.endswith(suffixes):
+            return mode
+    raise UsageError(f'--archive takes a file ending in .tar, .tar.gz, .tgz, .tar.xz or .txz, found "{path}".')
+
+
+def write_build_archive(cache: Path, arch: str, keys: Sequence[str], archive: Path, mode: str) -> int:
+    """Write the build cache entries ``build/<arch>/<key>/`` of ``keys`` (those that exist: a failed build
+    may have none) into ``archive``, named relative to ``cache``, files in sorted order, owners cleared.
+    Returns the number of entries written."""
+    import tarfile
+
+    written = 0
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    part = archive.with_name(archive.name + ".part")
+
+    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        return info
+
+    with tarfile.open(part, mode) as tar:
+        for key in keys:
+            folder = cache / "build" / arch / key
+            if not folder.is_dir():
+                continue
+            written += 1
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                tar.add(path, arcname=path.relative_to(cache).as_posix(), recursive=False, filter=clean)
+    part.replace(archive)
+    return written
 
 
 def kernel_mutants(cs: Any, name: str, text: str, operators: Sequence[str] | None = None) -> list[Mutant]:

@@ -11,7 +11,7 @@
 # SHIP=1  : on an H200 only (SHIPON, an extended regular expression of GPU names, widens it), first `STEPS=$SHIPSTEPS tests/gpu/issue18_ship.sh` (issue 18's timing; SHIPSTEPS
 #           default DR, capped at SHIPCAP seconds, default 240), into $OUT/ship.tgz
 # Carried: .whl/ (the PyCUDA wheels of ../shared/device), .carry/cache*.txz (build-cache folders of mutant cubins
-# made with `wireup mutate --build-only`), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz).
+# made with `wireup mutate --build-only`), .carry/builds*.txz (`--build-only --archive`: only the selection's entries), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz).
 # Into $OUT: env.txt (device, versions, each group's exit code), mutN.log, journal.tgz (the journals, the
 # records in reports/mutation and the logs, also every 20 s while the groups run).
 set -u
@@ -22,6 +22,8 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader)
 echo "gpu: $GPU" >"$O/env.txt"
 # the carried builds first: the shipped chain's verification (SHIP) takes its cubins from them too
 for c in .carry/cache*.txz; do [ -f "$c" ] && tar -xJf "$c"; done
+# archives of `wireup mutate --build-only --archive`: named relative to the build cache folder
+for b in .carry/builds*.txz; do [ -f "$b" ] && mkdir -p .wireup-cache && tar -xJf "$b" -C .wireup-cache; done
 if echo "$GPU" | grep -Eq "${SHIPON:-H200}" && [ -n "${SHIP:-}" ]; then
     OUT=$O/ship STEPS=${SHIPSTEPS:-DR} timeout "${SHIPCAP:-240}" bash tests/gpu/issue18_ship.sh >"$O/ship.log" 2>&1
     echo "ship rc=$? at $SECONDS s" >>"$O/env.txt"
