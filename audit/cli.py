@@ -96,6 +96,10 @@ def console() -> None:
     the way out (about 0.3 s at 10,000 kernels; nothing of a check is left to run at exit: its files are
     written and renamed, its build threads joined). Called in process, :func:`main` just returns.
     """
+    # before numpy loads: one BLAS thread, as in every worker, unless the user set the counts (audit.config.BLAS_THREADS)
+    from .config import single_blas_thread
+
+    single_blas_thread(os.environ)
     rc = main()
     # under a profiler or a tracer (cProfile, coverage) the process ends the usual way: they write their
     # results at exit

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import MutableMapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -169,6 +170,23 @@ class _Where:
 
 #: An environment variable naming the build cache folder; it overrides "cache" and may lie outside the root.
 CACHE_ENV = "WIREUP_CACHE"
+
+#: The thread counts of BLAS and OpenMP pools, which wireup sets to "1" where the environment leaves them unset:
+#: in its console script before numpy loads (``audit.cli.console``) and in every worker process
+#: (``audit.runtime._supervisor.spawn_worker``). A threaded BLAS sums matrix products of some shapes (an
+#: odd width, 253 or 260, at 37 or 300 rows) in an order set by its thread count, so one thread everywhere
+#: keeps results the same whatever the worker count; and several workers (or sanitizer runs, up to 8 side by
+#: side), each with a pool of every core, oversubscribe the machine while OpenBLAS's idle threads spin (two
+#: processes comparing outputs side by side took 2.1x as long with the default pools as with one thread each
+#: on the 2-core CPU machine, 2026-12-06; docs/benchmarks.md section 6).
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def single_blas_thread(env: MutableMapping[str, str]) -> MutableMapping[str, str]:
+    """``env`` with each of :data:`BLAS_THREADS` it leaves unset set to "1" (the user's own counts stay)."""
+    for var in BLAS_THREADS:
+        env.setdefault(var, "1")
+    return env
 
 # nvcc options a project's configuration may not give: they name programs nvcc runs (a host compiler,
 # options passed on to it or to the linker, a program run after the build), files or folders nvcc

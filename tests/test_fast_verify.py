@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -389,3 +390,33 @@ def test_arena_counts_of_several_buffers_equal_each_count():
     assert arena.count_poison_many(bufs, 1) == [arena.count_poison(b, 1) for b in bufs] == [27 * 5, 0, 0]
     assert arena.count_poison_many(bufs, 0) == [0, 9, 0]
     assert arena.count_nonfinite_many(bufs) == [arena.count_nonfinite(b) for b in bufs] == [27 * 5 + 1, 0, 0]
+
+
+def test_the_norms_do_not_use_blas():
+    """A threaded BLAS ddot splits a sum by the thread count, so the comparisons' norms go through numpy's own
+    loop (sqrt_sumsq): the same arrays give the same rel_norm whatever threads the process's BLAS has."""
+    import ast
+
+    from audit.runtime import _compare
+
+    tree = ast.parse(Path(_compare.__file__).read_text())
+    calls = {f"{n.func.value.id}.{n.func.attr}" for n in ast.walk(tree)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)}  # fmt: skip
+    assert not calls & {"np.dot", "np.vdot", "np.inner", "np.matmul", "np.linalg"}
+    x = np.arange(1.0, 5.0)
+    assert _compare.sqrt_sumsq(x) == float(np.sqrt(30.0))
+
+
+def test_a_comparison_gives_the_same_numbers_whatever_blas_threads_the_process_has():
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from audit.runtime._compare import compare, compare_delta\n"
+            "r = np.random.default_rng(0).standard_normal(1 << 20); o = (r * (1 + 1e-7 * np.sin(r))).astype(np.float32)\n"
+            "c = compare(o, r); d = compare_delta(o, np.zeros_like(r), r)\n"
+            "print(repr((c.rel_norm, c.max_abs, d.rel_norm)))")  # fmt: skip
+    import os
+
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "OPENBLAS_NUM_THREADS": t, "OMP_NUM_THREADS": t}).stdout for t in ("1", "2")}  # fmt: skip
+    assert len(outs) == 1, outs

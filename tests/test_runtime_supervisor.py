@@ -196,3 +196,44 @@ def test_a_wrapped_worker_takes_its_units_through_the_wrapper_and_leaves_by_itse
     # complete when supervise returns: exit 3 after giving up its context, exit 0 when stdin closed
     assert [p.name for p in out.sanitizer_logs] == ["wrapped-1.log", "wrapped-2.log"]
     assert [p.read_text() for p in out.sanitizer_logs] == ["child exited 3", "child exited 0"]
+
+
+def test_a_worker_runs_one_blas_thread_unless_the_user_says_otherwise(tmp_path, monkeypatch):
+    """Several workers (or sanitizer runs), each with a BLAS pool of every core, oversubscribe the machine: a
+    worker gets one BLAS/OpenMP thread where the environment does not set the count, and the user's count
+    where it does."""
+    from audit.runtime import _supervisor
+
+    envs = []
+
+    class FakePopen:
+        def __init__(self, args, **kw):
+            envs.append(kw["env"])
+
+    monkeypatch.setattr(_supervisor.subprocess, "Popen", FakePopen)
+    monkeypatch.setattr(_supervisor, "track", lambda p: p)
+    from audit.config import BLAS_THREADS
+
+    for var in BLAS_THREADS:
+        monkeypatch.delenv(var, raising=False)
+    _supervisor.spawn_worker(tmp_path / "job.json", tmp_path / "err.txt", str(tmp_path))
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    _supervisor.spawn_worker(tmp_path / "job.json", tmp_path / "err.txt", str(tmp_path))
+    assert [{v: e[v] for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")} for e in envs] == [
+        {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+        {"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+    ]
+
+
+def test_the_console_script_runs_one_blas_thread_unless_the_user_says_otherwise(tmp_path):
+    """``wireup`` sets the BLAS and OpenMP thread counts before numpy loads, as every worker has them, so a
+    verify in wireup's own process sums as its workers do; a count the user set stays."""
+    import subprocess
+    import sys
+
+    code = "import os, sys; from audit import cli; sys.argv = ['wireup', '--version']\ntry:\n    cli.console()\nexcept SystemExit:\n    pass\nprint([os.environ.get(v) for v in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')], 'numpy' in sys.modules)"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.splitlines()[-1]
+    assert out == "['1', '1', '1'] False"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**env, "OMP_NUM_THREADS": "3"}, check=True).stdout.splitlines()[-1]
+    assert out == "['1', '3', '1'] False"

@@ -148,8 +148,8 @@ def _fast_pass(out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Comparison |
     if r.dtype != np.float64:
         r = r.astype(np.float64)
     d = np.subtract(o, r, dtype=np.float64)
-    ref_norm = float(np.sqrt(np.dot(r, r)))
-    err_norm = float(np.sqrt(np.dot(d, d)))
+    ref_norm = sqrt_sumsq(r)
+    err_norm = sqrt_sumsq(d)
     n = int(d.size)
     step = min(CHUNK, n)
     a = np.empty(step)
@@ -189,6 +189,19 @@ def _fast_pass(out: np.ndarray, ref: np.ndarray, tol: Tolerance) -> Comparison |
     if not (np.isfinite(max_abs) and max_rel == max_rel):
         return None
     return Comparison("pass", rel_norm=rel_norm, max_abs=max_abs, max_rel=max_rel, n=n)
+
+
+def sqrt_sumsq(x: np.ndarray) -> float:
+    """The 2-norm of a flat float64 array, summed by numpy's own loop, not BLAS: a threaded ``ddot`` splits
+    the sum by the process's BLAS thread count, so the same arrays gave norms differing in the last bits
+    with the thread count (and several processes, each with a pool of every core, slowed one another: the
+    comparisons of two processes side by side took 2.1x as long with OpenBLAS's default threads as with
+    one, on the 2-core CPU machine, 2026-12-06).
+
+    >>> sqrt_sumsq(np.array([3.0, 4.0]))
+    5.0
+    """
+    return float(np.sqrt(np.einsum("i,i->", x, x)))
 
 
 def _top(m: float, x: float) -> float:
@@ -246,8 +259,8 @@ def _compare_full(out: np.ndarray, ref: np.ndarray, tol: Tolerance, integer: boo
     ar = np.abs(r)
     max_abs = float(ad.max())
     max_ref = float(ar.max())
-    ref_norm = float(np.sqrt(np.dot(r, r)))
-    err_norm = float(np.sqrt(np.dot(d, d)))
+    ref_norm = sqrt_sumsq(r)
+    err_norm = sqrt_sumsq(d)
     if ref_norm == 0.0:
         if max_abs <= ZERO_FLOOR:
             return Comparison("pass", n=n)
@@ -339,8 +352,8 @@ def compare_delta(out: np.ndarray, before: np.ndarray, ref: np.ndarray, tol: Del
     excess = np.maximum(err - floor, 0.0)
     ad = np.abs(d_ref)
     max_change = float(ad.max())
-    change_norm = float(np.sqrt(np.dot(d_ref, d_ref)))
-    excess_norm = float(np.sqrt(np.dot(excess, excess)))
+    change_norm = sqrt_sumsq(d_ref)
+    excess_norm = sqrt_sumsq(excess)
     over = excess - (tol.rtol_elem * ad + tol.rtol * max_change)
     nb = int(np.count_nonzero(over > 0))
     rel_norm = excess_norm / change_norm if change_norm > 0 else (0.0 if excess_norm == 0 else float("inf"))
@@ -385,8 +398,8 @@ def _fast_delta_pass(out: np.ndarray, b: np.ndarray, r: np.ndarray, tol: DeltaTo
         max_change = _top(max_change, float(np.abs(d_ref[i:j], out=e[:m]).max()))
     if not (np.isfinite(max_err) and np.isfinite(max_mag) and np.isfinite(max_change)):
         return None  # NaN or Inf somewhere: the full rule judges it
-    change_norm = float(np.sqrt(np.dot(d_ref, d_ref)))
-    excess_norm = float(np.sqrt(np.dot(excess, excess)))
+    change_norm = sqrt_sumsq(d_ref)
+    excess_norm = sqrt_sumsq(excess)
     if not excess_norm <= tol.rtol * change_norm:
         return None
     allowed = tol.rtol * max_change

@@ -31,7 +31,7 @@ from ..cases import DimCase, as_case
 from ..gradcheck import central_difference, random_directions
 from ..model import MULTIPLICATIVE_ROLES, IsvParam, Kernel, ScalarParam, TensorParam
 from ._backend import Backend
-from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare, compare_delta, within
+from ._compare import DTYPE_EPS, Comparison, DeltaTolerance, Tolerance, compare, compare_delta, sqrt_sumsq, within
 from ._inputs import apply_mask, inherited_sentinels, isv_perturbed, resolve_domain
 from ._memory import Arena, DeviceBuffer, poison_word
 from ._plan import (
@@ -1358,7 +1358,7 @@ class KernelVerifier:
                         f"central differences give {fd[i]:.6g} (max abs error {float(err.max()):.1e})"), output=name, max_abs_err=float(err.max()))  # fmt: skip
                     return
             else:
-                gnorm = float(np.linalg.norm(g))
+                gnorm = sqrt_sumsq(np.asarray(g, dtype=np.float64).reshape(-1))
                 for d, fd in data:
                     an = float(np.sum(g * d))
                     err = abs(an - fd)

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import single_blas_thread
 from ..errors import EnvironmentProblem
 from ..verify_checks import LAUNCH, TIMEOUT, VerifyCheck
 from ._results import EnvironmentInfo, SubjectResult
@@ -154,6 +155,7 @@ def spawn_worker(job_file: Path, err_file: Path, cwd: str, prefix: Sequence[str]
     pkg_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join([pkg_root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
     env.setdefault("PYTHONUNBUFFERED", "1")
+    single_blas_thread(env)  # one BLAS thread a worker, unless the user set it (audit.config.BLAS_THREADS)
     env = supervised_env(env)  # the worker leaves when this process dies (audit/runtime/_worker_lifetime.py)
     with open(err_file, "ab") as errfh:
         return track(subprocess.Popen(
