@@ -173,8 +173,8 @@ CACHE_ENV = "WIREUP_CACHE"
 
 #: The thread counts of BLAS and OpenMP pools, which wireup sets to "1" where the environment leaves them unset:
 #: in its console script before numpy loads (``audit.cli.console``) and in every worker process
-#: (``audit.runtime._supervisor.spawn_worker``). A threaded BLAS sums matrix products of some shapes (an
-#: odd width, 253 or 260, at 37 or 300 rows) in an order set by its thread count, so one thread everywhere
+#: (``audit.runtime._supervisor.spawn_worker``). A threaded BLAS sums matrix products of some shapes (a
+#: width of 253 or 260, at 37 or 300 rows) in an order set by its thread count, so one thread everywhere
 #: keeps results the same whatever the worker count; and several workers (or sanitizer runs, up to 8 side by
 #: side), each with a pool of every core, oversubscribe the machine while OpenBLAS's idle threads spin (two
 #: processes comparing outputs side by side took 2.1x as long with the default pools as with one thread each
