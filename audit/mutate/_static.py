@@ -69,7 +69,7 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
     keys = [store.item_key(kernel, build) for _key, kernel, build in items] if store is not None else []
     todo = [i for i in range(len(items)) if store is None or keys[i] not in store.known]
     # the store read each PTX to key its item: a worker decodes those bytes instead of reading the file again
-    _SHARED = (cs, wiring, dirs, list(items), dict(store._files) if store is not None else {})
+    _SHARED = (cs, wiring, dirs, list(items), store._files if store is not None else {})
     try:
         workers = min(jobs or usable_cpus(), len(todo))
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
