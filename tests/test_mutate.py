@@ -467,6 +467,21 @@ def test_build_only_cli_prints_what_it_built(capsys):
     assert capsys.readouterr().out == "built 2 mutant(s) for sm_90 into the build cache: 2 compiled\n"
 
 
+@pytest.mark.nvcc
+def test_build_only_cli_prints_how_many_entries_it_archived(tmp_path, capsys):
+    """The archive's line names its entries (two mutants and the unmutated copy) and where to unpack it."""
+    import tarfile
+
+    archive = tmp_path / "builds.tgz"
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--max-mutants", "2", "--build-only", "--jobs", "2", "--archive", str(archive)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    with tarfile.open(archive) as tar:
+        entries = {n.split("/")[2] for n in tar.getnames()}
+    assert len(entries) == 3
+    assert out[1] == (f"wrote their 3 build cache entries (mutants and unmutated copies) to {archive} ({archive.stat().st_size / 1e6:.1f} MB): "
+                      f"on the GPU machine, tar xf {archive} -C .wireup-cache")
+
+
 def test_worker_counts_follow_the_cores_this_process_may_use(monkeypatch):
     from audit.mutate import _build, _run
 

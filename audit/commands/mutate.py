@@ -213,12 +213,21 @@ def run(args: argparse.Namespace) -> int:
         from ..mutate import build_only
 
         archive = Path(args.archive) if args.archive is not None else None
-        counts = build_only(root, names, operators, args.max_mutants, args.jobs, MutateProgress(sys.stderr), cfg, archive)
+        printer, archived = MutateProgress(sys.stderr), {}
+
+        def progress(ev: dict[str, Any]) -> None:
+            if ev.get("event") == "archived":
+                archived.update(ev)
+            else:
+                printer(ev)
+
+        counts = build_only(root, names, operators, args.max_mutants, args.jobs, progress, cfg, archive)
         sys.stdout.write(f"built {sum(counts.values())} mutant(s) for {cfg.arch} into the build cache: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + "\n")
-        if archive is not None:
+        if archived:
             folder = cfg.path(cfg.cache)
             cache = folder.relative_to(cfg.root).as_posix() if folder.is_relative_to(cfg.root) else str(folder)
-            sys.stdout.write(f'wrote their build cache entries to {archive} ({archive.stat().st_size / 1e6:.1f} MB): on the GPU machine, tar xf {archive} -C {cache}\n')
+            sys.stdout.write(f'wrote their {archived["entries"]} build cache entries (mutants and unmutated copies) to {archive} ({archived["bytes"] / 1e6:.1f} MB): '
+                             f"on the GPU machine, tar xf {archive} -C {cache}\n")
         return ExitCode.CLEAN
     if args.timeout <= 0:
         raise UsageError(f"--timeout takes a positive number of seconds, found {args.timeout:g}.")

@@ -278,7 +278,8 @@ def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[st
     ``archive`` (a ``.tar``, ``.tar.gz``/``.tgz`` or ``.tar.xz``/``.txz`` file) is then written with the
     build cache entries of exactly this selection (its mutants and unmutated copies), named relative to
     the build cache folder: ``tar xf FILE -C <cache>`` on the GPU machine gives it what a run of the same
-    selection looks up, and none of the other entries a long-lived cache holds."""
+    selection looks up, and none of the other entries a long-lived cache holds; ``progress`` then gets an
+    ``archived`` event with the number of entries written and the file's size."""
     from ..api import load_project
 
     mode = archive_mode(archive) if archive is not None else ""
@@ -296,7 +297,8 @@ def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[st
         originals = [build_header_original(cfg, cs, ms[0], cfg.arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, cfg.arch)
                      for name, ms in selected.items() if ms]  # fmt: skip (cached: built above)
         keys = sorted({k for b in [*originals, *builds.values()] for k in b.keys})
-        write_build_archive(cfg.path(cfg.cache), cfg.arch, keys, archive, mode)
+        written = write_build_archive(cfg.path(cfg.cache), cfg.arch, keys, archive, mode)
+        (progress or (lambda ev: None))({"event": "archived", "path": str(archive), "entries": written, "bytes": archive.stat().st_size})
     return counts
 
 
