@@ -1268,3 +1268,105 @@ def test_a_mutant_identical_for_its_kernel_but_not_for_a_sibling_is_compiled(tmp
     builds = build_mutants(cfg, cs, ms, cfg.arch, jobs=2)
     # ror:86:35:0 leaves both entries' PTX as it was: identical still
     assert {m.id: builds[m.key].status for m in ms} == {"aor:239:124:0": "compiled", "aor:250:108:0": "compiled", "ror:86:35:0": "identical"}
+
+
+# -- MUTATE_UNSTABLE: a survivor whose values fail under a sanitizer's timing -----------------------------------
+
+
+def _value_fake(seen, fails):
+    """A stand-in for ``runtime.verify`` under a sanitizer: the copies named in ``fails`` (file name -> rule)
+    fail that check of verify with no report of the tool's own."""
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        name = source_overrides[kernels[0]].name
+        seen.append(name)
+        rule = fails.get(name)
+        f = SimpleNamespace(rule=rule, message=f'Kernel "{kernels[0]}" fails {rule} at B=37: 3 of 111 elements differ.', subject=kernels[0],
+                            severity=SimpleNamespace(value="error"))  # fmt: skip
+        return SimpleNamespace(result=SimpleNamespace(findings=[f] if rule else []))
+
+    return fake_verify
+
+
+def test_a_survivor_whose_values_fail_under_the_tool_is_caught_by_mutate_unstable_and_journaled(monkeypatch, tmp_path):
+    """memcheck reports nothing, but the mutant's outputs fail VERIFY_REFERENCE in the instrumented run while
+    its unmutated copy passes the same run: caught by MUTATE_UNSTABLE (the message says why), kept in the
+    journal and taken from it; a run past the watchdog (VERIFY_TIMEOUT) stays inconclusive and uncaught."""
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["guard"])[1]["aux_label_scale_ema_update"]][:3]
+    assert len(ms) == 3
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    idents = {"aux_label_scale_ema_update/baseline": "b0", **{m.key: f"m{i}" for i, m in enumerate(ms)}}
+    seen: list[str] = []
+    fails = {paths[ms[0].key].name: "VERIFY_REFERENCE", paths[ms[1].key].name: "VERIFY_TIMEOUT"}
+    monkeypatch.setattr(runtime, "verify", _value_fake(seen, fails))
+    journal, events = tmp_path / "k.sanitizers.jsonl", []
+    args = (cfg, "memcheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, events.append)
+    found, bases = _sanitize(*args, workers=1, journal=journal, identities=idents)
+    message = ('Kernel "aux_label_scale_ema_update" fails VERIFY_REFERENCE at B=37: 3 of 111 elements differ (under compute-sanitizer memcheck, '
+               "whose run of the unmutated copy passes: the result depends on the timing of its threads or on memory it should not read)")
+    assert found == {ms[0].key: (("MUTATE_UNSTABLE",), message)} and bases == {"aux_label_scale_ema_update": None}
+    verdicts = {e["variant"]: e["verdict"] for e in events if e["event"] == "sanitizer"}
+    assert verdicts[ms[0].key] == "caught by MUTATE_UNSTABLE where its unmutated copy passes this run"
+    assert verdicts[ms[1].key] == "survived (inconclusive: VERIFY_TIMEOUT)" and verdicts[ms[2].key] == "survived"
+    assert len(journal.read_text().splitlines()) == 3  # the baseline, ms[0] and ms[2]; not the timed-out run
+    seen.clear()
+    again, _ = _sanitize(*args, workers=1, journal=journal, identities=idents)
+    assert again == found and seen == [paths[ms[1].key].name]
+
+
+def test_mutate_unstable_judges_nothing_where_the_unmutated_copy_fails_values_under_the_tool(monkeypatch, tmp_path):
+    """If the instrumented run changes the unmutated copy's values too, the tool itself is what the values
+    follow: no survivor is caught by MUTATE_UNSTABLE, a note says so, and the baseline is not failed (its
+    findings are verify's, not the tool's report)."""
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["guard"])[1]["aux_label_scale_ema_update"]][:2]
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    seen: list[str] = []
+    monkeypatch.setattr(runtime, "verify", _value_fake(seen, {original.name: "VERIFY_NAN", paths[ms[0].key].name: "VERIFY_REFERENCE"}))
+    events: list[dict] = []
+    found, bases = _sanitize(cfg, "memcheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, events.append, workers=1)
+    assert found == {} and bases == {"aux_label_scale_ema_update": None}
+    assert {"event": "note", "text": "aux_label_scale_ema_update/baseline has findings of verify's checks under compute-sanitizer memcheck: MUTATE_UNSTABLE "
+                                     "judges none of its 1 survivor run(s) that failed a value check under the tool"} in events  # fmt: skip
+
+
+def test_a_survivor_whose_values_fail_as_its_siblings_under_the_tool_is_caught_by_mutate_unstable(monkeypatch, tmp_path):
+    """The same rule for a survivor run as its siblings: its values fail there, the siblings' unmutated copy
+    passes the same run; the message names the sibling."""
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, _, shared, files, original, sibs = _ema_shared(tmp_path, 1)
+    p0 = files[shared[0].key].name
+    seen: list[tuple[str, str]] = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        name = source_overrides[kernels[0]].name
+        seen.append((kernels[0], name))
+        bad = kernels[0] == EMA_SIB and name == p0
+        f = SimpleNamespace(rule="VERIFY_MASK_ZERO", message="skipped rows are not zero.", subject=EMA_SIB, severity=SimpleNamespace(value="error"))
+        return SimpleNamespace(result=SimpleNamespace(findings=[f] if bad else []))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    found, _ = _sanitize(cfg, "memcheck", shared, files, {EMA: original}, ["pycuda"], 0, lambda ev: None, workers=1, siblings=sibs)
+    assert found == {shared[0].key: (("MUTATE_UNSTABLE",), f"as {EMA_SIB} (same source): skipped rows are not zero (under compute-sanitizer memcheck, "
+                                     "whose run of the unmutated copy passes: the result depends on the timing of its threads or on memory it should not read)")}  # fmt: skip
+
+
+def test_mutate_unstable_refutes_an_equivalence_record():
+    """Other values under a sanitizer's timing are values: a record claiming the mutant equivalent is refuted
+    (MUTATE_SLOWDOWN, same values for more time, is not)."""
+    from audit.mutate._equivalent import EquivalenceRecord, refuted_records
+
+    r = EquivalenceRecord(kernel="k", id="guard:5:5:0", code="x", reason="y", file="equivalent.toml", line=5)
+    assert len(refuted_records("k", {"guard:5:5:0": r}, {"guard:5:5:0": ["MUTATE_UNSTABLE"]})) == 1
+    assert refuted_records("k", {"guard:5:5:0": r}, {"guard:5:5:0": ["MUTATE_SLOWDOWN"]}) == []

@@ -160,13 +160,14 @@ def match_records(kernel: str, mutants: Sequence[Mutant], records: Sequence[Equi
 def refuted_records(kernel: str, matched: dict[str, EquivalenceRecord], caught: dict[str, Sequence[str]]) -> list[str]:
     """One sentence per record that covers a mutant a run caught by running it: the record claimed that no
     launch the contracts admit tells the mutant apart, and a verify or sanitizer check found one (typically
-    at a value a widened contract now verifies, such as a second value of a fixed dim). A mutant caught only
-    by a static rule (a code pattern) or by MUTATE_SLOWDOWN (same results, more time) does not refute a
-    record: it can compute the same values and still be flagged."""
+    at a value a widened contract now verifies, such as a second value of a fixed dim; or MUTATE_UNSTABLE:
+    other values under a sanitizer's timing). A mutant caught only by a static rule (a code pattern) or by
+    MUTATE_SLOWDOWN (same results, more time) does not refute a record: it can compute the same values and
+    still be flagged."""
     hits: dict[EquivalenceRecord, list[tuple[str, str]]] = {}
     for mid, rules in sorted(caught.items()):
         r = matched.get(mid)
-        behavioural = [x for x in rules if x.startswith(("VERIFY_", "SANITIZER_"))]
+        behavioural = [x for x in rules if x.startswith(("VERIFY_", "SANITIZER_")) or x == "MUTATE_UNSTABLE"]
         if r is not None and behavioural:
             hits.setdefault(r, []).append((mid, behavioural[0]))
     out = []

@@ -37,7 +37,11 @@
    every such survivor, so it makes the baseline fail). A survivor with siblings (step 6) that its own
    run leaves is run as them too, built from the mutated source, under racecheck as those siblings that
    use shared memory (every sibling for a lost barrier), after their unmutated copy from the same folder;
-   a report on that copy only keeps them from judging the kernel's survivors under that tool.
+   a report on that copy only keeps them from judging the kernel's survivors under that tool. A
+   survivor whose run under the tool fails one of verify's value checks (:data:`UNSTABLE_RULES`) with no
+   report of the tool's own is caught by MUTATE_UNSTABLE where the unmutated copy passes the same run:
+   the tool changes only the timing of its threads and where its buffers lie, so the mutant's result
+   depends on one of them (a race on global memory, a read of memory it should not read).
 8. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
    Classify the other kernels' survivors with the equivalence records, and count.
 
@@ -103,6 +107,17 @@ SLOWDOWN_RATIO = 10.0  # a surviving mutant this many times slower than its base
 SLOWDOWN_SECONDS = 1e-3  # ... when it is also this much slower (launch noise is microseconds)
 SLOWDOWN_PASSES = 3  # ... in each of this many passes timed alone (another process's kernels can hold the GPU for ms)
 DEFAULT_LAUNCH_TIMEOUT = 5.0
+# the checks of verify whose failure in a sanitizer run is the kernel's values, not the tool's slowdown (a
+# launch past the watchdog, VERIFY_TIMEOUT) or the tool's own trouble (a launch it could not make): a
+# survivor failing one of them there, while its unmutated copy passes the same run, is caught by
+# MUTATE_UNSTABLE (step 7; on the trade-outcome backward, 6 December 2026, three survivors that zero
+# elements of kept rows which other warps of the block then write, with no barrier between)
+UNSTABLE = "MUTATE_UNSTABLE"
+UNSTABLE_RULES = frozenset({
+    "VERIFY_REFERENCE", "VERIFY_UNWRITTEN_OUTPUT", "VERIFY_OUT_OF_BOUNDS", "VERIFY_UNTOUCHED", "VERIFY_INPUT_MODIFIED", "VERIFY_NAN",
+    "VERIFY_GRADCHECK", "VERIFY_MASK_ZERO", "VERIFY_ALL_SKIP", "VERIFY_UNIT_SCALE", "VERIFY_DIVISOR_ZERO", "VERIFY_ACCUMULATE",
+    "VERIFY_INOUT_DELTA", "VERIFY_DETERMINISM",
+})  # fmt: skip
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -880,7 +895,13 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     only where its own run (if any: a key of ``siblings`` need not be one of ``mutants``) reports nothing
     and their unmutated copy reported nothing either. Such a report judges none of that kernel's survivors
     under ``tool``; it is no finding of the kernel's own baseline. A survivor its siblings' run catches
-    has a message naming the sibling ("as <sibling> (same source): ...")."""
+    has a message naming the sibling ("as <sibling> (same source): ...").
+
+    A mutant's run (its own, or as its siblings) that the tool reports nothing in but that fails a value
+    check (:data:`UNSTABLE_RULES`) catches it by MUTATE_UNSTABLE when the unmutated copy's run of the same
+    kernels under the tool (``<kernel>/baseline``, ``<kernel>/baseline/siblings``) passes with no finding
+    at all; such a run is journaled like a report. Any other run with findings but no report of the
+    tool's own (a launch past the watchdog) is inconclusive: not caught, not kept."""
     import itertools
 
     from ..runtime import VerdictJournal, verify, visible_gpus
@@ -912,25 +933,31 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     gpus = visible_gpus() if backends and list(backends) != ["emulated"] else []
     turn, turn_lock = itertools.count(), threading.Lock()
 
-    def verdict_of(key: str, errors: list[tuple[str, str]]) -> str:
-        base = key.endswith((f"/{BASELINE}", f"/{BASELINE}/siblings"))
-        return ("fail" if errors else "pass") if base else ("caught" if errors else "survived")
-
     def named(f: Any, kernels: Mapping[str, Path]) -> str:  # a siblings' run: the sibling that reported, as step 6 names it
         who = getattr(f, "subject", None)
         return f"as {who if who in kernels else ', '.join(kernels)} (same source): {f.message}"
 
-    def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]]]:
+    def verdict_of(key: str, errors: list[tuple[str, str]]) -> str:
+        base = key.endswith((f"/{BASELINE}", f"/{BASELINE}/siblings"))
+        if base:
+            return "fail" if errors else "pass"
+        if errors and all(rule == UNSTABLE for rule, _ in errors):
+            return f"caught by {UNSTABLE} where its unmutated copy passes this run"
+        return "caught" if errors else "survived"
+
+    def one(job: tuple[str, Mapping[str, Path]]) -> tuple[str, list[tuple[str, str]], bool]:
+        """The run's key, its findings that judge (the tool's reports, else MUTATE_UNSTABLE's), and whether
+        it had findings that judge nothing (inconclusive)."""
         key, overrides = job
         if stop.is_set():  # the pass was interrupted: nothing more starts
-            return key, []
+            return key, [], True
         ident = identity(key, list(overrides))
         held = journaled(key, list(overrides), ident)
         if held is not None:
             errors, plan = held
             fuller = "" if plan == SANITIZER_PLAN else f", a run of the fuller plan {plan}"
             progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict_of(key, errors) + f" (from the journal{fuller})"})
-            return key, errors
+            return key, errors, False
         with turn_lock:
             n = next(turn)
         pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
@@ -939,21 +966,30 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
                      sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
                      devices=pin, repeats=False)  # fmt: skip
         if stop.is_set():  # its workers were killed by the interruption: the run proves nothing and is not kept
-            return key, []
-        # only the tool's own reports judge here: the numbers already passed, and a run the instrumentation
-        # slowed past the watchdog (VERIFY_TIMEOUT) says nothing about the kernel
+            return key, [], True
+        # the tool's own reports judge; a run the instrumentation slowed past the watchdog (VERIFY_TIMEOUT)
+        # says nothing about the kernel; a value check failing in a mutant's run judges it by
+        # MUTATE_UNSTABLE, once its unmutated copy is known to pass the same run (the caller decides)
         found = [f for f in out.result.findings if f.severity.value == "error"]
         hits = [f for f in found if f.rule == SANITIZER_CHECKS[tool].rule]
         errors = [(f.rule, named(f, overrides) if key.endswith("/siblings") else f.message) for f in hits]
+        base = key.endswith((f"/{BASELINE}", f"/{BASELINE}/siblings"))
+        values = [f for f in found if f.rule in UNSTABLE_RULES] if not hits and not base else []
+        if values:
+            f = values[0]
+            said = named(f, overrides) if key.endswith("/siblings") else f.message
+            errors = [(UNSTABLE, f"{said.rstrip('.')} (under compute-sanitizer {tool}, whose run of the unmutated copy passes: "
+                                 f"the result depends on the timing of its threads or on memory it should not read)")]  # fmt: skip
         verdict = verdict_of(key, errors)
-        if found and not errors:
+        inconclusive = bool(found) and not errors
+        if inconclusive:
             verdict += f" (inconclusive: {', '.join(dict.fromkeys(f.rule for f in found))})"
         elif ident is not None and book is not None:
             with book_lock:
                 book.append(ident, key, errors)
         # the run's wall seconds: what a sanitizer plan costs (SANITIZER_PLAN) is measured from these
         progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict, "seconds": round(time.perf_counter() - started, 1)})
-        return key, errors
+        return key, errors, inconclusive
 
     todo = [m for m in mutants if m.key in paths]
     def overrides(kernel: str, v: Path | Mapping[str, Path]) -> Mapping[str, Path]:  # one kernel's copy, or a header's copies
@@ -981,9 +1017,18 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     found: dict[str, tuple[tuple[str, ...], str]] = {}
     bases: dict[str, list[tuple[str, str]] | None] = {}
     quiet: set[str] = set()  # the kernels whose siblings' unmutated copy the tool reports nothing in
+    clean: set[str] = set()  # "<kernel>/baseline" (and ".../siblings") runs with no finding at all
+    unstable: dict[str, list[tuple[str, str]]] = {}  # mutant runs judged by MUTATE_UNSTABLE, until their baseline's run is known
+
+    def unstable_note(base_key: str, n: int) -> None:
+        progress({"event": "note", "text": f"{base_key} has findings of verify's checks under compute-sanitizer {tool}: {UNSTABLE} judges none of its "
+                                           f"{n} survivor run(s) that failed a value check under the tool"})  # fmt: skip
+
     with _interruptible_pool(workers, stop) as pool:
-        for key, errors in pool.map(one, jobs):
+        for key, errors, inconclusive in pool.map(one, jobs):
             kernel, _, rest = key.partition("/")
+            if rest in (BASELINE, f"{BASELINE}/siblings") and not errors and not inconclusive:
+                clean.add(key)
             if rest == BASELINE:
                 bases[kernel] = errors or None
             elif rest == f"{BASELINE}/siblings":
@@ -993,13 +1038,24 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
                                                        f"({message}); they judge none of its survivors under {tool}"})  # fmt: skip
                 else:
                     quiet.add(kernel)
+            elif errors and errors[0][0] == UNSTABLE:
+                unstable[key] = errors
             elif errors:
                 found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
+        held = [key for key in unstable if f"{key.partition('/')[0]}/{BASELINE}" not in clean]
+        for key in unstable:
+            if key not in held:
+                found[key] = ((UNSTABLE,), unstable[key][0][1])
+        for base_key in dict.fromkeys(f"{key.partition('/')[0]}/{BASELINE}" for key in held):
+            unstable_note(base_key, sum(1 for key in held if key.startswith(base_key.partition("/")[0] + "/")))
         # then each survivor its own run left, as its siblings built from the mutated source
         later = [(f"{key}/siblings", dict.fromkeys(ks, copy(key.partition("/")[0], paths[key])))
                  for key, ks in sibs.items() if key not in found and key.partition("/")[0] in quiet]  # fmt: skip
-        for key, errors in pool.map(one, later):
-            if errors:
+        for key, errors, _ in pool.map(one, later):
+            kernel = key.partition("/")[0]
+            if errors and errors[0][0] == UNSTABLE and f"{kernel}/{BASELINE}/siblings" not in clean:
+                unstable_note(f"{kernel}/{BASELINE}/siblings", 1)
+            elif errors:
                 key = key[: -len("/siblings")]
                 found[key] = (tuple(dict.fromkeys(r for r, _ in errors)), errors[0][1])
                 progress({"event": "sibling", "variant": key, "message": found[key][1]})
