@@ -1370,3 +1370,58 @@ def test_mutate_unstable_refutes_an_equivalence_record():
     r = EquivalenceRecord(kernel="k", id="guard:5:5:0", code="x", reason="y", file="equivalent.toml", line=5)
     assert len(refuted_records("k", {"guard:5:5:0": r}, {"guard:5:5:0": ["MUTATE_UNSTABLE"]})) == 1
     assert refuted_records("k", {"guard:5:5:0": r}, {"guard:5:5:0": ["MUTATE_SLOWDOWN"]}) == []
+
+
+# -- plan 4: racecheck at B = 37 alone where it already spans more than one block ------------------------------
+
+
+def test_racecheck_takes_the_first_size_alone_only_where_it_spans_more_than_one_block():
+    """A ceil_div(B, 32) grid (the trade-outcome backward) has a full block and a tail at B = 37: 37 alone.
+    Both sizes stay for a grid of one block (the EMA updates), for ceil_div(B, 128) (one tail block at 37),
+    for a grid whose block count at 37 comes from another dim (the trunk forward's ceil_div(SH2, 64)
+    factor: four blocks, one row block), for a run with any such kernel, and under the older plans."""
+    from audit.mutate._run import RACE_SIZES, race_sizes
+
+    _, cs = load_project(REPO)
+    assert RACE_SIZES == (37, 300)
+    assert race_sizes(cs, ["aux_trade_outcome_backward"]) == (37,) and race_sizes(cs, ["aux_trunk_backward"]) == (37,)
+    for k in ("aux_label_scale_ema_update", "aux_next_bar_backward", "aux_trunk_forward", "strided_gather"):
+        assert race_sizes(cs, [k]) == (37, 300), k
+    assert race_sizes(cs, ["aux_trade_outcome_backward", "aux_trunk_forward"]) == (37, 300)
+    assert race_sizes(cs, ["aux_trade_outcome_backward"], plan=3) == (37, 300)
+
+
+def test_a_racecheck_run_at_37_alone_takes_a_plan_3_verdict_from_the_journal(monkeypatch, tmp_path):
+    """The trade-outcome backward's racecheck runs at B = 37 alone under plan 4; a verdict journaled under
+    plan 3 (B = 37 and 300) stands, and what no journal holds runs at 37 and is kept under plan 4."""
+    from audit import runtime
+    import audit.mutate._run as mrun
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    k = "aux_trade_outcome_backward"
+    ms = [m for m in plan_mutants(cs, cfg, [k], ["ror"])[1][k]][:2]
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    idents = {f"{k}/baseline": "b0", **{m.key: f"m{i}" for i, m in enumerate(ms)}}
+    calls: list[tuple[str, tuple[int, ...]]] = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        calls.append((source_overrides[kernels[0]].name, tuple(sizes)))
+        return SimpleNamespace(result=SimpleNamespace(findings=[]))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    journal, events = tmp_path / "k.sanitizers.jsonl", []
+    run = lambda mutants: _sanitize(cfg, "racecheck", mutants, paths, {k: original}, ["pycuda"], 0, events.append,  # noqa: E731
+                                    workers=1, journal=journal, identities=idents, cs=cs)  # fmt: skip
+    monkeypatch.setattr(mrun, "SANITIZER_PLAN", 3)
+    run(ms[:1])
+    assert calls == [(original.name, (37, 300)), (paths[ms[0].key].name, (37, 300))]
+    monkeypatch.setattr(mrun, "SANITIZER_PLAN", 4)
+    calls.clear()
+    run(ms)
+    assert calls == [(paths[ms[1].key].name, (37,))]
+    assert [e["verdict"] for e in events if e["variant"] == ms[0].key][-1] == "survived (from the journal, a run of the fuller plan 3)"
+    calls.clear()
+    run(ms)
+    assert calls == []

@@ -95,10 +95,13 @@ SANITIZERS = ("memcheck", "racecheck")  # the passes survivors go through, in th
 # does; 1 ran every variant at every size (the trade-outcome backward's memcheck run took ~100 s a survivor);
 # 3 (6 December, later) is 2 with each case's inputs launched once (verify's repeats=False: runs B and C, the
 # same inputs and pointers again, left out; 134 -> 86 launches of the next-bar backward under racecheck)
-SANITIZER_PLAN = 3
+# 4 (6 December, later still) is 3 with racecheck at B = 37 alone for a kernel whose every grid axis that
+# follows a runtime dim has 2 blocks or more there, in every dims variant (:func:`race_sizes`); memcheck's
+# runs are plan 3's
+SANITIZER_PLAN = 4
 # plan -> the earlier plans whose runs cover all of its launches: a verdict journaled under one of them stands
 # (a run that reported nothing over more launches reports nothing over fewer; a report is a report)
-FULLER_PLANS: dict[int, tuple[int, ...]] = {3: (2,)}
+FULLER_PLANS: dict[int, tuple[int, ...]] = {3: (2,), 4: (3, 2)}
 # seconds without progress before a sanitizer run is stopped (times verify's factor of 20 for an
 # instrumented run: 2 minutes); a run without a report by then is inconclusive, not caught (on the H200 a
 # removed cp.async barrier kept racecheck reporting for minutes)
@@ -594,7 +597,7 @@ def run_mutation(
         found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers(),
                                    journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
                                    identities=identities,
-                                   siblings=sibs)  # fmt: skip
+                                   siblings=sibs, cs=cs)  # fmt: skip
         timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
         late.update(found)
         for name, hit in checked.items():
@@ -653,7 +656,8 @@ def run_mutation(
         "sizes": [int(s) for s in sizes] if sizes is not None else None, "seed": int(seed), "operators": sorted(check_operators(operators)),
         "max_mutants": max_mutants, "launch_timeout_s": launch_timeout, "first_failure": True,
         "equivalent_file": _display(eq_path, cfg.root), "static_checks": [] if stand_in else list(STATIC_RULES),
-        "sanitizers": {t: list(MEMCHECK_SIZES if t == "memcheck" else RACE_SIZES) for t in tools},
+        # racecheck: RACE_SIZES, the first alone for a kernel race_sizes finds it enough for (plan 4)
+        "sanitizers": {t: list(MEMCHECK_SIZES if t == "memcheck" else RACE_SIZES) for t in tools}, "sanitizer_plan": SANITIZER_PLAN,
         "slowdown": {"ratio": SLOWDOWN_RATIO, "seconds": SLOWDOWN_SECONDS, "passes": SLOWDOWN_PASSES} if slowdown else None,
     }, date=date)  # fmt: skip
     _run_facts(run, outs, arch, nvcc)
@@ -734,6 +738,37 @@ def _sibling_pass(cfg: Any, cs: Any, survivors: Sequence[Mutant], siblings: Mapp
             found[m.key] = (tuple(rules), f"as {who} (same source): {hit.message if hit is not None else ''}")
             progress({"event": "sibling", "variant": m.key, "message": found[m.key][1]})
     return found
+
+
+def race_sizes(cs: Any, kernels: Sequence[str], plan: int = SANITIZER_PLAN) -> tuple[int, ...]:
+    """The sizes a racecheck run of ``kernels`` takes: :data:`RACE_SIZES`, or (from plan 4) their first
+    alone where, in every dims variant of every kernel, each grid axis that follows a runtime dim has more
+    blocks there than at size 1: the first size then spans more than one block along the runtime dims.
+    racecheck judges the shared-memory accesses of each block on its own, between its barriers; a
+    ``ceil_div(B, 32)`` grid at B = 37 has a full block and a tail, and B = 300 adds blocks of the same two
+    kinds, with their launches (under racecheck a run's time follows its launches). A kernel whose grid
+    does not follow a runtime dim (a grid-stride loop: its blocks take more rows as B grows), or whose
+    first size is one block along them (``ceil_div(B, 128) * ceil_div(SH2, 64)`` at B = 37: four blocks,
+    each a tail), keeps both sizes."""
+    from ..cases import make_env
+    from ..runtime._plan import dims_variants, uses_runtime_dim
+
+    if plan < 4:
+        return RACE_SIZES
+    first = RACE_SIZES[0]
+    for name in kernels:
+        k = cs.kernel(name)
+        following = [e for e in k.grid if uses_runtime_dim(e, cs)]
+        if not following:
+            return RACE_SIZES
+        for variant in dims_variants(k, cs):
+            at = {n: make_env(cs, n, variant) for n in (1, first)}
+            try:
+                if any(e.evaluate(at[first], cs.slot_indices) <= e.evaluate(at[1], cs.slot_indices) for e in following):
+                    return RACE_SIZES
+            except (ArithmeticError, KeyError, ValueError):  # a grid that cannot be evaluated there: both sizes
+                return RACE_SIZES
+    return (first,)
 
 
 def _verify_costs(cfg: Any) -> dict[str, float]:
@@ -880,9 +915,9 @@ def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping
 def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path | Mapping[str, Path]], originals: Mapping[str, Path | Mapping[str, Path]], backends: Sequence[str],
               seed: int, progress: Progress, workers: int = 4, journal: Path | None = None,
               identities: Mapping[str, str] | None = None,
-              siblings: Mapping[str, Sequence[str]] | None = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
+              siblings: Mapping[str, Sequence[str]] | None = None, cs: Any = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
-    :data:`RACE_SIZES`): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
+    :func:`race_sizes` of the run's kernels; ``cs`` the contracts, loaded from ``cfg`` if None): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
     and kernel -> the (rule, message) findings of its unmutated copy (None where it passes) for every
     kernel with a mutant checked. ``workers`` sanitizer processes run at a time. ``journal`` (a file, with
     ``identities``: variant key -> its builds and contracts) keeps each conclusive run as it ends and takes
@@ -907,7 +942,14 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     from ..runtime import VerdictJournal, verify, visible_gpus
     from ..verify_checks import SANITIZER_CHECKS
 
-    sizes = MEMCHECK_SIZES if tool == "memcheck" else RACE_SIZES
+    if cs is None:
+        from ..api import load_project
+
+        cs = load_project(cfg.root, cfg)[1]
+
+    def sizes_of(kernels: Sequence[str], plan: int = SANITIZER_PLAN) -> tuple[int, ...]:
+        return MEMCHECK_SIZES if tool == "memcheck" else race_sizes(cs, kernels, plan)
+
     stop = threading.Event()  # set when the pass is interrupted (Ctrl-C, or SIGTERM, which `wireup mutate` turns into it)
     book = VerdictJournal(journal) if journal is not None and identities is not None else None
     done = book.load() if book is not None else {}
@@ -916,7 +958,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     def identity(key: str, kernels: Sequence[str], plan: int = SANITIZER_PLAN) -> str | None:
         if book is None or key not in identities:
             return None
-        settings = [__version__, tool, list(sizes), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key], plan]
+        settings = [__version__, tool, list(sizes_of(kernels, plan)), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key], plan]
         if key.endswith("/siblings"):  # the siblings run in this pass (racecheck takes those with shared memory)
             settings.append(sorted(kernels))
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
@@ -962,7 +1004,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
             n = next(turn)
         pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
         started = time.perf_counter()
-        out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes, chain_sizes=(),
+        out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes_of(list(overrides)), chain_sizes=(),
                      sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
                      devices=pin, repeats=False)  # fmt: skip
         if stop.is_set():  # its workers were killed by the interruption: the run proves nothing and is not kept
