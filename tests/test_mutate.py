@@ -850,6 +850,12 @@ def test_survivors_go_through_memcheck_then_racecheck_where_shared_memory_is_use
     run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {} if m.operator in survive else {m.kernel: _wrong},
                  equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("memcheck", "racecheck"))  # fmt: skip
     assert calls == [("memcheck", survivors), ("racecheck", [])]
+    # the perturbed schedules come last, whatever the order given, and take every survivor left
+    calls.clear()
+    run = run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {} if m.operator in survive else {m.kernel: _wrong},
+                       equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("perturb", "memcheck"))  # fmt: skip
+    assert calls == [("memcheck", survivors), ("perturb", survivors[1:])]
+    assert run.settings["sanitizers"] == {"memcheck": [1, 37, 300, 4096], "perturb": [1, 37, 300, 4096]}
 
 
 def test_a_sanitizer_report_on_the_unmutated_copy_leaves_the_kernel_unscored(monkeypatch, tmp_path):
@@ -862,7 +868,7 @@ def test_a_sanitizer_report_on_the_unmutated_copy_leaves_the_kernel_unscored(mon
 
 
 def test_sanitizers_argument_is_checked(capsys):
-    with pytest.raises(UsageError, match=re.escape("""--sanitizers takes 'memcheck' and 'racecheck' (or "none"), found "initcheck".""")):
+    with pytest.raises(UsageError, match=re.escape("""--sanitizers takes 'memcheck', 'racecheck', 'perturb' (or "none"), found "initcheck".""")):
         run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {}, sanitizers=("initcheck",))
 
 
@@ -1336,7 +1342,7 @@ def test_mutate_unstable_judges_nothing_where_the_unmutated_copy_fails_values_un
     found, bases = _sanitize(cfg, "memcheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, events.append, workers=1)
     assert found == {} and bases == {"aux_label_scale_ema_update": None}
     assert {"event": "note", "text": "aux_label_scale_ema_update/baseline has findings of verify's checks under compute-sanitizer memcheck: MUTATE_UNSTABLE "
-                                     "judges none of its 1 survivor run(s) that failed a value check under the tool"} in events  # fmt: skip
+                                     "judges none of its 1 survivor run(s) that failed a value check so"} in events  # fmt: skip
 
 
 def test_a_survivor_whose_values_fail_as_its_siblings_under_the_tool_is_caught_by_mutate_unstable(monkeypatch, tmp_path):
@@ -1425,3 +1431,58 @@ def test_a_racecheck_run_at_37_alone_takes_a_plan_3_verdict_from_the_journal(mon
     calls.clear()
     run(ms)
     assert calls == []
+
+
+@pytest.mark.nvcc
+def test_the_perturbed_schedule_pass_runs_each_copy_rewritten_and_catches_values_that_follow_the_timing(monkeypatch, tmp_path):
+    """The perturb pass verifies, with no compute-sanitizer, a rewritten copy of the unmutated kernel and of
+    each survivor (half of the warps delayed at the start and after each barrier; `<stem>.perturb.cu` beside
+    the copy, each compiled by nvcc here), at memcheck's sizes with repeats; a survivor whose values fail
+    there while the unmutated copy passes is caught by MUTATE_UNSTABLE with a message that says how it ran."""
+    from audit import runtime
+    from audit.compile import build_kernels
+    from audit.mutate._build import build_original, write_mutant
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    k = "aux_trade_outcome_backward"
+    ms = [m for m in plan_mutants(cs, cfg, [k], ["guard"])[1][k]][:2]
+    paths = {m.key: write_mutant(cfg, m) for m in ms}
+    original = build_original(cfg, cs, k, ms[0].original, cfg.arch).path
+    seen: list[tuple[str, object, tuple[int, ...], object]] = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        src = source_overrides[kernels[0]]
+        text = src.read_text()
+        assert text.count("WIREUP_PERTURB();") == 8 and '#line 1 "' in text  # the entry and the kernel's 7 barriers
+        built = build_kernels(cfg, cs, arch=cfg.arch, jobs=1, sources=kernels, source_overrides=dict(source_overrides))
+        assert "nanosleep" in built.kernel(cs.kernel(k))[0].ptx.read_text()
+        seen.append((src.name, sanitizer, tuple(sizes), kw.get("repeats")))
+        bad = src.name == f"{ms[0].file_stem}.perturb.cu"
+        f = SimpleNamespace(rule="VERIFY_REFERENCE", message="3 elements differ.", subject=k, severity=SimpleNamespace(value="error"))
+        return SimpleNamespace(result=SimpleNamespace(findings=[f] if bad else []))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    found, bases = _sanitize(cfg, "perturb", ms, paths, {k: original}, ["pycuda"], 0, lambda ev: None, workers=1, cs=cs)
+    assert seen == [(f"{p.stem}.perturb.cu", None, (1, 37, 300, 4096), True) for p in [original, *paths.values()]]
+    assert found == {ms[0].key: (("MUTATE_UNSTABLE",), "3 elements differ (with half of its warps delayed at its start and after each barrier, "
+                                 "whose run of the unmutated copy passes: the result depends on the timing of its threads or on memory it should not read)")}  # fmt: skip
+    assert bases == {k: None}
+
+
+def test_perturbation_points_are_each_kernel_entry_and_each_barrier_statement():
+    """Inside each __global__ definition's body (not a declaration's, not a __device__ function's), after each
+    `__syncthreads();` (not `__syncthreads_or(x)`); comments and directives untouched."""
+    from audit.mutate._perturb import perturbed_source
+
+    src = ("// __global__ void c() { __syncthreads(); }\n"
+           "template <int N> __global__ void __launch_bounds__(256, 2) k(float* p);\n"
+           "__device__ void d() { __syncthreads(); }\n"
+           "template <int N> __global__ void __launch_bounds__(256, 2) k(float* p) {\n"
+           "  if (p) __syncthreads();\n  int x = __syncthreads_or(1);\n}\n")  # fmt: skip
+    out = perturbed_source(src, "a.cu").split('#line 1 "a.cu"\n', 1)[1]
+    assert out == ("// __global__ void c() { __syncthreads(); }\n"
+                   "template <int N> __global__ void __launch_bounds__(256, 2) k(float* p);\n"
+                   "__device__ void d() { __syncthreads(); WIREUP_PERTURB(); }\n"
+                   "template <int N> __global__ void __launch_bounds__(256, 2) k(float* p) { WIREUP_PERTURB();\n"
+                   "  if (p) __syncthreads(); WIREUP_PERTURB();\n  int x = __syncthreads_or(1);\n}\n")  # fmt: skip

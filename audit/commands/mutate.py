@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", metavar="ray[://HOST:PORT]", help="verify the mutants on the GPUs of a Ray cluster: ray (a local Ray, or RAY_ADDRESS) or ray://HOST:PORT (needs: pip install 'wireup-audit[cluster]')")
     p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
     p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification, each setting every runtime dim, every dims variant at each (default: the cases wireup verify plans for the kernel, its sweep; the kernel's gradient check runs as well)")
-    p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="compute-sanitizer passes of the survivors: memcheck (at 1,37,300,4096), racecheck (at 37,300, or 37 alone where it spans more than one block along the runtime dims; kernels using shared memory and lost barriers), or none (default: memcheck,racecheck)")
+    p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="the passes of the survivors after the verification: compute-sanitizer memcheck (at 1,37,300,4096), racecheck (at 37,300, or 37 alone where it spans more than one block along the runtime dims; kernels using shared memory and lost barriers), perturb (at 1,37,300,4096, half of each block's warps delayed at the kernel's start and after each barrier: races on global memory), or none (default: memcheck,racecheck,perturb)")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
@@ -149,7 +149,8 @@ class MutateProgress:
             self.write(f"verify   [{self.done}{of}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
         elif kind == "sanitizer":
             took = f" ({ev['seconds']:.0f} s)" if isinstance(ev.get("seconds"), (int, float)) else ""
-            self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} under compute-sanitizer {ev['tool']}{took}")
+            how = "with warps delayed" if ev["tool"] == "perturb" else f"under compute-sanitizer {ev['tool']}"
+            self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} {how}{took}")
         elif kind == "note":
             self.write(f"note     {ev['text']}")
         elif kind == "sibling":

@@ -41,7 +41,9 @@
    survivor whose run under the tool fails one of verify's value checks (:data:`UNSTABLE_RULES`) with no
    report of the tool's own is caught by MUTATE_UNSTABLE where the unmutated copy passes the same run:
    the tool changes only the timing of its threads and where its buffers lie, so the mutant's result
-   depends on one of them (a race on global memory, a read of memory it should not read).
+   depends on one of them (a race on global memory, a read of memory it should not read). Last, the
+   survivors left run with perturbed schedules (:data:`PERTURB`, :mod:`audit.mutate._perturb`: half of each
+   block's warps delayed at the kernel's start and after each barrier), no tool, and the same rule.
 8. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
    Classify the other kernels' survivors with the equivalence records, and count.
 
@@ -76,6 +78,7 @@ from ._build import MutantBuild, build_header_original, build_mutants, build_ori
 from ._equivalent import DEFAULT_FILE, load_records, match_records, refuted_records
 from ._headers import header_mutants, header_units, judge_hashes
 from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
+from ._perturb import PERTURB_VERSION, perturbed_copy
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
 from ._siblings import sibling_kernels
 from ._static import STATIC_RULES, static_catches
@@ -89,7 +92,9 @@ BASELINE = "baseline"  # the variant id of a kernel's unmutated copy: "<kernel>/
 MUTATE_SIZES = (1, 37, 300, 4096, 4103, 65536)
 MEMCHECK_SIZES = (1, 37, 300, 4096)  # those of `wireup verify --sanitizer` (audit.runtime._verify.SANITIZER_SIZES)
 RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racecheck at these sizes
-SANITIZERS = ("memcheck", "racecheck")  # the passes survivors go through, in this order
+SANITIZERS = ("memcheck", "racecheck")  # the compute-sanitizer passes survivors go through, in this order
+PERTURB = "perturb"  # then the perturbed schedules (audit.mutate._perturb): some warps delayed, no tool
+PASSES = (*SANITIZERS, PERTURB)  # what --sanitizers chooses from (the default: all of them)
 # what a sanitizer run of a survivor covers, in its journal identity: 2 (6 December 2026) caps the dims
 # variants after the first at their kernel's variant_cases of the sizes above, as `wireup verify --sanitizer`
 # does; 1 ran every variant at every size (the trade-outcome backward's memcheck run took ~100 s a survivor);
@@ -412,10 +417,11 @@ def run_mutation(
             raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
     if max_mutants is not None and max_mutants < 1:
         raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
-    tools = tuple(SANITIZERS if sanitizers is None and stand_in is None else sanitizers or ())
+    tools = tuple(PASSES if sanitizers is None and stand_in is None else sanitizers or ())
     for tool in tools:
-        if tool not in SANITIZERS:
-            raise UsageError(f'--sanitizers takes {" and ".join(f"{t!r}" for t in SANITIZERS)} (or "none"), found "{tool}".')
+        if tool not in PASSES:
+            raise UsageError(f'--sanitizers takes {", ".join(f"{t!r}" for t in PASSES)} (or "none"), found "{tool}".')
+    tools = tuple(t for t in PASSES if t in tools)  # in the passes' order, whatever the order given
     slowdown = stand_in is None if slowdown is None else slowdown
     kernels, _ = resolve_names(cfg, cs, kernels)
     generated, selected = plan_mutants(cs, cfg, kernels, operators, max_mutants)
@@ -657,7 +663,7 @@ def run_mutation(
         "max_mutants": max_mutants, "launch_timeout_s": launch_timeout, "first_failure": True,
         "equivalent_file": _display(eq_path, cfg.root), "static_checks": [] if stand_in else list(STATIC_RULES),
         # racecheck: RACE_SIZES, the first alone for a kernel race_sizes finds it enough for (plan 4)
-        "sanitizers": {t: list(MEMCHECK_SIZES if t == "memcheck" else RACE_SIZES) for t in tools}, "sanitizer_plan": SANITIZER_PLAN,
+        "sanitizers": {t: list(RACE_SIZES if t == "racecheck" else MEMCHECK_SIZES) for t in tools}, "sanitizer_plan": SANITIZER_PLAN,
         "slowdown": {"ratio": SLOWDOWN_RATIO, "seconds": SLOWDOWN_SECONDS, "passes": SLOWDOWN_PASSES} if slowdown else None,
     }, date=date)  # fmt: skip
     _run_facts(run, outs, arch, nvcc)
@@ -948,7 +954,11 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         cs = load_project(cfg.root, cfg)[1]
 
     def sizes_of(kernels: Sequence[str], plan: int = SANITIZER_PLAN) -> tuple[int, ...]:
-        return MEMCHECK_SIZES if tool == "memcheck" else race_sizes(cs, kernels, plan)
+        return race_sizes(cs, kernels, plan) if tool == "racecheck" else MEMCHECK_SIZES
+
+    perturb = tool == PERTURB
+    # where the run's values fail: under a tool, or with the perturbed schedules
+    under = "with half of its warps delayed at its start and after each barrier" if perturb else f"under compute-sanitizer {tool}"
 
     stop = threading.Event()  # set when the pass is interrupted (Ctrl-C, or SIGTERM, which `wireup mutate` turns into it)
     book = VerdictJournal(journal) if journal is not None and identities is not None else None
@@ -959,6 +969,8 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         if book is None or key not in identities:
             return None
         settings = [__version__, tool, list(sizes_of(kernels, plan)), seed, list(backends)[:1], SANITIZER_TIMEOUT, key, identities[key], plan]
+        if perturb:  # what the rewrite does
+            settings.append(PERTURB_VERSION)
         if key.endswith("/siblings"):  # the siblings run in this pass (racecheck takes those with shared memory)
             settings.append(sorted(kernels))
         return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()
@@ -1004,23 +1016,25 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
             n = next(turn)
         pin = [gpus[n % len(gpus)]] if len(gpus) > 1 else None
         started = time.perf_counter()
+        # a perturbed schedule runs each case's launches again (repeats): each run is another chance for a race
+        sources = {k: perturbed_copy(p) for k, p in overrides.items()} if perturb else dict(overrides)
         out = verify(cfg.root, kernels=list(overrides), backends=list(backends)[:1], seed=seed, sizes=sizes_of(list(overrides)), chain_sizes=(),
-                     sanitizer=tool, evidence=False, source_overrides=dict(overrides), config=cfg, timeout=SANITIZER_TIMEOUT,
-                     devices=pin, repeats=False)  # fmt: skip
+                     sanitizer=None if perturb else tool, evidence=False, source_overrides=sources, config=cfg, timeout=SANITIZER_TIMEOUT,
+                     devices=pin, repeats=perturb)  # fmt: skip
         if stop.is_set():  # its workers were killed by the interruption: the run proves nothing and is not kept
             return key, [], True
         # the tool's own reports judge; a run the instrumentation slowed past the watchdog (VERIFY_TIMEOUT)
         # says nothing about the kernel; a value check failing in a mutant's run judges it by
         # MUTATE_UNSTABLE, once its unmutated copy is known to pass the same run (the caller decides)
         found = [f for f in out.result.findings if f.severity.value == "error"]
-        hits = [f for f in found if f.rule == SANITIZER_CHECKS[tool].rule]
+        hits = [f for f in found if tool in SANITIZER_CHECKS and f.rule == SANITIZER_CHECKS[tool].rule]
         errors = [(f.rule, named(f, overrides) if key.endswith("/siblings") else f.message) for f in hits]
         base = key.endswith((f"/{BASELINE}", f"/{BASELINE}/siblings"))
         values = [f for f in found if f.rule in UNSTABLE_RULES] if not hits and not base else []
         if values:
             f = values[0]
             said = named(f, overrides) if key.endswith("/siblings") else f.message
-            errors = [(UNSTABLE, f"{said.rstrip('.')} (under compute-sanitizer {tool}, whose run of the unmutated copy passes: "
+            errors = [(UNSTABLE, f"{said.rstrip('.')} ({under}, whose run of the unmutated copy passes: "
                                  f"the result depends on the timing of its threads or on memory it should not read)")]  # fmt: skip
         verdict = verdict_of(key, errors)
         inconclusive = bool(found) and not errors
@@ -1063,8 +1077,8 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     unstable: dict[str, list[tuple[str, str]]] = {}  # mutant runs judged by MUTATE_UNSTABLE, until their baseline's run is known
 
     def unstable_note(base_key: str, n: int) -> None:
-        progress({"event": "note", "text": f"{base_key} has findings of verify's checks under compute-sanitizer {tool}: {UNSTABLE} judges none of its "
-                                           f"{n} survivor run(s) that failed a value check under the tool"})  # fmt: skip
+        progress({"event": "note", "text": f"{base_key} has findings of verify's checks {under}: {UNSTABLE} judges none of its "
+                                           f"{n} survivor run(s) that failed a value check so"})  # fmt: skip
 
     with _interruptible_pool(workers, stop) as pool:
         for key, errors, inconclusive in pool.map(one, jobs):
