@@ -101,8 +101,8 @@ PASSES = (*SANITIZERS, PERTURB)  # what --sanitizers chooses from (the default: 
 # 3 (6 December, later) is 2 with each case's inputs launched once (verify's repeats=False: runs B and C, the
 # same inputs and pointers again, left out; 134 -> 86 launches of the next-bar backward under racecheck)
 # 4 (6 December, later still) is 3 with racecheck at B = 37 alone for a kernel whose every grid axis that
-# follows a runtime dim has 2 blocks or more there, in every dims variant (:func:`race_sizes`); memcheck's
-# runs are plan 3's
+# follows a runtime dim has more blocks there than at B = 1, in every dims variant (:func:`race_sizes`);
+# memcheck's runs are plan 3's
 SANITIZER_PLAN = 4
 # plan -> the earlier plans whose runs cover all of its launches: a verdict journaled under one of them stands
 # (a run that reported nothing over more launches reports nothing over fewer; a report is a report)
@@ -118,8 +118,8 @@ DEFAULT_LAUNCH_TIMEOUT = 5.0
 # the checks of verify whose failure in a sanitizer run is the kernel's values, not the tool's slowdown (a
 # launch past the watchdog, VERIFY_TIMEOUT) or the tool's own trouble (a launch it could not make): a
 # survivor failing one of them there, while its unmutated copy passes the same run, is caught by
-# MUTATE_UNSTABLE (step 7; on the trade-outcome backward, 6 December 2026, three survivors that zero
-# elements of kept rows which other warps of the block then write, with no barrier between)
+# MUTATE_UNSTABLE (step 7; on the trade-outcome backward, 6 December 2026, three survivors that can zero
+# elements of kept rows which other threads of the block write, with no barrier between)
 UNSTABLE = "MUTATE_UNSTABLE"
 UNSTABLE_RULES = frozenset({
     "VERIFY_REFERENCE", "VERIFY_UNWRITTEN_OUTPUT", "VERIFY_OUT_OF_BOUNDS", "VERIFY_UNTOUCHED", "VERIFY_INPUT_MODIFIED", "VERIFY_NAN",
@@ -923,7 +923,9 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
               identities: Mapping[str, str] | None = None,
               siblings: Mapping[str, Sequence[str]] | None = None, cs: Any = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
-    :func:`race_sizes` of the run's kernels; ``cs`` the contracts, loaded from ``cfg`` if None): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
+    :func:`race_sizes` of the run's kernels), or for ``tool`` = :data:`PERTURB` without one, each copy
+    rewritten by :func:`audit.mutate._perturb.perturbed_copy` and run at :data:`MEMCHECK_SIZES` with
+    verify's repeats (``cs``: the contracts, loaded from ``cfg`` if None): mutant key -> (failed rule IDs, first message) for the mutants the run catches,
     and kernel -> the (rule, message) findings of its unmutated copy (None where it passes) for every
     kernel with a mutant checked. ``workers`` sanitizer processes run at a time. ``journal`` (a file, with
     ``identities``: variant key -> its builds and contracts) keeps each conclusive run as it ends and takes
