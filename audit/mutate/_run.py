@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .. import verify_checks as vc
 from ..errors import UsageError
 from ._build import MutantBuild, build_header_original, build_mutants, build_original, mutant_dir, usable_cpus
 from ._equivalent import DEFAULT_FILE, load_records, match_records, refuted_records
@@ -121,11 +122,10 @@ DEFAULT_LAUNCH_TIMEOUT = 5.0
 # MUTATE_UNSTABLE (step 7; on the trade-outcome backward, 6 December 2026, three survivors that can zero
 # elements of kept rows which other threads of the block write, with no barrier between)
 UNSTABLE = "MUTATE_UNSTABLE"
-UNSTABLE_RULES = frozenset({
-    "VERIFY_REFERENCE", "VERIFY_UNWRITTEN_OUTPUT", "VERIFY_OUT_OF_BOUNDS", "VERIFY_UNTOUCHED", "VERIFY_INPUT_MODIFIED", "VERIFY_NAN",
-    "VERIFY_GRADCHECK", "VERIFY_MASK_ZERO", "VERIFY_ALL_SKIP", "VERIFY_UNIT_SCALE", "VERIFY_DIVISOR_ZERO", "VERIFY_ACCUMULATE",
-    "VERIFY_INOUT_DELTA", "VERIFY_DETERMINISM",
-})  # fmt: skip
+UNSTABLE_RULES = frozenset(c.rule for c in (
+    vc.REFERENCE, vc.WRITTEN, vc.GUARDS, vc.UNTOUCHED, vc.INPUTS_UNMODIFIED, vc.FINITE, vc.GRADCHECK, vc.MASK_ZERO, vc.ALL_SKIP,
+    vc.UNIT_SCALE, vc.DIVISOR_ZERO, vc.ACCUMULATE, vc.INOUT_DELTA, vc.DETERMINISM,
+))  # fmt: skip
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -757,7 +757,7 @@ def race_sizes(cs: Any, kernels: Sequence[str], plan: int = SANITIZER_PLAN) -> t
     first size is one block along them (``ceil_div(B, 128) * ceil_div(SH2, 64)`` at B = 37: four blocks,
     each a tail), keeps both sizes."""
     from ..cases import make_env
-    from ..runtime._plan import dims_variants, uses_runtime_dim
+    from ..runtime import dims_variants, uses_runtime_dim
 
     if plan < 4:
         return RACE_SIZES

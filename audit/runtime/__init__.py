@@ -21,5 +21,6 @@ from ._many import Variant as Variant, VariantOutcome as VariantOutcome, gpu_tar
 from ._journal import Journal as Journal, VerdictJournal as VerdictJournal, sanitizer_journal_path as sanitizer_journal_path
 from ._worker_lifetime import all_workers_stopped as all_workers_stopped
 from ._placement import parse_workers as parse_workers, plan_workers as plan_workers, visible_gpus as visible_gpus
+from ._plan import dims_variants as dims_variants, uses_runtime_dim as uses_runtime_dim
 from ._results import CheckRecord as CheckRecord, SubjectResult as SubjectResult, VerifyRun as VerifyRun
 from ._verify import VerifyOutcome as VerifyOutcome, verify as verify
