@@ -817,6 +817,61 @@ def test_slower_needs_both_the_ratio_and_the_absolute_time():
     assert slower(outcome({"B=65536": 1.0}), base) == ""  # no baseline time for that case
 
 
+def test_slow_sizes_are_the_sizes_of_the_slow_cases():
+    from types import SimpleNamespace
+
+    from audit.mutate._run import slow_sizes
+
+    def outcome(times):
+        r = SimpleNamespace(subject="k", backend="pycuda", launch_seconds=times)
+        return SimpleNamespace(outcome=SimpleNamespace(run=SimpleNamespace(results=[r])))
+
+    base = outcome({"B=1": 10e-6, "B=300 (K=3)": 40e-6, "B=4096": 40e-6, "B=4,T=17": 10e-6})
+    assert slow_sizes(outcome({"B=1": 10e-6, "B=300 (K=3)": 10e-3, "B=4096": 20e-3}), base) == (300, 4096)
+    assert slow_sizes(outcome({"B=1": 11e-6}), base) == ()  # none slower
+    assert slow_sizes(outcome({"B=300 (K=3)": 10e-3, "B=4,T=17": 5e-3}), base) == ()  # a case of two dims: the run's sizes
+
+
+def _slow_at_37(launch):
+    if launch.meta.label.startswith("B=37"):
+        import time as _time
+
+        _time.sleep(0.02)
+    launch.write_outputs(launch.run_reference())
+
+
+def test_a_suspect_is_timed_alone_at_the_sizes_it_was_slow_at(tmp_path, monkeypatch):
+    """Timed alone, a suspect runs only the sizes of the cases it was slow in (its whole sweep again took
+    ~8 s per suspect on the H100); where those sizes do not run its slow case, the run's sizes, in the
+    same pass."""
+    from audit import runtime
+    from audit.mutate import _run
+
+    calls = []
+    real = runtime.verify_many
+
+    def spy(root, variants, **kw):  # every call after the first (which verifies every mutant): the timings alone
+        calls.append(tuple(kw["sizes"]))
+        return real(root, variants, **kw)
+
+    monkeypatch.setattr(runtime, "verify_many", spy)
+    slow = "loop:11:59:0"
+
+    def run():
+        return run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {"strided_gather": _slow_at_37} if m.id == slow else {m.kernel: _wrong},
+                            equivalent_file=tmp_path / "none.toml", sizes=(1, 37), slowdown=True)  # fmt: skip
+
+    (o,) = [o for o in run().kernels[0].outcomes if o.mutant.id == slow]
+    assert o.status == "caught" and o.checks == ("MUTATE_SLOWDOWN",) and o.detail.startswith("its launch at B=37")
+    assert calls == [(1, 37)] + [(37,)] * 3  # then three passes, each at B = 37 alone
+    # sizes that do not run the slow case (here B = 1 for a mutant slow at 37): timed again at the run's sizes
+    calls.clear()
+    monkeypatch.setattr(_run, "slow_sizes", lambda mutant, baseline: (1,))
+    (o,) = [o for o in run().kernels[0].outcomes if o.mutant.id == slow]
+    assert o.status == "caught" and o.checks == ("MUTATE_SLOWDOWN",)
+    assert calls == [(1, 37), (1,), (1, 37), (1, 37), (1, 37)]
+
+
 def test_survivors_go_through_memcheck_then_racecheck_where_shared_memory_is_used(monkeypatch, tmp_path):
     """memcheck takes every numeric survivor; racecheck those memcheck left of kernels that use shared
     memory, and every lost barrier; a report on the unmutated copy makes the baseline fail."""

@@ -531,25 +531,39 @@ def run_mutation(
         t = time.perf_counter()
         by_id = {v.id: v for v in variants}
         hits: dict[str, str] = {}
+        # each suspect is timed alone at the sizes of the cases it was slow in (a verification of the whole
+        # sweep took ~8 s per suspect of the trade-outcome backward on the H100, 6 December); one whose slow
+        # case those sizes do not run, or whose cases name no one size, at the run's own sizes
+        at: dict[str, tuple[int, ...] | None] = {m.key: slow_sizes(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"]) or None for m in suspects}
         for n in range(SLOWDOWN_PASSES):
             if not suspects:
                 break
-            kernels = list(dict.fromkeys(m.kernel for m in suspects))
-            # each baseline before and after the suspects: a mutant must be slower than both timings
-            before = [by_id[f"{k}/{BASELINE}"] for k in kernels]
-            after = [dataclasses.replace(v, id=f"{v.id}/again") for v in before]
-            again = verify_many(
-                cfg.root, before + [by_id[m.key] for m in suspects] + after,
-                backends=names, seed=seed, sizes=sizes, timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
-                workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
-            )  # fmt: skip
-            alone = {o.id: o for o in again}
+            alone: dict[tuple[str, str], Any] = {}  # (sizes, variant id) -> its outcome timed alone
+            pending = suspects
+            while pending:
+                for group_sizes in dict.fromkeys(at[m.key] for m in pending):
+                    group = [m for m in pending if at[m.key] == group_sizes]
+                    kernels = list(dict.fromkeys(m.kernel for m in group))
+                    # each baseline before and after the suspects: a mutant must be slower than both timings
+                    before = [by_id[f"{k}/{BASELINE}"] for k in kernels]
+                    after = [dataclasses.replace(v, id=f"{v.id}/again") for v in before]
+                    again = verify_many(
+                        cfg.root, before + [by_id[m.key] for m in group] + after,
+                        backends=names, seed=seed, sizes=group_sizes if group_sizes is not None else sizes,
+                        timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
+                        workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
+                    )  # fmt: skip
+                    alone.update({(str(group_sizes), o.id): o for o in again})
+                # a slow case those sizes did not run: timed again in this pass, at the run's own sizes
+                pending = [m for m in pending if at[m.key] is not None and not _ran_slow_case(alone[(str(at[m.key]), m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
+                for m in pending:
+                    at[m.key] = None
             kept = []
             for m in suspects:
-                b = f"{m.kernel}/{BASELINE}"
-                hit = slower(alone[m.key], alone[b])
+                b, g = f"{m.kernel}/{BASELINE}", str(at[m.key])
+                hit = slower(alone[(g, m.key)], alone[(g, b)])
                 hits.setdefault(m.key, hit)
-                if hit and slower(alone[m.key], alone[f"{b}/again"]):
+                if hit and slower(alone[(g, m.key)], alone[(g, f"{b}/again")]):
                     kept.append(m)
                 else:
                     keep(m, "")
@@ -824,27 +838,53 @@ def _baseline(o: Any) -> tuple[str, list[str]]:
     return "fail", [f"{f.rule}: {f.message}" for f in o.outcome.result.findings if f.severity.value == "error"]
 
 
-def slower(mutant: Any, baseline: Any) -> str:
-    """The MUTATE_SLOWDOWN message when ``mutant``'s fastest launch in some case (same backend, same case
-    label) took :data:`SLOWDOWN_RATIO` times its baseline's and :data:`SLOWDOWN_SECONDS` more; else "".
-    The case where the mutant lost the most time is named."""
+def _slow_launches(mutant: Any, baseline: Any) -> Iterator[tuple[str, str, float, float]]:
+    """(case label, backend, mutant's seconds, baseline's seconds) of each case where ``mutant``'s fastest
+    launch took :data:`SLOWDOWN_RATIO` times its baseline's (same backend, same case label) and
+    :data:`SLOWDOWN_SECONDS` more."""
     if mutant.outcome is None or baseline.outcome is None:
-        return ""
+        return
     base = {(r.subject, r.backend): r.launch_seconds for r in baseline.outcome.run.results}
-    worst: tuple[float, str, float, float] | None = None
     for r in mutant.outcome.run.results:
         ref = base.get((r.subject, r.backend), {})
         for case, t in r.launch_seconds.items():
             t0 = ref.get(case)
-            if t0 is None or t0 <= 0 or t < SLOWDOWN_RATIO * t0 or t - t0 < SLOWDOWN_SECONDS:
-                continue
-            if worst is None or t - t0 > worst[0]:
-                worst = (t - t0, f"{case} on {r.backend}", t, t0)
+            if t0 is not None and t0 > 0 and t >= SLOWDOWN_RATIO * t0 and t - t0 >= SLOWDOWN_SECONDS:
+                yield case, r.backend, t, t0
+
+
+def slower(mutant: Any, baseline: Any) -> str:
+    """The MUTATE_SLOWDOWN message when ``mutant``'s fastest launch in some case (same backend, same case
+    label) took :data:`SLOWDOWN_RATIO` times its baseline's and :data:`SLOWDOWN_SECONDS` more; else "".
+    The case where the mutant lost the most time is named."""
+    worst = max(_slow_launches(mutant, baseline), key=lambda x: x[2] - x[3], default=None)
     if worst is None:
         return ""
-    _, where, t, t0 = worst
-    return (f"its launch at {where} takes {_ms(t)}, {t / t0:.0f} times the unmutated kernel's {_ms(t0)}: "
+    case, backend, t, t0 = worst
+    return (f"its launch at {case} on {backend} takes {_ms(t)}, {t / t0:.0f} times the unmutated kernel's {_ms(t0)}: "
             "the same results for far more work")  # fmt: skip
+
+
+def slow_sizes(mutant: Any, baseline: Any) -> tuple[int, ...]:
+    """The sizes of the cases where ``mutant`` is :func:`slower` than ``baseline`` (``B=300 (K=3)``: 300),
+    sorted; () when there is none, or when a case is not at one runtime dim's value (``B=4,T=17``)."""
+    out = set()
+    for case, *_ in _slow_launches(mutant, baseline):
+        head = case.split(" ", 1)[0]
+        _, eq, value = head.partition("=")
+        if not eq or not value.isdigit():
+            return ()
+        out.add(int(value))
+    return tuple(sorted(out))
+
+
+def _ran_slow_case(alone: Any, first: Any, baseline: Any) -> bool:
+    """Whether the timing ``alone`` launched a case that ``first`` (the suspect's timing beside other
+    workers) was slower than ``baseline`` in."""
+    if alone.outcome is None:
+        return False
+    ran = {case for r in alone.outcome.run.results for case in r.launch_seconds}
+    return any(case in ran for case, *_ in _slow_launches(first, baseline))
 
 
 def _ms(seconds: float) -> str:
