@@ -538,7 +538,7 @@ def run_mutation(
         for n in range(SLOWDOWN_PASSES):
             if not suspects:
                 break
-            alone: dict[tuple[str, str], Any] = {}  # (sizes, variant id) -> its outcome timed alone
+            alone: dict[tuple[tuple[int, ...] | None, str], Any] = {}  # (sizes, variant id) -> its outcome timed alone
             pending = suspects
             while pending:
                 for group_sizes in dict.fromkeys(at[m.key] for m in pending):
@@ -553,14 +553,14 @@ def run_mutation(
                         timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
                         workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
                     )  # fmt: skip
-                    alone.update({(str(group_sizes), o.id): o for o in again})
+                    alone.update({(group_sizes, o.id): o for o in again})
                 # a slow case those sizes did not run: timed again in this pass, at the run's own sizes
-                pending = [m for m in pending if at[m.key] is not None and not _ran_slow_case(alone[(str(at[m.key]), m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
+                pending = [m for m in pending if at[m.key] is not None and not _ran_slow_case(alone[(at[m.key], m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
                 for m in pending:
                     at[m.key] = None
             kept = []
             for m in suspects:
-                b, g = f"{m.kernel}/{BASELINE}", str(at[m.key])
+                b, g = f"{m.kernel}/{BASELINE}", at[m.key]
                 hit = slower(alone[(g, m.key)], alone[(g, b)])
                 hits.setdefault(m.key, hit)
                 if hit and slower(alone[(g, m.key)], alone[(g, f"{b}/again")]):
