@@ -913,6 +913,36 @@ def test_survivors_go_through_memcheck_then_racecheck_where_shared_memory_is_use
     assert run.settings["sanitizers"] == {"memcheck": [1, 37, 300, 4096], "perturb": [1, 37, 300, 4096]}
 
 
+def test_sanitizer_workers_sets_the_processes_of_a_pass_at_a_time(monkeypatch, tmp_path, capsys):
+    """A sanitizer run's verdict is kept only when it ends: on the H100 (7 December) 8 racecheck runs of the
+    trade-outcome backward side by side ran 388 s with none ended. --sanitizer-workers sets how many run at once."""
+    from audit.mutate import _run
+
+    seen = []
+    monkeypatch.setattr(_run, "_sanitize", lambda cfg, tool, mutants, paths, originals, backends, seed, progress, workers=4, **kw: (seen.append(workers), ({}, {}))[1])
+    monkeypatch.setattr(_run, "_uses_shared", lambda cfg, cs, kernel, arch: True)
+    survive = {"loop", "accum", "guard"}
+
+    def run(**kw):
+        return run_mutation(REPO, ["trade_outcome_label"], stand_in=lambda m: {} if m.operator in survive else {m.kernel: _wrong},
+                            equivalent_file=tmp_path / "none.toml", sizes=(1,), sanitizers=("memcheck", "racecheck"), **kw)  # fmt: skip
+
+    run(sanitizer_processes=2)
+    assert seen == [2, 2]
+    seen.clear()
+    run()
+    assert seen == [_run.sanitizer_workers()] * 2
+    with pytest.raises(UsageError, match=re.escape("--sanitizer-workers takes a positive number, found 0.")):
+        run(sanitizer_processes=0)
+    sys.path.insert(0, str(DATA))
+    try:
+        code = main(["mutate", "--root", str(REPO), "strided_gather", "--sanitizer-workers", "0", "--stand-in", "stand_in:by_operator", "--output-dir", str(tmp_path)])
+    finally:
+        sys.path.remove(str(DATA))
+    assert code == 2
+    assert "--sanitizer-workers takes a positive number, found 0." in capsys.readouterr().err
+
+
 def test_a_sanitizer_report_on_the_unmutated_copy_leaves_the_kernel_unscored(monkeypatch, tmp_path):
     from audit.mutate import _run
 

@@ -390,10 +390,11 @@ def run_mutation(
     cluster: str | None = None,
     python_paths: Sequence[str] = (),
     journal: Path | None = None,
+    sanitizer_processes: int | None = None,
 ) -> MutationRun:
     """Mutate, compile, verify and classify (see the module docstring). ``sanitizers`` are the
     compute-sanitizer passes of the survivors (default :data:`SANITIZERS` on a GPU, none with
-    ``stand_in``); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU).
+    ``stand_in``), ``sanitizer_processes`` of their runs at a time (default :func:`sanitizer_workers`); ``slowdown`` turns the MUTATE_SLOWDOWN comparison on or off (default: on a GPU).
     ``workers`` (a count or ``"auto"``: one per GPU) spread over this machine's GPUs, or ``cluster``
     (``"ray"``, ``"ray://HOST:PORT"``) verifies the mutants on a Ray cluster's GPUs; the results are the
     same whatever ran where. ``journal`` (a file) keeps each finished verification of the mutants and
@@ -417,6 +418,8 @@ def run_mutation(
             raise UsageError(f"--sizes takes positive batch sizes, found {s}.")
     if max_mutants is not None and max_mutants < 1:
         raise UsageError(f"--max-mutants takes a positive number, found {max_mutants}.")
+    if sanitizer_processes is not None and sanitizer_processes < 1:
+        raise UsageError(f"--sanitizer-workers takes a positive number, found {sanitizer_processes}.")
     tools = tuple(PASSES if sanitizers is None and stand_in is None else sanitizers or ())
     for tool in tools:
         if tool not in PASSES:
@@ -614,7 +617,7 @@ def run_mutation(
         t = time.perf_counter()
         from ..runtime import sanitizer_journal_path
 
-        found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_workers(),
+        found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_processes or sanitizer_workers(),
                                    journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
                                    identities=identities,
                                    siblings=sibs, cs=cs)  # fmt: skip
