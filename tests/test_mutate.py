@@ -604,6 +604,31 @@ def test_racecheck_runs_the_baseline_of_each_kernel_with_a_surviving_barrier_mut
     assert bases == {"aux_label_scale_ema_update": [("SANITIZER_RACECHECK", "a hazard")]}
 
 
+def test_a_sanitizer_pass_runs_the_lost_barriers_first(monkeypatch, tmp_path):
+    """A pass cut short by a call's limit (racecheck of the trade-outcome backward, 7 December: no run ended
+    in 388 s) has then judged the survivors likeliest to be caught: after the baseline, the sync mutants."""
+    from types import SimpleNamespace
+
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    ms = plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync", "guard"])[1]["aux_label_scale_ema_update"]
+    assert [m.operator for m in ms[:4]] == ["guard", "sync", "guard", "sync"]
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    original = tmp_path / "original.cu"
+    seen = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        seen.append(source_overrides[kernels[0]].name)
+        return SimpleNamespace(result=SimpleNamespace(findings=[]))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    _sanitize(cfg, "racecheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, lambda ev: None, workers=1)
+    order = [m.operator for m in sorted(ms, key=lambda m: seen.index(paths[m.key].name))]
+    assert seen[0] == original.name and order == sorted(order, key=lambda op: op != "sync") and "sync" in order and "guard" in order
+
+
 def test_sanitizer_runs_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, tmp_path):
     """A sanitizer pass cut short (a CUTLASS kernel under racecheck takes a minute a run) keeps each conclusive
     run in its journal: the next pass with the same builds and settings takes those and runs only the rest;
@@ -616,6 +641,7 @@ def test_sanitizer_runs_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, 
     cfg, cs = load_project(REPO)
     ms = [m for m in plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync", "guard"])[1]["aux_label_scale_ema_update"]][:3]
     assert len(ms) == 3
+    ms.sort(key=lambda m: m.operator != "sync")  # the order the pass runs them in: lost barriers first
     paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
     original = tmp_path / "original.cu"
     base = "aux_label_scale_ema_update/baseline"

@@ -1092,7 +1092,10 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict, "seconds": round(time.perf_counter() - started, 1)})
         return key, errors, inconclusive
 
-    todo = [m for m in mutants if m.key in paths]
+    # lost barriers first (the likeliest to be caught, racecheck's own target): a pass cut short by a call's
+    # limit has judged those
+    todo = sorted((m for m in mutants if m.key in paths), key=lambda m: m.operator != "sync")
+
     def overrides(kernel: str, v: Path | Mapping[str, Path]) -> Mapping[str, Path]:  # one kernel's copy, or a header's copies
         return {kernel: v} if isinstance(v, Path) else v
 
