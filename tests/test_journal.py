@@ -126,6 +126,27 @@ def test_mutate_resumes_a_cut_short_run_and_forgets_it_once_recorded(tmp_path, c
     assert not journal.exists()
 
 
+def test_keep_journal_keeps_both_journals_for_a_run_with_more_passes(tmp_path, capsys):
+    from audit.config import load_config
+    from audit.mutate import journal_path
+    from audit.runtime import sanitizer_journal_path
+
+    sys.path.insert(0, str(DATA))
+    try:
+        journal = journal_path(load_config(REPO), ["strided_gather"])
+        Journal(journal).remove()
+        args = ["mutate", "--root", str(REPO), "strided_gather", "--stand-in", "stand_in:by_operator", "--output-dir", str(tmp_path)]
+        assert main([*args, "--keep-journal"]) == 1
+        assert journal.is_file()
+        assert (tmp_path / "strided_gather.json").is_file()
+        capsys.readouterr()
+        assert main(args) == 1  # the next run takes every verification, then deletes the journals
+    finally:
+        sys.path.remove(str(DATA))
+    assert "note     resumed 10 of 10 variant(s) from the journal" in capsys.readouterr().err
+    assert not journal.exists() and not sanitizer_journal_path(journal).exists()
+
+
 def test_fresh_discards_the_journal(tmp_path, capsys):
     from audit.config import load_config
     from audit.mutate import journal_path, run_mutation

@@ -54,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
     p.add_argument("--equivalent", metavar="FILE", help="equivalence records (default: audit/mutate/equivalent.toml)")
     p.add_argument("--output-dir", metavar="DIR", help="where <kernel>.json is written (default: <reports>/mutation)")
+    p.add_argument("--keep-journal", action="store_true", help="keep the journals once the records are written (by default they are deleted): a later run of the same selection, with more passes (--sanitizers) or after a record was needed early, takes every verification and sanitizer run whose builds and settings still match")
     p.add_argument("--fresh", action="store_true", help="discard the journal of an earlier run of the same selection that was cut short (by default its finished verifications are taken, when builds and settings match, and only the rest run)")
     p.add_argument("--reclassify", action="store_true", help="re-read the recorded results (<reports>/mutation/*.json, or --output-dir) and the equivalence records, and rewrite each result's classification of its survivors and its score (no compiler, no GPU)")
     p.add_argument("--stand-in", metavar="MODULE:FUNCTION", help=argparse.SUPPRESS)
@@ -269,7 +270,8 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     out_dir = Path(args.output_dir) if args.output_dir else cfg.path(cfg.reports) / "mutation"
     written = [write_kernel_json(k, result, out_dir, explicit=bool(args.output_dir), root=cfg.root) for k in result.kernels]
-    forget()  # recorded: the next run starts afresh
+    if not args.keep_journal:
+        forget()  # recorded: the next run starts afresh
     text = render_table(result)
     t = result.timing
     text += f"wrote {len(written)} file(s) to {out_dir}; " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()) + "\n"
