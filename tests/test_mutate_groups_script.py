@@ -32,6 +32,8 @@ def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM
     bin_.mkdir()
     (bin_ / "nvidia-smi").write_text(f"#!/usr/bin/env bash\necho '{gpu}'\n")
     (bin_ / "python3").write_text(FAKE_PY)
+    # timeout, standing in: it notes its limit, then runs the command
+    (bin_ / "timeout").write_text('#!/usr/bin/env bash\necho "timeout $1" >> "$CALLS"\nshift\nexec "$@"\n')
     for f in bin_.iterdir():
         f.chmod(0o755)
     work = tmp_path / "work"
@@ -115,3 +117,13 @@ def test_a_builds_archive_is_unpacked_into_the_build_cache(tmp_path):
     cache = tmp_path / "work" / ".wireup-cache" / "build" / "sm_90" / "k1"
     assert (cache / "m.cubin").read_text() == "cubin" and (cache / "build.json").read_text() == "{}"
     assert [c for c in calls if c.startswith("-m audit mutate")] == ["-m audit mutate a --jobs 8 --workers 4 --timeout 5"]
+
+
+def test_a_group_starting_at_n_runs_at_most_n_seconds_and_leaves_the_rest_to_the_next(tmp_path):
+    proc, out, calls = _run(tmp_path, "@100 a --sanitizers memcheck;b", 545)
+    assert proc.returncode == 0, proc.stderr
+    limits = [int(c.split()[1]) for c in calls if c.startswith("timeout ")]
+    runs = [c for c in calls if c.startswith("-m audit mutate")]
+    assert runs == ["-m audit mutate a --sanitizers memcheck --jobs 8 --workers 4 --timeout 5", "-m audit mutate b --jobs 8 --workers 4 --timeout 5"]
+    assert limits[0] == 100 and 500 < limits[1] <= 545, limits
+    assert "group 1 (a --sanitizers memcheck): mutate rc=1" in (out / "env.txt").read_text()

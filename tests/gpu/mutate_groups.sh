@@ -5,6 +5,7 @@
 #   MGROUPS="k1;k2 k3" END=545 timeout 590 bash tests/gpu/mutate_groups.sh        (carry [".whl", ".carry"])
 #
 # MGROUPS : groups separated by ";", each one `wireup mutate` invocation of its kernel names (one journal per group)
+#           and options; a group starting "@N " runs at most N seconds (the rest go to the groups after it)
 # END     : the second (from the start) by which the last group must stop; keep it 30 s or more under the
 #           outer `timeout`, so the journals are packed before the call ends
 # MARGS   : the options of every group (default --jobs 8 --workers 4 --timeout 5)
@@ -51,6 +52,10 @@ for g in "${GS[@]}"; do
     i=$((i + 1))
     left=$((${END:-545} - SECONDS))
     [ "$left" -lt 20 ] && break
+    if [[ $g =~ ^[[:space:]]*@([0-9]+)[[:space:]]+(.*)$ ]]; then
+        g=${BASH_REMATCH[2]}
+        [ "${BASH_REMATCH[1]}" -lt "$left" ] && left=${BASH_REMATCH[1]}
+    fi
     # shellcheck disable=SC2086  # a group and MARGS are lists of words
     timeout "$left" python3 -m audit mutate $g ${MARGS:---jobs 8 --workers 4 --timeout 5} >"$O/mut$i.log" 2>&1
     echo "group $i ($g): mutate rc=$? at $SECONDS s" >>"$O/env.txt"
