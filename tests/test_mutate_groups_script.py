@@ -15,6 +15,9 @@ SCRIPT = REPO / "tests" / "gpu" / "mutate_groups.sh"
 FAKE_PY = """#!/usr/bin/env bash
 echo "$*" >> "$CALLS"
 if [ "$1 $2 $3" = "-m audit mutate" ]; then
+    shift 3
+    while [ "${1#--}" != "$1" ]; do shift 2; done  # the options before the group: MARGS (each with a value)
+    set -- -m audit mutate "$@"
     mkdir -p .wireup-cache/mutate-journal reports/mutation
     echo '{"unit": "x"}' >> ".wireup-cache/mutate-journal/$4.jsonl"
     echo "{}" > "reports/mutation/$4.json"
@@ -70,7 +73,7 @@ def test_groups_run_in_turn_with_the_default_options_and_come_back_packed(tmp_pa
     proc, out, calls = _run(tmp_path, "a;b c", 545)
     assert proc.returncode == 0, proc.stderr
     runs = [c for c in calls if c.startswith("-m audit mutate")]
-    assert runs == ["-m audit mutate a --jobs 8 --workers 4 --timeout 5", "-m audit mutate b c --jobs 8 --workers 4 --timeout 5"]
+    assert runs == ["-m audit mutate --jobs 8 --workers 4 --timeout 5 a", "-m audit mutate --jobs 8 --workers 4 --timeout 5 b c"]
     env = (out / "env.txt").read_text()
     assert "gpu: NVIDIA H100 80GB HBM3" in env and "group 1 (a): mutate rc=1" in env and "group 2 (b c): mutate rc=1" in env
     assert "ship" not in env  # no H200, no SHIP
@@ -116,7 +119,7 @@ def test_a_builds_archive_is_unpacked_into_the_build_cache(tmp_path):
     assert proc.returncode == 0, proc.stderr
     cache = tmp_path / "work" / ".wireup-cache" / "build" / "sm_90" / "k1"
     assert (cache / "m.cubin").read_text() == "cubin" and (cache / "build.json").read_text() == "{}"
-    assert [c for c in calls if c.startswith("-m audit mutate")] == ["-m audit mutate a --jobs 8 --workers 4 --timeout 5"]
+    assert [c for c in calls if c.startswith("-m audit mutate")] == ["-m audit mutate --jobs 8 --workers 4 --timeout 5 a"]
 
 
 def test_a_group_starting_at_n_runs_at_most_n_seconds_and_leaves_the_rest_to_the_next(tmp_path):
@@ -124,6 +127,6 @@ def test_a_group_starting_at_n_runs_at_most_n_seconds_and_leaves_the_rest_to_the
     assert proc.returncode == 0, proc.stderr
     limits = [int(c.split()[1]) for c in calls if c.startswith("timeout ")]
     runs = [c for c in calls if c.startswith("-m audit mutate")]
-    assert runs == ["-m audit mutate a --sanitizers memcheck --jobs 8 --workers 4 --timeout 5", "-m audit mutate b --jobs 8 --workers 4 --timeout 5"]
+    assert runs == ["-m audit mutate --jobs 8 --workers 4 --timeout 5 a --sanitizers memcheck", "-m audit mutate --jobs 8 --workers 4 --timeout 5 b"]
     assert limits[0] == 100 and 500 < limits[1] <= 545, limits
     assert "group 1 (a --sanitizers memcheck): mutate rc=1" in (out / "env.txt").read_text()

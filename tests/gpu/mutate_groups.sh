@@ -8,7 +8,7 @@
 #           and options; a group starting "@N " runs at most N seconds (the rest go to the groups after it)
 # END     : the second (from the start) by which the last group must stop; keep it 30 s or more under the
 #           outer `timeout`, so the journals are packed before the call ends
-# MARGS   : the options of every group (default --jobs 8 --workers 4 --timeout 5)
+# MARGS   : the options of every group (default --jobs 8 --workers 4 --timeout 5), before the group's own
 # SHIP=1  : on an H200 only (SHIPON, an extended regular expression of GPU names, widens it), first `STEPS=$SHIPSTEPS tests/gpu/issue18_ship.sh` (issue 18's timing; SHIPSTEPS
 #           default DR, capped at SHIPCAP seconds, default 240), into $OUT/ship.tgz
 # Carried: .whl/ (the PyCUDA wheels of ../shared/device), .carry/cache*.txz (build-cache folders of mutant cubins
@@ -57,7 +57,8 @@ for g in "${GS[@]}"; do
         [ "${BASH_REMATCH[1]}" -lt "$left" ] && left=${BASH_REMATCH[1]}
     fi
     # shellcheck disable=SC2086  # a group and MARGS are lists of words
-    timeout "$left" python3 -m audit mutate $g ${MARGS:---jobs 8 --workers 4 --timeout 5} >"$O/mut$i.log" 2>&1
+    # MARGS first: a group's own options come after, so where both give one (--sanitizer-workers) the group's wins
+    timeout "$left" python3 -m audit mutate ${MARGS:---jobs 8 --workers 4 --timeout 5} $g >"$O/mut$i.log" 2>&1
     echo "group $i ($g): mutate rc=$? at $SECONDS s" >>"$O/env.txt"
 done
 kill "$SNAP" 2>/dev/null
