@@ -74,6 +74,50 @@ def test_other_settings_or_stand_ins_take_nothing(tmp_path):
     assert out[0].failed_rules
 
 
+def test_an_edited_contract_runs_every_unit_again(tmp_path):
+    """A contract edited between two runs (a tolerance, a domain, a buffer's values: what the verdicts are
+    judged by) gives every unit a new identity; the unedited copy resumes them all."""
+    import shutil
+
+    root = tmp_path / "project"
+    root.mkdir()
+    shutil.copy(REPO / "pyproject.toml", root)
+    for folder in ("contracts", "kernels"):
+        shutil.copytree(REPO / folder, root / folder)
+    journal = tmp_path / "j.jsonl"
+
+    def run() -> list[str]:
+        notes: list[str] = []
+        verify_many(root, _variants(), backends=["emulated"], sizes=[1, 37], journal=journal,
+                    progress=lambda ev: notes.append(ev["text"]) if ev.get("event") == "note" else None)  # fmt: skip
+        return notes
+
+    run()
+    assert run() == [f"resumed 3 of 3 variant(s) from the journal {journal}"]
+    dims = root / "contracts" / "dims.toml"
+    dims.write_text(dims.read_text().replace('K   = { value = 3,', 'K   = { value = 4,'))
+    assert not [n for n in run() if n.startswith("resumed")]
+    assert run() == [f"resumed 3 of 3 variant(s) from the journal {journal}"]  # the edited contracts' own lines
+
+
+def test_contracts_digest_follows_each_contract_file(tmp_path):
+    from audit.config import load_config
+    from audit.runtime._journal import contracts_digest
+
+    (tmp_path / "pyproject.toml").write_text('[tool.wireup]\ncontracts = "c"\n')
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.toml").write_text("[dims]\nB = { min = 1, max = 8 }\n")
+    cfg = load_config(tmp_path)
+    a = contracts_digest(cfg)
+    assert a == contracts_digest(cfg)
+    (tmp_path / "c" / "b.toml").write_text("")  # a new file
+    b = contracts_digest(cfg)
+    (tmp_path / "c" / "b.toml").write_text("# a comment\n")  # its text
+    c = contracts_digest(cfg)
+    (tmp_path / "c" / "b.toml").rename(tmp_path / "c" / "d.toml")  # its name
+    assert len({a, b, c, contracts_digest(cfg)}) == 4
+
+
 def test_damaged_lines_and_internal_errors_are_never_taken(tmp_path):
     path = tmp_path / "j.jsonl"
     j = Journal(path)

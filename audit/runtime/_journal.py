@@ -7,8 +7,10 @@ instead of running them again, and runs only the rest.
 
 A unit is taken from the journal only when its *identity* matches: the sha256 of the journal format,
 the wireup version, the job's settings (backends, seed, sizes, first-failure mode, launch limits), the
-unit itself (its subjects and modules) and the bytes of every cubin it loads. Any change of source,
-flags, contract-driven settings or tool version gives a new identity, and the unit runs again. Outcomes
+contracts and configuration (:func:`contracts_digest`: every contract file's path and bytes), the unit
+itself (its subjects and modules) and the bytes of every cubin it loads. Any change of source, flags,
+contracts (a tolerance, a domain, a buffer's values) or tool version gives a new identity, and the unit
+runs again. Not in it: the reference modules' Python code (a changed reference needs ``--fresh``). Outcomes
 with an internal error (no verdict) are never journaled. A damaged or forged line is skipped, never
 trusted: the journal lives in the build cache, outside the repository, like the rest of the cache.
 
@@ -36,6 +38,25 @@ from ._supervisor import UnitOutcome
 
 FORMAT = 1
 LINE_LIMIT = 64 << 20  # a journal line is one unit's results; anything longer is not ours
+
+
+def contracts_digest(cfg: Any) -> str:
+    """sha256 of every contract file (its path relative to the root, and its bytes) and of the
+    configuration: what verify draws its inputs from and judges them by (shapes, domains, masks, buffers,
+    ISV slots, tolerances). A file that cannot be read adds its path and ``unreadable``."""
+    h = hashlib.sha256(json.dumps(getattr(cfg, "__dict__", {}), sort_keys=True, default=str).encode())
+    contracts = cfg.path(cfg.contracts)
+    for path in sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]:
+        try:
+            rel = path.relative_to(cfg.root).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"unreadable"
+        h.update(rel.encode("utf-8", "surrogatepass") + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()
 
 
 def unit_identity(base: Mapping[str, Any], unit: Mapping[str, Any], settings: Mapping[str, Any]) -> str:

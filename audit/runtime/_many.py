@@ -177,10 +177,12 @@ def verify_many(
         in_process = emulated and not any(v.plugins for v in variants) and not (parallel and not any(v.emulated for v in variants))
     say = _as_variants(progress)
     # a journal: the variants a cut-short run had finished are taken from it, the rest run and are added
-    from ._journal import Journal, unit_identity
+    from ._journal import Journal, contracts_digest, unit_identity
 
     book = Journal(journal) if journal is not None else None
     settings = {"first_failure": bool(first_failure), "launch_timeout": float(launch_timeout), "timeout": float(timeout)}
+    if book is not None:  # what the verdicts are judged by: a contract edited between two runs runs its units again
+        settings["contracts"] = contracts_digest(cfg)
     identities = [unit_identity(job["base"], u, {**settings, "stand_in": _stand_in_names(v)}) for u, v in zip(units, variants)] if book is not None else []
     done = book.load() if book is not None else {}
     todo = [i for i in range(len(units)) if not identities or identities[i] not in done]
