@@ -43,20 +43,15 @@ LINE_LIMIT = 64 << 20  # a journal line is one unit's results; anything longer i
 def contracts_digest(cfg: Any) -> str:
     """sha256 of every contract file (its path relative to the root, and its bytes) and of the
     configuration: what verify draws its inputs from and judges them by (shapes, domains, masks, buffers,
-    ISV slots, tolerances). A file that cannot be read adds its path and ``unreadable``."""
-    h = hashlib.sha256(json.dumps(getattr(cfg, "__dict__", {}), sort_keys=True, default=str).encode())
+    ISV slots, tolerances). Where a file cannot be read, a text naming the error (no digest equals it)."""
+    from ..hashing import files_hash
+
     contracts = cfg.path(cfg.contracts)
-    for path in sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]:
-        try:
-            rel = path.relative_to(cfg.root).as_posix()
-        except ValueError:
-            rel = path.as_posix()
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = b"unreadable"
-        h.update(rel.encode("utf-8", "surrogatepass") + b"\0" + hashlib.sha256(data).digest())
-    return h.hexdigest()
+    paths = sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]
+    try:
+        return files_hash(paths, cfg.root, [json.dumps(getattr(cfg, "__dict__", {}), sort_keys=True, default=str)])
+    except OSError as exc:
+        return f"unreadable: {exc}"
 
 
 def unit_identity(base: Mapping[str, Any], unit: Mapping[str, Any], settings: Mapping[str, Any]) -> str:
