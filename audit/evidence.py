@@ -30,7 +30,7 @@ from .atomic import write_text_atomic
 from .compile import CODE_HASH_VERSION
 from .hashing import canonical, files_hash, include_closure
 
-FORMAT_VERSION = 2  # 2: code hashes (audit.compile.code_hash) of every source the subject ran
+FORMAT_VERSION = 3  # 2: code hashes (audit.compile.code_hash) of every source the subject ran; 3: input hashes
 
 
 @dataclass
@@ -76,6 +76,9 @@ class EvidenceRecord:
     # per case: how it was compared with the reference ("full", "sampled", "not run"); absent from records
     # written before sampled references (read as empty, "not recorded")
     references: list[str] = field(default_factory=list)
+    # what the verification read outside the subject's own contract, part -> hash (:func:`kernel_inputs`,
+    # :func:`schedule_inputs`); absent from records written before format 3 (read as empty, "not compared")
+    inputs: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -119,6 +122,7 @@ _RECORD_TYPES: dict[str, tuple] = {
     "cubin_hashes": (dict,), "build_flags": (list,), "arch": _TEXT, "device": (dict,), "versions": (dict,), "seed": (int,),
     "sizes": (list,), "checks": (list,), "date": _TEXT, "duration_s": _NUMBER, "format": (int,),
     "code_hashes": (dict,), "code_hash_version": _TEXT, "cases": (list,), "tails": (list,), "references": (list,),
+    "inputs": (dict,),
 }  # fmt: skip
 _LISTS_OF_OBJECTS = ("checks", "cases", "tails")
 
@@ -392,6 +396,111 @@ def _buffers(schedule) -> set[str]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------------
+# what a verification reads outside the subject's own contract (record field "inputs")
+
+#: part -> how a stale reason names it when it changed; compared in this order
+INPUT_PARTS: dict[str, str] = {
+    "dims": "the dims it is verified at",
+    "isv": "the ISV layout",
+    "launches": "the steps that launch it, the buffers they bind or the domains the writers of those buffers declare",
+    "schedules": "the schedules it runs after or is equivalent to",
+}
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _shared_inputs(cs, memo: dict) -> dict[str, str]:
+    """The parts every subject reads: the dims (the sizes and variants verify draws) and the ISV layout
+    (what a kernel's ISV parameter holds, perturbed per kernel)."""
+    hit = memo.get("inputs:shared")
+    if hit is None:
+        hit = memo["inputs:shared"] = {
+            "dims": _digest(json.dumps(canonical(list(cs.dims)), sort_keys=True, default=str)),
+            "isv": _digest(_contract_text(memo, cs.isv)),
+        }
+    return hit
+
+
+def _launch_index(cs, memo: dict):
+    """(kernel name -> [(schedule, launch)], buffer -> the domain its first writer declares), once per
+    contract set; None where the wiring cannot be resolved (a contract error the wiring rules report)."""
+    if "inputs:launches" not in memo:
+        try:
+            from .cases import producer_domains
+            from .graph import Wiring
+
+            wiring = Wiring.of(cs)
+            index: dict[str, list] = {}
+            for sname, launches in wiring.launches.items():
+                for ln in launches:
+                    if ln.kernel is not None:
+                        index.setdefault(ln.kernel.name, []).append((sname, ln))
+            memo["inputs:launches"] = (index, producer_domains(cs, wiring))
+        except Exception:  # noqa: BLE001 - a broken contract set: the part is not compared, never a crash
+            memo["inputs:launches"] = None
+    return memo["inputs:launches"]
+
+
+def kernel_inputs(cs, kernel) -> dict[str, str]:
+    """What verifying ``kernel`` reads outside its own contract, part -> sha256: the dims, the ISV layout,
+    and every step that launches it with the contracts of the buffers it binds and the domain each such
+    buffer's writer declares (an input with no domain of its own is drawn from it). A part that cannot be
+    worked out (the wiring does not resolve) is left out, so it is not compared."""
+    memo = _memo(cs)
+    key = ("inputs", id(kernel))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is kernel:
+        return dict(hit[1])
+    out = dict(_shared_inputs(cs, memo))
+    got = _launch_index(cs, memo)
+    if got is not None:
+        index, producers = got
+        bmap = cs.buffer_map
+        items = []
+        for sname, ln in index.get(kernel.name, ()):
+            binds = [[p.name, b.buffer, bmap.get(b.buffer or ""), producers.get(b.buffer or "")] for p, b in ln.bound()]
+            items.append([sname, ln.step, binds])
+        out["launches"] = _digest(json.dumps(canonical(items), sort_keys=True, default=str))
+    memo[key] = (kernel, out)
+    return dict(out)
+
+
+def schedule_inputs(cs, schedule) -> dict[str, str]:
+    """What verifying ``schedule`` reads outside its contract hash (which already holds its wiring, kernels,
+    ISV layout and buffers), part -> sha256: the dims, and the contract hashes of the schedules it runs
+    after (transitively) and of its equivalent twin, whose steps run in the same chain."""
+    memo = _memo(cs)
+    smap = cs.schedule_map
+    related: dict[str, None] = {}
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        if name in related or name in stack or name not in smap:
+            return
+        for dep in smap[name].after:
+            visit(dep, (*stack, name))
+        related[name] = None
+
+    for dep in schedule.after:
+        visit(dep, (schedule.name,))
+    if schedule.equivalent_to:
+        visit(schedule.equivalent_to, (schedule.name,))
+    related.pop(schedule.name, None)
+    parts = [[n, _schedule_contract_hash(cs, smap[n])] for n in sorted(related)]
+    return {"dims": _shared_inputs(cs, memo)["dims"], "schedules": _digest(json.dumps(parts))}
+
+
+def _inputs_mismatch(recorded: Mapping[str, str], current: Mapping[str, str]) -> str:
+    """The first part (in :data:`INPUT_PARTS` order) both name whose hash differs ("" when none does)."""
+    for part, words in INPUT_PARTS.items():
+        then, now = recorded.get(part), current.get(part)
+        if then is not None and now is not None and then != now:
+            return words
+    return ""
+
+
 @dataclass
 class Freshness:
     """Where a kernel or schedule stands against its evidence."""
@@ -402,6 +511,9 @@ class Freshness:
     record: EvidenceRecord | None = None
     reason: str = ""
     code_compared: bool = False  # whether the compiled code (not only its inputs) was compared
+    # whether the record names what its verification read outside the contract (format 3 and later): a
+    # record written before is matched without it, and wireup audit says how many were
+    inputs_compared: bool = True
 
 
 @dataclass(frozen=True)
@@ -455,7 +567,7 @@ def freshness(cs, cfg, records: Iterable[EvidenceRecord], build=None, not_built:
     for k in cs.kernels:
         if not files.is_file(k.source):
             continue
-        current = _Current(files.kernel(k), _kernel_contract_hash(cs, k), (k.source,))
+        current = _Current(files.kernel(k), _kernel_contract_hash(cs, k), (k.source,), kernel_inputs(cs, k))
         out[k.name] = _status("kernel", k.name, by_subject.get(("kernel", k.name), []), current, ident)
     for s in cs.schedules:
         try:
@@ -463,7 +575,7 @@ def freshness(cs, cfg, records: Iterable[EvidenceRecord], build=None, not_built:
         except OSError:
             continue
         sources = tuple(sorted({cs.kernel_map[st.launch].source for st in s.steps if st.launch in cs.kernel_map}))
-        out[f"schedule:{s.name}"] = _status("schedule", s.name, by_subject.get(("schedule", s.name), []), _Current(src, con, sources), ident)
+        out[f"schedule:{s.name}"] = _status("schedule", s.name, by_subject.get(("schedule", s.name), []), _Current(src, con, sources, schedule_inputs(cs, s)), ident)
     return out
 
 
@@ -480,6 +592,7 @@ class _Current:
     source_hash: str
     contract_hash: str
     sources: tuple[str, ...]  # the kernel sources whose code the subject runs
+    inputs: Mapping[str, str] = field(default_factory=dict)  # kernel_inputs / schedule_inputs
 
 
 def _mismatch(r: EvidenceRecord, cur: _Current, ident: CodeIdentity) -> str:
@@ -490,6 +603,9 @@ def _mismatch(r: EvidenceRecord, cur: _Current, ident: CodeIdentity) -> str:
         return f"its source changed since the last one {when}"
     if r.contract_hash != cur.contract_hash:
         return f"its contract changed since the last one {when}"
+    changed = _inputs_mismatch(r.inputs, cur.inputs)
+    if changed:
+        return f"{changed} changed since the last one {when}"
     if list(r.build_flags) != list(ident.flags):
         return f'its build flags changed since the last one {when}: "{" ".join(r.build_flags)}" then, "{" ".join(ident.flags)}" now'
     if r.arch != ident.arch:
@@ -527,10 +643,10 @@ def _status(kind, name, recs, cur: _Current, ident: CodeIdentity) -> Freshness:
     passing = [r for r in matching if r.verdict == "pass"]
     if passing:
         best = max(passing, key=lambda r: r.date)
-        return Freshness(name, kind, "verified", best, "", compared)
+        return Freshness(name, kind, "verified", best, "", compared, bool(best.inputs))
     worst = max(matching, key=lambda r: r.date)
     failed = ", ".join(c.name for c in worst.failed_checks[:3]) or "see the record"
-    return Freshness(name, kind, "failed", worst, f"its last GPU verification failed ({failed})", compared)
+    return Freshness(name, kind, "failed", worst, f"its last GPU verification failed ({failed})", compared, bool(worst.inputs))
 
 
 def evidence_facts(ctx) -> dict[str, Freshness]:

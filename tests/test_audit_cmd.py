@@ -12,7 +12,7 @@ from audit.api import load_project
 from audit.cli import main
 from audit.errors import EnvironmentProblem
 from audit.compile import CODE_HASH_VERSION
-from audit.evidence import EvidenceRecord, freshness, kernel_source_hash, load_records, write_record
+from audit.evidence import EvidenceRecord, freshness, kernel_inputs, kernel_source_hash, load_records, write_record
 from audit.hashing import contract_hash
 
 MINI = Path(__file__).parent / "data" / "report" / "mini"
@@ -34,13 +34,14 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return dst
 
 
-def record_all(root: Path, verdict: str = "pass", device: str = "NVIDIA H200", date: str = "2026-12-02T10:00:00Z") -> None:
+def record_all(root: Path, verdict: str = "pass", device: str = "NVIDIA H200", date: str = "2026-12-02T10:00:00Z", inputs: bool = True) -> None:
     cfg, cs = load_project(root)
     for k in cs.kernels:
         write_record(cfg.path(cfg.evidence), EvidenceRecord(
             subject=k.name, kind="kernel", backend="pycuda", verdict=verdict, source_hash=kernel_source_hash(cs, cfg, k),
             contract_hash=contract_hash(k), build_flags=["-O3", "-lineinfo", "-std=c++17"], arch="sm_90",
             code_hashes={k.source: "c0de"}, code_hash_version=CODE_HASH_VERSION, device={"name": device}, date=date,
+            inputs=kernel_inputs(cs, k) if inputs else {},
         ))  # fmt: skip
 
 
@@ -107,6 +108,17 @@ def test_evidence_summary_wording(root: Path) -> None:
     cfg, cs = load_project(root)
     text, failed = audit_cmd.evidence_summary(freshness(cs, cfg, load_records(cfg.path(cfg.evidence))))
     assert (text, failed) == ("5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale; compiled code not compared (not built here)", 0)
+
+
+def test_evidence_summary_counts_records_that_predate_input_hashes(root: Path) -> None:
+    record_all(root, inputs=False)
+    cfg, cs = load_project(root)
+    text, failed = audit_cmd.evidence_summary(freshness(cs, cfg, load_records(cfg.path(cfg.evidence))))
+    assert (text, failed) == (
+        "5 of 5 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale; compiled code not compared (not built here); 5 of them "
+        "verified before records named their inputs (dims, ISV layout, bound buffers, writers' domains), not compared",
+        0,
+    )
 
 
 def test_audit_exits_3_when_verify_stops_on_an_internal_error(root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

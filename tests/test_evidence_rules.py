@@ -199,6 +199,83 @@ def test_a_source_that_does_not_compile_here_cannot_be_compared(project: Path, b
     assert lines[0].endswith('"kernels/chain.cu" did not compile here, so its code cannot be compared with the last one (2026-12-02).')
 
 
+def name_inputs(root: Path) -> None:
+    """Give every record what its verification read outside its contract, as verify's record writer does
+    (evidence format 3); the committed records predate it."""
+    from audit.api import load_project
+    from audit.evidence import kernel_inputs, schedule_inputs
+
+    cfg, cs = load_project(root)
+    for path in sorted((root / "reports" / "evidence").glob("*/*.json")):
+        data = json.loads(path.read_text())
+        subject = data["subject"]
+        data["inputs"] = kernel_inputs(cs, cs.kernel(subject)) if data["kind"] == "kernel" else schedule_inputs(cs, cs.schedule_map[subject])
+        data["format"] = 3
+        path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def edit_text(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_a_buffer_domain_an_input_is_drawn_from_makes_its_readers_stale(project: Path, build, capsys) -> None:
+    name_inputs(project)
+    assert stale_lines(capsys, project) == []
+    # make_label reads y; verify draws y from the buffer's domain, which make_label's contract does not hold
+    edit_text(project / "contracts" / "buffers.toml", 'name = "y"\ndtype = "f32"\nshape = ["B"]\n', 'name = "y"\ndtype = "f32"\nshape = ["B"]\nvalues = { min = -1, max = 1 }\n')
+    assert stale_lines(capsys, project) == [
+        'contracts/kernels.toml:3: EVIDENCE_STALE Kernel "make_label" has no GPU verification of its current build: the steps that '
+        "launch it, the buffers they bind or the domains the writers of those buffers declare changed since the last one (2026-12-02).",
+        'contracts/schedules.toml:3: EVIDENCE_STALE Schedule "forward" has no GPU verification of its current build: its contract '
+        "changed since the last one (2026-12-02).",
+        'contracts/schedules.toml:21: EVIDENCE_STALE Schedule "backward" has no GPU verification of its current build: the schedules '
+        "it runs after or is equivalent to changed since the last one (2026-12-02).",
+        'contracts/schedules.toml:41: EVIDENCE_STALE Schedule "backward_fused" has no GPU verification of its current build: the schedules '
+        "it runs after or is equivalent to changed since the last one (2026-12-02).",
+    ]
+    # the other kernels bind x, W, b, h, label, loss, dh...: not y, so their records still cover them
+
+
+def test_a_record_that_names_no_inputs_is_matched_without_them(project: Path, build, capsys) -> None:
+    """Records written before evidence format 3 keep covering their kernels (the domain change above goes
+    unseen for them, as before); wireup audit counts them (tests/test_audit_cmd.py)."""
+    edit_text(project / "contracts" / "buffers.toml", 'name = "y"\ndtype = "f32"\nshape = ["B"]\n', 'name = "y"\ndtype = "f32"\nshape = ["B"]\nvalues = { min = -1, max = 1 }\n')
+    lines = stale_lines(capsys, project)
+    assert [line.split('"')[1] for line in lines] == ["forward"]  # the schedule's contract hash holds its buffers
+
+
+def test_changed_dims_and_isv_make_records_that_name_them_stale(project: Path, build, capsys) -> None:
+    name_inputs(project)
+    edit_text(project / "contracts" / "buffers.toml", "B = { min = 1, max = 4096,", "B = { min = 1, max = 8192,")
+    lines = stale_lines(capsys, project)
+    assert len(lines) == 9  # every kernel and schedule is verified at the dims
+    assert lines[0] == (
+        'contracts/kernels.toml:3: EVIDENCE_STALE Kernel "make_label" has no GPU verification of its current build: the dims it is '
+        "verified at changed since the last one (2026-12-02)."
+    )
+    assert all("the dims it is verified at changed" in line for line in lines)
+    edit_text(project / "contracts" / "buffers.toml", "B = { min = 1, max = 8192,", "B = { min = 1, max = 4096,")
+    assert stale_lines(capsys, project) == []
+
+
+def test_the_schedules_a_schedule_runs_after_are_its_inputs(project: Path, build, capsys) -> None:
+    from audit.api import load_project
+    from audit.evidence import schedule_inputs
+
+    name_inputs(project)
+    _, cs = load_project(project)
+    before = {s.name: schedule_inputs(cs, s) for s in cs.schedules}
+    edit_text(project / "contracts" / "schedules.toml", 'doc = "labels, forward and loss"', 'doc = "labels, forward and the loss"')
+    _, cs = load_project(project)
+    after = {s.name: schedule_inputs(cs, s) for s in cs.schedules}
+    # "backward" runs after "forward", whose contract hash changed with its doc; forward's own inputs did not
+    assert after["forward"] == before["forward"]
+    assert after["backward"]["schedules"] != before["backward"]["schedules"]
+    assert after["backward"]["dims"] == before["backward"]["dims"]
+
+
 # --- the pytest plugin decides as wireup check does ------------------------------------------------------
 
 pytest_plugins = ["pytester"]

@@ -78,11 +78,14 @@ def test_records_of_a_built_run_are_fresh_against_the_same_code_only(project):
     assert len(paths) == len(recs) == 6
     r = next(r for r in recs if r.subject == "gen_step")
     assert r.code_hashes == {s: "c0de" + s for s in r.cubin_hashes} and r.code_hash_version == "wireup-code-1"
-    assert r.build_flags == ["-O3", "-lineinfo", "-std=c++17"] and r.format == 2
+    assert r.build_flags == ["-O3", "-lineinfo", "-std=c++17"] and r.format == 3
+    # what the run read outside the contracts: a schedule's dims and related schedules, a kernel's launches too
+    assert sorted(r.inputs) == ["dims", "schedules"]
+    assert sorted(next(r for r in recs if r.subject == "scale_rows").inputs) == ["dims", "isv", "launches"]
     here = _Build(cfg, cs)
     here.cubin_hashes = {s: "other bytes" for s in here.cubin_hashes}
     status = freshness(cs, cfg, recs, here)
-    assert {f.status for f in status.values()} == {"verified"} and all(f.code_compared for f in status.values())
+    assert {f.status for f in status.values()} == {"verified"} and all(f.code_compared and f.inputs_compared for f in status.values())
     other = freshness(cs, cfg, recs, _Build(cfg, cs, code="beef"))
     assert {f.status for f in other.values()} == {"stale"}
     assert other["scale_rows"].reason.startswith('the code built from "kernels/generality.cu" differs from the code the last one ran (')

@@ -58,7 +58,9 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
     """``"14 of 14 kernels verified on NVIDIA H200, newest 2026-12-02, 0 stale"`` and the failed count.
 
     Where nothing was built here the records were matched on their sources, contracts, flags and
-    architecture only, and the text says that the compiled code was not compared."""
+    architecture only, and the text says that the compiled code was not compared; where verified kernels'
+    records predate input hashes (evidence format 3), it says how many were matched without comparing what
+    their verification read outside their contracts."""
     from ..report.collect import device_name
 
     kernels = [f for f in fresh.values() if f.kind == "kernel"]
@@ -80,6 +82,10 @@ def evidence_summary(fresh: dict) -> tuple[str, int]:
         text += f", {failed} failed"
     if kernels and not any(f.code_compared for f in kernels):
         text += "; compiled code not compared (not built here)"
+    old = sum(1 for f in verified if not f.inputs_compared)
+    if old:
+        text += (f"; {old} of them verified before records named their inputs (dims, ISV layout, bound buffers, "
+                 "writers' domains), not compared")
     return text, failed
 
 

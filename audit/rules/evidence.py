@@ -3,9 +3,11 @@
 Without ``--require-evidence`` a stale or missing record is a warning (CPU-only CI can still pass); with
 it, both are errors. Either way the statuses come from :func:`audit.evidence.freshness`, the one
 function ``wireup audit``, ``wireup report`` and the pytest plugin use too: a record covers a kernel when
-its source-closure and contract hashes, build flags and architecture match the tree and, where nvcc built
+its source-closure and contract hashes, build flags and architecture match the tree, what its verification
+read outside the contract matches (records of evidence format 3 and later name it) and, where nvcc built
 the kernels here, its code hash (the cubin without debug information) matches the build's, so an edited
-kernel cannot ride on an old record and a clone at another path keeps its evidence.
+kernel or an edited buffer domain it draws from cannot ride on an old record and a clone at another path
+keeps its evidence.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def check_missing(ctx: CheckContext) -> Iterator[Hit]:
 
 @rule(
     "EVIDENCE_STALE",
-    "The latest GPU verification of every kernel and schedule matches its current source, contract, build flags, architecture and compiled code.",
+    "The latest GPU verification of every kernel and schedule matches its current source, contract, build flags, architecture, compiled code and what it read outside its contract (dims, ISV layout, bound buffers and their writers' domains, where the record names them).",
     "evidence",
     Severity.WARNING,
 )

@@ -1,6 +1,7 @@
 """Evidence records of a verification run (one per verified kernel or schedule and backend).
 
-Each record names the hashes of what ran (kernel source and headers, contract, cubins and their code
+Each record names the hashes of what ran (kernel source and headers, contract, what verify read outside
+the contract -- dims, ISV layout, the launches' buffers and their writers' domains --, cubins and their code
 hashes -- the identity that holds in every checkout, see :func:`audit.compile.code_hash` -- build flags,
 architecture), where it ran (device, driver, CUDA runtime, backend and its version, Python and numpy),
 how (seed, sizes) and every check with its verdict and errors. A subject with no passing anchor check
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..compile import CODE_HASH_VERSION
-from ..evidence import CheckOutcome, EvidenceRecord, kernel_source_hash, schedule_hashes, write_record
+from ..evidence import CheckOutcome, EvidenceRecord, kernel_inputs, kernel_source_hash, schedule_hashes, schedule_inputs, write_record
 from ..hashing import contract_hash
 from ._results import VerifyRun
 
@@ -32,10 +33,12 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         k = cs.kernel(result.subject)
         src = kernel_source_hash(cs, cfg, k)
         con = contract_hash(k)
+        inputs = kernel_inputs(cs, k)
         sources = [k.source]
     else:
         sched = cs.schedule_map[result.subject]
         src, con = schedule_hashes(cs, cfg, sched)
+        inputs = schedule_inputs(cs, sched)
         sources = sorted({cs.kernel_map[s.launch].source for s in sched.launches if s.launch in cs.kernel_map})
     hashes = getattr(build, "cubin_hashes", {}) or {}
     codes = getattr(build, "code_hashes", {}) or {}
@@ -69,6 +72,7 @@ def build_record(run: VerifyRun, result: Any, cs: Any, cfg: Any) -> EvidenceReco
         cases=[dict(c) for c in result.cases],
         tails=[dict(t) for t in result.tails],
         references=list(result.references),
+        inputs=inputs,
     )
 
 
