@@ -121,6 +121,19 @@ def test_evidence_summary_counts_records_that_predate_input_hashes(root: Path) -
     )
 
 
+def test_the_report_says_how_many_records_predate_input_hashes(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record_all(root, inputs=False)
+    assert main(["report", "--root", str(root)]) == 0
+    text = (root / "reports" / "dqn-wire-up-audit.md").read_text()
+    assert (
+        "| GPU-verified | ✅ 5 of 5 (0 stale, 0 missing, 0 failed); 5 verified before records named their inputs: an edited dim, "
+        "ISV layout, bound buffer or writer's domain is not seen for them |"
+    ) in text
+    record_all(root)
+    assert main(["report", "--root", str(root)]) == 0
+    assert "| GPU-verified | ✅ 5 of 5 (0 stale, 0 missing, 0 failed) |" in (root / "reports" / "dqn-wire-up-audit.md").read_text()
+
+
 def test_audit_exits_3_when_verify_stops_on_an_internal_error(root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     record_all(root)  # even with passing records, a crashed verify is no pass
     monkeypatch.setattr(audit_cmd, "gpu_available", lambda: None)

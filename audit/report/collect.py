@@ -439,6 +439,7 @@ def _evidence_view(f: Freshness | None, no_evidence: str = "") -> EvidenceView:
     tails = [f"{t.get('kernel')} {t.get('field')} {t.get('expr')}: " + (f"{t.get('exact', 0)} case(s) without a remainder, {t.get('tail', 0)} with one" if t.get("covered")
              else f"not covered ({t.get('message', '')})") for t in getattr(rec, "tails", [])]  # fmt: skip
     view = EvidenceView(f.status, f.reason, device_name(rec.device), rec.date, rec.backend, list(rec.sizes), checks, check_matrix(checks), tails)
+    view.inputs_compared = f.inputs_compared
     cases = list(getattr(rec, "cases", []) or [])
     if cases:
         dims, rows = case_matrix(cases)
@@ -727,7 +728,10 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
     missing = sum(1 for kv in ks if kv.evidence.status == "missing")
     vfailed = sum(1 for kv in ks if kv.evidence.status == "failed")
     state = BAD if vfailed else (OK if verified == n else WARN)
-    out.append(("GPU-verified", Status(state, f"{verified} of {n} ({stale} stale, {missing} missing, {vfailed} failed)")))
+    older = sum(1 for kv in ks if kv.evidence.status == "verified" and not kv.evidence.inputs_compared)
+    note = (f"; {older} verified before records named their inputs: an edited dim, ISV layout, bound buffer or writer's domain "
+            "is not seen for them") if older else ""  # fmt: skip
+    out.append(("GPU-verified", Status(state, f"{verified} of {n} ({stale} stale, {missing} missing, {vfailed} failed){note}")))
     mutated = [kv for kv in ks if kv.mutation is not None]
     heads = [v for _, v in r.header_mutations]
     if mutated or heads:

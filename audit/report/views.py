@@ -143,6 +143,8 @@ class EvidenceView:
     case_dims: list[str] = field(default_factory=list)
     case_values: list[list[str]] = field(default_factory=list)
     case_references: list[str] = field(default_factory=list)
+    # whether the record names what its run read outside the contract (evidence format 3 and later)
+    inputs_compared: bool = True
 
 
 @dataclass
