@@ -681,3 +681,87 @@ ret;
     assert on.races[0].first_instruction.startswith("@%__s_p cp.async")
     off = run(0)  # every copy turned off: nothing in flight
     assert off.complete and off.races == ()
+
+
+COUNTED = """extern "C" __global__ void counted(const float* x, const int* labels, const int* count, float* y, int B) {
+    __shared__ float s[256];
+    int row = blockIdx.x;
+    int tid = threadIdx.x;
+    if (labels[row] == -1) return;  // a skipped row
+    if (count[0] == 0) return;      // no labelled row in the batch
+    s[tid] = x[row] + tid;
+    SYNC
+    y[row * 256 + tid] = s[(tid + 1) % 256];
+}
+"""
+
+COUNTED_CONTRACT = """
+[[kernel]]
+name = "counted"
+source = "kernels/counted.cu"
+stage = "backward"
+grid = ["B", 1, 1]
+block = [256, 1, 1]
+params = [
+  { name = "x", dtype = "f32", shape = ["B"], role = "in" },
+  { name = "labels", dtype = "i32", shape = ["B"], role = "in", mask = { skip_value = -1 }, values = { min = 0, max = 2 } },
+  { name = "count", dtype = "i32", shape = [1], role = "in", values = { min = 0, max = "B" } },
+  { name = "y", dtype = "f32", shape = ["B", 256], role = "out" },
+  { name = "B", kind = "scalar", dtype = "i32", value = "B" },
+]
+"""
+
+
+@NVCC
+def test_a_race_behind_two_filled_inputs_is_found_where_both_let_rows_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The body runs only where the row is labelled AND the batch's count is above zero. Filled one pattern
+    index at a time (every row valid with the count's least value 0, every row skipped with the greatest,
+    the two in turn), no filling let a row through and the missing barrier went unseen; every two inputs now
+    meet in every pair of their patterns, and the filling with labelled rows and count = B finds it."""
+    from audit.cli import main
+
+    root = tmp_path / "proj"
+    shutil.copytree(Path(__file__).resolve().parent / "data" / "rules" / "SHARED_BARRIER_MISSING" / "good", root)
+    (root / "kernels" / "counted.cu").write_text(COUNTED.replace("SYNC", ""))
+    kernels = root / "contracts" / "kernels.toml"
+    kernels.write_text(kernels.read_text() + COUNTED_CONTRACT)
+    rc = main(["check", "--root", str(root), "--select", "SHARED_BARRIER_MISSING"])
+    out = capsys.readouterr().out.splitlines()[:-1]
+    assert rc == 1 and out == [
+        'kernels/counted.cu:9: SHARED_BARRIER_MISSING Kernel "counted" reads shared memory that another thread writes in the same '
+        "barrier interval (kernels/counted.cu:9, ld.shared.f32 %f4, [%r16] after st.shared.f32 [%r8], %f3 at line 7): at B = 1 "
+        "(labels = 0 in every row; count = 1 everywhere), threadIdx (32, 0, 0) writes s[32] (byte 128 of shared array \"s\") and "
+        "threadIdx (31, 0, 0), of another warp, reads it with no barrier between, so the read may see the old value or the new; "
+        "put a __syncthreads() between the write at line 7 and the read at line 9."
+    ]
+    (root / "kernels" / "counted.cu").write_text(COUNTED.replace("SYNC", "__syncthreads();"))
+    assert main(["check", "--root", str(root), "--select", "SHARED_BARRIER_MISSING"]) == 0
+    assert capsys.readouterr().out.splitlines()[:-1] == []
+
+
+def test_two_filled_inputs_meet_in_every_pair_of_their_patterns(tmp_path: Path) -> None:
+    from audit.cuda.static import _covering, barrier_launches
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text("[dims]\nB = { min = 1, max = 4096 }\n" + COUNTED_CONTRACT.replace("kernels/counted.cu", "k.cu"))
+    cs = load_contracts(tmp_path / "contracts", tmp_path)
+    labels = [lc.label for lc in barrier_launches(cs, Wiring(cs), cs.kernel("counted")) if lc.label.startswith("B = 1 ")]
+    assert labels == [
+        "B = 1 (labels = 0 in every row; count = 0 everywhere)",
+        "B = 1 (labels = -1 in every row; count = 1 everywhere)",
+        "B = 1 (labels = 0, -1 in turn; count = 0, 1 in turn)",
+        "B = 1 (labels = 0 in every row; count = 1 everywhere)",
+        "B = 1 (labels = 0 in every row; count = 0, 1 in turn)",
+        "B = 1 (labels = -1 in every row; count = 0 everywhere)",
+        "B = 1 (labels = -1 in every row; count = 0, 1 in turn)",
+        "B = 1 (labels = 0, -1 in turn; count = 0 everywhere)",
+        "B = 1 (labels = 0, -1 in turn; count = 1 everywhere)",
+    ]
+    # three inputs of three patterns: all 27 pairs in 9 rows; one input: its three patterns
+    rows = _covering([3, 3, 3])
+    assert len(rows) == 9 and {(a, b, r[a], r[b]) for r in rows for a in range(3) for b in range(a + 1, 3)} == {
+        (a, b, x, y) for a in range(3) for b in range(a + 1, 3) for x in range(3) for y in range(3)
+    }
+    assert _covering([3]) == [(0,), (1,), (2,)]

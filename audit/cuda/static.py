@@ -573,8 +573,9 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
     return out
 
 
-#: the most fillings of a kernel's input buffers each launch is run with (:func:`_fillings`)
-MAX_FILLINGS = 3
+#: the most fillings of a kernel's input buffers each launch is run with (:func:`_fillings`): three for one
+#: filled input, all nine pairs for two, a pairwise covering for more
+MAX_FILLINGS = 12
 
 
 def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str, int], buffers: dict[int, tuple]) -> list[tuple]:
@@ -582,9 +583,10 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
     (the parameter's ``values`` or ``mask``, else its bound buffer's ``values``, else the ones the
     buffer's writer declares on its output, as verify draws them): a few fillings, each a tuple of
     :attr:`audit.cuda.barriers.BlockLaunch.fills` entries -- with a ``mask``, every row valid, every row
-    skipped, and the two in turn; else the domain's least value, its greatest, and the two in turn. An
-    input with no stated domain stays unknown (its loads, and what follows from them, are not computed).
-    Empty where no input has one."""
+    skipped, and the two in turn; else the domain's least value, its greatest, and the two in turn; with
+    several such inputs, every two of them in every pair of their patterns (:func:`_covering`). An input
+    with no stated domain stays unknown (its loads, and what follows from them, are not computed). Empty
+    where no input has one."""
     from ..model import DTYPES, TensorParam
     from ..shapes import value_at
 
@@ -624,8 +626,37 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
         per.append([(i, size, max(inner, 1), pat, text) for pat, text in pats])
     if not per:
         return []
-    n = min(MAX_FILLINGS, max(len(f) for f in per))
-    return [tuple(f[j % len(f)] for f in per) for j in range(n)]
+    return [tuple(f[j] for f, j in zip(per, row)) for row in _covering([len(f) for f in per])]
+
+
+def _covering(levels: list[int]) -> list[tuple[int, ...]]:
+    """Rows of pattern indices over inputs with ``levels`` patterns each: first the j-th pattern of every
+    input together (each pattern at least once), then rows chosen greedily until every two inputs have
+    met in every pair of their patterns, at most :data:`MAX_FILLINGS` rows. Pairing matters: the first
+    rows alone put a mask's "every row valid" with a count's least value only, so a path that needs both
+    (rows valid and a count above zero) never ran. Two inputs of three patterns get all nine pairs; more
+    inputs may leave pairs out at the cap (deterministic: the same rows every run)."""
+    n = len(levels)
+    rows = [tuple(j % m for m in levels) for j in range(max(levels))]
+    uncovered = {(a, b, x, y) for a in range(n) for b in range(a + 1, n) for x in range(levels[a]) for y in range(levels[b])}
+
+    def pairs(row: tuple[int, ...]) -> set[tuple[int, int, int, int]]:
+        return {(a, b, row[a], row[b]) for a in range(n) for b in range(a + 1, n)}
+
+    for row in rows:
+        uncovered -= pairs(row)
+    while uncovered and len(rows) < MAX_FILLINGS:
+        a, b, x, y = min(uncovered)
+        row: list[int | None] = [None] * n
+        row[a], row[b] = x, y
+        for c in range(n):
+            if row[c] is None:  # the pattern that meets the most uncovered pairs with those already set
+                row[c] = max(range(levels[c]), key=lambda v: (sum(((d, c, row[d], v) if d < c else (c, d, v, row[d])) in uncovered
+                                                                  for d in range(n) if row[d] is not None), -v))  # fmt: skip
+        done = tuple(int(v) for v in row)  # type: ignore[arg-type]
+        rows.append(done)
+        uncovered -= pairs(done)
+    return rows
 
 
 def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tuple[int, int] | None:
