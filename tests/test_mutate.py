@@ -1135,8 +1135,21 @@ def test_a_sanitizer_run_is_identified_by_its_builds_and_contracts(tmp_path):
     # another contract for the kernel: other identities
     k = cs.kernel("aux_label_scale_ema_update")
     other = dataclasses.replace(k, doc=(k.doc or "") + " changed")
-    cs2 = SimpleNamespace(kernel=lambda name: other)
+    cs2 = dataclasses.replace(cs, kernels=tuple(other if x is k else x for x in cs.kernels))
     assert _sanitizer_identities(cs2, b, orig, {"aux_label_scale_ema_update": ms})[ms[0].key] != ids[ms[0].key]
+    # the same contract, another domain on a buffer it reads (verify draws the input from it): other identities
+    from audit.graph import Wiring
+    from audit.model import Values
+
+    bound: set[str] = set()
+    for launches in Wiring.of(cs).launches.values():
+        for ln in launches:
+            if ln.kernel is not None and ln.kernel.name == k.name:
+                bound |= {bd.buffer for p, bd in ln.bound() if p.role == "in" and p.values is None}
+    name = sorted(bound)[0]
+    bufs = tuple(dataclasses.replace(x, values=Values(min=0.0, max=1.0)) if x.name == name else x for x in cs.buffers)
+    cs3 = dataclasses.replace(cs, buffers=bufs)
+    assert _sanitizer_identities(cs3, b, orig, {"aux_label_scale_ema_update": ms})[ms[0].key] != ids[ms[0].key]
 
 
 def test_sibling_kernels_of_one_source_judge_the_lines_their_entries_reach():
@@ -1321,6 +1334,7 @@ def test_sanitizer_runs_as_siblings_are_journaled_and_a_cut_short_pass_resumes(m
 
 
 def test_a_sanitizer_run_as_siblings_is_identified_by_its_build_and_the_siblings_contracts(tmp_path):
+    from audit.evidence import kernel_inputs
     from audit.hashing import contract_hash
     from audit.mutate._build import MutantBuild
     from audit.mutate._run import BASELINE, _sanitizer_identities
@@ -1332,7 +1346,7 @@ def test_a_sanitizer_run_as_siblings_is_identified_by_its_build_and_the_siblings
     ids = _sanitizer_identities(cs, b, orig, {EMA: shared}, sibs)
     assert set(ids) - set(plain) == {f"{EMA}/{BASELINE}/siblings", *(f"{m.key}/siblings" for m in shared)}
     assert all(ids[k] == v for k, v in plain.items())  # the own runs keep their identities
-    sib = contract_hash(cs.kernel(EMA_SIB))
+    sib = [contract_hash(cs.kernel(EMA_SIB)), kernel_inputs(cs, cs.kernel(EMA_SIB))]
     assert json.loads(ids[f"{shared[0].key}/siblings"]) == [["key0"], [sib]]
     assert json.loads(ids[f"{EMA}/{BASELINE}/siblings"]) == [["keyO"], [sib]]
 

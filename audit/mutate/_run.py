@@ -937,14 +937,17 @@ def _build_keys(b: Any) -> list[str]:
 def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping[str, Any], selected: Mapping[str, Sequence[Mutant]],
                           siblings: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:  # fmt: skip
     """Variant key -> what its sanitizer runs depend on beyond the run's settings: the build keys of what it
-    loads and the contract hashes of the kernels it judges (their bindings, shapes and tolerances). With
+    loads, the contract hashes of the kernels it judges (their bindings, shapes and tolerances) and what
+    verifying each reads outside its contract (:func:`audit.evidence.kernel_inputs`: the dims, the ISV
+    layout, its launches' buffers and their writers' domains, from which its inputs are drawn). With
     ``siblings`` (mutant key -> the other kernels of its source that run its line), also each such mutant's
     run as its siblings (``<key>/siblings``, the mutant's build) and each kernel's siblings' unmutated copy
     (``<kernel>/baseline/siblings``, the kernel's unmutated build, judged by every sibling of its mutants)."""
+    from ..evidence import kernel_inputs
     from ..hashing import contract_hash
 
-    def contracts(kernels: Sequence[str]) -> list[str]:
-        return [contract_hash(cs.kernel(k)) for k in kernels]
+    def contracts(kernels: Sequence[str]) -> list:
+        return [[contract_hash(cs.kernel(k)), kernel_inputs(cs, cs.kernel(k))] for k in kernels]
 
     out = {key: json.dumps([_build_keys(b), contracts(list(b.overrides) or [key.partition("/")[0]])]) for key, b in builds.items()}
     for name, ms in selected.items():
