@@ -65,7 +65,7 @@ def test_the_softmax_logits_reach_exp_directly_and_the_divisor_only_through_exp(
     ("y[i] = logf(x[i]) + sqrtf(x[i]);", [("x", "log", 1), ("x", "root", 1)]),
     ("y[i] = expf(y[(int)x[i]]);", []),  # x is only an index here
     ("float s = 0.0f; for (int k = 0; k < 4; ++k) s += x[k]; y[i] = 1.0f / s;", [("x", "div", 1)]),
-    ("helper(x, y);", []),  # a helper of another file is not followed
+    ("helper(x, y);", []),  # a helper defined nowhere it can be read is not followed
 ])  # fmt: skip
 def test_flow_rules(body: str, want: list) -> None:
     src = f'extern "C" __global__ void k(const float* x, float* y, int i) {{ {body} }}'
@@ -77,6 +77,43 @@ def test_a_helper_of_the_same_file_is_followed() -> None:
     src = ("__device__ float lse(const float* row, int K) { float s = 0.0f; for (int k = 0; k < K; ++k) s += expf(row[k]); return logf(s); }\n"
            'extern "C" __global__ void k(const float* logits, float* out, int K) { out[0] = lse(logits + 4, K); }')  # fmt: skip
     assert direct(src, "k") == [("logits", "exp", 1)]
+
+
+HEADER = """#pragma once
+__device__ __forceinline__ float softplus(float z) { return z > 20.0f ? z : log1pf(expf(z)); }
+__device__ __forceinline__ float safe_div(float a, float b) { return a / b; }
+"""
+
+
+def test_a_helper_of_an_included_header_is_followed_and_named_by_its_file() -> None:
+    """``softplus(x[i] + b)`` with softplus in a header: before, only the source's own functions were
+    followed and x went unstressed; now the header's functions are, and the use names the header."""
+    src = ('#include "act.cuh"\n'
+           'extern "C" __global__ void k(const float* x, const float* d, float* y, int i) { y[i] = softplus(x[i] + 1.0f) + safe_div(1.0f, d[i]); }')  # fmt: skip
+    assert direct(src, "k") == []  # no header given: nothing reaches a math function in this file
+    uses = sorted((u.param, u.op, u.line, u.file) for u in math_uses(src, "k", [("kernels/act.cuh", HEADER)]) if u.direct and u.param != "i")
+    assert uses == [("d", "div", 3, "kernels/act.cuh"), ("x", "exp", 2, "kernels/act.cuh")]
+    # the source's own function of the same name wins over the header's
+    own = src.replace('extern "C"', "__device__ float softplus(float z) { return z; }\nextern \"C\"")
+    assert [u for u in math_uses(own, "k", [("kernels/act.cuh", HEADER)]) if u.direct and u.param == "x"] == []
+
+
+def test_the_plan_names_the_header_of_a_use(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from audit.search.values import stress_headers
+
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "act.cuh").write_text(HEADER)
+    (tmp_path / "kernels" / "k.cu").write_text(
+        '#include "act.cuh"\nextern "C" __global__ void k(const float* x, float* y, int n) { y[0] = softplus(x[0]); }\n'
+    )
+    cfg = SimpleNamespace(root=tmp_path, include_dirs=[], path=lambda d: tmp_path / d)
+    headers = stress_headers(cfg, tmp_path / "kernels" / "k.cu")
+    assert headers == [("kernels/act.cuh", HEADER)]
+    kernel = SimpleNamespace(symbol="k", tensors=[SimpleNamespace(name="x", role="in", dtype="f32"), SimpleNamespace(name="y", role="out", dtype="f32")])
+    plan = stress_plan(kernel, (tmp_path / "kernels" / "k.cu").read_text(), {"x": ("scale", None, None, True)}, {}, headers)
+    assert plan.lines("k") == ['stress cases of "k": input "x": exp+100, exp-100, exp±100, zeros (exp at line 2 of kernels/act.cuh)']
 
 
 def test_the_shipped_kernels_that_get_stress_cases() -> None:
@@ -92,13 +129,18 @@ def test_the_shipped_kernels_that_get_stress_cases() -> None:
 
 
 def test_the_shipped_chain_stresses_two_inputs() -> None:
-    """Every shipped kernel's plan (default domains: unbounded float inputs): only the trade-outcome
-    logits (loss reduce) and the output bias b2 (forward) reach exp or a divisor directly."""
+    """Every shipped kernel's plan (default domains: unbounded float inputs; the local headers' helpers
+    followed too): only the trade-outcome logits (loss reduce) and the output bias b2 (forward) reach exp
+    or a divisor directly."""
+    from audit.config import load_config
+    from audit.search.values import stress_headers
+
     cs = load_contracts(REPO / "contracts")
+    cfg = load_config(REPO)
     stressed = {}
     for k in cs.kernels:
         domains = {p.name: ("scale", None, None, True) for p in k.tensors}
-        plan = stress_plan(k, (REPO / k.source).read_text(), domains, {})
+        plan = stress_plan(k, (REPO / k.source).read_text(), domains, {}, stress_headers(cfg, REPO / k.source))
         if plan.cases:
             stressed[k.name] = sorted({(c.param, c.kind) for c in plan.cases})
     assert stressed == {

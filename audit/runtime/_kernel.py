@@ -423,7 +423,7 @@ class KernelVerifier:
     # -- numeric stress cases -------------------------------------------------------------------------
     def stress_plan(self, case: Case) -> StressPlan:
         """The stress cases of this kernel at ``case``'s dims (domains resolved there)."""
-        from ..search.values import stress_plan
+        from ..search.values import stress_headers, stress_plan
         from ..untrusted import SOURCE_LIMIT, UnreadableFile, read_text
 
         root = Path(self.s.cfg.root)
@@ -431,6 +431,7 @@ class KernelVerifier:
             text = read_text(root / self.k.source, root, SOURCE_LIMIT)
         except (OSError, UnreadableFile, UnicodeDecodeError):
             text = None
+        headers = stress_headers(self.s.cfg, root / self.k.source) if text is not None else []
         domains: dict[str, tuple[str, float | None, float | None, bool]] = {}
         opt_out: dict[str, str] = {}
         for p in self.k.tensors:
@@ -442,7 +443,7 @@ class KernelVerifier:
             vals = p.values or (buf.values if buf is not None else None)
             if vals is not None and not vals.stress:
                 opt_out[p.name] = vals.stress_reason
-        return stress_plan(self.k, text, domains, opt_out)
+        return stress_plan(self.k, text, domains, opt_out, headers)
 
     def run_stress(self, variant: dict[str, int], numeric: bool = True) -> None:
         """Each stress case once per binding: the numeric stress of the inputs (``numeric``), and for a masked

@@ -17,8 +17,8 @@ module reads the kernel's source and proposes *stress cases*, each one input cha
   of ``exp``-like calls (``exp``, ``expf``, ``__expf``, ``exp2f``, ``expm1f``, ``tanh``, ``tanhf``),
   ``log``-like calls, ``sqrt``/``rsqrt`` calls, and right operands of ``/``. Only direct uses make stress
   cases (an indirect use is reported as found but not stressed: the input's magnitude does not reach
-  the function). Helper functions are not followed into, by design: what a helper does to its argument
-  is outside this analysis.
+  the function). Calls of the source's own functions and of those of the local headers it includes are
+  followed into (parameters mapped to arguments, three levels deep); a use in a header names its file.
 * :func:`stress_plan` — per float input, within its declared domain: for a direct ``exp``/``tanh`` use,
   every element shifted by +100, by -100, and by ±100 at random signs (past float32 ``exp`` overflow
   and underflow; still far inside float64's 709, so a float64 reference stays exact), plus ±0 and
@@ -40,9 +40,10 @@ lines are the kernel's notes in ``wireup verify``'s output.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..cuda.scope import Source
 
@@ -75,6 +76,7 @@ class MathUse:
     op: str
     line: int
     direct: bool
+    file: str = ""  # the header the use is in ("": the kernel's own source)
 
 
 @dataclass(frozen=True)
@@ -270,21 +272,34 @@ def _lhs_name(src: Source, a: int, op: int) -> str | None:
     return name
 
 
-def math_uses(text: str, entry: str) -> list[MathUse]:
-    """The uses of the entry function's parameters in math functions and divisors (see the module docstring)."""
+def math_uses(text: str, entry: str, headers: Sequence[tuple[str, str]] = ()) -> list[MathUse]:
+    """The uses of the entry function's parameters in math functions and divisors (see the module
+    docstring). ``headers``: (path, text) of the headers the source includes, whose functions are followed
+    too where the source does not define one of that name; a use in one names its path."""
     src = Source.parse(text)
     fn = src.entry(entry)  # a cpp_name (ns::k<256>) is the template's definition
     if fn is None:
         return []
-    return [MathUse(p, op, line, d) for (p, op, line), d in _function_uses(src, fn, {}, 0).items()]
+    helpers: dict[str, tuple[Source, Any, str]] = {}
+    for path, htext in headers:
+        hsrc = Source.parse(htext)
+        for f in hsrc.functions:
+            if not f.is_global and f.close > f.open:
+                helpers.setdefault(f.name, (hsrc, f, path))
+    for f in src.functions:
+        if not f.is_global and f.close > f.open and f is not fn:
+            helpers[f.name] = (src, f, "")
+    return [MathUse(p, op, line, d, file) for (p, op, line, file), d in _function_uses(src, fn, "", helpers, {}, 0).items()]
 
 
-def _function_uses(src: Source, fn, memo: dict, depth: int) -> dict[tuple[str, str, int], bool]:
-    """(param, op, line) -> direct for one function; calls of the same file's functions are followed
-    (their parameters mapped to the arguments), three levels deep."""
-    if fn.name in memo:
-        return memo[fn.name]
-    memo[fn.name] = {}  # recursion guard
+def _function_uses(src: Source, fn, path: str, helpers: Mapping[str, tuple[Source, Any, str]], memo: dict,
+                   depth: int) -> dict[tuple[str, str, int, str], bool]:  # fmt: skip
+    """(param, op, line, file) -> direct for one function; calls of ``helpers`` (the source's own
+    functions, then its headers') are followed (their parameters mapped to the arguments), three levels deep."""
+    key = (path, fn.name)
+    if key in memo:
+        return memo[key]
+    memo[key] = {}  # recursion guard
     toks = src.tokens
     taint: dict[str, dict[str, bool]] = {p: {p: True} for p in _param_names(src, fn.open)}
     stmts = _statements(src, fn.open, fn.close)
@@ -313,10 +328,9 @@ def _function_uses(src: Source, fn, memo: dict, depth: int) -> dict[tuple[str, s
                 changed |= _merge(taint.setdefault(name, {}), refs)
         if not changed:
             break
-    helpers = {f.name: f for f in src.functions if not f.is_global and f.close > f.open and f is not fn}
-    uses: dict[tuple[str, str, int], bool] = {}
+    uses: dict[tuple[str, str, int, str], bool] = {}
 
-    def add(key: tuple[str, str, int], d: bool) -> None:
+    def add(key: tuple[str, str, int, str], d: bool) -> None:
         uses[key] = uses.get(key, False) or d
 
     for i in range(fn.open + 1, fn.close):
@@ -326,18 +340,19 @@ def _function_uses(src: Source, fn, memo: dict, depth: int) -> dict[tuple[str, s
             kind = "exp" if t.text in EXP_FUNCS else "log" if t.text in LOG_FUNCS else "root" if t.text in ROOT_FUNCS else None
             if kind:
                 a, b = i + 2, src.match.get(i + 1, fn.close)
-            elif t.text in helpers and depth < 3:
-                inner = _function_uses(src, helpers[t.text], memo, depth + 1)
-                hparams = _param_names(src, helpers[t.text].open)
+            elif t.text in helpers and helpers[t.text][1] is not fn and depth < 3:
+                hsrc, hfn, hpath = helpers[t.text]
+                inner = _function_uses(hsrc, hfn, hpath, helpers, memo, depth + 1)
+                hparams = _param_names(hsrc, hfn.open)
                 close = src.match.get(i + 1, fn.close)
                 for k, (a, b) in enumerate(_args(src, i + 2, close)):
                     if k >= len(hparams):
                         break
                     refs = _refs(src, a, b, taint, a, b)
-                    for (hp, op, line), d in inner.items():
+                    for (hp, op, line, file), d in inner.items():
                         if hp == hparams[k]:
                             for p, dp in refs.items():
-                                add((p, op, line), d and dp)
+                                add((p, op, line, file), d and dp)
                 continue
         elif t.text in ("/", "/=") and (t.text == "/=" or _binary(toks, i)):
             kind = "div"
@@ -345,8 +360,8 @@ def _function_uses(src: Source, fn, memo: dict, depth: int) -> dict[tuple[str, s
         if not kind:
             continue
         for p, d in _refs(src, a, b, taint, a, b).items():
-            add((p, kind, t.line), d)
-    memo[fn.name] = uses
+            add((p, kind, t.line, path), d)
+    memo[key] = uses
     return uses
 
 
@@ -397,8 +412,9 @@ def _operand_end(src: Source, i: int, limit: int) -> int:
 
 # -- the plan ---------------------------------------------------------------------------------------------
 def stress_plan(kernel: Kernel, text: str | None, domains: Mapping[str, tuple[str, float | None, float | None, bool]],
-                opt_out: Mapping[str, str]) -> StressPlan:  # fmt: skip
-    """The stress cases of ``kernel`` from its source ``text``.
+                opt_out: Mapping[str, str], headers: Sequence[tuple[str, str]] = ()) -> StressPlan:  # fmt: skip
+    """The stress cases of ``kernel`` from its source ``text`` and the ``headers`` it includes ((path, text),
+    whose functions its calls are followed into).
 
     ``domains``: input name -> (kind, lo, hi, float) with kind ``choices``, ``range`` or ``scale`` (the
     resolved domain at the case's dims); ``opt_out``: input name -> the contract's ``stress_reason``.
@@ -408,7 +424,7 @@ def stress_plan(kernel: Kernel, text: str | None, domains: Mapping[str, tuple[st
     # the contract's name of the entry: its extern "C" symbol, or its cpp_name (``entry`` is None then)
     if Source.parse(text).entry(kernel.symbol) is None:
         return StressPlan((), (f'the source defines no function "{kernel.symbol}" (the entry); nothing stressed',))
-    uses = math_uses(text, kernel.symbol)
+    uses = math_uses(text, kernel.symbol, headers)
     inputs = {p.name: p for p in kernel.tensors if p.role != "out"}
     by_param: dict[str, list[MathUse]] = {}
     for u in uses:
@@ -417,7 +433,7 @@ def stress_plan(kernel: Kernel, text: str | None, domains: Mapping[str, tuple[st
     cases: list[StressCase] = []
     skipped: list[str] = []
     for name, us in by_param.items():
-        us.sort(key=lambda u: (u.line, u.op))
+        us.sort(key=lambda u: (u.file, u.line, u.op))
         direct = [u for u in us if u.direct]
         if not direct:
             skipped.append(f'input "{name}" reaches {_ops(us)} only through products or calls; not stressed')
@@ -461,12 +477,39 @@ def stress_plan(kernel: Kernel, text: str | None, domains: Mapping[str, tuple[st
     return StressPlan(tuple(cases), tuple(skipped))
 
 
+def stress_headers(cfg: Any, source: Path) -> list[tuple[str, str]]:
+    """(path relative to the project root, text) of every local header ``source`` includes, transitively
+    (:func:`audit.hashing.include_closure`: next to the including file or in the include folders; package
+    headers such as CUTLASS's are not among them); an unreadable one is left out."""
+    from ..hashing import include_closure
+    from ..untrusted import SOURCE_LIMIT, UnreadableFile, read_text
+
+    root = Path(cfg.root).resolve()
+    out = []
+    me = source.resolve()
+    for path in include_closure(source, [cfg.path(d) for d in cfg.include_dirs]):
+        if path.resolve() == me:
+            continue
+        try:
+            text = read_text(path, root, SOURCE_LIMIT)
+        except (OSError, UnreadableFile, UnicodeDecodeError):
+            continue
+        try:
+            rel = path.resolve().relative_to(root).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        out.append((rel, text))
+    return out
+
+
 def _ops(us: list[MathUse]) -> str:
+    """``exp at lines 12, 40, a divisor at line 7`` (a use in a header: ``exp at line 23 of kernels/common.cuh``)."""
     names = {"exp": "exp", "log": "log", "root": "sqrt", "div": "a divisor"}
-    seen: dict[str, list[int]] = {}
+    seen: dict[tuple[str, str], list[int]] = {}
     for u in us:
-        seen.setdefault(names[u.op], []).append(u.line)
-    return ", ".join(f"{op} at line{'s' if len(ls) > 1 else ''} {', '.join(str(x) for x in sorted(set(ls)))}" for op, ls in seen.items())
+        seen.setdefault((names[u.op], u.file), []).append(u.line)
+    return ", ".join(f"{op} at line{'s' if len(ls) > 1 else ''} {', '.join(str(x) for x in sorted(set(ls)))}" + (f" of {file}" if file else "")
+                     for (op, file), ls in seen.items())  # fmt: skip
 
 
 def apply_stress(case: StressCase, data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
