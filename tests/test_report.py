@@ -593,3 +593,16 @@ def test_a_mutation_record_of_an_older_source_is_shown_stale_and_never_a_full_sc
     state, text, fwd = summary()
     assert fwd == "4 of 4 caught (100%); stale: kernels/forward_kernel.cu changed since this run (2026-12-05)"
     assert state == "warn" and text == f"{4 * n} of {4 * n} mutants caught (100%) over {n} of {n} kernels; 1 stale record (of an older source, or of a header judged by other kernels than now)"
+
+
+def test_a_mutation_record_says_which_passes_its_survivors_went_through() -> None:
+    """A record written with ``--sanitizers memcheck,perturb`` (racecheck to follow) says so next to its score;
+    one that names no passes (an older format) says nothing rather than guess."""
+    from audit.mutate._run import PASSES
+    from audit.report.collect import MUTATION_PASSES, _passes_text
+
+    assert MUTATION_PASSES == PASSES  # the report's copy of mutate's passes, kept equal here
+    assert _passes_text({"settings": {"sanitizers": {"memcheck": [1, 37], "perturb": [1, 37]}}}) == "memcheck, perturb (not run: racecheck)"
+    assert _passes_text({"settings": {"sanitizers": {"memcheck": [1], "racecheck": [37], "perturb": [1]}}}) == "memcheck, racecheck, perturb"
+    assert _passes_text({"settings": {"sanitizers": {}}}) == "none (not run: memcheck, racecheck, perturb)"
+    assert _passes_text({"settings": {}}) == "" and _passes_text({}) == ""

@@ -548,7 +548,25 @@ def _mutation_view(path: Path, root: Path | None = None, judges: tuple[list[str]
     ]
     judged = [str(k) for k in data.get("judged_by") or []] if isinstance(data.get("judged_by"), list) else []
     return MutationView(mutants, caught, score, by_check, survivors, device_name(data.get("device")), str(data.get("date", "")), counted,
-                        selected, generated, stale, judged)  # fmt: skip
+                        selected, generated, stale, judged, _passes_text(data))  # fmt: skip
+
+
+#: the passes ``wireup mutate`` can put survivors through after verify, in its order (audit.mutate's PASSES;
+#: a test keeps the two equal: the report does not import the mutation layer)
+MUTATION_PASSES = ("memcheck", "racecheck", "perturb")
+
+
+def _passes_text(data: Mapping[str, Any]) -> str:
+    """``memcheck, perturb (not run: racecheck)`` from a record's ``settings.sanitizers`` (the passes the run
+    chose), "" where the record names none (a format before passes were recorded)."""
+    settings = data.get("settings")
+    ran = settings.get("sanitizers") if isinstance(settings, Mapping) else None
+    if not isinstance(ran, Mapping):
+        return ""
+    names = [str(k) for k in ran]
+    missing = [p for p in MUTATION_PASSES if p not in names]
+    text = ", ".join(names) or "none"
+    return text + (f" (not run: {', '.join(missing)})" if missing else "")
 
 
 def _stale_source(data: Mapping[str, Any], root: Path | None) -> str:

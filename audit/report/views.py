@@ -169,6 +169,9 @@ class MutationView:
     generated: int | None = None  # mutants the operators made, where the record says
     stale: str = ""  # why the record no longer describes its source ("" where it does)
     judged_by: list[str] = field(default_factory=list)  # a header's record: the kernels that judged its mutants
+    # the passes survivors went through after verify ("memcheck, perturb (not run: racecheck)"); "" where the
+    # record does not say (older formats)
+    passes: str = ""
 
 
 @dataclass
