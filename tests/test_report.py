@@ -606,3 +606,12 @@ def test_a_mutation_record_says_which_passes_its_survivors_went_through() -> Non
     assert _passes_text({"settings": {"sanitizers": {"memcheck": [1], "racecheck": [37], "perturb": [1]}}}) == "memcheck, racecheck, perturb"
     assert _passes_text({"settings": {"sanitizers": {}}}) == "none (not run: memcheck, racecheck, perturb)"
     assert _passes_text({"settings": {}}) == "" and _passes_text({}) == ""
+
+
+def test_a_score_with_survivors_never_reads_as_complete() -> None:
+    """1582 of 1587 caught rounded to "100%" beside 5 survivors (the report of 7 December); now floored to a
+    tenth where whole percent would claim all, and "<1%" where it would claim none."""
+    from audit.report.filters import percent
+
+    assert percent(1582 / 1587) == "99.6%" and percent(1.0) == "100%" and percent(0.98) == "98%"
+    assert percent(0.0) == "0%" and percent(0.004) == "<1%" and percent(0.9999) == "99.9%"

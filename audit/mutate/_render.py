@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..output import write_output
+from ..report.filters import percent
 from ._mutants import Mutant
 from ._operators import OPERATORS
 from ._results import KernelMutation, MutationRun
@@ -58,7 +59,7 @@ def render_list(mutants: Sequence[Mutant], generated: dict[str, int] | None = No
 
 
 def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100.0 * x:.0f}%"
+    return "-" if x is None else percent(x)
 
 
 def survivor_row(m: Mutant, record: Any = None) -> dict:

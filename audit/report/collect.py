@@ -36,7 +36,7 @@ from ..graph import Wiring
 from ..model import ContractSet, IsvParam, Kernel, ScalarParam, Schedule, TensorParam
 from ..cases import case_matrix, launch_env, representative_env
 from ..shapes import value_at
-from .filters import anchor, format_bytes
+from .filters import anchor, format_bytes, percent
 from .history import FileHistory, GitHistory
 from .matrix import check_matrix
 from .prototype import c_prototype
@@ -534,7 +534,7 @@ def _mutation_view(path: Path, root: Path | None = None, judges: tuple[list[str]
     elif counted:
         eq = f"; {equivalent} equivalent mutant{'s' if equivalent != 1 else ''} not counted" if "score" in data and equivalent else ""
         sample = f"; a sample: {selected} of its {generated} mutants run" if selected is not None and generated is not None and selected < generated else ""
-        score = f"{caught} of {counted} caught ({100.0 * caught / counted:.0f}%{eq}{sample})"
+        score = f"{caught} of {counted} caught ({percent(caught / counted)}{eq}{sample})"
     else:
         score = "no mutants"
     stale = _stale_source(data, root) or (_stale_judges(data, *judges) if judges is not None else "")
@@ -757,7 +757,7 @@ def _totals(r: Report) -> list[tuple[str, Status]]:
         unscored = len(mutated) - len(scored)
         caught = sum(m.caught for m in scored)
         total = sum(m.counted or 0 for m in scored)
-        score = f"{caught} of {total} mutants caught" + (f" ({100.0 * caught / total:.0f}%)" if total else "")
+        score = f"{caught} of {total} mutants caught" + (f" ({percent(caught / total)})" if total else "")
         text = f"{score} over {len(scored)} of {n} kernels" + (f"; {unscored} not scored" if unscored else "")
         stale = sum(1 for m in [kv.mutation for kv in mutated] + heads if m.stale)
         if stale:

@@ -29,6 +29,18 @@ def anchor(text: str) -> str:
     return text.replace(" ", "-")
 
 
+def percent(fraction: float) -> str:
+    """``fraction`` as a whole percentage, except that anything short of all is never shown as 100 % nor
+    anything above none as 0 %: 1582 of 1587 is "99.7%", not "100%" (a score with survivors must not read as
+    complete)."""
+    text = f"{100.0 * fraction:.0f}"
+    if text == "100" and fraction < 1.0:
+        text = f"{int(1000.0 * fraction) / 10.0:.1f}"  # floored: 0.99968 -> "99.9"
+    elif text == "0" and fraction > 0.0:
+        text = "<1"
+    return text + "%"
+
+
 def format_bytes(n: int | None) -> str:
     """``25,392 B (24.8 KiB)``; small sizes in bytes only."""
     if n is None:
