@@ -508,8 +508,9 @@ def contract_instantiation(k, heads: TemplateHeads | None = None) -> tuple[str, 
     ``("128", "8")``), None where it names none; with ``heads``, those it leaves out are the template's
     defaults."""
     from .cuda.launches import template_arguments
+    from .cuda.scope import without_parameters
 
-    name = (k.cpp_name or "").strip()
+    name = without_parameters(k.cpp_name or "")
     if "<" not in name or not name.endswith(">"):
         return None
     args = template_arguments(name[name.index("<") :])

@@ -698,3 +698,56 @@ def test_entry_missing_names_the_instantiation_with_the_defaults_written_out():
     assert _with_more_arguments(sb, "ns::tile< 64 >") == "ns::tile<64, 4>"
     assert _with_more_arguments(sb, "tile<12>") is None
     assert _with_more_arguments(sb, "tile") is None
+
+
+def test_an_overloaded_cpp_name_takes_the_overload_whose_types_agree_with_the_contract():
+    """DeepSpeed's kernels come in float and __half overloads of one name; the first by symbol (the __half
+    one: "P6__half" sorts before "Pf") was taken silently, so a contract of the float kernel was checked
+    against the half code and a seeded bug in the float one went unseen. Now the contract's dtypes pick the
+    overload; where they pick none or several, no entry is taken (ENTRY_MISSING says which)."""
+    from types import SimpleNamespace
+
+    from audit.compile import overloads_of
+
+    ef = EntryInfo("_Z5scalePfi", "scale(float*, int)", [])
+    eh = EntryInfo("_Z5scaleP6__halfi", "scale(__half*, int)", [])
+    ec = EntryInfo("_Z5scalePKfS0_i", "scale(float const*, float const*, int)", [])
+    entries = {e.symbol: e for e in (ef, eh)}
+
+    def params(*dtypes):  # the last is the scalar n, the others tensors
+        return [SimpleNamespace(kind="tensor", dtype=d, shape=("N",)) for d in dtypes[:-1]] + [SimpleNamespace(kind="scalar", dtype=dtypes[-1])]
+
+    assert match_cpp_name(entries, "scale", params("f32", "i32")) is ef
+    assert match_cpp_name(entries, "scale", params("f16", "i32")) is eh
+    assert match_cpp_name(entries, "scale", params("f64", "i32")) is None  # no overload takes double*
+    assert match_cpp_name(entries, "scale") is None  # several, and nothing to choose by
+    assert match_cpp_name(entries, "scale(float*, int)") is ef  # the parameter list chooses as before
+    assert overloads_of(entries, "scale", params("f64", "i32")) == ([eh, ef], [])
+    # a different parameter count decides too; a type that is no plain C type (T, float4) agrees with any
+    both = {e.symbol: e for e in (ef, ec)}
+    assert match_cpp_name(both, "scale", params("f32", "f32", "i32")) is ec
+    et = EntryInfo("_Z5scaleP6float4i", "scale(float4*, int)", [])
+    assert overloads_of({ef.symbol: ef, et.symbol: et}, "scale", params("f32", "i32"))[1] == [et, ef]  # by symbol
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the overloads needs nvcc on PATH")
+def test_entry_missing_names_the_overloads_a_cpp_name_leaves_open(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "k.cu").write_text(
+        "#include <cuda_fp16.h>\n"
+        "__global__ void scale(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }\n"
+        "__global__ void scale(__half* x, int n) { int i = threadIdx.x; if (i < n) x[i] = __float2half(2.0f); }\n"
+    )
+    contract = ('[dims]\nN = { min = 1, max = 128 }\n[[kernel]]\nname = "scale_any"\nsource = "k.cu"\ncpp_name = "scale"\nstage = "other"\n'
+                'grid = [1, 1, 1]\nblock = [128, 1, 1]\nparams = [\n  { name = "x", dtype = "DT", shape = ["N"], role = "inout" },\n'
+                '  { name = "n", kind = "scalar", dtype = "i32", value = "N" },\n]\n')  # fmt: skip
+    (tmp_path / "contracts" / "k.toml").write_text(contract.replace("DT", "f64"))
+    assert main(["check", "--root", str(tmp_path), "--select", "ENTRY_MISSING"]) == 1
+    (line,) = capsys.readouterr().out.splitlines()[:-1]
+    assert line == (
+        'contracts/k.toml:6: ENTRY_MISSING Kernel "scale_any" cpp_name "scale" names 2 overloads in the compiled module of "k.cu" '
+        '("scale(__half*, int)", "scale(float*, int)") and the contract\'s parameter types agree with none of them: give the one '
+        'meant with its parameter list, cpp_name = "scale(__half*, int)", or correct the parameters\' dtypes.'
+    )
+    (tmp_path / "contracts" / "k.toml").write_text(contract.replace("DT", "f32"))
+    assert main(["check", "--root", str(tmp_path), "--select", "ENTRY_MISSING"]) == 0

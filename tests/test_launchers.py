@@ -138,3 +138,17 @@ def test_getter_arguments() -> None:
     assert [(c, lit.value) for c, lit in getter_arguments(code, lits)] == [
         ("get_func", "f1"), ("load_ptx", "f2"), ("load_ptx", "f3"), ("RawKernel", "f4"),
     ]  # fmt: skip
+
+
+def test_a_cpp_name_with_its_parameter_list_is_launched_by_its_function_name() -> None:
+    """A contract that names one overload by its signature (``scale(float*, int)``) is launched as ``scale``
+    and, for a template, still names its instantiation (the DeepSpeed trial: NO_LAUNCHER and
+    UNAUDITED_KERNEL for every such contract before)."""
+    from types import SimpleNamespace
+
+    from audit.launchers import contract_instantiation, launch_name
+
+    assert launch_name(SimpleNamespace(cpp_name="fused_add2_kernel(int, float*, float const*, float const*)", entry=None, name="k")) == "fused_add2_kernel"
+    assert launch_name(SimpleNamespace(cpp_name="ns::attn_softmax<32, 1, 128>(float*, float const*, int)", entry=None, name="k")) == "attn_softmax"
+    assert contract_instantiation(SimpleNamespace(cpp_name="attn_softmax<32, 1, 128>(float*, int)")) == ("32", "1", "128")
+    assert contract_instantiation(SimpleNamespace(cpp_name="scale(float*, int)")) is None

@@ -23,4 +23,5 @@ from ._types import (
     PtxParam as PtxParam,
     SourceBuild as SourceBuild,
     normalize_cpp as normalize_cpp,
+    overloads_of as overloads_of,
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ class BuildResult:
         if sb is None:
             raise KeyError(f'kernel "{k.name}": source "{self.overrides.get(k.name, k.source)}" was not built')
         if k.cpp_name:
-            return sb, match_cpp_name(sb.entries, k.cpp_name)
+            return sb, match_cpp_name(sb.entries, k.cpp_name, k.params)
         return sb, sb.entries.get(k.entry or k.name)
 
 
@@ -277,8 +278,10 @@ def _unsuffixed(text: str) -> str:
     return re.sub(r"(?<![\w.])(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)(?!\w)", r"\1", text)
 
 
-def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | None:
-    """The entry whose demangled signature names ``cpp_name`` (first by symbol where several do).
+def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str, params: Sequence[Any] | None = None) -> EntryInfo | None:
+    """The entry whose demangled signature names ``cpp_name``; where it names several (overloads: ``scale(float*,
+    int)`` and ``scale(__half*, int)``), the one whose parameter types agree with the contract's ``params``
+    (:func:`overloads_of`); None where none does or several still do (ENTRY_MISSING says which).
 
     >>> e = EntryInfo("_ZN2ns5scaleIfEEvPfi", "void ns::scale<float>(float*, int)", [])
     >>> match_cpp_name({e.symbol: e}, "ns::scale<float>") is e
@@ -290,9 +293,19 @@ def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | 
     (``reduce6<float, 256, false>`` names ``reduce6<float, 256u, false>``) where no entry matches it as
     written.
     """
+    named, agreeing = overloads_of(entries, cpp_name, params)
+    if len(named) == 1:
+        return named[0]
+    return agreeing[0] if len(agreeing) == 1 else None
+
+
+def cpp_name_matches(entries: dict[str, EntryInfo], cpp_name: str) -> list[EntryInfo]:
+    """Every entry whose demangled signature names ``cpp_name`` (by symbol), as written or, where none
+    does, with the integer suffixes of its template arguments left out."""
     for strip in (lambda t: t, _unsuffixed):
         want = normalize_cpp(strip(_unnamed(cpp_name)))
         full = "(" in want
+        found = []
         for symbol in sorted(entries):
             e = entries[symbol]
             if not e.demangled:
@@ -301,10 +314,88 @@ def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str) -> EntryInfo | 
             if full:
                 # template functions demangle with their return type first: drop it before comparing
                 if have == want or have.endswith(" " + want):
-                    return e
+                    found.append(e)
                 continue
             at = have.find(want + "(")
             # the name must start the signature or follow the return type, never sit in the parameter list
             if at == 0 or (at > 0 and have[at - 1] == " " and "(" not in have[:at]):
-                return e
-    return None
+                found.append(e)
+        if found:
+            return found
+    return []
+
+
+def overloads_of(entries: dict[str, EntryInfo], cpp_name: str, params: Sequence[Any] | None) -> tuple[list[EntryInfo], list[EntryInfo]]:
+    """(the entries ``cpp_name`` names, those of them whose parameter types agree with ``params``, the
+    contract's parameters): a pointer parameter for a tensor or the ISV, a value for a scalar, and where
+    the demangled type is a plain C type (``float``, ``__half``, ``int``...) the one of the parameter's
+    dtype. A type that is no plain C type (``T``, ``float4``, a struct) agrees with any dtype. Without
+    ``params`` every entry named agrees."""
+    named = cpp_name_matches(entries, cpp_name)
+    if params is None or len(named) < 2:
+        return named, list(named)
+    return named, [e for e in named if _params_agree(e.demangled or "", params)]
+
+
+# the C spellings of each dtype in a demangled signature (audit.model.DTYPES's, and the aliases c++filt
+# or a header may give)
+_C_TYPES: dict[str, frozenset[str]] = {
+    "f32": frozenset({"float"}), "f64": frozenset({"double"}), "f16": frozenset({"__half", "half"}),
+    "bf16": frozenset({"__nv_bfloat16", "nv_bfloat16"}), "i8": frozenset({"signed char", "char"}),
+    "u8": frozenset({"unsigned char"}), "i16": frozenset({"short"}), "u16": frozenset({"unsigned short"}),
+    "i32": frozenset({"int"}), "u32": frozenset({"unsigned int", "unsigned"}), "i64": frozenset({"long long", "long"}),
+    "u64": frozenset({"unsigned long long", "unsigned long"}), "bool": frozenset({"bool"}),
+}  # fmt: skip
+_PLAIN = frozenset().union(*_C_TYPES.values())
+
+
+def _param_list(demangled: str) -> list[str] | None:
+    """The parameter types of a demangled signature (``void f<float, 4>(float const*, int)`` ->
+    ``["float const*", "int"]``); None where it has no trailing parameter list."""
+    text = demangled.strip()
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        c = text[i]
+        if c in ")>]":
+            depth += 1
+        elif c in "(<[":
+            depth -= 1
+            if depth == 0 and c == "(":
+                inner = text[i + 1 : -1]
+                break
+    else:
+        return None
+    out, depth, start = [], 0, 0
+    for j, c in enumerate(inner):
+        if c in "(<[":
+            depth += 1
+        elif c in ")>]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(inner[start:j].strip())
+            start = j + 1
+    if inner.strip():
+        out.append(inner[start:].strip())
+    return [] if out == ["void"] else out
+
+
+def _params_agree(demangled: str, params: Sequence[Any]) -> bool:
+    types = _param_list(demangled)
+    if types is None:
+        return True
+    if len(types) != len(params):
+        return False
+    for t, p in zip(types, params):
+        stars = t.count("*")
+        base = " ".join(w for w in t.replace("*", " ").replace("&", " ").split() if w not in ("const", "volatile", "__restrict__", "__restrict"))
+        pointer = getattr(p, "kind", "") in ("tensor", "isv") or hasattr(p, "shape")
+        if base not in _PLAIN:
+            continue
+        if stars != (1 if pointer else 0):
+            return False
+        dtype = getattr(p, "dtype", None)
+        if dtype in _C_TYPES and base not in _C_TYPES[dtype]:
+            return False
+    return True

@@ -332,9 +332,28 @@ def with_defaults(template: str | None, args: tuple[str, ...]) -> tuple[str, ...
     return tuple(out)
 
 
+def without_parameters(symbol: str) -> str:
+    """``symbol`` without a trailing parameter list: a ``cpp_name`` that names one overload by its signature
+    (``ns::f<float>(float*, int)`` -> ``ns::f<float>``); unchanged where it has none.
+
+    >>> without_parameters("scale(float*, int)"), without_parameters("k<(N > 2)>"), without_parameters("operator()")
+    ('scale', 'k<(N > 2)>', 'operator()')
+    """
+    name = symbol.strip()
+    if name.endswith(")") and not name.endswith("operator()"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += (name[i] in ")]>") - (name[i] in "([<")
+            if depth == 0:
+                if name[:i].strip():
+                    name = name[:i].rstrip()
+                break
+    return name
+
+
 def function_name(symbol: str) -> str:
     """The name a function definition of the C++ name ``symbol`` (a contract's ``cpp_name``, or an entry)
-    carries: without its template argument list (nested ``<...>`` and parenthesized ``(N > 2)`` within it
+    carries: without a parameter list (``scale(float*, int)``, an overload named by its signature), its template argument list (nested ``<...>`` and parenthesized ``(N > 2)`` within it
     included) and without its namespaces. ``symbol`` unchanged where it closes no balanced argument list
     (``operator->``), as an ``extern "C"`` entry is.
 
@@ -342,8 +361,10 @@ def function_name(symbol: str) -> str:
     ('tile', 'k', 'k')
     >>> function_name("operator<<int>"), function_name("operator->")
     ('operator<', 'operator->')
+    >>> function_name("ns::add2<float>(int, float*, float const*)")   # a cpp_name with its parameter list
+    'add2'
     """
-    name = symbol.strip()
+    name = without_parameters(symbol)
     if name.endswith(">"):
         depth, parens = 0, 0
         for i in range(len(name) - 1, -1, -1):

@@ -96,6 +96,22 @@ def check_entries(ctx: CheckContext) -> Iterator[Hit]:
             continue
         have = _entry_list(sb)
         if k.cpp_name:
+            from ..compile import overloads_of
+
+            named, agreeing = overloads_of(sb.entries, k.cpp_name, k.params)
+            if len(named) > 1:
+                shown = ", ".join(f'"{e.demangled}"' for e in named)
+                left = agreeing or named
+                which = (f"the contract's parameter types agree with {len(agreeing)} of them" if agreeing
+                         else "the contract's parameter types agree with none of them")  # fmt: skip
+                yield Hit(
+                    f'Kernel "{k.name}" cpp_name "{k.cpp_name}" names {len(named)} overloads in the compiled module of "{sb.source}" '
+                    f"({shown}) and {which}: give the one meant with its parameter list, "
+                    f'cpp_name = "{_signature_of(left[0].demangled or "")}", or correct the parameters\' dtypes.',
+                    k.loc.child("cpp_name"),
+                    k.name,
+                )
+                continue
             hint = ""
             if any(s.startswith("_Z") and e.demangled is None for s, e in sb.entries.items()):
                 hint = "; c++filt was not found, so mangled names could not be read"
@@ -488,6 +504,13 @@ def _entry_list(sb: SourceBuild) -> str:
     shown = [f'"{e.display_name}"' for _, e in sorted(sb.entries.items())]
     more = f" and {len(shown) - 8} more" if len(shown) > 8 else ""
     return "whose entries are " + ", ".join(shown[:8]) + more
+
+
+def _signature_of(demangled: str) -> str:
+    """``void ns::f<float>(float*, int)`` -> ``ns::f<float>(float*, int)``: the name with its parameters."""
+    name = _function_of(demangled)
+    at = demangled.find(name + "(")
+    return demangled[at:] if at >= 0 else name
 
 
 def _function_of(demangled: str) -> str:
