@@ -977,3 +977,24 @@ def test_a_launch_naming_a_macro_parameter_is_unresolved_without_the_preprocesso
         'NO_LAUNCHER (warning) Kernel "tile_64" is dead code — no launcher: no host source (host.cu) names its entry "tile<64>"; '
         "unless one of the launches whose kernel name the scan cannot resolve runs it: host.cu:1 (kern)."
     ]
+
+
+def test_a_dim3_returned_by_a_function_is_not_read_as_a_scalar(tmp_path: Path, capsys) -> None:
+    """DeepSpeed's ``dim3 grid_dim = get_attn_softmax_grid(...);`` returns {x, batch}: it was read as the scalar
+    (value, 1, 1), a false GEOMETRY_DRIFT on grid.y. A function of the file returning dim3 leaves the three
+    components unknown (not compared); block.x is still compared, and an int-returning call stays a scalar."""
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * blockDim.x + threadIdx.x] = 0.f; }\n"
+    host = (
+        '#include "k.cu"\n'
+        "dim3 grid_of(int n, int b) { return dim3(n / 64, b); }\n"
+        "int blocks_of(int n) { return n / 64; }\n"
+        "void run(float* y, int n) {\n  dim3 g = grid_of(n, 4);\n  fill<<<g, 128>>>(y, n);\n}\n"
+        "void other(float* y, int n) {\n  dim3 g = blocks_of(n);\n  fill<<<g, 64>>>(y, n);\n}\n"
+    )
+    found = _drift(tmp_path, capsys, {"host.cu": host, "k.cu": kernel}, {"name": "fill", "cpp": "fill", "grid": '"n", 4', "block": "64"})
+    assert found == [
+        'host.cu:6: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "128" but its contract declares "64": '
+        "the launch gives 128 and the contract 64; update the contract or the launch.",
+        'host.cu:10: GEOMETRY_DRIFT Kernel "fill" is launched here with grid.y = "1" but its contract declares "4": '
+        "the launch gives 1 and the contract 4; update the contract or the launch.",
+    ]

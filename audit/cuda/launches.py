@@ -175,6 +175,13 @@ def _defines(text: str) -> list[tuple[int, str, str]]:
 
 
 _DIM3 = re.compile(rf"\bdim3\s+({_IDENT})\s*(?:=\s*(?:dim3\s*)?)?([({{])")
+_DIM3_CALL = re.compile(rf"\bdim3\s+({_IDENT})\s*=\s*({_IDENT})\s*\(")
+
+
+@lru_cache(maxsize=8)
+def _dim3_functions(code: str) -> frozenset[str]:
+    """The functions ``code`` defines or declares with a ``dim3`` return type (``dim3 grid_of(int n) {``)."""
+    return frozenset(m.group(1) for m in re.finditer(rf"\bdim3\s+({_IDENT})\s*\([^;{{]*\)\s*[{{;]", code))
 
 
 def _definitions(text: str, code: str, before: int, language: str, outer: dict[str, str] | None = None) -> dict[str, str]:
@@ -208,6 +215,12 @@ def _definitions(text: str, code: str, before: int, language: str, outer: dict[s
         for name in [n for n in defs if n not in (outer or {}) or n in code[start:before]]:
             if _varies(code, start, before, name):
                 defs.pop(name, None)
+    # dim3 NAME = f(...), f a function of this file that returns a dim3 (DeepSpeed's get_attn_softmax_grid):
+    # its components are not known here, so each stays NAME.x, NAME.y, NAME.z (not compared), never the
+    # (value, 1, 1) of a scalar
+    for m in _DIM3_CALL.finditer(code, start, before):
+        if m.group(2) in _dim3_functions(code):
+            defs[m.group(1)] = f"dim3({m.group(1)}.x, {m.group(1)}.y, {m.group(1)}.z)"
     # dim3 NAME(a, b, c) / dim3 NAME{a, b, c} / dim3 NAME = {a, b, c} / dim3 NAME = dim3(a, b, c)
     for m in _DIM3.finditer(code, start, before):
         if language == "c" and _conditional(code, m.start(), before):
@@ -408,8 +421,10 @@ def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
             if name in keep or not value.startswith("dim3("):
                 return m.group(0)
             parts = [p for p in _split_top(value[5:-1]) if p]
-            changed = True
             part = (parts + ["1", "1", "1"])["xyz".index(axis)]
+            if part == f"{name}.{axis}":  # a dim3 whose components are not known (see _definitions)
+                return m.group(0)
+            changed = True
             return part if re.fullmatch(rf"{_IDENT}|\d+", part) else f"({part})"
 
         def repl(m: re.Match) -> str:
