@@ -503,7 +503,9 @@ def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()
 
     geo = LaunchGeometry(site)
     known = set(known_dims)
-    ints = {p.name for p in k.params if p.kind == "scalar" and (p.dtype or "") in _INT_DTYPES}
+    # integer arguments that may be dims; a bool (dtype u8 here) is a flag, never a size (DeepSpeed's
+    # preLayerNorm, training: scaffolded as dims of 1..65536 before)
+    ints = {p.name for p in k.params if p.kind == "scalar" and (p.dtype or "") in _INT_DTYPES and p.ctype.strip() != "bool"}
     renames: dict[str, str] = {}
     args = list(site.args or ())
     for p, arg in zip(k.params, args):
@@ -659,6 +661,8 @@ def scaffold_contract(
                     note = f"  # TODO: {geometry.notes[p.name]}"
                 elif dtype in ("f32", "f64", "f16", "bf16") and not note:
                     note = "  # TODO: the value passed (a number)"
+                elif p.ctype.strip() == "bool" and not note:
+                    value, note = "1", "  # TODO: a bool flag (0 or 1); the value passed"
             lines.append(f'  {{ name = {_toml_str(p.name)}, kind = "scalar", dtype = "{dtype}", value = {value} }},{note}')
     lines.append("]")
     return "\n".join(lines) + "\n"

@@ -416,3 +416,21 @@ def test_explicit_instantiations_are_no_kernels_and_name_the_instantiations() ->
     assert '  { name = "a", dtype = "f16", shape = ["TODO"], role = "out" },' in text
     assert ('# TODO: k.cu:2 explicitly instantiates kfunc<float, FILL>, whose arguments are not values here; '
             "add a contract for each instantiation.") in text  # fmt: skip
+
+
+def test_a_bool_argument_is_a_flag_not_a_dim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSpeed's layer norm takes ``bool preLayerNorm, bool training``: init made each a dim of 1..65536 and
+    passed it as value = "preLayerNorm". A bool is a u8 scalar whose value is left to fill in, never a dim."""
+    from audit.cli import main
+
+    (tmp_path / "wireup.toml").write_text("")
+    (tmp_path / "k.cu").write_text(
+        "__global__ void norm(float* y, const float* x, int rows, bool pre) { int i = threadIdx.x; if (i < rows) y[i] = pre ? x[i] : 0.f; }\n"
+        "void launch(float* y, const float* x, int rows, bool pre) { norm<<<(rows + 127) / 128, 128>>>(y, x, rows, pre); }\n"
+        "__global__ void flag(float* y, bool on) { if (on) y[threadIdx.x] = 1.f; }\n"
+    )
+    assert main(["init", "--root", str(tmp_path), str(tmp_path / "k.cu"), "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert "pre = {" not in out and "rows = { min = 1, max = 65536 }" in out
+    assert '{ name = "pre", kind = "scalar", dtype = "u8", value = "TODO" },  # TODO: the launch at k.cu:2 passes "pre"' in out
+    assert '{ name = "on", kind = "scalar", dtype = "u8", value = 1 },  # TODO: a bool flag (0 or 1); the value passed' in out
