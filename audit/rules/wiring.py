@@ -289,11 +289,11 @@ def check_partials(ctx: CheckContext) -> Iterator[Hit]:
                     )  # fmt: skip
 
 
-@rule("DEAD_KERNEL", "Every kernel is launched by some schedule; a kernel in no schedule has no launcher and is dead code.", "wiring")
+@rule("DEAD_KERNEL", "Every kernel is launched by some schedule; a kernel in no schedule is dead code as far as the contracts say.", "wiring")
 def check_dead(ctx: CheckContext) -> Iterator[Hit]:
     for k in ctx.cs.kernels:
         if k.name not in ctx.wiring.launched:
-            yield Hit(f'Kernel "{k.name}" is in no schedule: it has no launcher and is dead code.', k.loc, k.name)
+            yield Hit(f'Kernel "{k.name}" is in no schedule: no step launches it, so the contracts make it dead code; add a [[schedule.step]] that launches it or remove its contract.', k.loc, k.name)
 
 
 @rule("SCHEDULE_CYCLE", "Schedules do not depend on each other in a cycle (declared order plus data dependencies).", "wiring")
