@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -170,6 +171,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
     from .untrusted import read_regular, resolve
 
     root = cfg.root.resolve()
+    include_dirs = [cfg.path(d) for d in cfg.include_dirs]
     files = host_files(root, tuple(cfg.launchers), cfg.source.split(" ")[0])
     own = sorted({k.source for k in cs.kernels if _own_source_is_readable(root, k.source)} - set(files))
     scan = LauncherScan(tuple(cfg.launchers), sorted({*files, *own}))
@@ -254,7 +256,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
             text = inactive_blanked(text, defines)
         lits, code = lex(text, language_of(rel))
         launches_here = language_of(rel) == "c" and ("<<<" in code or "cuLaunchKernel" in code)
-        included = included_constants(text, path, root, headers) if launches_here else None
+        included = included_constants(text, path, root, headers, include_dirs) if launches_here else None
         sites = find_launches(text, language_of(rel), rel, included, rust)
         if launches_here and any(s.pasted for s in sites):
             # a macro's launch pastes its kernel's name: what each use of the macro launches, with its geometry,
@@ -373,11 +375,13 @@ MAX_INCLUDED_FILES = 64
 _LOCAL_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.MULTILINE)
 
 
-def included_constants(text: str, path: Path, root: Path, cache: dict[Path, dict[str, str]] | None = None) -> dict[str, str]:
+def included_constants(text: str, path: Path, root: Path, cache: dict[Path, dict[str, str]] | None = None,
+                       include_dirs: Sequence[Path] = ()) -> dict[str, str]:  # fmt: skip
     """The file-scope integer constants (:func:`audit.cuda.launches.file_constants`) of the local headers
     ``text`` (the source at ``path``) includes with ``#include "..."``, followed into their own local
     includes: what a launch in ``path`` sees besides its own file. A header is looked up next to the file
-    including it; one outside ``root``, unreadable or beyond :data:`MAX_INCLUDE_DEPTH` levels and
+    including it, then in ``include_dirs`` (the configuration's include folders, as nvcc's ``-I``: DeepSpeed's
+    ``csrc/includes``, whose ``#define TILE_DIM 32`` its launches use); one outside ``root``, unreadable or beyond :data:`MAX_INCLUDE_DEPTH` levels and
     :data:`MAX_INCLUDED_FILES` files is skipped (its constants stay unknown, so the launches using them are
     not compared). Later includes win, as a redefinition after them would.
     """
@@ -393,7 +397,7 @@ def included_constants(text: str, path: Path, root: Path, cache: dict[Path, dict
     def walk(source: str, here: Path, depth: int) -> dict[str, str]:
         found: dict[str, str] = {}
         for m in _LOCAL_INCLUDE.finditer(source):
-            header = resolve(here.parent / m.group(1))
+            header = next((h for h in (resolve(d / m.group(1)) for d in (here.parent, *include_dirs)) if h is not None and h.is_file()), None)
             if header is None or header in seen or len(seen) > MAX_INCLUDED_FILES or not inside(header, root):
                 continue
             seen.add(header)

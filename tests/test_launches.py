@@ -998,3 +998,22 @@ def test_a_dim3_returned_by_a_function_is_not_read_as_a_scalar(tmp_path: Path, c
         'host.cu:10: GEOMETRY_DRIFT Kernel "fill" is launched here with grid.y = "1" but its contract declares "4": '
         "the launch gives 1 and the contract 4; update the contract or the launch.",
     ]
+
+
+def test_constants_of_a_header_in_an_include_folder_reach_the_launch(tmp_path: Path, capsys) -> None:
+    """DeepSpeed's launches use ``THREADS``, ``#define``d in ``csrc/includes/*.h`` and included as
+    ``"custom_cuda_layers.h"`` through nvcc's ``-I``: the header was looked up next to the including file only,
+    so the launch's block stayed unknown and was never compared. The configuration's include folders are
+    searched too."""
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "layers.h").write_text("#pragma once\n#define THREADS 128\n")
+    host = '#include "layers.h"\n#include "k.cu"\nvoid run(float* y, int n) {\n  fill<<<(n + THREADS - 1) / THREADS, THREADS>>>(y, n);\n}\n'
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * blockDim.x + threadIdx.x] = 0.f; }\n"
+    found = _drift(tmp_path, capsys, {"host.cu": host, "k.cu": kernel}, {"name": "fill", "cpp": "fill", "grid": '"ceil_div(n, 128)"', "block": "256"})
+    assert found == []  # inc/ is not an include folder yet: THREADS unknown, nothing compared
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\ninclude = ["inc"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "GEOMETRY_DRIFT"])
+    assert capsys.readouterr().out.splitlines()[:-1] == [
+        'host.cu:4: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "128" but its contract declares "256": '
+        "the launch gives 128 and the contract 256; update the contract or the launch."
+    ]

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     rust = rust_helpers([text for host, text in host_texts if language_of(host) == "rust"])
     for host, host_text in host_texts:
         launches += find_launches(host_text, language_of(host), relative(Path(host)) or Path(host).as_posix(),
-                                  included_constants(host_text, Path(host), cfg.root), rust)
+                                  included_constants(host_text, Path(host), cfg.root, include_dirs=[cfg.path(d) for d in cfg.include_dirs]), rust)
     read: list[tuple[str, list[CKernel], str]] = []  # (source as contracts name it, its kernels, its text)
     src_of: dict[str, str] = {}  # that name -> the path given on the command line
     empty = []
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             if k.name in existing:
                 print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
         if kernels:
-            own = find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root))
+            own = find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root, include_dirs=[cfg.path(d) for d in cfg.include_dirs]))
             units.append((kernels, rel, own + _macro_launches(Path(src_of[rel]), own, cfg, rel) + launches))
             print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
