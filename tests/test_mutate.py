@@ -1561,7 +1561,7 @@ def test_a_racecheck_run_at_37_alone_takes_a_plan_3_verdict_from_the_journal(mon
 @pytest.mark.nvcc
 def test_the_perturbed_schedule_pass_runs_each_copy_rewritten_and_catches_values_that_follow_the_timing(monkeypatch, tmp_path):
     """The perturb pass verifies, with no compute-sanitizer, a rewritten copy of the unmutated kernel and of
-    each survivor (half of the warps delayed at the start and after each barrier; `<stem>.perturb.cu` beside
+    each survivor (half of each block's threads delayed at the start and after each barrier; `<stem>.perturb.cu` beside
     the copy, each compiled by nvcc here), at memcheck's sizes with repeats; a survivor whose values fail
     there while the unmutated copy passes is caught by MUTATE_UNSTABLE with a message that says how it ran."""
     from audit import runtime
@@ -1590,7 +1590,7 @@ def test_the_perturbed_schedule_pass_runs_each_copy_rewritten_and_catches_values
     monkeypatch.setattr(runtime, "verify", fake_verify)
     found, bases = _sanitize(cfg, "perturb", ms, paths, {k: original}, ["pycuda"], 0, lambda ev: None, workers=1, cs=cs)
     assert seen == [(f"{p.stem}.perturb.cu", None, (1, 37, 300, 4096), True) for p in [original, *paths.values()]]
-    assert found == {ms[0].key: (("MUTATE_UNSTABLE",), "3 elements differ (with half of its warps delayed at its start and after each barrier, "
+    assert found == {ms[0].key: (("MUTATE_UNSTABLE",), "3 elements differ (with half of each block's threads delayed at its start and after each barrier, "
                                  "whose run of the unmutated copy passes: the result depends on the timing of its threads or on memory it should not read)")}  # fmt: skip
     assert bases == {k: None}
 
@@ -1611,3 +1611,23 @@ def test_perturbation_points_are_each_kernel_entry_and_each_barrier_statement():
                    "__device__ void d() { __syncthreads(); WIREUP_PERTURB(); }\n"
                    "template <int N> __global__ void __launch_bounds__(256, 2) k(float* p) { WIREUP_PERTURB();\n"
                    "  if (p) __syncthreads(); WIREUP_PERTURB();\n  int x = __syncthreads_or(1);\n}\n")  # fmt: skip
+
+
+def test_the_perturbed_schedule_reorders_every_two_threads_of_a_block_over_twenty_blocks():
+    """Version 1 delayed the odd warps in even blocks and the even ones in odd blocks: warps 0 and 2 never ran
+    in the other order, nor two lanes of one warp (the trade-outcome backward's fill of the skipped rows and
+    its row loop meet in lanes of warp 0; four of its survivors went through the pass on the H200 on 7 December
+    uncaught). The macro now splits each block on one bit of the thread index, chosen by the block: over 20
+    blocks, for every two threads of a 1024-thread block, each runs delayed while the other does not."""
+    import numpy as np
+
+    from audit.mutate._perturb import _MACRO, PERTURB_BITS, PERTURB_VERSION
+
+    assert PERTURB_VERSION == 2 and PERTURB_BITS == 10
+    assert "if (((wireup_t_ >> ((wireup_b_ >> 1) % 10u)) ^ wireup_b_) & 1u) WIREUP_SLEEP();" in _MACRO  # the rule below
+    t = np.arange(1024)
+    first = np.zeros((1024, 1024), bool)
+    for b in range(2 * PERTURB_BITS):
+        delayed = (((t >> ((b >> 1) % PERTURB_BITS)) ^ b) & 1).astype(bool)
+        first |= delayed[:, None] & ~delayed[None, :]  # [i, j]: i sleeps, j does not, in block b
+    assert (first | np.eye(1024, dtype=bool)).all()

@@ -48,7 +48,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", metavar="ray[://HOST:PORT]", help="verify the mutants on the GPUs of a Ray cluster: ray (a local Ray, or RAY_ADDRESS) or ray://HOST:PORT (needs: pip install 'wireup-audit[cluster]')")
     p.add_argument("--backend", choices=("auto", "pycuda", "cupy"), default="auto", help="GPU backend (default: auto, PyCUDA where installed)")
     p.add_argument("--sizes", action="append", default=[], metavar="B,B,...", help="batch sizes of each mutant's verification, each setting every runtime dim, every dims variant at each (default: the cases wireup verify plans for the kernel, its sweep; the kernel's gradient check runs as well)")
-    p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="the passes of the survivors after the verification: compute-sanitizer memcheck (at 1,37,300,4096), racecheck (at 37,300, or 37 alone where it spans more than one block along the runtime dims; kernels using shared memory and lost barriers), perturb (at 1,37,300,4096, half of each block's warps delayed at the kernel's start and after each barrier: races on global memory), or none (default: memcheck,racecheck,perturb)")
+    p.add_argument("--sanitizers", action="append", default=[], metavar="TOOL,TOOL", help="the passes of the survivors after the verification: compute-sanitizer memcheck (at 1,37,300,4096), racecheck (at 37,300, or 37 alone where it spans more than one block along the runtime dims; kernels using shared memory and lost barriers), perturb (at 1,37,300,4096, half of each block's threads delayed at the kernel's start and after each barrier, split on a bit of the thread index that changes from block to block: races on global memory), or none (default: memcheck,racecheck,perturb)")
     p.add_argument("--sanitizer-workers", type=int, metavar="N", help="run N processes of a sanitizer pass at a time (default: one per 2 cores, at most 8); a run's verdict is kept only when it ends, so where one run takes minutes (racecheck), fewer at a time let some end within a time limit")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated test data (default 0)")
     p.add_argument("--timeout", type=float, default=5.0, metavar="SECONDS", help="a launch still running after this long is a hang: the mutant is caught by VERIFY_TIMEOUT (default 5)")
@@ -151,7 +151,7 @@ class MutateProgress:
             self.write(f"verify   [{self.done}{of}] {ev['variant']}  {verdict}  ({float(ev.get('seconds', 0.0)):.1f} s){worker_tag(ev, self.devices)}")
         elif kind == "sanitizer":
             took = f" ({ev['seconds']:.0f} s)" if isinstance(ev.get("seconds"), (int, float)) else ""
-            how = "with warps delayed" if ev["tool"] == "perturb" else f"under compute-sanitizer {ev['tool']}"
+            how = "with threads delayed" if ev["tool"] == "perturb" else f"under compute-sanitizer {ev['tool']}"
             self.write(f"{ev['tool']:<8} {ev['variant']}  {ev['verdict']} {how}{took}")
         elif kind == "note":
             self.write(f"note     {ev['text']}")

@@ -1,14 +1,19 @@
-"""Perturbed schedules: a kernel's source with some of its warps delayed, for the mutation run's last pass.
+"""Perturbed schedules: a kernel's source with some of its threads delayed, for the mutation run's last pass.
 
 A race between threads of one block on *global* memory (a store that the kernel's own comments say needs no
 barrier because the threads write disjoint elements, and a mutant that makes them overlap) is seen by no
 compute-sanitizer tool (racecheck sees shared memory only) and rarely by a run on an idle GPU, whose warps
 reach each barrier interval in much the same order every time. :func:`perturbed_source` rewrites a copy of
-the source so that, in every block, half of the warps sleep :data:`PERTURB_NS` nanoseconds at the kernel's
-start and after each ``__syncthreads();``: the odd warps in even blocks, the even warps in odd blocks, so a
-launch of two blocks or more runs both orders. Only the timing changes (a warp-uniform ``__nanosleep``, sm_70
-and later), so the unmutated copy must give the same results; a survivor whose values then fail is caught by
-MUTATE_UNSTABLE (audit.mutate._run, step 7).
+the source so that, in every block, half of the threads sleep :data:`PERTURB_NS` nanoseconds at the kernel's
+start and after each ``__syncthreads();``: those whose linear thread index has bit k set, or clear, with k and
+the side chosen by the block (k = (block / 2) mod 10, the side by the block's parity; bits 0-4 are lanes of a
+warp, 5-9 warps). Over a launch of 20 blocks or more every two threads of a block run in both orders in some
+block: warps 0 and 2 (one parity, never reordered by version 1's odd/even warps) differ in bit 6, and lanes
+of one warp diverge (the trade-outcome backward's fill of the skipped rows and its row loop meet in lanes of
+warp 0). Only the timing changes (``__nanosleep``, sm_70 and later), so the unmutated copy must give the same
+results; a survivor whose values then fail is caught by MUTATE_UNSTABLE (audit.mutate._run, step 7). A kernel
+that silently relies on the lanes of a warp running in step (no ``__syncwarp``, no ``.sync`` intrinsic) can
+fail here unmutated: its baseline then fails the pass, which says so.
 
 >>> print(perturbed_source('__global__ void k(float* p) { p[0] = 1; __syncthreads(); p[1] = 2; }', 'k.cu'))  # doctest: +ELLIPSIS
 #define WIREUP_PERTURB() ...
@@ -23,13 +28,17 @@ from pathlib import Path
 from ..cuda.tokens import Token, tokenize
 
 PERTURB_NS = 20_000  # a sleeping warp's delay at each point: far longer than a barrier interval's stores
-PERTURB_VERSION = 1  # what the rewrite does, in the journal identity of its runs
-# warp-uniform (threads 32 k .. 32 k + 31 of the block's linear index share the warp index), and empty
-# where __nanosleep does not exist (before sm_70)
+# what the rewrite does, in the journal identity of its runs: 1 (6 December 2026) delayed the odd warps in
+# even blocks and the even warps in odd ones; 2 (7 December) a bit of the thread index chosen per block
+PERTURB_VERSION = 2
+PERTURB_BITS = 10  # bits of the linear thread index a block may split on (1024 threads)
+# the thread index's bit (block / 2) mod PERTURB_BITS, against the block's parity; empty where __nanosleep
+# does not exist (before sm_70)
 _MACRO = (
     "#define WIREUP_PERTURB() do { "
-    "if ((((threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) >> 5) "
-    "+ blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) & 1u) WIREUP_SLEEP(); } while (0)\n"
+    "unsigned wireup_b_ = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); "
+    "unsigned wireup_t_ = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); "
+    f"if (((wireup_t_ >> ((wireup_b_ >> 1) % {PERTURB_BITS}u)) ^ wireup_b_) & 1u) WIREUP_SLEEP(); }} while (0)\n"
     "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700\n"
     f"#define WIREUP_SLEEP() __nanosleep({PERTURB_NS}u)\n"
     "#else\n"

@@ -43,7 +43,7 @@
    the tool changes only the timing of its threads and where its buffers lie, so the mutant's result
    depends on one of them (a race on global memory, a read of memory it should not read). Last, the
    survivors left run with perturbed schedules (:data:`PERTURB`, :mod:`audit.mutate._perturb`: half of each
-   block's warps delayed at the kernel's start and after each barrier), no tool, and the same rule.
+   block's threads delayed at the kernel's start and after each barrier), no tool, and the same rule.
 8. A kernel whose baseline fails is not scored (every check it fails would "catch" every mutant).
    Classify the other kernels' survivors with the equivalence records, and count.
 
@@ -94,7 +94,7 @@ MUTATE_SIZES = (1, 37, 300, 4096, 4103, 65536)
 MEMCHECK_SIZES = (1, 37, 300, 4096)  # those of `wireup verify --sanitizer` (audit.runtime._verify.SANITIZER_SIZES)
 RACE_SIZES = (37, 300)  # a removed barrier is judged by compute-sanitizer racecheck at these sizes
 SANITIZERS = ("memcheck", "racecheck")  # the compute-sanitizer passes survivors go through, in this order
-PERTURB = "perturb"  # then the perturbed schedules (audit.mutate._perturb): some warps delayed, no tool
+PERTURB = "perturb"  # then the perturbed schedules (audit.mutate._perturb): some threads delayed, no tool
 PASSES = (*SANITIZERS, PERTURB)  # what --sanitizers chooses from (the default: all of them)
 # what a sanitizer run of a survivor covers, in its journal identity: 2 (6 December 2026) caps the dims
 # variants after the first at their kernel's variant_cases of the sizes above, as `wireup verify --sanitizer`
@@ -1006,7 +1006,7 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
 
     perturb = tool == PERTURB
     # where the run's values fail: under a tool, or with the perturbed schedules
-    under = "with half of its warps delayed at its start and after each barrier" if perturb else f"under compute-sanitizer {tool}"
+    under = "with half of each block's threads delayed at its start and after each barrier" if perturb else f"under compute-sanitizer {tool}"
 
     stop = threading.Event()  # set when the pass is interrupted (Ctrl-C, or SIGTERM, which `wireup mutate` turns into it)
     book = VerdictJournal(journal) if journal is not None and identities is not None else None
