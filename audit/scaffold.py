@@ -99,6 +99,10 @@ class CKernel:
     #: explicit instantiations the file declares (``template __global__ void k<half, 1024>(...);``), each as
     #: (its template arguments as written, its line)
     instantiations: list[tuple[tuple[str, ...], int]] = field(default_factory=list)
+    #: the contract's name where it is not the function's: an overload after the first of its name
+    #: (``scale(__half*, int)`` after ``scale(float*, int)``: "scale_f16"), whose cpp_name stays the function's
+    #: (the build picks the overload by the contract's dtypes)
+    contract_name: str | None = None
 
     @property
     def cpp_name(self) -> str:
@@ -122,7 +126,8 @@ def _strip(text: str) -> str:
 
 def parse_kernels(text: str) -> list[CKernel]:
     """Every ``__global__`` function declared or defined in ``text``, in file order (one per name: its
-    definition where the file has one)."""
+    definition where the file has one; each further overload of a name, defined with other parameter types,
+    as its own, :attr:`CKernel.contract_name` telling them apart)."""
     code = _strip(text)
     tokens = []
     line, seen = 1, 0
@@ -131,6 +136,7 @@ def parse_kernels(text: str) -> list[CKernel]:
         seen = m.start()
         tokens.append((m.group(0), line))
     out: dict[str, CKernel] = {}
+    overloads: list[CKernel] = []
     scopes: list[tuple[str, str]] = []  # (kind, name): "namespace", "extern_c", "other"
     i = 0
     decl_start = 0
@@ -173,6 +179,14 @@ def parse_kernels(text: str) -> list[CKernel]:
             continue
         if tok == "__global__":
             k, end = _declaration(tokens, decl_start, i, scopes)
+            prev = out.get(k.name) if k is not None else None
+            if k is not None and prev is not None and _overloads(prev, k):
+                # a second definition of the name with other parameter types: an overload, its own contract
+                k.contract_name = _overload_name(k, prev, {*out, *(o.contract_name for o in overloads)})
+                overloads.append(k)
+                i = max(end, i + 1)
+                decl_start = i
+                continue
             if k is not None and k.name in out:
                 k.instantiations = out[k.name].instantiations + k.instantiations
             if k is not None and (k.name not in out or (k.defined and not out[k.name].defined)):
@@ -183,7 +197,26 @@ def parse_kernels(text: str) -> list[CKernel]:
             decl_start = i
             continue
         i += 1
-    return list(out.values())
+    return [*out.values(), *overloads]
+
+
+def _overloads(prev: CKernel, k: CKernel) -> bool:
+    """Whether ``k`` defines another overload of ``prev``'s name (both definitions, neither a template,
+    other parameter types), not its definition after a prototype or an instantiation of it."""
+    return prev.defined and k.defined and not prev.template and not k.template and [p.ctype for p in prev.params] != [p.ctype for p in k.params]
+
+
+def _overload_name(k: CKernel, first: CKernel, taken: set) -> str:
+    """``scale_f16`` for ``scale(__half*, int)`` after ``scale(float*, int)``: the name and the dtypes (else C
+    types) of the parameters whose types differ, made unique."""
+    diff = [p.dtype or re.sub(r"\W+", "_", p.ctype).strip("_") for p, q in zip(k.params, first.params) if p.ctype != q.ctype]
+    if len(k.params) != len(first.params):
+        diff.append(f"{len(k.params)}_args")
+    base = "_".join([k.name, *dict.fromkeys(diff)])
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
 
 
 #: a function-like macro whose body declares a kernel (``#define AFFINE_OP(T, NAME) extern "C" __global__ ...``)
@@ -607,7 +640,7 @@ def scaffold_contract(
     dims = set(known_dims) | (geometry.dims if geometry else set())
     lines = [f"# Scaffolded by `wireup init` from {source}:{k.line}. Replace every \"TODO\"; `wireup check` fails until they are gone."]
     lines.append("[[kernel]]")
-    lines.append(f"name = {_toml_str(instance.name if instance else k.name)}")
+    lines.append(f"name = {_toml_str(instance.name if instance else (k.contract_name or k.name))}")
     lines.append(f"source = {_toml_str(source)}")
     if instance is not None:
         lines.append(f"cpp_name = {_toml_str(instance.cpp_name(k))}  # {instance.how} {instance.where}")

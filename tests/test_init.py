@@ -434,3 +434,32 @@ def test_a_bool_argument_is_a_flag_not_a_dim(tmp_path: Path, capsys: pytest.Capt
     assert "pre = {" not in out and "rows = { min = 1, max = 65536 }" in out
     assert '{ name = "pre", kind = "scalar", dtype = "u8", value = "TODO" },  # TODO: the launch at k.cu:2 passes "pre"' in out
     assert '{ name = "on", kind = "scalar", dtype = "u8", value = 1 },  # TODO: a bool flag (0 or 1); the value passed' in out
+
+
+def test_each_overload_of_a_kernel_name_gets_its_own_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSpeed defines ``dropout_kernel`` 8 times (float, __half, with and without bias...): init made one
+    contract of the first and dropped the others with no word. Each overload now gets its own, named by the
+    dtypes that tell it apart, with the function's plain cpp_name (the build picks the overload by the
+    contract's dtypes); a prototype before its definition and a template's instantiations stay one."""
+    from audit.cli import main
+    from audit.scaffold import parse_kernels
+
+    (tmp_path / "wireup.toml").write_text("")
+    text = (
+        "#include <cuda_fp16.h>\n"
+        "__global__ void scale(float* x, int n);\n"
+        "__global__ void scale(float* x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2.0f; }\n"
+        "__global__ void scale(__half* x, int n) { int i = threadIdx.x; if (i < n) x[i] = __float2half(2.0f); }\n"
+        "__global__ void scale(float* x, const float* b, int n) { int i = threadIdx.x; if (i < n) x[i] += b[i]; }\n"
+        "template <typename T> __global__ void t(T* x) { x[0] = T(0); }\n"
+        "template __global__ void t<float>(float* x);\n"
+    )
+    kernels = parse_kernels(text)
+    assert [(k.name, k.contract_name, k.line) for k in kernels] == [
+        ("scale", None, 3), ("t", None, 6), ("scale", "scale_f16", 4), ("scale", "scale_f32_3_args", 5)
+    ]
+    (tmp_path / "k.cu").write_text(text)
+    assert main(["init", "--root", str(tmp_path), str(tmp_path / "k.cu"), "-o", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert "4 kernel(s): scale, scale_f16, scale_f32_3_args, t." in err  # in line order
+    assert out.count('cpp_name = "scale"') == 3 and 'name = "scale_f16"' in out

@@ -113,12 +113,13 @@ def run(args: argparse.Namespace) -> int:
                 print(f'wireup init: kernel "{k.name}" at {rel}:{k.line} is scaffolded from {first[0]}:{first[1].line}; skipped here.', file=sys.stderr)
         kernels = [k for k in kernels if chosen[k.name][0] == rel]
         for k in kernels:
-            if k.name in existing:
-                print(f'wireup init: kernel "{k.name}" already has a contract ({existing[k.name]}); scaffolding it anyway.', file=sys.stderr)
+            name = k.contract_name or k.name
+            if name in existing:
+                print(f'wireup init: kernel "{name}" already has a contract ({existing[name]}); scaffolding it anyway.', file=sys.stderr)
         if kernels:
             own = find_launches(text, language_of(rel), rel, included_constants(text, Path(src_of[rel]), cfg.root, include_dirs=[cfg.path(d) for d in cfg.include_dirs]))
             units.append((kernels, rel, own + _macro_launches(Path(src_of[rel]), own, cfg, rel) + launches))
-            print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.name for k in kernels)}.", file=sys.stderr)
+            print(f"wireup init: {rel}: {len(kernels)} kernel(s): {', '.join(k.contract_name or k.name for k in kernels)}.", file=sys.stderr)
     for src in empty:
         print(f'wireup init: "{src}" declares no __global__ function.', file=sys.stderr)
     if not units:
