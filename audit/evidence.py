@@ -433,12 +433,7 @@ def _launch_index(cs, memo: dict):
             from .graph import Wiring
 
             wiring = Wiring.of(cs)
-            index: dict[str, list] = {}
-            for sname, launches in wiring.launches.items():
-                for ln in launches:
-                    if ln.kernel is not None:
-                        index.setdefault(ln.kernel.name, []).append((sname, ln))
-            memo["inputs:launches"] = (index, producer_domains(cs, wiring))
+            memo["inputs:launches"] = (wiring.launches_by_kernel, producer_domains(cs, wiring))
         except Exception:  # noqa: BLE001 - a broken contract set: the part is not compared, never a crash
             memo["inputs:launches"] = None
     return memo["inputs:launches"]

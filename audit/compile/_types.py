@@ -390,7 +390,7 @@ def _params_agree(demangled: str, params: Sequence[Any]) -> bool:
     for t, p in zip(types, params):
         stars = t.count("*")
         base = " ".join(w for w in t.replace("*", " ").replace("&", " ").split() if w not in ("const", "volatile", "__restrict__", "__restrict"))
-        pointer = getattr(p, "kind", "") in ("tensor", "isv") or hasattr(p, "shape")
+        pointer = getattr(p, "kind", "") != "scalar"  # a tensor or the ISV
         if base not in _PLAIN:
             continue
         if stars != (1 if pointer else 0):

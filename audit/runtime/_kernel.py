@@ -136,6 +136,7 @@ class KernelVerifier:
         # numeric stress cases (audit/search/values.py): per (dims variant, local binding), the case they run at
         self._stress_at: dict[tuple, tuple[DimCase | int, dict[str, int], LocalBinding, int]] = {}
         self._repeats_noted = False  # the note that runs B and C were left out (JobSpec.repeats), once
+        self._stress_source: tuple[str | None, list[tuple[str, str]]] | None = None  # (source text, its local headers)
 
     def upstream_values(self, p: Any, buf: Any, env: Any) -> Any:
         """The values the writer of ``p``'s buffer declares on its output, where the buffer declares none
@@ -426,12 +427,14 @@ class KernelVerifier:
         from ..search.values import stress_headers, stress_plan
         from ..untrusted import SOURCE_LIMIT, UnreadableFile, read_text
 
-        root = Path(self.s.cfg.root)
-        try:
-            text = read_text(root / self.k.source, root, SOURCE_LIMIT)
-        except (OSError, UnreadableFile, UnicodeDecodeError):
-            text = None
-        headers = stress_headers(self.s.cfg, root / self.k.source) if text is not None else []
+        if self._stress_source is None:  # the source and its headers, read once per kernel
+            root = Path(self.s.cfg.root)
+            try:
+                text = read_text(root / self.k.source, root, SOURCE_LIMIT)
+            except (OSError, UnreadableFile, UnicodeDecodeError):
+                text = None
+            self._stress_source = (text, stress_headers(self.s.cfg, root / self.k.source) if text is not None else [])
+        text, headers = self._stress_source
         domains: dict[str, tuple[str, float | None, float | None, bool]] = {}
         opt_out: dict[str, str] = {}
         for p in self.k.tensors:
