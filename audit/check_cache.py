@@ -37,7 +37,8 @@ stored under the text key, and the index takes the new texts.
 
 A selection with any other rule (build, evidence, launchers, layout: they read the build, the evidence
 records, the launcher sources or generated files) is not cached; neither is a result whose
-``[[suppress]]`` entries name such a rule while SUPPRESSION_UNUSED judges them, nor a load error. An
+``[[suppress]]`` entries name such a rule that SUPPRESSION_UNUSED judged (selected alone: a contract-only
+selection leaves those unjudged, :func:`audit.rules._engine._suppress`), nor a load error. An
 entry that cannot be read, does not parse or holds a value of the wrong type is ignored and rewritten.
 The index, like the parsed-file cache, vouches for the values of texts it recorded (a value digest is
 recomputed only for a text it does not know). The cache is trusted as much as the build cache beside it: a cache folder git tracks is not used at all
@@ -270,7 +271,8 @@ class CheckCache:
         result = run.result
         if result.load_failed:
             return
-        judged = {s.rule for s in run.contracts.suppressions}
+        got = run.context.facts.get("suppressions")  # (hits, the rules SUPPRESSION_UNUSED judged), where it ran
+        judged = got[1] if got else ()
         for rid in judged:
             r = REGISTRY.get(rid)
             if r is not None and r.category not in RUN_ONLY and r.replaced_by is None and not cacheable(r):

@@ -966,8 +966,8 @@ class _Loader:
         return Invariant(name, kind, sources, targets, reason, loc)
 
     def suppress(self, t: dict, loc: Loc) -> Suppression | None:
-        """``[[suppress]] rule = "...", kernel = "..." (or schedule, buffer, subject), reason = "..."``."""
-        self.keys(t, loc, ("rule", "kernel", "schedule", "buffer", "slot", "subject", "reason"), "a [[suppress]]")
+        """``[[suppress]] rule = "...", kernel = "..." (or schedule, buffer, subject), matching = "...", reason = "..."``."""
+        self.keys(t, loc, ("rule", "kernel", "schedule", "buffer", "slot", "subject", "matching", "reason"), "a [[suppress]]")
         rule_id = self.get(t, loc, "rule", str)
         named = [k for k in ("kernel", "schedule", "buffer", "slot", "subject") if k in t]
         if len(named) > 1:
@@ -975,12 +975,18 @@ class _Loader:
             return None
         subject = self.get(t, loc, named[0], str) if named else None
         reason = self.get(t, loc, "reason", str, "")
+        matching = self.get(t, loc, "matching", str) if "matching" in t else None
+        if "matching" in t and matching is None:
+            return None  # its type was wrong (reported): a suppression broader than written is no fallback
+        if matching is not None and not matching.strip():
+            self.problem(loc.child("matching"), 'a suppression\'s "matching" is a text every finding it suppresses contains; found an empty one.')
+            return None
         if not (reason or "").strip():
             self.problem(loc.child("reason") if "reason" in t else loc, 'a suppression needs a "reason": why this finding does not apply here.')
             return None
         if rule_id is None:
             return None
-        return Suppression(rule_id, subject, reason, loc)
+        return Suppression(rule_id, subject, reason, loc, matching)
 
     # -- files --------------------------------------------------------------------------------------
     def load_file(self, src: SourceFile, acc: dict[str, list], parsed: dict[str, Any] | None = None) -> dict[str, Any] | None:

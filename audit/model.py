@@ -609,15 +609,18 @@ class Invariant:
 @dataclass(frozen=True, slots=True)
 class Suppression:
     """``[[suppress]]``: findings of ``rule`` about ``subject`` (a kernel, schedule, buffer... or every
-    subject where None) are reported as suppressed, with the reason, instead of as findings."""
+    subject where None) whose message contains ``matching`` (where given) are reported as suppressed,
+    with the reason, instead of as findings."""
 
     rule: str
     subject: str | None
     reason: str
     loc: Loc = _loc()
+    matching: str | None = None
 
-    def matches(self, rule: str, subject: str) -> bool:
-        return self.rule == rule and (self.subject is None or self.subject == subject)
+    def matches(self, rule: str, subject: str, message: str = "") -> bool:
+        return (self.rule == rule and (self.subject is None or self.subject == subject)
+                and (self.matching is None or self.matching in message))
 
 
 @dataclass(frozen=True)

@@ -314,6 +314,8 @@ def _suppression(x: Any) -> str:
     t: dict[str, Any] = {"rule": x.rule}
     if x.subject is not None:
         t["subject"] = x.subject
+    if x.matching is not None:
+        t["matching"] = x.matching
     t["reason"] = x.reason
     return _table("[[suppress]]", t)
 

@@ -117,6 +117,47 @@ def test_a_suppression_needs_a_reason() -> None:
     assert 'a suppression needs a "reason"' in problem.message
 
 
+def test_a_suppression_matching_a_text_suppresses_only_the_findings_that_contain_it(tmp_path: Path, capsys) -> None:
+    """``matching``: a text the finding's message must contain (one finding of a kernel, not every one of
+    its rule); an entry whose text matches none is SUPPRESSION_UNUSED."""
+    import shutil
+
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(SUPPRESS / "good", root)
+    f = root / "contracts" / "suppress.toml"
+    text = f.read_text()
+    assert main(["check", "--root", str(root), "--select", "SLOT_GAP"]) == 0
+    capsys.readouterr()
+    f.write_text(text.replace('rule = "SLOT_GAP"', 'rule = "SLOT_GAP"\nmatching = "no such words"'))
+    assert main(["check", "--root", str(root), "--select", "SLOT_GAP,SUPPRESSION_UNUSED"]) == 0  # warnings
+    out = capsys.readouterr().out
+    assert out.splitlines()[:2] == [
+        "contracts/isv.toml:5: SLOT_GAP (warning) ISV indices 6..7 belong to no slot; declare them as padding.",
+        'contracts/suppress.toml:5: SUPPRESSION_UNUSED (warning) The suppression of SLOT_GAP matching "no such words" suppresses '
+        "nothing: no finding of the rule there contains that text any more; remove it, or match the finding's new text."]
+    message = next(line for line in out.splitlines() if ": SLOT_GAP " in line).split(": SLOT_GAP ", 1)[1].removeprefix("(warning) ")
+    assert message == "ISV indices 6..7 belong to no slot; declare them as padding."
+    f.write_text(text.replace('rule = "SLOT_GAP"', 'rule = "SLOT_GAP"\nmatching = "indices 6..7"'))
+    assert main(["check", "--root", str(root), "--select", "SLOT_GAP,SUPPRESSION_UNUSED"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["wireup check: 0 error(s), 0 warning(s); 2 rule(s) ran; 1 finding(s) suppressed by [[suppress]] entries."]
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ('""', 'a suppression\'s "matching" is a text every finding it suppresses contains; found an empty one.'),
+    ("3", 'expected'),
+])
+def test_a_suppression_matching_must_be_a_text(value: str, message: str) -> None:
+    texts = {p.relative_to(SUPPRESS / "good").as_posix(): p.read_text() for p in (SUPPRESS / "good" / "contracts").glob("*.toml")}
+    texts["contracts/suppress.toml"] = f'[[suppress]]\nrule = "SLOT_GAP"\nmatching = {value}\nreason = "r"\n'
+    with pytest.raises(ContractError) as exc:
+        load_contracts(SUPPRESS / "good" / "contracts", SUPPRESS / "good", texts=texts)
+    (problem,) = exc.value.problems
+    assert (problem.path, problem.line) == ("contracts/suppress.toml", 3)
+    assert message in problem.message
+
+
 def test_additions_round_trip_through_the_serializer() -> None:
     from audit.serialize import dump_contracts
 
@@ -125,14 +166,16 @@ def test_additions_round_trip_through_the_serializer() -> None:
     texts["contracts/schedules.toml"] = texts["contracts/schedules.toml"].replace(
         'name = "forward"\n', 'name = "forward"\ntolerance = { rtol = 3e-4, atol = 2e-4, reason = "fast tanh" }\n'
     )
-    texts["contracts/suppress.toml"] = '[[suppress]]\nrule = "SLOT_GAP"\nsubject = "isv"\nreason = "reserved"\n'
+    texts["contracts/suppress.toml"] = ('[[suppress]]\nrule = "SLOT_GAP"\nsubject = "isv"\nreason = "reserved"\n'
+                                        '[[suppress]]\nrule = "SLOT_GAP"\nmatching = "index 6"\nreason = "reserved too"\n')
     cs = load_contracts(GOOD / "contracts", GOOD, texts=texts)
     again = load_contracts(GOOD / "contracts", GOOD, texts={f"contracts/{k}": v for k, v in dump_contracts(cs).items()})
     assert again.kernel("weight_reduce").requires == cs.kernel("weight_reduce").requires or [
         r.text for r in again.kernel("weight_reduce").requires
     ] == ["M % 32 == 0", "N <= 64"]
     assert (again.schedule_map["forward"].tolerance.rtol, again.schedule_map["forward"].tolerance.reason) == (3e-4, "fast tanh")
-    assert [(x.rule, x.subject, x.reason) for x in again.suppressions] == [("SLOT_GAP", "isv", "reserved")]
+    assert [(x.rule, x.subject, x.matching, x.reason) for x in again.suppressions] == [
+        ("SLOT_GAP", "isv", None, "reserved"), ("SLOT_GAP", None, "index 6", "reserved too")]
 
 
 def _geometry_project(tmp_path: Path, requires: str) -> Path:

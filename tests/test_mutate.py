@@ -1013,7 +1013,7 @@ def test_static_checks_catch_the_races_and_overruns_no_run_can_see(tmp_path, mon
                       "with u = 0 .. 8 (the loop at line 47): index 8 is out of bounds, undefined behaviour the compiler may hide.")  # fmt: skip
     assert run.settings["static_checks"] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE",
                                              "SHARED_RMW_RACE", "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING",
-                                             "OUT_OF_BOUNDS_ACCESS", "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP"]
+                                             "OUT_OF_BOUNDS_ACCESS", "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP", "SHARED_UNINIT_READ"]
 
 
 @pytest.mark.nvcc

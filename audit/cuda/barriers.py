@@ -103,7 +103,9 @@ class BarrierRace:
     (two writes); ``first``/``second`` are the accesses in the order the block ran them (the second is
     where the finding is shown); ``scope`` is ``"warp"`` (threads of different warps) or ``"lane"``
     (lanes of one warp), or ``"self"``: one thread's access of bytes its own ``cp.async`` (the first) may still
-    be writing, before a ``cp.async.wait_group`` completed the copy's group (CP_ASYNC_WAIT reports those)."""
+    be writing, before a ``cp.async.wait_group`` completed the copy's group (CP_ASYNC_WAIT reports those), or
+    ``"uninit"``: a read (``order`` ``"read"``) or atomic update (``"atomic"``) of shared bytes no thread wrote
+    before it (SHARED_UNINIT_READ reports those; ``first_*`` are empty, ``threads`` the reader's alone)."""
 
     entry: str
     line: int | None  # the second access's line in the kernel's own file (an inlined helper: where it is inlined)
@@ -123,6 +125,17 @@ class BarrierRace:
     def message(self, kernel: str, source: str) -> str:
         """One sentence for the finding; ``source`` is the path shown for the kernel's file."""
         t = self.threads
+        if self.scope == "uninit":
+            where = finding_place(source, self.line, self.second_origin)
+            if self.order == "atomic":
+                return (f'Kernel "{kernel}" updates shared memory that no thread has written ({where}, {self.second_instruction}): '
+                        f"at {self.launch}, threadIdx ({t[0]}, {t[1]}, {t[2]}) updates {self.element} atomically before any thread "
+                        "of the block writes it, so the update starts from whatever the block's shared memory held; set it "
+                        "(and __syncthreads()) before the first update.")
+            return (f'Kernel "{kernel}" reads shared memory that no thread has written ({where}, {self.second_instruction}): '
+                    f"at {self.launch}, threadIdx ({t[0]}, {t[1]}, {t[2]}) reads {self.element} before any thread of the "
+                    "block writes it, so it gets whatever the block's shared memory held; write the element first, or keep "
+                    "the read to the elements that are written.")
         a, b = f"({t[0]}, {t[1]}, {t[2]})", f"({t[3]}, {t[4]}, {t[5]})"
         first = f"line {self.first_line}" if self.first_line is not None else "an earlier line"
         second = f"line {self.line}" if self.line is not None else "a later line"
@@ -165,3 +178,8 @@ class BarrierAnalysis:
     races: tuple[BarrierRace, ...]
     complete: bool
     reason: str
+    #: why SHARED_UNINIT_READ's reads (scope ``"uninit"`` among ``races``) stopped being recorded where the
+    #: races were not (a shared store the run could not place: :meth:`audit.cuda.blocksim._Block._unseen`)
+    uninit_gap: str = ""
+    #: SHARED_UNINIT_READ's reads (scope ``"uninit"``): shared bytes read before any thread of the block wrote them
+    uninit: tuple[BarrierRace, ...] = ()

@@ -72,7 +72,13 @@ _MASK = {8: 0xFF, 16: 0xFFFF, 32: 0xFFFF_FFFF}
 def find_barrier_races(ptx: str, entry: str, launches: Sequence[BlockLaunch]) -> list[BarrierRace]:
     """The races of ``entry`` over ``launches`` (see the module docstring), the first per (line, first
     line, order), ordered by line. Raises ValueError when the module has no such entry."""
-    return block_findings(ptx, entry, launches, False)[0]
+    return [r for r in block_findings(ptx, entry, launches, False)[0] if r.scope != "uninit"]
+
+
+def find_shared_uninit_reads(ptx: str, entry: str, launches: Sequence[BlockLaunch]) -> list[BarrierRace]:
+    """SHARED_UNINIT_READ's reads of ``entry`` over ``launches`` (:meth:`_Block.found_uninit`): the first per
+    line, ordered by line. Raises ValueError when the module has no such entry."""
+    return [r for r in block_findings(ptx, entry, launches, False)[0] if r.scope == "uninit"]
 
 
 def find_out_of_bounds(ptx: str, entry: str, launches: Sequence[BlockLaunch]) -> list[OutOfBounds]:
@@ -93,13 +99,14 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
                    extra: Sequence[BlockLaunch] = (), gaps: dict[str, str] | None = None,
                    ) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None,
                               list[BlockWriteOverlap] | None]:  # fmt: skip
-    """(races, out-of-bounds accesses, global read-modify-write races, stores of one element by two blocks)
-    of ``entry`` over ``launches`` from one run per launch (the overlaps come with the accesses: the same
+    """(races and SHARED_UNINIT_READ's reads (scope ``"uninit"``), out-of-bounds accesses, global
+    read-modify-write races, stores of one element by two blocks) of ``entry`` over ``launches`` from one
+    run per launch (the overlaps come with the accesses: the same
     blocks, and the same gap). ``bounds`` False: the races alone (None for the others); True: all four; None:
     the accesses and updates too only where the race analysis runs the block anyway (it has shared memory
     and nothing it gives up on at sight), else None: what a check that wants the races takes for free.
     ``extra``: launches run for the global updates alone, wherever those are wanted. ``gaps``, where
-    given, receives for "races", "bounds" and "rmw" (each analysis this call made) why it did not reach
+    given, receives for "races", "uninit", "bounds" and "rmw" (each analysis this call made) why it did not reach
     every exit of every launch (``"gave up: cp.async (at B = 1)"``), or ``""`` where it did (an entry with
     no shared memory, or no global read-modify-write, has nothing left unexamined)."""
     races: list[BarrierRace] = []
@@ -120,6 +127,11 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
             gap.setdefault(what, "")
             if not got.complete and not gap[what]:
                 gap[what] = f"{got.reason}, at {label}" if label else got.reason
+            if what == "races":  # SHARED_UNINIT_READ's reads come with the races, and stop with them or before
+                gap.setdefault("uninit", "")
+                why = got.reason if not got.complete else got.uninit_gap
+                if why and not gap["uninit"]:
+                    gap["uninit"] = f"{why}, at {label}" if label else why
 
     for launch in launches:
         got_r, got_b, got_u = module.run(launch, True, check, tied=bounds is None, rmw=check)
@@ -132,7 +144,7 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
             note("bounds", got_b, launch.label)
             note("rmw", got_u, launch.label)
         found_u.append((0 if not found_u else 2, got_u.races if got_u is not None else ()))
-        for r in got_r.races if got_r is not None else ():
+        for r in (*got_r.races, *got_r.uninit) if got_r is not None else ():
             key = (r.line, r.first_line, r.order)
             if key not in seen_r:
                 seen_r.add(key)
@@ -166,7 +178,7 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     updates.sort(key=lambda u: (u.line is None, u.line or 0, u.other_line or 0))
     overlaps.sort(key=lambda o: (o.line is None, o.line or 0, o.other_line or 0))
     if gaps is not None:
-        gaps.update({w: g for w, g in gap.items() if w == "races" or check})
+        gaps.update({w: g for w, g in gap.items() if w in ("races", "uninit") or check})
         if check and "bounds" in gaps:
             gaps["overlap"] = gaps["bounds"]
     return races, (accesses if check else None), (updates if check else None), (overlaps if check else None)
@@ -291,6 +303,8 @@ class _Module:
         found_r: list[BarrierRace] = []
         found_b: list[OutOfBounds] = []
         r_done, r_reason = True, "analysed"
+        found_n: list[BarrierRace] = []  # SHARED_UNINIT_READ's reads
+        n_reason = ""  # why SHARED_UNINIT_READ's record stopped where the races' did not
         b_done, b_reason = True, "analysed"
         u_done, u_reason = True, "analysed"
         log = _RmwLog() if rmw_on else None
@@ -315,6 +329,11 @@ class _Module:
                 for r in sim.found(self.entry, self.files, launch.label):
                     if all((r.line, r.first_line, r.order) != (q.line, q.first_line, q.order) for q in found_r):
                         found_r.append(r)
+                for r in sim.found_uninit(self.entry, self.files, launch.label):
+                    if all(r.line != q.line for q in found_n):
+                        found_n.append(r)
+                if (sim.uninit_stop or sim.uninit_skip) and not sim.race_stop and not n_reason:
+                    n_reason = sim.uninit_stop or sim.uninit_skip
                 if sim.race_stop:
                     r_done, r_reason, race_on = False, sim.race_stop, False
             if bounds_on:
@@ -339,7 +358,7 @@ class _Module:
                 if all((b.line, b.memory, b.name) != (q.line, q.memory, q.name) for q in found_b):
                     found_b.append(b)
         if races and r_out is None:
-            r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason)
+            r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason, n_reason, tuple(found_n))
         if bounds and b_out is None:
             b_out = BoundsAnalysis(tuple(found_b), b_done, b_reason,
                                    tuple(wlog.overlaps(self, launch, (nx, ny, nz))) if wlog is not None else ())
@@ -795,6 +814,8 @@ class _Static:
                         holds.add("call")
                     elif inst.head in ("st", "atom", "red", "cp", "stmatrix"):
                         holds.add("store")
+                        if _shared_store(inst):
+                            holds.add("shared store")
                     written.update(inst.dests())
             got = (self.blocks[stop][0], frozenset(written), n in inside, frozenset(holds))
         self._regions[n] = got
@@ -827,6 +848,23 @@ _AGAINST_INDEX = {k: np.array(v) for k, v in _AGAINST.items()}
 def _may_be_shared(parts: list[str]) -> bool:
     """Whether an access with these opcode parts may touch shared memory (it names shared, or no space)."""
     return not any(p in _SPACES for p in parts)
+
+
+def _shared_store(inst: _Inst) -> bool:
+    """A store, exchange, compare-and-swap or copy that may write shared memory (a generic one too): what
+    may make an element defined (:func:`_may_initialise`; other atomics only update)."""
+    if inst.head in ("cp", "stmatrix"):
+        return True
+    parts = inst.opcode.split(".")
+    return (inst.head == "st" or (inst.head == "atom" and ("exch" in parts or "cas" in parts))) and _may_be_shared(parts)
+
+
+def _may_initialise(mine: int, inst: _Inst) -> bool:
+    """Whether a shared write of kind ``mine`` can make an element defined that no thread wrote before: a
+    store, an exchange or a compare-and-swap can; another atomic (add, min, or...) only updates what is
+    there, so one at an unknown address leaves SHARED_UNINIT_READ's record as it was (an update of an
+    element nothing wrote reads it first, a finding wherever its address is known)."""
+    return mine == _WRITE or any(p in ("exch", "cas") for p in inst.opcode.split("."))
 
 
 def _reads_shared(inst: _Inst) -> bool:
@@ -990,6 +1028,16 @@ class _Block:
         self.track = static.track and self.unit == 4
         self.sv = np.zeros(len(self.rec), np.int64) if self.track else None
         self.sk = np.zeros(len(self.rec), bool) if self.track else None
+        # SHARED_UNINIT_READ (a race run): per unit, the interval, thread and instruction of its first write (-1: none
+        # yet); per reading instruction, its reads of units no thread had written (threads, bytes, interval);
+        # ``uninit_stop``: why writes may go unseen from interval ``uninit_epoch`` on (what was read before stands)
+        self.first_w = np.full(len(self.rec), -1, np.int32) if races else None
+        self.first_wt = np.full(len(self.rec), -1, np.int32) if races else None
+        self.first_wpc = np.full(len(self.rec), -1, np.int32) if races else None
+        self.unread: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
+        self.uninit_stop = ""
+        self.uninit_epoch = -1
+        self.uninit_skip = ""  # why a read was not checked (its address is not known): the record goes on
         # the contents of the launch's filled input buffers (:attr:`BlockLaunch.fills`), by position
         self.fills = {int(f[0]): f for f in fills}
         # per thread, the branch edges it took, each a bit (:meth:`_Module.distinct_blocks`); None: not kept
@@ -1009,6 +1057,7 @@ class _Block:
                 self._run()
         except _GiveUp as e:
             self.stopped = f"gave up: {e}"
+            self._unseen(self.stopped)
             if self.races and not self.race_stop:
                 self.race_stop = self.stopped
             if self.rmw and not self.rmw_stop:
@@ -1020,6 +1069,7 @@ class _Block:
         if not self.bounds or (self.tied and self.races):
             raise _GiveUp(reason)
         if self.races:
+            self._unseen(f"gave up: {reason}")
             self.races = False
             self.race_stop = f"gave up: {reason}"
         if self.rmw:  # what orders the updates from here on is not known
@@ -1125,6 +1175,8 @@ class _Block:
                 self.fuzzy = True
             if "store" in holds_in and self.sk is not None:
                 self.sk[:] = False  # a store stepped over: what shared memory holds is not known
+            if "shared store" in holds_in:
+                self._unseen(f"a shared store under a branch on an unknown value ({inst.text})")
             for r in written:
                 if r in self.k:
                     self.k[r][unknown] = False
@@ -1273,6 +1325,8 @@ class _Block:
                 self._unknown(inst, idx[~known])  # may or may not run: its results are unknown, its access unseen
                 if self.sk is not None and head in ("st", "atom", "red", "cp", "stmatrix"):
                     self.sk[:] = False  # what it may have stored is not known
+                if _shared_store(inst):
+                    self._unseen(f"a shared store under an unknown condition ({inst.text})")
             idx = idx[holds]
             if not len(idx):
                 return
@@ -1795,6 +1849,12 @@ class _Block:
         lay = self.layout
         rel = a - _BASE
         ok = k & (rel >= 0) & (rel < lay.span)  # the known shared addresses (every one, as a rule)
+        if self.races and not k.all():
+            inst = self.insts[pc]
+            if mine != _READ and _may_initialise(mine, inst):
+                self._unseen(f"a shared store at an unknown address ({inst.text})")
+            elif mine == _READ and not self.uninit_skip and "shared" in inst.opcode.split("."):
+                self.uninit_skip = f"a shared read at an unknown address ({inst.text})"  # that read is not checked
         if ok.all():
             t = idx
         elif ok.any():
@@ -2006,6 +2066,7 @@ class _Block:
             if "m8n8" not in parts or not num or len(ops) < 2:
                 if head == "stmatrix":
                     self._forget(None, None, 0)
+                    self._unseen(f"a shared store of a form not read here ({inst.text})")
                 return
             idx = idx[(idx % 32) < 8 * num]
             a, k = self._address(ops[1] if head == "ldmatrix" else ops[0], idx)
@@ -2023,6 +2084,8 @@ class _Block:
                 return
             n, kn = self._get(ops[2], idx, 32)
             ok = kn & (n > 0)
+            if spaces[0] == "shared" and not (kn.all() and (n[ok] == n[ok][:1]).all()):
+                self._unseen(f"a shared copy of unknown or differing sizes ({inst.text})")
             idx, n = idx[ok], n[ok]
             for op, space, mine in ((ops[0], spaces[0], _WRITE), (ops[1], spaces[1], _READ)):
                 a, k = self._address(op, idx)
@@ -2033,6 +2096,8 @@ class _Block:
             return
         size = _imm(ops[2]) if len(ops) >= 3 else None
         if size is None or not ("shared" in parts[2:] or any(p.startswith("shared") for p in parts[2:])):
+            if any(p.startswith("shared") for p in parts[2:]):
+                self._unseen(f"a shared copy of a form not read here ({inst.text})")
             return  # commit_group, wait_group, wait_all, or a form not read here
         rest = list(ops[3:])
         if any("cache_hint" in p for p in parts) and rest:
@@ -2084,6 +2149,67 @@ class _Block:
             known = known & k
         return total, known
 
+    def _unseen(self, reason: str) -> None:
+        """A shared write the run may not see (or see where it lands) from here on: a later read of an element
+        no write was seen at proves nothing. SHARED_UNINIT_READ keeps the reads of the intervals before."""
+        if self.first_w is not None and not self.uninit_stop:
+            self.uninit_stop, self.uninit_epoch = reason, self.epoch
+
+    def _first_access(self, mine: int, pc: int, t: np.ndarray, off: np.ndarray, unit: np.ndarray) -> None:
+        """SHARED_UNINIT_READ's record of accesses by threads ``t`` at shared offsets ``off`` (units ``unit``):
+        a read (or an atomic that reads: all but exchange) of a unit no thread has written yet is kept, by a
+        thread sure to make it; a write (or an atomic) marks its units written, with its interval and thread."""
+        fw = self.first_w
+        assert fw is not None and self.first_wt is not None
+        if mine != _WRITE and not (mine == _ATOMIC and "exch" in self.insts[pc].opcode.split(".")):
+            fresh = (fw[unit] < 0) & self.sure[t]
+            if fresh.any():
+                got = self.unread.setdefault(pc, [])
+                if len(got) < 8:
+                    got.append((t[fresh][:64].copy(), off[fresh][:64].copy(), self.epoch))
+        if mine != _READ:
+            new = fw[unit] < 0
+            if new.any():
+                fw[unit[new]] = self.epoch
+                self.first_wt[unit[new]] = t[new]
+                self.first_wpc[unit[new]] = pc  # type: ignore[index]
+
+    def found_uninit(self, entry: str, files: dict[int, str], label: str) -> list[BarrierRace]:
+        """SHARED_UNINIT_READ's reads: per instruction, the first read of a shared unit that no thread wrote
+        before it (in an earlier interval, or earlier in its own interval by the same thread), by its lowest
+        thread. A read of a unit another thread writes later in the same interval is a race
+        (SHARED_BARRIER_MISSING's), not this (but the updates of one atomic instruction, which never race each
+        other); a read in or after the interval where writes began to go unseen (:meth:`_unseen`) is dropped."""
+        fw, fwt, fpc = self.first_w, self.first_wt, self.first_wpc
+        if fw is None or fwt is None or fpc is None:
+            return []
+        limit = self.uninit_epoch if self.uninit_stop else self.epoch + 1
+        out: list[BarrierRace] = []
+        for pc, got in sorted(self.unread.items()):
+            for t, off, epoch in got:
+                if epoch >= limit:
+                    continue
+                unit = off // self.unit
+                # another thread's write in the same interval is a race, unless it is this very atomic instruction
+                keep = ~((fw[unit] == epoch) & (fwt[unit] != t) & (fpc[unit] != pc))
+                if keep.any():
+                    j = int(np.flatnonzero(keep)[np.argmin(t[keep])])  # the lowest thread: one the reader can follow
+                    inst = self.insts[pc]
+                    name, byte = self.layout.name(int(off[j]))
+                    width = max(1, _width(inst.opcode.split(".")[-1]) // 8)  # an element (of a vector access too)
+                    width = width if width in (1, 2, 4, 8) else 0
+                    shown = c_name(name)
+                    start = byte - byte % width if width else byte
+                    element = (f"{shown}[{start // width}] (byte {byte} of shared array \"{shown}\")" if width
+                               else f"byte {byte} of shared array \"{shown}\"")
+                    file_index, line = inst.loc if inst.loc else (None, None)
+                    order = "read" if inst.head not in ("atom", "red") else "atomic"
+                    out.append(BarrierRace(entry, line, file_index, files.get(file_index) if file_index is not None else None,
+                                           None, None, _origin(inst, files), "", inst.text, order, "uninit",
+                                           self.xyz[int(t[j])], element, label))  # fmt: skip
+                    break
+        return out
+
     def _record_only(self, mine: int, pc: int, t: np.ndarray, unit: np.ndarray) -> bool:
         """:meth:`_access` where no record of this interval at the units ``unit`` can race with it (False,
         nothing done, where one may): the records it leaves, made once per unit rather than once per row
@@ -2124,6 +2250,8 @@ class _Block:
         own newer copy of those bytes, still in flight, was judged when it was issued)."""
         rec = self.rec
         unit = off // self.unit
+        if self.first_w is not None and not self.uninit_stop:
+            self._first_access(mine, pc, t, off, unit)
         if self.copies:
             self._in_flight(mine, pc, t, unit, off, own=not landing)
         if len(unit) > 32 and self._record_only(mine, pc, t, unit):

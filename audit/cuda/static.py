@@ -802,11 +802,13 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
     gaps: dict[str, str] = {}
 
     def run(want: str) -> dict[str, Any]:
-        if "races" not in got or (want != "races" and got.get(want) is None):
+        if "races" not in got or (want not in ("races", "uninit") and got.get(want) is None):
             from .blocksim import block_findings  # numpy: only where the analysis cache does not answer
 
             gaps.clear()
-            got["races"], got["bounds"], got["rmw"], got["overlap"] = block_findings(ptx, entry, launches, None if want == "races" else True, extra, gaps)
+            found, got["bounds"], got["rmw"], got["overlap"] = block_findings(ptx, entry, launches, None if want in ("races", "uninit") else True, extra, gaps)
+            got["races"] = [r for r in found if r.scope != "uninit"]
+            got["uninit"] = [r for r in found if r.scope == "uninit"]
         return got
 
     def gap_of(want: str) -> str:
@@ -815,9 +817,10 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
 
     if cache is None:
         return gap_of(want) if gap else (run(want)[want] or [])
-    parts = {"races": [ptx, entry, repr(launches)], "bounds": [ptx, entry, repr(launches)],
+    parts = {"races": [ptx, entry, repr(launches)], "uninit": [ptx, entry, repr(launches)], "bounds": [ptx, entry, repr(launches)],
              "rmw": [ptx, entry, repr(launches), repr(extra)], "overlap": [ptx, entry, repr(launches)]}
-    kinds = {"races": ("barrier-races", BarrierRace), "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace),
+    kinds = {"races": ("barrier-races", BarrierRace), "uninit": ("shared-uninit", BarrierRace),
+             "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace),
              "overlap": ("block-writes", BlockWriteOverlap)}
 
     def text(stored: Any) -> str:
@@ -853,6 +856,14 @@ def entry_barrier_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbo
     at its :func:`barrier_launches`; ``cache`` keeps them by the PTX text, the entry and the launches. A
     thread's access of its own copy in flight (scope ``self``) is CP_ASYNC_WAIT's: :func:`entry_own_copy_hazards`."""
     return [r for r in _block_findings(cs, wiring, k, ptx, symbol, cache, "races") if r.scope != "self"]
+
+
+def entry_shared_uninit_reads(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
+                              cache: AnalysisCache | None = None) -> list[BarrierRace]:  # fmt: skip
+    """The SHARED_UNINIT_READ reads of ``k``'s entry in the PTX module ``ptx``: shared bytes read (or updated
+    atomically) before any thread of the block wrote them, found by the run of :func:`entry_barrier_races`
+    (:meth:`audit.cuda.blocksim._Block.found_uninit`); cached beside them."""
+    return _block_findings(cs, wiring, k, ptx, symbol, cache, "uninit")
 
 
 def entry_own_copy_hazards(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None = None,
@@ -917,7 +928,8 @@ def ptx_finding_file(ptx: str, entry: str, source: str, root: Path) -> str:
 def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, include_dirs: Sequence[Path], ptx: str | None,
                          display: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
     """``(rule, message)`` of the static checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
-    ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file."""
+    ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file.
+    Findings a ``[[suppress]]`` entry of ``cs`` covers are left out."""
     from ..hashing import include_closure
 
     display = display or k.source
@@ -943,14 +955,16 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         from .blocksim import block_findings  # one run for the three rules
 
         races, accesses, updates, overlaps = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
-        out += [("CP_ASYNC_WAIT" if r.scope == "self" else "SHARED_BARRIER_MISSING", r.message(k.name, display)) for r in races]
+        out += [("CP_ASYNC_WAIT" if r.scope == "self" else "SHARED_UNINIT_READ" if r.scope == "uninit" else "SHARED_BARRIER_MISSING",
+                 r.message(k.name, display)) for r in races]
         out += [("GLOBAL_RMW_RACE", u.message(k.name, display)) for u in updates or ()]
         out += [("BLOCK_WRITE_OVERLAP", o.message(k.name, display)) for o in overlaps or ()]
         # a shared overrun SHARED_ARRAY_BOUNDS reports on its line (it explains it with its loop) is left to it
         lines = {(shown_of[f], o.line) for f, found in shared_overruns.items() for o in found}
         out += [("OUT_OF_BOUNDS_ACCESS", o.message(k.name, display)) for o in accesses or ()
                 if not _reported_at(o, display, lines)]
-    return out
+    # what a [[suppress]] entry accepts for this kernel is no finding here either (as in ``wireup check``)
+    return [(rule, message) for rule, message in out if not any(s.matches(rule, k.name, message) for s in cs.suppressions)]
 
 
 def _reported_at(o: OutOfBounds, shown: str, lines: set[tuple[str, int | None]]) -> bool:

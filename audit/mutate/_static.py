@@ -26,7 +26,10 @@ allocation and nothing faults), or when GLOBAL_RMW_RACE finds two threads loadin
 storing one global element with nothing ordering them (an ``atomicAdd`` turned into ``+=``: the lost
 updates leave the result a little off, inside a loose tolerance), or when BLOCK_WRITE_OVERLAP finds one
 global element stored by two blocks (``m < M`` turned into ``m <= M`` in a tile loop: the store lands in
-the next chunk's first row, which its own block fills too, usually later). The unmutated copy
+the next chunk's first row, which its own block fills too, usually later), or when SHARED_UNINIT_READ
+finds a thread reading shared memory no thread of its block wrote (a zeroing loop whose bound lost a
+warp: the stale bytes are often zero on a quiet GPU). Findings a ``[[suppress]]`` entry accepts are not
+catches. The unmutated copy
 goes through the same checks; a finding there makes the kernel's baseline fail.
 
 >>> hits = static_catches(cfg, cs, [(m.key, m.kernel, builds[m.key])])     # doctest: +SKIP
@@ -45,7 +48,7 @@ from ._build import usable_cpus
 
 STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS", "STORE_RACE", "SHARED_RMW_RACE",
                 "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING", "OUT_OF_BOUNDS_ACCESS",
-                "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP")
+                "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP", "SHARED_UNINIT_READ")
 
 
 def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1, cache: bool = True) -> dict[str, list[tuple[str, str]]]:

@@ -27,7 +27,7 @@ from . import (  # noqa: F401  (registration)
     views,
     wiring,
 )
-from ._base import CATEGORIES, REGISTRY, RUN_ONLY, CheckContext, Rule, RuleNotRun
+from ._base import CATEGORIES, CONTRACT_ONLY, REGISTRY, RUN_ONLY, CheckContext, Rule, RuleNotRun
 from ._parallel import jobs_for, run_split
 
 
@@ -79,7 +79,11 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule], jobs: int | None = 1, al
         for r, (found, reason) in zip(body, outcomes):
             _record(result, r, found, reason, universe)
         if len(body) < len(ordered):
-            _suppress(ctx, result, judge=True)
+            # a contract-only selection stays contract-only (and cacheable): the suppressions of rules that read
+            # the build, the evidence or the launchers are judged by a check that selects them, or by
+            # SUPPRESSION_UNUSED selected alone
+            quick = bool(body) and all(r.category in CONTRACT_ONLY for r in body)
+            _suppress(ctx, result, judge=True, contract_only=quick)
             r = ordered[-1]
             _record(result, r, *_run_one(ctx, r), universe)
         else:
@@ -108,17 +112,19 @@ def _record(result: CheckResult, r: Rule, found: list[Finding] | None, reason: s
 UNUSED_SUPPRESSION = "SUPPRESSION_UNUSED"
 
 
-def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False) -> None:
+def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False, contract_only: bool = False) -> None:
     """Move the findings a ``[[suppress]]`` entry covers to ``result.suppressed``; count each entry's hits
     for the SUPPRESSION_UNUSED check (the ``suppressions`` fact: entry -> hits, and the rules judged).
 
     When ``judge`` (SUPPRESSION_UNUSED is selected), a static rule an entry names that this run did not
-    select is run too, only to count what the entry still suppresses; its findings are not reported."""
+    select is run too, only to count what the entry still suppresses; its findings are not reported. With
+    ``contract_only`` (the other rules selected read the contracts alone), only such rules are run so: an
+    entry of a build, evidence or launcher rule is left unjudged there."""
     entries = ctx.cs.suppressions
     hits = dict.fromkeys(entries, 0)
     kept = []
     for f in result.findings:
-        entry = next((s for s in entries if s.matches(f.rule, f.subject)), None)
+        entry = next((s for s in entries if s.matches(f.rule, f.subject, f.message)), None)
         if entry is None:
             kept.append(f)
         else:
@@ -130,7 +136,7 @@ def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False) -> No
         extra = sorted({s.rule for s in entries} - judged - {UNUSED_SUPPRESSION})
         for rid in extra:
             r = REGISTRY.get(rid)
-            if r is None or r.category in RUN_ONLY or r.replaced_by is not None:
+            if r is None or r.category in RUN_ONLY or r.replaced_by is not None or (contract_only and r.category not in CONTRACT_ONLY):
                 continue
             try:
                 found = r.run(ctx)
@@ -138,7 +144,7 @@ def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False) -> No
                 continue
             judged.add(rid)
             for f in found:
-                entry = next((s for s in entries if s.matches(f.rule, f.subject)), None)
+                entry = next((s for s in entries if s.matches(f.rule, f.subject, f.message)), None)
                 if entry is not None:
                     hits[entry] += 1
     ctx.facts["suppressions"] = (hits, frozenset(judged))

@@ -342,7 +342,8 @@ def _ptx_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequenc
 _GAP_WHAT = {"races": "shared-memory accesses of two threads with no barrier between them",
              "bounds": "accesses outside its buffers and shared memory",
              "rmw": "non-atomic global read-modify-writes that race",
-             "overlap": "global elements that two blocks store"}
+             "overlap": "global elements that two blocks store",
+             "uninit": "reads of shared memory that no thread wrote"}
 
 
 def _gap_hits(ctx: CheckContext, want: str) -> Iterator[Hit]:
@@ -397,6 +398,17 @@ def check_barrier_races(ctx: CheckContext) -> Iterator[Hit]:
 
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_barrier_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
     yield from _gap_hits(ctx, "races")
+
+
+@rule("SHARED_UNINIT_READ", "No thread reads shared memory (or updates it atomically) before some thread of its block has written it, at small valid sizes of the contracts; an entry the block run cannot follow to its end is a note saying so.", "build")
+def check_shared_uninit_reads(ctx: CheckContext) -> Iterator[Hit]:
+    """From the block run of SHARED_BARRIER_MISSING: the first write of every shared byte (its barrier
+    interval and thread), and each read of a byte no thread had written before it (see
+    :meth:`audit.cuda.blocksim._Block.found_uninit`)."""
+    from ..cuda.static import entry_shared_uninit_reads
+
+    yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_shared_uninit_reads(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
+    yield from _gap_hits(ctx, "uninit")
 
 
 @rule("OUT_OF_BOUNDS_ACCESS", "No thread reads or writes outside the buffer of a pointer parameter (its contract extent), a static shared array or the launch's dynamic shared memory, at small valid sizes of the contracts; an entry the block run cannot take to its end is a note saying so.", "build")

@@ -474,7 +474,8 @@ def _list(names: list[str]) -> str:
 @rule("SUPPRESSION_UNUSED", "Every [[suppress]] entry names a rule that exists and still suppresses a finding of it.", "schema", Severity.WARNING)
 def check_unused_suppressions(ctx: CheckContext) -> Iterator[Hit]:
     """Runs after every other selected rule (the engine orders it last); an entry whose rule did not run in
-    this invocation (not selected, or not run here) is not judged."""
+    this invocation (not run here; or not selected, where the rule reads more than the contracts and every
+    other rule selected reads the contracts alone) is not judged."""
     from ._base import REGISTRY
 
     hits, ran = ctx.fact("suppressions")
@@ -482,6 +483,9 @@ def check_unused_suppressions(ctx: CheckContext) -> Iterator[Hit]:
         about = f' about "{entry.subject}"' if entry.subject else ""
         if entry.rule not in REGISTRY:
             yield Hit(f'The suppression of "{entry.rule}"{about} names no rule; "wireup rules" lists them.', entry.loc.child("rule"), entry.rule)
+        elif count == 0 and entry.rule in ran and entry.matching is not None:
+            yield Hit(f'The suppression of {entry.rule}{about} matching "{entry.matching}" suppresses nothing: no finding of the rule '
+                      "there contains that text any more; remove it, or match the finding's new text.", entry.loc.child("matching"), entry.rule)
         elif count == 0 and entry.rule in ran:
             yield Hit(
                 f'The suppression of {entry.rule}{about} suppresses nothing: the rule finds nothing there any more; remove it.',

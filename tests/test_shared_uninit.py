@@ -1,0 +1,195 @@
+"""Reads of shared memory no thread wrote, found by the block run (rule SHARED_UNINIT_READ).
+
+Small kernels compiled with the flags of the build (``-arch=sm_90 -ptx -O3 -lineinfo -std=c++17``): each
+read (or atomic update) of a shared element before any thread of its block wrote it must be found with its
+line, thread and element; each correct counterpart must stay clean; a read of an element another thread
+writes later in the same barrier interval is a race (SHARED_BARRIER_MISSING's), not this; and where a shared
+store may go unseen (under a branch on loaded data) the record stops and says so instead of guessing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from audit.cuda.barriers import BlockLaunch
+from audit.cuda.blocksim import block_findings, find_barrier_races, find_shared_uninit_reads
+
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+
+
+def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
+    src = tmp_path / name
+    src.write_text(body)
+    out = src.with_suffix(".ptx")
+    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
+    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out.read_text()
+
+
+def _launch(block: int, n: int = 256, grid: int = 2) -> BlockLaunch:
+    return BlockLaunch(((2, n),), (block, 1, 1), (grid, 1, 1), None, f"n = {n}")
+
+
+def _reads(ptx: str, launch: BlockLaunch) -> list[tuple[str, int | None, str, tuple[int, ...]]]:
+    return [(r.order, r.line, r.element, r.threads) for r in find_shared_uninit_reads(ptx, "k", [launch])]
+
+
+def _gaps(ptx: str, launch: BlockLaunch) -> dict[str, str]:
+    gaps: dict[str, str] = {}
+    block_findings(ptx, "k", [launch], False, (), gaps)
+    return gaps
+
+
+# one partial sum per warp, added up by warp 0: lanes past the block's warps must not read their slot
+WARPS = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float part[32];
+    float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float w = threadIdx.x < GUARD ? part[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
+        if (threadIdx.x == 0) out[blockIdx.x] = w;
+    }
+}
+"""
+
+
+@NVCC
+def test_a_warp_slot_read_past_the_blocks_warps_is_found(tmp_path: Path) -> None:
+    """128 threads write part[0..3]; lane 4 of warp 0 reads part[4] (the seeded DeepSpeed softmax bug)."""
+    bad = _ptx(tmp_path, WARPS.replace("GUARD", "32"), "bad.cu")
+    assert _reads(bad, _launch(128)) == [("read", 8, 'part[4] (byte 16 of shared array "part")', (4, 0, 0))]
+    (read,) = find_shared_uninit_reads(bad, "k", [_launch(128)])
+    assert read.message("k", "k.cu") == (
+        'Kernel "k" reads shared memory that no thread has written (k.cu:8, ' + read.second_instruction + "): at n = 256, "
+        'threadIdx (4, 0, 0) reads part[4] (byte 16 of shared array "part") before any thread of the block writes it, so it '
+        "gets whatever the block's shared memory held; write the element first, or keep the read to the elements that are written.")
+    assert read.second_instruction.startswith("ld.shared.f32")
+    assert find_barrier_races(bad, "k", [_launch(128)]) == []  # not a race: SHARED_BARRIER_MISSING stays quiet
+    good = _ptx(tmp_path, WARPS.replace("GUARD", "blockDim.x / 32"), "good.cu")
+    assert _reads(good, _launch(128)) == []
+    assert _gaps(good, _launch(128))["uninit"] == ""
+    # at 1024 threads every slot is written: the bad kernel is clean there, as the block run says
+    assert _reads(bad, _launch(1024)) == []
+
+
+HIST = """extern "C" __global__ void k(const int* x, int* out, int n) {
+    __shared__ int bins[64];
+    ZERO
+    __syncthreads();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&bins[x[i] & 63], 1);
+    __syncthreads();
+    if (threadIdx.x < 64) atomicAdd(&out[threadIdx.x], bins[threadIdx.x]);
+}
+"""
+
+
+@NVCC
+def test_histogram_bins_not_zeroed_are_found_in_the_block_past_the_data(tmp_path: Path) -> None:
+    """Bins updated at a loaded index (unknown here) do not stop the record: an update only changes what is
+    there. The grid's last block, past n, updates none and reads its bins back: unwritten where the zeroing
+    is gone or covers half of them."""
+    gone = _ptx(tmp_path, HIST.replace("ZERO", ""), "gone.cu")
+    assert _reads(gone, _launch(256)) == [("read", 8, 'bins[0] (byte 0 of shared array "bins")', (0, 0, 0))]
+    half = _ptx(tmp_path, HIST.replace("ZERO", "if (threadIdx.x < 32) bins[threadIdx.x] = 0;"), "half.cu")
+    assert _reads(half, _launch(256)) == [("read", 8, 'bins[32] (byte 128 of shared array "bins")', (32, 0, 0))]
+    good = _ptx(tmp_path, HIST.replace("ZERO", "if (threadIdx.x < 64) bins[threadIdx.x] = 0;"), "good.cu")
+    assert _reads(good, _launch(256)) == []
+    assert _gaps(good, _launch(256))["uninit"] == ""
+
+
+COUNT = """extern "C" __global__ void k(const int* x, int* out, int n) {
+    __shared__ int cnt[4];
+    ZERO
+    __syncthreads();
+    atomicAdd(&cnt[threadIdx.x % 4], 1);
+    __syncthreads();
+    if (threadIdx.x < 4) out[blockIdx.x * 4 + threadIdx.x] = cnt[threadIdx.x];
+}
+"""
+
+
+@NVCC
+def test_an_atomic_update_of_an_unwritten_counter_is_found(tmp_path: Path) -> None:
+    bad = _ptx(tmp_path, COUNT.replace("ZERO", ""), "bad.cu")
+    (update,) = find_shared_uninit_reads(bad, "k", [_launch(64)])
+    assert (update.order, update.line, update.element, update.threads) == ("atomic", 5, 'cnt[0] (byte 0 of shared array "cnt")', (0, 0, 0))
+    # the place: line 5, inlined from the CUDA header's atomicAdd (whose line is the toolkit's)
+    text = update.message("k", "k.cu")
+    assert text.startswith('Kernel "k" updates shared memory that no thread has written (k.cu:5, inlined from device_atomic_functions.hpp:')
+    assert text.endswith(", " + update.second_instruction + "): at n = 256, "
+        'threadIdx (0, 0, 0) updates cnt[0] (byte 0 of shared array "cnt") atomically before any thread of the block writes it, '
+        "so the update starts from whatever the block's shared memory held; set it (and __syncthreads()) before the first update.")
+    good = _ptx(tmp_path, COUNT.replace("ZERO", "if (threadIdx.x < 4) cnt[threadIdx.x] = 0;"), "good.cu")
+    assert _reads(good, _launch(64)) == []
+    # an exchange writes whatever was there: no read, and the element is written after it
+    exch = _ptx(tmp_path, COUNT.replace("ZERO", "").replace("atomicAdd(&cnt[threadIdx.x % 4], 1)", "atomicExch(&cnt[threadIdx.x % 4], 1)"), "exch.cu")
+    assert _reads(exch, _launch(64)) == []
+
+
+OWN = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    BODY
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = s[(t + 1) % blockDim.x];
+}
+"""
+
+
+@NVCC
+def test_a_read_before_the_threads_own_write_is_found_and_a_race_is_left_to_the_barrier_rule(tmp_path: Path) -> None:
+    own = _ptx(tmp_path, OWN.replace("BODY", "s[t] += x[t];"), "own.cu")
+    assert _reads(own, _launch(256)) == [("read", 4, 's[0] (byte 0 of shared array "s")', (0, 0, 0))]
+    good = _ptx(tmp_path, OWN.replace("BODY", "s[t] = x[t];"), "good.cu")
+    assert _reads(good, _launch(256)) == []
+    # thread t reads s[t + 1] before thread t + 1 writes it in the same interval: a race, not an unwritten read
+    race = _ptx(tmp_path, OWN.replace("BODY", "float a = s[(t + 1) % blockDim.x]; s[t] = x[t] + a;"), "race.cu")
+    assert _reads(race, _launch(256)) == []
+    assert [(r.order, r.line) for r in find_barrier_races(race, "k", [_launch(256)])] == [("war", 4)]
+
+
+DATA = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[256];
+    int t = threadIdx.x;
+    if (x[t] > 0.0f) s[t] = x[t];
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = s[t];
+}
+"""
+
+
+@NVCC
+def test_a_store_under_a_branch_on_loaded_data_stops_the_record_and_says_so(tmp_path: Path) -> None:
+    """Where the store happens is not known here (x is data): the reads after it prove nothing either way, so
+    none is reported and the gap names the branch (the rule's note: not analysed to its end)."""
+    ptx = _ptx(tmp_path, DATA)
+    assert _reads(ptx, _launch(256)) == []
+    gap = _gaps(ptx, _launch(256))["uninit"]
+    assert gap.startswith("a shared store under a branch on an unknown value (@%p") and gap.endswith(", at n = 256")
+
+
+LOOKUP = """extern "C" __global__ void k(const int* x, float* out, int n) {
+    __shared__ float tab[64];
+    if (threadIdx.x < 32) tab[threadIdx.x] = 1.0f;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = tab[x[threadIdx.x] & 63];
+}
+"""
+
+
+@NVCC
+def test_a_shared_read_at_a_loaded_index_is_not_checked_and_says_so(tmp_path: Path) -> None:
+    """tab[32..63] are never written, but which element the read takes is data: no finding, and the gap
+    names the read (cuda-samples' histogram64 without its zeroing was missed in silence before)."""
+    ptx = _ptx(tmp_path, LOOKUP)
+    assert _reads(ptx, _launch(64)) == []
+    gap = _gaps(ptx, _launch(64))["uninit"]
+    assert gap.startswith("a shared read at an unknown address (ld.shared.f32 ") and gap.endswith(", at n = 256")
