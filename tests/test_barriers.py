@@ -543,6 +543,63 @@ def test_launches_meet_the_kernels_assumptions_nearest_the_small_sizes(tmp_path:
     assert [(lc.label, lc.grid) for lc in launches] == [("M = 32, K = 128", (1, 1, 1)), ("M = 128, K = 128", (4, 1, 1))]
 
 
+ROWWISE = """extern "C" __global__ void k(const float4* x, float4* y, int n4, int passes) {
+    for (int p = 0; p < passes; ++p) {
+        int j = p * blockDim.x + threadIdx.x;
+        if (j BOUND n4) y[blockIdx.x * n4 + j] = x[blockIdx.x * n4 + j];
+    }
+}
+"""
+
+
+def _rowwise(tmp_path: Path) -> tuple:
+    """A row of N floats as float4s, the block sized so that the passes cover the row (ceil_div(N, 1024)
+    passes of ceil_div(N, passes * 4) threads): the launch arithmetic of DeepSpeed's bias-GeLU, written here."""
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(
+        '[dims]\nR = { min = 1, max = 64 }\nN = { min = 4, max = 65536 }\n'
+        '[[kernel]]\nname = "rowwise"\nsource = "k.cu"\nentry = "k"\nstage = "forward"\n'
+        'grid = ["R", 1, 1]\nblock = ["ceil_div(N, ceil_div(N, 1024) * 4)", 1, 1]\nrequires = ["N % 4 == 0"]\n'
+        'params = [\n  { name = "x", dtype = "f32", shape = ["R", "N"], role = "in" },\n'
+        '  { name = "y", dtype = "f32", shape = ["R", "N"], role = "out" },\n'
+        '  { name = "n4", kind = "scalar", dtype = "i32", value = "N // 4" },\n'
+        '  { name = "passes", kind = "scalar", dtype = "i32", value = "ceil_div(N, 1024)" },\n]\n'
+    )
+    cs = load_contracts(tmp_path / "contracts", tmp_path)
+    return cs, Wiring(cs), cs.kernel("rowwise")
+
+
+def test_a_dim_divided_by_a_large_constant_is_also_run_just_past_it(tmp_path: Path) -> None:
+    """Up to N = 1024 one pass covers the row exactly, so a `j <= n4` overrun never shows; the block runs
+    take N just past the divisor 1024 too, at the least value the kernel's assumptions allow (1028)."""
+    from audit.cuda.static import barrier_launches
+
+    cs, wiring, k = _rowwise(tmp_path)
+    launches = barrier_launches(cs, wiring, k)
+    assert [(lc.label, lc.block) for lc in launches] == [
+        ("N = 4, R = 1", (1, 1, 1)), ("N = 132, R = 64", (33, 1, 1)), ("N = 132, R = 61", (33, 1, 1)),  # R odd: a tail
+        ("N = 1028, R = 1", (129, 1, 1))]
+    assert dict(launches[-1].params)[3] == 2  # two passes
+
+
+@NVCC
+def test_the_overrun_of_a_second_pass_is_found_past_the_divisor(tmp_path: Path) -> None:
+    from audit.cuda.blocksim import find_out_of_bounds
+    from audit.cuda.static import barrier_launches
+
+    cs, wiring, k = _rowwise(tmp_path)
+    launches = barrier_launches(cs, wiring, k)
+    bad = _ptx(tmp_path, ROWWISE.replace("BOUND", "<="), "bad.cu")
+    found = find_out_of_bounds(bad, "k", launches)
+    assert {(o.name, o.launch) for o in found} == {("x", "N = 1028, R = 1"), ("y", "N = 1028, R = 1")}
+    assert find_out_of_bounds(bad, "k", launches[:2]) == []  # the sizes the runs took before: nothing seen
+    good = _ptx(tmp_path, ROWWISE.replace("BOUND", "<"), "good.cu")
+    assert find_out_of_bounds(good, "k", launches) == []
+
+
 def test_one_store_of_a_flag_repeated_by_other_threads_is_no_race_but_two_stores_are() -> None:
     """Hand-written PTX: thread t stores the flag on each of its max(1, t) loop iterations, so threads
     store it again while others have stored it already: the same instruction (the same value) is no

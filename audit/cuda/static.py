@@ -439,8 +439,48 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
                     bases.append(env)
                     break
     out = _launches_at(cs, wiring, k, bases)
+    past = _past_divisor(cs, k, bases, valid, derived) if bases else None
+    if past is not None:
+        out += [launch for launch in _launches_at(cs, wiring, k, [past], cap=1) if launch not in out]
     out += [launch for launch in binding_launches(cs, wiring, k, bases) if launch not in out]
     return out + [launch for launch in case_launches(cs, wiring, k) if launch not in out]
+
+
+#: the largest divisor :func:`_past_divisor` takes a dim past (the run's cost grows with the sizes)
+PAST_DIVISOR_MAX = 4096
+
+
+def _past_divisor(cs: ContractSet, k: Kernel, bases: list[dict[str, int]], valid: Callable[[dict[str, int]], bool],
+                  derived: list[Any]) -> dict[str, int] | None:  # fmt: skip
+    """One more environment for the block runs: the first base with a runtime dim just past a constant its
+    launch divides it by (``iterations = ceil_div(GI, 1024)``, a block of ``ceil_div(GI, ceil_div(GI, 1024) *
+    4)`` threads), where the other runs stay below it: a per-thread loop whose trip count follows that
+    division has a tail only past the divisor (DeepSpeed's ``fused_bias_gelu`` with ``id <= row_stride``
+    overruns from ``GI = 1028`` on, and at no size up to 1024). The least value above the divisor (up to 64
+    more) that meets ``k``'s assumptions; None where no division of a dim by a constant in
+    (:data:`BARRIER_DIM`, :data:`PAST_DIVISOR_MAX`] is in its grid, block, shared bytes or scalar values."""
+    from ..cases import fill_derived
+    from ..dims import divisions
+    from ..model import ScalarParam
+
+    runtime = cs.runtime_ranges
+    exprs = [*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())]
+    exprs += [p.value for p in k.params if isinstance(p, ScalarParam) and hasattr(p.value, "tree")]
+    found: list[tuple[int, str]] = []
+    for e in exprs:
+        for _op, a, b in divisions(e):
+            c = b[1] if isinstance(b, tuple) and b[0] == "int" else None
+            if isinstance(a, tuple) and a[0] == "name" and a[1] in runtime and isinstance(c, int) and BARRIER_DIM < c <= PAST_DIVISOR_MAX:
+                found.append((c, a[1]))
+    for c, n in sorted(set(found)):
+        lo, hi = runtime[n]
+        if any(b.get(n, 0) > c for b in bases) or hi <= c:
+            continue
+        for v in range(max(c + 1, lo), min(c + 64, hi) + 1):
+            env = fill_derived({**bases[0], n: v}, derived)
+            if valid(env):
+                return env
+    return None
 
 
 def case_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
