@@ -327,3 +327,24 @@ def test_the_witness_meets_the_kernels_assumptions_below_the_largest_dims(tmp_pa
     (root / "contracts" / "k.toml").write_text(contract.replace("{requires}", ""))
     assert main(["check", "--root", str(root), "--select", "INDEX_OVERFLOW"]) == 1
     assert "N = 1073741825 (its largest)" in capsys.readouterr().out
+
+
+@NVCC
+def test_a_wrap_seen_by_the_block_run_is_reported_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """D = 2^24: at B = 131 the block run's row 130 reads x[130 * D], which the int product wraps to
+    x[-2^31]. INDEX_OVERFLOW reports the wrap at line 18; OUT_OF_BOUNDS_ACCESS, which saw the same wrap as a
+    read before x's start, leaves that line to it (it reported both before: two findings for one bug). A
+    read before a buffer's start on a line with no wrap is still its own (line 73)."""
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(REPO / "tests" / "data" / "rules" / "INDEX_OVERFLOW" / "bad", root)
+    dims = root / "contracts" / "buffers.toml"
+    text = dims.read_text()
+    old_b = 'B = { min = 1, max = 67000000, doc = "batch rows (B * H stays below 2^31)" }'
+    old_d = 'D = { value = 64, doc = "input width" }'
+    assert text.count(old_b) == 1 and text.count(old_d) == 1
+    dims.write_text(text.replace(old_b, "B = { min = 1, max = 1024 }").replace(old_d, "D = { value = 16777216 }"))
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS,INDEX_OVERFLOW"]) == 1
+    found = [line.split(" Kernel ", 1)[0] for line in capsys.readouterr().out.splitlines() if line.startswith("kernels/")]
+    assert found == ["kernels/chain.cu:18: INDEX_OVERFLOW", "kernels/chain.cu:63: INDEX_OVERFLOW", "kernels/chain.cu:73: OUT_OF_BOUNDS_ACCESS"]

@@ -814,17 +814,20 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
     return (position, p.name, numel * size, size, detail, wr)
 
 
-def _block_launches(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[list[BlockLaunch], list[BlockLaunch]]:
-    """(:func:`barrier_launches`, :func:`rmw_launches`) of ``k``, computed once per wiring (a check asks for them
-    from seven rules and notes per kernel)."""
+def _block_launches(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[list[BlockLaunch], list[BlockLaunch], str, str]:
+    """(:func:`barrier_launches`, :func:`rmw_launches`, and the ``repr`` of each, which key the analysis
+    cache) of ``k``, computed once per wiring: a check asks for them from seven rules and notes per kernel,
+    and the texts of a kernel's launches with their buffers and fillings took ~40 ms a check to make again."""
     memo = getattr(wiring, "__dict__", None)
     if memo is None:
-        return barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k)
+        launches, extra = barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k)
+        return launches, extra, repr(launches), repr(extra)
     store = memo.setdefault("_block_launches", {})
     got = store.get(k.name)
     if got is None or got[0] is not k:
-        got = store[k.name] = (k, barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k))
-    return got[1], got[2]
+        launches, extra = barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k)
+        got = store[k.name] = (k, launches, extra, repr(launches), repr(extra))
+    return got[1], got[2], got[3], got[4]
 
 
 def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None, cache: AnalysisCache | None,
@@ -837,7 +840,7 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
     of the findings, why that analysis did not reach every exit of every launch (``""`` where it did; see
     :func:`audit.cuda.blocksim.block_findings`), cached beside them."""
     entry = symbol or k.symbol
-    launches, extra = _block_launches(cs, wiring, k)
+    launches, extra, shown, shown_extra = _block_launches(cs, wiring, k)
     got: dict[str, Any] = {}
     gaps: dict[str, str] = {}
 
@@ -857,8 +860,8 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
 
     if cache is None:
         return gap_of(want) if gap else (run(want)[want] or [])
-    parts = {"races": [ptx, entry, repr(launches)], "uninit": [ptx, entry, repr(launches)], "bounds": [ptx, entry, repr(launches)],
-             "rmw": [ptx, entry, repr(launches), repr(extra)], "overlap": [ptx, entry, repr(launches)]}
+    parts = {"races": [ptx, entry, shown], "uninit": [ptx, entry, shown], "bounds": [ptx, entry, shown],
+             "rmw": [ptx, entry, shown, shown_extra], "overlap": [ptx, entry, shown]}
     kinds = {"races": ("barrier-races", BarrierRace), "uninit": ("shared-uninit", BarrierRace),
              "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace),
              "overlap": ("block-writes", BlockWriteOverlap)}

@@ -416,8 +416,9 @@ def check_out_of_bounds(ctx: CheckContext) -> Iterator[Hit]:
     """Runs each compiled entry's block over its PTX at small valid sizes of the contracts (the run of
     SHARED_BARRIER_MISSING) with every pointer parameter a buffer of its contract extent: which thread
     touches which byte of which buffer (see :mod:`audit.cuda.blockbounds`). A shared overrun on a line
-    SHARED_ARRAY_BOUNDS reports is left to it."""
-    from ..cuda.static import _reported_at, entry_out_of_bounds, kernel_instances, source_shared_overruns
+    SHARED_ARRAY_BOUNDS reports is left to it, and an access before a buffer's start on a line whose offset
+    INDEX_OVERFLOW reports wrapping, to that rule."""
+    from ..cuda.static import _reported_at, entry_index_overflows, entry_out_of_bounds, kernel_instances, source_shared_overruns
 
     cache = _analysis_cache(ctx)
     lines: set[tuple[str, int | None]] | None = None
@@ -436,6 +437,11 @@ def check_out_of_bounds(ctx: CheckContext) -> Iterator[Hit]:
         if any(o.memory in ("shared", "dynamic") for o in found):
             shown = _defined_in(ctx, ptx, symbol, _build(ctx).source_of(k).source)
             found = [o for o in found if not _reported_at(o, shown, shared_lines())]
+        if any(o.memory == "global" and o.start < 0 for o in found):
+            # an access before a buffer's start on a line whose 32-bit offset INDEX_OVERFLOW reports is that
+            # wrap, seen at one size: one finding for one bug (the wrap names the dims and the fix)
+            wraps = {w.line for w in entry_index_overflows(ctx.cs, ctx.wiring, k, ptx, symbol, cache) if w.line is not None}
+            found = [o for o in found if not (o.memory == "global" and o.start < 0 and o.line in wraps)]
         return found
 
     yield from _ptx_hits(ctx, analyse)
