@@ -193,3 +193,49 @@ def test_a_shared_read_at_a_loaded_index_is_not_checked_and_says_so(tmp_path: Pa
     assert _reads(ptx, _launch(64)) == []
     gap = _gaps(ptx, _launch(64))["uninit"]
     assert gap.startswith("a shared read at an unknown address (ld.shared.f32 ") and gap.endswith(", at n = 256")
+
+
+@NVCC
+def test_a_kernel_that_does_not_compile_is_a_note_where_compile_error_is_not_selected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A check of the PTX rules alone passed a kernel whose source did not compile in silence (exit 0, no
+    word: the llm.c trial, a stand-in header missing). Each PTX rule now notes each kernel it could not
+    read; where COMPILE_ERROR runs too, its finding says it once and the notes are left out."""
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).resolve().parent / "data" / "rules" / "SHARED_UNINIT_READ" / "good", root)
+    chain = root / "kernels" / "chain.cu"
+    text = chain.read_text()
+    assert text.count("float s = 0.0f;") == 1
+    chain.write_text(text.replace("float s = 0.0f;", "float s = 0.0f"))
+    assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ"]) == 0  # notes fail nothing
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == ('contracts/kernels.toml:38: SHARED_UNINIT_READ (note) Kernel "loss" was not analysed: its source does not '
+                      "compile (COMPILE_ERROR says why), so no finding here is no proof of none.")
+    assert len(out) == 7
+    assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ,COMPILE_ERROR"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(" Kernel ")[0].split(": ", 1)[1] for line in out[:-1]] == ["COMPILE_ERROR"] * 6
+
+
+SPEC = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[32];
+    if (threadIdx.x < n) s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    float v = (n > GUARD) ? s[5] : 0.0f;
+    out[threadIdx.x] = v;
+}
+"""
+
+
+@NVCC
+def test_a_load_nvcc_hoists_out_of_its_condition_counts_only_where_its_value_is_taken(tmp_path: Path) -> None:
+    """nvcc loads s[5] of ``n > 5 ? s[5] : 0`` unconditionally and selects (a constant index cannot fault):
+    at n = 3 the load reads an unwritten element whose value the selp drops, no bug (the llm.c trial's
+    probe: a false finding before). With ``n > 2`` the value is taken at n = 3: a finding."""
+    ptx = _ptx(tmp_path, SPEC.replace("GUARD", "5"), "guarded.cu")
+    assert "selp.f32" in ptx  # the form this test is about (else nvcc branched, and it tests nothing)
+    assert _reads(ptx, _launch(32, n=3)) == []
+    taken = _ptx(tmp_path, SPEC.replace("GUARD", "2"), "taken.cu")
+    assert _reads(taken, _launch(32, n=3)) == [("read", 5, 's[5] (byte 20 of shared array "s")', (0, 0, 0))]
+    assert _reads(taken, _launch(32, n=8)) == []

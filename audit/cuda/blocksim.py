@@ -635,6 +635,10 @@ class _Static:
         #: per instruction: 0 nothing to evaluate (its registers become unknown), 1 evaluate, 2 memory, 3 memory
         #: only a bounds run reaches, 4 nothing to do (what it writes reaches no address, guard or branch)
         self.kind = [_kind(inst) for inst in insts]
+        #: a shared load whose value only one ``selp`` of its block takes (``v = n > 5 ? s[5] : 0`` compiled to
+        #: a load nvcc hoisted out of the condition): load pc -> (selp pc, the selp's operand it is), and back
+        self.spec = _speculative_loads(insts, self.blocks, self.block_of)
+        self.spec_selp = {sel: (ld, which) for ld, (sel, which) in self.spec.items()}
         relevant = self._relevant()
         #: whether a run needs what shared memory holds: a value loaded from it (or through a generic
         #: pointer) reaches an address, a guard or a branch (then what every shared store stores is needed too)
@@ -642,7 +646,7 @@ class _Static:
         if self.track:
             relevant = self._relevant(stored=True)
         for i, inst in enumerate(insts):
-            if self.kind[i] in (0, 1) and inst.head not in _STOPS and relevant.isdisjoint(inst.dests()):
+            if self.kind[i] in (0, 1) and inst.head not in _STOPS and relevant.isdisjoint(inst.dests()) and i not in self.spec_selp:
                 self.kind[i] = 4
         #: the next instruction a run stops at after each: runs of kind 4 within a basic block are jumped
         self.leaders = set(labels.values())
@@ -735,8 +739,10 @@ class _Static:
         store's value)."""
         seeds: list[str] = []
         makers: dict[str, list[tuple[str, ...]]] = {}  # register -> the sources of each evaluated write of it
-        for inst, kind in zip(self.insts, self.kind):
+        for i, (inst, kind) in enumerate(zip(self.insts, self.kind)):
             head, ops = inst.head, inst.operands
+            if i in self.spec_selp and len(ops) == 4:
+                seeds += _REG.findall(ops[3])  # which value a speculated load's selp takes (SHARED_UNINIT_READ)
             if kind == 2:
                 addr = ops[1] if head in ("ld", "atom", "ldu") and len(ops) > 1 else ops[0] if ops else ""
                 seeds += _REG.findall(addr)
@@ -820,6 +826,37 @@ class _Static:
             got = (self.blocks[stop][0], frozenset(written), n in inside, frozenset(holds))
         self._regions[n] = got
         return got
+
+
+def _speculative_loads(insts: list[_Inst], blocks: list[tuple[int, int]], block_of: list[int]) -> dict[int, tuple[int, int]]:
+    """Shared (or generic) loads of one register that one ``selp`` later in the same basic block reads and
+    nothing else does: load pc -> (selp pc, 1 where the load is the value taken when the predicate holds,
+    2 where it is the other). A read of unwritten shared memory there is a finding only for threads whose
+    selp takes the loaded value (nvcc loads ``s[5]`` of ``n > 5 ? s[5] : 0`` whatever ``n`` is)."""
+    uses: dict[str, list[int]] = {}
+    for i, inst in enumerate(insts):
+        for r in inst.sources():
+            uses.setdefault(r, []).append(i)
+    out: dict[int, tuple[int, int]] = {}
+    for i, inst in enumerate(insts):
+        if not _reads_shared(inst) or inst.guard is not None:
+            continue
+        dests = inst.dests()
+        if len(dests) != 1:
+            continue
+        at = uses.get(dests[0], [])
+        if len(at) != 1 or at[0] <= i or block_of[at[0]] != block_of[i]:
+            continue
+        sel = insts[at[0]]
+        ops = sel.operands
+        if sel.head != "selp" or sel.guard is not None or len(ops) != 4 or dests[0] == ops[3]:
+            continue
+        if any(dests[0] in insts[j].dests() for j in range(i + 1, at[0])):
+            continue  # written again before the selp: not the loaded value it takes
+        which = 1 if ops[1] == dests[0] else 2 if ops[2] == dests[0] else 0
+        if which and ops[1] != ops[2]:
+            out[i] = (at[0], which)
+    return out
 
 
 def _jumps(kind: list[int], leaders: set[int]) -> list[int]:
@@ -1035,6 +1072,8 @@ class _Block:
         self.first_wt = np.full(len(self.rec), -1, np.int32) if races else None
         self.first_wpc = np.full(len(self.rec), -1, np.int32) if races else None
         self.unread: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
+        # a speculated load's reads of unwritten units, until its selp runs (:func:`_speculative_loads`)
+        self.held: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # load pc -> threads, bytes, intervals
         self.uninit_stop = ""
         self.uninit_epoch = -1
         self.uninit_skip = ""  # why a read was not checked (its address is not known): the record goes on
@@ -1334,6 +1373,8 @@ class _Block:
             self._soft(f"an assert fails ({inst.text})")
             self.sure[idx] = False  # the kernel traps: what they do next is not made
             return
+        if self.held and pc in self.st.spec_selp:
+            self._taken(inst, pc, idx)
         kind = self.kinds[pc]
         if kind == 4:
             return
@@ -2149,6 +2190,31 @@ class _Block:
             known = known & k
         return total, known
 
+    def _taken(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
+        """The selp of a speculated load, run by threads ``idx``: the held reads of the threads whose selp
+        takes the loaded value (or whose predicate is not known) become findings, the others are dropped."""
+        ld, which = self.st.spec_selp[pc]
+        held = self.held.get(ld)
+        if held is None:
+            return
+        t, off, epochs = held
+        here = np.isin(t, idx)
+        if not here.any():
+            return
+        p, k = self._pred_operand(inst.operands[3], t[here])
+        takes = ~k | (p if which == 1 else ~p)
+        chosen = np.flatnonzero(here)[takes]
+        for epoch in np.unique(epochs[chosen]):
+            sel = chosen[epochs[chosen] == epoch]
+            got = self.unread.setdefault(ld, [])
+            if len(got) < 8:
+                got.append((t[sel][:64], off[sel][:64], int(epoch)))
+        rest = ~here  # the threads not at this selp now stay held
+        if rest.any():
+            self.held[ld] = (t[rest], off[rest], epochs[rest])
+        else:
+            del self.held[ld]
+
     def _unseen(self, reason: str) -> None:
         """A shared write the run may not see (or see where it lands) from here on: a later read of an element
         no write was seen at proves nothing. SHARED_UNINIT_READ keeps the reads of the intervals before."""
@@ -2164,9 +2230,16 @@ class _Block:
         if mine != _WRITE and not (mine == _ATOMIC and "exch" in self.insts[pc].opcode.split(".")):
             fresh = (fw[unit] < 0) & self.sure[t]
             if fresh.any():
-                got = self.unread.setdefault(pc, [])
-                if len(got) < 8:
-                    got.append((t[fresh][:64].copy(), off[fresh][:64].copy(), self.epoch))
+                if pc in self.st.spec:  # held until its selp says which threads take the value
+                    ht, ho, he = t[fresh], off[fresh], np.full(int(fresh.sum()), self.epoch, np.int64)
+                    if pc in self.held:
+                        old = self.held[pc]
+                        ht, ho, he = np.concatenate((old[0], ht)), np.concatenate((old[1], ho)), np.concatenate((old[2], he))
+                    self.held[pc] = (ht, ho, he)
+                else:
+                    got = self.unread.setdefault(pc, [])
+                    if len(got) < 8:
+                        got.append((t[fresh][:64].copy(), off[fresh][:64].copy(), self.epoch))
         if mine != _READ:
             new = fw[unit] < 0
             if new.any():
@@ -2184,6 +2257,11 @@ class _Block:
         if fw is None or fwt is None or fpc is None:
             return []
         limit = self.uninit_epoch if self.uninit_stop else self.epoch + 1
+        for ld, (t, off, epochs) in self.held.items():  # a load whose selp the run never reached: kept
+            for epoch in np.unique(epochs):
+                sel = epochs == epoch
+                self.unread.setdefault(ld, []).append((t[sel][:64], off[sel][:64], int(epoch)))
+        self.held.clear()
         out: list[BarrierRace] = []
         for pc, got in sorted(self.unread.items()):
             for t, off, epoch in got:

@@ -323,7 +323,36 @@ def _ptx_text(ctx: CheckContext, path: Any) -> str:
 
 def _ptx_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequence[Any]]) -> Iterator[Hit]:
     """The findings of one PTX analysis over every compiled entry: ``analyse(kernel, ptx, symbol, cache)``
-    returns findings with a ``line`` (in the file that defines the entry) and ``message(kernel, file)``."""
+    returns findings with a ``line`` (in the file that defines the entry) and ``message(kernel, file)``;
+    then a note for each kernel it could not read (:func:`_unread_notes`)."""
+    yield from _analysed_hits(ctx, analyse)
+    yield from _unread_notes(ctx)
+
+
+def _unread_notes(ctx: CheckContext) -> Iterator[Hit]:
+    """A note for each kernel a PTX rule did not read because its source did not compile or its entry is
+    not in the module, where the rule that says so (COMPILE_ERROR, ENTRY_MISSING) is not selected in this
+    run: a check of the PTX rules alone passed such a kernel in silence (llm.c trial, a stand-in header
+    missing: exit 0, nothing said). Where that rule runs too, its finding says it, once."""
+    selected = ctx.options.get("_selected")
+    build = _build(ctx)
+    for k in ctx.cs.kernels:
+        sb = build.source_of(k)
+        if sb is None:
+            continue
+        if not sb.ok:
+            why, rule_id = "its source does not compile", "COMPILE_ERROR"
+        elif build.kernel(k)[1] is None:
+            why, rule_id = "its entry is not in the compiled module", "ENTRY_MISSING"
+        else:
+            continue
+        if selected is not None and rule_id in selected:
+            continue
+        yield Hit(f'Kernel "{k.name}" was not analysed: {why} ({rule_id} says why), so no finding here is no proof of none.',
+                  k.loc.child("source"), k.name, Severity.NOTE)
+
+
+def _analysed_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequence[Any]]) -> Iterator[Hit]:
     cache = _analysis_cache(ctx)
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
