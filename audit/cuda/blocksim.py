@@ -637,7 +637,7 @@ class _Static:
         self.kind = [_kind(inst) for inst in insts]
         #: a shared load whose value only one ``selp`` of its block takes (``v = n > 5 ? s[5] : 0`` compiled to
         #: a load nvcc hoisted out of the condition): load pc -> (selp pc, the selp's operand it is), and back
-        self.spec = _speculative_loads(insts, self.blocks, self.block_of)
+        self.spec = _speculative_loads(insts, self.block_of)
         self.spec_selp = {sel: (ld, which) for ld, (sel, which) in self.spec.items()}
         relevant = self._relevant()
         #: whether a run needs what shared memory holds: a value loaded from it (or through a generic
@@ -793,8 +793,9 @@ class _Static:
 
     def region(self, pc: int) -> tuple[int, frozenset[str], bool, frozenset[str]] | None:
         """(the post-dominator's first instruction, registers written on the way, whether the way
-        loops back to the branch, what the way holds that the race analysis cannot step over: "barrier",
-        "exit", "call") of the branch at ``pc``, or None where only the exit post-dominates."""
+        loops back to the branch, what the way holds: "barrier", "exit", "call" (which the race analysis
+        cannot step over), "trap", "store", "shared store" (one that may make a shared element defined))
+        of the branch at ``pc``, or None where only the exit post-dominates."""
         n = self.block_of[pc]
         if n in self._regions:
             return self._regions[n]
@@ -828,7 +829,7 @@ class _Static:
         return got
 
 
-def _speculative_loads(insts: list[_Inst], blocks: list[tuple[int, int]], block_of: list[int]) -> dict[int, tuple[int, int]]:
+def _speculative_loads(insts: list[_Inst], block_of: list[int]) -> dict[int, tuple[int, int]]:
     """Shared (or generic) loads of one register that one ``selp`` later in the same basic block reads and
     nothing else does: load pc -> (selp pc, 1 where the load is the value taken when the predicate holds,
     2 where it is the other). A read of unwritten shared memory there is a finding only for threads whose
