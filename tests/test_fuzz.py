@@ -326,7 +326,7 @@ MODEL_FIELDS = {
     "HostRead": "slot",
     "Invariant": "name kind sources targets reason",
     "ContractSet": "root dims buffers kernels schedules invariants isv files suppressions",
-    "Suppression": "rule subject reason",
+    "Suppression": "rule subject reason matching",
 }
 
 
