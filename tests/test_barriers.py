@@ -540,7 +540,8 @@ def test_launches_meet_the_kernels_assumptions_nearest_the_small_sizes(tmp_path:
     )
     cs = load_contracts(tmp_path / "contracts", tmp_path)
     launches = barrier_launches(cs, Wiring(cs), cs.kernel("tiled"))
-    assert [(lc.label, lc.grid) for lc in launches] == [("M = 32, K = 128", (1, 1, 1)), ("M = 128, K = 128", (4, 1, 1))]
+    assert [(lc.label, lc.grid) for lc in launches] == [("M = 32, K = 128", (1, 1, 1)), ("M = 128, K = 128", (4, 1, 1)),
+                                                        ("M = 96, K = 128", (3, 1, 1))]  # the dims apart (_apart)
 
 
 ROWWISE = """extern "C" __global__ void k(const float4* x, float4* y, int n4, int passes) {
@@ -581,8 +582,8 @@ def test_a_dim_divided_by_a_large_constant_is_also_run_just_past_it(tmp_path: Pa
     launches = barrier_launches(cs, wiring, k)
     assert [(lc.label, lc.block) for lc in launches] == [
         ("N = 4, R = 1", (1, 1, 1)), ("N = 132, R = 64", (33, 1, 1)), ("N = 132, R = 61", (33, 1, 1)),  # R odd: a tail
-        ("N = 1028, R = 1", (129, 1, 1))]
-    assert dict(launches[-1].params)[3] == 2  # two passes
+        ("N = 1028, R = 1", (129, 1, 1)), ("N = 96, R = 64", (24, 1, 1))]  # past the divisor; the dims apart
+    assert dict(launches[3].params)[3] == 2  # two passes
 
 
 @NVCC
@@ -597,6 +598,54 @@ def test_the_overrun_of_a_second_pass_is_found_past_the_divisor(tmp_path: Path) 
     assert {(o.name, o.launch) for o in found} == {("x", "N = 1028, R = 1"), ("y", "N = 1028, R = 1")}
     assert find_out_of_bounds(bad, "k", launches[:2]) == []  # the sizes the runs took before: nothing seen
     good = _ptx(tmp_path, ROWWISE.replace("BOUND", "<"), "good.cu")
+    assert find_out_of_bounds(good, "k", launches) == []
+
+
+STRIDE = """extern "C" __global__ void k(const float* x, float* y, int M, int N) {
+    int r = blockIdx.x;
+    for (int c = threadIdx.x; c < N; c += blockDim.x) y[r * N + c] = x[r * STRIDE + c];
+}
+"""
+
+
+def _stride(tmp_path: Path) -> tuple:
+    from audit.graph import Wiring
+    from audit.load import load_contracts
+
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(
+        '[dims]\nM = { min = 1, max = 256 }\nN = { min = 1, max = 256 }\n'
+        '[[kernel]]\nname = "copy"\nsource = "k.cu"\nentry = "k"\nstage = "forward"\n'
+        'grid = ["M", 1, 1]\nblock = [64, 1, 1]\n'
+        'params = [\n  { name = "x", dtype = "f32", shape = ["M", "N"], role = "in" },\n'
+        '  { name = "y", dtype = "f32", shape = ["M", "N"], role = "out" },\n'
+        '  { name = "M", kind = "scalar", dtype = "i32", value = "M" },\n  { name = "N", kind = "scalar", dtype = "i32", value = "N" },\n]\n'
+    )
+    cs = load_contracts(tmp_path / "contracts", tmp_path)
+    return cs, Wiring(cs), cs.kernel("copy")
+
+
+def test_two_runtime_dims_are_also_run_apart_in_both_orders(tmp_path: Path) -> None:
+    """Every other run gives M and N one value (1, then 131): a row read with the other dim's stride is
+    exactly right there. Two more runs give them distinct values, in both orders."""
+    from audit.cuda.static import barrier_launches
+
+    cs, wiring, k = _stride(tmp_path)
+    assert [lc.label for lc in barrier_launches(cs, wiring, k)] == [
+        "M = 1, N = 1", "M = 131, N = 131", "M = 131, N = 97", "M = 97, N = 131"]
+
+
+@NVCC
+def test_a_row_read_with_the_other_dims_stride_is_found_where_the_dims_differ(tmp_path: Path) -> None:
+    from audit.cuda.blocksim import find_out_of_bounds
+    from audit.cuda.static import barrier_launches
+
+    cs, wiring, k = _stride(tmp_path)
+    launches = barrier_launches(cs, wiring, k)
+    bad = _ptx(tmp_path, STRIDE.replace("STRIDE", "M"), "bad.cu")
+    assert {(o.name, o.launch) for o in find_out_of_bounds(bad, "k", launches)} == {("x", "M = 131, N = 97")}
+    assert find_out_of_bounds(bad, "k", launches[:2]) == []  # one value for both dims: nothing to see
+    good = _ptx(tmp_path, STRIDE.replace("STRIDE", "N"), "good.cu")
     assert find_out_of_bounds(good, "k", launches) == []
 
 

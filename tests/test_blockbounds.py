@@ -608,11 +608,14 @@ WRONG_B_TILE = """extern "C" __global__ void k(const float* A, const float* B, f
 
 
 @NVCC
-def test_block_runs_also_take_the_contracts_small_verify_cases(tmp_path: Path, capsys) -> None:
+def test_block_runs_also_take_the_contracts_small_verify_cases(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
     """The block runs give every runtime dim one value (its least, then 131): a read that leaves its buffer
-    only where two dims differ (hA > wB) is never run. A verify case names such sizes; the block runs take
-    the small ones (every value at most CASE_DIM_MAX)."""
+    only where two dims differ (hA > wB) is never run there. The runs with the dims apart find it (the
+    cuda-samples matrix product that loads B's tile at A's offset, with no case named); and, those runs
+    left out, a verify case that names such sizes does: the block runs take the small ones (every value
+    at most CASE_DIM_MAX)."""
     from audit.cli import main
+    from audit.cuda import static
 
     root = tmp_path / "p"
     (root / "contracts").mkdir(parents=True)
@@ -629,6 +632,10 @@ def test_block_runs_also_take_the_contracts_small_verify_cases(tmp_path: Path, c
         '  { name = "wB", kind = "scalar", dtype = "i32", value = "wB" },\n]\n'
     )
     (root / "contracts" / "k.toml").write_text(contract)
+    assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 1
+    out = capsys.readouterr().out
+    assert 'reads past the end of "B"' in out and "at wA = 96, wB = 68, hA = 132," in out  # the dims apart
+    monkeypatch.setattr(static, "_apart", lambda *args: [])
     assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 0
     capsys.readouterr()
     (root / "contracts" / "k.toml").write_text(contract + '[kernel.verify]\ncases = ["hA=8,wA=4,wB=4"]\n')

@@ -440,10 +440,45 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
                     break
     out = _launches_at(cs, wiring, k, bases)
     past = _past_divisor(cs, k, bases, valid, derived) if bases else None
-    if past is not None:
-        out += [launch for launch in _launches_at(cs, wiring, k, [past], cap=1) if launch not in out]
+    extra = ([past] if past is not None else []) + _apart(cs, k, used, bases, valid, derived)
+    for env in extra:
+        out += [launch for launch in _launches_at(cs, wiring, k, [env], cap=1) if launch not in out]
     out += [launch for launch in binding_launches(cs, wiring, k, bases) if launch not in out]
     return out + [launch for launch in case_launches(cs, wiring, k) if launch not in out]
+
+
+#: the values :func:`_apart` gives a kernel's runtime dims, one each (distinct primes, the largest first)
+APART_VALUES = (131, 97, 67, 43, 29, 17, 11, 7)
+
+
+def _apart(cs: ContractSet, k: Kernel, used: list[str], bases: list[dict[str, int]], valid: Callable[[dict[str, int]], bool],
+           derived: list[Any]) -> list[dict[str, int]]:  # fmt: skip
+    """Two more environments where ``k`` reads two runtime dims or more: each dim at its own value of
+    :data:`APART_VALUES` (clamped to its range), in name order, then in the reverse order. The other runs
+    give every dim one value (its least, then 131), where a dim read for another (``r * M + c`` for
+    ``r * N + c``, a tile loaded at the other operand's offset) indexes exactly as the right one: the
+    overrun shows only where the wrong dim is the larger, so both orders are run. An environment that
+    breaks ``k``'s assumptions is moved to the nearest valid one (:func:`_nearest_valid`) or dropped."""
+    from ..cases import fill_derived
+
+    if len(used) < 2 or not bases:
+        return []
+    runtime = cs.runtime_ranges
+    out: list[dict[str, int]] = []
+    for names in (used, used[::-1]):
+        target = {**{n: lo for n, (lo, _hi) in runtime.items()},
+                  **{n: min(max(v, runtime[n][0]), runtime[n][1]) for n, v in zip(names, APART_VALUES)}}
+        if len({target[n] for n in used}) < 2:
+            continue  # the ranges leave them one value: nothing apart
+        env = fill_derived({**cs.fixed_env, **target}, derived)
+        if not valid(env):
+            near = _nearest_valid(cs, k, target, lambda t: fill_derived({**cs.fixed_env, **t}, derived), valid)
+            if near is None:
+                continue
+            env = near
+        if env not in bases and env not in out:
+            out.append(env)
+    return out
 
 
 #: the largest divisor :func:`_past_divisor` takes a dim past (the run's cost grows with the sizes)
