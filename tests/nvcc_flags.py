@@ -8,6 +8,8 @@ shipped source directly takes the same folders from here. Without the wheel it i
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,3 +33,18 @@ def package_include_flags(root: Path = REPO) -> list[str]:
 def shipped_include_flags(root: Path = REPO) -> list[str]:
     """What ``wireup build`` gives nvcc to find the shipped kernels' headers: ``-I kernels`` and the packages' ``-isystem``."""
     return ["-I", str(root / "kernels"), *package_include_flags(root)]
+
+
+#: a test that compiles its own small kernels: skipped with the reason where nvcc is not on PATH
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+#: the build's flags for a test kernel's PTX (``wireup build`` gives the same, -lineinfo for the lines)
+PTX_FLAGS = ("-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17")
+
+
+def compile_ptx(folder: Path, body: str, name: str = "k.cu") -> str:
+    """The PTX of the CUDA source ``body``, written to ``folder / name`` and compiled with :data:`PTX_FLAGS`."""
+    src = folder / name
+    src.write_text(body)
+    out = src.with_suffix(".ptx")
+    subprocess.run(["nvcc", *PTX_FLAGS, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    return out.read_text()

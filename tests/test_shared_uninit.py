@@ -10,24 +10,14 @@ store may go unseen (under a branch on loaded data) the record stops and says so
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from nvcc_flags import NVCC
+from nvcc_flags import compile_ptx as _ptx
 
 from audit.cuda.barriers import BlockLaunch
 from audit.cuda.blocksim import block_findings, find_barrier_races, find_shared_uninit_reads
-
-NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
-
-
-def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
-    src = tmp_path / name
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
-    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
-    return out.read_text()
 
 
 def _launch(block: int, n: int = 256, grid: int = 2) -> BlockLaunch:
