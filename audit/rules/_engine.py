@@ -66,7 +66,7 @@ def run_rules(ctx: CheckContext, rules: Sequence[Rule], jobs: int | None = 1, al
     universe = _subjects(ctx.cs)
     # what this run selected: a PTX rule notes a kernel it could not read only where the rule that reports
     # why (COMPILE_ERROR, ENTRY_MISSING) is not among them (:func:`audit.rules.build._unread_notes`)
-    ctx.options.setdefault("_selected", frozenset(r.id for r in rules))
+    ctx.options["_selected"] = frozenset(r.id for r in rules)
     # the suppression check judges what the others found, so it runs last
     ordered = sorted(rules, key=lambda r: r.id == UNUSED_SUPPRESSION)
     body = [r for r in ordered if r.id != UNUSED_SUPPRESSION]
