@@ -200,6 +200,19 @@ def parse_kernels(text: str) -> list[CKernel]:
     return [*out.values(), *overloads]
 
 
+def name_overload(k: CKernel, others: Iterable[CKernel], taken: set[str]) -> bool:
+    """Where ``k`` (of another source) defines another overload of a name ``others`` (the kernels of that
+    name chosen so far, the plain one first) define, give it its own :attr:`CKernel.contract_name` (unique
+    in ``taken``) and return True; False where it is one of them (a prototype, the same definition)."""
+    others = list(others)
+    if not others or k.contract_name is not None:
+        return False
+    if any(not _overloads(o, k) for o in others):
+        return False
+    k.contract_name = _overload_name(k, others[0], taken)
+    return True
+
+
 def _overloads(prev: CKernel, k: CKernel) -> bool:
     """Whether ``k`` defines another overload of ``prev``'s name (both definitions, neither a template,
     other parameter types), not its definition after a prototype or an instantiation of it."""

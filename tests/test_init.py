@@ -463,3 +463,23 @@ def test_each_overload_of_a_kernel_name_gets_its_own_contract(tmp_path: Path, ca
     out, err = capsys.readouterr()
     assert "4 kernel(s): scale, scale_f16, scale_f32_3_args, t." in err  # in line order
     assert out.count('cpp_name = "scale"') == 3 and 'name = "scale_f16"' in out
+
+
+def test_an_overload_defined_in_another_source_gets_its_own_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The float ``scale`` in one file, the ``__half`` one in another: init made one contract of the first
+    and skipped the second as the same kernel ("scaffolded from a.cu; skipped here"). It gets its own now;
+    a prototype in a header and the definition in a source stay one."""
+    from audit.cli import main
+
+    (tmp_path / "wireup.toml").write_text("")
+    (tmp_path / "k.cuh").write_text("__global__ void scale(float* x, int n);\n")
+    (tmp_path / "a.cu").write_text('#include "k.cuh"\n__global__ void scale(float* x, int n) { if (threadIdx.x < n) x[threadIdx.x] *= 2.0f; }\n')
+    (tmp_path / "b.cu").write_text("#include <cuda_fp16.h>\n"
+                                   "__global__ void scale(__half* x, int n) { if (threadIdx.x < n) x[threadIdx.x] = __float2half(2.0f); }\n")
+    files = [str(tmp_path / f) for f in ("k.cuh", "a.cu", "b.cu")]
+    assert main(["init", "--root", str(tmp_path), *files, "-o", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("[[kernel]]") == 2 and 'name = "scale"' in out and 'name = "scale_f16"' in out
+    assert 'source = "a.cu"' in out and 'source = "b.cu"' in out
+    assert 'kernel "scale" at k.cuh:1 is scaffolded from a.cu:2; skipped here.' in err
+    assert "b.cu: 1 kernel(s): scale_f16." in err

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import ContractError
     from ..load import load_contracts
-    from ..scaffold import CKernel, parse_kernels, scaffold_sources
+    from ..scaffold import CKernel, name_overload, parse_kernels, scaffold_sources
 
     cfg = load_config(root_of(args))
     if root_of(args) is None and cfg.source == "defaults":
@@ -100,18 +100,24 @@ def run(args: argparse.Namespace) -> int:
         src_of[rel] = src
     # one [[kernel]] table per name (two would not load): from the source that defines the kernel, where
     # another only declares it (a header's prototype), else from the first
+    # (by contract name: an overload defined in another source than the name's first gets its own)
     chosen: dict[str, tuple[str, CKernel]] = {}
     for rel, kernels, _ in read:
         for k in kernels:
-            if k.name not in chosen or (k.defined and not chosen[k.name][1].defined):
-                chosen[k.name] = (rel, k)
+            same = [c for _, c in chosen.values() if c.name == k.name]
+            if name_overload(k, same, set(chosen)):
+                chosen[k.contract_name] = (rel, k)  # type: ignore[index]
+                continue
+            key = k.contract_name or k.name
+            if key not in chosen or (k.defined and not chosen[key][1].defined):
+                chosen[key] = (rel, k)
     units = []
     for rel, kernels, text in read:
         for k in kernels:
-            if chosen[k.name][0] != rel:
-                first = chosen[k.name]
+            first = chosen[k.contract_name or k.name]
+            if first[0] != rel:
                 print(f'wireup init: kernel "{k.name}" at {rel}:{k.line} is scaffolded from {first[0]}:{first[1].line}; skipped here.', file=sys.stderr)
-        kernels = [k for k in kernels if chosen[k.name][0] == rel]
+        kernels = [k for k in kernels if chosen[k.contract_name or k.name][0] == rel]
         for k in kernels:
             name = k.contract_name or k.name
             if name in existing:
