@@ -309,9 +309,11 @@ def _declaration(tokens, start: int, at: int, scopes) -> tuple[CKernel | None, i
     params = _params(tokens[j + 1 : close], template)
     namespace = tuple(n for kind, n in scopes if kind == "namespace") + tuple(qualifier)
     after = next((t for t, _ in tokens[close + 1 :] if t in ("{", ";")), ";")
-    if explicit_args is not None and not template and "template" in before:
-        # ``template __global__ void k<half, 4>(...);``: an instantiation of the template k, declared; the
-        # parameter types are the instantiation's, so the kernel's own come from its definition
+    if explicit_args is not None and "template" in before and (not template or template.replace(" ", "") == "<>"):
+        # ``template __global__ void k<half, 4>(...);``: an instantiation of the template k, declared; and
+        # ``template <> __global__ void k<__half>(__half* ...) { ... }``, an explicit specialisation (DeepSpeed's
+        # transform_0213<__half>): each is an instance of the template (the float one was typed f32 for both,
+        # the second dropped). The parameter types are the instance's, so the kernel's own come from the template
         k = CKernel(name, tokens[at][1], extern_c, namespace, "< >", launch_bounds, params, False)
         k.instantiations = [(explicit_args, tokens[at][1])]
         return k, close + 1

@@ -483,3 +483,26 @@ def test_an_overload_defined_in_another_source_gets_its_own_contract(tmp_path: P
     assert 'source = "a.cu"' in out and 'source = "b.cu"' in out
     assert 'kernel "scale" at k.cuh:1 is scaffolded from a.cu:2; skipped here.' in err
     assert "b.cu: 1 kernel(s): scale_f16." in err
+
+
+def test_explicit_specialisations_are_instances_of_their_template(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSpeed specialises ``transform_0213`` for float and __half (``template <> __global__ void
+    transform_0213<__half>(__half* ...) {...}``): init typed one contract f32 with ``cpp_name = "t<TODO>"`` and
+    dropped the second with no word. Each specialisation is an instance now, typed by its arguments."""
+    from audit.cli import main
+    from audit.scaffold import parse_kernels
+
+    text = (
+        "#include <cuda_fp16.h>\n"
+        "template <typename T> __global__ void t0213(T* out, const T* in, int n);\n"
+        "template <> __global__ void t0213<float>(float* out, const float* in, int n) { out[0] = in[0]; }\n"
+        "template <> __global__ void t0213<__half>(__half* out, const __half* in, int n) { out[0] = in[0]; }\n"
+    )
+    (k,) = parse_kernels(text)
+    assert (k.name, k.template, k.instantiations) == ("t0213", "< typename T >", [(("float",), 3), (("__half",), 4)])
+    (tmp_path / "wireup.toml").write_text("")
+    (tmp_path / "k.cu").write_text(text)
+    assert main(["init", "--root", str(tmp_path), str(tmp_path / "k.cu"), "-o", "-"]) == 0
+    out = capsys.readouterr().out
+    assert 'cpp_name = "t0213<float>"' in out and 'cpp_name = "t0213<__half>"' in out and "t0213<TODO>" not in out
+    assert out.count('dtype = "f16"') == 2 and out.count('dtype = "f32"') == 2
