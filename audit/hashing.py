@@ -83,6 +83,20 @@ def _include_closure(source: Path, include_dirs: Sequence[Path]) -> list[Path]:
     return sorted(seen, key=lambda p: p.as_posix())
 
 
+def contracts_digest(cfg: Any) -> str:
+    """sha256 of every contract file (its path relative to the root, and its bytes) and of the
+    configuration: what verify draws its inputs from and judges them by (shapes, domains, masks, buffers,
+    ISV slots, tolerances). Where a file cannot be read, a text naming the error (no digest equals it).
+    The identity of a journaled verification (:mod:`audit.runtime._journal`) and of ``wireup mutate``'s static
+    findings."""
+    contracts = cfg.path(cfg.contracts)
+    paths = sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]
+    try:
+        return files_hash(paths, cfg.root, [json.dumps(getattr(cfg, "__dict__", {}), sort_keys=True, default=str)])
+    except OSError as exc:
+        return f"unreadable: {exc}"
+
+
 def files_hash(paths: Iterable[Path], root: Path, extra: Iterable[str] = ()) -> str:
     """sha256 over (relative path, bytes) of each file, plus ``extra`` strings (flags, versions)."""
     h = hashlib.sha256()

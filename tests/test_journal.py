@@ -102,7 +102,7 @@ def test_an_edited_contract_runs_every_unit_again(tmp_path):
 
 def test_contracts_digest_follows_each_contract_file(tmp_path):
     from audit.config import load_config
-    from audit.runtime._journal import contracts_digest
+    from audit.hashing import contracts_digest
 
     (tmp_path / "pyproject.toml").write_text('[tool.wireup]\ncontracts = "c"\n')
     (tmp_path / "c").mkdir()

@@ -136,18 +136,14 @@ class _StaticStore:
         import json
 
         from ..check_cache import cache_folder, code_version
+        from ..hashing import contracts_digest
 
         folder = cache_folder(cfg)
         code = code_version()
-        if folder is None or not code:
+        contracts = contracts_digest(cfg)  # the contracts and configuration, as a journaled verification's identity
+        if folder is None or not code or contracts.startswith("unreadable"):
             return None
-        h = hashlib.sha256(f"{STATIC_FORMAT}\0{code}\0".encode())
-        contracts = cfg.path(cfg.contracts)
-        for path in sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]:
-            try:
-                h.update(path.relative_to(cfg.root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-            except (OSError, ValueError):
-                return None
+        h = hashlib.sha256(f"{STATIC_FORMAT}\0{code}\0{contracts}\0".encode())
         for d in dirs:
             h.update(str(d).encode("utf-8", "surrogatepass") + b"\0")
         store = cls(folder / "mutate-journal" / "static.jsonl", h.hexdigest(), dirs)

@@ -7,7 +7,7 @@ instead of running them again, and runs only the rest.
 
 A unit is taken from the journal only when its *identity* matches: the sha256 of the journal format,
 the wireup version, the job's settings (backends, seed, sizes, first-failure mode, launch limits), the
-contracts and configuration (:func:`contracts_digest`: every contract file's path and bytes), the unit
+contracts and configuration (:func:`audit.hashing.contracts_digest`: every contract file's path and bytes), the unit
 itself (its subjects and modules) and the bytes of every cubin it loads. Any change of source, flags,
 contracts (a tolerance, a domain, a buffer's values) or tool version gives a new identity, and the unit
 runs again. Not in it: the reference modules' Python code (a changed reference needs ``--fresh``). Outcomes
@@ -38,20 +38,6 @@ from ._supervisor import UnitOutcome
 
 FORMAT = 1
 LINE_LIMIT = 64 << 20  # a journal line is one unit's results; anything longer is not ours
-
-
-def contracts_digest(cfg: Any) -> str:
-    """sha256 of every contract file (its path relative to the root, and its bytes) and of the
-    configuration: what verify draws its inputs from and judges them by (shapes, domains, masks, buffers,
-    ISV slots, tolerances). Where a file cannot be read, a text naming the error (no digest equals it)."""
-    from ..hashing import files_hash
-
-    contracts = cfg.path(cfg.contracts)
-    paths = sorted(contracts.rglob("*.toml")) if contracts.is_dir() else [contracts]
-    try:
-        return files_hash(paths, cfg.root, [json.dumps(getattr(cfg, "__dict__", {}), sort_keys=True, default=str)])
-    except OSError as exc:
-        return f"unreadable: {exc}"
 
 
 def unit_identity(base: Mapping[str, Any], unit: Mapping[str, Any], settings: Mapping[str, Any]) -> str:

@@ -177,7 +177,8 @@ def verify_many(
         in_process = emulated and not any(v.plugins for v in variants) and not (parallel and not any(v.emulated for v in variants))
     say = _as_variants(progress)
     # a journal: the variants a cut-short run had finished are taken from it, the rest run and are added
-    from ._journal import Journal, contracts_digest, unit_identity
+    from ..hashing import contracts_digest
+    from ._journal import Journal, unit_identity
 
     book = Journal(journal) if journal is not None else None
     settings = {"first_failure": bool(first_failure), "launch_timeout": float(launch_timeout), "timeout": float(timeout)}
