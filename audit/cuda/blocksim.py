@@ -2205,16 +2205,21 @@ class _Block:
         p, k = self._pred_operand(inst.operands[3], t[here])
         takes = ~k | (p if which == 1 else ~p)
         chosen = np.flatnonzero(here)[takes]
-        for epoch in np.unique(epochs[chosen]):
-            sel = chosen[epochs[chosen] == epoch]
-            got = self.unread.setdefault(ld, [])
-            if len(got) < 8:
-                got.append((t[sel][:64], off[sel][:64], int(epoch)))
+        self._release(ld, t[chosen], off[chosen], epochs[chosen])
         rest = ~here  # the threads not at this selp now stay held
         if rest.any():
             self.held[ld] = (t[rest], off[rest], epochs[rest])
         else:
             del self.held[ld]
+
+    def _release(self, ld: int, t: np.ndarray, off: np.ndarray, epochs: np.ndarray) -> None:
+        """Held reads of the load at ``ld`` (threads, bytes, intervals) that count: kept as its reads, one
+        entry per interval, as :meth:`_first_access` keeps a plain load's."""
+        for epoch in np.unique(epochs):
+            sel = epochs == epoch
+            got = self.unread.setdefault(ld, [])
+            if len(got) < 8:
+                got.append((t[sel][:64], off[sel][:64], int(epoch)))
 
     def _unseen(self, reason: str) -> None:
         """A shared write the run may not see (or see where it lands) from here on: a later read of an element
@@ -2259,9 +2264,7 @@ class _Block:
             return []
         limit = self.uninit_epoch if self.uninit_stop else self.epoch + 1
         for ld, (t, off, epochs) in self.held.items():  # a load whose selp the run never reached: kept
-            for epoch in np.unique(epochs):
-                sel = epochs == epoch
-                self.unread.setdefault(ld, []).append((t[sel][:64], off[sel][:64], int(epoch)))
+            self._release(ld, t, off, epochs)
         self.held.clear()
         out: list[BarrierRace] = []
         for pc, got in sorted(self.unread.items()):

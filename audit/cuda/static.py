@@ -414,15 +414,12 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
     bases: list[dict[str, int]] = []
     for pick in (lambda lo, hi: lo, lambda lo, hi: min(max(BARRIER_DIM, lo), hi)):
         target = {n: pick(lo, hi) for n, (lo, hi) in runtime.items()}
-        env = fill_derived({**cs.fixed_env, **target}, derived)
-        if not valid(env):
-            near = _nearest_valid(cs, k, target, lambda t: fill_derived({**cs.fixed_env, **t}, derived), valid)
-            if near is None:
-                found = sorted((e for e in probe_envs(cs) if valid(e)), key=lambda e: sorted(e.get(n, 0) for n in runtime))
-                if not found:
-                    continue
-                near = found[0] if not bases else found[min(1, len(found) - 1)]
-            env = near
+        env = _valid_near(cs, k, target, derived, valid)
+        if env is None:  # no tiling value near the target meets them: the smallest probe environments that do
+            found = sorted((e for e in probe_envs(cs) if valid(e)), key=lambda e: sorted(e.get(n, 0) for n in runtime))
+            if not found:
+                continue
+            env = found[0] if not bases else found[min(1, len(found) - 1)]
         if env not in bases:
             bases.append(env)
     # an off-by-one tail needs a size that is no multiple of the tile: where no runtime dim the kernel reads
@@ -459,8 +456,6 @@ def _apart(cs: ContractSet, k: Kernel, used: list[str], bases: list[dict[str, in
     ``r * N + c``, a tile loaded at the other operand's offset) indexes exactly as the right one: the
     overrun shows only where the wrong dim is the larger, so both orders are run. An environment that
     breaks ``k``'s assumptions is moved to the nearest valid one (:func:`_nearest_valid`) or dropped."""
-    from ..cases import fill_derived
-
     if len(used) < 2 or not bases:
         return []
     runtime = cs.runtime_ranges
@@ -470,15 +465,22 @@ def _apart(cs: ContractSet, k: Kernel, used: list[str], bases: list[dict[str, in
                   **{n: min(max(v, runtime[n][0]), runtime[n][1]) for n, v in zip(names, APART_VALUES)}}
         if len({target[n] for n in used}) < 2:
             continue  # the ranges leave them one value: nothing apart
-        env = fill_derived({**cs.fixed_env, **target}, derived)
-        if not valid(env):
-            near = _nearest_valid(cs, k, target, lambda t: fill_derived({**cs.fixed_env, **t}, derived), valid)
-            if near is None:
-                continue
-            env = near
-        if env not in bases and env not in out:
+        env = _valid_near(cs, k, target, derived, valid)
+        if env is not None and env not in bases and env not in out:
             out.append(env)
     return out
+
+
+def _valid_near(cs: ContractSet, k: Kernel, target: dict[str, int], derived: list[Any],
+                valid: Callable[[dict[str, int]], bool]) -> dict[str, int] | None:  # fmt: skip
+    """``target`` (runtime dim -> value) with the fixed and derived dims, where it meets ``k``'s assumptions;
+    else the nearest environment that does (:func:`_nearest_valid`); None where none near it does."""
+    from ..cases import fill_derived
+
+    env = fill_derived({**cs.fixed_env, **target}, derived)
+    if valid(env):
+        return env
+    return _nearest_valid(cs, k, target, lambda t: fill_derived({**cs.fixed_env, **t}, derived), valid)
 
 
 #: the largest divisor :func:`_past_divisor` takes a dim past (the run's cost grows with the sizes)
