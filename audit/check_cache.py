@@ -99,8 +99,21 @@ def code_version() -> str:
     ``audit`` package ("" where one cannot be read: then nothing is cached)."""
     from .rules.invariants import _shortest_path_code
 
+    package = package_digest()
+    if not package:
+        return ""
     h = hashlib.sha256(f"{CHECK_FORMAT}\0{sys.version}\0{parser_name()}\0".encode())
     h.update(_shortest_path_code() or b"no networkx")
+    h.update(package.encode())
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def package_digest() -> str:
+    """sha256 of every module of the ``audit`` package, by path and bytes ("" where one cannot be read):
+    what a pure-Python analysis of given bytes (the static checks of ``wireup mutate``) is a function of,
+    whichever interpreter runs it, so its results made here serve the GPU machine's other Python."""
+    h = hashlib.sha256(b"wireup-package-1\0")
     package = Path(__file__).parent
     try:
         for path in sorted(package.rglob("*.py")):

@@ -440,6 +440,8 @@ def test_build_only_archive_holds_exactly_the_entries_a_run_of_the_selection_fin
     with tarfile.open(archive) as tar:
         names = tar.getnames()
         tar.extractall(tmp_path / "there", filter="data")
+    assert names[-1] == "mutate-journal/static.builds.jsonl"  # the selection's static findings, made here
+    names = names[:-1]
     entries = {n.split("/")[2] for n in names}
     assert all(n.startswith("build/" + cfg.arch + "/") for n in names) and len(entries) == 4  # 3 mutants + the unmutated copy
     assert names == sorted(names) and len(list((tmp_path / "here" / "build" / cfg.arch).iterdir())) == 6
@@ -452,6 +454,29 @@ def test_build_only_archive_holds_exactly_the_entries_a_run_of_the_selection_fin
     original = build_original(there, cs, "strided_gather", selected["strided_gather"][0].original, there.arch)
     result = build_kernels(there, cs, arch=there.arch, jobs=1, sources=["strided_gather"], source_overrides={"strided_gather": original.path})
     assert result.kernel(cs.kernel("strided_gather"))[0].cached and set(original.keys) < entries
+    # a run checks none of them statically again: every item's findings come from the archive's store (the
+    # store's own file gone; the configuration, cache folder included, is the store's key, as on the GPU machine)
+    from audit.mutate import _static
+    from audit.mutate._run import _static_items
+
+    builds = build_mutants(first, cs, selected["strided_gather"], first.arch, jobs=2)
+    items = [it for m in selected["strided_gather"] for it in _static_items(m.key, m, builds[m.key])]
+    items += _static_items("strided_gather", selected["strided_gather"][0], build_original(first, cs, "strided_gather", selected["strided_gather"][0].original, first.arch))
+    journal = tmp_path / "here" / "mutate-journal"
+    (journal / "static.jsonl").unlink()
+    (journal / "static.builds.jsonl").write_bytes((tmp_path / "there" / "mutate-journal" / "static.builds.jsonl").read_bytes())
+    assert len((journal / "static.builds.jsonl").read_text().splitlines()) == len(items) == 4
+
+    def analysed(i):
+        raise AssertionError("checked again")
+
+    real = _static._check_item
+    _static._check_item = analysed
+    try:
+        kept = _static.static_catches(first, cs, items, jobs=1)
+    finally:
+        _static._check_item = real
+    assert kept == _static.static_catches(first, cs, items, jobs=1, cache=False)
 
 
 def test_archive_needs_build_only_and_a_tar_name(capsys):
@@ -464,7 +489,13 @@ def test_archive_needs_build_only_and_a_tar_name(capsys):
 @pytest.mark.nvcc
 def test_build_only_cli_prints_what_it_built(capsys):
     assert main(["mutate", "--root", str(REPO), "strided_gather", "--max-mutants", "2", "--build-only", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "built 2 mutant(s) for sm_90 into the build cache: 2 compiled"
+    assert re.fullmatch(r"ran the static checks on 3 build\(s\) in \d+\.\d s: 2 mutant\(s\) caught; the GPU run reads their findings from the build cache", out[1])
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--max-mutants", "2", "--build-only", "--jobs", "2", "--no-static"]) == 0
     assert capsys.readouterr().out == "built 2 mutant(s) for sm_90 into the build cache: 2 compiled\n"
+    assert main(["mutate", "--root", str(REPO), "strided_gather", "--no-static"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--no-static applies to --build-only (a GPU run checks its mutants statically first, or reads the findings --build-only kept); give it with --build-only.")
 
 
 @pytest.mark.nvcc
@@ -476,9 +507,9 @@ def test_build_only_cli_prints_how_many_entries_it_archived(tmp_path, capsys):
     assert main(["mutate", "--root", str(REPO), "strided_gather", "--max-mutants", "2", "--build-only", "--jobs", "2", "--archive", str(archive)]) == 0
     out = capsys.readouterr().out.splitlines()
     with tarfile.open(archive) as tar:
-        entries = {n.split("/")[2] for n in tar.getnames()}
+        entries = {n.split("/")[2] for n in tar.getnames() if n.startswith("build/")}
     assert len(entries) == 3
-    assert out[1] == (f"wrote their 3 build cache entries (mutants and unmutated copies) to {archive} ({archive.stat().st_size / 1e6:.1f} MB): "
+    assert out[2] == (f"wrote their 3 build cache entries (mutants and unmutated copies) to {archive} ({archive.stat().st_size / 1e6:.1f} MB): "
                       f"on the GPU machine, tar xf {archive} -C .wireup-cache")
 
 
@@ -627,6 +658,32 @@ def test_a_sanitizer_pass_runs_the_lost_barriers_first(monkeypatch, tmp_path):
     _sanitize(cfg, "racecheck", ms, paths, {"aux_label_scale_ema_update": original}, ["pycuda"], 0, lambda ev: None, workers=1)
     order = [m.operator for m in sorted(ms, key=lambda m: seen.index(paths[m.key].name))]
     assert seen[0] == original.name and order == sorted(order, key=lambda op: op != "sync") and "sync" in order and "guard" in order
+
+
+def test_a_sanitizer_pass_runs_the_survivors_no_record_claims_before_the_claimed_ones(monkeypatch, tmp_path):
+    """After the lost barriers, the survivors no equivalence record claims (those the score counts): the
+    trade-outcome backward's racecheck takes ~150 s a run on the H100, and a pass cut short by a call's limit
+    had spent it on claimed mutants (7 December)."""
+    from types import SimpleNamespace
+
+    from audit import runtime
+    from audit.mutate._run import _sanitize
+
+    cfg, cs = load_project(REPO)
+    ms = plan_mutants(cs, cfg, ["aux_label_scale_ema_update"], ["sync", "guard"])[1]["aux_label_scale_ema_update"]
+    paths = {m.key: tmp_path / f"{m.file_stem}.cu" for m in ms}
+    seen = []
+
+    def fake_verify(root, kernels, source_overrides, sanitizer, sizes, **kw):
+        seen.append(source_overrides[kernels[0]].name)
+        return SimpleNamespace(result=SimpleNamespace(findings=[]))
+
+    monkeypatch.setattr(runtime, "verify", fake_verify)
+    claimed = {ms[0].key, ms[1].key}  # a guard and a sync mutant
+    _sanitize(cfg, "racecheck", ms, paths, {"aux_label_scale_ema_update": tmp_path / "original.cu"}, ["pycuda"], 0, lambda ev: None,
+              workers=1, claimed=claimed)
+    runs = [(m.operator == "sync", m.key in claimed) for m in sorted(ms, key=lambda m: seen.index(paths[m.key].name))]
+    assert runs == sorted(runs, key=lambda r: (not r[0], r[1])) and len(set(runs)) == 4
 
 
 def test_sanitizer_runs_are_journaled_and_a_cut_short_pass_resumes(monkeypatch, tmp_path):
@@ -1150,6 +1207,30 @@ def test_a_sanitizer_run_is_identified_by_its_builds_and_contracts(tmp_path):
     bufs = tuple(dataclasses.replace(x, values=Values(min=0.0, max=1.0)) if x.name == name else x for x in cs.buffers)
     cs3 = dataclasses.replace(cs, buffers=bufs)
     assert _sanitizer_identities(cs3, b, orig, {"aux_label_scale_ema_update": ms})[ms[0].key] != ids[ms[0].key]
+
+
+def test_a_stillborn_header_mutant_has_no_sanitizer_identity(tmp_path):
+    """A header mutant that does not compile has a build with no overrides: no run loads it, and its key's
+    kernel part is the header, which no contract names (a KeyError that ended an H100 header run of
+    7 December after its verification)."""
+    from audit.mutate._build import MutantBuild
+    from audit.mutate._run import BASELINE, _sanitizer_identities
+
+    cfg, cs = load_project(REPO)
+    ms = plan_mutants(cs, cfg, ["sgemm_tile.cuh"], ["aor"])[1]["sgemm_tile.cuh"][:2]
+    assert ms[0].is_header and len(ms[0].kernels) > 1
+    copies = {k: tmp_path / "m1" / f"{k}.cu" for k in ms[1].kernels}
+    b = {ms[0].key: MutantBuild("stillborn", tmp_path / "m0" / "sgemm_tile.cuh", "in kernel ...: error"),
+         ms[1].key: MutantBuild("compiled", tmp_path / "m1" / "sgemm_tile.cuh", ptx=tmp_path / "k1" / "m.ptx", overrides=copies,
+                                ptxs={k: tmp_path / f"k1{k}" / "m.ptx" for k in ms[1].kernels})}
+    orig = {"sgemm_tile.cuh": MutantBuild("compiled", tmp_path / "o" / "sgemm_tile.cuh", ptx=tmp_path / "kO" / "o.ptx",
+                                          overrides={k: tmp_path / "o" / f"{k}.cu" for k in ms[0].kernels})}
+    ids = _sanitizer_identities(cs, b, orig, {"sgemm_tile.cuh": ms})
+    assert set(ids) == {ms[1].key, f"sgemm_tile.cuh/{BASELINE}"}
+    assert '"k1"' in ids[ms[1].key] and all(f'"k1{k}"' in ids[ms[1].key] for k in ms[1].kernels)  # its PTX folders
+    # an identity without overrides judges the mutant's kernels, never the header's name
+    b[ms[1].key] = MutantBuild("compiled", tmp_path / "m1" / "sgemm_tile.cuh", ptx=tmp_path / "k1" / "m.ptx")
+    assert set(_sanitizer_identities(cs, b, orig, {"sgemm_tile.cuh": ms})) == {ms[1].key, f"sgemm_tile.cuh/{BASELINE}"}
 
 
 def test_sibling_kernels_of_one_source_judge_the_lines_their_entries_reach():

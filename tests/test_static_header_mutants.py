@@ -114,6 +114,42 @@ def test_static_findings_are_kept_by_what_they_depend_on_and_reused(tmp_path, mo
     store.write_text('{"key": "x", "hits": [[1, 2]]}\nnot json\n')
     analysed.clear()
     assert static_catches(cfg, cs, items, jobs=1) == fresh and len(analysed) == len(items)
+    # another interpreter (the GPU machine's Python) reads the same keys: findings made here serve it
+    import sys
+
+    analysed.clear()
+    monkeypatch.setattr(sys, "version", "3.12.99 (another interpreter)")
+    assert static_catches(cfg, cs, items, jobs=1) == fresh and analysed == []
+
+
+@pytest.mark.nvcc
+def test_a_static_phase_cut_short_keeps_what_it_finished(tmp_path, monkeypatch):
+    """Each item's findings reach the store as they come: a run interrupted after two items (a device
+    call's limit) leaves those two, and the next run analyses only the rest."""
+    from audit.mutate import _static
+    from audit.mutate._static import static_catches
+
+    root, cfg, cs, items = _barrier_items(tmp_path)
+    assert len(items) > 2
+    real = _static._check_item
+    analysed = []
+
+    def interrupted(i):
+        if len(analysed) == 2:
+            raise KeyboardInterrupt
+        analysed.append(i)
+        return real(i)
+
+    monkeypatch.setattr(_static, "_check_item", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        static_catches(cfg, cs, items, jobs=1)
+    store = root / ".wireup-cache" / "mutate-journal" / "static.jsonl"
+    assert len(store.read_text().splitlines()) == 2
+    analysed.clear()
+    monkeypatch.setattr(_static, "_check_item", lambda i: analysed.append(i) or real(i))
+    got = static_catches(cfg, cs, items, jobs=1)
+    assert analysed == list(range(2, len(items)))
+    assert got == static_catches(cfg, cs, items, jobs=1, cache=False)
 
 
 @pytest.mark.nvcc

@@ -41,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-mutants", type=int, metavar="N", help="at most N mutants per kernel, chosen deterministically with every operator represented (default: all)")
     p.add_argument("--list", action="store_true", help="print the mutants and exit (no compiler, no GPU)")
     p.add_argument("--build-only", action="store_true", help="compile the selected mutants into the build cache for the configured arch and exit (no GPU): carry the cache to a GPU machine, which then only verifies")
+    p.add_argument("--no-static", action="store_true", help="with --build-only: leave the static checks (pure Python, minutes for a large selection) to the GPU run instead of running them here into the build cache")
     p.add_argument("--archive", metavar="FILE", help="with --build-only: also write FILE (.tar, .tar.gz/.tgz, .tar.xz/.txz) holding the build cache entries of exactly this selection, named relative to the cache folder: unpack it on the GPU machine with tar xf FILE -C <cache> (e.g. .wireup-cache)")
     p.add_argument("--diff", action="store_true", help="with --list: print each mutant's diff")
     p.add_argument("--jobs", type=int, metavar="N", help="compile N mutants at a time (default: the number of CPU cores)")
@@ -212,20 +213,27 @@ def run(args: argparse.Namespace) -> int:
         require_ray()
     if args.archive is not None and not args.build_only:
         raise UsageError("--archive writes the builds of --build-only; give both, or neither.")
+    if args.no_static and not args.build_only:
+        raise UsageError("--no-static applies to --build-only (a GPU run checks its mutants statically first, or reads the findings --build-only kept); give it with --build-only.")
     if args.build_only:
         from ..mutate import build_only
 
         archive = Path(args.archive) if args.archive is not None else None
-        printer, archived = MutateProgress(sys.stderr), {}
+        printer, archived, static = MutateProgress(sys.stderr), {}, {}
 
         def progress(ev: dict[str, Any]) -> None:
             if ev.get("event") == "archived":
                 archived.update(ev)
+            elif ev.get("event") == "static":
+                static.update(ev)
             else:
                 printer(ev)
 
-        counts = build_only(root, names, operators, args.max_mutants, args.jobs, progress, cfg, archive)
+        counts = build_only(root, names, operators, args.max_mutants, args.jobs, progress, cfg, archive, static=not args.no_static)
         sys.stdout.write(f"built {sum(counts.values())} mutant(s) for {cfg.arch} into the build cache: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + "\n")
+        if static:
+            sys.stdout.write(f"ran the static checks on {static['items']} build(s) in {static['seconds']:.1f} s: {static['caught']} mutant(s) caught; "
+                             "the GPU run reads their findings from the build cache\n")
         if archived:
             folder = cfg.path(cfg.cache)
             cache = folder.relative_to(cfg.root).as_posix() if folder.is_relative_to(cfg.root) else str(folder)

@@ -64,9 +64,10 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,7 +83,7 @@ from ._mutants import Mutant, check_operators, mutants_of_source, select_mutants
 from ._perturb import PERTURB_VERSION, perturbed_copy
 from ._results import KernelMutation, MutantOutcome, MutationRun, not_scored_reason
 from ._siblings import sibling_kernels
-from ._static import STATIC_RULES, static_catches
+from ._static import STATIC_RULES, static_catches, static_store_lines
 
 BASELINE = "baseline"  # the variant id of a kernel's unmutated copy: "<kernel>/baseline" (a mutant id has colons)
 # a mutant is judged by the verification its kernel gets: the cases `wireup verify` plans for the kernel
@@ -293,16 +294,24 @@ def journal_path(cfg: Any, names: Sequence[str], all_: bool = False, headers_onl
 
 
 def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[str] | None = None, max_mutants: int | None = None,
-               jobs: int | None = None, progress: Progress | None = None, config: Any = None, archive: Path | None = None) -> dict[str, int]:
+               jobs: int | None = None, progress: Progress | None = None, config: Any = None, archive: Path | None = None,
+               static: bool = True) -> dict[str, int]:
     """Compile the mutants a run with the same kernels, operators and ``max_mutants`` selects, and each
     kernel's unmutated copy, into the build cache for the configured architecture (no GPU): a GPU machine
     given that cache then only verifies. Returns the number of mutants per build status.
+
+    With ``static``, the static checks (:data:`STATIC_RULES`) run on every built mutant and unmutated copy
+    too, into the cache's store (``mutate-journal/static.jsonl``, keyed by wireup's code, the contracts and
+    the bytes checked, not by the interpreter), which the GPU run reads instead of checking again; a
+    ``static`` event (items checked, mutants caught, seconds) goes to ``progress``.
 
     ``archive`` (a ``.tar``, ``.tar.gz``/``.tgz`` or ``.tar.xz``/``.txz`` file) is then written with the
     build cache entries of exactly this selection (its mutants and unmutated copies), named relative to
     the build cache folder: ``tar xf FILE -C <cache>`` on the GPU machine gives it what a run of the same
     selection looks up, and none of the other entries a long-lived cache holds; ``progress`` then gets an
-    ``archived`` event with the number of entries written and the file's size."""
+    ``archived`` event with the number of entries written and the file's size. The archive holds the
+    selection's static findings too (``mutate-journal/static.<archive name>.jsonl``), which the store reads
+    beside its own file."""
     from ..api import load_project
 
     mode = archive_mode(archive) if archive is not None else ""
@@ -316,11 +325,22 @@ def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[st
     counts: dict[str, int] = {}
     for b in builds.values():
         counts[b.status] = counts.get(b.status, 0) + 1
+    originals = {name: build_header_original(cfg, cs, ms[0], cfg.arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, cfg.arch)
+                 for name, ms in selected.items() if ms}  # fmt: skip (cached: built above)
+    static_lines = ""
+    if static:
+        # the static checks a GPU run would make first (pure Python: minutes of its time for a large
+        # selection), made here and kept in the store that run reads
+        items = [it for m in all_selected if builds[m.key].status in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])]
+        items += [it for name, b in originals.items() for it in _static_items(name, selected[name][0], b)]
+        t = time.perf_counter()
+        hits = static_catches(cfg, cs, items, jobs)
+        caught = sum(1 for m in all_selected if m.key in hits)
+        (progress or (lambda ev: None))({"event": "static", "items": len(items), "caught": caught, "seconds": round(time.perf_counter() - t, 1)})
+        static_lines = static_store_lines(cfg, items)
     if archive is not None:
-        originals = [build_header_original(cfg, cs, ms[0], cfg.arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, cfg.arch)
-                     for name, ms in selected.items() if ms]  # fmt: skip (cached: built above)
-        keys = sorted({k for b in [*originals, *builds.values()] for k in b.keys})
-        written = write_build_archive(cfg.path(cfg.cache), cfg.arch, keys, archive, mode)
+        keys = sorted({k for b in [*originals.values(), *builds.values()] for k in b.keys})
+        written = write_build_archive(cfg.path(cfg.cache), cfg.arch, keys, archive, mode, static_lines)
         (progress or (lambda ev: None))({"event": "archived", "path": str(archive), "entries": written, "bytes": archive.stat().st_size})
     return counts
 
@@ -334,10 +354,12 @@ def archive_mode(path: Path) -> str:
     raise UsageError(f'--archive takes a file ending in .tar, .tar.gz, .tgz, .tar.xz or .txz, found "{path}".')
 
 
-def write_build_archive(cache: Path, arch: str, keys: Sequence[str], archive: Path, mode: str) -> int:
+def write_build_archive(cache: Path, arch: str, keys: Sequence[str], archive: Path, mode: str, static: str = "") -> int:
     """Write the build cache entries ``build/<arch>/<key>/`` of ``keys`` (those that exist: a failed build
-    may have none) into ``archive``, named relative to ``cache``, files in sorted order, owners cleared.
-    Returns the number of entries written."""
+    may have none) into ``archive``, named relative to ``cache``, files in sorted order, owners cleared,
+    and ``static`` (lines of the static checks' store, if any) as ``mutate-journal/static.<archive>.jsonl``.
+    Returns the number of build entries written."""
+    import io
     import tarfile
 
     written = 0
@@ -357,8 +379,23 @@ def write_build_archive(cache: Path, arch: str, keys: Sequence[str], archive: Pa
             written += 1
             for path in sorted(p for p in folder.rglob("*") if p.is_file()):
                 tar.add(path, arcname=path.relative_to(cache).as_posix(), recursive=False, filter=clean)
+        if static:
+            data = static.encode("utf-8")
+            info = clean(tarfile.TarInfo(f"mutate-journal/static.{_archive_stem(archive)}.jsonl"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     part.replace(archive)
     return written
+
+
+def _archive_stem(archive: Path) -> str:
+    """``archive``'s name without its archive suffix, in letters, digits, ``-`` and ``_`` (a file name part)."""
+    name = Path(archive).name
+    for suffix in (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name) or "archive"
 
 
 def kernel_mutants(cs: Any, name: str, text: str, operators: Sequence[str] | None = None) -> list[Mutant]:
@@ -603,6 +640,8 @@ def run_mutation(
             shared[kernel] = _uses_shared(cfg, cs, kernel, arch)
         return shared[kernel]
 
+    # the survivors an equivalence record claims go after the others in each pass
+    claimed = {m.key for name, ms in selected.items() if ms for m in ms if m.id in match_records(name, generated[name], records)[0]}
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of
@@ -620,7 +659,7 @@ def run_mutation(
         found, checked = _sanitize(cfg, tool, todo, paths, originals, names, seed, progress, sanitizer_processes or sanitizer_workers(),
                                    journal=sanitizer_journal_path(journal) if journal is not None and stand_in is None else None,
                                    identities=identities,
-                                   siblings=sibs, cs=cs)  # fmt: skip
+                                   siblings=sibs, cs=cs, claimed=claimed)  # fmt: skip
         timing[tool] = timing.get(tool, 0.0) + time.perf_counter() - t
         late.update(found)
         for name, hit in checked.items():
@@ -949,7 +988,12 @@ def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping
     def contracts(kernels: Sequence[str]) -> list:
         return [[contract_hash(cs.kernel(k)), kernel_inputs(cs, cs.kernel(k))] for k in kernels]
 
-    out = {key: json.dumps([_build_keys(b), contracts(list(b.overrides) or [key.partition("/")[0]])]) for key, b in builds.items()}
+    # a stillborn mutant never runs; a header mutant's build names the kernels it judges in its overrides, and
+    # where it has none (a stillborn one: the kernel of its key is the header, which no contract names)
+    # nothing loads it
+    judged = {m.key: m.kernels for ms in selected.values() for m in ms}
+    out = {key: json.dumps([_build_keys(b), contracts(list(b.overrides) or list(judged.get(key, (key.partition("/")[0],))))])
+           for key, b in builds.items() if b.status != "stillborn"}
     for name, ms in selected.items():
         if ms and name in originals:
             b = originals[name]
@@ -967,7 +1011,8 @@ def _sanitizer_identities(cs: Any, builds: Mapping[str, Any], originals: Mapping
 def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str, Path | Mapping[str, Path]], originals: Mapping[str, Path | Mapping[str, Path]], backends: Sequence[str],
               seed: int, progress: Progress, workers: int = 4, journal: Path | None = None,
               identities: Mapping[str, str] | None = None,
-              siblings: Mapping[str, Sequence[str]] | None = None, cs: Any = None) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
+              siblings: Mapping[str, Sequence[str]] | None = None, cs: Any = None,
+              claimed: Collection[str] = ()) -> tuple[dict[str, tuple[tuple[str, ...], str]], dict[str, list[tuple[str, str]] | None]]:  # fmt: skip
     """Under compute-sanitizer ``tool`` (memcheck at :data:`MEMCHECK_SIZES`, racecheck at
     :func:`race_sizes` of the run's kernels), or for ``tool`` = :data:`PERTURB` without one, each copy
     rewritten by :func:`audit.mutate._perturb.perturbed_copy` and run at :data:`MEMCHECK_SIZES` with
@@ -990,7 +1035,10 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
     check (:data:`UNSTABLE_RULES`) catches it by MUTATE_UNSTABLE when the unmutated copy's run of the same
     kernels under the tool (``<kernel>/baseline``, ``<kernel>/baseline/siblings``) passes with no finding
     at all; such a run is journaled like a report. Any other run with findings but no report of the
-    tool's own (a launch past the watchdog) is inconclusive: not caught, not kept."""
+    tool's own (a launch past the watchdog) is inconclusive: not caught, not kept.
+
+    The runs go lost barriers first, then the mutants not in ``claimed`` (keys with an equivalence record:
+    a run can refute one, but the unclaimed survivors are the score's), each group in the given order."""
     import itertools
 
     from ..runtime import VerdictJournal, verify, visible_gpus
@@ -1095,9 +1143,10 @@ def _sanitize(cfg: Any, tool: str, mutants: Sequence[Mutant], paths: Mapping[str
         progress({"event": "sanitizer", "tool": tool, "variant": key, "verdict": verdict, "seconds": round(time.perf_counter() - started, 1)})
         return key, errors, inconclusive
 
-    # lost barriers first (the likeliest to be caught, racecheck's own target): a pass cut short by a call's
-    # limit has judged those
-    todo = sorted((m for m in mutants if m.key in paths), key=lambda m: m.operator != "sync")
+    # lost barriers first (the likeliest to be caught, racecheck's own target), then the survivors no
+    # equivalence record claims: a pass cut short by a call's limit has judged those (a racecheck run of the
+    # trade-outcome backward takes ~150 s on the H100)
+    todo = sorted((m for m in mutants if m.key in paths), key=lambda m: (m.operator != "sync", m.key in claimed))
 
     def overrides(kernel: str, v: Path | Mapping[str, Path]) -> Mapping[str, Path]:  # one kernel's copy, or a header's copies
         return {kernel: v} if isinstance(v, Path) else v

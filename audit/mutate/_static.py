@@ -57,9 +57,10 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
     without a finding are left out. ``jobs`` > 1 checks the items in that many forked processes (the PTX
     analyses are pure Python: a thousand mutants took minutes on one core); the result is the same.
 
-    With ``cache``, each item's findings are kept in ``<cache>/mutate-journal/static.jsonl`` under the
-    sha256 of everything they are a function of (:func:`_item_key`: wireup's code, the contract files, the
-    include folders, the kernel, its source closure and its PTX), so a resumed run (each device call of a
+    With ``cache``, each item's findings are kept in ``<cache>/mutate-journal/static.jsonl`` (as they
+    come, so a run cut short keeps what it finished) under the sha256 of everything they are a function of
+    (:meth:`_StaticStore.item_key`: wireup's code, not the interpreter's version, the contract files and
+    configuration, the include folders, the kernel, its source closure and its PTX), so a resumed run (each device call of a
     long mutation run starts over from its journal) does not analyse its mutants again: the static phase of
     the next-bar pair's 476 mutants took ~37 s of every call on the H100's 16 cores. The file lies beside the
     journals and travels with them; it is not used where git tracks files in the cache folder."""
@@ -73,24 +74,51 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
     todo = [i for i in range(len(items)) if store is None or keys[i] not in store.known]
     # the store read each PTX to key its item: a worker decodes those bytes instead of reading the file again
     _SHARED = (cs, wiring, dirs, list(items), store._files if store is not None else {})
+    by_index: dict[int, list[tuple[str, str]]] = {}
+
+    def keep(done: list[tuple[int, list[tuple[str, str]]]]) -> None:
+        # into the store as they come, a batch at a time: a run cut short (a device call's limit) keeps
+        # what its static phase finished (the trade-outcome backward's 279 mutants took ~290 s of one)
+        by_index.update(done)
+        if store is not None:
+            store.add({keys[i]: hits for i, hits in done})
+        done.clear()
+
+    batch: list[tuple[int, list[tuple[str, str]]]] = []
     try:
         workers = min(jobs or usable_cpus(), len(todo))
         if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
             with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                computed = list(pool.map(_check_item, todo, chunksize=max(1, len(todo) // (4 * workers))))
+                chunk = max(1, min(len(todo) // (4 * workers), 8))
+                for i, hits in zip(todo, pool.map(_check_item, todo, chunksize=chunk)):
+                    batch.append((i, hits))
+                    if len(batch) >= 4 * chunk:
+                        keep(batch)
         else:
-            computed = [_check_item(i) for i in todo]
+            for i in todo:
+                batch.append((i, _check_item(i)))
+                if len(batch) >= 8:
+                    keep(batch)
     finally:
         _SHARED = None
-    by_index = dict(zip(todo, computed))
-    if store is not None:
-        store.add({keys[i]: hits for i, hits in by_index.items()})
+        keep(batch)  # also when interrupted: what finished stands
     found = [by_index[i] if i in by_index else store.known[keys[i]] for i in range(len(items))]  # type: ignore[union-attr]
     out: dict[str, list[tuple[str, str]]] = {}
     for (key, _kernel, _build), hits in zip(items, found):
         if hits:  # a header mutant has one item per including kernel, all under its key
             out.setdefault(key, []).extend(hits)
     return out
+
+
+def static_store_lines(cfg: Any, items: Sequence[tuple[str, str, Any]]) -> str:
+    """The store's lines (``static.jsonl``'s format) of the ``(key, kernel, build)`` items it holds, in
+    their order, each once: what ``wireup mutate --build-only --archive`` ships with the builds. "" where
+    the store is not used (no cache folder, wireup's code unreadable)."""
+    dirs = [cfg.path(d) for d in cfg.include_dirs]
+    store = _StaticStore.open(cfg, dirs)
+    if store is None:
+        return ""
+    return store.lines([store.item_key(kernel, build) for _key, kernel, build in items])
 
 
 #: what the forked workers of :func:`static_catches` read (set in the parent before the fork)
@@ -135,11 +163,11 @@ class _StaticStore:
         import hashlib
         import json
 
-        from ..check_cache import cache_folder, code_version
+        from ..check_cache import cache_folder, package_digest
         from ..hashing import contracts_digest
 
         folder = cache_folder(cfg)
-        code = code_version()
+        code = package_digest()  # not the interpreter: findings made on a CPU machine serve the GPU machine's
         contracts = contracts_digest(cfg)  # the contracts and configuration, as a journaled verification's identity
         if folder is None or not code or contracts.startswith("unreadable"):
             return None
@@ -147,10 +175,13 @@ class _StaticStore:
         for d in dirs:
             h.update(str(d).encode("utf-8", "surrogatepass") + b"\0")
         store = cls(folder / "mutate-journal" / "static.jsonl", h.hexdigest(), dirs)
-        try:
-            lines = store.path.read_text(errors="replace").splitlines()
-        except OSError:
-            lines = []
+        lines = []
+        # static.jsonl, and the static.<name>.jsonl files `wireup mutate --build-only --archive` ships
+        for path in [store.path, *sorted(store.path.parent.glob("static.*.jsonl"))]:
+            try:
+                lines += path.read_text(errors="replace").splitlines()
+            except OSError:
+                pass
         for line in lines:
             try:
                 entry = json.loads(line)
@@ -191,10 +222,14 @@ class _StaticStore:
             self._files[path] = data
         return data
 
-    def add(self, found: dict[str, list[tuple[str, str]]]) -> None:
-        """Append the findings of ``found`` to the file (best effort) and to :attr:`known`."""
+    def lines(self, keys: Sequence[str]) -> str:
+        """The file's lines (one per key this store knows) for ``keys``, in their order, each once."""
         import json
 
+        return "".join(json.dumps({"key": k, "hits": [list(x) for x in self.known[k]]}) + "\n" for k in dict.fromkeys(keys) if k in self.known)
+
+    def add(self, found: dict[str, list[tuple[str, str]]]) -> None:
+        """Append the findings of ``found`` to the file (best effort) and to :attr:`known`."""
         new = {k: v for k, v in found.items() if k not in self.known}
         self.known.update(found)
         if not new:
@@ -202,6 +237,6 @@ class _StaticStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write("".join(json.dumps({"key": k, "hits": [list(x) for x in v]}) + "\n" for k, v in new.items()))
+                fh.write(self.lines(list(new)))
         except OSError:
             pass
