@@ -208,6 +208,34 @@ def test_a_kernel_that_does_not_compile_is_a_note_where_compile_error_is_not_sel
     assert [line.split(" Kernel ")[0].split(": ", 1)[1] for line in out[:-1]] == ["COMPILE_ERROR"] * 6
 
 
+@NVCC
+def test_a_suppression_is_not_judged_by_a_kernel_its_rule_could_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A [[suppress]] entry without ``matching`` took the rule's note that it did not read the kernel (its
+    source no longer compiles) as its finding: the note was hidden and the entry counted as used. The note
+    is shown now, and the entry is not judged there (what it suppressed may be in the unread kernel); where
+    the kernel compiles and the finding is gone, SUPPRESSION_UNUSED says so."""
+    from audit.cli import main
+
+    root = tmp_path / "p"
+    shutil.copytree(Path(__file__).resolve().parent / "data" / "rules" / "SHARED_UNINIT_READ" / "bad", root)
+    (root / "contracts" / "suppressions.toml").write_text('[[suppress]]\nrule = "SHARED_UNINIT_READ"\nkernel = "loss"\nreason = "reviewed"\n')
+    assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ,SUPPRESSION_UNUSED"]) == 0  # the finding, suppressed
+    assert "SUPPRESSION_UNUSED" not in capsys.readouterr().out
+    chain = root / "kernels" / "chain.cu"
+    text = chain.read_text()
+    chain.write_text(text.replace("float s = 0.0f;", "float s = 0.0f", 1))
+    assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ,SUPPRESSION_UNUSED"]) == 0
+    out = capsys.readouterr().out
+    assert 'SHARED_UNINIT_READ (note) Kernel "loss" was not analysed: its source does not compile' in out and "SUPPRESSION_UNUSED" not in out
+    assert main(["check", "--root", str(root), "--select", "SUPPRESSION_UNUSED"]) == 0  # the rule run only to judge the entry
+    assert "SUPPRESSION_UNUSED" not in capsys.readouterr().out
+    good = Path(__file__).resolve().parent / "data" / "rules" / "SHARED_UNINIT_READ" / "good" / "kernels" / "chain.cu"
+    chain.write_text(good.read_text())
+    assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ,SUPPRESSION_UNUSED"]) == 0  # warnings fail nothing
+    assert ("SUPPRESSION_UNUSED (warning) The suppression of SHARED_UNINIT_READ about \"loss\" suppresses nothing: the rule finds "
+            "nothing there any more; remove it.") in capsys.readouterr().out
+
+
 SPEC = """extern "C" __global__ void k(const float* x, float* out, int n) {
     __shared__ float s[32];
     if (threadIdx.x < n) s[threadIdx.x] = x[threadIdx.x];

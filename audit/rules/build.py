@@ -348,8 +348,17 @@ def _unread_notes(ctx: CheckContext) -> Iterator[Hit]:
             continue
         if selected is not None and rule_id in selected:
             continue
-        yield Hit(f'Kernel "{k.name}" was not analysed: {why} ({rule_id} says why), so no finding here is no proof of none.',
-                  k.loc.child("source"), k.name, Severity.NOTE)
+        yield Hit(f'Kernel "{k.name}" was not analysed: {why} ({rule_id} says why), {UNREAD_TAIL}', k.loc.child("source"), k.name, Severity.NOTE)
+
+
+#: the end of :func:`_unread_notes`' message, by which :func:`is_unread_note` knows one
+UNREAD_TAIL = "so no finding here is no proof of none."
+
+
+def is_unread_note(f: Any) -> bool:
+    """Whether finding ``f`` is a PTX rule's note that it did not read ``f.subject`` at all (no suppression
+    takes it, and a suppression of that rule there is not judged by it: :func:`audit.rules._engine._suppress`)."""
+    return f.severity is Severity.NOTE and f.message.endswith(UNREAD_TAIL) and f.message.startswith(f'Kernel "{f.subject}" was not analysed: ')
 
 
 def _analysed_hits(ctx: CheckContext, analyse: Callable[[Any, str, str, Any], Sequence[Any]]) -> Iterator[Hit]:
