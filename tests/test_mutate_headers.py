@@ -250,7 +250,7 @@ def test_compiled_pipeline_runs_header_mutants_through_the_static_checks_and_ver
     monkeypatch.setattr(runtime, "gpu_target", lambda backends, c, cluster=None: (["emulated"], c.arch))
     seen = []
     real = _run.static_catches
-    monkeypatch.setattr(_run, "static_catches", lambda c, cs, items, jobs=1: seen.append([(k, n, b.path.name) for k, n, b in items]) or real(c, cs, items, jobs))
+    monkeypatch.setattr(_run, "static_catches", lambda c, cs, items, jobs=1, **kw: seen.append([(k, n, b.path.name) for k, n, b in items]) or real(c, cs, items, jobs, **kw))
     run = run_mutation(REPO, [HEAD], max_mutants=2, config=cfg, sizes=(1,), sanitizers=(), slowdown=False, equivalent_file=tmp_path / "none.toml")
     (k,) = run.kernels
     assert k.baseline == "pass" and [o.status for o in k.outcomes] == ["survived", "survived"]

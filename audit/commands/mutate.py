@@ -104,13 +104,14 @@ def _import_root(spec: str) -> list[str]:
 
 
 class MutateProgress:
-    """Progress on ``stream``: the plan, compile counts, one line per verified mutant."""
+    """Progress on ``stream``: the plan, compile counts, the static checks' counts, one line per verified mutant."""
 
     def __init__(self, stream: TextIO):
         self.stream = stream
         self.total = 0
         self.built: dict[str, int] = {}
         self.done = 0
+        self.static_done = -1
         self.devices: list[str | None] = [None]
         self.t0 = time.perf_counter()
 
@@ -136,6 +137,13 @@ class MutateProgress:
             n = sum(self.built.values())
             if n == self.total or n % 50 == 0:
                 self.write(f"compile  {n}/{self.total}  " + ", ".join(f"{k} {v}" for k, v in sorted(self.built.items())))
+        elif kind == "static_checked":
+            done, total, stored = int(ev["done"]), int(ev["total"]), int(ev["stored"])
+            # the first event (the store read), then every 50 checked, and the last
+            if done == stored or done == total or done // 50 > self.static_done // 50:
+                kept = f", {stored} from the store" if stored else ""
+                self.write(f"static   {done}/{total}  checked{kept}")
+            self.static_done = done
         elif kind == "variant_done":
             failed = ev.get("failed")
             if str(ev["variant"]).endswith("/siblings"):  # a survivor (or a baseline) judged by the other kernels of its source

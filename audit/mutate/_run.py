@@ -334,7 +334,7 @@ def build_only(root: Path | None, kernels: Sequence[str], operators: Sequence[st
         items = [it for m in all_selected if builds[m.key].status in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])]
         items += [it for name, b in originals.items() for it in _static_items(name, selected[name][0], b)]
         t = time.perf_counter()
-        hits = static_catches(cfg, cs, items, jobs)
+        hits = static_catches(cfg, cs, items, jobs, progress=progress)
         caught = sum(1 for m in all_selected if m.key in hits)
         (progress or (lambda ev: None))({"event": "static", "items": len(items), "caught": caught, "seconds": round(time.perf_counter() - t, 1)})
         static_lines = static_store_lines(cfg, items)
@@ -494,7 +494,8 @@ def run_mutation(
             name: build_header_original(cfg, cs, ms[0], arch) if ms[0].is_header else build_original(cfg, cs, name, ms[0].original, arch)
             for name, ms in selected.items() if ms
         }  # fmt: skip
-        hits = static_catches(cfg, cs, [it for m in all_selected if statuses[m.key] in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])], jobs)
+        hits = static_catches(cfg, cs, [it for m in all_selected if statuses[m.key] in ("compiled", "identical") for it in _static_items(m.key, m, builds[m.key])], jobs,
+                              progress=progress)
         static = {key: (tuple(dict.fromkeys(r for r, _ in v)), v[0][1]) for key, v in hits.items()}
         static_baselines = static_catches(cfg, cs, [it for name, ms in selected.items() if ms for it in _static_items(name, ms[0], originals_built[name])], jobs)
         for key in static:

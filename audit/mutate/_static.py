@@ -51,7 +51,8 @@ STATIC_RULES = ("LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "SHARED_ARRAY_BOUNDS"
                 "GLOBAL_RMW_RACE", "BLOCK_WRITE_OVERLAP", "SHARED_UNINIT_READ")
 
 
-def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1, cache: bool = True) -> dict[str, list[tuple[str, str]]]:
+def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], jobs: int | None = 1, cache: bool = True,
+                   progress: Any = None) -> dict[str, list[tuple[str, str]]]:
     """For each ``(key, kernel, build)`` (a :class:`~audit.mutate.MutantBuild`: its source and PTX), the
     ``(rule, message)`` findings of :data:`STATIC_RULES` (those of every item with that key); keys
     without a finding are left out. ``jobs`` > 1 checks the items in that many forked processes (the PTX
@@ -63,7 +64,10 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
     configuration, the include folders, the kernel, its source closure and its PTX), so a resumed run (each device call of a
     long mutation run starts over from its journal) does not analyse its mutants again: the static phase of
     the next-bar pair's 476 mutants took ~37 s of every call on the H100's 16 cores. The file lies beside the
-    journals and travels with them; it is not used where git tracks files in the cache folder."""
+    journals and travels with them; it is not used where git tracks files in the cache folder.
+
+    ``progress`` (a callable) gets ``{"event": "static_checked", "done": n, "total": len(items), "stored": k}``
+    when the items are keyed (``k`` of them read from the store) and after each batch checked."""
     from ..graph import Wiring
 
     global _SHARED
@@ -75,14 +79,25 @@ def static_catches(cfg: Any, cs: Any, items: Sequence[tuple[str, str, Any]], job
     # the store read each PTX to key its item: a worker decodes those bytes instead of reading the file again
     _SHARED = (cs, wiring, dirs, list(items), store._files if store is not None else {})
     by_index: dict[int, list[tuple[str, str]]] = {}
+    stored = len(items) - len(todo)
+
+    def tell() -> None:
+        if progress is not None and items:
+            progress({"event": "static_checked", "done": stored + len(by_index), "total": len(items), "stored": stored})
 
     def keep(done: list[tuple[int, list[tuple[str, str]]]]) -> None:
         # into the store as they come, a batch at a time: a run cut short (a device call's limit) keeps
-        # what its static phase finished (the trade-outcome backward's 279 mutants took ~290 s of one)
+        # what its static phase finished (the trade-outcome backward's 279 mutants took ~290 s of one,
+        # with no word on the console: hence the progress)
+        if not done:
+            return
         by_index.update(done)
         if store is not None:
             store.add({keys[i]: hits for i, hits in done})
         done.clear()
+        tell()
+
+    tell()
 
     batch: list[tuple[int, list[tuple[str, str]]]] = []
     try:
