@@ -41,10 +41,11 @@ NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the te
 PTX_FLAGS = ("-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17")
 
 
-def compile_ptx(folder: Path, body: str, name: str = "k.cu") -> str:
-    """The PTX of the CUDA source ``body``, written to ``folder / name`` and compiled with :data:`PTX_FLAGS`."""
+def compile_ptx(folder: Path, body: str, name: str = "k.cu", extra: tuple[str, ...] | list[str] = ()) -> str:
+    """The PTX of the CUDA source ``body``, written to ``folder / name`` and compiled with :data:`PTX_FLAGS`
+    and ``extra`` (include folders, defines)."""
     src = folder / name
     src.write_text(body)
     out = src.with_suffix(".ptx")
-    subprocess.run(["nvcc", *PTX_FLAGS, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
+    subprocess.run(["nvcc", *PTX_FLAGS, *extra, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
     return out.read_text()

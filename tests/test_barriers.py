@@ -9,7 +9,6 @@ barrier, ``cp.async``) must be given up, not guessed.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,10 @@ import pytest
 from audit.cuda.barriers import BarrierAnalysis, BarrierRace, BlockLaunch
 from audit.cuda.blocksim import analyse_block, c_name, find_barrier_races
 from audit.cuda.cache import AnalysisCache
+from nvcc_flags import compile_ptx as _ptx
 
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
-
-def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
-    src = tmp_path / name
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
-    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
-    return out.read_text()
 
 
 def _launch(block: int | tuple[int, int, int], n: int = 256, grid: int = 2, dynamic: int | None = None) -> BlockLaunch:

@@ -19,17 +19,10 @@ from audit.cuda.barriers import BlockLaunch
 from audit.cuda.blockbounds import OutOfBounds, buffer_base
 from audit.cuda.blocksim import analyse_bounds, find_out_of_bounds
 from audit.cuda.cache import AnalysisCache
+from nvcc_flags import compile_ptx as _ptx
 
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
-
-def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
-    src = tmp_path / name
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
-    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
-    return out.read_text()
 
 
 def _buf(pos: int, name: str, numel: int, shape: str = "[n]", size: int = 4, wr: tuple | None = None) -> tuple:

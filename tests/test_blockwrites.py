@@ -11,7 +11,6 @@ of one block and a store only the "last block" of a ticket makes must stay clean
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,10 @@ import pytest
 from audit.cuda.barriers import BlockLaunch
 from audit.cuda.blockbounds import buffer_base
 from audit.cuda.blocksim import analyse_bounds, block_findings
+from nvcc_flags import compile_ptx as _ptx
 
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
-
-def _ptx(tmp_path: Path, body: str) -> str:
-    src = tmp_path / "k.cu"
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", str(src), "-o", str(out)],
-                   check=True, capture_output=True, text=True)  # fmt: skip
-    return out.read_text()
 
 
 def _launch(grid: tuple[int, int, int], block: int, sizes: dict[int, tuple[str, int]], scalars: tuple[tuple[int, int], ...],

@@ -24,6 +24,7 @@ from audit.cuda.races import entries
 from audit.cuda.static import kernel_code_findings
 from audit.graph import Wiring
 from audit.mutate._mutants import mutants_of_source
+from nvcc_flags import compile_ptx
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
@@ -109,12 +110,7 @@ def test_results_round_trip_through_the_analysis_cache(tmp_path: Path) -> None:
 
 
 def _compile(tmp_path: Path, text: str, name: str, extra: tuple[str, ...] = ()) -> str:
-    src = tmp_path / name
-    src.write_text(text)
-    out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(KERNELS), *extra]
-    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
-    return out.read_text()
+    return compile_ptx(tmp_path, text, name, ("-I", str(KERNELS), *extra))
 
 
 def _cluster_kernel(cs):

@@ -10,7 +10,6 @@ must not be reported.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,17 +19,10 @@ from audit.cuda.blockbounds import buffer_base
 from audit.cuda.blocksim import analyse_updates, find_global_rmw_races
 from audit.cuda.cache import AnalysisCache
 from audit.cuda.globalraces import GlobalRmwRace
+from nvcc_flags import compile_ptx as _ptx
 
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
-
-def _ptx(tmp_path: Path, body: str, name: str = "k.cu") -> str:
-    src = tmp_path / name
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17"]
-    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
-    return out.read_text()
 
 
 def _launch(n: int, block: int, grid: int, sizes: dict[int, tuple[str, int]], scalars: tuple[tuple[int, int], ...] = ()) -> BlockLaunch:

@@ -10,7 +10,6 @@ tests/data/rules/INDEX_OVERFLOW.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,18 +18,11 @@ from audit.api import load_project
 from audit.cuda.indexwidth import IndexOverflow, Witness, find_index_overflows
 from audit.cuda.static import entry_index_overflows, index_witnesses
 from audit.graph import Wiring
+from nvcc_flags import compile_ptx as _ptx
 
 REPO = Path(__file__).resolve().parents[1]
 NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
 
-
-def _ptx(tmp_path: Path, body: str) -> str:
-    src = tmp_path / "k.cu"
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", str(src), "-o", str(out)],
-                   check=True, capture_output=True, text=True)  # fmt: skip
-    return out.read_text()
 
 
 def _rows(B: int, H: int, block: int = 128, rows_per_block: int | None = None) -> Witness:

@@ -10,7 +10,6 @@ found. Hand-written PTX covers what nvcc output does not pin (an unknown block, 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 from audit.cuda.cache import AnalysisCache
 from audit.cuda.races import entries
 from audit.cuda.sharedraces import SharedRace, find_shared_races
+from nvcc_flags import compile_ptx
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
@@ -27,12 +27,7 @@ NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the te
 
 
 def _ptx(tmp_path: Path, body: str, name: str = "k.cu", include: Path | None = None, extra: tuple[str, ...] = ()) -> str:
-    src = tmp_path / name
-    src.write_text(body)
-    out = src.with_suffix(".ptx")
-    flags = ["-arch=sm_90", "-ptx", "-O3", "-lineinfo", "-std=c++17", "-I", str(include or KERNELS), *extra]
-    subprocess.run(["nvcc", *flags, str(src), "-o", str(out)], check=True, capture_output=True, text=True)
-    return out.read_text()
+    return compile_ptx(tmp_path, body, name, ("-I", str(include or KERNELS), *extra))
 
 
 def _races(ptx: str, block: tuple[int | None, int | None, int | None], entry: str = "k") -> list[tuple[str, int | None, tuple[int, ...]]]:
