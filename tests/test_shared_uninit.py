@@ -229,6 +229,10 @@ def test_a_suppression_is_not_judged_by_a_kernel_its_rule_could_not_read(tmp_pat
     assert 'SHARED_UNINIT_READ (note) Kernel "loss" was not analysed: its source does not compile' in out and "SUPPRESSION_UNUSED" not in out
     assert main(["check", "--root", str(root), "--select", "SUPPRESSION_UNUSED"]) == 0  # the rule run only to judge the entry
     assert "SUPPRESSION_UNUSED" not in capsys.readouterr().out
+    # where COMPILE_ERROR runs too (no note then: its error says it), the entry is not judged either
+    assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ,COMPILE_ERROR,SUPPRESSION_UNUSED"]) == 1
+    out = capsys.readouterr().out
+    assert "COMPILE_ERROR" in out and "SUPPRESSION_UNUSED" not in out and "was not analysed" not in out
     good = Path(__file__).resolve().parent / "data" / "rules" / "SHARED_UNINIT_READ" / "good" / "kernels" / "chain.cu"
     chain.write_text(good.read_text())
     assert main(["check", "--root", str(root), "--select", "SHARED_UNINIT_READ,SUPPRESSION_UNUSED"]) == 0  # warnings fail nothing

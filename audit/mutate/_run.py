@@ -642,7 +642,7 @@ def run_mutation(
         return shared[kernel]
 
     # the survivors an equivalence record claims go after the others in each pass
-    claimed = {m.key for name, ms in selected.items() if ms for m in ms if m.id in match_records(name, generated[name], records)[0]}
+    claimed = {m.key for name, ms in selected.items() if ms for matched in [match_records(name, generated[name], records)[0]] for m in ms if m.id in matched}
     for tool in tools:
         # a removed barrier or a read past the end rarely changes numbers on one run: the survivors run
         # again under compute-sanitizer, as the broken fixtures are, and so does the unmutated copy of

@@ -119,25 +119,24 @@ def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False, contr
     """Move the findings a ``[[suppress]]`` entry covers to ``result.suppressed``; count each entry's hits
     for the SUPPRESSION_UNUSED check (the ``suppressions`` fact: entry -> hits, None where not judged, and
     the rules judged). A PTX rule's note that it did not read a kernel (its source does not compile) is
-    never suppressed and counts for no entry; an entry of that rule covering that kernel with no hit
-    elsewhere is not judged (None).
+    never suppressed and counts for no entry; an entry of a rule that reads the build, covering a kernel
+    that was not built (:func:`audit.rules.build.unread_kernels`), with no hit elsewhere, is not judged
+    (None): what it accepted may be in the kernel no rule read.
 
     When ``judge`` (SUPPRESSION_UNUSED is selected), a static rule an entry names that this run did not
     select is run too, only to count what the entry still suppresses; its findings are not reported. With
     ``contract_only`` (the other rules selected read the contracts alone), only such rules are run so: an
     entry of a build, evidence or launcher rule is left unjudged there."""
-    from .build import is_unread_note
+    from .build import BUILD_FAILURE_RULES, is_unread_note, unread_kernels
 
     entries = ctx.cs.suppressions
     hits: dict = dict.fromkeys(entries, 0)
-    unread: list[Finding] = []  # a PTX rule's note that it did not read a kernel: no entry takes it
     kept = []
     for f in result.findings:
+        # a PTX rule's note that it did not read a kernel: no entry takes it
         entry = None if is_unread_note(f) else next((s for s in entries if s.matches(f.rule, f.subject, f.message)), None)
         if entry is None:
             kept.append(f)
-            if is_unread_note(f):
-                unread.append(f)
         else:
             hits[entry] += 1
             result.suppressed.append((f, entry.reason))
@@ -155,17 +154,17 @@ def _suppress(ctx: CheckContext, result: CheckResult, judge: bool = False, contr
                 continue
             judged.add(rid)
             for f in found:
-                if is_unread_note(f):
-                    unread.append(f)
-                    continue
-                entry = next((s for s in entries if s.matches(f.rule, f.subject, f.message)), None)
+                entry = None if is_unread_note(f) else next((s for s in entries if s.matches(f.rule, f.subject, f.message)), None)
                 if entry is not None:
                     hits[entry] += 1
-    # an entry that suppressed nothing where its rule could not read a kernel it covers is not judged
-    # (None): what it suppressed may be in that kernel
-    for entry, n in hits.items():
-        if n == 0 and any(entry.rule == f.rule and entry.subject in (None, f.subject) for f in unread):
-            hits[entry] = None
+    # an entry of a rule that reads the build, with no hit, covering a kernel that was not built: not judged
+    idle = [e for e, n in hits.items() if n == 0 and e.rule in judged and e.rule not in BUILD_FAILURE_RULES
+            and (r := REGISTRY.get(e.rule)) is not None and r.category == "build"]
+    if idle:
+        unread = {k.name for k in unread_kernels(ctx)}
+        for e in idle:
+            if (unread if e.subject is None else unread & {e.subject}):
+                hits[e] = None
     ctx.facts["suppressions"] = (hits, frozenset(judged))
 
 

@@ -335,20 +335,30 @@ def _unread_notes(ctx: CheckContext) -> Iterator[Hit]:
     run: a check of the PTX rules alone passed such a kernel in silence (llm.c trial, a stand-in header
     missing: exit 0, nothing said). Where that rule runs too, its finding says it, once."""
     selected = ctx.options.get("_selected")
+    for k, (why, rule_id) in unread_kernels(ctx).items():
+        if selected is not None and rule_id in selected:
+            continue
+        yield Hit(f'Kernel "{k.name}" was not analysed: {why} ({rule_id} says why), {UNREAD_TAIL}', k.loc.child("source"), k.name, Severity.NOTE)
+
+
+#: the rules that say why a kernel was not built (the others of the category need its build)
+BUILD_FAILURE_RULES = frozenset({"COMPILE_ERROR", "ENTRY_MISSING"})
+
+
+def unread_kernels(ctx: CheckContext) -> dict[Kernel, tuple[str, str]]:
+    """The kernels whose source was built but that no rule reading the build could read: kernel -> (why,
+    the rule that reports it)."""
     build = _build(ctx)
+    out: dict[Kernel, tuple[str, str]] = {}
     for k in ctx.cs.kernels:
         sb = build.source_of(k)
         if sb is None:
             continue
         if not sb.ok:
-            why, rule_id = "its source does not compile", "COMPILE_ERROR"
+            out[k] = ("its source does not compile", "COMPILE_ERROR")
         elif build.kernel(k)[1] is None:
-            why, rule_id = "its entry is not in the compiled module", "ENTRY_MISSING"
-        else:
-            continue
-        if selected is not None and rule_id in selected:
-            continue
-        yield Hit(f'Kernel "{k.name}" was not analysed: {why} ({rule_id} says why), {UNREAD_TAIL}', k.loc.child("source"), k.name, Severity.NOTE)
+            out[k] = ("its entry is not in the compiled module", "ENTRY_MISSING")
+    return out
 
 
 #: the end of :func:`_unread_notes`' message, by which :func:`is_unread_note` knows one
@@ -357,7 +367,7 @@ UNREAD_TAIL = "so no finding here is no proof of none."
 
 def is_unread_note(f: Any) -> bool:
     """Whether finding ``f`` is a PTX rule's note that it did not read ``f.subject`` at all (no suppression
-    takes it, and a suppression of that rule there is not judged by it: :func:`audit.rules._engine._suppress`)."""
+    takes it: :func:`audit.rules._engine._suppress`)."""
     return f.severity is Severity.NOTE and f.message.endswith(UNREAD_TAIL) and f.message.startswith(f'Kernel "{f.subject}" was not analysed: ')
 
 
