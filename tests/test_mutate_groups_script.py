@@ -29,7 +29,7 @@ exit 0
 
 
 def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM3", ship: bool = False, shipon: str | None = None,
-         builds: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, Path, list[str]]:  # fmt: skip
+         builds: dict[str, str] | None = None, journals: dict[str, dict[str, str]] | None = None) -> tuple[subprocess.CompletedProcess, Path, list[str]]:  # fmt: skip
     tmp_path.mkdir(exist_ok=True)
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -50,6 +50,12 @@ def _run(tmp_path: Path, groups: str, end: int, gpu: str = "NVIDIA H100 80GB HBM
     (work / ".wireup-cache" / "mutate-journal" / "old.jsonl").write_text('{"unit": "old"}\n')
     subprocess.run(["tar", "czf", ".carry/j_old.tgz", ".wireup-cache/mutate-journal"], cwd=work, check=True)
     subprocess.run(["rm", "-rf", ".wireup-cache"], cwd=work, check=True)
+    for name, files in (journals or {}).items():  # more journals: name -> {path: text}
+        src = tmp_path / f"journal-{name}"
+        for path, text in files.items():
+            (src / path).parent.mkdir(parents=True, exist_ok=True)
+            (src / path).write_text(text)
+        subprocess.run(["tar", "czf", str(work / ".carry" / f"j_{name}.tgz"), *files], cwd=src, check=True)
     if builds:  # an archive of `wireup mutate --build-only --archive`: names relative to the cache folder
         src = tmp_path / "cache-src"
         for name, text in builds.items():
@@ -130,3 +136,20 @@ def test_a_group_starting_at_n_runs_at_most_n_seconds_and_leaves_the_rest_to_the
     assert runs == ["-m audit mutate --jobs 8 --workers 4 --timeout 5 a --sanitizers memcheck", "-m audit mutate --jobs 8 --workers 4 --timeout 5 b"]
     assert limits[0] == 100 and 500 < limits[1] <= 545, limits
     assert "group 1 (a --sanitizers memcheck): mutate rc=1" in (out / "env.txt").read_text()
+
+
+def test_carried_journals_are_merged_line_by_line(tmp_path):
+    """Two calls that resumed from one journal each add their own lines (7 December: the header group's
+    verifications of one call were lost when only the other call's journal was carried); carrying both gives
+    every line once, in order. A record (not a journal) is the last journal's."""
+    j = ".wireup-cache/mutate-journal/h.jsonl"
+    proc, out, _ = _run(tmp_path, "a", 545, journals={
+        "1": {j: '{"unit": "m1"}\n{"unit": "m2"}\n', "reports/mutation/h.json": "first"},
+        "2": {j: '{"unit": "m1"}\n{"unit": "m3"}\n', "reports/mutation/h.json": "second"}})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    work = tmp_path / "work"
+    assert (work / j).read_text().splitlines() == ['{"unit": "m1"}', '{"unit": "m2"}', '{"unit": "m3"}']
+    assert (work / "reports" / "mutation" / "h.json").read_text() == "second"
+    assert (work / ".wireup-cache" / "mutate-journal" / "old.jsonl").read_text() == '{"unit": "old"}\n'  # the third journal
+    with tarfile.open(out / "journal.tgz") as t:
+        assert t.extractfile(j).read().decode().splitlines() == ['{"unit": "m1"}', '{"unit": "m2"}', '{"unit": "m3"}']

@@ -12,7 +12,8 @@
 # SHIP=1  : on an H200 only (SHIPON, an extended regular expression of GPU names, widens it), first `STEPS=$SHIPSTEPS tests/gpu/issue18_ship.sh` (issue 18's timing; SHIPSTEPS
 #           default DR, capped at SHIPCAP seconds, default 240), into $OUT/ship.tgz
 # Carried: .whl/ (the PyCUDA wheels of ../shared/device), .carry/cache*.txz (build-cache folders of mutant cubins
-# made with `wireup mutate --build-only`), .carry/builds*.txz (`--build-only --archive`: only the selection's entries), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz).
+# made with `wireup mutate --build-only`), .carry/builds*.txz (`--build-only --archive`: only the selection's entries and
+# static findings), .carry/j_*.tgz (journals of earlier calls, as returned in journal.tgz: their lines are merged).
 # Into $OUT: env.txt (device, versions, each group's exit code), mutN.log, journal.tgz (the journals, the
 # records in reports/mutation and the logs, also every 20 s while the groups run).
 set -u
@@ -32,7 +33,23 @@ if echo "$GPU" | grep -Eq "${SHIPON:-H200}" && [ -n "${SHIP:-}" ]; then
 fi
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1
-for j in .carry/j_*.tgz; do [ -f "$j" ] && tar xzf "$j"; done
+# journals of earlier calls: a journal file (*.jsonl, append-only) is the union of its lines over every
+# carried journal, in order, each line once (two calls that resumed from one journal each add their own
+# lines: the later file alone would lose the other's); any other file (a record) is the last journal's
+for j in .carry/j_*.tgz; do
+    [ -f "$j" ] || continue
+    t=$(mktemp -d)
+    tar xzf "$j" -C "$t"
+    while IFS= read -r f; do
+        mkdir -p "$(dirname "$f")"
+        if [[ $f == *.jsonl && -f $f ]]; then
+            cat "$f" "$t/$f" | awk '!seen[$0]++' >"$f.union" && mv -f "$f.union" "$f"
+        else
+            cp -f "$t/$f" "$f"
+        fi
+    done < <(cd "$t" && find . -type f | sed 's|^\./||' | LC_ALL=C sort)
+    rm -rf "$t"
+done
 {
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     python3 -c 'import cupy, pycuda; print("cupy", cupy.__version__, "pycuda", pycuda.VERSION_TEXT)'
