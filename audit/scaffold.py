@@ -579,8 +579,13 @@ def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()
             geo.notes[key] = f'"{host}" at {where} uses {names}, which no integer kernel argument or declared dim names'
             return None
         parsed = parse_expr(text)
+        try:
+            constant = parsed.constant
+        except ArithmeticError:  # `TILE / (W - 2)` with W = 2: the launch itself is wrong, or a macro was misread
+            geo.notes[key] = f'"{host}" at {where} divides by zero where its names are constants'
+            return None
         geo.dims |= set(parsed.names) & ints
-        return str(parsed.constant) if parsed.constant is not None else text
+        return str(constant) if constant is not None else text
 
     for i, axis in enumerate("xyz"):
         geo.grid.append(translate(f"grid.{axis}", site.grid[i] if site.grid else None))

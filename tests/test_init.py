@@ -239,6 +239,24 @@ def test_file_scope_constants_of_included_headers_give_the_geometry(tmp_path: Pa
     assert 'grid = ["ceil_div(n, 256)", 1, 1]  # from host.cu:3' in text and "block = [256, 1, 1]  # from host.cu:3" in text
 
 
+def test_a_define_with_a_comment_is_its_value(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """cuda_hgemm writes ``#define ROW_WARPS 2  // COLS / 64``: the comment was read as part of the value, and
+    ``//`` as a floor division, so ``init`` divided by zero (exit 3) or wrote block = [64] for 256."""
+    text = _init_text(tmp_path, capsys, {"k.cu": (
+        "#define COLS 128\n#define ROW_WARPS 2          // COLS / 64\n#define WARPS 8   /* ROW_WARPS * 4 */\n"
+        "#define THREADS 256          // 32 * WARPS\n"
+        "__global__ void k(float* x) { x[threadIdx.x] = 0.f; }\n"
+        "void run(float* x) { k<<<ROW_WARPS, THREADS>>>(x); k<<<WARPS, THREADS>>>(x); }\n")}, str(tmp_path / "k.cu"))  # fmt: skip
+    assert "grid = [2, 1, 1]  # from k.cu:6" in text and "block = [256, 1, 1]  # from k.cu:6" in text
+
+
+def test_a_launch_that_divides_by_zero_is_a_todo_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = _init_text(tmp_path, capsys, {"k.cu": (
+        "#define W 2\n#define T (256 / (W - 2))\n__global__ void k(float* x) { x[threadIdx.x] = 0.f; }\n"
+        "void run(float* x) { k<<<1, T>>>(x); }\n")}, str(tmp_path / "k.cu"))  # fmt: skip
+    assert 'block = ["TODO", 1, 1]  # "((256 / (2 - 2)))" at k.cu:4 divides by zero where its names are constants' in text
+
+
 def test_launch_arguments_with_their_constants_substituted() -> None:
     from audit.cuda.launches import find_launches
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .scope import Source
-from .tokens import Token, TokenizeError, tokenize
+from .tokens import Token, TokenizeError, define_value, tokenize
 
 _MAX_EVALS = 100_000  # index evaluations per use, iterations per loop; above it the use is skipped
 _NOT_DECL = frozenset(
@@ -229,7 +229,8 @@ def _macros(text: str, known: Mapping[str, int]) -> dict[str, int | None]:
     for m in _DEFINE.finditer(text):
         env = {**known, **{k: v for k, v in out.items() if v is not None}}
         try:
-            value = None if m.group(2).endswith("\\") else _Expr(tokenize(m.group(2)), env.get).parse()({})
+            text = define_value(m.group(2))
+            value = None if text.endswith("\\") else _Expr(tokenize(text), env.get).parse()({})
         except (_Unknown, TokenizeError):
             value = None
         out[m.group(1)] = value if out.get(m.group(1), value) == value else None

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .hostlex import Literal, language_of, lex
+from .tokens import define_value
 
 __all__ = ["LaunchSite", "RustHelpers", "file_constants", "find_launches", "forwarded_calls", "language_of", "rust_helpers", "template_arguments", "to_dim_expr"]
 
@@ -170,8 +171,14 @@ def _restore(text: str, code: str, a: int, b: int) -> str:
 
 @lru_cache(maxsize=8)
 def _defines(text: str) -> list[tuple[int, str, str]]:
-    """(end, name, value) of each ``#define NAME V`` of ``text``, in order (read once per file)."""
-    return [(m.end(), m.group(1), m.group(2).strip()) for m in _DEFINE.finditer(text)]
+    """(end, name, value) of each ``#define NAME V`` of ``text``, in order (read once per file), the
+    value without its comments (``#define ROW_WARPS 2  // COLS / 64`` is 2, not ``2 // COLS / 64``, which
+    reads as a floor division: cuda_hgemm's defines made ``wireup init`` divide by zero).
+
+    >>> _defines("#define W 2  // C / 64\\n#define T 256 /* 32 * 8 */\\n#define U (W * 4) /* open")
+    [(22, 'W', '2'), (49, 'T', '256'), (75, 'U', '(W * 4)')]
+    """
+    return [(m.end(), m.group(1), define_value(m.group(2))) for m in _DEFINE.finditer(text)]
 
 
 _DIM3 = re.compile(rf"\bdim3\s+({_IDENT})\s*(?:=\s*(?:dim3\s*)?)?([({{])")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 from dataclasses import dataclass
 
 # longest first within each length, so a greedy match takes ">>=" before ">>" before ">"
@@ -193,3 +194,15 @@ def _literal_end(src: str, i: int, raw: bool, where) -> int:
             break
         j += 1
     raise TokenizeError(f"unterminated {'string' if quote == chr(34) else 'character'} literal at line {where(i)[0]}")
+
+
+def define_value(value: str) -> str:
+    """A ``#define``'s value as the preprocessor sees it: its ``/* */`` and ``//`` comments dropped (a
+    comment left open runs to the end of the line here), stripped.
+
+    >>> define_value("2          // COLS / 64"), define_value("(W * 4) /* warps */ + 1")
+    ('2', '(W * 4)   + 1')
+    """
+    value = re.sub(r"/\*.*?(?:\*/|$)", " ", value)
+    cut = value.find("//")
+    return (value if cut < 0 else value[:cut]).strip()
