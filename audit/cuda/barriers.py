@@ -39,7 +39,8 @@ other paths thread 0 takes across the grid, :meth:`audit.cuda.blocksim._Module.d
   shared write in flight from its issue to the issuing thread's ``cp.async.wait_group``/``wait_all`` that
   completes its group: another thread's access of its bytes until then (the issue's and the wait's
   intervals included) races with it. ``ldmatrix``/``stmatrix`` are shared reads/writes of each row's 16
-  bytes by the lane that gives its address. Given up too: an entry with ``mbarrier``, bulk or reducing
+  bytes by the lane that gives its address; ``wmma.load``/``wmma.store`` of the warp's tile, element ``e``
+  in row order by lane ``e % 32``. Given up too: an entry with ``mbarrier``, bulk or reducing
   ``cp.async`` forms, TMA copies, ``wgmma``, ``tcgen05``, cluster barriers or
   ``shared::cluster``, ``bar.arrive``, a barrier with a thread count other than the block's,
   ``membar.cta``/``fence...cta``, ``ld.acquire``/``st.release``/``.relaxed`` accesses, a ``call`` (but of

@@ -40,7 +40,8 @@ batch chunk in the middle of the grid is such a block). What it adds:
   however far it runs, not only when it happens to leave the block's allocation; the dynamic (``extern``)
   region is checked against the contract's ``shared_bytes`` at the launch, and not at all where the
   contract gives none (SHARED_BYTES_MISSING's case) or it does not evaluate. ``cp.async`` destinations,
-  ``ldmatrix``/``stmatrix`` rows (16 bytes at the address of each of lanes ``0 .. 8 * num - 1``) count.
+  ``ldmatrix``/``stmatrix`` rows (16 bytes at the address of each of lanes ``0 .. 8 * num - 1``) and ``wmma``
+  tiles (rows x columns at ``stride`` elements, global or shared) count.
   *One rule, two memories*: the root cause and the fix are the same (an index past a bound), the run is
   the same, the message names the memory. SHARED_ARRAY_BOUNDS (the source-level check of thread-strided
   and constant-bound loops over constant-size shared arrays) explains its overruns with the loop that

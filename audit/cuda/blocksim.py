@@ -658,6 +658,9 @@ class _Static:
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
                              if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
+        if any(_wmma_memory(inst) and "global" not in inst.opcode.split(".") and _WMMA_BYTES.get(inst.opcode.split(".")[-1], 1) % 4
+               for inst in insts):
+            self.unit = 1  # a wmma fragment of 2-byte or 1-byte elements in shared memory
 
     def updates_only(self, grmw: dict[int, int]) -> tuple[list[int], list[int], list[int]]:
         """(kind, next, steps) for a run that records the global updates alone (no races, no bounds): an
@@ -819,7 +822,7 @@ class _Static:
                         holds.add("trap")
                     elif inst.head == "call" and _callee(inst) != "__assertfail":
                         holds.add("call")
-                    elif inst.head in ("st", "atom", "red", "cp", "stmatrix"):
+                    elif inst.head in ("st", "atom", "red", "cp", "stmatrix") or (_wmma_memory(inst) and _shared_store(inst)):
                         holds.add("store")
                         if _shared_store(inst):
                             holds.add("shared store")
@@ -888,11 +891,42 @@ def _may_be_shared(parts: list[str]) -> bool:
     return not any(p in _SPACES for p in parts)
 
 
+def _wmma_memory(inst: _Inst) -> bool:
+    """A ``wmma.load`` or ``wmma.store`` (a warp's matrix fragment from or to memory)."""
+    return inst.head == "wmma" and inst.opcode.split(".")[1:2] in (["load"], ["store"])
+
+
+#: bytes of a wmma fragment's element, by its type (the sub-byte types are not read here)
+_WMMA_BYTES = {"f16": 2, "bf16": 2, "s8": 1, "u8": 1, "f32": 4, "s32": 4, "tf32": 4, "f64": 8}
+
+
+def _wmma_form(parts: list[str]) -> tuple[bool, int, int, bool, int] | None:
+    """(a store, rows, columns, row-major, element bytes) of a ``wmma.load``/``wmma.store`` by its opcode
+    parts (``wmma.load.a.sync.aligned.row.m16n16k16.shared.f16``): matrix A is m x k, B k x n, C and D
+    m x n; None for a form not read here."""
+    if len(parts) < 4 or parts[1] not in ("load", "store"):
+        return None
+    which = parts[2]
+    shape = next((re.fullmatch(r"m(\d+)n(\d+)k(\d+)", q) for q in parts if re.fullmatch(r"m\d+n\d+k\d+", q)), None)
+    size = _WMMA_BYTES.get(parts[-1])
+    layout = [q for q in parts if q in ("row", "col")]
+    if shape is None or size is None or len(layout) != 1 or which not in ("a", "b", "c", "d") or (parts[1] == "store") != (which == "d"):
+        return None
+    m, n, k = (int(x) for x in shape.groups())
+    rows, cols = {"a": (m, k), "b": (k, n)}.get(which, (m, n))
+    if rows * cols % 32:
+        return None
+    return parts[1] == "store", rows, cols, layout[0] == "row", size
+
+
 def _shared_store(inst: _Inst) -> bool:
     """A store, exchange, compare-and-swap or copy that may write shared memory (a generic one too): what
     may make an element defined (:func:`_may_initialise`; other atomics only update)."""
     if inst.head in ("cp", "stmatrix"):
         return True
+    if inst.head == "wmma":
+        parts = inst.opcode.split(".")
+        return parts[1:2] == ["store"] and "global" not in parts
     parts = inst.opcode.split(".")
     return (inst.head == "st" or (inst.head == "atom" and ("exch" in parts or "cas" in parts))) and _may_be_shared(parts)
 
@@ -913,7 +947,7 @@ def _reads_shared(inst: _Inst) -> bool:
 def _kind(inst: _Inst) -> int:
     if inst.head in ("ld", "st", "atom", "red", "ldu"):
         return 2
-    if inst.head in ("ldmatrix", "stmatrix") or (inst.head == "cp" and inst.opcode.startswith("cp.async")):
+    if inst.head in ("ldmatrix", "stmatrix") or (inst.head == "cp" and inst.opcode.startswith("cp.async")) or _wmma_memory(inst):
         return 3  # memory the race analysis gives up on: only a bounds run reaches it
     parts = inst.opcode.split(".")
     if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
@@ -2094,6 +2128,43 @@ class _Block:
                 at = int(first[j]) if not start <= first[j] < stop else int(last[j])
                 self.oob[(pc, "w", r)] = (int(idx[j]), int(off[j]), w, mine, at)
 
+    def _wmma(self, inst: _Inst, pc: int, idx: np.ndarray, parts: list[str]) -> None:
+        """A bounds or race run through ``wmma.load``/``wmma.store``: the warp's tile (rows x columns of the
+        matrix, ``stride`` elements from one row, or column, to the next), each element by one lane. Which
+        lane holds which element is not specified (a fragment is opaque): element ``e`` of the tile in row
+        order goes to lane ``e % 32``, the same for a load and a store of one shape, so a lane that stores a
+        tile and loads it back meets only its own elements; what another warp reads or writes in that tile,
+        and the tile's bounds, are what a run checks. Where the form is not read, a store to shared memory
+        makes its writes unseen from there."""
+        form = _wmma_form(parts)
+        shared_ok = "global" not in parts  # .shared, or a generic address that may be shared
+        global_ok = not any(q.startswith("shared") for q in parts)
+        ops = inst.operands
+        if form is None or len(ops) < 2:
+            if parts[1:2] == ["store"] and shared_ok:
+                self._forget(None, None, 0)
+                self._unseen(f"a shared store of a form not read here ({inst.text})")
+            return
+        store, rows, cols, row_major, size = form
+        a, k = self._address(ops[0] if store else ops[1], idx)
+        if len(ops) >= 3:
+            stride, ks = self._get(ops[2], idx, 32)
+            k = k & ks
+        else:  # the default stride: the matrix's own width (row-major) or height
+            stride = np.full(len(idx), cols if row_major else rows, np.int64)
+        mine = _WRITE if store else _READ
+        lane = idx % 32
+        for j in range(rows * cols // 32):
+            e = lane + 32 * j
+            r, c = e // cols, e % cols
+            at = a + ((r * stride + c) if row_major else (c * stride + r)) * size
+            if self.bounds and global_ok:
+                self._global(mine, pc, idx, at, k, size, self.wlog is not None and store)
+            if shared_ok and (self.bounds or self.races):
+                self._shared(mine, pc, idx, at, k, size)
+            if store and shared_ok:
+                self._forget(at, k, size)
+
     def _bulk_memory(self, inst: _Inst, pc: int, idx: np.ndarray) -> None:
         """A bounds run through ``cp.async`` (a global read of its ``src-size`` bytes, a shared write of
         its ``cp-size``), ``cp.async.bulk`` (not tensor) and ``ldmatrix``/``stmatrix`` (16 bytes at each
@@ -2103,6 +2174,9 @@ class _Block:
         parts = inst.opcode.split(".")
         ops = inst.operands
         head = inst.head
+        if head == "wmma":
+            self._wmma(inst, pc, idx, parts)
+            return
         if head in ("ldmatrix", "stmatrix"):
             num = next((int(p[1:]) for p in parts if p in ("x1", "x2", "x4")), 0)
             if "m8n8" not in parts or not num or len(ops) < 2:
