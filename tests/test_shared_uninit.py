@@ -261,3 +261,40 @@ def test_a_load_nvcc_hoists_out_of_its_condition_counts_only_where_its_value_is_
     taken = _ptx(tmp_path, SPEC.replace("GUARD", "2"), "taken.cu")
     assert _reads(taken, _launch(32, n=3)) == [("read", 5, 's[5] (byte 20 of shared array "s")', (0, 0, 0))]
     assert _reads(taken, _launch(32, n=8)) == []
+
+
+# a double-buffered loop: each iteration fills the next stage (when there is a next tile) and prefetches
+# from it; the last iteration's prefetch reads the stage no tile filled, into a value only a next iteration
+# (or TAIL) would use
+PIPELINE = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[2][64];
+    const int t = threadIdx.x;
+    s[0][t] = x[t];
+    __syncthreads();
+    float acc = 0.0f, cur = s[0][t];
+    for (int it = 0; it < n; ++it) {
+        if (it + 1 < n) s[(it + 1) % 2][t] = x[(it + 1) * 64 + t];
+        __syncthreads();
+        const float nxt = s[(it + 1) % 2][(t + 1) % 64];
+        acc += cur;
+        cur = nxt;
+        __syncthreads();
+    }
+    out[blockIdx.x * 64 + t] = acc TAIL;
+}
+"""
+
+
+@NVCC
+def test_a_prefetch_no_instruction_uses_is_no_finding(tmp_path: Path) -> None:
+    """sgemm_v3 of How_to_optimize_in_GPU (trial of 7 December): the last pass of a double-buffered loop loads
+    the next fragment from the stage no tile filled, and exits; the value is never used, the read is harmless.
+    A read counts where an instruction its thread runs uses what it loaded; its uses are followed through the
+    instructions the run jumps, a ``mov`` passes the value on (the remainder loop rotates ``cur = nxt`` so);
+    where the value is used after the loop, it is found."""
+    unused = _ptx(tmp_path, PIPELINE.replace("TAIL", ""), "unused.cu")
+    for n in (1, 3):
+        assert _reads(unused, _launch(64, n=n, grid=1)) == []
+    used = _ptx(tmp_path, PIPELINE.replace("TAIL", "+ cur"), "used.cu")
+    assert _reads(used, _launch(64, n=1, grid=1)) == [("read", 10, 's[65] (byte 260 of shared array "s")', (0, 0, 0))]
+    assert _reads(used, _launch(64, n=3, grid=1)) == []  # the last prefetch reads stage 1, filled by the first pass

@@ -794,6 +794,38 @@ class _Static:
                     changed = True
         return out
 
+    @cached_property
+    def _events(self) -> list[tuple[tuple[str, bool], ...]]:
+        """Per instruction, the registers it reads (True), then those it writes (False)."""
+        return [tuple((r, True) for r in inst.sources()) + tuple((r, False) for r in inst.dests()) for inst in self.insts]
+
+    def events(self, pc: int) -> tuple[tuple[str, bool], ...]:
+        """(register, read) of instruction ``pc``: what it reads, then what it writes (SHARED_UNINIT_READ's
+        held reads: :meth:`_Block._used`)."""
+        return self._events[pc]
+
+    @cached_property
+    def _loaded(self) -> dict[int, tuple[str, ...]]:
+        return {i: inst.dests() for i, inst in enumerate(self.insts) if inst.head in ("ld", "ldu", "ldmatrix", "wmma") and inst.dests()}
+
+    @cached_property
+    def _moves(self) -> dict[int, tuple[str, str]]:
+        out = {}
+        for i, inst in enumerate(self.insts):
+            ops = inst.operands
+            if inst.head == "mov" and inst.guard is None and len(ops) == 2 and _REG.fullmatch(ops[0]) and _REG.fullmatch(ops[1]):
+                out[i] = (ops[0], ops[1])
+        return out
+
+    def move(self, pc: int) -> tuple[str, str] | None:
+        """(destination, source) of an unguarded register-to-register ``mov`` at ``pc``, else None."""
+        return self._moves.get(pc)
+
+    def dests_of(self, pc: int) -> tuple[str, ...]:
+        """The registers a load at ``pc`` (``ld``, ``ldmatrix``, ``wmma.load``) writes; () for any other
+        instruction (an atomic's update reads the old value itself)."""
+        return self._loaded.get(pc, ())
+
     def region(self, pc: int) -> tuple[int, frozenset[str], bool, frozenset[str]] | None:
         """(the post-dominator's first instruction, registers written on the way, whether the way
         loops back to the branch, what the way holds: "barrier", "exit", "call" (which the race analysis
@@ -1109,6 +1141,11 @@ class _Block:
         self.unread: dict[int, list[tuple[np.ndarray, np.ndarray, int]]] = {}
         # a speculated load's reads of unwritten units, until its selp runs (:func:`_speculative_loads`)
         self.held: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # load pc -> threads, bytes, intervals
+        # any other load's reads of unwritten units, until an instruction its thread runs uses a register it
+        # loaded (then they count) or every such register is written again first, or the run ends (then the
+        # value was never used: a pipelined loop's last prefetch from the stage no tile filled):
+        # load pc -> threads, bytes, intervals, and per register which of those reads it still holds
+        self.pend: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]] = {}
         self.uninit_stop = ""
         self.uninit_epoch = -1
         self.uninit_skip = ""  # why a read was not checked (its address is not known): the record goes on
@@ -1174,6 +1211,8 @@ class _Block:
                     raise _GiveUp(f"stopped after {self.limit} steps")
                 inst = self.insts[pc]
                 head = inst.head
+                if self.pend:
+                    self._used(pc, pc + 1, idx)
                 if head in ("bra", "ret", "exit", "trap", "bar", "barrier"):
                     nxt = self._control(inst, pc, idx, waiting)
                     for npc, nidx in nxt:
@@ -1182,6 +1221,8 @@ class _Block:
                             groups[npc] = nidx if old is None else np.union1d(old, nidx)
                     break
                 self._step(inst, pc, idx)
+                if self.pend and self.next[pc] > pc + 1:
+                    self._used(pc + 1, self.next[pc], idx)  # the instructions jumped: their uses count too
                 if self.jumped is not None and self.jumped[pc]:
                     self.steps += self.jumped[pc]  # what a full run steps through here (it does nothing there)
                     if self.steps > self.limit:
@@ -1234,6 +1275,8 @@ class _Block:
                     self.trace[nidx] |= np.int64(1) << np.int64((pc * 2 + bit) % 63)
         unknown = idx[~known]
         if len(unknown):
+            if self.pend:  # they skip a region whose uses are not followed: what they hold counts
+                self._settle(unknown)
             region = self.st.region(pc)
             if region is None or region[3] & {"barrier", "exit", "call"}:
                 self._soft(f"a branch on an unknown value around a barrier or an exit ({inst.text})")
@@ -2286,6 +2329,51 @@ class _Block:
         else:
             del self.held[ld]
 
+    def _used(self, a: int, b: int, idx: np.ndarray) -> None:
+        """Instructions ``a .. b - 1`` run by threads ``idx``, in order: a held read (:attr:`pend`) whose
+        thread reads a register holding what it loaded counts (it is kept as a read); a ``mov`` of such a
+        register passes the value on (a pipelined loop rotates its fragments so); one whose registers are
+        all written again first is dropped."""
+        for pc in range(a, b):
+            move = self.st.move(pc)
+            for reg, use in self.st.events(pc):
+                for ld in list(self.pend):
+                    t, off, epochs, regs = self.pend[ld]
+                    held = regs.get(reg)
+                    if held is None:
+                        continue
+                    here = np.isin(t, idx) & held
+                    if not here.any():
+                        continue
+                    if use and move is not None and move[1] == reg:  # a copy: the destination holds it too
+                        regs[move[0]] = regs.get(move[0], np.zeros(len(t), bool)) | here
+                        continue
+                    if use:
+                        self._release(ld, t[here], off[here], epochs[here])
+                        keep = ~here
+                    else:
+                        regs[reg] = held & ~here
+                        keep = np.logical_or.reduce(list(regs.values()))
+                    if keep.all():
+                        continue
+                    if keep.any():
+                        self.pend[ld] = (t[keep], off[keep], epochs[keep], {r: m[keep] for r, m in regs.items()})
+                    else:
+                        del self.pend[ld]
+
+    def _settle(self, idx: np.ndarray) -> None:
+        """The held reads of threads ``idx`` count: where they go next (a region skipped on an unknown
+        branch) their uses are not followed."""
+        for ld in list(self.pend):
+            t, off, epochs, regs = self.pend[ld]
+            here = np.isin(t, idx)
+            if here.any():
+                self._release(ld, t[here], off[here], epochs[here])
+                if here.all():
+                    del self.pend[ld]
+                else:
+                    self.pend[ld] = (t[~here], off[~here], epochs[~here], {r: m[~here] for r, m in regs.items()})
+
     def _release(self, ld: int, t: np.ndarray, off: np.ndarray, epochs: np.ndarray) -> None:
         """Held reads of the load at ``ld`` (threads, bytes, intervals) that count: kept as its reads, one
         entry per interval, as :meth:`_first_access` keeps a plain load's."""
@@ -2316,7 +2404,18 @@ class _Block:
                         old = self.held[pc]
                         ht, ho, he = np.concatenate((old[0], ht)), np.concatenate((old[1], ho)), np.concatenate((old[2], he))
                     self.held[pc] = (ht, ho, he)
-                else:
+                elif self.st.dests_of(pc):  # held until its thread uses what it loaded
+                    ht, ho = t[fresh], off[fresh]
+                    he = np.full(len(ht), self.epoch, np.int64)
+                    regs = {r: np.ones(len(ht), bool) for r in self.st.dests_of(pc)}
+                    if pc in self.pend:
+                        old = self.pend[pc]
+                        names = set(old[3]) | set(regs)
+                        regs = {r: np.concatenate((old[3].get(r, np.zeros(len(old[0]), bool)), regs.get(r, np.zeros(len(ht), bool))))
+                                for r in names}
+                        ht, ho, he = np.concatenate((old[0], ht)), np.concatenate((old[1], ho)), np.concatenate((old[2], he))
+                    self.pend[pc] = (ht, ho, he, regs)
+                else:  # an atomic that returns nothing (red): its update is the use
                     got = self.unread.setdefault(pc, [])
                     if len(got) < 8:
                         got.append((t[fresh][:64].copy(), off[fresh][:64].copy(), self.epoch))
@@ -2340,6 +2439,10 @@ class _Block:
         for ld, (t, off, epochs) in self.held.items():  # a load whose selp the run never reached: kept
             self._release(ld, t, off, epochs)
         self.held.clear()
+        if self.stopped:  # a run that did not reach the end: a held value may be used past where it stopped
+            for ld, (t, off, epochs, _regs) in self.pend.items():
+                self._release(ld, t, off, epochs)
+        self.pend.clear()  # values their threads never used
         out: list[BarrierRace] = []
         for pc, got in sorted(self.unread.items()):
             for t, off, epoch in got:
