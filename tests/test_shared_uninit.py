@@ -298,3 +298,25 @@ def test_a_prefetch_no_instruction_uses_is_no_finding(tmp_path: Path) -> None:
     used = _ptx(tmp_path, PIPELINE.replace("TAIL", "+ cur"), "used.cu")
     assert _reads(used, _launch(64, n=1, grid=1)) == [("read", 10, 's[65] (byte 260 of shared array "s")', (0, 0, 0))]
     assert _reads(used, _launch(64, n=3, grid=1)) == []  # the last prefetch reads stage 1, filled by the first pass
+
+
+# a read copied by a mov, then stored; or the copy written again before the store (inline PTX: nvcc keeps it)
+COPIED = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float s[64];
+    if (threadIdx.x < 32) s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    float v, w;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"((unsigned)__cvta_generic_to_shared(&s[threadIdx.x])));
+    asm volatile("mov.f32 %0, %1;" : "=f"(w) : "f"(v));
+    AGAIN
+    out[threadIdx.x] = w;
+}
+"""
+
+
+@NVCC
+def test_a_read_passed_on_by_a_mov_counts_where_the_copy_is_used(tmp_path: Path) -> None:
+    used = _ptx(tmp_path, COPIED.replace("AGAIN", ""), "used.cu")
+    assert _reads(used, _launch(64, grid=1)) == [("read", 6, 's[32] (byte 128 of shared array "s")', (32, 0, 0))]
+    again = _ptx(tmp_path, COPIED.replace("AGAIN", 'asm volatile("mov.f32 %0, 0f3F800000;" : "=f"(w));'), "again.cu")
+    assert _reads(again, _launch(64, grid=1)) == []  # the copy is written again: the value loaded is never used

@@ -799,6 +799,14 @@ class _Static:
         """Per instruction, the registers it reads (True), then those it writes (False)."""
         return [tuple((r, True) for r in inst.sources()) + tuple((r, False) for r in inst.dests()) for inst in self.insts]
 
+    @cached_property
+    def _regs(self) -> list[frozenset[str]]:
+        return [frozenset(r for r, _ in ev) for ev in self._events]
+
+    def regs_of(self, pc: int) -> frozenset[str]:
+        """The registers instruction ``pc`` reads or writes."""
+        return self._regs[pc]
+
     def events(self, pc: int) -> tuple[tuple[str, bool], ...]:
         """(register, read) of instruction ``pc``: what it reads, then what it writes (SHARED_UNINIT_READ's
         held reads: :meth:`_Block._used`)."""
@@ -2336,30 +2344,38 @@ class _Block:
         all written again first is dropped."""
         for pc in range(a, b):
             move = self.st.move(pc)
-            for reg, use in self.st.events(pc):
-                for ld in list(self.pend):
-                    t, off, epochs, regs = self.pend[ld]
-                    held = regs.get(reg)
-                    if held is None:
-                        continue
-                    here = np.isin(t, idx) & held
-                    if not here.any():
-                        continue
-                    if use and move is not None and move[1] == reg:  # a copy: the destination holds it too
-                        regs[move[0]] = regs.get(move[0], np.zeros(len(t), bool)) | here
-                        continue
-                    if use:
-                        self._release(ld, t[here], off[here], epochs[here])
-                        keep = ~here
-                    else:
-                        regs[reg] = held & ~here
-                        keep = np.logical_or.reduce(list(regs.values()))
-                    if keep.all():
-                        continue
-                    if keep.any():
-                        self.pend[ld] = (t[keep], off[keep], epochs[keep], {r: m[keep] for r, m in regs.items()})
-                    else:
-                        del self.pend[ld]
+            names = self.st.regs_of(pc)
+            for ld in list(self.pend):
+                t, off, epochs, regs = self.pend[ld]
+                if names.isdisjoint(regs):
+                    continue
+                here = np.isin(t, idx)
+                if move is not None:  # dst = src: dst holds what src held, and nothing else
+                    dst, src = move
+                    got = regs[src] & here if src in regs else None
+                    if dst in regs or got is not None:
+                        kept = regs[dst] & ~here if dst in regs else np.zeros(len(t), bool)
+                        regs[dst] = kept | got if got is not None else kept
+                    used = np.zeros(len(t), bool)
+                else:
+                    used = np.zeros(len(t), bool)
+                    for reg, use in self.st.events(pc):
+                        held = regs.get(reg)
+                        if held is None:
+                            continue
+                        if use:
+                            used |= held & here
+                        else:
+                            regs[reg] = held & ~here & ~used
+                if used.any():
+                    self._release(ld, t[used], off[used], epochs[used])
+                keep = ~used & np.logical_or.reduce(list(regs.values()))
+                if keep.all():
+                    continue
+                if keep.any():
+                    self.pend[ld] = (t[keep], off[keep], epochs[keep], {r: m[keep] for r, m in regs.items()})
+                else:
+                    del self.pend[ld]
 
     def _settle(self, idx: np.ndarray) -> None:
         """The held reads of threads ``idx`` count: where they go next (a region skipped on an unknown
@@ -2415,7 +2431,7 @@ class _Block:
                                 for r in names}
                         ht, ho, he = np.concatenate((old[0], ht)), np.concatenate((old[1], ho)), np.concatenate((old[2], he))
                     self.pend[pc] = (ht, ho, he, regs)
-                else:  # an atomic that returns nothing (red): its update is the use
+                else:  # an atomic: its update reads the old value itself
                     got = self.unread.setdefault(pc, [])
                     if len(got) < 8:
                         got.append((t[fresh][:64].copy(), off[fresh][:64].copy(), self.epoch))
