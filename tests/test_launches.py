@@ -226,6 +226,24 @@ def test_drift_leaves_a_host_variable_that_no_argument_or_dim_names_uncompared(t
     ]
 
 
+def test_drift_names_a_size_the_contract_admits(tmp_path: Path, capsys) -> None:
+    """A contract that assumes ``n % 256 == 0`` is compared at sizes it admits: the witness was n = 16777473
+    in How_to_optimize_in_GPU's trial (its host launches a fixed grid)."""
+    host = '#include "k.cu"\nvoid run(float* y, int n) {\n  fill<<<(32 * 1024 * 1024) / 256, 256>>>(y, n);\n}\n'
+    kernel = "__global__ void fill(float* y, int n) { y[blockIdx.x * 256 + threadIdx.x] = 0.f; }\n"
+    (tmp_path / "host.cu").write_text(host)
+    (tmp_path / "k.cu").write_text(kernel)
+    (tmp_path / "contracts").mkdir()
+    table = _DRIFT_KERNEL.format(name="fill", cpp="fill", grid='"n // 256"', block="256")
+    (tmp_path / "contracts" / "k.toml").write_text('[dims]\nn = { min = 1, max = 4096 }\n' + table.replace("block = [256]", 'block = [256]\nrequires = ["n % 256 == 0"]'))
+    (tmp_path / "wireup.toml").write_text('launchers = ["host.cu"]\n')
+    main(["check", "--root", str(tmp_path), "--select", "GEOMETRY_DRIFT"])
+    found = capsys.readouterr().out.splitlines()[:-1]
+    assert len(found) == 1 and "at n = " in found[0]
+    n = int(found[0].split("at n = ")[1].split(":")[0])
+    assert n % 256 == 0, found
+
+
 def test_drift_resolves_file_scope_constants_of_included_headers(tmp_path: Path, capsys) -> None:
     """host.cu includes k.cu, which includes k.cuh: its ``constexpr int NT = 256`` is the launch's block."""
     files = {

@@ -154,11 +154,18 @@ def _host_in_contract_terms(k, site, host: str) -> tuple[object | None, str]:
 
 
 def _first_difference(ctx: CheckContext, k, a, b) -> tuple[dict[str, int], int, int] | None:
-    """The first probe environment where the dim expressions ``a`` and ``b`` differ, with both values."""
+    """The first probe environment where the dim expressions ``a`` and ``b`` differ, with both values; an
+    environment that breaks an assumption of ``k`` (``requires = ["RN % 256 == 0"]`` over runtime dims) is
+    a size the host never launches it at, and is passed over (How_to_optimize_in_GPU's trial named
+    RN = 16777473 for such a contract)."""
+    from ..model import assumed, assumptions
     from ..shapes import probe_envs, value_at
 
     envs = probe_envs(ctx.cs)[:12] or [{}]
     slots = ctx.cs.slot_indices
+    runtime = set(ctx.cs.runtime_ranges)
+    if assumptions(k.requires, runtime):
+        envs = [env for env in probe_envs(ctx.cs) if assumed(k.requires, runtime, env, slots)][:12] or envs
     for env in envs:
         extra = sorted((set(a.names) | set(b.names)) - set(env))
         for probe in _LOCAL_PROBES if extra else (None,):
