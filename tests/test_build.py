@@ -752,3 +752,39 @@ def test_entry_missing_names_the_overloads_a_cpp_name_leaves_open(tmp_path: Path
     )
     (tmp_path / "contracts" / "k.toml").write_text(contract.replace("DT", "f32"))
     assert main(["check", "--root", str(tmp_path), "--select", "ENTRY_MISSING"]) == 0
+
+
+_ASSUMING = """[dims]
+e = { min = 1, max = 4096 }
+[[kernel]]
+name = "cnt"
+stage = "other"
+source = "k.cu"
+cpp_name = "cnt"
+grid = [1, 1, 1]
+block = [32, 1, 1]
+shared_bytes = "32 * e * 4"
+requires = ["e <= LIMIT"]
+params = [
+  { name = "out", dtype = "i32", shape = [1], role = "out" },
+  { name = "e", kind = "scalar", dtype = "i32", value = "e" },
+]
+"""
+
+
+@pytest.mark.nvcc
+def test_launch_resources_judges_the_sizes_a_kernel_assumes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vllm's small-batch MoE kernel assumes at most 64 experts (``requires``; its host checks it): its
+    dynamic shared memory (32 x e ints) was judged at e = 4096 and found past the block's limit."""
+    from audit.cli import main
+
+    (tmp_path / "wireup.toml").write_text("")
+    (tmp_path / "k.cu").write_text('__global__ void cnt(int* out, int e) {\n  extern __shared__ int s[];\n'
+                                   "  for (int i = 0; i < e; ++i) s[threadIdx.x * e + i] = 0;\n  __syncthreads();\n"
+                                   "  if (threadIdx.x == 0) out[0] = s[0];\n}\n")
+    (tmp_path / "contracts").mkdir()
+    for limit, rc in (("64", 0), ("4096", 1)):
+        (tmp_path / "contracts" / "k.toml").write_text(_ASSUMING.replace("LIMIT", limit))
+        assert main(["check", "--root", str(tmp_path), "--select", "LAUNCH_RESOURCES"]) == rc
+        out = capsys.readouterr().out
+        assert ("LAUNCH_RESOURCES" in out) == (rc == 1) and ("at e = 4096" in out) == (rc == 1)

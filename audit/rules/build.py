@@ -548,15 +548,24 @@ def _arch_number(arch: str) -> int:
 
 
 def _launch_points(ctx: CheckContext, k: Kernel) -> Iterator[tuple[str, dict[str, int]]]:
-    """(where, dim environment) of every launch of ``k``; its probe sizes where no schedule launches it."""
+    """(where, dim environment) of every launch of ``k``; its probe sizes where no schedule launches it. A
+    size that breaks an assumption of ``k`` (``requires = ["e <= 64"]`` over runtime dims) is one the host
+    never launches it at, and is left out (vllm's small-batch MoE kernel was judged at e = 4096)."""
+    from ..model import assumed, assumptions
+
+    runtime = set(ctx.cs.runtime_ranges)
+    given = assumptions(k.requires, runtime)
+    slots = ctx.cs.slot_indices
     found = False
     for sname, launch in ctx.wiring.launches_by_kernel.get(k.name, ()):  # indexed once, not a scan per kernel
         for env in launch.envs:
             found = True
-            yield f' in step {launch.step.index + 1} of schedule "{sname}"', env
+            if not given or assumed(given, runtime, env, slots):
+                yield f' in step {launch.step.index + 1} of schedule "{sname}"', env
     if not found:
         for env in ctx.wiring.envs:
-            yield "", env
+            if not given or assumed(given, runtime, env, slots):
+                yield "", env
 
 
 def _at(ctx: CheckContext, k: Kernel, env: dict[str, int]) -> str:
