@@ -320,3 +320,31 @@ def test_a_read_passed_on_by_a_mov_counts_where_the_copy_is_used(tmp_path: Path)
     assert _reads(used, _launch(64, grid=1)) == [("read", 6, 's[32] (byte 128 of shared array "s")', (32, 0, 0))]
     again = _ptx(tmp_path, COPIED.replace("AGAIN", 'asm volatile("mov.f32 %0, 0f3F800000;" : "=f"(w));'), "again.cu")
     assert _reads(again, _launch(64, grid=1)) == []  # the copy is written again: the value loaded is never used
+
+
+# warp 0's thread 0 adds the warps' slots its guard admits; nvcc loads every slot and adds it, then selects
+# the sum with or without it (cub's BlockReduce with num_valid does so: vllm's rms_norm)
+SELECTED = """extern "C" __global__ void k(const float* x, float* out, int n) {
+    __shared__ float part[32];
+    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = x[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float total = part[0];
+#pragma unroll
+        for (int w = 1; w < 32; ++w)
+            if (GUARD) total += part[w];
+        out[blockIdx.x] = total;
+    }
+}
+"""
+
+
+@NVCC
+def test_a_read_a_selp_discards_after_arithmetic_is_no_finding(tmp_path: Path) -> None:
+    """The slot's value passes through the add to the selp, which takes the sum without it where the guard
+    fails: no use of the unwritten slots part[4..31] at 128 threads (vllm trial, 7 December: every norm
+    kernel's cub reduction was a false finding). A guard one warp too wide takes part[4]'s sum: found."""
+    good = _ptx(tmp_path, SELECTED.replace("GUARD", "w * 32 < n"), "good.cu")
+    assert _reads(good, _launch(128, n=128, grid=1)) == []
+    bad = _ptx(tmp_path, SELECTED.replace("GUARD", "w * 32 <= n"), "bad.cu")
+    assert _reads(bad, _launch(128, n=128, grid=1)) == [("read", 9, 'part[4] (byte 16 of shared array "part")', (0, 0, 0))]

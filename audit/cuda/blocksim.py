@@ -639,6 +639,12 @@ class _Static:
         #: a load nvcc hoisted out of the condition): load pc -> (selp pc, the selp's operand it is), and back
         self.spec = _speculative_loads(insts, self.block_of)
         self.spec_selp = {sel: (ld, which) for ld, (sel, which) in self.spec.items()}
+        #: the selps that may choose a value computed from a shared load: their predicates are evaluated, so
+        #: a held read whose value a selp discards (cub's block reduction adds a slot nvcc loads
+        #: unconditionally, then selects the sum without it) is no use of it (:meth:`_Block._used`)
+        derived = _shared_derived(insts)
+        self.choosing = {i for i, inst in enumerate(insts) if inst.head == "selp" and len(inst.operands) == 4
+                         and (inst.operands[1] in derived or inst.operands[2] in derived)}
         relevant = self._relevant()
         #: whether a run needs what shared memory holds: a value loaded from it (or through a generic
         #: pointer) reaches an address, a guard or a branch (then what every shared store stores is needed too)
@@ -744,8 +750,8 @@ class _Static:
         makers: dict[str, list[tuple[str, ...]]] = {}  # register -> the sources of each evaluated write of it
         for i, (inst, kind) in enumerate(zip(self.insts, self.kind)):
             head, ops = inst.head, inst.operands
-            if i in self.spec_selp and len(ops) == 4:
-                seeds += _REG.findall(ops[3])  # which value a speculated load's selp takes (SHARED_UNINIT_READ)
+            if (i in self.spec_selp or i in self.choosing) and len(ops) == 4:
+                seeds += _REG.findall(ops[3])  # which value a selp of a loaded value takes (SHARED_UNINIT_READ)
             if kind == 2:
                 addr = ops[1] if head in ("ld", "atom", "ldu") and len(ops) > 1 else ops[0] if ops else ""
                 seeds += _REG.findall(addr)
@@ -870,6 +876,33 @@ class _Static:
             got = (self.blocks[stop][0], frozenset(written), n in inside, frozenset(holds))
         self._regions[n] = got
         return got
+
+
+def _loads_shared(inst: _Inst) -> bool:
+    """A load whose value may come from shared memory: ``ld`` (shared or generic), ``ldmatrix``, ``wmma.load``."""
+    return _reads_shared(inst) or inst.head == "ldmatrix" or (inst.head == "wmma" and inst.opcode.split(".")[1:2] == ["load"])
+
+
+def _shared_derived(insts: list[_Inst]) -> set[str]:
+    """The registers that may hold a value computed from a shared load (a fixed point over every instruction)."""
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for inst in insts:
+            if _loads_shared(inst) or not out.isdisjoint(inst.sources()):
+                new = set(inst.dests()) - out
+                if new:
+                    out |= new
+                    changed = True
+    return out
+
+
+#: instructions whose results are computed from their sources and do nothing else: a held read's value
+#: passes through them to what they write (SHARED_UNINIT_READ, :meth:`_Block._used`)
+_PURE = frozenset("""add sub mul mad mad24 mul24 fma div rem min max neg abs and or xor not cnot shl shr shf lop3 cvt
+    setp set rcp sqrt rsqrt ex2 lg2 sin cos tanh copysign sad bfe bfi brev popc clz fns prmt testp dp4a dp2a
+    addc subc madc""".split())
 
 
 def _speculative_loads(insts: list[_Inst], block_of: list[int]) -> dict[int, tuple[int, int]]:
@@ -2338,35 +2371,50 @@ class _Block:
             del self.held[ld]
 
     def _used(self, a: int, b: int, idx: np.ndarray) -> None:
-        """Instructions ``a .. b - 1`` run by threads ``idx``, in order: a held read (:attr:`pend`) whose
-        thread reads a register holding what it loaded counts (it is kept as a read); a ``mov`` of such a
-        register passes the value on (a pipelined loop rotates its fragments so); one whose registers are
-        all written again first is dropped."""
+        """Instructions ``a .. b - 1`` run by threads ``idx``, in order, for the held reads (:attr:`pend`):
+        a value passes through a ``mov`` and an arithmetic instruction (:data:`_PURE`) to what it writes, and
+        through a ``selp`` to its result for the threads whose predicate takes it (both operands where the
+        predicate is not known); any other instruction that reads it (a store, an address, a guard, a
+        branch, a shuffle, a call) uses it: the read counts (it is kept). A read none of whose registers
+        holds it any more is dropped."""
         for pc in range(a, b):
-            move = self.st.move(pc)
+            inst = self.insts[pc]
             names = self.st.regs_of(pc)
+            pure = inst.head in _PURE or self.st.move(pc) is not None
+            selp = inst.head == "selp" and len(inst.operands) == 4 and inst.guard is None
+            dests = inst.dests()
             for ld in list(self.pend):
                 t, off, epochs, regs = self.pend[ld]
                 if names.isdisjoint(regs):
                     continue
                 here = np.isin(t, idx)
-                if move is not None:  # dst = src: dst holds what src held, and nothing else
-                    dst, src = move
-                    got = regs[src] & here if src in regs else None
-                    if dst in regs or got is not None:
-                        kept = regs[dst] & ~here if dst in regs else np.zeros(len(t), bool)
-                        regs[dst] = kept | got if got is not None else kept
-                    used = np.zeros(len(t), bool)
+                holds = {r: regs[r] & here for r in names if r in regs}
+                guard = inst.guard[0] if inst.guard is not None else None
+                used = np.zeros(len(t), bool)
+                if guard is not None and guard in holds:
+                    used |= holds[guard]
+                if selp:
+                    d, x, y, p = inst.operands
+                    pr = _REG.findall(p)
+                    if pr and pr[0] in holds:
+                        used |= holds[pr[0]]
+                    took = np.zeros(len(t), bool)
+                    if x in holds or y in holds:
+                        v, k = self._pred_operand(p, t)
+                        hx, hy = holds.get(x, np.zeros(len(t), bool)), holds.get(y, np.zeros(len(t), bool))
+                        took = (hx & (~k | v)) | (hy & (~k | ~v))
+                    gives = {d: took}
+                elif pure:
+                    carried = np.logical_or.reduce([holds[r] for r in inst.sources() if r in holds] or [np.zeros(len(t), bool)])
+                    gives = {d: carried for d in dests}
                 else:
-                    used = np.zeros(len(t), bool)
-                    for reg, use in self.st.events(pc):
-                        held = regs.get(reg)
-                        if held is None:
-                            continue
-                        if use:
-                            used |= held & here
-                        else:
-                            regs[reg] = held & ~here & ~used
+                    for r in inst.sources():
+                        if r in holds:
+                            used |= holds[r]
+                    gives = {d: np.zeros(len(t), bool) for d in dests}
+                for d, m in gives.items():  # a register written holds the value for the threads it came to
+                    kept = regs[d] & ~here if d in regs else np.zeros(len(t), bool)
+                    regs[d] = kept | m
                 if used.any():
                     self._release(ld, t[used], off[used], epochs[used])
                 keep = ~used & np.logical_or.reduce(list(regs.values()))
