@@ -410,3 +410,14 @@ def test_the_last_block_ticket_pins_one_block(tmp_path, entry, expected):
     src.write_text(TICKET)
     ptx = _nvcc(src)
     assert _races(ptx, ((256, 1, 1), (4, 1, 1)), entry) == expected
+
+
+@pytest.mark.nvcc
+def test_a_thread_index_equal_to_a_kernel_argument_is_one_thread(tmp_path: Path) -> None:
+    """vllm's moe_align_block_size: ``if (threadIdx.x == num_experts) *total = ...`` is one thread of the
+    block (the argument is the same in every thread); ``>=`` is many, a race."""
+    for cond, races in (("==", []), (">=", [("thread", ("x",))])):
+        src = tmp_path / f"k{len(races)}.cu"
+        src.write_text('extern "C" __global__ void k(int* total, int n) {\n'
+                       f"    if ((int)threadIdx.x {cond} n) *total = (int)threadIdx.x * 2;\n}}\n")
+        assert _races(_nvcc(src), ((1024, 1, 1), (1, 1, 1))) == races, cond

@@ -202,9 +202,10 @@ def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
                          for d, n in zip(_DIMS, ext) if n == 1)
     insts, labels = _parse_body(body)
     blocks, succ = _cfg(insts, labels)
-    _, preds = _forms(insts, blocks, succ)
+    forms, preds = _forms(insts, blocks, succ)
     thread_var, block_var = _uniformity(insts, params, blocks, succ)
     _ticket_preds(insts, preds, thread_var | block_var, set(_SHARED_VAR.findall(text)))
+    _uniform_index_preds(insts, forms, preds, thread_var)
     facts_in = _facts(blocks, succ, insts, preds, implicit)
     origin = _address_origin(insts, params, text)
     out: list[StoreRace] = []
@@ -680,6 +681,35 @@ def _feasible(facts: Facts) -> bool:
 _ONE_THREAD: Fact = ("ticket", "==", 1)
 _ONE_BLOCK: Fact = ("ticket_block", "==", 1)
 _TICKET_ATOMS = ("add", "inc", "dec", "sub")
+
+
+#: a fact's value: "equal to a value the same in every thread of the block" (never a thread index itself)
+_UNIFORM_VALUE = -(1 << 62)
+
+
+def _uniform_index_preds(insts: list[_Inst], forms: Forms, preds: Preds, varying: set[str]) -> None:
+    """Facts of ``tid.d == X`` for an ``X`` that is the same in every thread of the block (a kernel
+    argument, a value computed from arguments and block indices): it holds in one thread of the block at
+    most (vllm's ``if (threadIdx.x == num_experts) *total = ...``). The fact ``tid.d == _UNIFORM_VALUE``
+    pins the dimension as ``tid.d == 0`` does. Predicates written once only."""
+    count = _write_counts(insts)
+    for inst in insts:
+        parts, src = inst.opcode.split("."), inst.operands[1:]
+        if inst.head != "setp" or len(src) != 2 or parts[1] not in ("eq", "ne") or "|" in inst.operands[0] or parts[-1][:1] not in "usb":
+            continue
+        (d,) = inst.dests() or ("",)
+        if count.get(d) != 1:
+            continue
+        for x, y in ((src[0], src[1]), (src[1], src[0])):
+            f = forms.get(x)
+            if f is None or f.kind != "var" or len(f.names) != 1 or not next(iter(f.names)).startswith("tid."):
+                continue
+            if _INT.fullmatch(y) or y in forms or y in varying or not y.startswith("%"):
+                continue
+            fact: Fact = (next(iter(f.names)), "==", _UNIFORM_VALUE)
+            t, fl = preds.get(d, (_NO, _NO))
+            preds[d] = (t | {fact}, fl) if parts[1] == "eq" else (t, fl | {fact})
+            break
 
 
 def _ticket_preds(insts: list[_Inst], preds: Preds, varying: set[str], shared: set[str]) -> None:
