@@ -432,7 +432,8 @@ def _known_argument(arg: str) -> bool:
 def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
     """Template arguments as two spellings of one instantiation share them: an integer expression by its
     value (``(64 * 2)``, ``128u`` -> ``"128"``), anything else without spaces (``unsigned int`` ->
-    ``"unsignedint"``)."""
+    ``"unsignedint"``), a standard typedef as the type it names (``int32_t`` -> ``"int"``)."""
+    from .compile._types import builtin_spelling
     from .cuda.launches import to_dim_expr
     from .dims import ExprError, parse_expr
 
@@ -445,7 +446,7 @@ def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
                 value = parse_expr(text).constant
             except (ExprError, ArithmeticError):
                 value = None
-        out.append(str(value) if value is not None else "".join(arg.split()))
+        out.append(str(value) if value is not None else "".join(builtin_spelling(arg).split()))
     return tuple(out)
 
 

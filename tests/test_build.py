@@ -788,3 +788,20 @@ def test_launch_resources_judges_the_sizes_a_kernel_assumes(tmp_path: Path, caps
         assert main(["check", "--root", str(tmp_path), "--select", "LAUNCH_RESOURCES"]) == rc
         out = capsys.readouterr().out
         assert ("LAUNCH_RESOURCES" in out) == (rc == 1) and ("at e = 4096" in out) == (rc == 1)
+
+
+def test_a_cpp_name_with_a_standard_typedef_names_the_entry_and_the_launch() -> None:
+    """vllm writes ``moe_align_block_size_kernel<int32_t>`` at its launches; the entry demangles as
+    ``<int>``. Either spelling in the contract names the entry and matches the launch (before, ``<int32_t>``
+    was ENTRY_MISSING and ``<int>`` matched no launch: no contract passed both)."""
+    from audit.compile._types import match_cpp_name
+    from audit.launchers import instantiation
+
+    e = EntryInfo("_Z4fillIiEvPT_i", "void fill<int>(int*, int)", [])
+    f = EntryInfo("_Z4fillImEvPT_i", "void fill<unsigned long>(unsigned long*, int)", [])
+    entries = {e.symbol: e, f.symbol: f}
+    assert match_cpp_name(entries, "fill<int32_t>") is e and match_cpp_name(entries, "fill<std::int32_t>") is e
+    assert match_cpp_name(entries, "fill<size_t>") is f and match_cpp_name(entries, "fill<uint64_t>") is f
+    assert match_cpp_name(entries, "fill<int16_t>") is None
+    assert instantiation(("int32_t", "256")) == instantiation(("int", "(128 * 2)")) == ("int", "256")
+    assert instantiation(("my_int32_t",)) == ("my_int32_t",)  # a name that only contains one is not it

@@ -299,10 +299,32 @@ def match_cpp_name(entries: dict[str, EntryInfo], cpp_name: str, params: Sequenc
     return agreeing[0] if len(agreeing) == 1 else None
 
 
+#: the standard typedefs a template argument may be written with, by what a demangled signature shows on
+#: the LP64 hosts nvcc targets (``fill<int32_t>`` is the entry ``fill<int>``: vllm's MoE kernels)
+_TYPEDEFS = {
+    "int8_t": "signed char", "uint8_t": "unsigned char", "int16_t": "short", "uint16_t": "unsigned short",
+    "int32_t": "int", "uint32_t": "unsigned int", "int64_t": "long", "uint64_t": "unsigned long",
+    "size_t": "unsigned long", "ptrdiff_t": "long", "intptr_t": "long", "uintptr_t": "unsigned long",
+    "half": "__half", "nv_bfloat16": "__nv_bfloat16",
+}  # fmt: skip
+_TYPEDEF = re.compile(r"(?<![\w:])(?:(?:::)?std::)?(" + "|".join(_TYPEDEFS) + r")(?![\w:])")
+
+
+def builtin_spelling(text: str) -> str:
+    """``text`` with each standard typedef (``int32_t``, ``std::uint64_t``, ``size_t``, ``half``) written as
+    the type it names on LP64 hosts, as a demangled signature shows it.
+
+    >>> builtin_spelling("moe_align<int32_t, std::uint64_t>")
+    'moe_align<int, unsigned long>'
+    """
+    return _TYPEDEF.sub(lambda m: _TYPEDEFS[m.group(1)], text)
+
+
 def cpp_name_matches(entries: dict[str, EntryInfo], cpp_name: str) -> list[EntryInfo]:
     """Every entry whose demangled signature names ``cpp_name`` (by symbol), as written or, where none
-    does, with the integer suffixes of its template arguments left out."""
-    for strip in (lambda t: t, _unsuffixed):
+    does, with the integer suffixes of its template arguments left out, or its standard typedefs written as
+    the types they name (:func:`builtin_spelling`)."""
+    for strip in (lambda t: t, _unsuffixed, lambda t: _unsuffixed(builtin_spelling(t))):
         want = normalize_cpp(strip(_unnamed(cpp_name)))
         full = "(" in want
         found = []
