@@ -2377,9 +2377,15 @@ class _Block:
         predicate is not known); any other instruction that reads it (a store, an address, a guard, a
         branch, a shuffle, a call) uses it: the read counts (it is kept). A read none of whose registers
         holds it any more is dropped."""
+        member: np.ndarray | None = None  # threads idx, as a mask over the block's threads (made once)
         for pc in range(a, b):
             inst = self.insts[pc]
             names = self.st.regs_of(pc)
+            if not any(not names.isdisjoint(regs) for *_rest, regs in self.pend.values()):
+                continue
+            if member is None:
+                member = np.zeros(self.total, bool)
+                member[idx] = True
             pure = inst.head in _PURE or self.st.move(pc) is not None
             selp = inst.head == "selp" and len(inst.operands) == 4 and inst.guard is None
             dests = inst.dests()
@@ -2387,7 +2393,7 @@ class _Block:
                 t, off, epochs, regs = self.pend[ld]
                 if names.isdisjoint(regs):
                     continue
-                here = np.isin(t, idx)
+                here = member[t]
                 holds = {r: regs[r] & here for r in names if r in regs}
                 guard = inst.guard[0] if inst.guard is not None else None
                 used = np.zeros(len(t), bool)
