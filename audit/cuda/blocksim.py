@@ -2421,9 +2421,11 @@ class _Block:
                 for d, m in gives.items():  # a register written holds the value for the threads it came to
                     kept = regs[d] & ~here if d in regs else np.zeros(len(t), bool)
                     regs[d] = kept | m
+                    if not regs[d].any():
+                        del regs[d]  # (a register that holds it in no thread is dropped: fewer to look up)
                 if used.any():
                     self._release(ld, t[used], off[used], epochs[used])
-                keep = ~used & np.logical_or.reduce(list(regs.values()))
+                keep = ~used & np.logical_or.reduce(list(regs.values())) if regs else np.zeros(len(t), bool)
                 if keep.all():
                     continue
                 if keep.any():
