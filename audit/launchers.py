@@ -433,7 +433,7 @@ def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:
     """Template arguments as two spellings of one instantiation share them: an integer expression by its
     value (``(64 * 2)``, ``128u`` -> ``"128"``), anything else without spaces (``unsigned int`` ->
     ``"unsignedint"``), a standard typedef as the type it names (``int32_t`` -> ``"int"``)."""
-    from .compile._types import builtin_spelling
+    from .compile import builtin_spelling
     from .cuda.launches import to_dim_expr
     from .dims import ExprError, parse_expr
 

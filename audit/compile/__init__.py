@@ -13,7 +13,7 @@ information and toolchain notes left out), the key GPU evidence is recorded unde
 ('aux_trunk_forward', 79, 28760)
 """
 
-from ._compile import build_kernels as build_kernels, committed_cache_files as committed_cache_files, effective_flags as effective_flags
+from ._compile import build_kernels as build_kernels, committed_cache_files as committed_cache_files, effective_flags as effective_flags, ptx_entry_of as ptx_entry_of
 from ._identity import CODE_HASH_VERSION as CODE_HASH_VERSION, NotACubin as NotACubin, code_hash as code_hash, code_size as code_size
 from ._toolchain import NVCC_MISSING as NVCC_MISSING, find_nvcc as find_nvcc
 from ._types import (
@@ -22,6 +22,7 @@ from ._types import (
     EntryInfo as EntryInfo,
     PtxParam as PtxParam,
     SourceBuild as SourceBuild,
+    builtin_spelling as builtin_spelling,
     normalize_cpp as normalize_cpp,
     overloads_of as overloads_of,
 )

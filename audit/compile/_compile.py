@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EnvironmentProblem, UsageError
 from ..hashing import files_hash, include_closure
@@ -493,3 +493,23 @@ def _demangle(tool: Path | None, symbols: list[str]) -> dict[str, str]:
     if proc.returncode != 0 or len(lines) != len(symbols):
         return {}
     return {s: d.strip() for s, d in zip(symbols, lines) if d.strip() and d.strip() != s}
+
+
+def ptx_entry_of(ptx: str, symbol: str, cpp_name: str | None, params: Sequence[Any] | None = None) -> str | None:
+    """The symbol of the entry a kernel names in the PTX module ``ptx``: ``symbol`` where the module has
+    it, else the entry its ``cpp_name`` names (the module's mangled entries demangled with the toolkit's
+    demangler, as the build does); None where neither is found."""
+    import dataclasses
+
+    from ._parse import parse_ptx_entries
+    from ._toolchain import find_demangler, find_nvcc
+    from ._types import match_cpp_name
+
+    entries = parse_ptx_entries(ptx)
+    if symbol in entries or not cpp_name:
+        return symbol if symbol in entries else None
+    mangled = [e for e in entries if e.startswith("_Z")]
+    nvcc = find_nvcc()
+    names = _demangle(find_demangler(nvcc) if nvcc is not None else None, mangled) if mangled else {}
+    found = match_cpp_name({s: dataclasses.replace(e, demangled=names.get(s)) for s, e in entries.items()}, cpp_name, params)
+    return found.symbol if found is not None else None

@@ -1006,10 +1006,11 @@ def ptx_finding_file(ptx: str, entry: str, source: str, root: Path) -> str:
 
 
 def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, include_dirs: Sequence[Path], ptx: str | None,
-                         display: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
+                         display: str | None = None, symbol: str | None = None) -> list[tuple[str, str]]:  # fmt: skip
     """``(rule, message)`` of the static checks for kernel ``k`` compiled from ``source`` (a mutant, say) to
     ``ptx`` (None: STORE_RACE is skipped); messages name ``display`` (default ``k.source``) as the file.
-    Findings a ``[[suppress]]`` entry of ``cs`` covers are left out."""
+    ``symbol`` is the entry's symbol in ``ptx`` where it is not ``k.symbol`` (a ``cpp_name``'s mangled
+    name, which the build resolves). Findings a ``[[suppress]]`` entry of ``cs`` covers are left out."""
     from ..hashing import include_closure
 
     display = display or k.source
@@ -1028,13 +1029,13 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         shared_overruns[f] = source_shared_overruns(f, include_dirs, None, instances)
         out += [("SHARED_ARRAY_BOUNDS", o.message(shown)) for o in shared_overruns[f]]
     if ptx is not None:
-        out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx)]
-        out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx)]
-        out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx)]
-        out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx)]
+        out += [("STORE_RACE", r.message(k.name, display)) for r in entry_store_races(cs, wiring, k, ptx, symbol)]
+        out += [("SHARED_RMW_RACE", r.message(k.name, display)) for r in entry_shared_races(cs, wiring, k, ptx, symbol)]
+        out += [("CP_ASYNC_WAIT", h.message(k.name, display)) for h in entry_async_copy_hazards(k, ptx, symbol)]
+        out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx, symbol)]
         from .blocksim import block_findings  # one run for the three rules
 
-        races, accesses, updates, overlaps = block_findings(ptx, k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
+        races, accesses, updates, overlaps = block_findings(ptx, symbol or k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
         out += [("CP_ASYNC_WAIT" if r.scope == "self" else "SHARED_UNINIT_READ" if r.scope == "uninit" else "SHARED_BARRIER_MISSING",
                  r.message(k.name, display)) for r in races]
         out += [("GLOBAL_RMW_RACE", u.message(k.name, display)) for u in updates or ()]

@@ -154,7 +154,19 @@ def _check_item(i: int) -> list[tuple[str, str]]:
             ptx = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")  # as read_text
         elif build.ptx.is_file():
             ptx = build.ptx.read_text(errors="replace")
-    return kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source)
+    return kernel_code_findings(cs, wiring, k, build.path, dirs, ptx, display=k.source, symbol=_entry_symbol(k, ptx))
+
+
+def _entry_symbol(k: Any, ptx: str | None) -> str | None:
+    """The symbol of ``k``'s entry in ``ptx`` where a ``cpp_name`` names it (a C++ kernel's mangled name, as
+    the build resolves it); None where ``k.symbol`` is the module's entry, or none matches (the analyses
+    then say the entry is missing, as for any kernel)."""
+    if ptx is None or not k.cpp_name:
+        return None
+    from ..compile import ptx_entry_of
+
+    found = ptx_entry_of(ptx, k.symbol, k.cpp_name, k.params)
+    return found if found != k.symbol else None
 
 
 #: Bump when the layout of a static.jsonl line or what its key covers changes.
