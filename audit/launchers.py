@@ -425,8 +425,19 @@ _TYPE_ARGUMENTS = frozenset(
 
 def _known_argument(arg: str) -> bool:
     """Whether an :func:`instantiation` argument is a value (an integer, a built-in type): a name left
-    over (``T``, ``Config``) may stand for any instantiation."""
-    return arg in _TYPE_ARGUMENTS or re.fullmatch(r"-?\d+", arg) is not None
+    over (``T``, ``Config``) may stand for any instantiation. A template's instantiation whose arguments
+    are all values (``silu<float>``, ``&silu<float>``: a function template argument, vllm's
+    ``act_and_mul_kernel<float, silu_kernel<float>, true>``) is one.
+
+    >>> [_known_argument(a) for a in ("128", "float", "T", "silu<float>", "&ns::silu<float,4>", "silu<T>")]
+    [True, True, False, True, True, False]
+    """
+    if arg in _TYPE_ARGUMENTS or re.fullmatch(r"-?\d+", arg) is not None:
+        return True
+    from .cuda.launches import template_arguments
+
+    m = re.fullmatch(r"&?[A-Za-z_][\w:]*(<.*>)", arg)
+    return m is not None and all(_known_argument(a) for a in instantiation(template_arguments(m.group(1))))
 
 
 def instantiation(args: tuple[str, ...]) -> tuple[str, ...]:

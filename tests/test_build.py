@@ -805,3 +805,55 @@ def test_a_cpp_name_with_a_standard_typedef_names_the_entry_and_the_launch() -> 
     assert match_cpp_name(entries, "fill<int16_t>") is None
     assert instantiation(("int32_t", "256")) == instantiation(("int", "(128 * 2)")) == ("int", "256")
     assert instantiation(("my_int32_t",)) == ("my_int32_t",)  # a name that only contains one is not it
+
+
+_FNPTR_SRC = """template <typename T> __device__ __forceinline__ T twice(const T& x) { return x + x; }
+template <typename T, T (*FN)(const T&)> __global__ void act(T* out, const T* in, int n) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) out[blockIdx.x * n + i] = FN(in[blockIdx.x * n + i]);
+}
+void launch(float* o, const float* i, int n, int rows) { act<float, twice<float>><<<rows, 256>>>(o, i, n); }
+"""
+
+
+def test_a_function_template_argument_names_the_entry_by_the_function() -> None:
+    """c++filt shows vllm's ``act_and_mul_kernel<float, silu_kernel<float>, true>`` as ``act_and_mul_kernel<float,
+    &(float silu_kernel<float>(float const&)), true>``: the launch's spelling (with or without ``&``) names it."""
+    from audit.compile._types import match_cpp_name
+    from audit.launchers import _known_argument
+
+    e = EntryInfo("_Z3actIfL_Z5twiceIfET_RKS0_EEvPS0_PS1_i", "void act<float, &(float twice<float>(float const&))>(float*, float const*, int)", [])
+    g = EntryInfo("_Z3actIfL_Z4halfIfET_RKS0_EEvPS0_PS1_i", "void act<float, &(float half<float>(float const&))>(float*, float const*, int)", [])
+    entries = {e.symbol: e, g.symbol: g}
+    assert match_cpp_name(entries, "act<float, twice<float>>") is e and match_cpp_name(entries, "act<float, &twice<float>>") is e
+    assert match_cpp_name(entries, "act<float, half<float>>") is g and match_cpp_name(entries, "act<float, thrice<float>>") is None
+    assert _known_argument("twice<float>") and not _known_argument("twice<T>")
+
+
+@pytest.mark.nvcc
+def test_init_and_check_read_a_kernel_with_a_function_template_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vllm trial's ``act_and_mul_kernel``: ``wireup init`` wrote ``cpp_name = "act<TODO>"``, the launch's
+    spelling was ENTRY_MISSING, so the kernel was analysed only by its mangled ``entry`` (and then matched no
+    launch). Now init names the instantiation, the contract passes, and a seeded ``<=`` bound is found."""
+    from audit.cli import main
+
+    (tmp_path / "wireup.toml").write_text("")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "k.cu").write_text(_FNPTR_SRC)
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "src/k.cu", "-o", "contracts/k.toml"]) == 0
+    text = (tmp_path / "contracts" / "k.toml").read_text()
+    assert 'cpp_name = "act<float, twice<float>>"' in text
+    filled = text.replace('["TODO"]', '["rows", "n"]').replace('grid = ["TODO", 1, 1]', 'grid = ["rows", 1, 1]')
+    filled = filled.replace('stage = "other"  # TODO', 'stage = "other"  #').replace("[dims]\n", '[dims]\nrows = { min = 1, max = 64 }\n')
+    filled = "\n".join(line.split("# TODO")[0] for line in filled.splitlines())
+    (tmp_path / "contracts" / "k.toml").write_text(filled)
+    capsys.readouterr()
+    args = ["check", "--root", str(tmp_path), "--ignore", "EVIDENCE_MISSING", "--ignore", "DEAD_KERNEL"]
+    assert main(args) == 0, capsys.readouterr().out
+    (tmp_path / "src" / "k.cu").write_text(_FNPTR_SRC.replace("i < n;", "i <= n;"))
+    capsys.readouterr()
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert 'OUT_OF_BOUNDS_ACCESS Kernel "act" reads past the end of "in"' in out

@@ -271,6 +271,51 @@ def _unnamed(text: str) -> str:
     return re.sub(r"\(\s*anonymous\s+namespace\s*\)\s*::\s*", "", text)
 
 
+def _function_arguments(text: str) -> str:
+    """``text`` with each function template argument written by the function's name: c++filt shows
+    ``act<float, silu<float>>``'s second argument as ``&(float silu<float>(float const&))`` (vllm's
+    ``act_and_mul_kernel``), the source may write it ``&silu<float>`` or ``silu<float>``.
+
+    >>> _function_arguments("void act<float, &(float ns::silu<float>(float const&)), true>(float*, int)")
+    'void act<float, ns::silu<float>, true>(float*, int)'
+    >>> _function_arguments("act<float, &silu<float>>")
+    'act<float, silu<float>>'
+    """
+    out, i = [], 0
+    while True:
+        at = text.find("&(", i)
+        if at < 0 or (at > 0 and text[at - 1 : at].strip() and text[at - 1] not in "<,"):
+            if at < 0:
+                break
+            out.append(text[i : at + 2])
+            i = at + 2
+            continue
+        depth, end = 0, at + 1
+        while end < len(text):
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+            end += 1
+        inner = text[at + 2 : end].strip()
+        # RET NAME<...>(PARAMS): the name is the last top-level word before the parameter list
+        level, cut = 0, len(inner)
+        for j in range(len(inner) - 1, -1, -1):
+            level += {")": 1, "(": -1}.get(inner[j], 0)
+            if level == 0 and inner[j] == "(":
+                cut = j
+                break
+        head, level, start = inner[:cut].rstrip(), 0, 0
+        for j in range(len(head) - 1, -1, -1):
+            level += {">": 1, "<": -1}.get(head[j], 0)
+            if level == 0 and head[j] == " ":
+                start = j + 1
+                break
+        out.append(text[i:at] + head[start:])
+        i = end + 1
+    out.append(text[i:])
+    return re.sub(r"([<,]\s*)&\s*(?=[A-Za-z_:])", r"\1", "".join(out))
+
+
 def _unsuffixed(text: str) -> str:
     """``text`` with the suffixes of its integer literals dropped: a template argument of an ``unsigned
     int`` (``size_t``, ``long``) parameter demangles as ``256u`` (``256ul``, ``256l``), and the source
@@ -325,14 +370,14 @@ def cpp_name_matches(entries: dict[str, EntryInfo], cpp_name: str) -> list[Entry
     does, with the integer suffixes of its template arguments left out, or its standard typedefs written as
     the types they name (:func:`builtin_spelling`)."""
     for strip in (lambda t: t, _unsuffixed, lambda t: _unsuffixed(builtin_spelling(t))):
-        want = normalize_cpp(strip(_unnamed(cpp_name)))
+        want = normalize_cpp(strip(_function_arguments(_unnamed(cpp_name))))
         full = "(" in want
         found = []
         for symbol in sorted(entries):
             e = entries[symbol]
             if not e.demangled:
                 continue
-            have = normalize_cpp(strip(_unnamed(e.demangled)))
+            have = normalize_cpp(strip(_function_arguments(_unnamed(e.demangled))))
             if full:
                 # template functions demangle with their return type first: drop it before comparing
                 if have == want or have.endswith(" " + want):
