@@ -524,3 +524,22 @@ def test_explicit_specialisations_are_instances_of_their_template(tmp_path: Path
     out = capsys.readouterr().out
     assert 'cpp_name = "t0213<float>"' in out and 'cpp_name = "t0213<__half>"' in out and "t0213<TODO>" not in out
     assert out.count('dtype = "f16"') == 2 and out.count('dtype = "f32"') == 2
+
+
+def test_init_expands_an_expression_macro_and_sizes_a_standard_type(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """vllm's MoE launches size their shared memory with ``CEILDIV(...)`` (a function-like macro of an included
+    header) and ``sizeof(int32_t)``: both stayed TODO, the second with a note naming "sizeof" as an unknown
+    name (the cast pattern took its parentheses for a cast). A statement macro is not expanded."""
+    text = _init_text(tmp_path, capsys, {
+        "common.h": "#pragma once\n#define CEILDIV(x, y) (((x) + (y) - 1) / (y))\n#define CHECK(e) do { if (e) {} } while (0)\n",
+        "k.cu": (
+            '#include "common.h"\n'
+            "__global__ void k(int* c, int e, int w) { extern __shared__ int s[]; s[threadIdx.x] = e; c[0] = s[0]; }\n"
+            "void launch(int* c, int e, int w) {\n"
+            "  size_t warps = CEILDIV(e,\n      w);\n"
+            "  k<<<1, 1024, warps * w * sizeof(int32_t) + sizeof(unsigned long long)>>>(c, e, w);\n"
+            "  CHECK(e);\n"
+            "}\n"
+        ),
+    }, str(tmp_path / "k.cu"))  # fmt: skip
+    assert 'shared_bytes = "ceil_div(e, w) * w * 4 + 8"  # from k.cu:6' in text

@@ -393,6 +393,13 @@ def file_constants(text: str) -> dict[str, str]:
         return {}
     _, code = lex(text, "c")
     found = {m.group(1): m.group(2).strip() for m in _DEFINE.finditer(code)}
+    # a function-like macro whose body is an integer expression, under the key NAME(a, b) (no identifier
+    # has one: the launch scan expands its calls, :func:`_expand_macros`)
+    for m in _EXPR_MACRO.finditer(code):
+        params = tuple(p.strip() for p in m.group(2).split(",")) if m.group(2).strip() else ()
+        body = define_value(m.group(3))
+        if all(re.fullmatch(_IDENT, p) for p in params) and _EXPRESSION_BODY.fullmatch(body) and m.group(1) not in _CALLS:
+            found[f"{m.group(1)}({', '.join(params)})"] = body
     scopes: list[bool] = []  # per open brace: a namespace or extern "C" block, whose declarations are file scope
     start = 0
     for brace in re.finditer(r"[{};]", code):
@@ -409,6 +416,61 @@ def file_constants(text: str) -> dict[str, str]:
             scopes.pop()
         start = i + 1
     return found
+
+
+_EXPR_MACRO = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+({_IDENT})\(([^)]*)\)[ \t]+([^\n]+?)[ \t]*$", re.MULTILINE)
+#: a macro body the launch scan expands: names, integers, arithmetic and parentheses (no ternary, call
+#: with braces, statement or string: ``CEILDIV(x, y) (((x) + (y) - 1) / (y))``, never ``CUDA_CHECK(e) do {...}``)
+_EXPRESSION_BODY = re.compile(r"[\w\s()+\-*/%<>&|^~,.:]+")
+_MAX_EXPANSIONS = 4  # macros expanded inside expanded macros at most this deep
+
+
+def _expand_macros(text: str, code: str, macros: dict[str, str]) -> str:
+    r"""``text`` with each call of a function-like macro of ``macros`` (``"CEILDIV(x, y)"`` -> body, as
+    :func:`file_constants` gives them) outside a preprocessor directive replaced by its body, the arguments
+    parenthesised: vllm's ``shared = CEILDIV(e, w) * w * 4;`` becomes a translatable expression. A call
+    over several lines keeps its newlines after the body, so every line number stays.
+
+    >>> _expand_macros("s = CEILDIV(n,\n 4) * 4;", "s = CEILDIV(n,\n 4) * 4;", {"CEILDIV(x, y)": "(((x) + (y) - 1) / (y))"})
+    's = ((((n) + (4) - 1) / (4)))\n * 4;'
+    >>> _expand_macros("s = CEILDIV(a + b, w);", "s = CEILDIV(a + b, w);", {"CEILDIV(x, y)": "(x + y - 1) / y"})
+    's = (((a + b) + w - 1) / w);'
+    """
+    table = {}
+    for head, body in macros.items():
+        name, params = head[: head.index("(")], head[head.index("(") + 1 : -1]
+        table[name] = ([p.strip() for p in params.split(",")] if params.strip() else [], body)
+    if not table:
+        return text
+    call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(table, key=len, reverse=True))) + r")\s*\(")
+    directives = [(m.start(), m.end()) for m in _PREPROCESSOR.finditer(code)]
+    for _ in range(_MAX_EXPANSIONS):
+        out, last, changed = [], 0, False
+        for m in call.finditer(code):
+            if m.start() < last or any(a <= m.start() < b for a, b in directives):
+                continue
+            close = _close(code, m.end() - 1)
+            if close >= len(code):
+                continue
+            params, body = table[m.group(1)]
+            args = [a.strip() for a in _split_top(text[m.end() : close])]
+            if len(args) != len(params) and not (not params and args == [""]):
+                continue
+            values = dict(zip(params, args))
+            expanded = re.sub(rf"(?<![\w.])({_IDENT})(?!\w)", lambda n: _grouped(values[n.group(1)]) if n.group(1) in values else n.group(1), body)
+            out.append(text[last : m.start()] + "(" + " ".join(expanded.split()) + ")" + "\n" * text.count("\n", m.start(), close + 1))
+            last, changed = close + 1, True
+        if not changed:
+            return text
+        text = "".join(out) + text[last:]
+        _, code = lex(text, "c")
+        directives = [(m.start(), m.end()) for m in _PREPROCESSOR.finditer(code)]
+    return text
+
+
+def _grouped(arg: str) -> str:
+    """A macro argument as it goes into the body: a name or number as is, anything else parenthesised."""
+    return arg if re.fullmatch(rf"{_IDENT}|\d+", arg) else f"({arg})"
 
 
 def _substitute(expr: str, defs: dict[str, str], keep: set[str]) -> str:
@@ -1339,13 +1401,18 @@ def find_launches(text: str, language: str, file: str = "", included: dict[str, 
     lits, code = lex(text, language)
     sites: list[LaunchSite] = []
     if language == "c":
-        outer = {**(included or {}), **file_constants(text)} if "<<<" in code or "cuLaunchKernel" in code else {}
+        outer = {**(included or {}), **file_constants(text)} if "<<<" in code or "cuLaunchKernel" in code or "cudaLaunch" in code else {}
+        macros = {k: v for k, v in outer.items() if k.endswith(")")}
+        if macros:
+            text = _expand_macros(text, code, macros)
+            lits, code = lex(text, language)
+        outer = {k: v for k, v in outer.items() if not k.endswith(")")}
         if "<<<" in code:
             sites += _cuda_launches(text, code, file, outer)
         if "cuLaunchKernel" in code:
             sites += _driver_launches(text, code, lits, file, outer)
         if "cudaLaunch" in code:
-            sites += _runtime_launches(text, code, file, {**(included or {}), **file_constants(text)})
+            sites += _runtime_launches(text, code, file, outer)
     elif language == "rust":
         sites += _cudarc_launches(text, code, lits, file, rust)
     elif language == "python":
@@ -1364,21 +1431,43 @@ _CALLS = {
 }  # fmt: skip
 _SIZEOF = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "half": 2, "__half": 2, "__nv_bfloat16": 2, "float4": 16,
            "float2": 8, "int4": 16, "char": 1, "long": 8, "size_t": 8, "int64_t": 8, "uint32_t": 4, "int32_t": 4,
-           "f32": 4, "f64": 8, "u32": 4, "i32": 4, "u64": 8, "i64": 8}  # fmt: skip
+           "f32": 4, "f64": 8, "u32": 4, "i32": 4, "u64": 8, "i64": 8, "unsigned int": 4, "unsigned char": 1,
+           "short": 2, "unsigned short": 2, "long long": 8, "unsigned long": 8, "unsigned long long": 8, "bool": 1,
+           "uint8_t": 1, "int8_t": 1, "int16_t": 2, "uint16_t": 2, "uint64_t": 8, "__nv_fp8_e4m3": 1,
+           "__nv_fp8_e5m2": 1, "__half2": 4, "half2": 4, "__nv_bfloat162": 4, "double2": 16, "int2": 8, "uint4": 16,
+           "uint2": 8}  # fmt: skip
 _CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+|signed\s+)?(?:int|long(?:\s+long)?|size_t|unsigned|uint32_t|int32_t|int64_t|uint64_t|u32|usize|i32)\s*\)")
 _CXX_CAST = re.compile(r"\b(?:static_cast|reinterpret_cast)\s*<[^<>]*>")
 
 
 _MEMBER = re.compile(rf"({_IDENT})\s*(?:->|\.)\s*(?={_IDENT}\b(?!\s*\())")
+_SIZEOF_OF = re.compile(r"\bsizeof\s*\(\s*((?:(?:const|unsigned|signed|long|short)\s+)*[A-Za-z_][\w:]*)\s*\)")
+
+
+def _size_of(m: re.Match) -> str:
+    """The bytes of the type ``sizeof(...)`` names where it is a built-in or standard one (``unsigned int``,
+    ``std::int32_t``, ``size_t``); ``sizeof_NAME`` (which does not translate) for any other.
+
+    >>> [_size_of(_SIZEOF_OF.search(t)) for t in ("sizeof(int32_t)", "sizeof(unsigned long long)", "sizeof(std::uint8_t)", "sizeof(Foo)")]
+    ['4', '8', '1', 'sizeof_Foo']
+    """
+    from ..compile import builtin_spelling
+
+    words = [w for w in builtin_spelling(re.sub(r"^(?:::)?std::", "", m.group(1).strip())).split() if w != "const"]
+    name = " ".join(words)
+    size = _SIZEOF.get(name) or _SIZEOF.get(name.replace("signed ", "", 1) if name.startswith("signed ") else "")
+    return str(size) if size else "sizeof_" + re.sub(r"\W+", "_", name)
 
 
 def _host_python(src: str) -> str:
     """A C, Rust or Python integer expression rewritten as Python source (``/`` -> ``//``, casts and
     literal suffixes dropped, ``a->b``/``a.b`` fields as single names), ready for :mod:`ast`."""
     src = src.strip()
+    # sizeof first: the casts' pattern would take sizeof(int32_t)'s parentheses for a cast (vllm's shared
+    # memory sizes were left "sizeof" times the count)
+    src = _SIZEOF_OF.sub(_size_of, src)
     src = _CXX_CAST.sub("", src)
     src = _CAST.sub("", src)
-    src = re.sub(r"\bsizeof\s*\(\s*([A-Za-z_][\w:]*)\s*\)", lambda m: str(_SIZEOF.get(m.group(1), f"sizeof_{m.group(1)}")), src)
     src = re.sub(r"\bstd\s*::\s*(min|max)\b", r"\1", src)
     src = re.sub(r"\b(\d+)(?:[uUlL]+|_?(?:u32|usize|i32|u64|i64))\b", r"\1", src)
     src = re.sub(r"\s+as\s+(?:u32|usize|i32|u64|i64|c_int)\b", "", src)  # Rust casts
