@@ -348,3 +348,24 @@ def test_a_read_a_selp_discards_after_arithmetic_is_no_finding(tmp_path: Path) -
     assert _reads(good, _launch(128, n=128, grid=1)) == []
     bad = _ptx(tmp_path, SELECTED.replace("GUARD", "w * 32 <= n"), "bad.cu")
     assert _reads(bad, _launch(128, n=128, grid=1)) == [("read", 9, 'part[4] (byte 16 of shared array "part")', (0, 0, 0))]
+
+
+def test_held_reads_of_one_thread_in_the_same_registers_are_kept_once() -> None:
+    """A GEMM tile read before any write (a mutant's wrong column) sends every iteration's loads into the same
+    accumulators: each load's held reads are kept once per thread and register set, the earliest, so a
+    static run no longer follows one per iteration through every later instruction (a header mutant's check
+    took minutes). Reads in other registers, or of other threads, stay."""
+    import numpy as np
+
+    from audit.cuda.blocksim import _distinct
+
+    t = np.array([0, 1, 0, 0, 1, 2])
+    off = np.array([0, 4, 8, 12, 16, 20])
+    epochs = np.array([0, 0, 1, 1, 1, 2])
+    acc = np.array([1, 1, 1, 1, 1, 0], bool)
+    tmp = np.array([0, 0, 0, 1, 0, 1], bool)
+    t2, off2, e2, regs = _distinct((t, off, epochs, {"%f1": acc, "%f2": tmp}))
+    assert t2.tolist() == [0, 1, 0, 2] and off2.tolist() == [0, 4, 12, 20] and e2.tolist() == [0, 0, 1, 2]
+    assert regs["%f1"].tolist() == [True, True, True, False] and regs["%f2"].tolist() == [False, False, True, True]
+    one = (t[:1], off[:1], epochs[:1], {"%f1": acc[:1]})
+    assert _distinct(one) is one

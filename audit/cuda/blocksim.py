@@ -1077,6 +1077,33 @@ def _imm(op: str) -> int | None:
     return None
 
 
+def _distinct(held: tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """A load's held reads (threads, offsets, intervals, register -> which of them it holds) with each read
+    dropped whose thread has an earlier one held in exactly the same registers: from here on the two are
+    used, or dropped, by the same instructions, and the earlier one is what a finding names. Without it a
+    loop whose loads all reach the accumulators (a GEMM tile read unwritten: a mutant's wrong column) held
+    one read per iteration and thread, each followed through every later instruction."""
+    t, off, epochs, regs = held
+    if len(t) < 2:
+        return held
+    names = sorted(regs)
+    bits = np.packbits(np.stack([regs[r] for r in names], axis=1), axis=1) if names else np.zeros((len(t), 0), np.uint8)
+    width = -(-bits.shape[1] // 8) * 8
+    words = np.zeros((len(t), width), np.uint8)
+    words[:, : bits.shape[1]] = bits
+    columns = [t.astype(np.int64), *words.view(np.uint64).T]
+    order = np.lexsort(columns[::-1])  # by thread, then registers; stable: earliest first within a group
+    step = np.zeros(len(t), bool)
+    step[0] = True
+    for c in columns:
+        sc = c[order]
+        step[1:] |= sc[1:] != sc[:-1]
+    if step.all():
+        return held
+    first = np.sort(order[step])
+    return t[first], off[first], epochs[first], {r: regs[r][first] for r in names}
+
+
 class _Block:
     """One block of threads run over an entry's PTX (see the module docstring)."""
 
@@ -2418,16 +2445,31 @@ class _Block:
                         if r in holds:
                             used |= holds[r]
                     gives = {d: np.zeros(len(t), bool) for d in dests}
+                lost = np.zeros(len(t), bool)  # reads a register written here held before and holds no more
                 for d, m in gives.items():  # a register written holds the value for the threads it came to
-                    kept = regs[d] & ~here if d in regs else np.zeros(len(t), bool)
-                    regs[d] = kept | m
-                    if not regs[d].any():
-                        del regs[d]  # (a register that holds it in no thread is dropped: fewer to look up)
+                    if d in regs:
+                        new = (regs[d] & ~here) | m
+                        lost |= regs[d] & ~new
+                    else:
+                        new = m
+                    if new.any():
+                        regs[d] = new
+                    else:
+                        regs.pop(d, None)  # (a register that holds it in no thread is dropped: fewer to look up)
                 if used.any():
                     self._release(ld, t[used], off[used], epochs[used])
-                keep = ~used & np.logical_or.reduce(list(regs.values())) if regs else np.zeros(len(t), bool)
-                if keep.all():
+                drop = used
+                if lost.any():  # every held read is in some register: only those that lost one may be in none now
+                    cand = np.flatnonzero(lost & ~used)
+                    still = np.zeros(len(cand), bool)
+                    for m in regs.values():
+                        still |= m[cand]
+                    if not still.all():
+                        drop = used.copy()
+                        drop[cand[~still]] = True
+                if not drop.any():
                     continue
+                keep = ~drop
                 if keep.any():
                     self.pend[ld] = (t[keep], off[keep], epochs[keep], {r: m[keep] for r, m in regs.items()})
                 else:
@@ -2481,7 +2523,7 @@ class _Block:
                     he = np.full(len(ht), self.epoch, np.int64)
                     regs = {r: np.ones(len(ht), bool) for r in self.st.dests_of(pc)}
                     if pc in self.pend:
-                        old = self.pend[pc]
+                        old = _distinct(self.pend[pc])
                         names = set(old[3]) | set(regs)
                         regs = {r: np.concatenate((old[3].get(r, np.zeros(len(old[0]), bool)), regs.get(r, np.zeros(len(ht), bool))))
                                 for r in names}
