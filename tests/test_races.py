@@ -421,3 +421,62 @@ def test_a_thread_index_equal_to_a_kernel_argument_is_one_thread(tmp_path: Path)
         src.write_text('extern "C" __global__ void k(int* total, int n) {\n'
                        f"    if ((int)threadIdx.x {cond} n) *total = (int)threadIdx.x * 2;\n}}\n")
         assert _races(_nvcc(src), ((1024, 1, 1), (1, 1, 1))) == races, cond
+
+
+_GLOBAL_INDEX = """extern "C" __global__ void upd(const unsigned n_elements, const float b, const float* __restrict__ g, float* __restrict__ m) {
+    const unsigned i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i >= n_elements) return;
+    *m = b * *m + (1 - b) * *g;
+}
+extern "C" __global__ void first_only(const unsigned n, const float* __restrict__ g, float* __restrict__ m) {
+    const unsigned i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i >= n) return;
+    if (i COND) *m = *g;
+}
+"""
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("entry", "cond", "pinned", "expected"), [
+    ("upd", "== 0", {0: 1}, []),  # tiny-cuda-nn's novo_update_per_layer_second_moment, launched with n_elements = 1
+    ("upd", "== 0", {0: 2}, [("thread", ("x",))]),  # two threads store
+    ("upd", "== 0", {}, [("thread", ("x",))]),  # n not known: any number of threads
+    ("first_only", "== 0", {}, []),  # the global index 0 is one thread of the grid
+    ("first_only", "< 1", {}, []),
+    ("first_only", "<= 1", {}, [("thread", ("x",))]),  # two
+])
+def test_the_global_index_pinned_to_zero_is_one_thread(tmp_path: Path, entry: str, cond: str, pinned: dict[int, int],
+                                                       expected: list) -> None:  # fmt: skip
+    """``i = threadIdx.x + blockIdx.x * blockDim.x`` is zero in one thread of the grid: ``if (i == 0)``, and
+    ``if (i >= n) return;`` with every launch passing n = 1 (the contract's scalar), leave one thread; each
+    was a false STORE_RACE (tiny-cuda-nn trial)."""
+    src = tmp_path / "g.cu"
+    src.write_text(_GLOBAL_INDEX.replace("COND", cond))
+    races = find_store_races(_nvcc(src), entry, (128, 1, 1), (None, 1, 1), pinned)
+    assert [(r.kind, r.dims) for r in races] == expected
+
+
+def test_a_scalar_the_launches_agree_on_is_pinned(tmp_path: Path) -> None:
+    """The positions and values :func:`audit.cuda.static.pinned_scalars` reads from a contract: integer
+    scalars with one value at every launch (a literal here), never a float or a dim that varies."""
+    from audit.cuda.static import pinned_scalars
+    from audit.load import load_contracts
+
+    cs = load_contracts(tmp_path / "contracts", tmp_path, texts={"contracts/k.toml": """
+[dims]
+n = { min = 1, max = 64 }
+[[kernel]]
+name = "upd"
+source = "k.cu"
+stage = "optimizer"
+grid = [1, 1, 1]
+block = [128, 1, 1]
+params = [
+  { name = "one", kind = "scalar", dtype = "u32", value = 1 },
+  { name = "b", kind = "scalar", dtype = "f32", value = 0.5 },
+  { name = "n", kind = "scalar", dtype = "i32", value = "n" },
+  { name = "m", dtype = "f32", shape = [1], role = "inout" },
+]
+"""})
+    (k,) = cs.kernels
+    assert pinned_scalars(None, k) == {0: 1}

@@ -40,6 +40,7 @@ The analysis of one ``.entry``:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from dataclasses import dataclass
 
@@ -187,12 +188,14 @@ def entry_file(ptx: str, entry: str) -> str | None:
 
 
 def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
-                     grid: Dims = (None, None, None)) -> list[StoreRace]:
+                     grid: Dims = (None, None, None), pinned: Mapping[int, int] | None = None) -> list[StoreRace]:
     """The racy global stores of ``entry``, in PTX order, the first per (source line, kind).
 
     ``block``/``grid`` are the launch extents (None: unknown, possibly > 1); a dimension of extent 1 has
     index 0. ``.reqntid`` fills unknown block extents, and ``.maxntid 1, 1, 1`` all of them (a larger
-    ``.maxntid`` bounds the product only). Raises ValueError when the module has no such entry.
+    ``.maxntid`` bounds the product only). ``pinned`` gives the value of integer parameters (by position)
+    every launch passes alike: ``if (i >= n) return;`` with ``n`` pinned to 1 leaves the thread whose
+    global index is 0. Raises ValueError when the module has no such entry.
     """
     text = _COMMENT.sub(_strip_comment, ptx)
     files = {int(n): p for n, p in _FILE.findall(text)}
@@ -202,7 +205,9 @@ def find_store_races(ptx: str, entry: str, block: Dims = (None, None, None),
                          for d, n in zip(_DIMS, ext) if n == 1)
     insts, labels = _parse_body(body)
     blocks, succ = _cfg(insts, labels)
-    forms, preds = _forms(insts, blocks, succ)
+    names = _param_order(text, entry)
+    consts = {names[i]: v for i, v in (pinned or {}).items() if i < len(names)}
+    forms, preds = _forms(insts, blocks, succ, consts)
     thread_var, block_var = _uniformity(insts, params, blocks, succ)
     _ticket_preds(insts, preds, thread_var | block_var, set(_SHARED_VAR.findall(text)))
     _uniform_index_preds(insts, forms, preds, thread_var)
@@ -237,6 +242,15 @@ def _int(text: str) -> int:
     neg, t = t.startswith("-"), t.lstrip("-")
     v = int(t, 16) if t[:2] in ("0x", "0X") else int(t, 8) if len(t) > 1 and t[0] == "0" else int(t)
     return -v if neg else v
+
+
+def _param_order(text: str, entry: str) -> list[str]:
+    """The parameter names of ``entry``, in order."""
+    for m in _ENTRY.finditer(text):
+        if m.group(1) == entry:
+            close = text.index(")", m.end())
+            return [re.sub(r"\[\d*\]", "", p).split()[-1] for p in text[m.end() : close].split(",") if p.strip()]
+    return []
 
 
 def _entry_text(text: str, entry: str) -> tuple[set[str], str, str]:
@@ -408,10 +422,10 @@ def _first_copies(insts: list[_Inst], blocks: list[tuple[int, int]], succ: list[
 
 
 def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
-           succ: list[list[int]] | None = None) -> tuple[Forms, Preds]:
+           succ: list[list[int]] | None = None, consts: Mapping[str, int] | None = None) -> tuple[Forms, Preds]:
     """Register forms and predicate facts, for registers written exactly once (and not under a guard); with
     the CFG, also a ``setp`` on a register whose only write that reaches it copies a thread or block index
-    (:func:`_first_copies`)."""
+    (:func:`_first_copies`); ``consts`` gives parameters (by PTX name) whose loads are constants."""
     count = _write_counts(insts)
     forms: Forms = {}
     preds: Preds = {}
@@ -435,6 +449,8 @@ def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
                     forms[d] = forms[s]
                 elif parts[0] == "mov" and _INT.fullmatch(s):
                     forms[d] = _Form("const", value=_int(s))
+            elif parts[0] == "ld" and "param" in parts and consts and len(src) == 1 and src[0].strip("[] ") in consts:
+                forms[d] = _Form("const", value=consts[src[0].strip("[] ")])
             elif parts[0] in ("or", "add") and parts[-1] != "pred" and len(src) == 2:
                 fs = [forms.get(s) for s in src]
                 if all(f is not None and f.kind != "const" for f in fs):
@@ -447,7 +463,10 @@ def _forms(insts: list[_Inst], blocks: list[tuple[int, int]] | None = None,
                 ok = len(idx) == 1 and any(s in positive for s in src[:2]) and (len(src) == 2 or (
                     fs[2] is not None and fs[2].kind != "const"))
                 names = frozenset().union(*(f.names for f in fs if f is not None and f.kind != "const"))
-                if ok and all(n.startswith("tid.") for n in names):
+                # and the global index ctaid.x * ntid.x + tid.x, zero exactly when both are (a grid of
+                # 2^32 threads along x would wrap it: no launch of a kernel with such a guard is that large)
+                grid_index = parts[0] == "mad" and len(names) == 2 and {n.split(".")[0] for n in names} == {"tid", "ctaid"}
+                if ok and (all(n.startswith("tid.") for n in names) or grid_index):
                     forms[d] = _Form("any", names)
             elif parts[-1] == "pred" and parts[0] in ("and", "or", "not") and src:
                 preds[d] = _combined(parts[0], src, preds)

@@ -210,13 +210,33 @@ def entry_store_races(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol:
     text, the entry and the launch extents."""
     block, grid = launch_extents(cs, wiring, k)
     entry = symbol or k.symbol
+    pinned = pinned_scalars(wiring, k)
 
     def compute() -> list[StoreRace]:
-        return find_store_races(ptx, entry, block, grid)
+        return find_store_races(ptx, entry, block, grid, pinned)
 
     if cache is None:
         return compute()
-    return cache.results("races", [ptx, entry, repr(block), repr(grid)], StoreRace, compute)
+    return cache.results("races", [ptx, entry, repr(block), repr(grid), repr(sorted(pinned.items()))], StoreRace, compute)
+
+
+def pinned_scalars(wiring: Any, k: Kernel) -> dict[int, int]:
+    """Position -> value of each integer scalar parameter of ``k`` whose value is the same at every launch
+    (a literal, or a dim expression every launch environment agrees on, as :func:`launch_extents` reads the
+    extents): tiny-cuda-nn launches ``novo_update_per_layer_second_moment`` with ``n_elements = 1``, so
+    ``if (i >= n_elements) return;`` leaves one thread of the grid. Without ``wiring``, literals only."""
+    from ..dims import Expr
+    from ..shapes import value_at
+
+    envs = _launch_envs(wiring, k) if wiring is not None else []
+    out: dict[int, int] = {}
+    for i, p in enumerate(k.params):
+        if p.kind != "scalar" or not isinstance(p.value, Expr) or not p.dtype.startswith(("i", "u")):
+            continue
+        values = {value_at(p.value, env) for env in envs} if envs else {value_at(p.value, {})}
+        if len(values) == 1 and (v := values.pop()) is not None:
+            out[i] = v
+    return out
 
 
 #: the most distinct block extents of one kernel SHARED_RMW_RACE analyses (a block that follows a runtime
