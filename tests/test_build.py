@@ -857,3 +857,16 @@ def test_init_and_check_read_a_kernel_with_a_function_template_argument(
     assert main(args) == 1
     out = capsys.readouterr().out
     assert 'OUT_OF_BOUNDS_ACCESS Kernel "act" reads past the end of "in"' in out
+
+
+def test_a_const_template_argument_names_the_entry_whichever_side_const_is_on() -> None:
+    """tiny-cuda-nn's ``reduce_sum(gradients + offset, ...)`` deduces ``T = const float``: the contract's
+    ``block_reduce<const float, float>`` was ENTRY_MISSING against the entry ``block_reduce<float const, float>``."""
+    from audit.compile._types import match_cpp_name
+
+    e = EntryInfo("_Z2sqIKfEvjPT_Pf", "void sq<float const>(unsigned int, float const*, float*)", [])
+    f = EntryInfo("_Z2sqIfEvjPT_Pf", "void sq<float>(unsigned int, float*, float*)", [])
+    entries = {e.symbol: e, f.symbol: f}
+    assert match_cpp_name(entries, "sq<const float>") is e and match_cpp_name(entries, "sq<float const>") is e
+    assert match_cpp_name(entries, "sq<float>") is f
+    assert match_cpp_name(entries, "sq<const float>(unsigned int, const float*, float*)") is e

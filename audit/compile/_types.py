@@ -316,6 +316,20 @@ def _function_arguments(text: str) -> str:
     return re.sub(r"([<,]\s*)&\s*(?=[A-Za-z_:])", r"\1", "".join(out))
 
 
+_WEST_CONST = re.compile(r"(^|[<,(]\s*)(const|volatile)\s+((?:(?:unsigned|signed|long|short)\s+)*[A-Za-z_][\w:]*(?:<[^<>]*>)?)")
+
+
+def _east_const(text: str) -> str:
+    """``text`` with each ``const`` (``volatile``) that leads a type written after it, as c++filt shows it:
+    a template argument deduced from ``const float*`` (tiny-cuda-nn's ``reduce_sum(gradients + offset, ...)``)
+    demangles as ``<float const>``.
+
+    >>> _east_const("block_reduce<const float, float>"), _east_const("f(const unsigned int*, int)")
+    ('block_reduce<float const, float>', 'f(unsigned int const*, int)')
+    """
+    return _WEST_CONST.sub(lambda m: f"{m.group(1)}{m.group(3)} {m.group(2)}", text)
+
+
 def _unsuffixed(text: str) -> str:
     """``text`` with the suffixes of its integer literals dropped: a template argument of an ``unsigned
     int`` (``size_t``, ``long``) parameter demangles as ``256u`` (``256ul``, ``256l``), and the source
@@ -370,14 +384,14 @@ def cpp_name_matches(entries: dict[str, EntryInfo], cpp_name: str) -> list[Entry
     does, with the integer suffixes of its template arguments left out, or its standard typedefs written as
     the types they name (:func:`builtin_spelling`)."""
     for strip in (lambda t: t, _unsuffixed, lambda t: _unsuffixed(builtin_spelling(t))):
-        want = normalize_cpp(strip(_function_arguments(_unnamed(cpp_name))))
+        want = normalize_cpp(strip(_east_const(_function_arguments(_unnamed(cpp_name)))))
         full = "(" in want
         found = []
         for symbol in sorted(entries):
             e = entries[symbol]
             if not e.demangled:
                 continue
-            have = normalize_cpp(strip(_function_arguments(_unnamed(e.demangled))))
+            have = normalize_cpp(strip(_east_const(_function_arguments(_unnamed(e.demangled)))))
             if full:
                 # template functions demangle with their return type first: drop it before comparing
                 if have == want or have.endswith(" " + want):
