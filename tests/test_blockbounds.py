@@ -645,3 +645,58 @@ def test_block_runs_also_take_the_contracts_small_verify_cases(tmp_path: Path, c
     other = contract.replace("[dims]\n", "[dims]\nn = { min = 1, max = 1048576 }\n")
     (root / "contracts" / "k.toml").write_text(other + '[kernel.verify]\ncases = ["hA=8,wA=4,wB=4,n=65536"]\n')
     assert main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"]) == 1
+
+
+_LUM = """extern "C" __global__ void lum(const unsigned n_elements, const unsigned stride, const unsigned dims,
+                                const float* __restrict__ p, float* __restrict__ out) {
+    const unsigned i = threadIdx.x + blockIdx.x * blockDim.x;
+    if (i >= n_elements) return;
+    const unsigned intra = i % stride;
+    if (intra >= dims) { out[i] = 0; return; }
+    float r = p[i - intra + 0], g = p[i - intra + 1], b = p[i - intra + 2];
+    if (dims >= WIDE) { r += p[i - intra + 3]; g += p[i - intra + 4]; b += p[i - intra + 5]; }
+    out[i] = 0.299f * r + 0.587f * g + 0.114f * b;
+}
+"""
+
+_LUM_TOML = """[dims]
+batch = { min = 1, max = 4096 }
+stride = { min = 1, max = 128 }
+dims = { min = DMIN, max = 128 }
+[[kernel]]
+name = "lum"
+source = "k.cu"
+stage = "loss"
+grid = ["ceil_div(batch * stride, 128)", 1, 1]
+block = [128, 1, 1]
+requires = REQUIRES
+params = [
+  { name = "n_elements", kind = "scalar", dtype = "u32", value = "batch * stride" },
+  { name = "stride", kind = "scalar", dtype = "u32", value = "stride" },
+  { name = "dims", kind = "scalar", dtype = "u32", value = "dims" },
+  { name = "p", dtype = "f32", shape = ["batch", "stride"], role = "in" },
+  { name = "out", dtype = "f32", shape = ["batch", "stride"], role = "out" },
+]
+"""
+
+
+@NVCC
+@pytest.mark.parametrize(("dmin", "requires"), [("1", '["dims <= stride", "dims >= 3"]'), ("3", '["dims <= stride"]')])
+def test_the_least_block_run_meets_assumptions_that_bound_and_relate_dims(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                          dmin: str, requires: str) -> None:  # fmt: skip
+    """tiny-cuda-nn's luminance loss, seeded (``dims >= 6`` written ``dims >= 3``): rows of 3 to 5 channels read
+    past the row. The least environment that meets ``dims >= 3`` (or a range from 3) and ``dims <= stride`` was
+    found only at stride = dims = 128, where the reads stay inside: the seed passed. A bound an assumption
+    names, and the values of the dim it relates to, are candidates now."""
+    from audit.cli import main
+
+    (tmp_path / "wireup.toml").write_text("")
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "k.toml").write_text(_LUM_TOML.replace("DMIN", dmin).replace("REQUIRES", requires))
+    args = ["check", "--root", str(tmp_path), "--select", "OUT_OF_BOUNDS_ACCESS"]
+    for wide, rc in (("6", 0), ("3", 1)):
+        (tmp_path / "k.cu").write_text(_LUM.replace("WIDE", wide))
+        capsys.readouterr()
+        assert main(args) == rc
+        out = capsys.readouterr().out
+        assert ('reads past the end of "p"' in out and "at batch = 1, stride = 3, dims = 3" in out) == (rc == 1), out

@@ -389,19 +389,45 @@ def _nearest_valid(cs: ContractSet, k: Kernel, target: dict[str, int], fill: Cal
             if isinstance(c, int) and c > 1:
                 step[name] = math.lcm(step.get(name, 1), c)
     runtime = cs.runtime_ranges
-    options: dict[str, list[int]] = {}
-    for n, (lo, hi) in runtime.items():
+    # the bounds an assumption puts on a dim (``dims >= 3``: 3 and its neighbours), and dims an assumption
+    # compares (``dims <= stride``: each takes the other's values too): tiny-cuda-nn's luminance loss, whose
+    # least environment met them only at stride = dims = 128, where its channel reads stay inside the row
+    bounds: dict[str, set[int]] = {}
+    pairs: list[tuple[str, str]] = []
+    for r in k.requires:
+        left, right = r.left.tree, r.right.tree
+        for a, b in ((left, right), (right, left)):
+            if a[0] != "name" or a[1] not in runtime:
+                continue
+            if b[0] == "name" and b[1] in runtime:
+                pairs.append((a[1], b[1]))
+                continue
+            try:
+                v = eval_tree(b, cs.fixed_env)
+            except (KeyError, ZeroDivisionError, TypeError):
+                continue
+            if isinstance(v, int):
+                bounds.setdefault(a[1], set()).update((v - 1, v, v + 1))
+    nears: dict[str, set[int]] = {}
+    for n in runtime:
         t = target[n]
         if n in step:
             c = step[n]
             up = -(-t // c) * c
             near = {up - c, up, up + c, up + 2 * c}
         else:
-            near = {t, t + 1}
+            near = {t, t + 1} | bounds.get(n, set())
             for c in constants:
                 up = -(-t // c) * c
                 near |= {up, up + c, up - c, up + 1}
-        options[n] = sorted((v for v in near if lo <= v <= hi), key=lambda v: (abs(v - t), v))[:NEAREST_CANDIDATES]
+        nears[n] = near
+    for a, b in pairs:
+        if a not in step:
+            nears[a] = nears[a] | nears[b]
+    options: dict[str, list[int]] = {}
+    for n, (lo, hi) in runtime.items():
+        t = target[n]
+        options[n] = sorted((v for v in nears[n] if lo <= v <= hi), key=lambda v: (abs(v - t), v))[:NEAREST_CANDIDATES]
     names = sorted(options)
     combos = itertools.product(*(range(len(options[n])) for n in names))
     ranked = sorted(itertools.islice(combos, NEAREST_TRIES), key=lambda c: (sum(c), c))
