@@ -420,6 +420,55 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
     yield from _ptx_hits(ctx, lambda k, ptx, symbol, cache: entry_store_races(ctx.cs, ctx.wiring, k, ptx, symbol, cache))
 
 
+def _param_uses(ctx: CheckContext) -> Iterator[tuple[Kernel, Any]]:
+    """(kernel, :class:`audit.cuda.paramuse.ParamUse` of its entry) for each compiled entry whose parameter
+    count is the contract's (ABI_MISMATCH reports the others)."""
+    from ..cuda.paramuse import param_uses
+
+    for k, sb, entry in _compiled(ctx):
+        if entry is None or sb.ptx is None or not sb.ptx.is_file():
+            continue
+        try:
+            use = param_uses(_ptx_text(ctx, sb.ptx), entry.symbol)
+        except ValueError:
+            continue
+        if len(use.names) == len(k.params):
+            yield k, use
+
+
+@rule("OUTPUT_NEVER_WRITTEN", "An out or inout pointer parameter is written by some store, atomic or reduction of the compiled kernel (an address derived from it); a kernel whose writes cannot all be followed to a parameter is not judged.", "build")
+def check_output_never_written(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX: the registers each parameter's value reaches, and the addresses of
+    its global writes (see :mod:`audit.cuda.paramuse`)."""
+    for k, use in _param_uses(ctx):
+        if use.stored is None:
+            continue
+        for p, name in zip(k.params, use.names):
+            if p.kind == "tensor" and p.writes and name not in use.stored:
+                yield Hit(f'Kernel "{k.name}" never writes "{p.name}" (role "{p.role}"): no store, atomic or reduction '
+                          "of its compiled code has an address derived from it, so every launch leaves it as it was; "
+                          'write it, or give it role "in".', p.loc.child("role"), k.name)  # fmt: skip
+
+
+@rule("PARAM_UNREAD", "Every parameter of a compiled kernel is read: nvcc drops a parameter nothing uses, so a value the host passes that changes nothing (a loss scale never applied) is found.", "build")
+def check_param_unread(ctx: CheckContext) -> Iterator[Hit]:
+    """Reads each compiled entry's PTX: a parameter its body never names (see :mod:`audit.cuda.paramuse`)."""
+    for k, use in _param_uses(ctx):
+        for p, name in zip(k.params, use.names):
+            if name in use.read or p.kind == "isv":
+                continue
+            if p.kind == "scalar" and not p.dtype.startswith("f"):
+                # an integer the grid already covers (a row count) is often passed and ignored: a warning
+                yield Hit(f'Kernel "{k.name}" never reads its parameter "{p.name}": the compiled code has no use of it, so '
+                          "the integer the host passes changes nothing (a size the grid covers is often left unread: "
+                          "check that this one may be).", p.loc, k.name, Severity.WARNING)  # fmt: skip
+                continue
+            what = "value" if p.kind == "scalar" else "buffer"
+            yield Hit(f'Kernel "{k.name}" never reads its parameter "{p.name}": the compiled code has no use of it, so '
+                      f"the {what} the host passes changes nothing; use it, or drop it from the kernel and the contract.",
+                      p.loc, k.name)  # fmt: skip
+
+
 @rule("INDEX_OVERFLOW", "A global-memory offset computed in 32-bit arithmetic stays within its type at the largest dims the contracts allow.", "build")
 def check_index_overflow(ctx: CheckContext) -> Iterator[Hit]:
     """Reads each compiled entry's PTX at the contracts' largest dims: the exact value of every 32-bit
