@@ -559,7 +559,8 @@ def launch_geometry(k: CKernel, site: LaunchSite, known_dims: Iterable[str] = ()
     for p, arg in zip(k.params, args):
         # a variable, a field (model->n) or an expression (B * NH) passed as an integer argument: where the
         # geometry uses it, the contract uses the parameter
-        if p.name in ints and re.search(r"[A-Za-z_]", arg):
+        # (never a literal: tiny-cuda-nn passes 1u, and every 1 of the geometry became the parameter)
+        if p.name in ints and re.search(r"[A-Za-z_]", arg) and _constant(arg) is None:
             renames[arg] = p.name
     where = f"{site.file}:{site.line}" if site.file else f"line {site.line}"
 

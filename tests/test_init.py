@@ -543,3 +543,31 @@ def test_init_expands_an_expression_macro_and_sizes_a_standard_type(tmp_path: Pa
         ),
     }, str(tmp_path / "k.cu"))  # fmt: skip
     assert 'shared_bytes = "ceil_div(e, w) * w * 4 + 8"  # from k.cu:6' in text
+
+
+def test_init_reads_tiny_cuda_nns_launch_helpers_defaults_and_literals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three launches of tiny-cuda-nn, each scaffolded wrong or TODO before: a grid from a one-return helper
+    function (``n_blocks_linear(n)``, through ``div_round_up``, with a default argument); a launching function
+    with a default parameter (``n_sums = 1``), which hid its local ``threads = 1024``; a literal argument
+    ``1u``, which made every 1 of the geometry the parameter it was passed to."""
+    text = _init_text(tmp_path, capsys, {"k.cu": (
+        "template <typename T> __host__ __device__ T div_round_up(T val, T divisor) { return (val + divisor - 1) / divisor; }\n"
+        "constexpr unsigned N_THREADS_LINEAR = 128;\n"
+        "template <typename T> constexpr __host__ __device__ unsigned n_blocks_linear(T n_elements, unsigned n_threads = N_THREADS_LINEAR) {\n"
+        "    return (unsigned)div_round_up(n_elements, (T)n_threads);\n}\n"
+        "__global__ void sgd(const unsigned n_elements, const float lr, float* w, const float* g) {}\n"
+        "__global__ void red(const unsigned n, const float* in, float* out, const unsigned n_blocks) {}\n"
+        "__global__ void upd(const unsigned n_elements, const float beta2, const float* g, float* m) {}\n"
+        "void step(float* w, const float* g, unsigned n_weights, float lr) {\n"
+        "    sgd<<<n_blocks_linear(n_weights), N_THREADS_LINEAR>>>(n_weights, lr, w, g);\n}\n"
+        "void reduce_sum(const float* p, float* out, unsigned n, unsigned n_sums = 1) {\n"
+        "    const unsigned threads = 1024;\n"
+        "    unsigned blocks = (n + threads - 1) / threads;\n"
+        "    red<<<blocks, threads>>>(n, p, out, blocks);\n}\n"
+        "void novo(const float* g, float* m) { upd<<<(1u + 127) / 128, 128>>>(1u, 0.999f, g, m); }\n"
+    )}, str(tmp_path / "k.cu"))  # fmt: skip
+    sgd, red, upd = text.split("[[kernel]]")[1:]
+    assert 'grid = ["ceil_div(n_elements, 128)", 1, 1]  # from k.cu:10' in sgd and "block = [128, 1, 1]" in sgd
+    assert "block = [1024, 1, 1]  # from k.cu:15" in red
+    assert "grid = [1, 1, 1]  # from k.cu:17" in upd and "block = [128, 1, 1]" in upd
+    assert '{ name = "n_elements", kind = "scalar", dtype = "u32", value = 1 }' in upd

@@ -204,7 +204,9 @@ def _definitions(text: str, code: str, before: int, language: str, outer: dict[s
     elif language == "python":
         pattern = re.compile(rf"^[ \t]*({_IDENT})\s*=\s*([^\n=][^\n]*)$", re.MULTILINE)
     else:
-        pattern = re.compile(rf"(?<![\w.>])({_IDENT})\s*=\s*([^;=][^;]*);")
+        # (no brace in the value: a default argument, f(int n_sums = 1) {, is no assignment, and reading it as
+        # one ran on to the next semicolon, hiding the function's first constant: tiny-cuda-nn's reduce_sum)
+        pattern = re.compile(rf"(?<![\w.>])({_IDENT})\s*=\s*([^;={{}}][^;{{}}]*);")
     for m in pattern.finditer(code, start, before):
         name, value = m.group(1), " ".join(text[m.start(2) : m.end(2)].split())
         if name in ("return", "if", "else"):
@@ -400,6 +402,30 @@ def file_constants(text: str) -> dict[str, str]:
         body = define_value(m.group(3))
         if all(re.fullmatch(_IDENT, p) for p in params) and _EXPRESSION_BODY.fullmatch(body) and m.group(1) not in _CALLS:
             found[f"{m.group(1)}({', '.join(params)})"] = body
+    # a function whose body is one return of an integer expression (tiny-cuda-nn's n_blocks_linear(n) and
+    # div_round_up(val, divisor), which size every one of its launches), under the same key, a parameter's
+    # default after "=": a name defined twice (overloads) is left out
+    seen: dict[str, int] = {}
+    for m in _EXPR_FUNCTION.finditer(code):
+        seen[m.group(2)] = seen.get(m.group(2), 0) + 1
+    for m in _EXPR_FUNCTION.finditer(code):
+        name = m.group(2)
+        if seen[name] > 1 or name in _CALLS or "__global__" in code[max(0, m.start() - 60) : m.start(2)]:
+            continue
+        types = set(re.findall(rf"\b(?:typename|class)\s+({_IDENT})", m.group(1) or ""))
+        params = []
+        for part in _split_top(m.group(3)):
+            pm = re.fullmatch(rf"\s*(?:const\s+)?[\w:<>]+(?:\s+[\w:<>]+)*?[\s*&]+({_IDENT})\s*(?:=\s*(.+?))?\s*", part)
+            if pm is None:
+                break
+            params.append(pm.group(1) + (f" = {' '.join(pm.group(2).split())}" if pm.group(2) else ""))
+        else:
+            body = " ".join(text[m.start(4) : m.end(4)].split())
+            for t in types:  # a cast to a template type parameter, (T)n, says nothing of the value
+                body = re.sub(rf"\(\s*{re.escape(t)}\s*\)", "", body)
+            body = _CAST.sub("", _CXX_CAST.sub("", body))
+            if params and _EXPRESSION_BODY.fullmatch(body) and len(_split_top(body)) == 1 and "dim3" not in body:
+                found[f"{name}({', '.join(params)})"] = body
     scopes: list[bool] = []  # per open brace: a namespace or extern "C" block, whose declarations are file scope
     start = 0
     for brace in re.finditer(r"[{};]", code):
@@ -422,6 +448,10 @@ _EXPR_MACRO = re.compile(rf"^[ \t]*#[ \t]*define[ \t]+({_IDENT})\(([^)]*)\)[ \t]
 #: a macro body the launch scan expands: names, integers, arithmetic and parentheses (no ternary, call
 #: with braces, statement or string: ``CEILDIV(x, y) (((x) + (y) - 1) / (y))``, never ``CUDA_CHECK(e) do {...}``)
 _EXPRESSION_BODY = re.compile(r"[\w\s()+\-*/%<>&|^~,.:]+")
+_EXPR_FUNCTION = re.compile(
+    rf"(?:\btemplate\s*(<[^<>{{}};]*>)\s*)?(?:(?:constexpr|inline|static|__host__|__device__|__forceinline__|[A-Z_]+_HOST_DEVICE)\s+)*"
+    rf"(?!(?:dim3|void|bool|float|double|auto)\b)[\w:]+(?:<[^<>{{}};]*>)?\s+({_IDENT})\s*\(([^(){{}};]*)\)\s*(?:const\s*)?(?:noexcept\s*)?\{{\s*return\s+([^;{{}}]+);\s*\}}"
+)
 _MAX_EXPANSIONS = 4  # macros expanded inside expanded macros at most this deep
 
 
@@ -439,7 +469,7 @@ def _expand_macros(text: str, code: str, macros: dict[str, str]) -> str:
     table = {}
     for head, body in macros.items():
         name, params = head[: head.index("(")], head[head.index("(") + 1 : -1]
-        table[name] = ([p.strip() for p in params.split(",")] if params.strip() else [], body)
+        table[name] = ([p.strip() for p in _split_top(params)] if params.strip() else [], body)
     if not table:
         return text
     call = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(table, key=len, reverse=True))) + r")\s*\(")
@@ -454,9 +484,14 @@ def _expand_macros(text: str, code: str, macros: dict[str, str]) -> str:
                 continue
             params, body = table[m.group(1)]
             args = [a.strip() for a in _split_top(text[m.end() : close])]
-            if len(args) != len(params) and not (not params and args == [""]):
+            if args == [""]:
+                args = []
+            names = [p.split("=")[0].strip() for p in params]
+            defaults = [p.split("=", 1)[1].strip() if "=" in p else None for p in params]
+            args += [d for d in defaults[len(args) :] if d is not None]
+            if len(args) != len(params) or _declares(code, m.start()):
                 continue
-            values = dict(zip(params, args))
+            values = dict(zip(names, args))
             expanded = re.sub(rf"(?<![\w.])({_IDENT})(?!\w)", lambda n: _grouped(values[n.group(1)]) if n.group(1) in values else n.group(1), body)
             out.append(text[last : m.start()] + "(" + " ".join(expanded.split()) + ")" + "\n" * text.count("\n", m.start(), close + 1))
             last, changed = close + 1, True
@@ -466,6 +501,18 @@ def _expand_macros(text: str, code: str, macros: dict[str, str]) -> str:
         _, code = lex(text, "c")
         directives = [(m.start(), m.end()) for m in _PREPROCESSOR.finditer(code)]
     return text
+
+
+def _declares(code: str, at: int) -> bool:
+    """Whether the name at ``at`` is declared or defined there (``uint32_t f(T n) {``: a type before it), not
+    called."""
+    j = at - 1
+    while j >= 0 and code[j].isspace():
+        j -= 1
+    if j >= 0 and (code[j].isalnum() or code[j] == "_"):
+        word = re.search(r"\w+$", code[: j + 1])
+        return word is None or word.group(0) not in ("return", "case")
+    return j >= 0 and code[j] == ">" and code[max(0, j - 2) : j + 1] != ">>>"
 
 
 def _grouped(arg: str) -> str:
