@@ -66,7 +66,7 @@ def test_store_races_are_cached_by_ptx_entry_and_extents(tmp_path: Path):
     from audit.cuda.static import entry_store_races
 
     class K:
-        name, symbol, block, grid = "k", "k", (), ()
+        name, symbol, block, grid, params = "k", "k", (), (), ()
 
     cache = AnalysisCache(tmp_path / "cache")
     want = find_store_races(PTX, "k", (256, 1, 1), (1, 1, 1))
