@@ -284,7 +284,7 @@ def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path, capsys):
     assert result.ran == ["LOCAL_ARRAY_BOUNDS", "SHARED_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "FIXED_DIM_TAIL", "FIXED_DIM_ONE_CHUNK", "FIXED_DIM_BOUNDARY"] and {n.rule for n in result.not_run} == {
         "COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS", "STORE_RACE", "SHARED_RMW_RACE", "SHARED_BYTES_MISSING",
         "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING", "SHARED_UNINIT_READ", "OUT_OF_BOUNDS_ACCESS", "GLOBAL_RMW_RACE",
-        "BLOCK_WRITE_OVERLAP",
+        "BLOCK_WRITE_OVERLAP", "OUTPUT_NEVER_WRITTEN", "PARAM_UNREAD",
     }  # fmt: skip
     assert [f.rule for f in result.findings] == ["LOCAL_ARRAY_BOUNDS", "LOCAL_UNINIT_READ"]
     assert {n.reason for n in result.not_run} == {NVCC_MISSING}

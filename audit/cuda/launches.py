@@ -1498,9 +1498,7 @@ def _size_of(m: re.Match) -> str:
     >>> [_size_of(_SIZEOF_OF.search(t)) for t in ("sizeof(int32_t)", "sizeof(unsigned long long)", "sizeof(std::uint8_t)", "sizeof(Foo)")]
     ['4', '8', '1', 'sizeof_Foo']
     """
-    from ..compile import builtin_spelling
-
-    words = [w for w in builtin_spelling(re.sub(r"^(?:::)?std::", "", m.group(1).strip())).split() if w != "const"]
+    words = [w for w in re.sub(r"^(?:::)?std::", "", m.group(1).strip()).split() if w != "const"]
     name = " ".join(words)
     size = _SIZEOF.get(name) or _SIZEOF.get(name.replace("signed ", "", 1) if name.startswith("signed ") else "")
     return str(size) if size else "sizeof_" + re.sub(r"\W+", "_", name)
