@@ -249,7 +249,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
         if rel not in texts:
             continue
         text = texts[rel]
-        if rel in own_only and not any(mark in text for mark in _HOST_MARKS):
+        if rel in own_only and not any(mark in text for mark in _HOST_MARKS) and not _SPACED_LAUNCH.search(text):
             continue  # a kernel source with no host code in it (the usual case): nothing to lex
         if language_of(rel) == "c":
             # a launch in a block the build certainly compiles out (#ifndef X after #define X) launches nothing
@@ -591,6 +591,7 @@ def launch_name(k) -> str:
 
 
 #: what host code in a kernel's own source shows (a launch, a module loaded or a kernel fetched by name)
+_SPACED_LAUNCH = re.compile(r"<<[ \t]+<")  # a launch written k << <grid, block >> > (args)
 _HOST_MARKS = ("<<<", "cuLaunchKernel", "cuModuleGetFunction", "get_function", "load_function", "RawKernel", "get_func", ".cubin", ".ptx")
 
 

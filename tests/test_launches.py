@@ -1038,3 +1038,26 @@ def test_constants_of_a_header_in_an_include_folder_reach_the_launch(tmp_path: P
         'host.cu:4: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "128" but its contract declares "256": '
         "the launch gives 128 and the contract 256; update the contract or the launch."
     ]
+
+
+def test_a_launch_with_spaced_chevrons_is_read(tmp_path: Path, capsys) -> None:
+    """diff-gaussian-rasterization writes every launch ``k << <grid, block >> > (args)`` (Visual Studio's
+    formatter; nvcc accepts it): the launch scan saw none, so GEOMETRY_DRIFT, UNAUDITED_KERNEL and the other
+    launch rules were not run, and ``init`` left every geometry TODO. Read as ``<<<...>>>`` now, lines kept."""
+    from audit.cuda.launches import find_launches
+
+    host = ('#include "k.cu"\nvoid run(float* y, int n) {\n'
+            "  fill << <(n + 255) / 256, 256 >> > (y, n);\n"
+            "  fill<<<(n + 127) / 128, 128>>>(y, n);\n}\n")  # fmt: skip
+    sites = find_launches(host, "c", "host.cu")
+    assert [(s.line, s.kernel, s.grid[0], s.block[0], s.args) for s in sites] == [
+        (3, "fill", "(n + 255) / 256", "256", ("y", "n")), (4, "fill", "(n + 127) / 128", "128", ("y", "n"))]
+    kernel = "__global__ void fill(float* y, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 0.f; }\n"
+    found = _drift(tmp_path, capsys, {"host.cu": host, "k.cu": kernel},
+                   {"name": "fill", "cpp": "fill", "grid": '"ceil_div(n, 128)"', "block": "128"})  # fmt: skip
+    assert found == [
+        'host.cu:3: GEOMETRY_DRIFT Kernel "fill" is launched here with block.x = "256" but its contract declares "128": '
+        "the launch gives 256 and the contract 128; update the contract or the launch.",
+        'host.cu:3: GEOMETRY_DRIFT Kernel "fill" is launched here with grid.x = "(n + 255) / 256" but its contract declares '
+        '"ceil_div(n, 128)" at n = 4096: the launch gives 16 and the contract 32; update the contract or the launch.',
+    ]

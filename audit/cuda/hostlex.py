@@ -143,7 +143,36 @@ def lex(text: str, language: str) -> tuple[list[Literal], str]:
             i = j + len(quote)
             continue
         i += 1
-    return lits, "".join(out)
+    code = "".join(out)
+    if language == "c" and ("<< <" in code or "<<\t<" in code):
+        code = _spaced_chevrons(code)
+    return lits, code
+
+
+_SPACED_OPEN = re.compile(r"<<[ \t]+<")
+_SPACED_CLOSE = re.compile(r">>[ \t]+>")
+
+
+def _spaced_chevrons(code: str) -> str:
+    """``code`` with each launch written ``k << <grid, block >> > (args)`` (which nvcc accepts, and Visual
+    Studio's formatter writes: diff-gaussian-rasterization's every launch) as ``k  <<<grid, block >>>  (args)``,
+    the same length, so offsets and line numbers stay (the configuration starts where it did). A ``>> >`` is
+    rewritten only after an opening one.
+
+    >>> _spaced_chevrons("k << <(P + 255) / 256, 256 >> > (P, x);")
+    'k  <<<(P + 255) / 256, 256 >>>  (P, x);'
+    """
+    out, last = [], 0
+    for m in _SPACED_OPEN.finditer(code):
+        if m.start() < last:
+            continue
+        close = _SPACED_CLOSE.search(code, m.end())
+        if close is None:
+            break
+        out.append(code[last : m.start()] + " " * (m.end() - m.start() - 3) + "<<<" + code[m.end() : close.start()]
+                   + ">>>" + " " * (close.end() - close.start() - 3))  # fmt: skip
+        last = close.end()
+    return "".join(out) + code[last:]
 
 
 _DEFINED = re.compile(r"^!?\s*defined\s*\(?\s*([A-Za-z_]\w*)\s*\)?$")
