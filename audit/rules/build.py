@@ -423,16 +423,33 @@ def check_store_races(ctx: CheckContext) -> Iterator[Hit]:
 def _param_uses(ctx: CheckContext) -> Iterator[tuple[Kernel, Any]]:
     """(kernel, :class:`audit.cuda.paramuse.ParamUse` of its entry) for each compiled entry whose parameter
     count is the contract's (ABI_MISMATCH reports the others)."""
-    from ..cuda.paramuse import param_uses
+    from ..cuda.paramuse import ParamUse, param_uses
 
+    def stored(value: Any) -> ParamUse | None:
+        if value is None:
+            return None
+        names, read, written = value
+        if not (isinstance(names, list) and isinstance(read, list) and (written is None or isinstance(written, list))):
+            raise TypeError("not a parameter use")
+        return ParamUse([str(n) for n in names], frozenset(map(str, read)), None if written is None else frozenset(map(str, written)))
+
+    cache = _analysis_cache(ctx)
     for k, sb, entry in _compiled(ctx):
         if entry is None or sb.ptx is None or not sb.ptx.is_file():
             continue
-        try:
-            use = param_uses(_ptx_text(ctx, sb.ptx), entry.symbol)
-        except ValueError:
-            continue
-        if len(use.names) == len(k.params):
+        ptx = _ptx_text(ctx, sb.ptx)
+
+        def compute(ptx: str = ptx, symbol: str = entry.symbol) -> list | None:
+            try:
+                use = param_uses(ptx, symbol)
+            except ValueError:
+                return None  # (ENTRY_MISSING's)
+            return [use.names, sorted(use.read), None if use.stored is None else sorted(use.stored)]
+
+        # kept beside the other analyses by the PTX text and the entry: a warm check reads it (462 ms of
+        # parsing every entry's body otherwise)
+        use = stored(cache.value("param-uses", [ptx, entry.symbol], lambda v: (stored(v), v)[1], compute) if cache is not None else compute())
+        if use is not None and len(use.names) == len(k.params):
             yield k, use
 
 
