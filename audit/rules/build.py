@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..findings import Severity
-from ..model import Kernel, Loc, SourceFile
+from ..model import DTYPES, Kernel, Loc, SourceFile
 from ..shapes import value_at
 from ._base import CheckContext, Hit, rule
 
@@ -474,7 +474,7 @@ def check_param_unread(ctx: CheckContext) -> Iterator[Hit]:
         for p, name in zip(k.params, use.names):
             if name in use.read or p.kind == "isv":
                 continue
-            if p.kind == "scalar" and not p.dtype.startswith("f"):
+            if p.kind == "scalar" and DTYPES.get(p.dtype, (0, "", "", "int"))[3] != "float":  # (bf16 is a float too)
                 # an integer the grid already covers (a row count) is often passed and ignored: a warning
                 yield Hit(f'Kernel "{k.name}" never reads its parameter "{p.name}": the compiled code has no use of it, so '
                           "the integer the host passes changes nothing (a size the grid covers is often left unread: "
