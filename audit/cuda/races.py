@@ -244,13 +244,15 @@ def _int(text: str) -> int:
     return -v if neg else v
 
 
+def _params_at(text: str, at: int) -> list[str]:
+    """The parameter names of the entry whose list opens at ``at`` (after ``.entry name(``), in order."""
+    close = text.index(")", at)
+    return [re.sub(r"\[\d*\]", "", p).split()[-1] for p in text[at:close].split(",") if p.strip()]
+
+
 def _param_order(text: str, entry: str) -> list[str]:
     """The parameter names of ``entry``, in order."""
-    for m in _ENTRY.finditer(text):
-        if m.group(1) == entry:
-            close = text.index(")", m.end())
-            return [re.sub(r"\[\d*\]", "", p).split()[-1] for p in text[m.end() : close].split(",") if p.strip()]
-    return []
+    return next((_params_at(text, m.end()) for m in _ENTRY.finditer(text) if m.group(1) == entry), [])
 
 
 def _entry_text(text: str, entry: str) -> tuple[set[str], str, str]:
@@ -259,7 +261,7 @@ def _entry_text(text: str, entry: str) -> tuple[set[str], str, str]:
         if m.group(1) != entry:
             continue
         close = text.index(")", m.end())
-        params = {re.sub(r"\[\d*\]", "", p).split()[-1] for p in text[m.end() : close].split(",") if p.strip()}
+        params = set(_params_at(text, m.end()))
         start, depth = text.index("{", close), 0
         for b in _BRACE.finditer(text, start):
             depth += 1 if b.group() == "{" else -1
