@@ -567,14 +567,16 @@ def _rowwise(tmp_path: Path) -> tuple:
 
 def test_a_dim_divided_by_a_large_constant_is_also_run_just_past_it(tmp_path: Path) -> None:
     """Up to N = 1024 one pass covers the row exactly, so a `j <= n4` overrun never shows; the block runs
-    take N just past the divisor 1024 too, at the least value the kernel's assumptions allow (1028)."""
+    take N just past the divisor 1024 too, at the least value the kernel's assumptions allow (1028), and at
+    two whole tiles of the divisors (2048: the least common multiple of 4 and 1024, twice)."""
     from audit.cuda.static import barrier_launches
 
     cs, wiring, k = _rowwise(tmp_path)
     launches = barrier_launches(cs, wiring, k)
     assert [(lc.label, lc.block) for lc in launches] == [
         ("N = 4, R = 1", (1, 1, 1)), ("N = 132, R = 64", (33, 1, 1)), ("N = 132, R = 61", (33, 1, 1)),  # R odd: a tail
-        ("N = 1028, R = 1", (129, 1, 1)), ("N = 96, R = 64", (24, 1, 1))]  # past the divisor; the dims apart
+        ("N = 1028, R = 1", (129, 1, 1)), ("N = 2048, R = 1", (256, 1, 1)),  # past the divisor; two whole tiles of it
+        ("N = 96, R = 64", (24, 1, 1))]  # the dims apart
     assert dict(launches[3].params)[3] == 2  # two passes
 
 
@@ -707,7 +709,8 @@ def test_an_entry_given_up_on_is_a_note_not_a_silent_pass(tmp_path: Path, capsys
 def test_a_masked_label_input_is_filled_from_its_contract_and_keys_the_launch(tmp_path: Path) -> None:
     """An integer input with a ``mask`` and ``values`` gets three fillings (every row valid at the domain's
     least value, every row skipped, the two in turn), each its own launch (so the analysis cache keys on
-    them) named in its label; a float input and an integer with no stated domain stay unfilled."""
+    them) named in its label; an integer with no stated domain gets verify's default draws in one filling
+    (its greatest, 9, in a buffer of one element); a float input stays unfilled."""
     from audit.cuda.static import barrier_launches
     from audit.graph import Wiring
     from audit.load import load_contracts
@@ -726,9 +729,12 @@ def test_a_masked_label_input_is_filled_from_its_contract_and_keys_the_launch(tm
     cs = load_contracts(tmp_path / "contracts", tmp_path)
     launches = barrier_launches(cs, Wiring(cs), cs.kernel("masked"))
     assert [(lc.label, lc.fills) for lc in launches if "B = 1 " in lc.label] == [
-        ("B = 1 (labels = 0 in every row)", ((1, 4, 1, (0,), "labels = 0 in every row"),)),
-        ("B = 1 (labels = -1 in every row)", ((1, 4, 1, (-1,), "labels = -1 in every row"),)),
-        ("B = 1 (labels = 0, -1 in turn)", ((1, 4, 1, (0, -1), "labels = 0, -1 in turn"),)),
+        ("B = 1 (labels = 0 in every row; count = 9 (no values: verify's default 0..9))",
+         ((1, 4, 1, (0,), "labels = 0 in every row"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
+        ("B = 1 (labels = -1 in every row; count = 9 (no values: verify's default 0..9))",
+         ((1, 4, 1, (-1,), "labels = -1 in every row"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
+        ("B = 1 (labels = 0, -1 in turn; count = 9 (no values: verify's default 0..9))",
+         ((1, 4, 1, (0, -1), "labels = 0, -1 in turn"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
     ]
     assert len(launches) == 6 and len({repr(lc) for lc in launches}) == 6
 

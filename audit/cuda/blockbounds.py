@@ -170,3 +170,9 @@ class BoundsAnalysis:
     reason: str
     #: the stores two of its blocks made to one global element (BLOCK_WRITE_OVERLAP, :mod:`audit.cuda.blockwrites`)
     overlaps: tuple[Any, ...] = ()
+    #: the PTX instructions (their index) of the accesses the run checked for some thread, and why each
+    #: other access it met or stepped over went unchecked (:func:`audit.cuda.blocksim.block_findings` takes
+    #: the launches together: one no launch checked is a gap of the analysis)
+    ran: frozenset[int] = frozenset()
+    unfollowed: tuple[tuple[int, str, int], ...] = ()  # (access, why, the branch that stepped over it or -1)
+    decided: frozenset[int] = frozenset()  # the branches a run decided for every thread that met them

@@ -95,9 +95,38 @@ def find_global_rmw_races(ptx: str, entry: str, launches: Sequence[BlockLaunch],
     return block_findings(ptx, entry, launches, True, extra)[2] or []
 
 
+class _Reach:
+    """What the bounds runs of an entry reached, merged over blocks and launches: the accesses some run
+    checked (:attr:`_Block.ran`), why each other access a run met or stepped over went unchecked
+    (:attr:`_Block.unfollowed`), and the branches some run decided for every thread that met them."""
+
+    def __init__(self) -> None:
+        self.ran: set[int] = set()
+        self.unfollowed: dict[int, tuple[str, int]] = {}
+        self.decided: set[int] = set()
+
+    def merge(self, got: Any) -> None:
+        """Adds a :class:`_Block`'s reach, or a :class:`BoundsAnalysis`'s."""
+        self.ran |= set(got.ran)
+        self.decided |= set(got.decided)
+        items = got.unfollowed.items() if isinstance(got.unfollowed, dict) else ((pc, (why, b)) for pc, why, b in got.unfollowed)
+        for pc, got_why in items:
+            self.unfollowed.setdefault(pc, got_why)
+
+    def kept(self) -> tuple[frozenset[int], tuple[tuple[int, str, int], ...], frozenset[int]]:
+        """(ran, unfollowed, decided) as :class:`BoundsAnalysis` keeps them."""
+        return (frozenset(self.ran), tuple((pc, why, b) for pc, (why, b) in sorted(self.unfollowed.items()) if pc not in self.ran),
+                frozenset(self.decided))  # fmt: skip
+
+    def missed(self) -> dict[int, str]:
+        """The accesses no run checked, for a reason of values (a branch no run decided, an address or a
+        predicate not known, threads that may have left): PTX index -> why."""
+        return {pc: why for pc, (why, b) in self.unfollowed.items() if pc not in self.ran and (b < 0 or b not in self.decided)}
+
+
 def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds: bool | None,
                    extra: Sequence[BlockLaunch] = (), gaps: dict[str, str] | None = None,
-                   ) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None,
+                   given: Sequence[BlockLaunch] = ()) -> tuple[list[BarrierRace], list[OutOfBounds] | None, list[GlobalRmwRace] | None,
                               list[BlockWriteOverlap] | None]:  # fmt: skip
     """(races and SHARED_UNINIT_READ's reads (scope ``"uninit"``), out-of-bounds accesses, global
     read-modify-write races, stores of one element by two blocks) of ``entry`` over ``launches`` from one
@@ -105,7 +134,8 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     blocks, and the same gap). ``bounds`` False: the races alone (None for the others); True: all four; None:
     the accesses and updates too only where the race analysis runs the block anyway (it has shared memory
     and nothing it gives up on at sight), else None: what a check that wants the races takes for free.
-    ``extra``: launches run for the global updates alone, wherever those are wanted. ``gaps``, where
+    ``extra``: launches run for the global updates alone, wherever those are wanted; ``given``: launches run
+    for the accesses (and overlaps) alone, whose stops leave the analysis as complete as it was. ``gaps``, where
     given, receives for "races", "uninit", "bounds" and "rmw" (each analysis this call made) why it did not reach
     every exit of every launch (``"gave up: cp.async (at B = 1)"``), or ``""`` where it did (an entry with
     no shared memory, or no global read-modify-write, has nothing left unexamined)."""
@@ -121,6 +151,7 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     module = _module(ptx, entry)
     check = bool(bounds) or (bounds is None and not module.race_skip)
     gap: dict[str, str] = {}
+    reach = _Reach()  # the accesses some bounds run checked, and why each other one went unchecked
 
     def note(what: str, got: Any, label: str) -> None:
         if got is not None:
@@ -143,6 +174,8 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
         else:
             note("bounds", got_b, launch.label)
             note("rmw", got_u, launch.label)
+            if got_b is not None:
+                reach.merge(got_b)
         found_u.append((0 if not found_u else 2, got_u.races if got_u is not None else ()))
         for r in (*got_r.races, *got_r.uninit) if got_r is not None else ():
             key = (r.line, r.first_line, r.order)
@@ -160,6 +193,23 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
                 seen_o.add(ko)
                 overlaps.append(o)
     if check:
+        # launches with the optional pointers a step binds given (:func:`audit.cuda.static.given_launches`), for
+        # the accesses alone: more coverage, so one that stops leaves the analysis as complete as it was
+        for launch in given:
+            got_b = module.run(launch, False, True)[1]
+            if got_b is None:
+                continue
+            for b in got_b.accesses:
+                kb = (b.line, b.origin, "shared" if b.memory == "dynamic" else b.memory, b.name)
+                if kb not in seen_b:
+                    seen_b.add(kb)
+                    accesses.append(b)
+            for o in got_b.overlaps:
+                ko = (o.line, o.origin, o.other_line, o.other_origin)
+                if ko not in seen_o:
+                    seen_o.add(ko)
+                    overlaps.append(o)
+            reach.merge(got_b)
         for launch in extra:
             if launch in launches:
                 continue
@@ -177,6 +227,8 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
     accesses.sort(key=lambda b: (b.line is None, b.line or 0))
     updates.sort(key=lambda u: (u.line is None, u.line or 0, u.other_line or 0))
     overlaps.sort(key=lambda o: (o.line is None, o.line or 0, o.other_line or 0))
+    if check and gap.get("bounds") == "" and (missed := reach.missed()):
+        gap["bounds"] = module.unchecked(missed)
     if gaps is not None:
         gaps.update({w: g for w, g in gap.items() if w in ("races", "uninit") or check})
         if check and "bounds" in gaps:
@@ -309,6 +361,7 @@ class _Module:
         u_done, u_reason = True, "analysed"
         log = _RmwLog() if rmw_on else None
         wlog = _WriteLog() if bounds_on else None
+        reach = _Reach()
         for n_cta, cta in enumerate([*ctas, *others]):
             alone = n_cta >= len(ctas)
             if alone and not rmw_on:
@@ -340,6 +393,7 @@ class _Module:
                 for b in sim.found_bounds(self.entry, self.files, launch):
                     if all((b.line, b.memory, b.name) != (q.line, q.memory, q.name) for q in found_b):
                         found_b.append(b)
+                reach.merge(sim)
                 if sim.stopped:
                     b_done, b_reason = False, sim.stopped
             if sim.stopped:
@@ -357,16 +411,42 @@ class _Module:
             for b in sim.found_bounds(self.entry, self.files, launch):
                 if all((b.line, b.memory, b.name) != (q.line, q.memory, q.name) for q in found_b):
                     found_b.append(b)
+            reach.merge(sim)
         if races and r_out is None:
             r_out = BarrierAnalysis(tuple(found_r), r_done, r_reason, n_reason, tuple(found_n))
         if bounds and b_out is None:
             b_out = BoundsAnalysis(tuple(found_b), b_done, b_reason,
-                                   tuple(wlog.overlaps(self, launch, (nx, ny, nz))) if wlog is not None else ())
+                                   tuple(wlog.overlaps(self, launch, (nx, ny, nz))) if wlog is not None else (),
+                                   *reach.kept())
         if rmw and u_out is None:
             found_u = log.races(self, launch, (nx, ny, nz)) if log is not None else []
             u_out = RmwAnalysis(tuple(found_u), u_done, u_reason)
         return r_out, b_out, u_out
 
+
+    def unchecked(self, missed: dict[int, str]) -> str:
+        """The gap of a bounds analysis whose runs checked none of the accesses ``missed`` (PTX index -> why):
+        their source lines, file by file, and the first access's reason (how many others there are)."""
+        files: dict[str, list[int]] = {}
+        bare: list[str] = []
+        for pc in sorted(missed):
+            loc = self.insts[pc].loc
+            if loc is None:
+                bare.append(f"`{self.insts[pc].text}`")
+                continue
+            name = PurePosixPath(self.files[loc[0]]).name if loc[0] in self.files else "its source"
+            lines = files.setdefault(name, [])
+            if loc[1] not in lines:
+                lines.append(loc[1])
+        where = []
+        for name, lines in files.items():
+            lines.sort()
+            shown = ", ".join(map(str, lines[:8])) + (f" and {len(lines) - 8} more" if len(lines) > 8 else "")
+            where.append(f"line{'s' if len(lines) > 1 else ''} {shown} of {name}")
+        where += bare[:4]
+        reasons = list(dict.fromkeys(missed[pc] for pc in sorted(missed)))
+        more = f"; {len(reasons) - 1} other reason{'s' if len(reasons) > 2 else ''} besides" if len(reasons) > 1 else ""
+        return f"no thread it followed made the accesses at {', '.join(where)}: {reasons[0]}{more}"
 
     def distinct_blocks(self, launch: BlockLaunch, ext: tuple[int, int, int], grid: tuple[int, int, int], layout: _Layout,
                         taken: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:  # fmt: skip
@@ -659,6 +739,7 @@ class _Static:
         self.next = _jumps(self.kind, self.leaders)
         #: (kinds, next, steps jumped) of a run for the global updates alone (:meth:`updates_only`)
         self._updates: tuple[list[int], list[int], list[int]] | None = None
+        self._accesses_in: dict[tuple[int, int], list[int]] = {}
         #: per instruction, its opcode read once for :meth:`_Block._eval` (:func:`_opcode`)
         self.opcodes: list[tuple[list[str], str, bool, bool, int] | None] = [None] * len(insts)
         # 4-byte units where every load or store that may touch shared memory moves whole words
@@ -667,6 +748,20 @@ class _Static:
         if any(_wmma_memory(inst) and "global" not in inst.opcode.split(".") and _WMMA_BYTES.get(inst.opcode.split(".")[-1], 1) % 4
                for inst in insts):
             self.unit = 1  # a wmma fragment of 2-byte or 1-byte elements in shared memory
+
+    @cached_property
+    def accesses(self) -> frozenset[int]:
+        """The loads and stores a bounds run checks: global, shared or generic (not a parameter, local or
+        constant one)."""
+        return frozenset(i for i, inst in enumerate(self.insts) if self.kind[i] == 2 and inst.head in ("ld", "ldu", "st", "atom", "red")
+                         and not {"param", "local", "const", "tex"} & set(inst.opcode.split(".")))  # fmt: skip
+
+    def accesses_in(self, start: int, stop: int) -> list[int]:
+        """The :attr:`accesses` at ``start`` <= pc < ``stop``, in order."""
+        got = self._accesses_in.get((start, stop))
+        if got is None:
+            got = self._accesses_in[(start, stop)] = sorted(p for p in self.accesses if start <= p < stop)
+        return got
 
     def updates_only(self, grmw: dict[int, int]) -> tuple[list[int], list[int], list[int]]:
         """(kind, next, steps) for a run that records the global updates alone (no races, no bounds): an
@@ -1145,6 +1240,14 @@ class _Block:
         self.g_ranges = {pos: b[5] for pos, b in self.buffers.items() if b[5] is not None and b[2] >= 0}
         #: (pc, "g" buffer / "w" write range / "s" shared region, index) -> (thread, start, width, kind, index on the axis)
         self.oob: dict[tuple[int, str, int], tuple[int, int, int, int, int]] = {}
+        # a bounds run's reach: the accesses it checked for some thread (one it followed, at a known address),
+        # and why each access it did not check went unchecked (its threads stepped over it, or left before it,
+        # on a value the run does not know; its address was not known): an access no block of no launch
+        # checked is a gap of the analysis (:func:`block_findings`), not a pass
+        self.ran: set[int] = set()
+        self.unfollowed: dict[int, tuple[str, int]] = {}  # access -> (why, the branch that stepped over it, or -1)
+        self.decided: set[int] = set()  # branches every thread that met them decided (once at least)
+        self.left = ""  # why threads stopped being followed (their accesses not reported): the first such exit
         nx, ny, nz = self.ext = ext
         self.total = total = nx * ny * nz
         lin = np.arange(total, dtype=np.int64)
@@ -1313,6 +1416,8 @@ class _Block:
             if not known.all():
                 self._soft(f"an exit under an unknown condition ({inst.text})")
                 self.sure[idx[~known]] = False  # may have left: goes on, its accesses not reported
+                if self.bounds and not self.left:
+                    self.left = f"made only by threads that may have left at an exit on a value the run does not know{self._at(inst)}"
             self.alive[idx[holds]] = False
             return [(pc + 1, idx[~holds])]
         if head in ("bar", "barrier"):
@@ -1342,6 +1447,8 @@ class _Block:
                 if len(nidx):
                     self.trace[nidx] |= np.int64(1) << np.int64((pc * 2 + bit) % 63)
         unknown = idx[~known]
+        if self.bounds and len(idx) and not len(unknown):
+            self.decided.add(pc)
         if len(unknown):
             if self.pend:  # they skip a region whose uses are not followed: what they hold counts
                 self._settle(unknown)
@@ -1350,8 +1457,12 @@ class _Block:
                 self._soft(f"a branch on an unknown value around a barrier or an exit ({inst.text})")
             if region is None:  # only the exit post-dominates (a bounds run): where they go is not known
                 self.alive[unknown] = False
+                if self.bounds:
+                    self._unfollowed(pc + 1, len(self.insts), f"past a branch on a value the run does not know{self._at(inst)}, where it stopped following them", pc)
                 return out
             stop, written, loop, holds_in = region
+            if self.bounds:
+                self._unfollowed(pc + 1, stop, f"stepped over on a value the run does not know{self._at(inst)}", pc)
             if loop and inst.guard is not None and inst.guard[0] in self.st.synced:
                 raise _GiveUp(f"a loop on a value loaded from shared or volatile memory or an atomic ({inst.text})")
             if holds_in & {"exit", "trap"}:
@@ -1367,6 +1478,19 @@ class _Block:
                     self.k[r][unknown] = False
             out.append((stop, unknown))
         return out
+
+    def _unfollowed(self, start: int, stop: int, why: str, branch: int) -> None:
+        """The accesses at ``start`` <= pc < ``stop``, which threads did not run for ``why`` (at ``branch``):
+        unchecked unless a thread the run follows makes them (here or in another block or launch), or
+        another run decides that branch (they are then a matter of sizes, as any access not reached)."""
+        for p in self.st.accesses_in(start, stop):
+            if p not in self.unfollowed:
+                self.unfollowed[p] = (why, branch)
+
+    @staticmethod
+    def _at(inst: _Inst) -> str:
+        """`` (line N: `text`)`` of an instruction, for a reason."""
+        return f" (line {inst.loc[1]}: `{inst.text}`)" if inst.loc else f" (`{inst.text}`)"
 
     def _check_count(self, inst: _Inst, idx: np.ndarray) -> bool:
         """Whether the barrier is for the whole block (else, in a bounds run, it is passed without a wait)."""
@@ -1508,6 +1632,8 @@ class _Block:
             holds, known = self._guard(inst, idx)
             if not known.all():
                 self._unknown(inst, idx[~known])  # may or may not run: its results are unknown, its access unseen
+                if self.bounds and pc in self.st.accesses and pc not in self.unfollowed:
+                    self.unfollowed[pc] = (f"under a predicate on a value the run does not know{self._at(inst)}", -1)
                 if self.sk is not None and head in ("st", "atom", "red", "cp", "stmatrix"):
                     self.sk[:] = False  # what it may have stored is not known
                 if _shared_store(inst):
@@ -1518,6 +1644,8 @@ class _Block:
         if head == "call" and _callee(inst) == "__assertfail":
             self._soft(f"an assert fails ({inst.text})")
             self.sure[idx] = False  # the kernel traps: what they do next is not made
+            if self.bounds and not self.left:
+                self.left = f"made only by threads past a failing assert{self._at(inst)}"
             return
         if self.held and pc in self.st.spec_selp:
             self._taken(inst, pc, idx)
@@ -1878,6 +2006,12 @@ class _Block:
         # a generic address is shared when it is one of the synthetic shared ones, global when a buffer's
         addr_op = inst.operands[1] if loads else inst.operands[0]
         a, k = self._address(addr_op, idx)
+        if self.bounds and len(idx) and pc not in self.ran and pc in self.st.accesses:
+            sure = self.sure[idx]
+            if (k & sure).any():
+                self.ran.add(pc)
+            elif pc not in self.unfollowed:
+                self.unfollowed[pc] = ("its address is not known" if sure.any() else self.left or "made only by threads it stopped following", -1)
         if loads:  # what it loads is unknown (but where a filling or shared memory's contents say), after
             if a is self.v.get(addr_op.strip("[] ")):  # its address is read: ``ld %r7, [%r7]``
                 a, k = a.copy(), k.copy()  # (a register's own arrays, which the next line changes)

@@ -447,7 +447,7 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
     threads and one barrier interval, not a large problem, and the run's cost grows with the sizes. Then
     the launches at the contract's verify bindings (:func:`binding_launches`) and its small verify cases
     (:func:`case_launches`)."""
-    from ..cases import fill_derived, probe_envs
+    from ..cases import probe_envs
     from ..model import assumed
 
     runtime = cs.runtime_ranges
@@ -477,13 +477,14 @@ def barrier_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunc
             lo, hi = runtime[n]
             odd = _odd_value(lo, min(hi, BARRIER_DIM))
             if odd is not None:
-                env = fill_derived({**bases[-1], n: odd}, derived)
+                env = _rebased(bases[-1], {n: odd}, derived)
                 if valid(env) and env not in bases:
                     bases.append(env)
                     break
     out = _launches_at(cs, wiring, k, bases)
     past = _past_divisor(cs, k, bases, valid, derived) if bases else None
-    extra = ([past] if past is not None else []) + _apart(cs, k, used, bases, valid, derived)
+    whole = _whole_tiles(cs, k, bases, valid, derived) if bases else None
+    extra = [e for e in (past, whole) if e is not None] + _apart(cs, k, used, bases, valid, derived)
     for env in extra:
         out += [launch for launch in _launches_at(cs, wiring, k, [env], cap=1) if launch not in out]
     out += [launch for launch in binding_launches(cs, wiring, k, bases) if launch not in out]
@@ -542,7 +543,6 @@ def _past_divisor(cs: ContractSet, k: Kernel, bases: list[dict[str, int]], valid
     overruns from ``GI = 1028`` on, and at no size up to 1024). The least value above the divisor (up to 64
     more) that meets ``k``'s assumptions; None where no division of a dim by a constant in
     (:data:`BARRIER_DIM`, :data:`PAST_DIVISOR_MAX`] is in its grid, block, shared bytes or scalar values."""
-    from ..cases import fill_derived
     from ..dims import divisions
     from ..model import ScalarParam
 
@@ -560,10 +560,61 @@ def _past_divisor(cs: ContractSet, k: Kernel, bases: list[dict[str, int]], valid
         if any(b.get(n, 0) > c for b in bases) or hi <= c:
             continue
         for v in range(max(c + 1, lo), min(c + 64, hi) + 1):
-            env = fill_derived({**bases[0], n: v}, derived)
+            env = _rebased(bases[0], {n: v}, derived)
             if valid(env):
                 return env
     return None
+
+
+def _whole_tiles(cs: ContractSet, k: Kernel, bases: list[dict[str, int]], valid: Callable[[dict[str, int]], bool],
+                 derived: list[Any]) -> dict[str, int] | None:  # fmt: skip
+    """One more environment for the block runs: every runtime dim the kernel's geometry divides by a
+    constant (its grid, block, shared bytes and integer scalars, and the derived dims they name:
+    ``TX = ceil_div(W, 16)``) at two whole tiles of the divisor (their least common multiple, where it
+    divides by several), where no base is a multiple already. The other sizes (1, 131, 97, ...) never
+    are, and a tile count written ``(W + 16) / 16`` differs from ``ceil_div(W, 16)`` only at a multiple
+    of 16 (the rasterizer's row stride of its tile grid, the sixteenth trial). None where the kernel
+    divides no runtime dim by a constant in [2, :data:`PAST_DIVISOR_MAX`], or no such environment meets
+    ``k``'s assumptions."""
+    from math import lcm
+
+    from ..dims import divisions
+    from ..model import ScalarParam
+
+    runtime = cs.runtime_ranges
+    exprs = [*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())]
+    exprs += [p.value for p in k.params if isinstance(p, ScalarParam) and hasattr(p.value, "tree")]
+    seen: set[str] = set()
+    while True:  # the derived dims they name, and those these name
+        named = {n for e in exprs for n in getattr(e, "names", ())} - seen
+        more = [cs.dim_map[n].expr for n in sorted(named) if n in cs.dim_map and cs.dim_map[n].kind == "derived" and cs.dim_map[n].expr is not None]
+        seen |= named
+        if not more:
+            break
+        exprs += more
+    by: dict[str, set[int]] = {}
+    for e in exprs:
+        for _op, a, b in divisions(e):
+            c = b[1] if isinstance(b, tuple) and b[0] == "int" else None
+            if isinstance(a, tuple) and a[0] == "name" and a[1] in runtime and isinstance(c, int) and 2 <= c <= PAST_DIVISOR_MAX:
+                by.setdefault(a[1], set()).add(c)
+    target: dict[str, int] = {}
+    for n, cs_ in sorted(by.items()):
+        lo, hi = runtime[n]
+        m = lcm(*cs_)
+        if m > PAST_DIVISOR_MAX or any(b.get(n, 0) % m == 0 and b.get(n, 0) >= m for b in bases):
+            continue
+        v = 2 * m if 2 * m <= hi else m
+        v = max(v, -(-lo // m) * m)
+        if v <= hi:
+            target[n] = v
+    if not target:
+        return None
+    env = _rebased(bases[0], target, derived)
+    if valid(env) and env not in bases:
+        return env
+    near = _valid_near(cs, k, {**{n: bases[0].get(n, lo) for n, (lo, _hi) in runtime.items()}, **target}, derived, valid)
+    return near if near is not None and near not in bases and all(near.get(n, 0) % min(by[n]) == 0 for n in target) else None
 
 
 def case_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
@@ -616,6 +667,32 @@ def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     return _launches_at(cs, wiring, k, [env])[:1]
 
 
+def given_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
+    """The launches OUT_OF_BOUNDS_ACCESS (and BLOCK_WRITE_OVERLAP) runs ``k``'s blocks at besides
+    :func:`barrier_launches`, where a schedule step binds an optional pointer of ``k`` to a buffer: every
+    runtime dim at its least value (the nearest environment that meets ``k``'s assumptions), each such
+    step's optional pointers given their buffers. The other launches keep a bound optional pointer unknown,
+    so what runs under ``if (p)`` (the shipped backward kernels' per-sample partials) is stepped over
+    there: a run that stops here (its step budget) leaves the analysis as complete as it was, and what it
+    checked counts. Empty where no step binds one."""
+    from ..model import TensorParam, assumed
+
+    if not any(isinstance(p, TensorParam) and p.optional for p in k.params):
+        return []
+    runtime = cs.runtime_ranges
+    derived = _derived_dims(cs)
+
+    def valid(env: dict[str, int]) -> bool:
+        return assumed(k.requires, set(runtime), env, cs.slot_indices)
+
+    bases = []
+    for pick in (lambda lo, hi: lo, lambda lo, hi: min(max(BARRIER_DIM, lo), hi)):
+        env = _valid_near(cs, k, {n: pick(lo, hi) for n, (lo, hi) in runtime.items()}, derived, valid)
+        if env is not None and env not in bases:
+            bases.append(env)
+    return _launches_at(cs, wiring, k, bases, given=True)
+
+
 def binding_launches(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, int]]) -> list[BlockLaunch]:
     """The :class:`BlockLaunch` of ``k`` at each of its contract's ``[kernel.verify] bindings`` (values of its
     local dims that verify runs besides the schedules' own), at the first of ``bases`` (every runtime dim at its
@@ -623,7 +700,6 @@ def binding_launches(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[s
     pointers and input domains), at most :data:`MAX_BINDING_LAUNCHES`. The schedules bind a shape-generic
     kernel to a few shapes; the bindings are the shapes its author says it must also handle (the CUTLASS
     partial's empty chunks, P > B, were found here: a read past dz that no schedule launch reaches)."""
-    from ..cases import fill_derived
     from ..model import assumed
 
     if not bases or not k.verify.bindings:
@@ -634,17 +710,19 @@ def binding_launches(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[s
     step = launches[0][1].step if launches else None
     pairs = []
     for b in k.verify.bindings:
-        env = fill_derived({**bases[0], **dict(b)}, derived)
+        env = _rebased(bases[0], dict(b), derived)
         if assumed(k.requires, set(runtime), env, cs.slot_indices):
             pairs.append((step, env))
     return _launches_at(cs, wiring, k, [], pairs=pairs, cap=MAX_BINDING_LAUNCHES)
 
 
 def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, int]],
-                 pairs: list[tuple[Any, dict[str, int]]] | None = None, cap: int | None = None) -> list[BlockLaunch]:
+                 pairs: list[tuple[Any, dict[str, int]]] | None = None, cap: int | None = None,
+                 given: bool = False) -> list[BlockLaunch]:  # fmt: skip
     """The :class:`BlockLaunch` of ``k`` at each of ``bases`` (with each launch's local dims bound there:
     every schedule step that launches it), or at the given (step, environment) ``pairs``, distinct, at most
-    ``cap`` (default :data:`MAX_BARRIER_LAUNCHES`) per filling."""
+    ``cap`` (default :data:`MAX_BARRIER_LAUNCHES`) per filling. ``given``: an optional pointer its step binds
+    to a buffer is that buffer (else it stays unknown); only launches that give one are kept."""
     from ..model import IsvParam, ScalarParam, TensorParam
     from ..shapes import value_at
 
@@ -661,13 +739,17 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
         params: list[tuple[int, int]] = []
         buffers: list[tuple] = []
         names: list[str] = []
+        bound_to = [p.name for p in k.params if isinstance(p, TensorParam) and p.optional and step is not None
+                    and (b := step.binding(p.name)) is not None and not b.is_null] if given else []  # fmt: skip
+        if given and not bound_to:
+            continue
         for i, p in enumerate(k.params):
             if isinstance(p, ScalarParam) and hasattr(p.value, "evaluate") and p.dtype.startswith(("i", "u")):
                 v = value_at(p.value, env, slots)
                 if v is not None:
                     params.append((i, v))
                     names += [n for n in sorted(p.value.names) if n not in names]
-            elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and not p.optional):
+            elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and (not p.optional or p.name in bound_to)):
                 params.append((i, buffer_base(i)))  # a buffer's address: not null, and apart from the others
                 buffers.append(_buffer(cs, p, i, env, slots))
             elif isinstance(p, TensorParam):
@@ -681,6 +763,8 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
         for e in (*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())):
             names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
         shown = ", ".join(f"{n} = {env[n]}" for n in names if n in env)
+        if bound_to:
+            shown = (shown or "the contracts' dims") + ", " + ", ".join(bound_to) + " given"
         dynamic = value_at(k.shared_bytes, env, slots) if k.shared_bytes is not None else 0
         fillings = _fillings(cs, wiring, k, step, env, {b[0]: b for b in buffers})
         for fills in fillings or [()]:
@@ -701,15 +785,23 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
 MAX_FILLINGS = 12
 
 
+#: the integers an input with no stated domain is filled with (:func:`_fillings`): verify's draws for it
+#: (:data:`audit.runtime._inputs.DEFAULT_INT_RANGE`, docs/contracts.md: "integers uniform in 0..9")
+DEFAULT_INT_DOMAIN = (0, 9)
+
+
 def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str, int], buffers: dict[int, tuple]) -> list[tuple]:
     """The contents the block run gives ``k``'s integer input buffers whose values the contracts state
     (the parameter's ``values`` or ``mask``, else its bound buffer's ``values``, else the ones the
-    buffer's writer declares on its output, as verify draws them): a few fillings, each a tuple of
+    buffer's writer declares on its output, as verify draws them; with none of these, verify's default
+    :data:`DEFAULT_INT_DOMAIN`, in one filling: its two ends element by element, or the greatest in a buffer
+    of one element): a few fillings, each a tuple of
     :attr:`audit.cuda.barriers.BlockLaunch.fills` entries -- with a ``mask``, every row valid, every row
-    skipped, and the two in turn; else the domain's least value, its greatest, and the two in turn; with
-    several such inputs, every two of them in every pair of their patterns (:func:`_covering`). An input
-    with no stated domain stays unknown (its loads, and what follows from them, are not computed). Empty
-    where no input has one."""
+    skipped, and the two in turn; else the domain's least value, its greatest, the two in turn row by row
+    and, where a row has several elements, element by element (a row's ``[first, last)`` range apart); with
+    several such inputs, every two of them in every pair of their patterns (:func:`_covering`). A float input
+    stays unknown (its loads, and what follows from them, are not computed). Empty where no input is an
+    integer one."""
     from ..model import DTYPES, TensorParam
     from ..shapes import value_at
 
@@ -730,23 +822,33 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
                 values = _producer_domains(cs, wiring).get(bound.buffer, (None, ""))[0]
         domain = _int_domain(values, env, slots)
         skip = p.mask.skip_value if p.mask is not None else None
+        default = ""
         if domain is None and skip is None:
-            continue
+            if values is not None:
+                continue  # a domain of another kind (a scale): verify's draws are not these
+            domain, default = DEFAULT_INT_DOMAIN, f" (no values: verify's default {DEFAULT_INT_DOMAIN[0]}..{DEFAULT_INT_DOMAIN[1]})"
         lo, hi = domain if domain is not None else (None, None)
         dims = [value_at(e, env, slots) for e in p.shape]
         inner = 1
         for d in dims[1:]:
             inner *= d if d else 1
+        inner = max(inner, 1)
         name = p.name
-        if skip is not None:
+        if default:  # one filling, not three (two such inputs would pair into nine launches): both values
+            numel = inner * (dims[0] if dims and dims[0] else 1)
+            pats = ([((hi,), f"{name} = {hi}{default}", inner)] if numel == 1 else
+                    [((lo, hi), f"{name} = {lo}, {hi} in turn element by element{default}", 1)])  # fmt: skip
+        elif skip is not None:
             valid = lo if lo is not None else (0 if skip != 0 else 1)
-            pats = [((valid,), f"{name} = {valid} in every row"), ((skip,), f"{name} = {skip} in every row"),
-                    ((valid, skip), f"{name} = {valid}, {skip} in turn")]
+            pats = [((valid,), f"{name} = {valid} in every row", inner), ((skip,), f"{name} = {skip} in every row", inner),
+                    ((valid, skip), f"{name} = {valid}, {skip} in turn", inner)]
         else:
-            pats = [((lo,), f"{name} = {lo} everywhere")]
+            pats = [((lo,), f"{name} = {lo} everywhere{default}", inner)]
             if hi != lo:
-                pats += [((hi,), f"{name} = {hi} everywhere"), ((lo, hi), f"{name} = {lo}, {hi} in turn")]
-        per.append([(i, size, max(inner, 1), pat, text) for pat, text in pats])
+                pats += [((hi,), f"{name} = {hi} everywhere{default}", inner), ((lo, hi), f"{name} = {lo}, {hi} in turn{default}", inner)]
+                if inner > 1:  # rows of several elements: a row's elements apart too (a range [first, last) per row)
+                    pats.append(((lo, hi), f"{name} = {lo}, {hi} in turn element by element{default}", 1))
+        per.append([(i, size, each, pat, text) for pat, text, each in pats])
     if not per:
         return []
     return [tuple(f[j] for f, j in zip(per, row)) for row in _covering([len(f) for f in per])]
@@ -806,6 +908,15 @@ def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tupl
     lo = hi if lo is None else lo
     hi = lo if hi is None else hi
     return (int(lo), int(hi)) if lo <= hi else None  # type: ignore[operator]
+
+
+def _rebased(base: dict[str, int], changes: dict[str, int], derived: list[Any]) -> dict[str, int]:
+    """``base`` with ``changes`` and its derived dims computed again from them (:func:`audit.cases.fill_derived`
+    keeps a derived dim the environment binds already: ``TX`` of ``W = 1`` where ``W`` is now 32)."""
+    from ..cases import fill_derived
+
+    names = {d.name for d in derived}
+    return fill_derived({**{n: v for n, v in base.items() if n not in names}, **changes}, derived)
 
 
 def _derived_dims(cs: ContractSet) -> list[Any]:
@@ -897,20 +1008,20 @@ def _buffer(cs: ContractSet, p: Any, position: int, env: dict[str, int], slots: 
     return (position, p.name, numel * size, size, detail, wr)
 
 
-def _block_launches(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[list[BlockLaunch], list[BlockLaunch], str, str]:
-    """(:func:`barrier_launches`, :func:`rmw_launches`, and the ``repr`` of each, which key the analysis
+def _block_launches(cs: ContractSet, wiring: Any, k: Kernel) -> tuple[list[BlockLaunch], list[BlockLaunch], list[BlockLaunch], str, str, str]:
+    """(:func:`barrier_launches`, :func:`rmw_launches`, :func:`given_launches`, and the ``repr`` of each, which key the analysis
     cache) of ``k``, computed once per wiring: a check asks for them from seven rules and notes per kernel,
     and the texts of a kernel's launches with their buffers and fillings took ~40 ms a check to make again."""
     memo = getattr(wiring, "__dict__", None)
     if memo is None:
-        launches, extra = barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k)
-        return launches, extra, repr(launches), repr(extra)
+        launches, extra, given = barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k), given_launches(cs, wiring, k)
+        return launches, extra, given, repr(launches), repr(extra), repr(given)
     store = memo.setdefault("_block_launches", {})
     got = store.get(k.name)
     if got is None or got[0] is not k:
-        launches, extra = barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k)
-        got = store[k.name] = (k, launches, extra, repr(launches), repr(extra))
-    return got[1], got[2], got[3], got[4]
+        launches, extra, given = barrier_launches(cs, wiring, k), rmw_launches(cs, wiring, k), given_launches(cs, wiring, k)
+        got = store[k.name] = (k, launches, extra, given, repr(launches), repr(extra), repr(given))
+    return got[1:]
 
 
 def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: str | None, cache: AnalysisCache | None,
@@ -923,7 +1034,7 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
     of the findings, why that analysis did not reach every exit of every launch (``""`` where it did; see
     :func:`audit.cuda.blocksim.block_findings`), cached beside them."""
     entry = symbol or k.symbol
-    launches, extra, shown, shown_extra = _block_launches(cs, wiring, k)
+    launches, extra, given, shown, shown_extra, shown_given = _block_launches(cs, wiring, k)
     got: dict[str, Any] = {}
     gaps: dict[str, str] = {}
 
@@ -932,7 +1043,7 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
             from .blocksim import block_findings  # numpy: only where the analysis cache does not answer
 
             gaps.clear()
-            found, got["bounds"], got["rmw"], got["overlap"] = block_findings(ptx, entry, launches, None if want in ("races", "uninit") else True, extra, gaps)
+            found, got["bounds"], got["rmw"], got["overlap"] = block_findings(ptx, entry, launches, None if want in ("races", "uninit") else True, extra, gaps, given)
             got["races"] = [r for r in found if r.scope != "uninit"]
             got["uninit"] = [r for r in found if r.scope == "uninit"]
         return got
@@ -943,8 +1054,8 @@ def _block_findings(cs: ContractSet, wiring: Any, k: Kernel, ptx: str, symbol: s
 
     if cache is None:
         return gap_of(want) if gap else (run(want)[want] or [])
-    parts = {"races": [ptx, entry, shown], "uninit": [ptx, entry, shown], "bounds": [ptx, entry, shown],
-             "rmw": [ptx, entry, shown, shown_extra], "overlap": [ptx, entry, shown]}
+    parts = {"races": [ptx, entry, shown], "uninit": [ptx, entry, shown], "bounds": [ptx, entry, shown, shown_given],
+             "rmw": [ptx, entry, shown, shown_extra], "overlap": [ptx, entry, shown, shown_given]}
     kinds = {"races": ("barrier-races", BarrierRace), "uninit": ("shared-uninit", BarrierRace),
              "bounds": ("out-of-bounds", OutOfBounds), "rmw": ("global-rmw", GlobalRmwRace),
              "overlap": ("block-writes", BlockWriteOverlap)}
@@ -1081,7 +1192,8 @@ def kernel_code_findings(cs: ContractSet, wiring: Any, k: Kernel, source: Path, 
         out += [("INDEX_OVERFLOW", o.message(k.name, display)) for o in entry_index_overflows(cs, wiring, k, ptx, symbol)]
         from .blocksim import block_findings  # one run for the three rules
 
-        races, accesses, updates, overlaps = block_findings(ptx, symbol or k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k))
+        races, accesses, updates, overlaps = block_findings(ptx, symbol or k.symbol, barrier_launches(cs, wiring, k), True, rmw_launches(cs, wiring, k),
+                                                          given=given_launches(cs, wiring, k))
         out += [("CP_ASYNC_WAIT" if r.scope == "self" else "SHARED_UNINIT_READ" if r.scope == "uninit" else "SHARED_BARRIER_MISSING",
                  r.message(k.name, display)) for r in races]
         out += [("GLOBAL_RMW_RACE", u.message(k.name, display)) for u in updates or ()]

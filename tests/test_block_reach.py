@@ -1,0 +1,260 @@
+"""What the block runs of OUT_OF_BOUNDS_ACCESS reach, and what they say where they do not.
+
+The 3D Gaussian splatting trial (docs/adopting.md, sixteenth) found the run ending threads on a condition it
+could not decide (``if (!(radii[i] > 0)) return;``, a float or an input with no ``values``) with no note, a
+row's ``[first, last)`` range filled with one value (so a loop over it never ran), and the code under
+``if (p)`` for an optional pointer a schedule binds stepped over at every launch. Each is checked here
+with its counterpart: an access no followed thread made is a note naming its lines; an integer input with
+no stated domain is filled with verify's default draws; a row's elements are filled apart; an optional
+pointer a step binds is given its buffer in launches of its own.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="compiling the test kernels needs nvcc on PATH")
+FIXTURE = Path(__file__).resolve().parent / "data" / "rules" / "OUT_OF_BOUNDS_ACCESS" / "good"
+
+
+def _fixture(tmp_path: Path, old: str, new: str) -> Path:
+    """The OUT_OF_BOUNDS_ACCESS good fixture with one change to its kernels."""
+    root = tmp_path / "chain"
+    shutil.copytree(FIXTURE, root)
+    chain = root / "kernels" / "chain.cu"
+    text = chain.read_text()
+    assert text.count(old) == 1, old
+    chain.write_text(text.replace(old, new))
+    return root
+
+
+def _check(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    from audit.cli import main
+
+    rc = main(["check", "--root", str(root), "--select", "OUT_OF_BOUNDS_ACCESS"])
+    lines = capsys.readouterr().out.splitlines()
+    return rc, [line for line in lines if not line.startswith("wireup: compiling")][:-1]
+
+
+GATE = "    if (i < B) label[i] = y[i] / isv[slot];\n    if (blockIdx.x == 0 && threadIdx.x == 0) isv[slot]"
+
+
+@NVCC
+def test_accesses_no_followed_thread_made_are_a_note_not_a_silent_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """make_label's threads leave on a float test of their row (the rasterizer's ``radii[i] > 0``): the run
+    does not know y, so every thread may have left and the label store and ISV update after it were checked
+    for none. Before, the check said nothing, as for a kernel it had checked; now it names the lines. With
+    the same exit on the row index alone (decided), it checks them and says nothing."""
+    root = _fixture(tmp_path, GATE, "    if (i >= B || !(y[i] > 0.0f)) return;\n    label[i] = y[i] / isv[slot];\n"
+                                    "    if (i == 0) isv[slot]")
+    rc, out = _check(root, capsys)
+    assert rc == 0  # a note fails nothing
+    assert out == [
+        'contracts/kernels.toml:5: OUT_OF_BOUNDS_ACCESS (note) Kernel "make_label" was not analysed to its end for '
+        "accesses outside its buffers and shared memory (no thread it followed made the accesses at lines 8, 9 of "
+        "chain.cu: stepped over on a value the run does not know (line 7: `@%p2 bra $L__BB0_4`)): what it does "
+        "past that point is not checked, so no finding there is no proof of none."
+    ]
+    decided = _fixture(tmp_path / "decided", GATE, "    if (i >= B) return;\n    label[i] = y[i] / isv[slot];\n"
+                                                   "    if (i == 0) isv[slot]")
+    assert _check(decided, capsys) == (0, [])
+
+
+@NVCC
+def test_an_optional_pointer_a_step_binds_is_given_its_buffer_in_launches_of_its_own(tmp_path: Path,
+                                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The fixture's backward writes its per-sample partial under ``if (dW_partial)``; a step binds the
+    pointer to a buffer, another to NULL. The regular launches keep a bound optional pointer unknown (the
+    code under the test is stepped over), so a partial written one element on was found by no run; the
+    launch with the pointer given finds it, and the correct index stays clean."""
+    bad = _fixture(tmp_path, "if (dW_partial) dW_partial[r * (numel / B) + i] =", "if (dW_partial) dW_partial[r * (numel / B) + i + 1] =")
+    rc, out = _check(bad, capsys)
+    assert rc == 1
+    assert out == [
+        'kernels/chain.cu:64: OUT_OF_BOUNDS_ACCESS Kernel "backward" writes past the end of "dW_partial" (kernels/chain.cu:64, '
+        "st.global.f32 [%rd16], %f1): at B = 1, D = 64, H = 32, dW_partial given, threadIdx (255, 0, 0) of blockIdx "
+        '(0, 0, 0) writes dW_partial[2048], but "dW_partial" holds 2048 elements (shape [B, H, D] = [1, 32, 64], f32), '
+        "so it corrupts another allocation, or faults; bound the index by the buffer's extent (or correct the "
+        "contract's shape)."
+    ]
+    good = tmp_path / "good"
+    shutil.copytree(FIXTURE, good)
+    assert _check(good, capsys) == (0, [])
+
+
+def test_given_launches_name_the_pointers_they_give_and_only_bound_ones() -> None:
+    """The shipped chain: the backward kernels whose schedules bind their optional partial pointers get
+    launches at the least sizes and at 131 rows with them given; a kernel with no optional pointer gets none."""
+    from audit.api import load_project
+    from audit.cuda.static import given_launches
+    from audit.graph import Wiring
+
+    _cfg, cs = load_project(Path(__file__).resolve().parents[1])
+    wiring = Wiring.of(cs)
+    assert [lc.label for lc in given_launches(cs, wiring, cs.kernel("aux_trunk_backward"))] == [
+        "B = 1, E = 256, SH2 = 256, dW_partial given", "B = 131, E = 256, SH2 = 256, dW_partial given"]
+    assert given_launches(cs, wiring, cs.kernel("aux_trunk_forward")) == []
+
+
+UNFILLED = """[dims]
+n = { min = 1, max = 65536 }
+
+[[kernel]]
+name = "gated"
+source = "k.cu"
+stage = "backward"
+grid = ["ceil_div(n, 256)", 1, 1]
+block = [256, 1, 1]
+params = [
+  { name = "n", kind = "scalar", dtype = "i32", value = "n" },
+  { name = "radii", dtype = "i32", shape = ["n"], role = "in" },
+  { name = "x", dtype = "f32", shape = ["n"], role = "in" },
+  { name = "y", dtype = "f32", shape = ["n"], role = "out" },
+]
+"""
+
+GATED = """extern "C" __global__ void gated(int n, const int* radii, const float* x, float* y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !(radii[i] > 0))
+        return;
+    y[i] = x[STRIDE * i];
+}
+"""
+
+
+def _project(tmp_path: Path, name: str, contract: str, source: str) -> Path:
+    root = tmp_path / name
+    (root / "contracts").mkdir(parents=True)
+    (root / "contracts" / "k.toml").write_text(contract)
+    (root / "k.cu").write_text(source)
+    (root / "wireup.toml").write_text("")
+    return root
+
+
+def _findings(root: Path) -> list[str]:
+    from audit.api import check
+
+    result = check(root, select=("OUT_OF_BOUNDS_ACCESS",), jobs=1)
+    return [f.message for f in result.findings]
+
+
+@NVCC
+def test_an_integer_input_with_no_values_is_filled_as_verify_draws_it(tmp_path: Path) -> None:
+    """The rasterizer's gate on ``radii`` (an int input with no ``values``): filled with verify's default
+    0..9, element by element, the threads of rows with radius 9 go on, and the seeded stride-2 read of x
+    is found; stride 1 is clean and analysed to its end."""
+    bad = _findings(_project(tmp_path, "bad", UNFILLED, GATED.replace("STRIDE", "2")))
+    assert bad == [
+        'Kernel "gated" reads past the end of "x" (k.cu:6, ld.global.f32 %f1, [%rd10]): at n = 131 (radii = 0, 9 in '
+        "turn element by element (no values: verify's default 0..9)), threadIdx (67, 0, 0) of blockIdx (0, 0, 0) reads "
+        'x[134], but "x" holds 131 elements (shape [n] = [131], f32), so it reads another allocation\'s data, or faults; '
+        "bound the index by the buffer's extent (or correct the contract's shape)."
+    ]
+    assert _findings(_project(tmp_path, "good", UNFILLED, GATED.replace("STRIDE", "1"))) == []
+
+
+RANGES = """[dims]
+T = { min = 1, max = 1024 }
+L = { min = 1, max = 65536 }
+
+[[kernel]]
+name = "batches"
+source = "k.cu"
+stage = "forward"
+grid = ["T", 1, 1]
+block = [256, 1, 1]
+params = [
+  { name = "ranges", dtype = "u32", shape = ["T", 2], role = "in", align = 8, values = { min = 0, max = "L" } },
+  { name = "list", dtype = "u32", shape = ["L"], role = "in" },
+  { name = "out", dtype = "f32", shape = ["T", 256], role = "out" },
+]
+"""
+
+BATCHES = """#include <cstdint>
+extern "C" __global__ void batches(const uint2* ranges, const uint32_t* list, float* out)
+{
+    __shared__ uint32_t batch[256];
+    uint2 range = ranges[blockIdx.x];
+    const int rounds = ((range.y - range.x + 256 - 1) / 256);
+    float acc = 0.0f;
+    for (int i = 0; i < rounds; i++) {
+        int progress = i * 256 + threadIdx.x;
+        if (range.x + progress BOUND range.y)
+            batch[threadIdx.x] = list[range.x + progress];
+        __syncthreads();
+        acc += batch[0];
+        __syncthreads();
+    }
+    out[blockIdx.x * 256 + threadIdx.x] = acc;
+}
+"""
+
+
+@NVCC
+def test_a_rows_range_is_filled_element_by_element_so_its_loop_runs(tmp_path: Path) -> None:
+    """The rasterizer's tile loop over ``[range.x, range.y)`` of a list: every filling row by row gives both
+    ends one value (an empty range, no round of the loop), so the seeded ``<=`` read one past the range
+    ran in no launch; filled element by element ((0, 1) at T = L = 1) it is found, and ``<`` is clean."""
+    bad = _findings(_project(tmp_path, "bad", RANGES, BATCHES.replace("BOUND", "<=")))
+    assert len(bad) == 1 and bad[0].startswith(
+        'Kernel "batches" reads past the end of "list" (k.cu:11, ') and (
+        "at T = 1 (ranges = 0, 1 in turn element by element; list = 9 (no values: verify's default 0..9)), "
+        'threadIdx (1, 0, 0) of blockIdx (0, 0, 0) reads list[1], but "list" holds 1 element') in bad[0]
+    assert _findings(_project(tmp_path, "good", RANGES, BATCHES.replace("BOUND", "<"))) == []
+
+
+TILES = """[dims]
+W = { min = 1, max = 4096 }
+H = { min = 1, max = 4096 }
+TX = "ceil_div(W, 16)"
+TY = "ceil_div(H, 16)"
+TILES = "TX * TY"
+
+[[kernel]]
+name = "tile_ranges"
+source = "k.cu"
+stage = "forward"
+grid = ["TX", "TY", 1]
+block = [16, 16, 1]
+params = [
+  { name = "ranges", dtype = "f32", shape = ["TILES"], role = "in" },
+  { name = "out", dtype = "f32", shape = ["TILES"], role = "out" },
+  { name = "W", kind = "scalar", dtype = "i32", value = "W" },
+  { name = "H", kind = "scalar", dtype = "i32", value = "H" },
+]
+"""
+
+TILE_ROW = """#include <cstdint>
+extern "C" __global__ void tile_ranges(const float* ranges, float* out, int W, int H)
+{
+    const uint32_t horizontal_blocks = (W + ROUND) / 16;  // the tile grid's row stride
+    const uint32_t tile = blockIdx.y * horizontal_blocks + blockIdx.x;
+    if (threadIdx.x == 0 && threadIdx.y == 0)
+        out[tile] = ranges[tile];
+}
+"""
+
+
+@NVCC
+def test_a_tile_count_wrong_only_at_whole_tiles_is_run_there(tmp_path: Path) -> None:
+    """The rasterizer's ``(W + BLOCK_X) / BLOCK_X`` for ``ceil_div(W, BLOCK_X)``: the two agree but where W is a
+    multiple of 16, which the block runs' sizes (1, 131, 43) never are; the launch at two whole tiles
+    (W = H = 32, from the derived dims' ``ceil_div``) finds the last tile's read past ``ranges``, and the
+    right count stays clean there."""
+    from audit.api import load_project
+    from audit.cuda.static import barrier_launches
+    from audit.graph import Wiring
+
+    bad_root = _project(tmp_path, "bad", TILES, TILE_ROW.replace("ROUND", "16"))
+    _cfg, cs = load_project(bad_root)
+    labels = [lc.label for lc in barrier_launches(cs, Wiring.of(cs), cs.kernel("tile_ranges"))]
+    assert "W = 32, H = 32, TX = 2, TY = 2" in labels and not any(lc.startswith("W = 16,") for lc in labels)
+    bad = _findings(bad_root)
+    assert [m[: m.index(" (k.cu")] for m in bad] == ['Kernel "tile_ranges" reads past the end of "ranges"',
+                                                      'Kernel "tile_ranges" writes past the end of "out"']
+    assert all("at W = 32, H = 32, TX = 2, TY = 2, threadIdx (0, 0, 0) of blockIdx (1, 1, 0)" in m for m in bad)
+    assert _findings(_project(tmp_path, "good", TILES, TILE_ROW.replace("ROUND", "15"))) == []
