@@ -710,7 +710,8 @@ def test_a_masked_label_input_is_filled_from_its_contract_and_keys_the_launch(tm
     """An integer input with a ``mask`` and ``values`` gets three fillings (every row valid at the domain's
     least value, every row skipped, the two in turn), each its own launch (so the analysis cache keys on
     them) named in its label; an integer with no stated domain gets verify's default draws in one filling
-    (its greatest, 9, in a buffer of one element); a float input stays unfilled."""
+    (its greatest, 9, in a buffer of one element); a float input with none gets 1 and -1 element by element,
+    in every launch (so its label does not name it)."""
     from audit.cuda.static import barrier_launches
     from audit.graph import Wiring
     from audit.load import load_contracts
@@ -728,13 +729,14 @@ def test_a_masked_label_input_is_filled_from_its_contract_and_keys_the_launch(tm
     )
     cs = load_contracts(tmp_path / "contracts", tmp_path)
     launches = barrier_launches(cs, Wiring(cs), cs.kernel("masked"))
+    x = (0, 4, 1, (0x3F800000, 0xBF800000), "")  # 1.0f, -1.0f as register bits
     assert [(lc.label, lc.fills) for lc in launches if "B = 1 " in lc.label] == [
         ("B = 1 (labels = 0 in every row; count = 9 (no values: verify's default 0..9))",
-         ((1, 4, 1, (0,), "labels = 0 in every row"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
+         (x, (1, 4, 1, (0,), "labels = 0 in every row"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
         ("B = 1 (labels = -1 in every row; count = 9 (no values: verify's default 0..9))",
-         ((1, 4, 1, (-1,), "labels = -1 in every row"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
+         (x, (1, 4, 1, (-1,), "labels = -1 in every row"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
         ("B = 1 (labels = 0, -1 in turn; count = 9 (no values: verify's default 0..9))",
-         ((1, 4, 1, (0, -1), "labels = 0, -1 in turn"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
+         (x, (1, 4, 1, (0, -1), "labels = 0, -1 in turn"), (2, 4, 1, (9,), "count = 9 (no values: verify's default 0..9)"))),
     ]
     assert len(launches) == 6 and len({repr(lc) for lc in launches}) == 6
 

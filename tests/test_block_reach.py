@@ -44,11 +44,12 @@ GATE = "    if (i < B) label[i] = y[i] / isv[slot];\n    if (blockIdx.x == 0 && 
 
 @NVCC
 def test_accesses_no_followed_thread_made_are_a_note_not_a_silent_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """make_label's threads leave on a float test of their row (the rasterizer's ``radii[i] > 0``): the run
-    does not know y, so every thread may have left and the label store and ISV update after it were checked
-    for none. Before, the check said nothing, as for a kernel it had checked; now it names the lines. With
-    the same exit on the row index alone (decided), it checks them and says nothing."""
-    root = _fixture(tmp_path, GATE, "    if (i >= B || !(y[i] > 0.0f)) return;\n    label[i] = y[i] / isv[slot];\n"
+    """make_label's threads leave on a float test (the rasterizer's ``!(radii[i] > 0)``, here of the label
+    scale in the ISV, whose contents no contract states): the run does not know it, so every thread may have
+    left and the label store and ISV update after it were checked for none. Before, the check said nothing,
+    as for a kernel it had checked; now it names the lines. With the same exit on the row index alone
+    (decided), it checks them and says nothing."""
+    root = _fixture(tmp_path, GATE, "    if (i >= B || !(isv[slot] > 0.0f)) return;\n    label[i] = y[i] / isv[slot];\n"
                                     "    if (i == 0) isv[slot]")
     rc, out = _check(root, capsys)
     assert rc == 0  # a note fails nothing
@@ -258,3 +259,66 @@ def test_a_tile_count_wrong_only_at_whole_tiles_is_run_there(tmp_path: Path) -> 
                                                       'Kernel "tile_ranges" writes past the end of "out"']
     assert all("at W = 32, H = 32, TX = 2, TY = 2, threadIdx (0, 0, 0) of blockIdx (1, 1, 0)" in m for m in bad)
     assert _findings(_project(tmp_path, "good", TILES, TILE_ROW.replace("ROUND", "15"))) == []
+
+
+@NVCC
+def test_a_float_gate_is_decided_by_the_float_fill(tmp_path: Path) -> None:
+    """The same gate on a float input with no ``values`` (``!(radii[i] > 0)``, the rasterizer's culling):
+    filled 1, -1 element by element, as verify's N(0, 1) draws take both signs, half the rows go on and the
+    stride-2 read is found; stride 1 is clean. The fill is the same in every launch, so the label does not
+    name it."""
+    contract = UNFILLED.replace('{ name = "radii", dtype = "i32"', '{ name = "radii", dtype = "f32"')
+    source = GATED.replace("const int* radii", "const float* radii").replace("radii[i] > 0", "radii[i] > 0.0f")
+    bad = _findings(_project(tmp_path, "bad", contract, source.replace("STRIDE", "2")))
+    assert len(bad) == 1 and "at n = 131, threadIdx (66, 0, 0) of blockIdx (0, 0, 0) reads x[132]" in bad[0]
+    assert _findings(_project(tmp_path, "good", contract, source.replace("STRIDE", "1"))) == []
+
+
+FLOAT_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 k_param_0, .param .f32 k_param_1)
+{
+.reg .pred %p<4>;
+.reg .b32 %r<8>;
+.reg .f32 %f<8>;
+.reg .b64 %rd<8>;
+ld.param.u64 %rd1, [k_param_0];
+ld.param.f32 %f1, [k_param_1];
+mul.f32 %f2, %f1, 0f3FC00000;
+fma.rn.f32 %f3, %f2, 0f40000000, 0fBF800000;
+cvt.rzi.s32.f32 %r1, %f3;
+div.rn.f32 %f4, 0f00000000, 0f00000000;
+setp.gtu.f32 %p1, %f4, 0f00000000;
+setp.gt.f32 %p2, %f4, 0f00000000;
+selp.s32 %r2, 1, 0, %p1;
+selp.s32 %r3, 100, 0, %p2;
+add.s32 %r4, %r1, %r2;
+add.s32 %r5, %r4, %r3;
+mul.wide.s32 %rd2, %r5, 4;
+add.s64 %rd3, %rd1, %rd2;
+st.global.f32 [%rd3], %f3;
+ret;
+}
+"""
+
+
+def test_float_arithmetic_compares_and_conversions_follow_the_ptx_isa() -> None:
+    """A float scalar the contract fixes (3.0) reaches an index through ``mul``, ``fma``, ``cvt.rzi``
+    (3 * 1.5 * 2 - 1 = 8); 0/0 is NaN, which an unordered ``gtu`` takes as true (+1) and an ordered ``gt``
+    as false (+0): the store is at element 9, one past a 9-element buffer. With the scalar at 2.0 the
+    index is 5 + 1 = 6, inside."""
+    from audit.cuda.barriers import BlockLaunch
+    from audit.cuda.blockbounds import buffer_base
+    from audit.cuda.blocksim import find_out_of_bounds
+
+    def run(value: float) -> list[tuple[int, int]]:
+        import numpy as np
+
+        bits = int(np.array(value, np.float32).view(np.uint32))
+        launch = BlockLaunch(((0, buffer_base(0)), (1, bits)), (1, 1, 1), (1, 1, 1), 0, "the contracts' dims",
+                             ((0, "y", 36, 4, "shape [9], f32", None),))
+        return [(o.start // 4, o.extent // 4) for o in find_out_of_bounds(FLOAT_PTX, "k", [launch])]
+
+    assert run(3.0) == [(9, 9)]
+    assert run(2.0) == []

@@ -1118,11 +1118,41 @@ def _kind(inst: _Inst) -> int:
     if inst.head in ("ldmatrix", "stmatrix") or (inst.head == "cp" and inst.opcode.startswith("cp.async")) or _wmma_memory(inst):
         return 3  # memory the race analysis gives up on: only a bounds run reaches it
     parts = inst.opcode.split(".")
+    if _float_form(inst.head, parts):
+        return 1
     if inst.head not in _EVAL or parts[-1] in _FLOATS or any(p in ("sat", "cc", "ftz") for p in parts):
         return 0
     return 1
 
 
+#: the float instructions a run computes (f32 and f64; half precision stays unknown), by their values
+_FEVAL = frozenset({"add", "sub", "mul", "fma", "mad", "div", "neg", "abs", "min", "max", "rcp", "sqrt", "rsqrt",
+                    "ex2", "lg2", "sin", "cos", "tanh", "copysign", "mov", "selp", "setp", "cvt"})
+_FTYPES = ("f32", "f64")
+#: rounding of a float result other than to nearest: not computed (its last bit would be a guess)
+_DIRECTED = frozenset({"rz", "rm", "rp"})
+
+
+def _float_form(head: str, parts: list[str]) -> bool:
+    """Whether :meth:`_Block._float` computes the instruction: an f32/f64 operation of :data:`_FEVAL` (a compare
+    of two floats, a conversion to or from one), rounded to nearest where it rounds, or (an f32 result of an
+    add, sub, mul, fma, div, sqrt or narrowing cvt) in a direction: ``expf``'s ``fma.rm.f32`` of the
+    12582913.0 trick)."""
+    if head not in _FEVAL or "cc" in parts:
+        return False
+    if _DIRECTED & set(parts) and not (head in ("add", "sub", "mul", "fma", "mad", "div", "sqrt", "cvt")
+                                       and (parts[-1] == "f32" or (head == "cvt" and parts[-2] == "f32"))):
+        return False
+    if head == "cvt":
+        to, frm = parts[-2], parts[-1]
+        ints = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"}
+        return (to in _FTYPES and (frm in _FTYPES or frm in ints)) or (to in ints and frm in _FTYPES)
+    if head == "setp":
+        return parts[-1] in _FTYPES
+    return parts[-1] in _FTYPES
+
+
+_FIMM = re.compile(r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}")
 #: operand text -> its form (:func:`_operand`)
 _OPERANDS: dict[str, tuple] = {}
 
@@ -1135,6 +1165,9 @@ def _operand(op: str) -> tuple:
         form: tuple = (0,)
     elif op.startswith("!"):
         form = (1, op[1:])
+    elif _FIMM.fullmatch(op):  # 0f3F800000 (f32 bits), 0d3FF0000000000000 (f64 bits)
+        bits = int(op[2:], 16)
+        form = (2, bits - (1 << 64) if bits >= 1 << 63 else bits)
     else:
         c = _imm(op)
         form = (2, c) if c is not None else (2, 32) if op == "WARP_SZ" else (3,)
@@ -1148,8 +1181,8 @@ def _opcode(inst: _Inst) -> tuple[list[str], str, bool, bool, int]:
     state space other than shared; the bytes a load or store of it moves)."""
     parts = inst.opcode.split(".")
     typ = parts[-1]
-    plain = not (typ in _FLOATS and inst.head not in ("setp", "selp", "mov", "cvt")) and not (
-        any(p in ("sat", "cc", "ftz") for p in parts) or inst.head in ("addc", "subc", "madc"))
+    plain = _float_form(inst.head, parts) or (not (typ in _FLOATS and inst.head not in ("setp", "selp", "mov", "cvt")) and not (
+        any(p in ("sat", "cc", "ftz") for p in parts) or inst.head in ("addc", "subc", "madc")))
     return parts, typ, plain, any(p in _SPACES for p in parts), _access_bytes(parts)
 
 
@@ -1687,6 +1720,8 @@ class _Block:
             return None
         head = inst.head
         ops = inst.operands
+        if _float_form(head, parts):
+            return self._float(head, parts, ops, idx)
         if head == "mov":
             if typ in _FLOATS or "{" in ops[0] or "{" in ops[1]:
                 return None
@@ -1828,6 +1863,126 @@ class _Block:
                     r = np.where(ia < 0, -m, m)
             return [(_norm(r, bits), k & ~zero)]
         return None
+
+    def _float(self, head: str, parts: list[str], ops: tuple[str, ...] | list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """An f32/f64 instruction of :func:`_float_form`: its operands' bits read as floats (numpy's IEEE
+        arithmetic, rounded to nearest; ``.approx`` forms computed exactly, ``.ftz`` as if no operand were
+        subnormal, ``.sat`` clamped to [0, 1]), its result written back as bits."""
+        typ = parts[-1]
+        if head == "cvt":
+            to, frm = parts[-2], parts[-1]
+            v, k = self._get(ops[1], idx, _width(frm))
+            if frm in _FTYPES:
+                x = _as_float(v, frm).astype(np.float64)
+            else:
+                x = (_sx(v, _width(frm)) if frm[0] == "s" else _ux(v, _width(frm))).astype(np.float64)
+            mode = next((p for p in parts[1:-2] if p in ("rni", "rzi", "rmi", "rpi")), None)
+            if mode is not None:
+                x = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}[mode](x)
+            if to in _FTYPES:
+                toward = next((p for p in parts if p in _DIRECTED), None)
+                if toward is not None:
+                    x = _round_f32(x, toward).astype(np.float64)
+                if "sat" in parts:
+                    x = np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0))
+                return [(_float_bits(x, to), k)]
+            if mode is None:
+                return None
+            bits = _width(to)
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if to[0] == "s" else (0, (1 << bits) - 1)
+            x = np.where(np.isnan(x), 0.0, np.clip(x, lo, hi))
+            if bits == 64 and to[0] == "u":
+                return [(np.where(x >= 2.0**63, (x - 2.0**64), x).astype(np.int64), k)]
+            return [(_norm(x.astype(np.int64), bits), k)]
+        bits = _width(typ)
+        if head == "mov":
+            v, k = self._get(ops[1], idx, bits)
+            return [(_norm(v, bits), k)]
+        if head == "selp":
+            a, ka = self._get(ops[1], idx, bits)
+            b, kb = self._get(ops[2], idx, bits)
+            c, kc = self._pred_operand(ops[3], idx)
+            return [(np.where(c, a, b), kc & np.where(c, ka, kb))]
+        if head == "setp":
+            return self._setp_float(parts, ops, idx)
+        args = [self._get(o, idx, bits) for o in ops[1:]]
+        k = args[0][1]
+        for _v, kk in args[1:]:
+            k = k & kk
+        dt = np.float32 if typ == "f32" else np.float64
+        x = [_as_float(v, typ) for v, _k in args]
+        toward = next((p for p in parts if p in _DIRECTED), None)
+        if toward is not None:  # an f32 result: exact in float64 (up to an fma's last bit), rounded that way
+            w = [a.astype(np.float64) for a in x]
+            if head in ("fma", "mad") and len(w) == 3:
+                e = w[0] * w[1] + w[2]
+            elif head == "sqrt" and len(w) == 1:
+                e = np.sqrt(w[0])
+            elif len(w) == 2 and head in ("add", "sub", "mul", "div"):
+                e = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[head](w[0], w[1])
+            else:
+                return None
+            return [(_float_bits(_round_f32(e, toward), "f32"), k)]
+        if head in ("add", "sub", "mul", "div", "min", "max", "copysign") and len(x) != 2:
+            return None
+        if head == "add":
+            r = x[0] + x[1]
+        elif head == "sub":
+            r = x[0] - x[1]
+        elif head == "mul":
+            r = x[0] * x[1]
+        elif head in ("fma", "mad"):
+            if len(x) != 3:
+                return None
+            r = (x[0].astype(np.float64) * x[1].astype(np.float64) + x[2].astype(np.float64)).astype(dt)
+        elif head == "div":
+            r = x[0] / x[1]
+        elif head == "min":
+            r = np.fmin(x[0], x[1])
+        elif head == "max":
+            r = np.fmax(x[0], x[1])
+        elif head == "copysign":  # the magnitude of the second, the sign of the first
+            r = np.copysign(x[1], x[0])
+        else:
+            f = {"neg": np.negative, "abs": np.abs, "rcp": lambda a: dt(1) / a, "sqrt": np.sqrt,
+                 "rsqrt": lambda a: dt(1) / np.sqrt(a), "ex2": np.exp2, "lg2": np.log2, "sin": np.sin,
+                 "cos": np.cos, "tanh": np.tanh}[head]  # fmt: skip
+            r = f(x[0])
+        r = np.asarray(r, dt)
+        if "sat" in parts:
+            r = np.where(np.isnan(r), dt(0), np.clip(r, dt(0), dt(1)))
+        return [(_float_bits(r, typ), k)]
+
+    def _setp_float(self, parts: list[str], ops: tuple[str, ...] | list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
+        """``setp`` of two floats: ordered compares false where either is NaN, the ``u`` forms true there,
+        ``num``/``nan`` whether neither/either is; a combining ``and``/``or``/``xor`` as for integers."""
+        cmp, typ = parts[1], parts[-1]
+        base = cmp[:-1] if cmp in ("equ", "neu", "ltu", "leu", "gtu", "geu") else cmp
+        if base not in ("eq", "ne", "lt", "le", "gt", "ge", "num", "nan"):
+            return None
+        bits = _width(typ)
+        a, ka = self._get(ops[1], idx, bits)
+        b, kb = self._get(ops[2], idx, bits)
+        fa, fb = _as_float(a, typ), _as_float(b, typ)
+        nan = np.isnan(fa) | np.isnan(fb)
+        if base == "num":
+            r = ~nan
+        elif base == "nan":
+            r = nan
+        else:
+            r = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+                 "ge": np.greater_equal}[base](fa, fb)  # fmt: skip
+            r = (r | nan) if base != cmp else (r & ~nan)
+        k = ka & kb
+        dests = [d.strip() for d in ops[0].split("|")]
+        outs = [r, ~r]
+        boolop = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
+        if boolop:
+            c, kc = self._pred_operand(ops[3], idx)
+            f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
+            outs = [f(o, c) for o in outs]
+            k = k & kc
+        return [(o.astype(np.int64), k) for o in outs[: len(dests)]]
 
     def _bitfield(self, head: str, parts: list[str], ops: tuple[str, ...], idx: np.ndarray, bits: int,
                   signed: bool) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -2035,7 +2190,7 @@ class _Block:
         address is known and inside it reads the filling's element there."""
         dests = inst.dests()
         typ = parts[-1]
-        if not dests or typ[:1] not in "usb" or not typ[1:].isdigit():
+        if not dests or (typ[:1] not in "usb" and typ not in _FTYPES) or not typ[1:].isdigit():
             return
         bits = _width(typ)
         each = bits // 8
@@ -2084,12 +2239,12 @@ class _Block:
 
     def _values(self, inst: _Inst, parts: list[str], idx: np.ndarray, a: np.ndarray, k: np.ndarray, width: int) -> None:
         """What a shared (or generic) store leaves in shared memory and a load reads back from it, per
-        4-byte word: 32- and 64-bit integer elements; anything else makes the words it touches unknown."""
+        4-byte word: 32- and 64-bit integer (and f32/f64) elements; anything else makes the words it touches unknown."""
         head = inst.head
         sv, sk = self.sv, self.sk
         assert sv is not None and sk is not None
         typ = parts[-1]
-        integer = typ[:1] in "usb" and typ[1:].isdigit()
+        integer = (typ[:1] in "usb" and typ[1:].isdigit()) or typ in _FTYPES  # (a float is its bits)
         if head in ("ld", "ldu"):
             dests = inst.dests()
             if not dests or not integer:
@@ -2488,7 +2643,7 @@ class _Block:
         m = re.fullmatch(r"\[\s*([\w$]+)\s*\]", inst.operands[1]) if len(inst.operands) > 1 else None
         value = self.params.get(self.order[m.group(1)]) if m and m.group(1) in self.order else None
         typ = parts[-1]
-        if value is None or len(d) != 1 or typ[:1] not in "usb":
+        if value is None or len(d) != 1 or (typ[:1] not in "usb" and typ not in _FTYPES):
             for r in d:
                 self._set(r, idx, np.zeros(len(idx), np.int64), np.zeros(len(idx), bool))
             return
@@ -3083,6 +3238,32 @@ def _signed(v: int, bits: int) -> int:
     """The ``bits``-wide pattern ``v`` as the signed int64 the run keeps it in (64-bit values wrap)."""
     v &= (1 << bits) - 1
     return v - (1 << bits) if bits == 64 and v >> 63 else v
+
+
+def _round_f32(e: np.ndarray, toward: str) -> np.ndarray:
+    """float64 values ``e`` rounded to float32 toward minus infinity (``rm``), plus infinity (``rp``) or zero
+    (``rz``): the nearest float32, stepped one ulp back where it lies on the wrong side."""
+    r = e.astype(np.float32)
+    back = r.astype(np.float64)
+    if toward == "rm":
+        return np.where(back > e, np.nextafter(r, np.float32(-np.inf)), r)
+    if toward == "rp":
+        return np.where(back < e, np.nextafter(r, np.float32(np.inf)), r)
+    return np.where(np.abs(back) > np.abs(e), np.nextafter(r, np.float32(0)), r)
+
+
+def _as_float(v: np.ndarray, typ: str) -> np.ndarray:
+    """The float values of registers holding ``typ`` (f32 or f64) bits."""
+    if typ == "f32":
+        return (v & 0xFFFF_FFFF).astype(np.uint32).view(np.float32)
+    return np.ascontiguousarray(v, dtype=np.int64).view(np.float64)
+
+
+def _float_bits(x: np.ndarray, typ: str) -> np.ndarray:
+    """The register bits of float values as ``typ`` (rounded to nearest where narrowed)."""
+    if typ == "f32":
+        return np.asarray(x, np.float32).view(np.uint32).astype(np.int64)
+    return np.ascontiguousarray(x, dtype=np.float64).view(np.int64).copy()
 
 
 def _norm(v: np.ndarray, bits: int) -> np.ndarray:

@@ -749,6 +749,8 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
                 if v is not None:
                     params.append((i, v))
                     names += [n for n in sorted(p.value.names) if n not in names]
+            elif isinstance(p, ScalarParam) and p.dtype in ("f32", "f64") and isinstance(p.value, (int, float)) and not isinstance(p.value, bool):
+                params.append((i, _scalar_bits(float(p.value), p.dtype)))  # a float the contract fixes: its bits
             elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and (not p.optional or p.name in bound_to)):
                 params.append((i, buffer_base(i)))  # a buffer's address: not null, and apart from the others
                 buffers.append(_buffer(cs, p, i, env, slots))
@@ -768,7 +770,7 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
         dynamic = value_at(k.shared_bytes, env, slots) if k.shared_bytes is not None else 0
         fillings = _fillings(cs, wiring, k, step, env, {b[0]: b for b in buffers})
         for fills in fillings or [()]:
-            text = "; ".join(f[4] for f in fills)
+            text = "; ".join(f[4] for f in fills if f[4])
             launch = BlockLaunch(tuple(params), tuple(value_at(e, env, slots) for e in k.block),  # type: ignore[arg-type]
                                  tuple(value_at(e, env, slots) for e in k.grid), dynamic,  # type: ignore[arg-type]
                                  (shown or "the contracts' dims") + (f" ({text})" if text else ""), tuple(buffers),
@@ -811,8 +813,8 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
         if not isinstance(p, TensorParam) or p.role != "in" or i not in buffers or buffers[i][2] < 0:
             continue
         size, _, _, kind = DTYPES.get(p.dtype, (0, "", "", ""))[:4]
-        if kind == "float" or not size:
-            continue
+        if not size or (kind == "float" and size not in (4, 8)):
+            continue  # half precision stays unknown (the run computes f32 and f64)
         values = p.values
         if values is None and step is not None:
             bound = step.binding(p.name)
@@ -820,6 +822,14 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
             values = buf.values if buf is not None else None
             if values is None and bound is not None and bound.buffer and wiring is not None:
                 values = _producer_domains(cs, wiring).get(bound.buffer, (None, ""))[0]
+        if kind == "float":
+            dims = [value_at(e, env, slots) for e in p.shape]
+            inner = 1
+            for d in dims[1:]:
+                inner *= d if d else 1
+            pats = _float_patterns(p.name, values, env, slots, max(inner, 1), "f32" if size == 4 else "f64")
+            per.append([(i, size, each, pat, text) for pat, text, each in pats])
+            continue
         domain = _int_domain(values, env, slots)
         skip = p.mask.skip_value if p.mask is not None else None
         default = ""
@@ -852,6 +862,56 @@ def _fillings(cs: ContractSet, wiring: Any, k: Kernel, step: Any, env: dict[str,
     if not per:
         return []
     return [tuple(f[j] for f, j in zip(per, row)) for row in _covering([len(f) for f in per])]
+
+
+#: what a float input with no stated domain is filled with (:func:`_float_patterns`): verify draws it from
+#: N(0, 1) (a weight's scaled by 1/sqrt(fan_in), a bias's by 0.1), so both signs, one standard deviation
+DEFAULT_FLOAT_FILL = (1.0, -1.0)
+
+
+def _float_patterns(name: str, values: Any, env: dict[str, int], slots: dict[str, int], inner: int,
+                    typ: str) -> list[tuple[tuple[int, ...], str, int]]:  # fmt: skip
+    """The fillings of a float input (each: its values as register bits, what it says, elements per row
+    the pattern steps by): a ``min``/``max`` or ``choices`` domain as an integer one's (the least, the
+    greatest, the two in turn, and element by element where a row has several); a ``scale`` its plus and
+    minus one standard deviation element by element; no stated range :data:`DEFAULT_FLOAT_FILL` element by
+    element (both signs in one launch: ``if (x[i] > 0) return;`` decided both ways), which says nothing
+    (every launch has it: the launch labels name what differs between them)."""
+    import numpy as np
+
+    from ..shapes import value_at
+
+    def bits(v: float) -> int:
+        if typ == "f32":
+            return int(np.array(v, np.float32).view(np.uint32))
+        return int(np.array(v, np.float64).view(np.int64))
+
+    def num(v: Any) -> float | None:
+        if v is None:
+            return None
+        got = value_at(v, env, slots) if hasattr(v, "evaluate") else v
+        return float(got) if got is not None else None
+
+    lo = hi = None
+    if values is not None and values.choices:
+        lo, hi = float(min(values.choices)), float(max(values.choices))
+    elif values is not None and (values.min is not None or values.max is not None):
+        lo, hi = num(values.min), num(values.max)
+        lo = hi if lo is None else lo
+        hi = lo if hi is None else hi
+    if lo is not None and hi is not None and lo <= hi:
+        pats = [((bits(lo),), f"{name} = {lo:g} everywhere", inner)]
+        if hi != lo:
+            pats += [((bits(hi),), f"{name} = {hi:g} everywhere", inner),
+                     ((bits(lo), bits(hi)), f"{name} = {lo:g}, {hi:g} in turn", inner)]  # fmt: skip
+            if inner > 1:
+                pats.append(((bits(lo), bits(hi)), f"{name} = {lo:g}, {hi:g} in turn element by element", 1))
+        return pats
+    if values is not None and values.scale is not None:
+        sd = float(values.scale)
+        return [((bits(sd), bits(-sd)), f"{name} = {sd:g}, {-sd:g} in turn element by element (scale {sd:g})", 1)]
+    a, b = DEFAULT_FLOAT_FILL  # the same in every launch, so not named in them (docs/build.md says it)
+    return [((bits(a), bits(b)), "", 1)]
 
 
 def _covering(levels: list[int]) -> list[tuple[int, ...]]:
@@ -908,6 +968,13 @@ def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tupl
     lo = hi if lo is None else lo
     hi = lo if hi is None else hi
     return (int(lo), int(hi)) if lo <= hi else None  # type: ignore[operator]
+
+
+def _scalar_bits(v: float, dtype: str) -> int:
+    """The register bits of a float scalar parameter's value (f32 or f64)."""
+    import numpy as np
+
+    return int(np.array(v, np.float32).view(np.uint32)) if dtype == "f32" else int(np.array(v, np.float64).view(np.int64))
 
 
 def _rebased(base: dict[str, int], changes: dict[str, int], derived: list[Any]) -> dict[str, int]:
