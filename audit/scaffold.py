@@ -58,6 +58,16 @@ _C_DTYPES = {
     "char": "i8", "char signed": "i8", "int8_t": "i8",
     "char unsigned": "u8", "uint8_t": "u8", "bool": "u8",
 }  # fmt: skip
+#: CUDA's vector types -> (contract dtype of a lane, lanes, the type's alignment in bytes): a pointer to one
+#: is a buffer of that dtype with a trailing axis of the lanes (and ``align`` where the vector's exceeds the lane's)
+_C_VECTORS = {
+    **{f"{c}{n}": (d, n, a) for c, d, sizes in (
+        ("char", "i8", (1, 2, 1, 4)), ("uchar", "u8", (1, 2, 1, 4)), ("short", "i16", (2, 4, 2, 8)),
+        ("ushort", "u16", (2, 4, 2, 8)), ("int", "i32", (4, 8, 4, 16)), ("uint", "u32", (4, 8, 4, 16)),
+        ("float", "f32", (4, 8, 4, 16)), ("longlong", "i64", (8, 16, 8, 0)), ("ulonglong", "u64", (8, 16, 8, 0)),
+        ("double", "f64", (8, 16, 8, 0))) for n, a in zip((1, 2, 3, 4), sizes) if a},
+    "__half2": ("f16", 2, 4), "half2": ("f16", 2, 4), "__nv_bfloat162": ("bf16", 2, 4), "nv_bfloat162": ("bf16", 2, 4),
+}  # fmt: skip
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "__grid_constant__", "struct", "class",
                "typename", "register", "enum"}  # fmt: skip
 _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "__noinline__",
@@ -76,6 +86,9 @@ class CParam:
     const_data: bool
     dtype: str | None
     template_type: bool = False
+    #: a CUDA vector type's lanes and alignment (``float4``: 4, 16); 1, None for a plain type
+    lanes: int = 1
+    align: int | None = None
 
     @property
     def kind(self) -> str:
@@ -379,6 +392,9 @@ def _param(toks: list[str], index: int, template_names: set[str]) -> CParam:
     ctype = " ".join(words).replace(" :: ", "::")
     key = " ".join(sorted(w for w in words if w != "::"))
     dtype = _C_DTYPES.get(key) or _C_DTYPES.get(ctype)
+    vector = _C_VECTORS.get(ctype)
+    if dtype is None and vector is not None:
+        return CParam(name, ctype, pointer, const_data, vector[0], False, vector[1], vector[2])
     return CParam(name, ctype, pointer, const_data, dtype, ctype in template_names)
 
 
@@ -694,7 +710,8 @@ def scaffold_contract(
         dtype, note = p.dtype or TODO, ""
         if p.template_type:
             dtype, note = "f32", f"  # TODO: dtype of template parameter {p.ctype}"
-        elif p.dtype is None:
+        elif p.dtype is None or (p.lanes > 1 and not p.pointer):
+            dtype = TODO if p.lanes > 1 else dtype
             note = f'  # TODO: C type "{p.ctype}" has no contract dtype'
         if p.kind == "isv":
             lines.append(f'  {{ name = {_toml_str(p.name)}, kind = "isv" }},')
@@ -704,7 +721,13 @@ def scaffold_contract(
                 note = "  # TODO: a pointer to pointers; contracts describe flat device buffers"
             elif role == "out" and not note:
                 note = "  # TODO: out, inout or accumulate?"
-            lines.append(f'  {{ name = {_toml_str(p.name)}, dtype = "{dtype}", shape = ["{TODO}"], role = "{role}" }},{note}')
+            shape, align = f'["{TODO}"]', ""
+            if p.lanes > 1:  # a CUDA vector type: its lanes as the trailing axis
+                shape = f'["{TODO}", {p.lanes}]'
+                lane = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i64": 8, "u64": 8, "f64": 8}.get(dtype, 4)
+                align = f", align = {p.align}" if p.align and p.align > lane else ""
+                note = note or f"  # {p.ctype}: {p.lanes} x {dtype} per element"
+            lines.append(f'  {{ name = {_toml_str(p.name)}, dtype = "{dtype}", shape = {shape}, role = "{role}"{align} }},{note}')
         else:
             if p.name in values:
                 value = values[p.name]

@@ -89,6 +89,22 @@ def test_parser_reads_real_world_signatures() -> None:
     assert [(p.name, p.kind) for p in ks["clustered"].params] == [("a", "tensor"), ("isv", "isv"), ("arg2", "scalar")]
 
 
+def test_cuda_vector_types_are_their_lane_dtype_with_a_trailing_axis() -> None:
+    """3D Gaussian splatting passes float2/float3/float4/uint2 arrays: each is the lane's dtype with a
+    trailing axis of the lanes, and ``align`` where the vector's alignment exceeds the lane's (float3's does
+    not); a vector passed by value has no contract dtype (a TODO)."""
+    source = ('__global__ void pack(int n, const float2* xy, const float3* m, const uint2* r, float4* out, '
+              "double2* d, __half2* h, float2 by_value) {}")
+    text = scaffold_contracts(parse_kernels(source), "src/k.cu")
+    assert '  { name = "xy", dtype = "f32", shape = ["TODO", 2], role = "in", align = 8 },  # float2: 2 x f32 per element' in text
+    assert '  { name = "m", dtype = "f32", shape = ["TODO", 3], role = "in" },  # float3: 3 x f32 per element' in text
+    assert '  { name = "r", dtype = "u32", shape = ["TODO", 2], role = "in", align = 8 },  # uint2: 2 x u32 per element' in text
+    assert '  { name = "out", dtype = "f32", shape = ["TODO", 4], role = "out", align = 16 },  # TODO: out, inout or accumulate?' in text
+    assert '  { name = "d", dtype = "f64", shape = ["TODO", 2], role = "out", align = 16 },' in text
+    assert '  { name = "h", dtype = "f16", shape = ["TODO", 2], role = "out", align = 4 },' in text
+    assert '  { name = "by_value", kind = "scalar", dtype = "TODO", value = "TODO" },  # TODO: C type "float2" has no contract dtype' in text
+
+
 def test_scaffold_text() -> None:
     text = scaffold_contracts(parse_kernels(SOURCE), "kernels/ops.cu", ["n"])
     assert 'cpp_name = "ops::scale<TODO>"  # TODO: the instantiation the host launches' in text
