@@ -869,8 +869,11 @@ def test_the_slowdown_passes_keep_each_suspects_outcome_and_a_resumed_run_takes_
 
     first = {o.mutant.id: o for o in run().kernels[0].outcomes}
     assert first[slow].status == "caught" and first[slow].checks == ("MUTATE_SLOWDOWN",)
-    (kept,) = book.load().items()
-    assert kept == ("key-of-slow", [("MUTATE_SLOWDOWN", first[slow].detail)])
+    done = book.load()
+    assert done["key-of-slow"] == [("MUTATE_SLOWDOWN", first[slow].detail)]
+    # each pass it was slower in, journaled as it ended (the first pass's message is the verdict's)
+    assert [done.get(_run._pass_key("key-of-slow", n)) is not None for n in range(3)] == [True] * 3 and len(done) == 4
+    assert done[_run._pass_key("key-of-slow", 0)] == [("MUTATE_SLOWDOWN", first[slow].detail)]
     launches = calls["n"]
     again = {o.mutant.id: o for o in run().kernels[0].outcomes}
     assert (again[slow].status, again[slow].checks, again[slow].detail) == ("caught", ("MUTATE_SLOWDOWN",), first[slow].detail)
@@ -880,6 +883,40 @@ def test_the_slowdown_passes_keep_each_suspects_outcome_and_a_resumed_run_takes_
     book.remove()
     book.append("key-of-slow", f"strided_gather/{slow}", [])
     assert {o.mutant.id: o.status for o in run().kernels[0].outcomes}[slow] == "survived"
+    # a run cut off after two passes (the header sets' call of 7 December kept nothing of ~475 s of timing):
+    # the resumed run times the suspect in the third pass alone, and takes the first pass's message
+    book.remove()
+    for n in range(2):
+        book.append(_run._pass_key("key-of-slow", n), f"strided_gather/{slow} pass {n + 1}", [("MUTATE_SLOWDOWN", first[slow].detail)])
+    calls["n"] = 0
+    resumed = {o.mutant.id: o for o in run().kernels[0].outcomes}
+    assert (resumed[slow].status, resumed[slow].detail) == ("caught", first[slow].detail)
+    one_pass = calls["n"]
+    book.remove()
+    calls["n"] = 0
+    run()
+    assert one_pass < calls["n"], (one_pass, calls["n"])  # fewer launches than all three passes'
+
+
+def test_the_slowdown_suspects_are_timed_a_few_at_a_time(tmp_path, monkeypatch):
+    """Each verification of the timing passes takes at most SLOWDOWN_CHUNK suspects (with their kernels'
+    baselines before and after), so a call cut off keeps the chunks that ended."""
+    from audit import runtime
+    from audit.mutate import _run
+
+    sizes_of_calls = []
+    real = runtime.verify_many
+
+    def spy(root, variants, **kw):
+        sizes_of_calls.append(len([v for v in variants if "/baseline" not in v.id]))
+        return real(root, variants, **kw)
+
+    monkeypatch.setattr(runtime, "verify_many", spy)
+    monkeypatch.setattr(_run, "SLOWDOWN_CHUNK", 1)
+    slow = {"loop:11:59:0", "accum:11:66:0"}
+    run_mutation(REPO, ["strided_gather"], stand_in=lambda m: {"strided_gather": _slow} if m.id in slow else {m.kernel: _wrong},
+                 equivalent_file=tmp_path / "none.toml", sizes=(1, 37), slowdown=True)  # fmt: skip
+    assert sizes_of_calls[1:] == [1] * 6  # two suspects, one per verification, three passes
 
 
 def test_slower_needs_both_the_ratio_and_the_absolute_time():
@@ -1159,7 +1196,8 @@ def test_a_survivor_slow_in_one_pass_alone_only_is_not_caught(tmp_path):
                        equivalent_file=tmp_path / "none.toml", sizes=(1,), slowdown=True, progress=events.append)  # fmt: skip
     (o,) = [o for o in run.kernels[0].outcomes if o.mutant.id == "loop:11:59:0"]
     assert o.status == "survived"
-    assert [e["message"] for e in events if e.get("event") == "slowdown"] == ["not slower when timed alone (pass 2 of 3)"]
+    assert [e["message"] for e in events if e.get("event") == "slowdown"] == [
+        "slower when timed alone (pass 1 of 3)", "not slower when timed alone (pass 2 of 3)"]  # each pass says how it went
     assert runs["n"] == 3
 
 

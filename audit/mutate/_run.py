@@ -116,6 +116,7 @@ SANITIZER_TIMEOUT = 6.0
 SLOWDOWN_RATIO = 10.0  # a surviving mutant this many times slower than its baseline in one case is caught ...
 SLOWDOWN_SECONDS = 1e-3  # ... when it is also this much slower (launch noise is microseconds)
 SLOWDOWN_PASSES = 3  # ... in each of this many passes timed alone (another process's kernels can hold the GPU for ms)
+SLOWDOWN_CHUNK = 4  # suspects timed in one verification (between their kernels' baselines), journaled as it ends
 DEFAULT_LAUNCH_TIMEOUT = 5.0
 # the checks of verify whose failure in a sanitizer run is the kernel's values, not the tool's slowdown (a
 # launch past the watchdog, VERIFY_TIMEOUT) or the tool's own trouble (a launch it could not make): a
@@ -564,14 +565,28 @@ def run_mutation(
             if errors:
                 late[m.key] = (("MUTATE_SLOWDOWN",), errors[0][1])
             progress({"event": "slowdown", "variant": m.key, "message": (errors[0][1] if errors else "not slower when timed alone") + " (from the journal)"})
+        # each pass a suspect was slower in is journaled as it ends (a call cut off in the middle of the
+        # passes keeps them; the header sets' call of 7 December spent ~475 s here and kept nothing): a
+        # resumed run starts each suspect at its first pass not journaled
+        first: dict[str, int] = {}
+        hits: dict[str, str] = {}
+        for m in suspects:
+            n = 0
+            while n < SLOWDOWN_PASSES and m.key in idents and _pass_key(idents[m.key], n) in done:
+                hits.setdefault(m.key, done[_pass_key(idents[m.key], n)][0][1] if done[_pass_key(idents[m.key], n)] else "")
+                n += 1
+            first[m.key] = n
 
         def keep(m: Mutant, message: str) -> None:
             if book is not None and m.key in idents:
                 book.append(idents[m.key], m.key, [("MUTATE_SLOWDOWN", message)] if message else [])
 
+        def passed(m: Mutant, n: int, message: str) -> None:
+            if book is not None and m.key in idents:
+                book.append(_pass_key(idents[m.key], n), f"{m.key} pass {n + 1}", [("MUTATE_SLOWDOWN", message)])
+
         t = time.perf_counter()
         by_id = {v.id: v for v in variants}
-        hits: dict[str, str] = {}
         # each suspect is timed alone at the sizes of the cases it was slow in (a verification of the whole
         # sweep took ~8 s per suspect of the trade-outcome backward on the H100, 6 December); one whose slow
         # case those sizes do not run, or whose cases name no one size, at the run's own sizes
@@ -579,38 +594,46 @@ def run_mutation(
         for n in range(SLOWDOWN_PASSES):
             if not suspects:
                 break
-            alone: dict[tuple[tuple[int, ...] | None, str], Any] = {}  # (sizes, variant id) -> its outcome timed alone
-            pending = suspects
-            while pending:
-                for group_sizes in dict.fromkeys(at[m.key] for m in pending):
-                    group = [m for m in pending if at[m.key] == group_sizes]
-                    kernels = list(dict.fromkeys(m.kernel for m in group))
-                    # each baseline before and after the suspects: a mutant must be slower than both timings
-                    before = [by_id[f"{k}/{BASELINE}"] for k in kernels]
-                    after = [dataclasses.replace(v, id=f"{v.id}/again") for v in before]
-                    again = verify_many(
-                        cfg.root, before + [by_id[m.key] for m in group] + after,
-                        backends=names, seed=seed, sizes=group_sizes if group_sizes is not None else sizes,
-                        timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
-                        workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
-                    )  # fmt: skip
-                    alone.update({(group_sizes, o.id): o for o in again})
-                # a slow case those sizes did not run: timed again in this pass, at the run's own sizes
-                pending = [m for m in pending if at[m.key] is not None and not _ran_slow_case(alone[(at[m.key], m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
-                for m in pending:
-                    at[m.key] = None
-            kept = []
-            for m in suspects:
-                b, g = f"{m.kernel}/{BASELINE}", at[m.key]
-                hit = slower(alone[(g, m.key)], alone[(g, b)])
-                hits.setdefault(m.key, hit)
-                if hit and slower(alone[(g, m.key)], alone[(g, f"{b}/again")]):
-                    kept.append(m)
-                else:
-                    keep(m, "")
-                    progress({"event": "slowdown", "variant": m.key, "message": f"not slower when timed alone (pass {n + 1} of {SLOWDOWN_PASSES})"})
-            suspects = kept
+            timed = [m for m in suspects if first[m.key] <= n]  # the others' pass n is in the journal
+            kept = [m for m in suspects if first[m.key] > n]
+            # a few suspects at a time, each chunk between its kernels' baselines: each chunk's verdicts are
+            # journaled as it ends
+            for start in range(0, len(timed), SLOWDOWN_CHUNK):
+                chunk = timed[start : start + SLOWDOWN_CHUNK]
+                alone: dict[tuple[tuple[int, ...] | None, str], Any] = {}  # (sizes, variant id) -> its outcome timed alone
+                pending = chunk
+                while pending:
+                    for group_sizes in dict.fromkeys(at[m.key] for m in pending):
+                        group = [m for m in pending if at[m.key] == group_sizes]
+                        kernels = list(dict.fromkeys(m.kernel for m in group))
+                        # each baseline before and after the suspects: a mutant must be slower than both timings
+                        before = [by_id[f"{k}/{BASELINE}"] for k in kernels]
+                        after = [dataclasses.replace(v, id=f"{v.id}/again") for v in before]
+                        again = verify_many(
+                            cfg.root, before + [by_id[m.key] for m in group] + after,
+                            backends=names, seed=seed, sizes=group_sizes if group_sizes is not None else sizes,
+                            timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
+                            workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
+                        )  # fmt: skip
+                        alone.update({(group_sizes, o.id): o for o in again})
+                    # a slow case those sizes did not run: timed again in this pass, at the run's own sizes
+                    pending = [m for m in pending if at[m.key] is not None and not _ran_slow_case(alone[(at[m.key], m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
+                    for m in pending:
+                        at[m.key] = None
+                for m in chunk:
+                    b, g = f"{m.kernel}/{BASELINE}", at[m.key]
+                    hit = slower(alone[(g, m.key)], alone[(g, b)])
+                    hits.setdefault(m.key, hit)
+                    if hit and slower(alone[(g, m.key)], alone[(g, f"{b}/again")]):
+                        kept.append(m)
+                        passed(m, n, hit)
+                        progress({"event": "slowdown", "variant": m.key, "message": f"slower when timed alone (pass {n + 1} of {SLOWDOWN_PASSES})"})
+                    else:
+                        keep(m, "")
+                        progress({"event": "slowdown", "variant": m.key, "message": f"not slower when timed alone (pass {n + 1} of {SLOWDOWN_PASSES})"})
+            suspects = [m for m in suspects if m in kept]
         for m in suspects:  # slower in every pass: the first pass's message
+            hits[m.key] = hits.get(m.key) or "slower when timed alone"
             keep(m, hits[m.key])
             progress({"event": "slowdown", "variant": m.key, "message": hits[m.key]})
             late[m.key] = (("MUTATE_SLOWDOWN",), hits[m.key])
@@ -964,6 +987,11 @@ def _slowdown_journal(journal: Path | None, identities: Mapping[str, str] | None
         if "/siblings" not in key and base is not None:
             out[key] = hashlib.sha256(json.dumps([*settings, key, ident, base], sort_keys=True, default=str).encode()).hexdigest()
     return VerdictJournal(sanitizer_journal_path(journal)), out
+
+
+def _pass_key(identity: str, n: int) -> str:
+    """The slowdown journal's key of pass ``n`` of the suspect whose verdict's key is ``identity``."""
+    return hashlib.sha256(f"{identity}\0pass {n}".encode()).hexdigest()
 
 
 def _build_keys(b: Any) -> list[str]:
