@@ -1973,7 +1973,12 @@ class _Block:
             r = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
                  "ge": np.greater_equal}[base](fa, fb)  # fmt: skip
             r = (r | nan) if base != cmp else (r & ~nan)
-        k = ka & kb
+        return self._setp_out(parts, ops, idx, r, ka & kb)
+
+    def _setp_out(self, parts: list[str], ops: tuple[str, ...] | list[str], idx: np.ndarray, r: np.ndarray,
+                  k: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:  # fmt: skip
+        """A ``setp``'s predicates from its compare ``r`` (known ``k``): ``p`` and, where named (``p|q``),
+        ``q = !r``, each combined with the predicate operand by ``.and``/``.or``/``.xor``."""
         dests = [d.strip() for d in ops[0].split("|")]
         outs = [r, ~r]
         boolop = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
@@ -2115,7 +2120,6 @@ class _Block:
 
     def _setp(self, inst: _Inst, parts: list[str], idx: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]] | None:
         cmp, typ = parts[1], parts[-1]
-        boolop = parts[2] if len(parts) > 3 and parts[2] in ("and", "or", "xor") else None
         ops = inst.operands
         if typ[:1] not in "usb" or cmp not in _CMP:
             return None
@@ -2128,16 +2132,7 @@ class _Block:
             a, b = a.astype(np.uint64), b.astype(np.uint64)
         else:
             a, b = _ux(a, bits), _ux(b, bits)
-        r = _CMP[cmp](a, b)
-        k = ka & kb
-        dests = [d.strip() for d in ops[0].split("|")]
-        outs = [r, ~r]
-        if boolop:
-            c, kc = self._pred_operand(ops[3], idx)
-            f = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
-            outs = [f(o, c) for o in outs]
-            k = k & kc
-        return [(o.astype(np.int64), k) for o in outs[: len(dests)]]
+        return self._setp_out(parts, ops, idx, _CMP[cmp](a, b), ka & kb)
 
     # -- memory -------------------------------------------------------------------------------------------
 
