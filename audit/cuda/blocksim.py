@@ -741,7 +741,7 @@ class _Static:
         self._updates: tuple[list[int], list[int], list[int]] | None = None
         self._accesses_in: dict[tuple[int, int], list[int]] = {}
         #: per instruction, its opcode read once for :meth:`_Block._eval` (:func:`_opcode`)
-        self.opcodes: list[tuple[list[str], str, bool, bool, int] | None] = [None] * len(insts)
+        self.opcodes: list[tuple[list[str], str, bool, bool, int, bool] | None] = [None] * len(insts)
         # 4-byte units where every load or store that may touch shared memory moves whole words
         self.unit = 4 if all(_access_bytes(inst.opcode.split(".")) % 4 == 0 for inst in insts
                              if inst.head in ("ld", "st", "atom", "red") and not any(p in _SPACES for p in inst.opcode.split("."))) else 1
@@ -1175,15 +1175,16 @@ def _operand(op: str) -> tuple:
     return form
 
 
-def _opcode(inst: _Inst) -> tuple[list[str], str, bool, bool, int]:
+def _opcode(inst: _Inst) -> tuple[list[str], str, bool, bool, int, bool]:
     """(the opcode's parts, its type, whether :meth:`_Block._eval` reads it further: not a float type
-    but for a compare, select, move or conversion, no saturation, carry or flush; whether it names a
-    state space other than shared; the bytes a load or store of it moves)."""
+    but for a compare, select, move or conversion, no saturation, carry or flush, or a float form
+    :meth:`_Block._float` computes; whether it names a state space other than shared; the bytes a load or
+    store of it moves; whether it is such a float form, :func:`_float_form`)."""
     parts = inst.opcode.split(".")
     typ = parts[-1]
     plain = _float_form(inst.head, parts) or (not (typ in _FLOATS and inst.head not in ("setp", "selp", "mov", "cvt")) and not (
         any(p in ("sat", "cc", "ftz") for p in parts) or inst.head in ("addc", "subc", "madc")))
-    return parts, typ, plain, any(p in _SPACES for p in parts), _access_bytes(parts)
+    return parts, typ, plain, any(p in _SPACES for p in parts), _access_bytes(parts), _float_form(inst.head, parts)
 
 
 @lru_cache(maxsize=4096)
@@ -1720,7 +1721,7 @@ class _Block:
             return None
         head = inst.head
         ops = inst.operands
-        if _float_form(head, parts):
+        if got[5]:
             return self._float(head, parts, ops, idx)
         if head == "mov":
             if typ in _FLOATS or "{" in ops[0] or "{" in ops[1]:
@@ -2190,10 +2191,17 @@ class _Block:
         bits = _width(typ)
         each = bits // 8
         at = np.where(k & (a >= _GLOBAL_FLOOR), a >> 41, -1)
-        for position, (_, elem, inner, pattern, _text) in self.fills.items():
-            sel = at == position
-            if elem != each or not sel.any():
+        first = int(at[0]) if len(at) else -1
+        # as a rule every thread loads from one buffer: its filling alone is looked at
+        places = (first,) if len(at) and (at == first).all() else np.unique(at).tolist()
+        for position in places:
+            fill = self.fills.get(position)
+            if fill is None:
                 continue
+            _, elem, inner, pattern, _text = fill
+            if elem != each:
+                continue
+            sel = at == position
             t = idx[sel]
             off = a[sel] - ((2 * position + 1) << 40)
             size = int(self.g_ext[position]) if position < len(self.g_ext) else -1
