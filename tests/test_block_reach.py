@@ -88,7 +88,7 @@ def test_an_optional_pointer_a_step_binds_is_given_its_buffer_in_launches_of_its
 
 def test_given_launches_name_the_pointers_they_give_and_only_bound_ones() -> None:
     """The shipped chain: the backward kernels whose schedules bind their optional partial pointers get
-    launches at the least sizes and at 131 rows with them given; a kernel with no optional pointer gets none."""
+    launches at the least sizes and at 16 rows with them given; a kernel with no optional pointer gets none."""
     from audit.api import load_project
     from audit.cuda.static import given_launches
     from audit.graph import Wiring
@@ -96,7 +96,7 @@ def test_given_launches_name_the_pointers_they_give_and_only_bound_ones() -> Non
     _cfg, cs = load_project(Path(__file__).resolve().parents[1])
     wiring = Wiring.of(cs)
     assert [lc.label for lc in given_launches(cs, wiring, cs.kernel("aux_trunk_backward"))] == [
-        "B = 1, E = 256, SH2 = 256, dW_partial given", "B = 131, E = 256, SH2 = 256, dW_partial given"]
+        "B = 1, E = 256, SH2 = 256, dW_partial given", "B = 16, E = 256, SH2 = 256, dW_partial given"]
     assert given_launches(cs, wiring, cs.kernel("aux_trunk_forward")) == []
 
 

@@ -574,7 +574,8 @@ def _whole_tiles(cs: ContractSet, k: Kernel, bases: list[dict[str, int]], valid:
     divides by several), where no base is a multiple already. The other sizes (1, 131, 97, ...) never
     are, and a tile count written ``(W + 16) / 16`` differs from ``ceil_div(W, 16)`` only at a multiple
     of 16 (the rasterizer's row stride of its tile grid, the sixteenth trial). None where the kernel
-    divides no runtime dim by a constant in [2, :data:`PAST_DIVISOR_MAX`], or no such environment meets
+    divides no runtime dim by a constant in [2, :data:`BARRIER_DIM`] (a larger one is
+    :func:`_past_divisor`'s, and two of its tiles cost the runs seconds), or no such environment meets
     ``k``'s assumptions."""
     from math import lcm
 
@@ -596,13 +597,13 @@ def _whole_tiles(cs: ContractSet, k: Kernel, bases: list[dict[str, int]], valid:
     for e in exprs:
         for _op, a, b in divisions(e):
             c = b[1] if isinstance(b, tuple) and b[0] == "int" else None
-            if isinstance(a, tuple) and a[0] == "name" and a[1] in runtime and isinstance(c, int) and 2 <= c <= PAST_DIVISOR_MAX:
+            if isinstance(a, tuple) and a[0] == "name" and a[1] in runtime and isinstance(c, int) and 2 <= c <= BARRIER_DIM:
                 by.setdefault(a[1], set()).add(c)
     target: dict[str, int] = {}
     for n, cs_ in sorted(by.items()):
         lo, hi = runtime[n]
         m = lcm(*cs_)
-        if m > PAST_DIVISOR_MAX or any(b.get(n, 0) % m == 0 and b.get(n, 0) >= m for b in bases):
+        if m > BARRIER_DIM or any(b.get(n, 0) % m == 0 and b.get(n, 0) >= m for b in bases):
             continue
         v = 2 * m if 2 * m <= hi else m
         v = max(v, -(-lo // m) * m)
@@ -667,11 +668,16 @@ def rmw_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     return _launches_at(cs, wiring, k, [env])[:1]
 
 
+#: the second size of :func:`given_launches`: a few rows (a kernel's per-row tile of 8 rows is whole), not
+#: the 131 of the other runs, where a per-sample partial loop costs the run seconds
+GIVEN_DIM = 16
+
+
 def given_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]:
     """The launches OUT_OF_BOUNDS_ACCESS (and BLOCK_WRITE_OVERLAP) runs ``k``'s blocks at besides
     :func:`barrier_launches`, where a schedule step binds an optional pointer of ``k`` to a buffer: every
-    runtime dim at its least value (the nearest environment that meets ``k``'s assumptions), each such
-    step's optional pointers given their buffers. The other launches keep a bound optional pointer unknown,
+    runtime dim at its least value, then at :data:`GIVEN_DIM` (the nearest environments that meet ``k``'s
+    assumptions), each such step's optional pointers given their buffers. The other launches keep a bound optional pointer unknown,
     so what runs under ``if (p)`` (the shipped backward kernels' per-sample partials) is stepped over
     there: a run that stops here (its step budget) leaves the analysis as complete as it was, and what it
     checked counts. Empty where no step binds one."""
@@ -686,7 +692,7 @@ def given_launches(cs: ContractSet, wiring: Any, k: Kernel) -> list[BlockLaunch]
         return assumed(k.requires, set(runtime), env, cs.slot_indices)
 
     bases = []
-    for pick in (lambda lo, hi: lo, lambda lo, hi: min(max(BARRIER_DIM, lo), hi)):
+    for pick in (lambda lo, hi: lo, lambda lo, hi: min(max(GIVEN_DIM, lo), hi)):
         env = _valid_near(cs, k, {n: pick(lo, hi) for n, (lo, hi) in runtime.items()}, derived, valid)
         if env is not None and env not in bases:
             bases.append(env)
