@@ -883,14 +883,10 @@ def _float_patterns(name: str, values: Any, env: dict[str, int], slots: dict[str
     minus one standard deviation element by element; no stated range :data:`DEFAULT_FLOAT_FILL` element by
     element (both signs in one launch: ``if (x[i] > 0) return;`` decided both ways), which says nothing
     (every launch has it: the launch labels name what differs between them)."""
-    import numpy as np
-
     from ..shapes import value_at
 
     def bits(v: float) -> int:
-        if typ == "f32":
-            return int(np.array(v, np.float32).view(np.uint32))
-        return int(np.array(v, np.float64).view(np.int64))
+        return _scalar_bits(v, typ)
 
     def num(v: Any) -> float | None:
         if v is None:
@@ -977,10 +973,14 @@ def _int_domain(values: Any, env: dict[str, int], slots: dict[str, int]) -> tupl
 
 
 def _scalar_bits(v: float, dtype: str) -> int:
-    """The register bits of a float scalar parameter's value (f32 or f64)."""
-    import numpy as np
+    """The register bits of a float scalar parameter's value (f32 rounded to nearest, or f64; an f64's as a
+    signed 64-bit integer, as the block run's registers hold it). With :mod:`struct`, not numpy: the launches
+    are made on a warm check too, which imports no numpy."""
+    import struct
 
-    return int(np.array(v, np.float32).view(np.uint32)) if dtype == "f32" else int(np.array(v, np.float64).view(np.int64))
+    if dtype == "f32":
+        return struct.unpack("<I", struct.pack("<f", v))[0]
+    return struct.unpack("<q", struct.pack("<d", v))[0]
 
 
 def _rebased(base: dict[str, int], changes: dict[str, int], derived: list[Any]) -> dict[str, int]:
