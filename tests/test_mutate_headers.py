@@ -345,3 +345,58 @@ def test_the_report_counts_header_mutants_and_never_calls_a_sample_full(tmp_path
     (folder / "sgemm_tile.cuh.json").write_text(json.dumps(data | {"generated": 157}))
     state, text = row()
     assert text.endswith(f"; a sample, not a full score: {run_n + 12} of {run_n + 5 + 4 + 157} generated mutants run") and state == "warn"
+
+
+def _slow(launch):
+    import time as _time
+
+    _time.sleep(0.02)  # the reference's numbers, 20 ms late: far more work for the same results
+    launch.write_outputs(launch.run_reference())
+
+
+def test_a_header_suspect_is_timed_alone_on_the_kernels_it_was_slow_in_only(tmp_path, monkeypatch):
+    """A header mutant's variant verifies every including kernel (aux_common.cuh: 12 of them, ~36 s on the
+    H100); timed alone, a suspect and its baselines run only the kernels of its slow cases (the header sets'
+    call of 7 December spent ~475 s timing 27 suspects on all 12 and ended no pass)."""
+    from audit import runtime
+
+    calls = []
+    real = runtime.verify_many
+
+    def spy(root, variants, **kw):
+        calls.append({v.id: v.kernels for v in variants})
+        return real(root, variants, **kw)
+
+    monkeypatch.setattr(runtime, "verify_many", spy)
+    picks = {}
+
+    def stand_in(m):
+        n = picks.setdefault(m.id, len(picks))
+        return [{FORWARDS[1]: _slow}, {}][n]  # slow in the second including kernel only; the same cost
+
+    run = run_mutation(REPO, [HEAD], max_mutants=2, sizes=(1,), stand_in=stand_in, equivalent_file=tmp_path / "none.toml", slowdown=True)
+    (k,) = run.kernels
+    slow = next(m for m, n in picks.items() if n == 0)
+    by_id = {o.mutant.id: o for o in k.outcomes}
+    assert by_id[slow].status == "caught" and by_id[slow].checks == ("MUTATE_SLOWDOWN",)
+    assert by_id[slow].detail.startswith("its launch at B=1")
+    assert set(calls[0][f"{HEAD}/{slow}"]) == set(FORWARDS)  # the first verification: both kernels
+    assert len(calls) == 4  # then three passes, each on the slow kernel alone, baselines before and after
+    for alone in calls[1:]:
+        assert alone == {f"{HEAD}/baseline": (FORWARDS[1],), f"{HEAD}/{slow}": (FORWARDS[1],), f"{HEAD}/baseline/again": (FORWARDS[1],)}
+
+
+def test_slow_subjects_are_the_kernels_of_the_slow_cases_in_the_variants_order():
+    from types import SimpleNamespace
+
+    from audit.mutate._run import slow_subjects
+
+    def outcome(times):
+        rs = [SimpleNamespace(subject=s, backend="pycuda", launch_seconds=t) for s, t in times.items()]
+        return SimpleNamespace(outcome=SimpleNamespace(run=SimpleNamespace(results=rs)))
+
+    base = outcome({"a": {"B=1": 10e-6}, "b": {"B=1": 10e-6}, "c": {"B=1": 10e-6}})
+    assert slow_subjects(outcome({"a": {"B=1": 10e-6}, "b": {"B=1": 5e-3}, "c": {"B=1": 6e-3}}), base, ("c", "a", "b")) == ("c", "b")
+    assert slow_subjects(outcome({"a": {"B=1": 10e-6}}), base, ("a", "b")) == ()  # none slower
+    sched = outcome({"s": {"B=1": 10e-6}})
+    assert slow_subjects(outcome({"s": {"B=1": 5e-3}}), sched, ("a", "b")) == ("a", "b")  # a schedule's case: every kernel

@@ -20,8 +20,8 @@
    workers (a worker is retired after a variant that wrote past its buffers, see the supervisor that
    ``wireup verify`` shares, :mod:`audit.runtime._supervisor`).
 5. A survivor whose fastest launch in some case takes :data:`SLOWDOWN_RATIO` times the baseline's, and
-   :data:`SLOWDOWN_SECONDS` more, is timed again alone (one worker) with its baseline verified before and
-   after it, :data:`SLOWDOWN_PASSES` times; if every pass agrees it is caught by MUTATE_SLOWDOWN (the
+   :data:`SLOWDOWN_SECONDS` more, is timed again alone (one worker, the kernels and sizes of its slow cases
+   only) with its baseline verified before and after it, :data:`SLOWDOWN_PASSES` times; if every pass agrees it is caught by MUTATE_SLOWDOWN (the
    same numbers for far more work). Another process sharing the GPU can hold it for milliseconds, which
    is why one pass is not enough.
 6. A survivor in code that other kernels of the contracts run too (their entries are defined in the same
@@ -591,6 +591,10 @@ def run_mutation(
         # sweep took ~8 s per suspect of the trade-outcome backward on the H100, 6 December); one whose slow
         # case those sizes do not run, or whose cases name no one size, at the run's own sizes
         at: dict[str, tuple[int, ...] | None] = {m.key: slow_sizes(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"]) or None for m in suspects}
+        # ... and only on the kernels those cases are of: a header mutant's variant verifies every kernel that
+        # includes the header (the chain's aux_common.cuh: 12 kernels, ~36 s a verification on the H100 with
+        # 4 workers), where its slow cases were in one or two of them
+        on: dict[str, tuple[str, ...]] = {m.key: slow_subjects(by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"], by_id[m.key].kernels) for m in suspects}
         for n in range(SLOWDOWN_PASSES):
             if not suspects:
                 break
@@ -600,31 +604,33 @@ def run_mutation(
             # journaled as it ends
             for start in range(0, len(timed), SLOWDOWN_CHUNK):
                 chunk = timed[start : start + SLOWDOWN_CHUNK]
-                alone: dict[tuple[tuple[int, ...] | None, str], Any] = {}  # (sizes, variant id) -> its outcome timed alone
+                # (sizes, kernels, variant id) -> its outcome timed alone
+                alone: dict[tuple[tuple[int, ...] | None, tuple[str, ...], str], Any] = {}
                 pending = chunk
                 while pending:
-                    for group_sizes in dict.fromkeys(at[m.key] for m in pending):
-                        group = [m for m in pending if at[m.key] == group_sizes]
+                    for group_sizes, subjects in dict.fromkeys((at[m.key], on[m.key]) for m in pending):
+                        group = [m for m in pending if (at[m.key], on[m.key]) == (group_sizes, subjects)]
                         kernels = list(dict.fromkeys(m.kernel for m in group))
                         # each baseline before and after the suspects: a mutant must be slower than both timings
-                        before = [by_id[f"{k}/{BASELINE}"] for k in kernels]
+                        before = [dataclasses.replace(by_id[f"{k}/{BASELINE}"], kernels=subjects) for k in kernels]
                         after = [dataclasses.replace(v, id=f"{v.id}/again") for v in before]
                         again = verify_many(
-                            cfg.root, before + [by_id[m.key] for m in group] + after,
+                            cfg.root, before + [dataclasses.replace(by_id[m.key], kernels=subjects) for m in group] + after,
                             backends=names, seed=seed, sizes=group_sizes if group_sizes is not None else sizes,
                             timeout=timeout or max(60.0, 6 * launch_timeout), launch_timeout=launch_timeout,
                             workers=1, first_failure=True, jobs=jobs, progress=lambda ev: None, config=cfg, cluster=cluster, python_paths=python_paths,
                         )  # fmt: skip
-                        alone.update({(group_sizes, o.id): o for o in again})
+                        alone.update({(group_sizes, subjects, o.id): o for o in again})
                     # a slow case those sizes did not run: timed again in this pass, at the run's own sizes
-                    pending = [m for m in pending if at[m.key] is not None and not _ran_slow_case(alone[(at[m.key], m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]
+                    pending = [m for m in pending
+                               if at[m.key] is not None and not _ran_slow_case(alone[(at[m.key], on[m.key], m.key)], by_key[m.key], by_key[f"{m.kernel}/{BASELINE}"])]  # fmt: skip
                     for m in pending:
                         at[m.key] = None
                 for m in chunk:
-                    b, g = f"{m.kernel}/{BASELINE}", at[m.key]
-                    hit = slower(alone[(g, m.key)], alone[(g, b)])
+                    b, g = f"{m.kernel}/{BASELINE}", (at[m.key], on[m.key])
+                    hit = slower(alone[(*g, m.key)], alone[(*g, b)])
                     hits.setdefault(m.key, hit)
-                    if hit and slower(alone[(g, m.key)], alone[(g, f"{b}/again")]):
+                    if hit and slower(alone[(*g, m.key)], alone[(*g, f"{b}/again")]):
                         kept.append(m)
                         passed(m, n, hit)
                         progress({"event": "slowdown", "variant": m.key, "message": f"slower when timed alone (pass {n + 1} of {SLOWDOWN_PASSES})"})
@@ -904,10 +910,10 @@ def _baseline(o: Any) -> tuple[str, list[str]]:
     return "fail", [f"{f.rule}: {f.message}" for f in o.outcome.result.findings if f.severity.value == "error"]
 
 
-def _slow_launches(mutant: Any, baseline: Any) -> Iterator[tuple[str, str, float, float]]:
-    """(case label, backend, mutant's seconds, baseline's seconds) of each case where ``mutant``'s fastest
-    launch took :data:`SLOWDOWN_RATIO` times its baseline's (same backend, same case label) and
-    :data:`SLOWDOWN_SECONDS` more."""
+def _slow_cases(mutant: Any, baseline: Any) -> Iterator[tuple[str, str, str, float, float]]:
+    """(subject, case label, backend, mutant's seconds, baseline's seconds) of each case where ``mutant``'s
+    fastest launch took :data:`SLOWDOWN_RATIO` times its baseline's (same subject, backend and case label)
+    and :data:`SLOWDOWN_SECONDS` more."""
     if mutant.outcome is None or baseline.outcome is None:
         return
     base = {(r.subject, r.backend): r.launch_seconds for r in baseline.outcome.run.results}
@@ -916,7 +922,13 @@ def _slow_launches(mutant: Any, baseline: Any) -> Iterator[tuple[str, str, float
         for case, t in r.launch_seconds.items():
             t0 = ref.get(case)
             if t0 is not None and t0 > 0 and t >= SLOWDOWN_RATIO * t0 and t - t0 >= SLOWDOWN_SECONDS:
-                yield case, r.backend, t, t0
+                yield r.subject, case, r.backend, t, t0
+
+
+def _slow_launches(mutant: Any, baseline: Any) -> Iterator[tuple[str, str, float, float]]:
+    """:func:`_slow_cases` without the subject."""
+    for _, case, backend, t, t0 in _slow_cases(mutant, baseline):
+        yield case, backend, t, t0
 
 
 def slower(mutant: Any, baseline: Any) -> str:
@@ -942,6 +954,13 @@ def slow_sizes(mutant: Any, baseline: Any) -> tuple[int, ...]:
             return ()
         out.add(int(value))
     return tuple(sorted(out))
+
+
+def slow_subjects(mutant: Any, baseline: Any, kernels: Sequence[str]) -> tuple[str, ...]:
+    """The kernels of ``kernels`` (in their order) whose cases ``mutant`` is :func:`slower` than ``baseline``
+    in; all of ``kernels`` where a slow case is of none of them (a schedule's)."""
+    slow = {subject for subject, *_ in _slow_cases(mutant, baseline)}
+    return tuple(k for k in kernels if k in slow) if slow <= set(kernels) else tuple(kernels)
 
 
 def _ran_slow_case(alone: Any, first: Any, baseline: Any) -> bool:
