@@ -11,6 +11,7 @@ pointer a step binds is given its buffer in launches of its own.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -322,3 +323,87 @@ def test_float_arithmetic_compares_and_conversions_follow_the_ptx_isa() -> None:
 
     assert run(3.0) == [(9, 9)]
     assert run(2.0) == []
+
+
+STAGED = ("    for (int i = threadIdx.x; i < numel / B; i += blockDim.x) {\n"
+          "        if (dW_partial) dW_partial[r * (numel / B) + i] = dh[r] * h[r] * x[r];\n    }\n")
+
+
+def _staged(tmp_path: Path, barrier: str) -> Path:
+    """The fixture's backward with its per-sample partial staged through shared memory under ``if (dW_partial)``
+    (``barrier``: what orders the staging store before the neighbour's read)."""
+    return _fixture(tmp_path, STAGED,
+                    "    if (dW_partial) {\n        __shared__ float stage[256];\n        stage[threadIdx.x] = dh[r] * h[r];\n"
+                    f"        {barrier}\n        for (int i = threadIdx.x; i < numel / B; i += blockDim.x)\n"
+                    "            dW_partial[r * (numel / B) + i] = stage[(threadIdx.x + 1) % 256] * x[r];\n    }\n")  # fmt: skip
+
+
+def _races(root: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    from audit.cli import main
+
+    rc = main(["check", "--root", str(root), "--select", "SHARED_BARRIER_MISSING,SHARED_UNINIT_READ"])
+    lines = capsys.readouterr().out.splitlines()
+    return rc, [line for line in lines if not line.startswith("wireup: compiling")][:-1]
+
+
+@NVCC
+def test_the_races_under_an_optional_pointer_a_step_binds_are_run_with_it_given(tmp_path: Path,
+                                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A launch keeps an optional pointer its step binds unknown, so the code under ``if (dW_partial)`` was
+    stepped over: with a barrier inside, the race analysis gave up there (the shipped trunk and trade-outcome
+    backwards' five notes); with none, a race inside was never looked at, and nothing was said. Each launch's
+    twin with the pointer given (the step's own case) is what the races are judged by now: the race is found,
+    and the barrier-ordered version is analysed to its end, with no note."""
+    rc, out = _races(_staged(tmp_path / "bad", ""), capsys)
+    assert rc == 1
+    # (nvcc's line table places the hoisted load at the kernel's first line; the store is the staging one)
+    assert len(out) == 1 and re.fullmatch(
+        r'kernels/chain\.cu:\d+: SHARED_BARRIER_MISSING Kernel "backward" reads shared memory that another thread writes in the same '
+        r"barrier interval \(.*\): at B = 1, D = 64, H = 32, dW_partial given, threadIdx \(32, 0, 0\) writes stage\[32\] .* "
+        r"put a __syncthreads\(\) between the write at line 65 and the read at line \d+\.", out[0]), out
+    assert _races(_staged(tmp_path / "good", "__syncthreads();"), capsys) == (0, [])
+
+
+def test_a_launch_twin_gives_the_optional_pointers_its_step_binds() -> None:
+    """The shipped chain: each block-run launch of a kernel whose step binds an optional pointer to a buffer
+    carries its twin with that pointer given (same sizes, fillings and other parameters); the other launches
+    carry none."""
+    from audit.api import load_project
+    from audit.cuda.static import barrier_launches
+    from audit.graph import Wiring
+
+    _cfg, cs = load_project(Path(__file__).resolve().parents[1])
+    wiring = Wiring.of(cs)
+    launches = barrier_launches(cs, wiring, cs.kernel("aux_trunk_backward"))
+    # the per-sample schedule binds dW_partial, the fused one NULL: those launches pass 0 and carry no twin
+    assert {lc.given is None for lc in launches} == {True, False}
+    assert all(dict(lc.params).get(3) == 0 for lc in launches if lc.given is None)
+    first = next(lc for lc in launches if lc.given is not None)
+    twin = first.given
+    assert first.label == "B = 1, E = 256, SH2 = 256" and twin.label == "B = 1, E = 256, SH2 = 256, dW_partial given"
+    assert (twin.block, twin.grid, twin.fills, twin.given) == (first.block, first.grid, first.fills, None)
+    assert set(dict(twin.params)) - set(dict(first.params)) == {3}  # dW_partial (position 3) given an address
+    assert [b[1] for b in twin.buffers if b[1] not in {b2[1] for b2 in first.buffers}] == ["dW_partial"]
+    assert all(lc.given is None for lc in barrier_launches(cs, wiring, cs.kernel("aux_trunk_forward")))
+
+
+@NVCC
+def test_a_kernel_no_schedule_launches_is_run_with_its_optional_pointers_null_and_given(tmp_path: Path) -> None:
+    """With no schedule, an optional pointer was NULL at every launch (a value the contract allows), so the
+    code under ``if (dW_partial)`` ran at none: the race there was not looked at. The launches with the
+    pointer given come beside the NULL ones now, and find it; the barrier-ordered version is clean to its end."""
+    from audit.cuda.blocksim import block_findings
+    from audit.cuda.static import barrier_launches
+    from audit.load import load_contracts
+    from nvcc_flags import compile_ptx
+
+    for barrier, found in (("", 1), ("__syncthreads();", 0)):
+        root = _staged(tmp_path / f"b{len(barrier)}", barrier)
+        cs = load_contracts(root / "contracts", root)
+        launches = barrier_launches(cs, None, cs.kernel("backward"))
+        ptx = compile_ptx(root / "kernels", (root / "kernels" / "chain.cu").read_text(), "copy.cu")
+        gaps: dict[str, str] = {}
+        races = block_findings(ptx, "backward", launches, False, gaps=gaps)[0]
+        assert len(races) == found and gaps["races"] == "", (races, gaps)
+        if found:
+            assert races[0].launch.endswith("dW_partial given"), races[0]

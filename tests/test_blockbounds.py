@@ -299,15 +299,19 @@ def test_launches_give_each_pointer_its_contract_extent_and_an_odd_size() -> Non
     assert [lc.label for lc in launches] == ["B = 1", "B = 131", "B = 257"]  # 257: just past ceil_div(B, 256)
     assert [(b[1], b[2]) for b in launches[1].buffers] == [("y", 524), ("label", 524), ("isv", cs.isv.total_dim * 4)]
     assert dict(launches[1].params)[0] == buffer_base(0) and dict(launches[1].params)[4] == 131
-    # backward's optional dW_partial (parameter 3): unknown where its step binds a buffer, NULL where a
-    # step binds NULL or no schedule launches the kernel; never a buffer to check
+    # backward's optional dW_partial (parameter 3): unknown where its step binds a buffer (with a twin that
+    # gives it), NULL where a step binds NULL; no schedule launching the kernel, NULL and given in launches apart
     backward = cs.kernel("backward")
     assert [p.name for p in backward.tensors if p.optional] == ["dW_partial"]
-    got = [dict(lc.params).get(3) for lc in barrier_launches(cs, Wiring(cs), backward)]
-    assert got == [None, None, 0]  # a second schedule binds NULL
-    assert all("dW_partial" not in {b[1] for b in lc.buffers} for lc in barrier_launches(cs, Wiring(cs), backward))
-    for lc in barrier_launches(cs, None, backward):
-        assert "dW_partial" not in {b[1] for b in lc.buffers} and dict(lc.params)[3] == 0
+    launches = barrier_launches(cs, Wiring(cs), backward)
+    assert [dict(lc.params).get(3) for lc in launches] == [None, None, 0]  # a second schedule binds NULL
+    assert all("dW_partial" not in {b[1] for b in lc.buffers} for lc in launches)
+    assert [lc.given is not None and dict(lc.given.params)[3] == buffer_base(3) for lc in launches] == [True, True, False]
+    alone = barrier_launches(cs, None, backward)
+    assert [dict(lc.params)[3] for lc in alone] == [0, buffer_base(3), 0, buffer_base(3)]
+    assert [lc.label for lc in alone] == ["B = 1, D = 64, H = 32", "B = 1, D = 64, H = 32, dW_partial given",
+                                          "B = 131, D = 64, H = 32", "B = 131, D = 64, H = 32, dW_partial given"]
+    assert all(lc.given is None for lc in alone)
     # B in [1, 64]: 1 and 64, then 61 (a prime: no tile divides it)
     dims = tuple(replace(d, max=64) if d.name == "B" else d for d in cs.dims)
     small = replace(cs, dims=dims)

@@ -239,3 +239,30 @@ def test_a_tile_offset_one_short_in_a_grid_of_many_blocks_is_found_at_block_0s_n
     launch = _launch(512, 32, 16, {0: ("a", 512), 1: ("c", 512)}, ((2, 512), (3, 0)))
     found = [(u.element, u.threads[3:6], u.threads[9:12], u.scope) for u in analyse_updates(ptx, "k", launch).races]
     assert found == ([] if stride == "32" else [("c[31]", (0, 0, 0), (1, 0, 0), "block")])
+
+
+FLAGGED = """extern "C" __global__ void k(const int* labels, float* acc, int n) {
+    __shared__ int any;
+    if (threadIdx.x == 0) any = labels[blockIdx.x] >= 0;
+    __syncthreads();
+    if (any) {  // block-uniform, from shared memory: the trade-outcome backward's row mask
+        __syncthreads();
+        if (threadIdx.x == 0) acc[SLOT] += 1.0f;
+    }
+}
+"""
+
+
+@NVCC
+def test_a_block_run_for_the_updates_alone_keeps_what_a_shared_flag_is_made_of(tmp_path: Path) -> None:
+    """Blocks 1 and 2 of a 4-block grid run for the updates alone, skipping what reaches no update; a flag
+    they branch on around a barrier was read from shared memory, whose store (and the label load behind it,
+    with its address) were skipped: the run gave up there (the trade-outcome backward's GLOBAL_RMW_RACE note at
+    B = 131). They are kept now: blocks 0 and 1 adding into acc[0] are found, and each block's own slot is clean."""
+    buffers = ((0, "labels", 16, 4, "shape [n], i32", None), (1, "acc", 16, 4, "shape [n], f32", None))
+    params = ((0, buffer_base(0)), (1, buffer_base(1)), (2, 4))
+    fills = ((0, 4, 1, (0,), "labels = 0 in every row"),)
+    launch = BlockLaunch(params, (64, 1, 1), (4, 1, 1), 0, "n = 4", buffers, None, fills)
+    bad = _ptx(tmp_path, FLAGGED.replace("SLOT", "blockIdx.x / 2"), "bad.cu")
+    assert [(f[3], f[4][3:6], f[4][9:12]) for f in _found(bad, launch)] == [("acc[0]", (0, 0, 0), (1, 0, 0))]
+    assert _found(_ptx(tmp_path, FLAGGED.replace("SLOT", "blockIdx.x"), "good.cu"), launch) == []

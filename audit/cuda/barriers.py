@@ -95,6 +95,10 @@ class BlockLaunch:
     #: input buffers whose contents the run knows (loads of them read these values, not unknowns): each
     #: (parameter position, element bytes, elements per row, the rows' values in turn, what it says)
     fills: tuple[tuple, ...] = ()
+    #: the same launch with the optional pointers its schedule step binds to buffers given them, where this
+    #: one leaves them unknown (so that what runs under ``if (p)`` is stepped over): the races and updates
+    #: an analysis gave up on here are taken from it (:func:`audit.cuda.blocksim.block_findings`)
+    given: BlockLaunch | None = None
 
 
 @dataclass(frozen=True)

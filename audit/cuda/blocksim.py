@@ -33,6 +33,10 @@ MAX_STEPS = 30_000
 #: the same for a run of the bounds alone (an entry the race analysis does not run: no shared memory, or
 #: cp.async and the like): long per-thread loops over a large dim are checked on their first passes
 MAX_BOUNDS_STEPS = 10_000
+#: a launch's twin with its optional pointers given (:attr:`BlockLaunch.given`) runs what the launch stepped
+#: over under ``if (p)`` (the per-sample partial loops: 32 rows of 128 x 256 in the trade-outcome backward's
+#: block), so it may take this many times the steps
+GIVEN_STEPS_FACTOR = 10
 #: the most dynamic shared bytes a launch is checked against (any GPU's shared memory is far less)
 MAX_DYNAMIC = 1 << 18
 #: GLOBAL_RMW_RACE runs every block of a grid of at most this many blocks (block 0 and the last otherwise)
@@ -166,18 +170,31 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
 
     for launch in launches:
         got_r, got_b, got_u = module.run(launch, True, check, tied=bounds is None, rmw=check)
-        note("races", got_r, launch.label)
-        if bounds is None and got_r is not None and not got_r.complete:
+        stopped = got_r is not None and not got_r.complete
+        seen = (*got_r.races, *got_r.uninit) if got_r is not None else ()
+        twin, label_r, label_u = launch.given, launch.label, launch.label
+        if twin is not None:
+            # the optional pointers this launch's step binds to buffers are unknown in it, so what runs under
+            # `if (p)` was stepped over (and a branch on one around a barrier gives the races up: the shipped
+            # backward kernels' `if (dW_partial)`): the launch with them given, the step's own case, is what the
+            # races and updates are judged by; what the first run found stands too
+            t_r, _, t_u = module.run(twin, True, False, rmw=got_u is not None, steps=GIVEN_STEPS_FACTOR)
+            if t_r is not None:
+                seen, got_r, label_r = (*seen, *t_r.races, *t_r.uninit), t_r, twin.label
+            if t_u is not None and got_u is not None:
+                got_u, label_u = RmwAnalysis((*got_u.races, *t_u.races), t_u.complete, t_u.reason), twin.label
+        note("races", got_r, label_r)
+        if bounds is None and stopped:
             check = False  # the run stopped with the races: the bounds are left to a run of their own
             gap.pop("bounds", None)
             gap.pop("rmw", None)
         else:
             note("bounds", got_b, launch.label)
-            note("rmw", got_u, launch.label)
+            note("rmw", got_u, label_u)
             if got_b is not None:
                 reach.merge(got_b)
         found_u.append((0 if not found_u else 2, got_u.races if got_u is not None else ()))
-        for r in (*got_r.races, *got_r.uninit) if got_r is not None else ():
+        for r in seen:
             key = (r.line, r.first_line, r.order)
             if key not in seen_r:
                 seen_r.add(key)
@@ -213,8 +230,12 @@ def block_findings(ptx: str, entry: str, launches: Sequence[BlockLaunch], bounds
         for launch in extra:
             if launch in launches:
                 continue
-            got_u = module.run(launch, False, False, rmw=True)[2]
-            note("rmw", got_u, launch.label)
+            got_u, label_u = module.run(launch, False, False, rmw=True)[2], launch.label
+            if got_u is not None and launch.given is not None:  # as above
+                t_u = module.run(launch.given, False, False, rmw=True, steps=GIVEN_STEPS_FACTOR)[2]
+                if t_u is not None:
+                    got_u, label_u = RmwAnalysis((*got_u.races, *t_u.races), t_u.complete, t_u.reason), launch.given.label
+            note("rmw", got_u, label_u)
             found_u.append((1, got_u.races if got_u is not None else ()))
     # the first per (line, other line) at the smallest sizes: the least launch, the one at 2, then the others
     for _, got in sorted(found_u, key=lambda f: f[0]):
@@ -308,10 +329,10 @@ class _Module:
         self.decls = [m.groups() for m in _SHARED_DECL.finditer(text)]
 
     def run(self, launch: BlockLaunch, races: bool = True, bounds: bool = False, tied: bool = False,
-            rmw: bool = False) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None, RmwAnalysis | None]:  # fmt: skip
+            rmw: bool = False, steps: int = 1) -> tuple[BarrierAnalysis | None, BoundsAnalysis | None, RmwAnalysis | None]:  # fmt: skip
         """The races (where ``races``), the out-of-bounds accesses (where ``bounds``) and the racing global
         read-modify-writes (where ``rmw``) of one launch; ``tied``: the run stops where the race analysis
-        gives up (the bounds then are not complete)."""
+        gives up (the bounds then are not complete); ``steps``: times the step limits of each block's run."""
         race_on = races and not self.race_skip
         bounds_on = bounds and not self.bounds_skip
         rmw_on = rmw and not self.rmw_skip
@@ -369,6 +390,7 @@ class _Module:
             sim = _Block(self.insts, self.static, self.order, dict(launch.params), (nx, ny, nz), launch.grid, cta, layout,
                          race_on and not alone, bounds_on and not alone, launch.buffers, tied, rmw_on, log, self.grmw,
                          launch.fills)  # fmt: skip
+            sim.limit *= steps
             if wlog is not None and bounds_on and not alone:
                 sim.wlog, sim.wlog_block = wlog, wlog.block(cta)
             sim.run()
@@ -776,10 +798,14 @@ class _Static:
         updates = {*grmw, *grmw.values()}
         seeds: list[str] = []
         makers: dict[str, list[tuple[str, ...]]] = {}  # register -> what each kept writer of it reads
+        from_shared: set[str] = set()  # registers a load that may read shared memory writes
+        shared_writes: list[int] = []  # the stores and atomics that may write it
         for i, inst in enumerate(insts):
             if full[i] == 4:
                 continue
             head, ops = inst.head, inst.operands
+            if head in ("st", "atom", "red") and _may_be_shared(inst.opcode.split(".")):
+                shared_writes.append(i)
             if head in _STOPS:
                 seeds += inst.sources()
             elif full[i] == 2 and (i in updates or head in ("atom", "red")):
@@ -787,21 +813,34 @@ class _Static:
                 seeds += _REG.findall(addr)
                 if inst.guard:
                     seeds.append(inst.guard[0])
-            else:  # evaluated: its sources and guard; else (unknown, a load, a copy) its guard alone
+            else:  # evaluated: its sources and guard; a load its address too (a filled buffer's values,
+                # shared memory a run tracks); else (unknown, a copy) its guard alone
                 reads = inst.sources() if full[i] == 1 else ((inst.guard[0],) if inst.guard else ())
+                if full[i] == 2 and head in ("ld", "ldu") and len(ops) > 1:
+                    reads = (*reads, *_REG.findall(ops[1]))
                 for d in inst.dests():
                     makers.setdefault(d, []).append(reads)
+                if _reads_shared(inst):
+                    from_shared.update(inst.dests())
         needed: set[str] = set()
+        # a needed value loaded from shared memory (the trade-outcome backward's row flags, OR-ed from
+        # flag_s into the mask its row loop branches on) is what some shared store stored: every such store
+        # is kept, with its address and value (shared memory is tracked where a run needs what it holds)
+        kept_writes = False
         while seeds:
             r = seeds.pop()
             if r not in needed:
                 needed.add(r)
                 for reads in makers.get(r, ()):
                     seeds += reads
+                if r in from_shared and not kept_writes:
+                    kept_writes = True
+                    for i in shared_writes:
+                        seeds += insts[i].sources()
         kind = list(full)
         for i, inst in enumerate(insts):
             if kind[i] != 4 and inst.head not in _STOPS and not (kind[i] == 2 and (i in updates or inst.head in ("atom", "red"))) \
-                    and needed.isdisjoint(inst.dests()):
+                    and not (kept_writes and i in shared_writes) and needed.isdisjoint(inst.dests()):
                 kind[i] = 4
         nxt = _jumps(kind, self.leaders)
         # a full run stops at each instruction that is not of kind 4 or that starts a block
@@ -1356,6 +1395,7 @@ class _Block:
         self.uninit_skip = ""  # why a read was not checked (its address is not known): the record goes on
         # the contents of the launch's filled input buffers (:attr:`BlockLaunch.fills`), by position
         self.fills = {int(f[0]): f for f in fills}
+        self.fill_values: dict[int, np.ndarray] = {}  # position -> its filling's pattern as an array (:meth:`_fill_load`)
         # per thread, the branch edges it took, each a bit (:meth:`_Module.distinct_blocks`); None: not kept
         self.trace: np.ndarray | None = None
 
@@ -2205,7 +2245,9 @@ class _Block:
             t = idx[sel]
             off = a[sel] - ((2 * position + 1) << 40)
             size = int(self.g_ext[position]) if position < len(self.g_ext) else -1
-            values = np.asarray(pattern, np.int64)
+            values = self.fill_values.get(position)
+            if values is None:  # made once per run: a filling holds a pattern of up to a row's elements
+                values = self.fill_values[position] = np.asarray(pattern, np.int64)
             for j, d in enumerate(dests):
                 o = off + j * each
                 ok = (o >= 0) & (o % each == 0) & ((size < 0) | (o + each <= size))

@@ -51,7 +51,7 @@ Bugs that no run of a kernel shows, because the compiled code hides them or no t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -742,48 +742,65 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
         envs = steps or [(None, env) for env in bases]
     out: list[BlockLaunch] = []
     for step, env in envs:
-        params: list[tuple[int, int]] = []
-        buffers: list[tuple] = []
-        names: list[str] = []
         bound_to = [p.name for p in k.params if isinstance(p, TensorParam) and p.optional and step is not None
-                    and (b := step.binding(p.name)) is not None and not b.is_null] if given else []  # fmt: skip
+                    and (b := step.binding(p.name)) is not None and not b.is_null]  # fmt: skip
         if given and not bound_to:
             continue
-        for i, p in enumerate(k.params):
-            if isinstance(p, ScalarParam) and hasattr(p.value, "evaluate") and p.dtype.startswith(("i", "u")):
-                v = value_at(p.value, env, slots)
-                if v is not None:
-                    params.append((i, v))
-                    names += [n for n in sorted(p.value.names) if n not in names]
-            elif isinstance(p, ScalarParam) and p.dtype in ("f32", "f64") and isinstance(p.value, (int, float)) and not isinstance(p.value, bool):
-                params.append((i, _scalar_bits(float(p.value), p.dtype)))  # a float the contract fixes: its bits
-            elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and (not p.optional or p.name in bound_to)):
-                params.append((i, buffer_base(i)))  # a buffer's address: not null, and apart from the others
-                buffers.append(_buffer(cs, p, i, env, slots))
-            elif isinstance(p, TensorParam):
-                # an optional pointer: NULL where its step binds NULL or no schedule launches the kernel (a
-                # value the contract allows: its `if (p)` tests are known); bound to a buffer, it stays
-                # unknown, so what runs under `if (p)` is stepped over (the per-sample partial loops of the
-                # shipped backward kernels would otherwise cost the runs their step budget)
-                bound = step.binding(p.name) if step is not None else None
-                if bound is None or bound.is_null:
+
+        # a kernel no schedule launches: its optional pointers are NULL in its launches and given their buffers
+        # in launches of their own (both are what the contract allows; before 8 December 2026 only NULL ran, so
+        # what runs under `if (p)` in a kernel with no schedule was checked at no launch)
+        free = [p.name for p in k.params if isinstance(p, TensorParam) and p.optional] if step is None and not given else []
+
+        def at(give: Collection[str]) -> tuple[list[tuple[int, int]], list[tuple], list[str]]:
+            """(params, buffers, dims named) of this launch, the optional pointers named in ``give`` given their
+            buffers."""
+            params: list[tuple[int, int]] = []
+            buffers: list[tuple] = []
+            names: list[str] = []
+            for i, p in enumerate(k.params):
+                if isinstance(p, ScalarParam) and hasattr(p.value, "evaluate") and p.dtype.startswith(("i", "u")):
+                    v = value_at(p.value, env, slots)
+                    if v is not None:
+                        params.append((i, v))
+                        names += [n for n in sorted(p.value.names) if n not in names]
+                elif isinstance(p, ScalarParam) and p.dtype in ("f32", "f64") and isinstance(p.value, (int, float)) and not isinstance(p.value, bool):
+                    params.append((i, _scalar_bits(float(p.value), p.dtype)))  # a float the contract fixes: its bits
+                elif isinstance(p, IsvParam) or (isinstance(p, TensorParam) and (not p.optional or p.name in give)):
+                    params.append((i, buffer_base(i)))  # a buffer's address: not null, and apart from the others
+                    buffers.append(_buffer(cs, p, i, env, slots))
+                elif isinstance(p, TensorParam) and p.name not in bound_to:
+                    # an optional pointer: NULL where its step binds NULL or no schedule launches the kernel (a
+                    # value the contract allows: its `if (p)` tests are known); bound to a buffer and not given,
+                    # it stays unknown, so what runs under `if (p)` is stepped over (the per-sample partial loops of
+                    # the shipped backward kernels would otherwise cost the runs their step budget), and the
+                    # launch's twin with it given (BlockLaunch.given) is run where an analysis gives up on it
                     params.append((i, 0))
-        for e in (*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())):
-            names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
-        shown = ", ".join(f"{n} = {env[n]}" for n in names if n in env)
-        if bound_to:
-            shown = (shown or "the contracts' dims") + ", " + ", ".join(bound_to) + " given"
+            for e in (*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())):
+                names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
+            return params, buffers, names
+
+        params, buffers, names = at(bound_to if given else ())
+        shown = ", ".join(f"{n} = {env[n]}" for n in names if n in env) or "the contracts' dims"
+        if given:
+            shown += ", " + ", ".join(bound_to) + " given"
+        twin = at(bound_to) if bound_to and not given else None
         dynamic = value_at(k.shared_bytes, env, slots) if k.shared_bytes is not None else 0
         fillings = _fillings(cs, wiring, k, step, env, {b[0]: b for b in buffers})
+        block = tuple(value_at(e, env, slots) for e in k.block)
+        grid = tuple(value_at(e, env, slots) for e in k.grid)
+        shared_text = k.shared_bytes.text if k.shared_bytes is not None else None
+        also = at(free) if free else None
         for fills in fillings or [()]:
-            text = "; ".join(f[4] for f in fills if f[4])
-            launch = BlockLaunch(tuple(params), tuple(value_at(e, env, slots) for e in k.block),  # type: ignore[arg-type]
-                                 tuple(value_at(e, env, slots) for e in k.grid), dynamic,  # type: ignore[arg-type]
-                                 (shown or "the contracts' dims") + (f" ({text})" if text else ""), tuple(buffers),
-                                 k.shared_bytes.text if k.shared_bytes is not None else None, tuple(fills))
-            if launch not in out:
-                out.append(launch)
-        if len(out) >= cap * max(1, len(fillings)):
+            text = f" ({t})" if (t := "; ".join(f[4] for f in fills if f[4])) else ""
+            given_too = None if twin is None else BlockLaunch(tuple(twin[0]), block, grid, dynamic, shown + ", " + ", ".join(bound_to) + " given" + text,  # type: ignore[arg-type]
+                                                              tuple(twin[1]), shared_text, tuple(fills))  # fmt: skip
+            made = [BlockLaunch(tuple(params), block, grid, dynamic, shown + text, tuple(buffers), shared_text, tuple(fills), given_too)]  # type: ignore[arg-type]
+            if also is not None:
+                made.append(BlockLaunch(tuple(also[0]), block, grid, dynamic, shown + ", " + ", ".join(free) + " given" + text,  # type: ignore[arg-type]
+                                        tuple(also[1]), shared_text, tuple(fills)))  # fmt: skip
+            out += [launch for launch in made if launch not in out]
+        if len(out) >= cap * max(1, len(fillings)) * (2 if free else 1):
             break
     return out
 
