@@ -443,10 +443,15 @@ def test_the_shipped_chain_with_the_next_bar_backward_candidate_passes_every_sta
     new = new.replace('entry = "aux_next_bar_backward"', 'entry = "aux_next_bar_backward_cutlass"')
     new = new.replace('grid = ["ceil_div(SH2, 128)", "ceil_div(B, 128)", 1]\nblock = [256, 1, 1]', 'grid = ["ceil_div(B, 32)", 1, 1]\nblock = [128, 1, 1]')
     path.write_text(t.replace(old, new))
+    # its MmaMultistage reads the last stage's rows past B unwritten, as the shipped CUTLASS forwards' do (their
+    # [[suppress]] entries); found once the block runs took its weight partials given (its branch on them around a
+    # barrier had given them up: a note, before the evening of 7 December 2026)
+    with (root / "contracts" / "suppressions.toml").open("a") as f:
+        f.write('\n[[suppress]]\nrule = "SHARED_UNINIT_READ"\nkernel = "aux_next_bar_backward"\n'
+                'matching = "inlined from memory_sm75.h:132, ldmatrix"\n'
+                'reason = "CUTLASS MmaMultistage (kNone) leaves the last stage\'s tile rows past B unwritten; they reach only '
+                'accumulator rows past B, which the predicated epilogue never stores"\n')
     result = check(root, ignore=["evidence", "launchers", "GENERATED_STALE"])
-    # the candidate branches on a value the block run does not know before a barrier (@%p99 at B = 1): not analysed
-    gave_up = "the candidate's branch on an unknown value"
-    assert_clean_but_known_notes(result, also={("GLOBAL_RMW_RACE", "aux_next_bar_backward"): gave_up,
-                                               ("SHARED_BARRIER_MISSING", "aux_next_bar_backward"): gave_up,
-                                               ("SHARED_UNINIT_READ", "aux_next_bar_backward"): gave_up})
+    assert_clean_but_known_notes(result)
+    assert [f.rule for f, _ in result.suppressed if f.subject == "aux_next_bar_backward"] == ["SHARED_UNINIT_READ"]
     assert not [nr for nr in result.not_run if nr.rule not in ("NO_LAUNCHER", "UNAUDITED_KERNEL", "GEOMETRY_DRIFT")]

@@ -748,7 +748,7 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
             continue
 
         # a kernel no schedule launches: its optional pointers are NULL in its launches and given their buffers
-        # in launches of their own (both are what the contract allows; before 8 December 2026 only NULL ran, so
+        # in launches of their own (both are what the contract allows; before the evening of 7 December 2026 only NULL ran, so
         # what runs under `if (p)` in a kernel with no schedule was checked at no launch)
         free = [p.name for p in k.params if isinstance(p, TensorParam) and p.optional] if step is None and not given else []
 
