@@ -96,8 +96,9 @@ class BlockLaunch:
     #: (parameter position, element bytes, elements per row, the rows' values in turn, what it says)
     fills: tuple[tuple, ...] = ()
     #: the same launch with the optional pointers its schedule step binds to buffers given them, where this
-    #: one leaves them unknown (so that what runs under ``if (p)`` is stepped over): the races and updates
-    #: an analysis gave up on here are taken from it (:func:`audit.cuda.blocksim.block_findings`)
+    #: one leaves them unknown (so that what runs under ``if (p)`` is stepped over): the step's own case, by
+    #: which the races, the uninitialised shared reads and the global updates are judged
+    #: (:func:`audit.cuda.blocksim.block_findings`); this one keeps the bounds (the given launches check theirs)
     given: BlockLaunch | None = None
 
 

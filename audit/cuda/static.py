@@ -748,8 +748,8 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
             continue
 
         # a kernel no schedule launches: its optional pointers are NULL in its launches and given their buffers
-        # in launches of their own (both are what the contract allows; before the evening of 7 December 2026 only NULL ran, so
-        # what runs under `if (p)` in a kernel with no schedule was checked at no launch)
+        # in launches of their own (both are what the contract allows; until 7 December 2026 only NULL ran, so what
+        # runs under `if (p)` in a kernel with no schedule was checked at no launch)
         free = [p.name for p in k.params if isinstance(p, TensorParam) and p.optional] if step is None and not given else []
 
         def at(give: Collection[str]) -> tuple[list[tuple[int, int]], list[tuple], list[str]]:
@@ -773,8 +773,8 @@ def _launches_at(cs: ContractSet, wiring: Any, k: Kernel, bases: list[dict[str, 
                     # an optional pointer: NULL where its step binds NULL or no schedule launches the kernel (a
                     # value the contract allows: its `if (p)` tests are known); bound to a buffer and not given,
                     # it stays unknown, so what runs under `if (p)` is stepped over (the per-sample partial loops of
-                    # the shipped backward kernels would otherwise cost the runs their step budget), and the
-                    # launch's twin with it given (BlockLaunch.given) is run where an analysis gives up on it
+                    # the shipped backward kernels would otherwise cost the bounds runs their step budget), and
+                    # the launch's twin with it given (BlockLaunch.given) judges the races and updates
                     params.append((i, 0))
             for e in (*k.grid, *k.block, *((k.shared_bytes,) if k.shared_bytes is not None else ())):
                 names += [n for n in sorted(getattr(e, "names", ())) if n not in names]
