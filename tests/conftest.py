@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from audit.config import single_blas_thread
+
+# before numpy loads: one BLAS thread, as the console script sets (audit.cli.console) and every worker has. The
+# tests call audit.cli.main in this process, and the emulated backend verifies in-process: with this process's
+# default pool (2 threads here; numpy 2.4.6, OpenBLAS 0.3.31) a serial run's float64 references differed from a
+# Ray worker's in their last bits (test_scaleout, fresh install of 7 December 2026; equal with one thread)
+single_blas_thread(os.environ)
 
 REPO = Path(__file__).resolve().parents[1]
 
