@@ -2226,14 +2226,15 @@ class _Block:
         address is known and inside it reads the filling's element there."""
         dests = inst.dests()
         typ = parts[-1]
-        if not dests or (typ[:1] not in "usb" and typ not in _FTYPES) or not typ[1:].isdigit():
+        if not self.fills or not dests or (typ[:1] not in "usb" and typ not in _FTYPES) or not typ[1:].isdigit():
             return
         bits = _width(typ)
         each = bits // 8
         at = np.where(k & (a >= _GLOBAL_FLOOR), a >> 41, -1)
         first = int(at[0]) if len(at) else -1
         # as a rule every thread loads from one buffer: its filling alone is looked at
-        places = (first,) if len(at) and (at == first).all() else np.unique(at).tolist()
+        one = bool(len(at)) and bool((at == first).all())
+        places = (first,) if one else np.unique(at).tolist()
         for position in places:
             fill = self.fills.get(position)
             if fill is None:
@@ -2241,9 +2242,11 @@ class _Block:
             _, elem, inner, pattern, _text = fill
             if elem != each:
                 continue
-            sel = at == position
-            t = idx[sel]
-            off = a[sel] - ((2 * position + 1) << 40)
+            if one:  # every thread: no selection to make
+                t, off = idx, a - ((2 * position + 1) << 40)
+            else:
+                sel = at == position
+                t, off = idx[sel], a[sel] - ((2 * position + 1) << 40)
             size = int(self.g_ext[position]) if position < len(self.g_ext) else -1
             values = self.fill_values.get(position)
             if values is None:  # made once per run: a filling holds a pattern of up to a row's elements
@@ -2251,7 +2254,9 @@ class _Block:
             for j, d in enumerate(dests):
                 o = off + j * each
                 ok = (o >= 0) & (o % each == 0) & ((size < 0) | (o + each <= size))
-                if ok.any():
+                if ok.all():  # every thread inside (the rule): no selection to make
+                    self._set(d, t, _norm(values[(o // each // inner) % len(values)], bits), np.ones(len(t), bool))
+                elif ok.any():
                     e = o[ok] // each
                     self._set(d, t[ok], _norm(values[(e // inner) % len(values)], bits), np.ones(int(ok.sum()), bool))
 
