@@ -116,6 +116,9 @@ class CKernel:
     #: (``scale(__half*, int)`` after ``scale(float*, int)``: "scale_f16"), whose cpp_name stays the function's
     #: (the build picks the overload by the contract's dtypes)
     contract_name: str | None = None
+    #: pointer parameters its body tests against NULL (``if (mean != nullptr)``): name -> (line, the test as
+    #: written), from :func:`mark_null_tests`; each is scaffolded ``optional = true``
+    null_tested: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def cpp_name(self) -> str:
@@ -211,6 +214,35 @@ def parse_kernels(text: str) -> list[CKernel]:
             continue
         i += 1
     return [*out.values(), *overloads]
+
+
+def mark_null_tests(kernels: Iterable[CKernel], text: str) -> None:
+    """Fill in :attr:`CKernel.null_tested` of each kernel of ``kernels`` that ``text`` defines: the pointer
+    parameters its body (or a device function of ``text`` it passes them on to) tests against NULL
+    (:mod:`audit.cuda.nulltests`); a file that does not parse leaves them empty.
+
+    >>> ks = parse_kernels("__global__ void k(float* y, const float* b) {\\n  if (b) y[0] = b[0]; }")
+    >>> mark_null_tests(ks, "__global__ void k(float* y, const float* b) {\\n  if (b) y[0] = b[0]; }")
+    >>> ks[0].null_tested
+    {'b': (2, 'if (b)')}
+    """
+    from .cuda.nulltests import null_tests
+    from .cuda.scope import Source
+    from .cuda.tokens import TokenizeError
+
+    try:
+        src = Source.parse(text)
+    except (TokenizeError, RecursionError):
+        return
+    for k in kernels:
+        if not k.defined:
+            continue
+        named = [f for f in src.functions if f.is_global and f.name == k.name and f.close > f.open]
+        if not named:
+            continue
+        entry = min(named, key=lambda f: abs(f.line - k.line))  # an overload: the definition at its line
+        for t in null_tests({None: src}, None, entry):
+            k.null_tested.setdefault(t.param, (t.line, t.text))
 
 
 def name_overload(k: CKernel, others: Iterable[CKernel], taken: set[str]) -> bool:
@@ -721,13 +753,19 @@ def scaffold_contract(
                 note = "  # TODO: a pointer to pointers; contracts describe flat device buffers"
             elif role == "out" and not note:
                 note = "  # TODO: out, inout or accumulate?"
+            optional = ""
+            if p.name in k.null_tested and p.pointer == 1:
+                line, test = k.null_tested[p.name]
+                optional = ", optional = true"
+                said = f'the kernel tests "{test}" at line {line}: the host may pass NULL (verify runs it NULL too)'
+                note = f"{note}; {said}" if note else f"  # {said}"
             shape, align = f'["{TODO}"]', ""
             if p.lanes > 1:  # a CUDA vector type: its lanes as the trailing axis
                 shape = f'["{TODO}", {p.lanes}]'
                 lane = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i64": 8, "u64": 8, "f64": 8}.get(dtype, 4)
                 align = f", align = {p.align}" if p.align and p.align > lane else ""
                 note = note or f"  # {p.ctype}: {p.lanes} x {dtype} per element"
-            lines.append(f'  {{ name = {_toml_str(p.name)}, dtype = "{dtype}", shape = {shape}, role = "{role}"{align} }},{note}')
+            lines.append(f'  {{ name = {_toml_str(p.name)}, dtype = "{dtype}", shape = {shape}, role = "{role}"{align}{optional} }},{note}')
         else:
             if p.name in values:
                 value = values[p.name]

@@ -279,9 +279,11 @@ def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path, capsys):
     assert main(["build", "--root", str(project)]) == 2
     assert capsys.readouterr().err == f"error: {NVCC_MISSING}\n"
     result = check(project, select=["build"])
-    # LOCAL_ARRAY_BOUNDS, SHARED_ARRAY_BOUNDS, LOCAL_UNINIT_READ, FIXED_DIM_TAIL, FIXED_DIM_ONE_CHUNK and
-    # FIXED_DIM_BOUNDARY read the sources and need no compiler; the others are not run, never passed
-    assert result.ran == ["LOCAL_ARRAY_BOUNDS", "SHARED_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "FIXED_DIM_TAIL", "FIXED_DIM_ONE_CHUNK", "FIXED_DIM_BOUNDARY"] and {n.rule for n in result.not_run} == {
+    # LOCAL_ARRAY_BOUNDS, SHARED_ARRAY_BOUNDS, LOCAL_UNINIT_READ, FIXED_DIM_TAIL, FIXED_DIM_ONE_CHUNK,
+    # FIXED_DIM_BOUNDARY and OPTIONAL_UNDECLARED read the sources and need no compiler; the others are not
+    # run, never passed
+    assert result.ran == ["LOCAL_ARRAY_BOUNDS", "SHARED_ARRAY_BOUNDS", "LOCAL_UNINIT_READ", "FIXED_DIM_TAIL", "FIXED_DIM_ONE_CHUNK", "FIXED_DIM_BOUNDARY",
+                          "OPTIONAL_UNDECLARED"] and {n.rule for n in result.not_run} == {
         "COMPILE_ERROR", "ENTRY_MISSING", "ABI_MISMATCH", "LAUNCH_RESOURCES", "REGISTER_SPILLS", "STORE_RACE", "SHARED_RMW_RACE", "SHARED_BYTES_MISSING",
         "CP_ASYNC_WAIT", "INDEX_OVERFLOW", "SHARED_BARRIER_MISSING", "SHARED_UNINIT_READ", "OUT_OF_BOUNDS_ACCESS", "GLOBAL_RMW_RACE",
         "BLOCK_WRITE_OVERLAP", "OUTPUT_NEVER_WRITTEN", "PARAM_UNREAD",

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import ContractError
     from ..load import load_contracts
-    from ..scaffold import CKernel, name_overload, parse_kernels, scaffold_sources
+    from ..scaffold import CKernel, mark_null_tests, name_overload, parse_kernels, scaffold_sources
 
     cfg = load_config(root_of(args))
     if root_of(args) is None and cfg.source == "defaults":
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             rel = path.as_posix()
             print(f'wireup init: "{src}" is outside the project root "{cfg.root}"; contracts name sources inside it, so move it or fix "source".', file=sys.stderr)
         kernels = parse_kernels(text)
+        mark_null_tests(kernels, text)  # optional pointers: those the kernels' bodies test against NULL
         kernels = sorted(kernels + _through_macros(path, text, kernels, cfg, src), key=lambda k: k.line)
         if not kernels:
             empty.append(src)

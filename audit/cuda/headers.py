@@ -135,6 +135,19 @@ def entry_file(cfg: Any, cs: Any, kernel: str) -> Path | None:
     return None if found is None else found[1]
 
 
+def entry_null_tests(cfg: Any, cs: Any, kernel: str) -> list[Any]:
+    """The tests against NULL of ``kernel``'s pointer parameters in the code its entry runs
+    (:func:`audit.cuda.nulltests.null_tests` over its source closure: the entry's body and the device
+    functions it passes a pointer on to), each with ``file`` the resolved path it is in."""
+    from ..cuda.nulltests import null_tests
+
+    found = _entry(cfg, cs, kernel)
+    if found is None:
+        return []
+    parsed, where, entry = found
+    return null_tests(parsed, where, entry)
+
+
 def _entry(cfg: Any, cs: Any, kernel: str) -> tuple[dict[Path, Any], Path, Any] | None:
     """The parsed source closure of ``kernel``, the file defining its entry and the entry (see
     :func:`entry_file`), or None."""

@@ -157,6 +157,48 @@ def check_fixed_dim_boundary(ctx: CheckContext) -> Iterator[Hit]:
                   s.kernel.loc, s.kernel.name)  # fmt: skip
 
 
+@rule("OPTIONAL_UNDECLARED", "A pointer parameter the kernel tests against NULL (p != nullptr, if (!p), p ? a : b, in its body or a device function it passes the pointer to) is declared optional, so its code for a NULL pointer is verified and analysed too.", "build", Severity.WARNING)
+def check_optional_undeclared(ctx: CheckContext) -> Iterator[Hit]:
+    """A kernel written to take an optional buffer (``if (mean != nullptr)``) under a contract that does not
+    say ``optional = true``: ``wireup verify`` passes a buffer every time and the block runs take it as
+    given, so the code the kernel runs for NULL (the other branch, an early return) is never run by either,
+    and a schedule cannot bind it ``"NULL"``. Reads the sources (:mod:`audit.cuda.nulltests`); needs no
+    compiler. A test inside ``assert(...)`` is not a use of NULL."""
+    from pathlib import Path
+
+    from ..cuda.headers import entry_null_tests
+    from ..model import TensorParam
+
+    cfg, cs = ctx.config, ctx.cs
+    if cfg is None:
+        return
+    root = Path(cs.root).resolve()
+    for k in cs.kernels:
+        try:
+            tests = entry_null_tests(cfg, cs, k.name)
+        except (OSError, ValueError, RecursionError):
+            continue
+        params = list(k.params)
+        said: set[int] = set()
+        for t in tests:
+            if t.index in said or t.index >= len(params):
+                continue
+            p = params[t.index]
+            if not isinstance(p, TensorParam) or p.optional:
+                continue
+            said.add(t.index)
+            try:
+                shown = Path(t.file).resolve().relative_to(root).as_posix()
+            except (TypeError, ValueError):
+                shown = str(t.file)
+            where = f"{shown}:{t.line}" + (f' (in {t.function}, as "{t.local}")' if t.local else "")
+            named = f'"{p.name}"' if p.name == t.param else f'"{p.name}" ("{t.param}" in the source)'
+            yield Hit(f'Kernel "{k.name}" tests its pointer {named} against NULL at {where}, "{t.text}", but its contract does not declare '
+                      f"it optional: wireup verify always passes a buffer and the block runs take it as given, so the kernel's code for a NULL "
+                      f'{p.name} never runs; if the host may pass NULL, declare it: {{ name = "{p.name}", ..., optional = true }}.',
+                      p.loc, k.name)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class _Site:
     """One ``%`` test or chunk loop (``site``) of ``file`` over an argument of ``kernel`` bound to ``dim``,
