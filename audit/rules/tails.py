@@ -164,39 +164,73 @@ def check_optional_undeclared(ctx: CheckContext) -> Iterator[Hit]:
     given, so the code the kernel runs for NULL (the other branch, an early return) is never run by either,
     and a schedule cannot bind it ``"NULL"``. Reads the sources (:mod:`audit.cuda.nulltests`); needs no
     compiler. A test inside ``assert(...)`` is not a use of NULL."""
-    from pathlib import Path
-
-    from ..cuda.headers import entry_null_tests
     from ..model import TensorParam
+    from .build import _analysis_cache
 
     cfg, cs = ctx.config, ctx.cs
     if cfg is None:
         return
-    root = Path(cs.root).resolve()
+    cache = _analysis_cache(ctx)
     for k in cs.kernels:
+        params = list(k.params)
+        if not any(isinstance(p, TensorParam) and not p.optional for p in params):
+            continue
+        said: set[int] = set()
+        for param, index, line, text, shown, function, local in _null_tests(cfg, cs, k, cache):
+            if index in said or index >= len(params):
+                continue
+            p = params[index]
+            if not isinstance(p, TensorParam) or p.optional:
+                continue
+            said.add(index)
+            where = f"{shown}:{line}" + (f' (in {function}, as "{local}")' if local else "")
+            named = f'"{p.name}"' if p.name == param else f'"{p.name}" ("{param}" in the source)'
+            yield Hit(f'Kernel "{k.name}" tests its pointer {named} against NULL at {where}, "{text}", but its contract does not declare '
+                      f"it optional: wireup verify always passes a buffer and the block runs take it as given, so the kernel's code for a NULL "
+                      f'{p.name} never runs; if the host may pass NULL, declare it: {{ name = "{p.name}", ..., optional = true }}.',
+                      p.loc, k.name)  # fmt: skip
+
+
+def _null_tests(cfg: Any, cs: Any, k: Any, cache: Any) -> list[list[Any]]:
+    """:func:`audit.cuda.headers.entry_null_tests` of ``k`` as rows ``[param, index, line, text, file as
+    shown, function, local]``, through the analysis cache (keyed by the entry and its source closure's
+    paths and bytes: tokenizing the sources costs more than the rest of a warm check's rule)."""
+    from pathlib import Path
+
+    from ..cuda.headers import entry_null_tests, source_closure
+    from ..untrusted import SOURCE_LIMIT, read_regular
+
+    root = Path(cs.root).resolve()
+
+    def compute() -> list[list[Any]]:
         try:
             tests = entry_null_tests(cfg, cs, k.name)
         except (OSError, ValueError, RecursionError):
-            continue
-        params = list(k.params)
-        said: set[int] = set()
+            return []
+        out = []
         for t in tests:
-            if t.index in said or t.index >= len(params):
-                continue
-            p = params[t.index]
-            if not isinstance(p, TensorParam) or p.optional:
-                continue
-            said.add(t.index)
             try:
                 shown = Path(t.file).resolve().relative_to(root).as_posix()
             except (TypeError, ValueError):
                 shown = str(t.file)
-            where = f"{shown}:{t.line}" + (f' (in {t.function}, as "{t.local}")' if t.local else "")
-            named = f'"{p.name}"' if p.name == t.param else f'"{p.name}" ("{t.param}" in the source)'
-            yield Hit(f'Kernel "{k.name}" tests its pointer {named} against NULL at {where}, "{t.text}", but its contract does not declare '
-                      f"it optional: wireup verify always passes a buffer and the block runs take it as given, so the kernel's code for a NULL "
-                      f'{p.name} never runs; if the host may pass NULL, declare it: {{ name = "{p.name}", ..., optional = true }}.',
-                      p.loc, k.name)  # fmt: skip
+            out.append([t.param, t.index, t.line, t.text, shown, t.function, t.local])
+        return out
+
+    def check(v: Any) -> list[list[Any]]:
+        kinds = (str, int, int, str, str, str, str)
+        if not isinstance(v, list) or not all(isinstance(r, list) and len(r) == 7 and all(type(x) is c for x, c in zip(r, kinds)) for r in v):
+            raise ValueError("null tests")
+        return v
+
+    if cache is None:
+        return compute()
+    try:
+        parts: list[str | bytes] = [k.symbol]
+        for f in source_closure(cfg, k.source):
+            parts += [str(f), read_regular(f, SOURCE_LIMIT)]
+        return cache.value("nulltests", parts, check, compute)
+    except OSError:
+        return compute()
 
 
 @dataclass(frozen=True)
