@@ -200,6 +200,7 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                 refs.append(HostReference(ref.file, ref.line, ref.kind, ref.text, name, ref.call))
 
     heads = TemplateHeads(root)  # template heads of the contracted kernels, for launches with template arguments
+    visible = Visibility(root, include_dirs)  # several contracts of one name: the one a launch's own file sees
 
     def judge(site, rel: str) -> None:
         """The contracts one launch site runs, as references; what it runs that no contract covers, unaudited."""
@@ -225,6 +226,8 @@ def scan_launchers(cfg: Config, cs: ContractSet) -> LauncherScan:
                     shown = f"{site.kernel}<{', '.join(spelled(args))}>"
                     scan.unaudited.append(HostReference(rel, site.line, "launch", shown, None, call))
                     return
+        if kernels:
+            kernels = [k.name for k in visible.narrow(rel, site.style, [cs.kernel_map[n] for n in kernels])]
         if kernels:
             add(HostReference(rel, site.line, "launch", site.kernel, None, call), kernels)
         elif site.style in ("cuda", "cudarc", "runtime"):  # the other styles name the kernel in a literal, judged below
@@ -580,6 +583,39 @@ class TemplateHeads:
     def launches(self, k, args: tuple[str, ...]) -> tuple[str, ...]:
         """The instantiation a launch with explicit template arguments ``args`` runs, if it runs ``k``'s function."""
         return instantiation(self.complete(k, args))
+
+
+class Visibility:
+    """Which contracts a ``<<<>>>`` launch may run where several share its name: two translation units that
+    each define a kernel of that name (3DGS's forward and backward ``renderCUDA<3u>``, scaffolded by `init`
+    as ``renderCUDA`` and ``renderCUDA_backward``) each launch their own, the one whose source the launching
+    file is or includes. Where none of them is (a host file launching through a header's prototype), or the
+    launch is no ``<<<>>>`` (a module getter names its module elsewhere), all of them."""
+
+    def __init__(self, root: Path, include_dirs: list[Path]):
+        self.root = root
+        self.include_dirs = include_dirs
+        self._seen: dict[str, set[Path]] = {}
+
+    def files(self, rel: str) -> set[Path]:
+        """The file ``rel`` (relative to the root) and every file it includes, resolved."""
+        if rel not in self._seen:
+            from .hashing import include_closure
+
+            here = (self.root / rel).resolve()
+            try:
+                self._seen[rel] = {p.resolve() for p in include_closure(self.root / rel, self.include_dirs)} | {here}
+            except (OSError, ValueError, RecursionError):
+                self._seen[rel] = {here}
+        return self._seen[rel]
+
+    def narrow(self, rel: str | None, style: str, kernels: list) -> list:
+        """``kernels`` (contracts a launch in ``rel`` names) narrowed to those its file sees (see the class)."""
+        if len(kernels) < 2 or style != "cuda" or not rel:
+            return kernels
+        seen = self.files(rel)
+        own = [k for k in kernels if (self.root / k.source).resolve() in seen]
+        return own or kernels
 
 
 def launch_name(k) -> str:

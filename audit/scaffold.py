@@ -258,6 +258,22 @@ def name_overload(k: CKernel, others: Iterable[CKernel], taken: set[str]) -> boo
     return True
 
 
+def second_definition_name(k: CKernel, source: str, taken: Iterable[str]) -> str:
+    """The contract name of ``k`` where another source defines a kernel of its name too: the name and the
+    stem of ``source`` (``renderCUDA_backward`` for ``backward.cu``), made unique against ``taken``.
+
+    >>> second_definition_name(CKernel("renderCUDA", 1, False), "cuda_rasterizer/backward.cu", {"renderCUDA"})
+    'renderCUDA_backward'
+    """
+    taken = set(taken)
+    stem = re.sub(r"\W+", "_", source.rsplit("/", 1)[-1].split(".", 1)[0]).strip("_") or "source"
+    base = f"{k.name}_{stem}"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
 def _overloads(prev: CKernel, k: CKernel) -> bool:
     """Whether ``k`` defines another overload of ``prev``'s name (both definitions, neither a template,
     other parameter types), not its definition after a prototype or an instantiation of it."""
@@ -574,7 +590,8 @@ def _instances(k: CKernel, sites: list[LaunchSite], source: str = "") -> tuple[l
     keys = sorted(groups, key=order) if groups else sorted(explicit, key=lambda key: (explicit[key], key))
     out, names = [], set()
     for key in keys:
-        name = k.name if len(keys) == 1 else f"{k.name}_" + "_".join(slug(a) for a in spelled[key])
+        own = k.contract_name or k.name  # a second definition's own name (renderCUDA_backward)
+        name = own if len(keys) == 1 else f"{own}_" + "_".join(slug(a) for a in spelled[key])
         while name in names:
             name += "_"
         names.add(name)

@@ -6,7 +6,9 @@
 Parameters, their order, kinds and dtypes come from the signatures; shapes, grid and integer scalar
 values are left as "TODO" (an undeclared dim, so ``wireup check`` fails until they are filled in).
 Integer scalars named like a dim the project already declares get that dim. Several sources make one
-file (one ``[dims]`` table; a kernel two sources declare is scaffolded once). An output inside the
+file (one ``[dims]`` table; a kernel two sources declare is scaffolded once, from its definition; two
+sources that each define a kernel of one name get a contract each, the second named after its file,
+``render_bwd`` for ``bwd.cu``). An output inside the
 project's contracts folder may name folders that do not exist yet (they are created). Exit 0 written, 1
 when a file holds no ``__global__`` function, 2 for unreadable input or an existing output without --force.
 """
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..errors import ContractError
     from ..load import load_contracts
-    from ..scaffold import CKernel, mark_null_tests, name_overload, parse_kernels, scaffold_sources
+    from ..scaffold import CKernel, mark_null_tests, name_overload, parse_kernels, scaffold_sources, second_definition_name
 
     cfg = load_config(root_of(args))
     if root_of(args) is None and cfg.source == "defaults":
@@ -110,6 +112,14 @@ def run(args: argparse.Namespace) -> int:
                 chosen[k.contract_name] = (rel, k)  # type: ignore[index]
                 continue
             key = k.contract_name or k.name
+            if key in chosen and k.defined and chosen[key][1].defined and chosen[key][0] != rel:
+                # a second definition in another source: another translation unit's kernel of that name
+                # (3DGS's forward and backward renderCUDA<3u>), compiled from its own file: its own contract
+                k.contract_name = second_definition_name(k, rel, {*chosen, *existing})
+                chosen[k.contract_name] = (rel, k)
+                print(f'wireup init: kernel "{k.name}" at {rel}:{k.line} is another definition than {chosen[key][0]}:{chosen[key][1].line}\'s; '
+                      f'scaffolded as "{k.contract_name}".', file=sys.stderr)  # fmt: skip
+                continue
             if key not in chosen or (k.defined and not chosen[key][1].defined):
                 chosen[key] = (rel, k)
     units = []

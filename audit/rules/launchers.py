@@ -183,9 +183,11 @@ def _launched_kernels(ctx: CheckContext):
     run-time name pattern matches, ``kernel_name::<T>("affine")`` -> each contracted ``affine_*``; none for
     a name the scan could not resolve); a launch with explicit template arguments only the contract whose
     ``cpp_name`` names that instantiation (none where none does, or an argument is not known)."""
-    from ..launchers import TemplateHeads, contract_instantiation, launch_name
+    from ..launchers import TemplateHeads, Visibility, contract_instantiation, launch_name
 
     heads = TemplateHeads(ctx.cs.root)  # defaults a launch's or a cpp_name's template arguments leave out
+    cfg = ctx.config
+    visible = Visibility(ctx.cs.root.resolve(), [cfg.path(d) for d in cfg.include_dirs] if cfg is not None else [])
     by_name: dict[str, list] = {}  # the names a launch site may use for a kernel, each kernel once per name
     for k in ctx.cs.kernel_map.values():
         for name in dict.fromkeys((k.symbol, launch_name(k))):
@@ -198,7 +200,7 @@ def _launched_kernels(ctx: CheckContext):
             kernels = by_name.get(site.kernel, []) if site.name_kind == "exact" else []
         if site.template_args is not None:
             kernels = [k for k in kernels if contract_instantiation(k, heads) == heads.launches(k, site.template_args)]
-        return kernels
+        return visible.narrow(site.file, site.style, kernels)
 
     return kernels_of
 
