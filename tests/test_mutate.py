@@ -1198,6 +1198,10 @@ def test_a_survivor_slow_in_one_pass_alone_only_is_not_caught(tmp_path):
     assert o.status == "survived"
     assert [e["message"] for e in events if e.get("event") == "slowdown"] == [
         "slower when timed alone (pass 1 of 3)", "not slower when timed alone (pass 2 of 3)"]  # each pass says how it went
+    # ... and, before it, what it is about to be timed on (a run cut off in a chunk shows which suspects held it)
+    assert [e["message"] for e in events if e.get("event") in ("timing", "slowdown")] == [
+        "timed alone next (pass 1 of 3): 1 kernel(s) at 1", "slower when timed alone (pass 1 of 3)",
+        "timed alone next (pass 2 of 3): 1 kernel(s) at 1", "not slower when timed alone (pass 2 of 3)"]  # fmt: skip
     assert runs["n"] == 3
 
 

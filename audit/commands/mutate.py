@@ -166,6 +166,8 @@ class MutateProgress:
             self.write(f"note     {ev['text']}")
         elif kind == "sibling":
             self.write(f"sibling  {ev['variant']}  caught {ev['message']}")
+        elif kind == "timing":
+            self.write(f"slowdown {ev['variant']}  {ev['message']}")
         elif kind == "slowdown":
             caught = not ev["message"].startswith("not slower")
             self.write(f"slowdown {ev['variant']}  " + (f"caught by MUTATE_SLOWDOWN: {ev['message']}" if caught else ev["message"]))

@@ -604,6 +604,12 @@ def run_mutation(
             # journaled as it ends
             for start in range(0, len(timed), SLOWDOWN_CHUNK):
                 chunk = timed[start : start + SLOWDOWN_CHUNK]
+                # each suspect says what it is about to be timed on, before the chunk's verifications: a run cut
+                # off in a chunk (the header sets' call of 7 December, ~427 s in one) shows which ones held it
+                for m in chunk:
+                    sizes_of = ", ".join(map(str, at[m.key])) if at[m.key] else "the run's sizes"
+                    progress({"event": "timing", "variant": m.key,
+                              "message": f"timed alone next (pass {n + 1} of {SLOWDOWN_PASSES}): {len(on[m.key])} kernel(s) at {sizes_of}"})  # fmt: skip
                 # (sizes, kernels, variant id) -> its outcome timed alone
                 alone: dict[tuple[tuple[int, ...] | None, tuple[str, ...], str], Any] = {}
                 pending = chunk
