@@ -52,24 +52,24 @@ class NullTest:
 def signature_names(src: Source, fn: Function) -> list[str | None]:
     """The names of ``fn``'s parameters, in order (None for an unnamed one); empty when its parameter
     list is not found (or is ``(void)``)."""
-    toks = src.tokens
-    j = fn.open - 1
-    while j >= 0 and toks[j].text != ")":
-        j -= 1
-    if j < 0 or j not in src.match:
-        return []
-    return [_param_name(words) for words in _split_args(src, src.match[j], j)] if j - src.match[j] > 1 else []
+    return [_param_name(words) for words in _parameters(src, fn)]
 
 
 def _pointers(src: Source, fn: Function) -> set[int]:
     """The positions of ``fn``'s parameters declared as pointers (a ``*`` among their words, or ``[]``)."""
+    return {n for n, words in enumerate(_parameters(src, fn)) if "*" in words or words[-2:] == ["[", "]"]}
+
+
+def _parameters(src: Source, fn: Function) -> list[list[str]]:
+    """The token texts of each of ``fn``'s parameters (the list before its body), in order; empty when the
+    list is not found or is empty."""
     toks = src.tokens
     j = fn.open - 1
     while j >= 0 and toks[j].text != ")":
         j -= 1
-    if j < 0 or j not in src.match:
-        return set()
-    return {n for n, words in enumerate(_split_args(src, src.match[j], j)) if "*" in words or words[-2:] == ["[", "]"]}
+    if j < 0 or j not in src.match or j - src.match[j] <= 1:
+        return []
+    return _split_args(src, src.match[j], j)
 
 
 def _split_args(src: Source, open_at: int, close_at: int) -> list[list[str]]:

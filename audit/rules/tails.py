@@ -171,12 +171,13 @@ def check_optional_undeclared(ctx: CheckContext) -> Iterator[Hit]:
     if cfg is None:
         return
     cache = _analysis_cache(ctx)
+    closures: dict[str, list[str | bytes] | None] = {}  # kernels share sources: each closure is read once
     for k in cs.kernels:
         params = list(k.params)
         if not any(isinstance(p, TensorParam) and not p.optional for p in params):
             continue
         said: set[int] = set()
-        for param, index, line, text, shown, function, local in _null_tests(cfg, cs, k, cache):
+        for param, index, line, text, shown, function, local in _null_tests(cfg, cs, k, cache, closures):
             if index in said or index >= len(params):
                 continue
             p = params[index]
@@ -191,10 +192,11 @@ def check_optional_undeclared(ctx: CheckContext) -> Iterator[Hit]:
                       p.loc, k.name)  # fmt: skip
 
 
-def _null_tests(cfg: Any, cs: Any, k: Any, cache: Any) -> list[list[Any]]:
+def _null_tests(cfg: Any, cs: Any, k: Any, cache: Any, closures: dict[str, list[str | bytes] | None]) -> list[list[Any]]:
     """:func:`audit.cuda.headers.entry_null_tests` of ``k`` as rows ``[param, index, line, text, file as
     shown, function, local]``, through the analysis cache (keyed by the entry and its source closure's
-    paths and bytes: tokenizing the sources costs more than the rest of a warm check's rule)."""
+    paths and bytes, read once per source into ``closures``: tokenizing the sources costs more than the
+    rest of a warm check's rule)."""
     from pathlib import Path
 
     from ..cuda.headers import entry_null_tests, source_closure
@@ -224,13 +226,15 @@ def _null_tests(cfg: Any, cs: Any, k: Any, cache: Any) -> list[list[Any]]:
 
     if cache is None:
         return compute()
-    try:
-        parts: list[str | bytes] = [k.symbol]
-        for f in source_closure(cfg, k.source):
-            parts += [str(f), read_regular(f, SOURCE_LIMIT)]
-        return cache.value("nulltests", parts, check, compute)
-    except OSError:
+    if k.source not in closures:
+        try:
+            closures[k.source] = [x for f in source_closure(cfg, k.source) for x in (str(f), read_regular(f, SOURCE_LIMIT))]
+        except OSError:
+            closures[k.source] = None
+    parts = closures[k.source]
+    if parts is None:
         return compute()
+    return cache.value("nulltests", [k.symbol, *parts], check, compute)
 
 
 @dataclass(frozen=True)
